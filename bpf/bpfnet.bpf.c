@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * bpfnet's datapath: three programs sharing one set of maps.
+ *
+ *   xdp_nic         XDP on the provisioning NIC: ARP for the service IPs, neighbour learning, and the
+ *                   drop of everything sent to a service IP that nothing allows.
+ *   tc_nic_ingress  TC ingress on the NIC: DNAT of allowed packets into the backend pod.
+ *   tc_pod_ingress  TC ingress on the host side of the pod's veth: the way back to the LAN, as the
+ *                   service IP.
+ *
+ * The packet walks they implement are described in docs/design.md.
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "bpfnet_maps.h"
+#include "lib/parse.h"
+#include "lib/maps.h"
+#include "lib/arp.h"
+#include "lib/steer.h"
+#include "lib/nat.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Headers the TC programs read: Ethernet, IPv4 with the longest options, the fixed TCP header. */
+#define HEADERS_MAX_LEN (sizeof(struct ethhdr) + 60 + sizeof(struct tcphdr))
+
+static __always_inline struct bpfnet_service_ip *service_ip_for(const struct bpfnet_iface *cfg, __be32 ip)
+{
+	/* Service IPs live in the provisioning subnet: anything else is passed without a lookup. */
+	if (!in_provisioning_subnet(cfg, ip))
+		return NULL;
+	return bpf_map_lookup_elem(&service_ips, &ip);
+}
+
+/* For packets to a service IP: keep what a listed port or recorded flow allows, drop the rest. */
+static __always_inline int xdp_filter_service_traffic(void *data, void *data_end, struct ethhdr *eth,
+						      struct iphdr *ip, const struct bpfnet_iface *cfg)
+{
+	struct ipv4_packet pkt = {};
+	enum parse_verdict verdict = ipv4_validate(data, data_end, eth, ip, &pkt);
+
+	if (verdict != PARSE_OK) {
+		count(drop_reason(verdict));
+		return XDP_DROP;
+	}
+	learn_neighbour(cfg, ip->saddr, eth->h_source);
+
+	struct steer_target target;
+	if (steer_lookup(&pkt, ip->saddr, ip->daddr, &target) != 0) {
+		count(BPFNET_CTR_DROP_NOT_ALLOWED);
+		return XDP_DROP;
+	}
+	return XDP_PASS; /* tc_nic_ingress steers it */
+}
+
+SEC("xdp")
+int xdp_nic(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct bpfnet_iface *cfg = iface_config();
+	struct ethhdr *eth = parse_eth(data, data_end);
+
+	if (!cfg || !eth)
+		goto pass;
+	if (eth->h_proto == bpf_htons(ETH_P_ARP))
+		return handle_arp(eth, data_end, cfg);
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
+		goto pass;
+
+	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
+	if (!ip || !service_ip_for(cfg, ip->daddr))
+		goto pass;
+	return xdp_filter_service_traffic(data, data_end, eth, ip, cfg);
+pass:
+	count(BPFNET_CTR_PASS);
+	return XDP_PASS;
+}
+
+/* Makes sure the headers are in the linear part of the skb, so direct packet access can reach them. */
+static __always_inline void pull_headers(struct __sk_buff *skb)
+{
+	__u32 linear = skb->data_end - skb->data;
+
+	if (linear < HEADERS_MAX_LEN && skb->len > linear)
+		bpf_skb_pull_data(skb, skb->len < HEADERS_MAX_LEN ? skb->len : HEADERS_MAX_LEN);
+}
+
+static __always_inline int deliver_to_backend(const struct bpfnet_backend *backend)
+{
+	if (backend->flags & BPFNET_BACKEND_REDIRECT_PEER)
+		return bpf_redirect_peer(backend->ifindex, 0);
+	return bpf_redirect(backend->ifindex, 0);
+}
+
+SEC("tc")
+int tc_nic_ingress(struct __sk_buff *skb)
+{
+	pull_headers(skb);
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct bpfnet_iface *cfg = iface_config();
+	struct ethhdr *eth = parse_eth(data, data_end);
+
+	if (!cfg || !eth || eth->h_proto != bpf_htons(ETH_P_IP))
+		return TC_ACT_OK;
+	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
+	if (!ip || !service_ip_for(cfg, ip->daddr))
+		return TC_ACT_OK;
+
+	/* XDP has already dropped what is not allowed; checked again so TC is safe on its own. */
+	struct ipv4_packet pkt = {};
+	enum parse_verdict verdict = ipv4_validate(data, data_end, eth, ip, &pkt);
+	if (verdict != PARSE_OK) {
+		count(drop_reason(verdict));
+		return TC_ACT_SHOT;
+	}
+	__be32 saddr = ip->saddr;
+	__be32 daddr = ip->daddr;
+	struct steer_target target;
+	if (steer_lookup(&pkt, saddr, daddr, &target) != 0) {
+		count(BPFNET_CTR_DROP_NOT_ALLOWED);
+		return TC_ACT_SHOT;
+	}
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
+	if (!backend) {
+		count(BPFNET_CTR_DROP_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	if (nat_rewrite(skb, &pkt, NAT_DESTINATION, daddr, target.backend_ip, pkt.dport, target.backend_port) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
+		count(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	count(target.path);
+	return deliver_to_backend(backend);
+}
+
+/* Records the pod's side of a connection so the host's answers find their way back (walks 3 and 5). */
+static __always_inline void record_flow(const struct ipv4_packet *pkt, __be32 host, __be32 service_ip,
+					__be32 backend_ip)
+{
+	struct bpfnet_flow_key key = {
+		.remote_ip_be = host,
+		.service_ip_be = service_ip,
+		.remote_port_be = pkt->dport,
+		.service_port_be = pkt->sport,
+		.proto = pkt->proto,
+	};
+	struct bpfnet_flow *known = bpf_map_lookup_elem(&flows, &key);
+	if (known && known->backend_ip_be == backend_ip && known->backend_port_be == pkt->sport)
+		return;
+
+	struct bpfnet_flow flow = {.backend_ip_be = backend_ip, .backend_port_be = pkt->sport};
+	bpf_map_update_elem(&flows, &key, &flow, BPF_ANY);
+	count(BPFNET_CTR_FLOW_CREATED);
+}
+
+SEC("tc")
+int tc_pod_ingress(struct __sk_buff *skb)
+{
+	pull_headers(skb);
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct bpfnet_iface *cfg = iface_config();
+	struct ethhdr *eth = parse_eth(data, data_end);
+
+	if (!cfg || !eth || eth->h_proto != bpf_htons(ETH_P_IP))
+		return TC_ACT_OK;
+	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
+	if (!ip)
+		return TC_ACT_OK;
+	__be32 saddr = ip->saddr;
+	__be32 daddr = ip->daddr;
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
+	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
+	if (!backend || !in_provisioning_subnet(cfg, daddr))
+		return TC_ACT_OK;
+
+	struct ipv4_packet pkt = {};
+	enum parse_verdict verdict = ipv4_validate(data, data_end, eth, ip, &pkt);
+	if (verdict != PARSE_OK) {
+		count(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL : drop_reason(verdict));
+		return TC_ACT_SHOT;
+	}
+
+	struct bpfnet_backend_port_key bkey = {.backend_ip_be = saddr, .port_be = pkt.sport, .proto = pkt.proto};
+	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	__be32 service_ip = listed ? listed->service_ip_be : backend->service_ip_be;
+	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
+	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
+	if (!listed)
+		record_flow(&pkt, daddr, service_ip, saddr);
+
+	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, &daddr);
+	if (!neighbour) {
+		report_neighbour_miss(daddr, service_ip);
+		count(BPFNET_CTR_NEIGHBOUR_MISS);
+		return TC_ACT_SHOT;
+	}
+	__u8 host_mac[6];
+	mac_copy(host_mac, neighbour->mac);
+
+	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip, pkt.sport, service_port) ||
+	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+		count(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	count(path);
+	return bpf_redirect(cfg->nic_ifindex, 0);
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Bounds-checked header parsing shared by the XDP and TC programs. Every step checks against
+ * data_end before it reads; variable-length headers (IPv4 IHL, TCP data offset) are validated before
+ * the next header is located.
+ */
+#ifndef BPFNET_PARSE_H
+#define BPFNET_PARSE_H
+
+#include <linux/types.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+/* <linux/if_arp.h> drags in glibc headers, so the few ARP constants we need are spelled out here. */
+#define BPFNET_ARPHRD_ETHER 1
+#define BPFNET_ARPOP_REQUEST 1
+#define BPFNET_ARPOP_REPLY 2
+
+/* An Ethernet/IPv4 ARP packet, header and body together (RFC 826). */
+struct arp_ipv4 {
+	__be16 hw_type;
+	__be16 proto_type;
+	__u8 hw_len;
+	__u8 proto_len;
+	__be16 op;
+	__u8 sender_mac[6];
+	__be32 sender_ip;
+	__u8 target_mac[6];
+	__be32 target_ip;
+} __attribute__((packed));
+
+#define IP_FRAG_MASK 0x3fff /* MF flag and fragment offset */
+
+enum parse_verdict {
+	PARSE_OK = 0,
+	PARSE_MALFORMED,
+	PARSE_FRAGMENT,
+	PARSE_OTHER_PROTOCOL,
+};
+
+/* Where the headers of one IPv4 packet are, once validated. */
+struct ipv4_packet {
+	struct ethhdr *eth;
+	struct iphdr *ip;
+	__u32 l3_off; /* from the start of the frame */
+	__u32 l4_off;
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+};
+
+static __always_inline struct ethhdr *parse_eth(void *data, void *data_end)
+{
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > data_end)
+		return NULL;
+	return eth;
+}
+
+/* The fixed IPv4 header, enough to read the addresses; full validation is ipv4_validate(). */
+static __always_inline struct iphdr *parse_ipv4_fixed(struct ethhdr *eth, void *data_end)
+{
+	struct iphdr *ip = (void *)(eth + 1);
+
+	if ((void *)(ip + 1) > data_end)
+		return NULL;
+	return ip;
+}
+
+/*
+ * Validates an IPv4 header and its TCP or UDP header: version, IHL >= 5, total length within the frame,
+ * not a fragment, L4 header present (TCP data offset >= 5, UDP length >= 8 and within the IP payload).
+ * Fills pkt with offsets and ports. Anything else about the packet is for the receiver to judge.
+ */
+static __always_inline enum parse_verdict ipv4_validate(void *data, void *data_end, struct ethhdr *eth,
+							struct iphdr *ip, struct ipv4_packet *pkt)
+{
+	__u32 ihl_bytes = ip->ihl * 4;
+	__u32 ip_len = bpf_ntohs(ip->tot_len);
+	__u32 frame_ip_bytes = data_end - (void *)ip;
+
+	if (ip->version != 4 || ihl_bytes < sizeof(*ip) || ip_len < ihl_bytes || ip_len > frame_ip_bytes)
+		return PARSE_MALFORMED;
+	if (ip->frag_off & bpf_htons(IP_FRAG_MASK))
+		return PARSE_FRAGMENT;
+
+	pkt->eth = eth;
+	pkt->ip = ip;
+	pkt->l3_off = (void *)ip - data;
+	pkt->l4_off = pkt->l3_off + ihl_bytes;
+	pkt->proto = ip->protocol;
+
+	void *l4 = (void *)ip + ihl_bytes;
+	if (ip->protocol == IPPROTO_TCP) {
+		struct tcphdr *tcp = l4;
+
+		if ((void *)(tcp + 1) > data_end || tcp->doff < 5 || tcp->doff * 4 > ip_len - ihl_bytes)
+			return PARSE_MALFORMED;
+		pkt->sport = tcp->source;
+		pkt->dport = tcp->dest;
+		return PARSE_OK;
+	}
+	if (ip->protocol == IPPROTO_UDP) {
+		struct udphdr *udp = l4;
+
+		if ((void *)(udp + 1) > data_end)
+			return PARSE_MALFORMED;
+		__u32 udp_len = bpf_ntohs(udp->len);
+		if (udp_len < sizeof(*udp) || udp_len > ip_len - ihl_bytes)
+			return PARSE_MALFORMED;
+		pkt->sport = udp->source;
+		pkt->dport = udp->dest;
+		return PARSE_OK;
+	}
+	return PARSE_OTHER_PROTOCOL;
+}
+
+static __always_inline struct arp_ipv4 *parse_arp_ipv4(struct ethhdr *eth, void *data_end)
+{
+	struct arp_ipv4 *arp = (void *)(eth + 1);
+
+	if ((void *)(arp + 1) > data_end)
+		return NULL;
+	if (arp->hw_type != bpf_htons(BPFNET_ARPHRD_ETHER) || arp->proto_type != bpf_htons(ETH_P_IP) ||
+	    arp->hw_len != 6 || arp->proto_len != 4)
+		return NULL;
+	return arp;
+}
+
+static __always_inline void mac_copy(__u8 *dst, const __u8 *src)
+{
+	/* By hand: clang-14 turns __builtin_memcpy/memcmp of odd sizes into calls the verifier refuses. */
+	for (int i = 0; i < 6; i++)
+		dst[i] = src[i];
+}
+
+static __always_inline int mac_equal(const __u8 *a, const __u8 *b)
+{
+	__u8 diff = 0;
+
+	for (int i = 0; i < 6; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+#endif /* BPFNET_PARSE_H */

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The steering decision for a packet from the LAN to a service IP: a listed port, or a recorded flow. */
+#ifndef BPFNET_STEER_H
+#define BPFNET_STEER_H
+
+#include "parse.h"
+#include "maps.h"
+
+struct steer_target {
+	__be32 backend_ip;
+	__be16 backend_port;
+	enum bpfnet_counter path; /* BPFNET_CTR_DNAT_SERVICE or BPFNET_CTR_DNAT_FLOW */
+};
+
+/* Returns 0 and fills target when the packet may reach a backend; -1 when nothing allows it. */
+static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 saddr, __be32 daddr,
+					struct steer_target *target)
+{
+	struct bpfnet_service_key skey = {
+		.service_ip_be = daddr,
+		.port_be = pkt->dport,
+		.proto = pkt->proto,
+	};
+	struct bpfnet_service *service = bpf_map_lookup_elem(&services, &skey);
+	if (service) {
+		target->backend_ip = service->backend_ip_be;
+		target->backend_port = service->backend_port_be;
+		target->path = BPFNET_CTR_DNAT_SERVICE;
+		return 0;
+	}
+
+	struct bpfnet_flow_key fkey = {
+		.remote_ip_be = saddr,
+		.service_ip_be = daddr,
+		.remote_port_be = pkt->sport,
+		.service_port_be = pkt->dport,
+		.proto = pkt->proto,
+	};
+	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
+	if (flow) {
+		target->backend_ip = flow->backend_ip_be;
+		target->backend_port = flow->backend_port_be;
+		target->path = BPFNET_CTR_DNAT_FLOW;
+		return 0;
+	}
+	return -1;
+}
+
+/* Maps a failed validation to the drop counter that names it. */
+static __always_inline enum bpfnet_counter drop_reason(enum parse_verdict verdict)
+{
+	switch (verdict) {
+	case PARSE_FRAGMENT:
+		return BPFNET_CTR_DROP_FRAGMENT;
+	case PARSE_OTHER_PROTOCOL:
+		return BPFNET_CTR_DROP_PROTOCOL;
+	default:
+		return BPFNET_CTR_DROP_MALFORMED;
+	}
+}
+
+#endif /* BPFNET_STEER_H */

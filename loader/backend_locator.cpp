@@ -1,0 +1,46 @@
+#include "backend_locator.hpp"
+
+#include "maps/system_error.hpp"
+#include "netlink.hpp"
+
+namespace bpfnet {
+
+namespace {
+
+LinkInfo backend_link(const Backend &backend) {
+    if (!backend.veth.empty()) {
+        try {
+            return link_by_name(backend.veth);
+        } catch (const SystemError &e) {
+            throw BackendNotFound("backend.veth: interface " + backend.veth + " not found (" + e.what() + ")");
+        }
+    }
+    try {
+        return link_by_index(route_oif(backend.ip_be));
+    } catch (const SystemError &e) {
+        throw BackendNotFound("backend.veth: auto: no route to backend " + format_ipv4(backend.ip_be) + " (" +
+                              e.what() + "); name the veth in backend.veth");
+    }
+}
+
+} // namespace
+
+BackendLocation locate_backend(const Backend &backend) {
+    LinkInfo link = backend_link(backend);
+    BackendLocation where;
+    where.ifindex = link.ifindex;
+    where.host_mac = link.mac;
+    // bpf_redirect_peer delivers straight into the pod's namespace: only possible through a veth pair.
+    where.redirect_peer = link.is_veth;
+
+    auto pod_mac = link.is_veth ? peer_mac(link) : std::nullopt;
+    if (!pod_mac)
+        pod_mac = neighbour_mac(link.ifindex, backend.ip_be);
+    if (!pod_mac)
+        throw BackendNotFound("backend.veth: " + link.name + " is not a veth and the kernel has no neighbour entry for " +
+                              format_ipv4(backend.ip_be) + ": cannot learn the pod's MAC");
+    where.pod_mac = *pod_mac;
+    return where;
+}
+
+} // namespace bpfnet

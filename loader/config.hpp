@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The standalone loader's configuration file: what the provisioning service looks like on this node.
+ * The format is documented in docs/config.md; loader/example-config.yaml is a commented example.
+ *
+ * Parsing is strict on purpose: an unknown key, a wrong type or an out-of-range value is an error that
+ * names the file, the line and the field, because a typo that silently falls back to a default would
+ * expose or hide a provisioning port without anyone noticing.
+ */
+#ifndef BPFNET_LOADER_CONFIG_HPP
+#define BPFNET_LOADER_CONFIG_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bpfnet_maps.h"
+
+namespace bpfnet {
+
+/* Values match enum bpfnet_proto, so they go into map keys unchanged. */
+enum class Protocol : uint8_t { Tcp = 6, Udp = 17 };
+
+/* Values match enum bpfnet_port_kind. */
+enum class PortKind : uint8_t { Plain = 0, Tftp = 1, Dhcp = 2 };
+
+enum class XdpMode { Native, Generic };
+
+/* One listed port of the service IP and the pod port it is steered to. Ports in host byte order. */
+struct PortRule {
+	std::string name;
+	Protocol protocol = Protocol::Tcp;
+	uint16_t port = 0;
+	uint16_t target_port = 0; /* equals port unless the config translates it */
+	PortKind kind = PortKind::Plain;
+
+	bool operator==(const PortRule &) const = default;
+};
+
+/* The pod that currently backs the service IP. */
+struct Backend {
+	uint32_t ip_be = 0;
+	std::string veth; /* host side of the pod's veth; empty = auto (found through the route to ip) */
+
+	bool operator==(const Backend &) const = default;
+};
+
+/* Defaults for the optional fields; docs/config.md lists the same values. */
+inline constexpr std::string_view kDefaultPinRoot = BPFNET_DEFAULT_PIN_ROOT;
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
+inline constexpr uint32_t kDefaultGarpCount = 3;
+inline constexpr std::chrono::milliseconds kDefaultGarpInterval{200};
+
+struct Config {
+	std::string interface; /* the provisioning NIC */
+	uint32_t service_ip_be = 0;
+	uint32_t subnet_be = 0; /* network address of the provisioning subnet */
+	uint8_t prefix_len = 0;
+	std::string pin_root{kDefaultPinRoot}; /* absolute, without a trailing '/' */
+	XdpMode xdp_mode = XdpMode::Native;
+	std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
+	std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
+	uint32_t garp_count = kDefaultGarpCount; /* gratuitous ARPs sent on taking ownership */
+	std::chrono::milliseconds garp_interval = kDefaultGarpInterval;
+	std::vector<PortRule> ports;
+	std::optional<Backend> backend; /* absent: service traffic is dropped until a backend is set */
+
+	uint32_t subnet_mask_be() const;
+	/* Where this interface's maps and programs are pinned: <pin root>/<interface>. */
+	std::string pin_dir() const { return pin_root + "/" + interface; }
+
+	bool operator==(const Config &) const = default;
+};
+
+/*
+ * A config that cannot be used. what() reads "<source>:<line>: <field>: <detail>"; the line is left out
+ * when it is not known (e.g. a required field that is missing at the top level), the field when the
+ * error concerns the whole file.
+ */
+class ConfigError : public std::runtime_error {
+public:
+	ConfigError(std::string_view source, std::optional<int> line, std::string_view field,
+		    std::string_view detail);
+
+	/* The offending field as a path, e.g. "ports[1].targetPort"; empty for whole-file errors. */
+	const std::string &field() const noexcept { return field_; }
+	/* 1-based line number, when known. */
+	std::optional<int> line() const noexcept { return line_; }
+
+private:
+	std::string field_;
+	std::optional<int> line_;
+};
+
+/* Parses and validates a config; source_name is only used in error messages (usually the path). */
+Config parse_config(std::string_view yaml_text, std::string_view source_name);
+
+/* Reads and parses a config file; read errors are ConfigErrors naming the path and the errno text. */
+Config load_config_file(const std::string &path);
+
+/* Dotted quad of an address in network byte order. */
+std::string format_ipv4(uint32_t be);
+
+/* The spellings used in the config file: "tcp", "udp"; "plain", "tftp", "dhcp"; "native", "generic". */
+std::string to_string(Protocol protocol);
+std::string to_string(PortKind kind);
+std::string to_string(XdpMode mode);
+
+} // namespace bpfnet
+
+#endif /* BPFNET_LOADER_CONFIG_HPP */

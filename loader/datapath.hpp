@@ -1,0 +1,72 @@
+// Owns the loaded BPF object of one provisioning NIC: loads it with its maps pinned under the interface's
+// pin directory (re-using maps a previous loader pinned), attaches the NIC programs, and attaches the
+// pod-side program to backend veths. A loader that restarts finds its programs attached and adopts them,
+// so flows keep running through a restart or an upgrade of the loader.
+#pragma once
+
+#include "config.hpp"
+#include "maps/datapath_maps.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+struct bpfnet_bpf;
+struct xdp_program;
+
+namespace bpfnet {
+
+enum class HookAction { Attached, Adopted, Replaced };
+std::string to_string(HookAction action);
+
+struct XdpAttachment {
+    XdpMode mode = XdpMode::Native;
+    bool dispatcher = false; // libxdp's multi-program dispatcher; false: plain attach (legacy fallback)
+    HookAction action = HookAction::Attached;
+};
+
+struct DatapathOptions {
+    std::string interface;
+    std::string pin_dir;
+    XdpMode xdp_mode = XdpMode::Native;
+};
+
+class Datapath {
+public:
+    // Loads and attaches; on any failure, whatever this call attached is detached again before it throws.
+    explicit Datapath(const DatapathOptions &options);
+    ~Datapath();
+    Datapath(const Datapath &) = delete;
+    Datapath &operator=(const Datapath &) = delete;
+
+    DatapathMaps &maps() { return *maps_; }
+    int nic_ifindex() const { return nic_ifindex_; }
+    const XdpAttachment &xdp() const { return xdp_; }
+    HookAction tc_nic_action() const { return tc_nic_action_; }
+    int events_fd() const;
+
+    // tc_pod_ingress on the host side of a backend's veth.
+    HookAction attach_pod_hook(int ifindex);
+    // Removes only our filter; a veth that is already gone is fine.
+    static void detach_pod_hook(int ifindex);
+
+    // Detaches everything this datapath attached (NIC and the backends' veths) and removes the pins:
+    // the explicit teardown (`bpfnet-loader --teardown`), never done on a plain stop.
+    void teardown();
+
+private:
+    void load_and_attach_xdp(XdpMode mode);
+    void attach_nic_tc();
+
+    DatapathOptions options_;
+    int nic_ifindex_ = 0;
+    std::unique_ptr<bpfnet_bpf, void (*)(bpfnet_bpf *)> skel_;
+    std::optional<DatapathMaps> maps_;
+    XdpAttachment xdp_;
+    HookAction tc_nic_action_ = HookAction::Attached;
+};
+
+// Whether this kernel/device pair is served by libxdp's dispatcher: read back from the attached program.
+std::string describe(const XdpAttachment &xdp);
+
+} // namespace bpfnet

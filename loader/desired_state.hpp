@@ -1,0 +1,87 @@
+// What the maps should hold, computed from the configuration and where the backend pod is, and the
+// smallest set of map writes that gets the live maps there. Pure functions: unit-tested without a kernel.
+#pragma once
+
+#include "config.hpp"
+#include "maps/bpfnet_maps.h"
+#include "maps/datapath_maps.hpp"
+#include "netlink.hpp"
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfnet {
+
+// Map keys are plain structs with explicit padding: ordering them by their bytes is exact.
+template <typename T>
+struct BytewiseLess {
+    bool operator()(const T &a, const T &b) const { return std::memcmp(&a, &b, sizeof(T)) < 0; }
+};
+template <typename T>
+bool bytewise_equal(const T &a, const T &b) {
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+template <typename K, typename V>
+using Table = std::map<K, V, BytewiseLess<K>>;
+
+// Where the backend pod is attached on this node, as found in the kernel.
+struct BackendLocation {
+    int ifindex = 0; // host side of the pod's veth
+    MacAddress pod_mac{};
+    MacAddress host_mac{};
+    bool redirect_peer = false;
+};
+
+struct DesiredState {
+    Table<__be32, bpfnet_service_ip> service_ips;
+    Table<bpfnet_service_key, bpfnet_service> services;
+    Table<bpfnet_backend_port_key, bpfnet_backend_port> backend_ports;
+    Table<__be32, bpfnet_backend> backends;
+};
+
+// The service IP is active (answers ARP) exactly when a backend is located on this node; without one the
+// ports stay listed with no backend, so their traffic is dropped and counted as drop_no_backend.
+DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &backend);
+
+bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac);
+
+template <typename K, typename V>
+struct TableDiff {
+    std::vector<std::pair<K, V>> upserts; // new or changed
+    std::vector<K> removals;
+    bool empty() const { return upserts.empty() && removals.empty(); }
+};
+
+template <typename K, typename V>
+TableDiff<K, V> diff_table(const std::vector<std::pair<K, V>> &current, const Table<K, V> &desired) {
+    TableDiff<K, V> diff;
+    Table<K, V> live(current.begin(), current.end());
+    for (const auto &[key, value] : desired) {
+        auto it = live.find(key);
+        if (it == live.end() || !bytewise_equal(it->second, value))
+            diff.upserts.emplace_back(key, value);
+    }
+    for (const auto &[key, value] : live)
+        if (!desired.contains(key))
+            diff.removals.push_back(key);
+    return diff;
+}
+
+struct ReconcileReport {
+    size_t upserts = 0;
+    size_t removals = 0;
+    std::vector<__be32> activated;        // service IPs that became active: announce them
+    std::vector<bpfnet_backend> departed; // backends no longer here: their veth hook can go
+};
+
+// Brings the maps to the desired state with the fewest writes. New state is written before anything
+// points at it (backends, then ports, then service IPs) and removed in the reverse order, so a packet
+// never finds a reference to an entry that is not there yet.
+ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired);
+
+} // namespace bpfnet

@@ -1,0 +1,41 @@
+// Read-only rtnetlink queries the loader needs about links, routes and neighbours (libmnl underneath).
+// Every call opens its own short-lived netlink socket, so it answers for the network namespace the calling
+// thread is in at that moment (a caller inside setns() gets that namespace's view). Failures throw
+// bpfnet::SystemError naming the request and its object.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace bpfnet {
+
+using MacAddress = std::array<uint8_t, 6>;
+
+struct LinkInfo {
+    int ifindex;
+    std::string name;
+    MacAddress mac;     // all zero when the link has no Ethernet address (e.g. tun, ipip)
+    bool is_veth;
+    int peer_ifindex;   // -1 unless veth; an ifindex in the peer's namespace
+    int peer_netnsid;   // -1 if the peer is in the same namespace (or unknown); else the id this namespace gives it
+    bool up;            // administratively up (IFF_UP)
+    unsigned mtu;
+};
+
+LinkInfo link_by_name(const std::string &name);
+LinkInfo link_by_index(int ifindex);
+
+// The MAC of the other end of a veth, also when that end lives in another namespace (IFLA_TARGET_NETNSID,
+// kernel >= 4.20). nullopt if `veth` is not a veth or its peer has no Ethernet address or is gone.
+std::optional<MacAddress> peer_mac(const LinkInfo &veth);
+
+// The output ifindex the kernel would use to reach dst (like `ip route get`). Throws when unreachable.
+int route_oif(uint32_t dst_be);
+
+// The link-layer address the kernel knows for ip_be on ifindex, if the entry is usable (reachable, stale,
+// being reconfirmed, or permanent); nullopt when there is no such entry or it is incomplete or failed.
+std::optional<MacAddress> neighbour_mac(int ifindex, uint32_t ip_be);
+
+} // namespace bpfnet

@@ -1,0 +1,304 @@
+#include "standalone.hpp"
+
+#include "backend_locator.hpp"
+#include "log.hpp"
+#include "maps/system_error.hpp"
+#include "netlink.hpp"
+
+#include <bpf/libbpf.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace bpfnet {
+
+namespace {
+
+// A resolution request for the same host is not repeated more often than this.
+constexpr auto kResolutionRetry = std::chrono::milliseconds(200);
+
+UniqueFd make_timer() {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (fd < 0)
+        throw SystemError("timerfd_create", errno);
+    return UniqueFd(fd);
+}
+
+void arm_timer(const UniqueFd &timer, std::chrono::milliseconds first, std::chrono::milliseconds every) {
+    auto to_timespec = [](std::chrono::milliseconds ms) {
+        return timespec{static_cast<time_t>(ms.count() / 1000), static_cast<long>((ms.count() % 1000) * 1000000)};
+    };
+    itimerspec spec{to_timespec(every), to_timespec(first)};
+    if (timerfd_settime(timer.get(), 0, &spec, nullptr) != 0)
+        throw SystemError("timerfd_settime", errno);
+}
+
+void drain(const UniqueFd &fd) {
+    uint64_t buf[64];
+    while (::read(fd.get(), buf, sizeof(buf)) > 0) {
+    }
+}
+
+void watch(const UniqueFd &epoll, int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+        throw SystemError("epoll_ctl", errno);
+}
+
+UniqueFd block_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
+        throw SystemError("sigprocmask", errno);
+    int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (fd < 0)
+        throw SystemError("signalfd", errno);
+    return UniqueFd(fd);
+}
+
+// Editors and ConfigMap updates replace the file rather than write it: watch the directory.
+UniqueFd watch_config_dir(const std::string &config_path) {
+    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd < 0)
+        throw SystemError("inotify_init1", errno);
+    UniqueFd owned(fd);
+    std::string dir = std::filesystem::path(config_path).parent_path().string();
+    if (dir.empty())
+        dir = ".";
+    if (inotify_add_watch(fd, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0)
+        throw SystemError("inotify_add_watch " + dir, errno);
+    return owned;
+}
+
+bool config_file_touched(const UniqueFd &inotify, const std::string &config_path) {
+    alignas(inotify_event) char buf[4096];
+    std::string name = std::filesystem::path(config_path).filename().string();
+    bool touched = false;
+    ssize_t len;
+    while ((len = ::read(inotify.get(), buf, sizeof(buf))) > 0) {
+        for (char *p = buf; p < buf + len;) {
+            auto *ev = reinterpret_cast<inotify_event *>(p);
+            // Kubernetes ConfigMap volumes swap a "..data" symlink rather than the file itself.
+            if (ev->len > 0 && (name == ev->name || std::string_view(ev->name) == "..data"))
+                touched = true;
+            p += sizeof(inotify_event) + ev->len;
+        }
+    }
+    return touched;
+}
+
+__u64 monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts); // the clock bpf_ktime_get_ns() reads
+    return static_cast<__u64>(ts.tv_sec) * 1000000000ull + static_cast<__u64>(ts.tv_nsec);
+}
+
+bool datapath_identity_changed(const Config &a, const Config &b) {
+    return a.interface != b.interface || a.pin_root != b.pin_root || a.xdp_mode != b.xdp_mode;
+}
+
+} // namespace
+
+StandaloneLoader::StandaloneLoader(std::string config_path, Config config)
+    : config_path_(std::move(config_path)), config_(std::move(config)), events_(nullptr, ring_buffer__free) {}
+
+StandaloneLoader::~StandaloneLoader() = default;
+
+void StandaloneLoader::start() {
+    heartbeat_timer_ = make_timer();
+    announce_timer_ = make_timer();
+    // Everything that can be checked without changing the kernel is checked first.
+    LinkInfo nic = link_by_name(config_.interface);
+    nic_mac_ = nic.mac;
+    std::optional<BackendLocation> backend;
+    if (config_.backend)
+        backend = locate_backend(*config_.backend);
+
+    datapath_ = std::make_unique<Datapath>(
+        DatapathOptions{.interface = config_.interface, .pin_dir = config_.pin_dir(), .xdp_mode = config_.xdp_mode});
+    log_info("xdp program on the NIC", {{"iface", config_.interface},
+                                         {"action", to_string(datapath_->xdp().action)},
+                                         {"attach", describe(datapath_->xdp())}});
+    log_info("tc program on the NIC ingress",
+             {{"iface", config_.interface}, {"action", to_string(datapath_->tc_nic_action())}});
+    arp_.emplace(nic.ifindex);
+    write_heartbeat();
+    apply(config_);
+}
+
+void StandaloneLoader::apply(const Config &config) {
+    std::optional<BackendLocation> backend;
+    if (config.backend)
+        backend = locate_backend(*config.backend);
+
+    DatapathMaps &maps = datapath_->maps();
+    bpfnet_iface iface = iface_entry(config, datapath_->nic_ifindex(), nic_mac_);
+    auto current = maps.iface.lookup(0);
+    if (!current || !bytewise_equal(*current, iface))
+        maps.iface.update(0, iface);
+
+    // The reverse path must be in place before the service IP is announced.
+    if (backend) {
+        HookAction action = datapath_->attach_pod_hook(backend->ifindex);
+        if (action != HookAction::Adopted)
+            log_info("tc program on the backend veth", {{"ifindex", std::to_string(backend->ifindex)},
+                                                         {"action", to_string(action)}});
+    }
+    ReconcileReport report = reconcile(maps, desired_state(config, backend));
+    for (const bpfnet_backend &gone : report.departed) {
+        if (backend && static_cast<int>(gone.ifindex) == backend->ifindex)
+            continue;
+        Datapath::detach_pod_hook(static_cast<int>(gone.ifindex));
+    }
+    log_info("maps reconciled", {{"writes", std::to_string(report.upserts)},
+                                 {"removals", std::to_string(report.removals)},
+                                 {"service_ip", format_ipv4(config.service_ip_be)},
+                                 {"backend", config.backend ? format_ipv4(config.backend->ip_be) : "none"}});
+    for (__be32 ip : report.activated)
+        announce(ip);
+}
+
+void StandaloneLoader::write_heartbeat() { datapath_->maps().heartbeat.update(0, bpfnet_heartbeat{monotonic_ns()}); }
+
+void StandaloneLoader::announce(__be32 service_ip) {
+    if (config_.garp_count == 0)
+        return;
+    announcing_.push_back(service_ip);
+    announcements_left_ = config_.garp_count;
+    send_next_announcement();
+    if (announcements_left_ > 0)
+        arm_timer(announce_timer_, config_.garp_interval, config_.garp_interval);
+}
+
+void StandaloneLoader::send_next_announcement() {
+    for (__be32 ip : announcing_)
+        arp_->send_gratuitous(ip, nic_mac_);
+    log_debug("gratuitous ARP sent", {{"left", std::to_string(announcements_left_ - 1)}});
+    if (--announcements_left_ == 0) {
+        announcing_.clear();
+        arm_timer(announce_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+    }
+}
+
+void StandaloneLoader::reload_config() {
+    Config next;
+    try {
+        next = load_config_file(config_path_);
+    } catch (const ConfigError &e) {
+        log_error("config rejected; keeping the running configuration", {{"error", e.what()}});
+        return;
+    }
+    if (next == config_)
+        return;
+    if (datapath_identity_changed(next, config_)) {
+        log_error("interface, pinRoot and xdpMode cannot change while running; restart the loader",
+                  {{"config", config_path_}});
+        return;
+    }
+    try {
+        if (next.backend)
+            locate_backend(*next.backend); // fail before any map changes
+        config_ = next;
+        apply(config_);
+        log_info("config reloaded", {{"config", config_path_}});
+    } catch (const std::exception &e) {
+        log_error("config not applied; keeping the running configuration", {{"error", e.what()}});
+    }
+}
+
+int StandaloneLoader::on_ring_event(void *ctx, void *data, size_t size) {
+    if (size >= sizeof(bpfnet_event))
+        static_cast<StandaloneLoader *>(ctx)->handle_event(*static_cast<const bpfnet_event *>(data));
+    return 0;
+}
+
+void StandaloneLoader::handle_event(const bpfnet_event &event) {
+    if (event.type != BPFNET_EVENT_NEIGHBOUR_MISS)
+        return;
+    auto now = std::chrono::steady_clock::now();
+    auto &last = last_resolution_[event.ip_be];
+    if (now - last < kResolutionRetry)
+        return;
+    last = now;
+    arp_->send_request(event.service_ip_be, nic_mac_, event.ip_be);
+    log_debug("neighbour miss: ARP request sent", {{"host", format_ipv4(event.ip_be)}});
+    if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
+        last_resolution_.clear();
+}
+
+int StandaloneLoader::run() {
+    epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_.valid())
+        throw SystemError("epoll_create1", errno);
+    signals_ = block_signals();
+    inotify_ = watch_config_dir(config_path_);
+    events_.reset(ring_buffer__new(datapath_->events_fd(), on_ring_event, this, nullptr));
+    if (!events_)
+        throw SystemError("ring_buffer__new", errno);
+
+    arm_timer(heartbeat_timer_, config_.heartbeat_interval, config_.heartbeat_interval);
+    if (announcements_left_ > 0)
+        arm_timer(announce_timer_, config_.garp_interval, config_.garp_interval);
+    for (int fd : {signals_.get(), heartbeat_timer_.get(), announce_timer_.get(), inotify_.get(),
+                   ring_buffer__epoll_fd(events_.get())})
+        watch(epoll_, fd);
+    log_info("serving", {{"iface", config_.interface}, {"service_ip", format_ipv4(config_.service_ip_be)}});
+
+    for (;;) {
+        epoll_event ready[8];
+        int n = epoll_wait(epoll_.get(), ready, 8, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            throw SystemError("epoll_wait", errno);
+        for (int i = 0; i < n; i++) {
+            int fd = ready[i].data.fd;
+            if (fd == signals_.get()) {
+                signalfd_siginfo info{};
+                while (::read(signals_.get(), &info, sizeof(info)) == sizeof(info)) {
+                    if (info.ssi_signo == SIGHUP) {
+                        reload_config();
+                        continue;
+                    }
+                    // The datapath stays attached: a restarted loader adopts it without dropping a flow.
+                    log_info("stopping; datapath left running", {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
+                    return 0;
+                }
+            } else if (fd == heartbeat_timer_.get()) {
+                drain(heartbeat_timer_);
+                write_heartbeat();
+            } else if (fd == announce_timer_.get()) {
+                drain(announce_timer_);
+                if (announcements_left_ > 0)
+                    send_next_announcement();
+            } else if (fd == inotify_.get()) {
+                if (config_file_touched(inotify_, config_path_))
+                    reload_config();
+            } else {
+                ring_buffer__consume(events_.get());
+            }
+        }
+    }
+}
+
+void StandaloneLoader::teardown() {
+    link_by_name(config_.interface); // a clear error when the interface is gone
+    datapath_ = std::make_unique<Datapath>(
+        DatapathOptions{.interface = config_.interface, .pin_dir = config_.pin_dir(), .xdp_mode = config_.xdp_mode});
+    datapath_->teardown();
+    log_info("datapath removed", {{"iface", config_.interface}, {"pins", config_.pin_dir()}});
+}
+
+} // namespace bpfnet

@@ -1,0 +1,54 @@
+// The loader in standalone mode: desired state from a config file, kept in the maps until SIGTERM.
+#pragma once
+
+#include "arp_sender.hpp"
+#include "config.hpp"
+#include "datapath.hpp"
+#include "desired_state.hpp"
+#include "maps/unique_fd.hpp"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+struct ring_buffer;
+
+namespace bpfnet {
+
+class StandaloneLoader {
+public:
+    StandaloneLoader(std::string config_path, Config config);
+    ~StandaloneLoader();
+
+    // Attaches (or adopts) the datapath and fills the maps. Throws on failure, with nothing half attached.
+    void start();
+    // Serves until SIGTERM or SIGINT; returns the process exit code.
+    int run();
+    // Removes programs and pins of the configured interface (`--teardown`).
+    void teardown();
+
+private:
+    void apply(const Config &config);
+    void write_heartbeat();
+    void reload_config();
+    void announce(__be32 service_ip);
+    void send_next_announcement();
+    void handle_event(const struct bpfnet_event &event);
+    static int on_ring_event(void *ctx, void *data, size_t size);
+
+    std::string config_path_;
+    Config config_;
+    std::unique_ptr<Datapath> datapath_;
+    std::optional<ArpSender> arp_;
+    MacAddress nic_mac_{};
+
+    UniqueFd epoll_, signals_, heartbeat_timer_, announce_timer_, inotify_;
+    std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
+    std::vector<__be32> announcing_;
+    uint32_t announcements_left_ = 0;
+    std::map<__be32, std::chrono::steady_clock::time_point> last_resolution_;
+};
+
+} // namespace bpfnet

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The one map layout shared by the BPF programs (bpf/) and the C++ control plane (loader/, cli/).
+ * Every key, value and constant that crosses the kernel boundary lives here, so the two sides cannot
+ * drift apart; maps/layout_asserts.hpp pins the sizes on the C++ side.
+ *
+ * Byte order: fields named *_be are in network byte order (as they appear in packets); all other
+ * integers are in host byte order.
+ */
+#ifndef BPFNET_MAPS_H
+#define BPFNET_MAPS_H
+
+#include <linux/types.h>
+
+/* Map names: the BPF object's map names and the file names under the per-interface pin directory. */
+#define BPFNET_MAP_IFACE "iface"
+#define BPFNET_MAP_HEARTBEAT "heartbeat"
+#define BPFNET_MAP_SERVICE_IPS "service_ips"
+#define BPFNET_MAP_SERVICES "services"
+#define BPFNET_MAP_BACKEND_PORTS "backend_ports"
+#define BPFNET_MAP_BACKENDS "backends"
+#define BPFNET_MAP_FLOWS "flows"
+#define BPFNET_MAP_NEIGHBOURS "neighbours"
+#define BPFNET_MAP_COUNTERS "counters"
+#define BPFNET_MAP_EVENTS "events"
+
+/* Table sizes. Flows and neighbours are LRU maps: under pressure the least recently used entry goes. */
+#define BPFNET_MAX_SERVICE_IPS 16
+#define BPFNET_MAX_SERVICES 256
+#define BPFNET_MAX_BACKENDS 64
+#define BPFNET_MAX_FLOWS 65536
+#define BPFNET_MAX_NEIGHBOURS 4096
+#define BPFNET_EVENTS_BYTES (64 * 1024)
+
+/* iface (array, one entry): facts about the provisioning NIC, written once when the loader attaches. */
+struct bpfnet_iface {
+	__u32 nic_ifindex;
+	__u8 nic_mac[6];
+	__u8 pad[2];
+	__be32 subnet_be;        /* provisioning subnet; service IPs and hosts live here */
+	__be32 subnet_mask_be;
+	__u32 reserved;             /* explicit, so no implicit padding carries stale bytes */
+	__u64 heartbeat_timeout_ns; /* ARP answers stop when the loader's heartbeat is older */
+};
+
+/* heartbeat (array, one entry): CLOCK_MONOTONIC ns of the loader's last heartbeat (bpf_ktime_get_ns). */
+struct bpfnet_heartbeat {
+	__u64 monotonic_ns;
+};
+
+/* service_ips (hash): key = service IP (__be32). Present when this node serves that IP. */
+#define BPFNET_SERVICE_IP_ACTIVE (1u << 0) /* this node owns the IP: answer ARP for it */
+struct bpfnet_service_ip {
+	__u32 flags;
+};
+
+enum bpfnet_proto {
+	BPFNET_PROTO_TCP = 6,  /* IPPROTO_TCP */
+	BPFNET_PROTO_UDP = 17, /* IPPROTO_UDP */
+};
+
+/* What a listed port carries; the datapath treats DHCP specially, the rest is plain DNAT. */
+enum bpfnet_port_kind {
+	BPFNET_KIND_PLAIN = 0, /* TCP or UDP service: DNAT and reverse SNAT */
+	BPFNET_KIND_TFTP = 1,  /* UDP; the server answers from ephemeral ports, recorded as flows */
+	BPFNET_KIND_DHCP = 2,  /* UDP 67; relayed (RFC 1542) */
+};
+
+/* services (hash): one listed port of a service IP -> the backend endpoint it is steered to. */
+struct bpfnet_service_key {
+	__be32 service_ip_be;
+	__be16 port_be;
+	__u8 proto; /* enum bpfnet_proto */
+	__u8 pad;
+};
+struct bpfnet_service {
+	__be32 backend_ip_be;
+	__be16 backend_port_be;
+	__u8 kind; /* enum bpfnet_port_kind */
+	__u8 pad;
+};
+
+/* backend_ports (hash): the reverse of services, so the pod's replies are SNATed to the service. */
+struct bpfnet_backend_port_key {
+	__be32 backend_ip_be;
+	__be16 port_be;
+	__u8 proto;
+	__u8 pad;
+};
+struct bpfnet_backend_port {
+	__be32 service_ip_be;
+	__be16 service_port_be;
+	__u8 kind;
+	__u8 pad;
+};
+
+/* backends (hash): key = backend pod IP (__be32) -> where the pod is attached on this node. */
+#define BPFNET_BACKEND_REDIRECT_PEER (1u << 0) /* veth: deliver with bpf_redirect_peer */
+struct bpfnet_backend {
+	__u32 ifindex;        /* host side of the pod's veth */
+	__u8 pod_mac[6];      /* the pod's interface */
+	__u8 host_mac[6];     /* the host side of the veth */
+	__be32 service_ip_be; /* the address the pod's own connections to the LAN leave with */
+	__u32 flags;
+};
+
+/*
+ * flows (LRU hash): connections the datapath learned on the reverse path: the pod's own connections
+ * to hosts and replies from ephemeral server ports (TFTP). Keyed as the host's packets arrive on the
+ * NIC (remote = host, local = service IP), so the host's next packet is DNATed with one lookup.
+ */
+struct bpfnet_flow_key {
+	__be32 remote_ip_be;
+	__be32 service_ip_be;
+	__be16 remote_port_be;
+	__be16 service_port_be;
+	__u8 proto;
+	__u8 pad[3];
+};
+struct bpfnet_flow {
+	__be32 backend_ip_be;
+	__be16 backend_port_be;
+	__u8 pad[2];
+};
+
+/* neighbours (LRU hash): key = host IP (__be32) on the provisioning LAN -> its MAC, learned from ARP. */
+struct bpfnet_neighbour {
+	__u8 mac[6];
+	__u8 pad[2];
+};
+
+/*
+ * counters (per-CPU array): one slot per steering decision. Paths first, then drops by reason. The
+ * names (bpfnet_counter_names in maps/counters.hpp) are what bpfnetctl and the metrics show.
+ */
+enum bpfnet_counter {
+	BPFNET_CTR_PASS = 0,              /* not for a service IP: handed to the kernel untouched */
+	BPFNET_CTR_ARP_REPLY,             /* answered who-has for a service IP */
+	BPFNET_CTR_ARP_NOT_ACTIVE,        /* who-has for a service IP this node does not own: passed */
+	BPFNET_CTR_ARP_STALE_HEARTBEAT,   /* owner, but the loader's heartbeat is stale: not answered */
+	BPFNET_CTR_NEIGHBOUR_LEARNED,     /* a new or changed neighbour entry was written */
+	BPFNET_CTR_DNAT_SERVICE,          /* host -> listed port, steered to the backend */
+	BPFNET_CTR_DNAT_FLOW,             /* host -> recorded flow, steered to the backend */
+	BPFNET_CTR_SNAT_REPLY,            /* backend reply from a listed port, sent as the service IP */
+	BPFNET_CTR_SNAT_FLOW,             /* backend packet on a recorded flow, sent as the service IP */
+	BPFNET_CTR_FLOW_CREATED,          /* a new flow was recorded on the reverse path */
+	BPFNET_CTR_NEIGHBOUR_MISS,        /* reverse path had no MAC for the host: reported, dropped */
+	BPFNET_CTR_EVENT_LOST,            /* the events ring buffer was full */
+	BPFNET_CTR_DROP_NOT_ALLOWED,      /* to a service IP, no listed port and no recorded flow */
+	BPFNET_CTR_DROP_PROTOCOL,         /* to a service IP, neither TCP, UDP nor ARP */
+	BPFNET_CTR_DROP_MALFORMED,        /* to a service IP, headers truncated or inconsistent */
+	BPFNET_CTR_DROP_FRAGMENT,         /* to a service IP, an IP fragment (ports not trustworthy) */
+	BPFNET_CTR_DROP_NO_BACKEND,       /* listed port or flow, but its backend is not on this node */
+	BPFNET_CTR_DROP_BACKEND_PROTOCOL, /* backend -> provisioning LAN, neither TCP nor UDP */
+	BPFNET_CTR_DROP_REWRITE_FAILED,   /* a helper refused to rewrite the packet */
+	BPFNET_CTR_MAX
+};
+
+/* events (ring buffer): what the datapath asks the loader to do, or tells it. */
+enum bpfnet_event_type {
+	BPFNET_EVENT_NEIGHBOUR_MISS = 1, /* resolve ip_be with an ARP request from the service IP */
+};
+struct bpfnet_event {
+	__u32 type;
+	__be32 ip_be;
+	__be32 service_ip_be;
+	__u32 pad;
+};
+
+/* Pin layout: <pin root>/<interface name>/<map or program name>. */
+#define BPFNET_DEFAULT_PIN_ROOT "/sys/fs/bpf/bpfnet"
+#define BPFNET_PROG_XDP_NIC "xdp_nic"
+#define BPFNET_PROG_TC_NIC "tc_nic_ingress"
+#define BPFNET_PROG_TC_POD "tc_pod_ingress"
+
+/* TC filters are ours when they carry this handle and priority; nobody else's filter is touched. */
+#define BPFNET_TC_HANDLE 0xb9f
+#define BPFNET_TC_PRIORITY 0xb9f
+
+#endif /* BPFNET_MAPS_H */

@@ -1,0 +1,53 @@
+// The C++ side's view of the shared map layout: sizes pinned with static_assert (a change on one side that
+// the other does not share fails the build), and the names of the counters as bpfnetctl and metrics show
+// them.
+#pragma once
+
+#include "bpfnet_maps.h"
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+namespace bpfnet {
+
+static_assert(sizeof(bpfnet_iface) == 32);
+static_assert(sizeof(bpfnet_heartbeat) == 8);
+static_assert(sizeof(bpfnet_service_ip) == 4);
+static_assert(sizeof(bpfnet_service_key) == 8);
+static_assert(sizeof(bpfnet_service) == 8);
+static_assert(sizeof(bpfnet_backend_port_key) == 8);
+static_assert(sizeof(bpfnet_backend_port) == 8);
+static_assert(sizeof(bpfnet_backend) == 24);
+static_assert(sizeof(bpfnet_flow_key) == 16);
+static_assert(sizeof(bpfnet_flow) == 8);
+static_assert(sizeof(bpfnet_neighbour) == 8);
+static_assert(sizeof(bpfnet_event) == 16);
+static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 24);
+
+// Indexed by enum bpfnet_counter; the order must follow the enum.
+inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
+    "pass",
+    "arp_reply",
+    "arp_not_active",
+    "arp_stale_heartbeat",
+    "neighbour_learned",
+    "dnat_service",
+    "dnat_flow",
+    "snat_reply",
+    "snat_flow",
+    "flow_created",
+    "neighbour_miss",
+    "event_lost",
+    "drop_not_allowed",
+    "drop_protocol",
+    "drop_malformed",
+    "drop_fragment",
+    "drop_no_backend",
+    "drop_backend_protocol",
+    "drop_rewrite_failed",
+};
+static_assert(counter_names.back() == "drop_rewrite_failed" && BPFNET_CTR_DROP_REWRITE_FAILED == BPFNET_CTR_MAX - 1,
+              "counter_names must list every enum bpfnet_counter in order");
+
+} // namespace bpfnet

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package that bpfnet's build, tests and demo need. Run as root on Debian 12.
+# Idempotent: apt-get skips what is already there.
+set -euo pipefail
+
+packages=(
+  # build: C++20 toolchain, both supported BPF compilers, skeleton generator, libraries
+  build-essential cmake pkg-config clang-14 clang-16 llvm-14 clang-format-14 bpftool
+  libbpf-dev libxdp-dev libelf-dev zlib1g-dev linux-libc-dev libcli11-dev libgtest-dev libgmock-dev
+  libyaml-cpp-dev libmnl-dev nlohmann-json3-dev libcurl4-openssl-dev
+  # tests and demo: namespaces, real traffic, servers and clients
+  iproute2 util-linux procps psmisc ethtool iperf3 curl python3 xdp-tools
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup.sh: run as root (it installs Debian packages)" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}"
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup.sh: all packages present"
+fi

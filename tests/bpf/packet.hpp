@@ -1,0 +1,72 @@
+// Builds test frames byte by byte, with every checksum computed from scratch, so an expected output frame
+// is an independent statement of what the datapath must produce (not a replay of its own arithmetic).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bpfnet::test {
+
+using Bytes = std::vector<uint8_t>;
+using Mac = std::array<uint8_t, 6>;
+
+uint32_t ip(const std::string &dotted); // network byte order
+Mac mac(const std::string &colon_hex);
+
+struct Endpoint {
+    std::string ip;
+    uint16_t port = 0;
+};
+
+inline constexpr uint8_t kTcp = 6;
+inline constexpr uint8_t kUdp = 17;
+inline constexpr uint8_t kIcmp = 1;
+
+// An Ethernet + IPv4 + (TCP | UDP | ICMP echo) frame. Setters change the headers; bytes() assembles the frame
+// with correct lengths and checksums; the raw_* mutators then damage it on purpose.
+class Packet {
+public:
+    static Packet tcp(const Endpoint &from, const Endpoint &to);
+    static Packet udp(const Endpoint &from, const Endpoint &to);
+    static Packet icmp_echo(const std::string &from, const std::string &to);
+
+    Packet &macs(const Mac &dst, const Mac &src);
+    Packet &payload(const std::string &text);
+    Packet &ip_options(size_t words);    // IHL = 5 + words, options filled with NOPs (type 1)
+    Packet &more_fragments();            // MF flag set
+    Packet &udp_checksum_none();         // UDP checksum 0: "no checksum" (RFC 768)
+    Packet &tcp_flags(uint8_t flags);
+
+    Bytes bytes() const;
+
+private:
+    Mac dst_mac_{}, src_mac_{};
+    uint32_t saddr_ = 0, daddr_ = 0;
+    uint16_t sport_ = 0, dport_ = 0;
+    uint8_t proto_ = 0;
+    size_t option_words_ = 0;
+    bool more_fragments_ = false;
+    bool udp_no_checksum_ = false;
+    uint8_t tcp_flags_ = 0x18; // PSH|ACK
+    std::string payload_ = "bpfnet";
+};
+
+Bytes arp(uint16_t op, const Mac &eth_dst, const Mac &sender_mac, const std::string &sender_ip, const Mac &target_mac,
+          const std::string &target_ip);
+
+// Offsets in a frame built without IP options.
+inline constexpr size_t kIpOffset = 14;
+inline constexpr size_t kL4Offset = 34;
+
+// Damage helpers: each returns a copy with one thing wrong.
+Bytes truncated(Bytes frame, size_t length);
+Bytes with_byte(Bytes frame, size_t offset, uint8_t value);
+Bytes with_u16(Bytes frame, size_t offset, uint16_t host_order_value);
+
+std::string hex(const Bytes &frame);
+// First differing offset and both bytes, for a readable failure.
+std::string describe_difference(const Bytes &got, const Bytes &want);
+
+} // namespace bpfnet::test
