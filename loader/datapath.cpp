@@ -136,7 +136,9 @@ HookAction attach_tc(int ifindex, int prog_fd, const std::string &what) {
         check(bpf_tc_attach(&tc.hook, &replace), "bpf_tc_attach (replace) " + what);
         return HookAction::Replaced;
     }
-    if (err != -ENOENT)
+    // No filter of ours: ENOENT when the ingress chain has other filters, EINVAL ("Cannot find specified
+    // filter chain") when it has none at all, as on a freshly created clsact.
+    if (err != -ENOENT && err != -EINVAL)
         check(err, "bpf_tc_query " + what);
     bpf_tc_opts attach = tc_opts(prog_fd, 0);
     check(bpf_tc_attach(&tc.hook, &attach), "bpf_tc_attach " + what);

@@ -139,7 +139,7 @@ Bytes Packet::bytes() const {
     size_t csum_off;
     if (proto_ == kTcp) {
         put32be(b, l4 + 4, htonl(1000)); // seq
-        put32be(b, l4 + 8, htonl(2000)); // ack
+        put32be(b, l4 + 8, htonl(0x50607080)); // ack; its first byte would read as a valid TCP data offset if IHL were ignored
         b[l4 + 12] = 5 << 4;
         b[l4 + 13] = tcp_flags_;
         put16(b, l4 + 14, 65535);

@@ -1,0 +1,306 @@
+// The datapath's behaviour as a table: one row per behaviour, with the input frame, the verdict and the
+// exact output frame (checksums recomputed independently by the packet builder), and the counters that
+// must move. Sequences (a flow recorded on the way out, then used on the way in) follow as plain tests.
+#include "datapath_fixture.hpp"
+
+#include "maps/layout.hpp"
+
+#include <arpa/inet.h>
+
+#include <functional>
+#include <set>
+
+namespace bpfnet::test {
+namespace {
+
+using namespace world;
+
+struct Row {
+    std::string name;
+    Program program;
+    Bytes input;
+    int verdict;
+    std::optional<Bytes> output;            // nullopt: the frame must come out unchanged
+    std::set<bpfnet_counter> counted;        // each goes up by exactly one; every other counter stays
+    std::function<void(DatapathTest &)> prepare = nullptr;
+};
+
+std::ostream &operator<<(std::ostream &os, const Row &row) { return os << row.name; }
+
+// Frames as they arrive on the NIC from the host, and on the veth from the pod.
+Bytes from_host(Packet p) { return p.macs(nic_mac, host_mac).bytes(); }
+Bytes from_pod(Packet p) { return p.macs(veth_mac, pod_mac).bytes(); }
+// Frames as the datapath must deliver them into the pod, and out of the NIC to the host.
+Bytes into_pod(Packet p) { return p.macs(pod_mac, veth_mac).bytes(); }
+Bytes to_host(Packet p, const Mac &host = host_mac) { return p.macs(host, nic_mac).bytes(); }
+
+Bytes arp_request_for(const std::string &target, const std::string &sender = host_ip, const Mac &sender_mac = host_mac) {
+    return arp(1, broadcast, sender_mac, sender, zero_mac, target);
+}
+
+const Packet api_request = Packet::tcp({host_ip, 40000}, {service_ip, 6385});
+Bytes api_frame() { return from_host(api_request); }
+
+std::vector<Row> rows() {
+    const Bytes api = api_frame();
+    const Bytes tftp = from_host(Packet::udp({host_ip, 40000}, {service_ip, 69}));
+    std::vector<Row> t = {
+        // Packet walk 1: ARP for the service IP.
+        {"arp who-has service IP: answered from the NIC MAC", Program::XdpNic, arp_request_for(service_ip), kXdpTx,
+         arp(2, host_mac, nic_mac, service_ip, host_mac, host_ip), {BPFNET_CTR_ARP_REPLY}},
+        {"arp who-has another LAN address: passed", Program::XdpNic, arp_request_for(other_lan_ip), kXdpPass,
+         std::nullopt, {BPFNET_CTR_PASS}},
+        {"arp who-has service IP while not the owner: passed", Program::XdpNic, arp_request_for(service_ip),
+         kXdpPass, std::nullopt, {BPFNET_CTR_ARP_NOT_ACTIVE},
+         [](DatapathTest &d) { d.set_service_ip_active(false); }},
+        {"arp who-has service IP with a stale loader heartbeat: passed", Program::XdpNic,
+         arp_request_for(service_ip), kXdpPass, std::nullopt, {BPFNET_CTR_ARP_STALE_HEARTBEAT},
+         [](DatapathTest &d) { d.set_heartbeat_age_seconds(6); }},
+        {"arp reply naming the service IP: passed, not answered", Program::XdpNic,
+         arp(2, nic_mac, host_mac, host_ip, nic_mac, service_ip), kXdpPass, std::nullopt, {BPFNET_CTR_PASS}},
+        {"arp from a new host: passed and learned", Program::XdpNic, arp_request_for(other_lan_ip, unknown_host_ip,
+         mac("02:00:00:00:00:11")), kXdpPass, std::nullopt, {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+
+        // Packet walk 4: listed TCP and UDP ports, DNAT into the pod.
+        {"xdp: listed tcp port passed on to tc", Program::XdpNic, api, kXdpPass, std::nullopt, {}},
+        {"tc nic: tcp to a listed port is DNATed into the pod", Program::TcNic, api, kTcRedirect,
+         into_pod(Packet::tcp({host_ip, 40000}, {pod_ip, 6385})), {BPFNET_CTR_DNAT_SERVICE}},
+        {"tc nic: port translation 80 -> 8080", Program::TcNic,
+         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 80})), kTcRedirect,
+         into_pod(Packet::tcp({host_ip, 40000}, {pod_ip, 8080})), {BPFNET_CTR_DNAT_SERVICE}},
+        {"tc nic: udp to a listed port is DNATed into the pod", Program::TcNic, tftp, kTcRedirect,
+         into_pod(Packet::udp({host_ip, 40000}, {pod_ip, 69})), {BPFNET_CTR_DNAT_SERVICE}},
+        {"tc nic: udp without checksum keeps checksum 0", Program::TcNic,
+         from_host(Packet::udp({host_ip, 40000}, {service_ip, 69}).udp_checksum_none()), kTcRedirect,
+         into_pod(Packet::udp({host_ip, 40000}, {pod_ip, 69}).udp_checksum_none()), {BPFNET_CTR_DNAT_SERVICE}},
+        {"tc nic: IP options are kept and the ports found behind them", Program::TcNic,
+         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}).ip_options(2)), kTcRedirect,
+         into_pod(Packet::tcp({host_ip, 40000}, {pod_ip, 6385}).ip_options(2)), {BPFNET_CTR_DNAT_SERVICE}},
+        {"tc nic: listed port without a backend on this node is dropped", Program::TcNic, api, kTcShot,
+         std::nullopt, {BPFNET_CTR_DROP_NO_BACKEND}, [](DatapathTest &d) { d.remove_backend(); }},
+
+        // A recorded flow (walks 3 and 5) lets the host reach the pod's port.
+        {"xdp: packet on a recorded flow passed on to tc", Program::XdpNic,
+         from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port})), kXdpPass, std::nullopt, {}},
+        {"tc nic: packet on a recorded flow is DNATed", Program::TcNic,
+         from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port})), kTcRedirect,
+         into_pod(Packet::udp({host_ip, flow_host_port}, {pod_ip, flow_pod_port})), {BPFNET_CTR_DNAT_FLOW}},
+
+        // Packet walk 6: everything else to the service IP is dropped and counted.
+        {"xdp: unlisted tcp port dropped", Program::XdpNic,
+         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22})), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_NOT_ALLOWED}},
+        {"xdp: same port as a flow but another host port dropped", Program::XdpNic,
+         from_host(Packet::udp({host_ip, flow_host_port + 1}, {service_ip, flow_pod_port})), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_NOT_ALLOWED}},
+        {"xdp: listed port number but other protocol dropped", Program::XdpNic,
+         from_host(Packet::udp({host_ip, 40000}, {service_ip, 6385})), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_NOT_ALLOWED}},
+        {"xdp: icmp to the service IP dropped", Program::XdpNic,
+         from_host(Packet::icmp_echo(host_ip, service_ip)), kXdpDrop, std::nullopt, {BPFNET_CTR_DROP_PROTOCOL}},
+        {"tc nic: unlisted port dropped even without xdp", Program::TcNic,
+         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22})), kTcShot, std::nullopt,
+         {BPFNET_CTR_DROP_NOT_ALLOWED}},
+
+        // Traffic that is not for a service IP is not ours.
+        {"xdp: tcp to another LAN address passes unchanged", Program::XdpNic,
+         from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385})), kXdpPass, std::nullopt, {BPFNET_CTR_PASS}},
+        {"xdp: tcp to an address outside the subnet passes unchanged", Program::XdpNic,
+         from_host(Packet::tcp({host_ip, 40000}, {outside_ip, 6385})), kXdpPass, std::nullopt, {BPFNET_CTR_PASS}},
+        {"xdp: not IPv4 passes unchanged", Program::XdpNic, with_u16(api, 12, 0x86dd), kXdpPass, std::nullopt,
+         {BPFNET_CTR_PASS}},
+        {"tc nic: tcp to another LAN address passes unchanged", Program::TcNic,
+         from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385})), kTcOk, std::nullopt, {}},
+
+        // Malformed input to the service IP: never steered, never rewritten, counted.
+        {"xdp: truncated Ethernet header passes untouched", Program::XdpNic, truncated(api, 10), kXdpPass,
+         std::nullopt, {BPFNET_CTR_PASS}},
+        {"xdp: truncated IPv4 header passes untouched", Program::XdpNic, truncated(api, kIpOffset + 12), kXdpPass,
+         std::nullopt, {BPFNET_CTR_PASS}},
+        {"tc nic: truncated IPv4 header passes untouched", Program::TcNic, truncated(api, kIpOffset + 12), kTcOk,
+         std::nullopt, {}},
+        {"xdp: IHL < 5 dropped", Program::XdpNic, with_byte(api, kIpOffset, 0x44), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+        {"tc nic: IHL < 5 dropped", Program::TcNic, with_byte(api, kIpOffset, 0x44), kTcShot, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+        {"xdp: IP total length beyond the frame dropped", Program::XdpNic,
+         with_u16(api, kIpOffset + 2, static_cast<uint16_t>(api.size())), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+        {"tc nic: IP total length beyond the frame dropped", Program::TcNic,
+         with_u16(api, kIpOffset + 2, static_cast<uint16_t>(api.size())), kTcShot, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+        {"xdp: IP fragment dropped", Program::XdpNic,
+         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}).more_fragments()), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_FRAGMENT}},
+        {"tc nic: IP fragment dropped", Program::TcNic,
+         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}).more_fragments()), kTcShot, std::nullopt,
+         {BPFNET_CTR_DROP_FRAGMENT}},
+        {"xdp: TCP data offset < 5 dropped", Program::XdpNic, with_byte(api, kL4Offset + 12, 0x40), kXdpDrop,
+         std::nullopt, {BPFNET_CTR_DROP_MALFORMED}},
+        {"tc nic: TCP data offset < 5 dropped", Program::TcNic, with_byte(api, kL4Offset + 12, 0x40), kTcShot,
+         std::nullopt, {BPFNET_CTR_DROP_MALFORMED}},
+        {"xdp: truncated TCP header dropped", Program::XdpNic,
+         with_u16(truncated(api, kL4Offset + 10), kIpOffset + 2, 30), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+        {"tc nic: truncated TCP header dropped", Program::TcNic,
+         with_u16(truncated(api, kL4Offset + 10), kIpOffset + 2, 30), kTcShot, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+        {"xdp: truncated UDP header dropped", Program::XdpNic,
+         with_u16(truncated(tftp, kL4Offset + 6), kIpOffset + 2, 26), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+        {"xdp: UDP length beyond the IP payload dropped", Program::XdpNic,
+         with_u16(tftp, kL4Offset + 4, static_cast<uint16_t>(tftp.size())), kXdpDrop, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+        {"tc nic: UDP length beyond the IP payload dropped", Program::TcNic,
+         with_u16(tftp, kL4Offset + 4, static_cast<uint16_t>(tftp.size())), kTcShot, std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+
+        // The way back (walk 4 reverse): replies from listed ports leave as the service IP.
+        {"tc pod: reply from a listed port is SNATed to the service IP", Program::TcPod,
+         from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000})), kTcRedirect,
+         to_host(Packet::tcp({service_ip, 6385}, {host_ip, 40000})), {BPFNET_CTR_SNAT_REPLY}},
+        {"tc pod: reply from a translated port leaves from the service port", Program::TcPod,
+         from_pod(Packet::tcp({pod_ip, 8080}, {host_ip, 40000})), kTcRedirect,
+         to_host(Packet::tcp({service_ip, 80}, {host_ip, 40000})), {BPFNET_CTR_SNAT_REPLY}},
+        {"tc pod: traffic to outside the provisioning subnet is the CNI's", Program::TcPod,
+         from_pod(Packet::tcp({pod_ip, 6385}, {outside_ip, 40000})), kTcOk, std::nullopt, {}},
+        {"tc pod: traffic from another pod is not touched", Program::TcPod,
+         from_pod(Packet::tcp({other_pod_ip, 6385}, {host_ip, 40000})), kTcOk, std::nullopt, {}},
+        {"tc pod: icmp from the backend to the LAN dropped", Program::TcPod,
+         from_pod(Packet::icmp_echo(pod_ip, host_ip)), kTcShot, std::nullopt, {BPFNET_CTR_DROP_BACKEND_PROTOCOL}},
+        {"tc pod: malformed backend packet dropped", Program::TcPod,
+         with_byte(from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000})), kL4Offset + 12, 0x30), kTcShot,
+         std::nullopt, {BPFNET_CTR_DROP_MALFORMED}},
+    };
+    return t;
+}
+
+class DatapathTable : public DatapathTest, public ::testing::WithParamInterface<Row> {};
+
+TEST_P(DatapathTable, Row) {
+    const Row &row = GetParam();
+    if (row.prepare)
+        row.prepare(*this);
+    auto before = counters();
+    RunResult result = run(row.program, row.input);
+    if (result.refused)
+        GTEST_SKIP() << "this kernel's BPF_PROG_TEST_RUN refuses a " << row.input.size() << "-byte frame";
+
+    EXPECT_EQ(result.retval, row.verdict) << name(row.program);
+    const Bytes &want = row.output ? *row.output : row.input;
+    EXPECT_EQ(result.out, want) << describe_difference(result.out, want);
+
+    auto after = counters();
+    for (size_t i = 0; i < after.size(); i++) {
+        uint64_t expected = row.counted.contains(static_cast<bpfnet_counter>(i)) ? 1 : 0;
+        EXPECT_EQ(after[i] - before[i], expected) << "counter " << counter_names[i];
+    }
+}
+
+std::string row_test_name(const ::testing::TestParamInfo<Row> &info) {
+    std::string out;
+    for (char c : info.param.name)
+        out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return std::to_string(info.index) + "_" + out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Behaviours, DatapathTable, ::testing::ValuesIn(rows()), row_test_name);
+
+// Walk 5: the pod calls the ramdisk agent on a host (Ironic -> IPA :9999); the reply must find its way back.
+TEST_F(DatapathTest, PodInitiatedConnectionAndItsReturn) {
+    auto out = run(Program::TcPod, from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}).tcp_flags(0x02)));
+    EXPECT_EQ(out.retval, kTcRedirect);
+    Bytes want = to_host(Packet::tcp({service_ip, 45000}, {host_ip, 9999}).tcp_flags(0x02));
+    EXPECT_EQ(out.out, want) << describe_difference(out.out, want);
+
+    Bytes reply = from_host(Packet::tcp({host_ip, 9999}, {service_ip, 45000}).tcp_flags(0x12));
+    EXPECT_EQ(run(Program::XdpNic, reply).retval, kXdpPass) << "the reply must not be dropped as unlisted";
+    auto in = run(Program::TcNic, reply);
+    EXPECT_EQ(in.retval, kTcRedirect);
+    want = into_pod(Packet::tcp({host_ip, 9999}, {pod_ip, 45000}).tcp_flags(0x12));
+    EXPECT_EQ(in.out, want) << describe_difference(in.out, want);
+
+    auto c = counters();
+    EXPECT_EQ(c[BPFNET_CTR_FLOW_CREATED], 1u);
+    EXPECT_EQ(c[BPFNET_CTR_SNAT_FLOW], 1u);
+    EXPECT_EQ(c[BPFNET_CTR_DNAT_FLOW], 1u);
+}
+
+// A recorded flow is written once, not on every packet of the connection.
+TEST_F(DatapathTest, FlowIsRecordedOnlyOnce) {
+    Bytes frame = from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}));
+    run(Program::TcPod, frame);
+    run(Program::TcPod, frame);
+    run(Program::TcPod, frame);
+    auto c = counters();
+    EXPECT_EQ(c[BPFNET_CTR_FLOW_CREATED], 1u);
+    EXPECT_EQ(c[BPFNET_CTR_SNAT_FLOW], 3u);
+}
+
+// Walk 3: the TFTP server answers from a new port; the client's ACK to that port reaches the server.
+TEST_F(DatapathTest, TftpEphemeralReplyAndTheClientsNextPacket) {
+    const uint16_t client = 2070, transfer = 51000;
+    auto data = run(Program::TcPod, from_pod(Packet::udp({pod_ip, transfer}, {host_ip, client})));
+    EXPECT_EQ(data.retval, kTcRedirect);
+    Bytes want = to_host(Packet::udp({service_ip, transfer}, {host_ip, client}));
+    EXPECT_EQ(data.out, want) << describe_difference(data.out, want);
+
+    Bytes ack = from_host(Packet::udp({host_ip, client}, {service_ip, transfer}));
+    EXPECT_EQ(run(Program::XdpNic, ack).retval, kXdpPass);
+    auto in = run(Program::TcNic, ack);
+    EXPECT_EQ(in.retval, kTcRedirect);
+    want = into_pod(Packet::udp({host_ip, client}, {pod_ip, transfer}));
+    EXPECT_EQ(in.out, want) << describe_difference(in.out, want);
+
+    // Another host cannot use the transfer port.
+    Bytes stranger = from_host(Packet::udp({other_lan_ip, client}, {service_ip, transfer}));
+    EXPECT_EQ(run(Program::XdpNic, stranger).retval, kXdpDrop);
+}
+
+// The reverse path has no MAC for the host: the loader is asked to resolve it, the packet is dropped.
+TEST_F(DatapathTest, NeighbourMissIsReportedToTheLoader) {
+    Bytes frame = from_pod(Packet::tcp({pod_ip, 45000}, {unknown_host_ip, 9999}).tcp_flags(0x02));
+    auto out = run(Program::TcPod, frame);
+    EXPECT_EQ(out.retval, kTcShot);
+    EXPECT_EQ(out.out, frame);
+
+    auto events = drain_events();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].type, BPFNET_EVENT_NEIGHBOUR_MISS);
+    EXPECT_EQ(events[0].ip_be, ip(unknown_host_ip));
+    EXPECT_EQ(events[0].service_ip_be, ip(service_ip));
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_MISS], 1u);
+
+    // Once the host answers the loader's ARP request, the next attempt leaves.
+    Mac learned = mac("02:00:00:00:00:11");
+    EXPECT_EQ(run(Program::XdpNic, arp(2, nic_mac, learned, unknown_host_ip, nic_mac, service_ip)).retval, kXdpPass);
+    auto retry = run(Program::TcPod, frame);
+    EXPECT_EQ(retry.retval, kTcRedirect);
+    Bytes want = to_host(Packet::tcp({service_ip, 45000}, {unknown_host_ip, 9999}).tcp_flags(0x02), learned);
+    EXPECT_EQ(retry.out, want) << describe_difference(retry.out, want);
+}
+
+// Neighbours are learned from ARP, and an unchanged entry is not written again.
+TEST_F(DatapathTest, NeighbourLearningWritesOnlyChanges) {
+    Mac first = mac("02:00:00:00:00:30"), second = mac("02:00:00:00:00:31");
+    run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", first));
+    run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", first));
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 1u);
+    auto entry = maps_->neighbours.lookup(ip("198.18.0.30"));
+    ASSERT_TRUE(entry.has_value());
+    EXPECT_TRUE(std::equal(first.begin(), first.end(), entry->mac));
+
+    run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", second)); // the host's NIC changed
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 2u);
+    entry = maps_->neighbours.lookup(ip("198.18.0.30"));
+    EXPECT_TRUE(std::equal(second.begin(), second.end(), entry->mac));
+
+    // Addresses outside the provisioning subnet, and claims on the service IP itself, are not learned.
+    run(Program::XdpNic, arp_request_for(other_lan_ip, outside_ip, first));
+    run(Program::XdpNic, arp(2, broadcast, first, service_ip, zero_mac, service_ip));
+    EXPECT_FALSE(maps_->neighbours.lookup(ip(outside_ip)).has_value());
+    EXPECT_FALSE(maps_->neighbours.lookup(ip(service_ip)).has_value());
+}
+
+} // namespace
+} // namespace bpfnet::test

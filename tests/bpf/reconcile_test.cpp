@@ -1,0 +1,99 @@
+// The loader's reconcile against real BPF maps: the first run fills them, a repeat writes nothing, a change
+// writes only what changed, and learned state (flows) is never touched.
+#include "bpfnet.skel.h"
+#include "loader/config.hpp"
+#include "loader/desired_state.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace bpfnet {
+namespace {
+
+uint32_t ip(const char *text) {
+    in_addr a{};
+    inet_pton(AF_INET, text, &a);
+    return a.s_addr;
+}
+
+class ReconcileTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (geteuid() != 0)
+            GTEST_SKIP() << "loading BPF maps needs root (label bpf)";
+        skel_.reset(bpfnet_bpf__open_and_load());
+        ASSERT_NE(skel_, nullptr);
+        maps_.emplace(DatapathMaps::from_object(skel_->obj));
+        config_ = parse_config(R"(
+interface: prov0
+serviceIP: 198.18.0.2
+subnet: 198.18.0.0/24
+ports:
+  - {name: ironic-api, protocol: tcp, port: 6385}
+  - {name: tftp, protocol: udp, port: 69, kind: tftp}
+backend:
+  ip: 198.18.100.2
+)",
+                               "test.yaml");
+        here_.ifindex = 20;
+        here_.pod_mac = {2, 0, 0, 0, 1, 2};
+        here_.host_mac = {2, 0, 0, 0, 1, 1};
+        here_.redirect_peer = true;
+    }
+
+    std::unique_ptr<bpfnet_bpf, void (*)(bpfnet_bpf *)> skel_{nullptr, bpfnet_bpf__destroy};
+    std::optional<DatapathMaps> maps_;
+    Config config_;
+    BackendLocation here_;
+};
+
+TEST_F(ReconcileTest, FirstRunFillsAndActivatesRepeatWritesNothing) {
+    ReconcileReport first = reconcile(*maps_, desired_state(config_, here_));
+    EXPECT_EQ(first.upserts, 1u + 2u + 2u + 1u); // service IP, services, backend ports, backend
+    EXPECT_EQ(first.removals, 0u);
+    ASSERT_EQ(first.activated.size(), 1u);
+    EXPECT_EQ(first.activated[0], ip("198.18.0.2"));
+
+    ReconcileReport again = reconcile(*maps_, desired_state(config_, here_));
+    EXPECT_EQ(again.upserts, 0u);
+    EXPECT_EQ(again.removals, 0u);
+    EXPECT_TRUE(again.activated.empty());
+}
+
+TEST_F(ReconcileTest, BackendMovedToAnotherVethRewritesOnlyTheBackend) {
+    reconcile(*maps_, desired_state(config_, here_));
+    BackendLocation moved = here_;
+    moved.ifindex = 21;
+    ReconcileReport report = reconcile(*maps_, desired_state(config_, moved));
+    EXPECT_EQ(report.upserts, 1u);
+    EXPECT_EQ(report.removals, 0u);
+    ASSERT_EQ(report.departed.size(), 1u);
+    EXPECT_EQ(report.departed[0].ifindex, 20u);
+    EXPECT_EQ(maps_->backends.lookup(ip("198.18.100.2"))->ifindex, 21u);
+}
+
+TEST_F(ReconcileTest, BackendGoneDeactivatesAndKeepsLearnedFlows) {
+    reconcile(*maps_, desired_state(config_, here_));
+    bpfnet_flow_key flow{};
+    flow.remote_ip_be = ip("198.18.0.10");
+    flow.service_ip_be = ip("198.18.0.2");
+    flow.remote_port_be = htons(9999);
+    flow.service_port_be = htons(45000);
+    flow.proto = BPFNET_PROTO_TCP;
+    maps_->flows.update(flow, bpfnet_flow{ip("198.18.100.2"), htons(45000), {0, 0}});
+
+    Config without = config_;
+    without.backend.reset();
+    ReconcileReport report = reconcile(*maps_, desired_state(without, std::nullopt));
+    EXPECT_EQ(maps_->service_ips.lookup(ip("198.18.0.2"))->flags, 0u);
+    EXPECT_TRUE(maps_->backends.entries().empty());
+    EXPECT_TRUE(maps_->backend_ports.entries().empty());
+    for (const auto &[key, service] : maps_->services.entries())
+        EXPECT_EQ(service.backend_ip_be, 0u);
+    EXPECT_EQ(report.departed.size(), 1u);
+    EXPECT_TRUE(maps_->flows.lookup(flow).has_value()) << "reconcile must not touch learned flows";
+}
+
+} // namespace
+} // namespace bpfnet

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""A tiny HTTP server for the e2e tests: answers every GET with the client address it saw.
+
+usage: addr_server.py BIND_ADDRESS PORT
+
+The body is the peer's IPv4 address and a newline, so a test can check that a NAT preserved (or
+rewrote) the source address. It logs one line per request to stderr.
+"""
+import http.server
+import sys
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = (self.client_address[0] + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, fmt, *args):
+        sys.stderr.write("%s:%d %s\n" % (self.client_address[0], self.client_address[1], fmt % args))
+        sys.stderr.flush()
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    server = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

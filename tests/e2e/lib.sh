@@ -1,0 +1,400 @@
+# shellcheck shell=bash
+# Helpers for bpfnet's end-to-end tests. Source this file from a test script, then call
+# `sandbox_reexec "$@"` before anything else: it re-runs the script inside a private sandbox and
+# returns only there.
+#
+# The sandbox (network safety, /work/shared/testing.md): `unshare --net --mount --pid --fork` gives the
+# script a network namespace with nothing but lo, a private mount namespace (private /run/netns
+# tmpfs and bpffs on /sys/fs/bpf) and a pid namespace, so every process the test starts dies with it
+# even when the test itself is killed. All addresses are in 198.18.0.0/15; no interface of the
+# machine is ever touched.
+#
+# Topology (fixed addresses and MACs):
+#
+#   e2e-host (bare-metal host)        e2e-node (control-plane node)          e2e-pod (Ironic pod)
+#   eth0 198.18.0.10/24  <-- veth --> prov0 (no IP; the provisioning NIC)
+#   02:00:00:00:00:10                 02:00:00:00:00:01
+#   xdp_pass (native)                 vethpod 198.18.100.1/24 <-- veth --> eth0 198.18.100.2/24
+#                                     02:00:00:00:01:01                    02:00:00:00:01:02
+#                                                                          default via 198.18.100.1
+#
+# The node has no route to 198.18.0.0/24: only the datapath connects the pod and the LAN.
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+E2E_REPO=$(cd "$E2E_DIR/../.." && pwd)
+
+E2E_HOST=e2e-host
+E2E_NODE=e2e-node
+E2E_POD=e2e-pod
+E2E_HOST_IP=198.18.0.10
+E2E_HOST_MAC=02:00:00:00:00:10
+E2E_NIC=prov0
+E2E_NIC_MAC=02:00:00:00:00:01
+E2E_SERVICE_IP=198.18.0.2
+E2E_SUBNET=198.18.0.0/24
+E2E_POD_IP=198.18.100.2
+E2E_POD_MAC=02:00:00:00:01:02
+E2E_POD_GW=198.18.100.1
+E2E_VETH=vethpod
+E2E_VETH_MAC=02:00:00:00:01:01
+E2E_PIN_ROOT=/sys/fs/bpf/bpfnet
+E2E_PIN_DIR=$E2E_PIN_ROOT/$E2E_NIC
+
+E2E_PASSED=0
+E2E_FAILED=0
+E2E_PIDS=()       # background processes this test started (servers, clients, loaders)
+E2E_TMP=""
+LOADER_PID=""
+LOADER_LOG=""
+E2E_REASON=""     # why the last check failed; set by a case before it returns 1
+
+# ---------------------------------------------------------------------------------------------------
+# Logging
+
+E2E_T0=$(date +%s.%N)
+
+elapsed() { awk -v t0="$E2E_T0" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.2f", t1 - t0 }'; }
+
+# Diagnostics are TAP comments ('# ...'), so only the ok/not ok lines and the tally stand out.
+log() { printf '# [%6ss] %s\n' "$(elapsed)" "$*"; }
+
+die() {
+    printf 'e2e: fatal: %s\n' "$*" >&2
+    exit 2
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Sandbox
+
+# Re-executes the calling script inside a fresh sandbox (unless already inside one) and, inside,
+# prepares the private mounts and the cleanup trap.
+sandbox_reexec() {
+    if [ "${BPFNET_E2E_SANDBOX:-}" != 1 ]; then
+        if [ "$(id -u)" != 0 ]; then
+            echo "e2e: needs root (network namespaces, BPF); skipped" >&2
+            exit 77
+        fi
+        local script
+        script=$(realpath "$0")
+        # --kill-child: if this process is killed (ctest timeout), the sandbox's init dies and the pid
+        # namespace takes every process of the test with it.
+        exec env BPFNET_E2E_SANDBOX=1 unshare --net --mount --pid --fork --kill-child --mount-proc \
+            bash "$script" "$@"
+    fi
+    sandbox_check
+    sandbox_setup
+}
+
+# Refuses to go on unless this really is a fresh sandbox: pid 1 of a new pid namespace, whose network
+# namespace holds nothing but a down lo. Protects the machine if the environment variable was set by hand.
+sandbox_check() {
+    if [ "$$" != 1 ]; then
+        die "not pid 1 of a private pid namespace; run the script directly, it sandboxes itself"
+    fi
+    local links
+    links=$(ip -o link show | awk -F': ' '{print $2}' | tr '\n' ' ')
+    if [ "$links" != "lo " ] || [ -n "$(ip -o link show up)" ]; then
+        die "network namespace is not fresh (links: $links); refusing to run"
+    fi
+}
+
+sandbox_setup() {
+    mount --make-rprivate / || die "mount --make-rprivate /"
+    mkdir -p /run/netns
+    mount -t tmpfs -o mode=0755 e2e-netns /run/netns || die "mount tmpfs on /run/netns"
+    mkdir -p /sys/fs/bpf 2>/dev/null || true
+    mount -t bpf bpf /sys/fs/bpf || die "mount bpffs on /sys/fs/bpf"
+    E2E_TMP=$(mktemp -d /tmp/bpfnet-e2e.XXXXXX) || die "mktemp"
+    mkdir -p "$E2E_TMP/conf" "$E2E_TMP/logs"
+    trap e2e_cleanup EXIT
+    trap 'log "interrupted"; exit 130' INT TERM HUP
+    ip link set lo up
+    log "sandbox ready (tmp $E2E_TMP)"
+}
+
+# Stops what the test started (by pid), removes the namespaces and the private mounts. Runs on every
+# exit; the pid namespace is the backstop if it cannot run.
+e2e_cleanup() {
+    local rc=$?
+    set +e
+    trap - EXIT INT TERM HUP
+    local pid
+    for pid in "${E2E_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null
+    done
+    for pid in "${E2E_PIDS[@]}"; do
+        local i
+        for i in $(seq 1 20); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    local ns
+    for ns in "$E2E_POD" "$E2E_HOST" "$E2E_NODE"; do
+        ip netns del "$ns" 2>/dev/null
+    done
+    umount /sys/fs/bpf 2>/dev/null
+    umount /run/netns 2>/dev/null
+    if [ -n "$E2E_TMP" ] && [ -d "$E2E_TMP" ]; then
+        if [ -n "${E2E_KEEP_TMP:-}" ]; then
+            log "kept $E2E_TMP"
+        else
+            rm -rf "$E2E_TMP"
+        fi
+    fi
+    exit "$rc"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Polling and processes
+
+# wait_for SECONDS CMD...: runs CMD every 0.1 s until it succeeds (0) or SECONDS pass (1).
+wait_for() {
+    local timeout=$1
+    shift
+    local deadline
+    deadline=$(awk -v now="$(date +%s.%N)" -v t="$timeout" 'BEGIN { printf "%.3f", now + t }')
+    while :; do
+        if "$@"; then
+            return 0
+        fi
+        if awk -v now="$(date +%s.%N)" -v d="$deadline" 'BEGIN { exit !(now >= d) }'; then
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# bg_in_ns NS LOGFILE CMD...: starts CMD in network namespace NS in the background; its pid is
+# remembered for cleanup and left in BG_PID.
+BG_PID=""
+bg_in_ns() {
+    local ns=$1 logfile=$2
+    shift 2
+    ip netns exec "$ns" "$@" >"$logfile" 2>&1 &
+    BG_PID=$!
+    E2E_PIDS+=("$BG_PID")
+}
+
+# Stops one background process by pid and reaps it; its exit status is left in STOPPED_RC.
+STOPPED_RC=""
+stop_pid() {
+    local pid=$1 sig=${2:-TERM}
+    kill -"$sig" "$pid" 2>/dev/null
+    wait_for 5 pid_gone "$pid" || kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    STOPPED_RC=$?
+    local kept=() p
+    for p in "${E2E_PIDS[@]}"; do
+        [ "$p" = "$pid" ] || kept+=("$p")
+    done
+    E2E_PIDS=("${kept[@]}")
+}
+
+# A child that exited but was not reaped yet still answers kill -0; ps shows it as a zombie.
+pid_gone() {
+    local state
+    state=$(ps -o stat= -p "$1" 2>/dev/null) || return 0
+    [ -z "$state" ] || [[ $state == Z* ]]
+}
+
+pid_alive() { ! pid_gone "$1"; }
+
+# ---------------------------------------------------------------------------------------------------
+# Topology
+
+# The XDP_PASS program for the host's eth0: from XDP_PASS_OBJ, else the build tree, else compiled here.
+xdp_pass_object() {
+    local obj=${XDP_PASS_OBJ:-$E2E_REPO/build/tests/e2e/xdp_pass.bpf.o}
+    if [ -f "$obj" ]; then
+        echo "$obj"
+        return 0
+    fi
+    if [ -n "${XDP_PASS_OBJ:-}" ]; then
+        echo "e2e: XDP_PASS_OBJ=$XDP_PASS_OBJ does not exist" >&2
+        return 1
+    fi
+    local clang
+    clang=$(command -v clang-14 || command -v clang-16 || command -v clang) || {
+        echo "e2e: $obj missing and no clang to build it" >&2
+        return 1
+    }
+    obj=$E2E_TMP/xdp_pass.bpf.o
+    "$clang" -O2 -g -target bpf -I"/usr/include/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)" \
+        -c "$E2E_DIR/xdp_pass.bpf.c" -o "$obj" >&2 || return 1
+    echo "$obj"
+}
+
+topology_create() {
+    local xdp_pass
+    xdp_pass=$(xdp_pass_object) || die "no xdp_pass object"
+
+    local ns
+    for ns in "$E2E_HOST" "$E2E_NODE" "$E2E_POD"; do
+        ip netns add "$ns" || die "ip netns add $ns"
+        ip -n "$ns" link set lo up
+    done
+
+    # The provisioning LAN: created inside the node namespace, its peer moved straight into the host's.
+    ip -n "$E2E_NODE" link add "$E2E_NIC" address "$E2E_NIC_MAC" type veth \
+        peer name eth0 address "$E2E_HOST_MAC" netns "$E2E_HOST" || die "create LAN veth"
+    ip -n "$E2E_HOST" addr add "$E2E_HOST_IP/24" dev eth0
+    # Native XDP on prov0 makes the peer's partial checksums visible: offload off on the LAN side.
+    ip netns exec "$E2E_HOST" ethtool -K eth0 tx off >/dev/null || die "ethtool -K eth0 tx off"
+    ip -n "$E2E_HOST" link set eth0 up
+    # XDP_TX on prov0 (ARP answers) only reaches eth0 when eth0 has an XDP program of its own.
+    ip -n "$E2E_HOST" link set dev eth0 xdpdrv obj "$xdp_pass" sec xdp || die "attach xdp_pass to host eth0"
+    ip -n "$E2E_NODE" link set "$E2E_NIC" up
+
+    # The pod, routed CNI style.
+    ip -n "$E2E_NODE" link add "$E2E_VETH" address "$E2E_VETH_MAC" type veth \
+        peer name eth0 address "$E2E_POD_MAC" netns "$E2E_POD" || die "create pod veth"
+    ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev "$E2E_VETH"
+    ip -n "$E2E_NODE" link set "$E2E_VETH" up
+    ip -n "$E2E_POD" addr add "$E2E_POD_IP/24" dev eth0
+    ip -n "$E2E_POD" link set eth0 up
+    ip -n "$E2E_POD" route add default via "$E2E_POD_GW" || die "pod default route"
+
+    if ip -n "$E2E_NODE" route get "$E2E_HOST_IP" >/dev/null 2>&1; then
+        die "the node has a route to $E2E_HOST_IP; only the datapath may connect pod and LAN"
+    fi
+    log "topology up: host $E2E_HOST_IP <-> node $E2E_NIC <-> pod $E2E_POD_IP (xdp_pass: $xdp_pass)"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# The loader
+
+# write_config FILE [EXTRA_YAML]: the standard configuration of docs/config.md for this topology.
+write_config() {
+    local file=$1 extra=${2:-}
+    cat >"$file" <<EOF
+interface: $E2E_NIC
+serviceIP: $E2E_SERVICE_IP
+subnet: $E2E_SUBNET
+pinRoot: $E2E_PIN_ROOT
+xdpMode: native
+ports:
+  - name: http
+    protocol: tcp
+    port: 80
+    targetPort: 8080
+  - name: iperf
+    protocol: tcp
+    port: 5201
+backend:
+  ip: $E2E_POD_IP
+  veth: auto
+$extra
+EOF
+}
+
+# run_loader ARGS...: the loader in the node's network namespace, in the foreground. nsenter rather than
+# `ip netns exec`, which would remount /sys and hide the sandbox's bpffs.
+run_loader() {
+    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" "$@"
+}
+
+loader_serving() { grep -q 'serving' "$LOADER_LOG"; }
+
+# loader_start CONFIG LOGFILE: starts the loader in the background and waits until it serves.
+loader_start() {
+    local config=$1
+    LOADER_LOG=$2
+    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$config" --log-level debug >"$LOADER_LOG" 2>&1 &
+    LOADER_PID=$!
+    E2E_PIDS+=("$LOADER_PID")
+    local started
+    started=$(date +%s.%N)
+    if ! wait_for 15 loader_up_or_dead; then
+        E2E_REASON="loader did not report 'serving' within 15 s"
+        return 1
+    fi
+    if pid_gone "$LOADER_PID"; then
+        wait "$LOADER_PID"
+        E2E_REASON="loader exited with status $? before serving"
+        return 1
+    fi
+    log "loader $LOADER_PID serving after $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s (log $LOADER_LOG)"
+}
+
+loader_up_or_dead() { loader_serving || pid_gone "$LOADER_PID"; }
+
+# loader_stop [SIGNAL]: stops the running loader; its exit status is left in STOPPED_RC.
+loader_stop() {
+    [ -n "$LOADER_PID" ] || return 0
+    stop_pid "$LOADER_PID" "${1:-TERM}"
+    LOADER_PID=""
+}
+
+dump_loader_log() {
+    [ -n "$LOADER_LOG" ] && [ -f "$LOADER_LOG" ] || return 0
+    echo "# --- last lines of $(basename "$LOADER_LOG") ---"
+    tail -n "${1:-25}" "$LOADER_LOG" | sed 's/^/#   /'
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Datapath state (read from this mount namespace, which holds the bpffs)
+
+# counter NAME: the sum over CPUs of one slot of the counters map; NAME is a bpfnet_counter without its
+# BPFNET_CTR_ prefix, in lower case (drop_not_allowed). Slots are read from maps/bpfnet_maps.h, so the
+# test follows the enum.
+counter() {
+    local name=$1
+    bpftool -j map dump pinned "$E2E_PIN_DIR/counters" 2>/dev/null |
+        python3 - "$E2E_REPO/maps/bpfnet_maps.h" "$name" <<'EOF'
+import json, re, sys
+header, name = sys.argv[1], sys.argv[2]
+text = open(header).read()
+body = re.search(r"enum bpfnet_counter\s*\{(.*?)\};", text, re.S).group(1)
+body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+names = [m.group(1).lower() for m in re.finditer(r"BPFNET_CTR_(\w+)", body)]
+if name not in names:
+    sys.exit("unknown counter " + name)
+slot = names.index(name)
+total = 0
+for entry in json.load(sys.stdin):
+    key = entry.get("key")
+    if isinstance(key, list):  # raw bytes, little endian
+        key = int.from_bytes(bytes(int(b, 16) for b in key), "little")
+    if int(key) != slot:
+        continue
+    for v in entry.get("values", []):
+        value = v["value"]
+        if isinstance(value, list):
+            value = int.from_bytes(bytes(int(b, 16) for b in value), "little")
+        total += int(value)
+print(total)
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Results
+
+# run_case NAME FUNCTION: runs one case; FUNCTION returns 0 for a pass, or sets E2E_REASON and returns 1.
+run_case() {
+    local name=$1 fn=$2
+    local started
+    started=$(date +%s.%N)
+    E2E_REASON=""
+    log "case: $name"
+    if "$fn"; then
+        echo "ok - $name"
+        E2E_PASSED=$((E2E_PASSED + 1))
+    else
+        echo "not ok - $name: ${E2E_REASON:-failed}"
+        E2E_FAILED=$((E2E_FAILED + 1))
+        dump_loader_log
+    fi
+    log "case $name took $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
+}
+
+# Prints the tally and exits: non-zero when anything failed (or nothing ran).
+finish() {
+    echo "$E2E_PASSED passed, $E2E_FAILED failed"
+    if [ "$E2E_FAILED" -ne 0 ] || [ "$E2E_PASSED" -eq 0 ]; then
+        exit 1
+    fi
+    exit 0
+}

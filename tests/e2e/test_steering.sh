@@ -1,0 +1,356 @@
+#!/bin/bash
+# End-to-end test of bpfnet's steering with real traffic between network namespaces: a bare-metal host on
+# the provisioning LAN reaches a pod through the service IP, the pod reaches the host as the service IP,
+# everything else is dropped, a loader restart keeps flows, a bad config attaches nothing, and teardown
+# removes everything.
+#
+#   usage: test_steering.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
+#   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
+#          E2E_KEEP_TMP  keep the temporary directory (configs, logs) for inspection
+#
+# Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
+set -uo pipefail
+
+# shellcheck source=lib.sh
+source "$(dirname "$(realpath "$0")")/lib.sh"
+
+LOADER=$(realpath "${1:-}" 2>/dev/null) || true
+if [ -z "${1:-}" ] || [ ! -x "$LOADER" ]; then
+    echo "usage: $0 PATH/TO/bpfnet-loader" >&2
+    exit 2
+fi
+
+sandbox_reexec "$@"
+
+# Everything below runs inside the sandbox.
+
+for tool in iperf3 curl python3 bpftool ethtool nsenter tc; do
+    command -v "$tool" >/dev/null || die "$tool is not installed (scripts/setup.sh)"
+done
+
+CONFIG=$E2E_TMP/conf/bpfnet.yaml
+LOGS=$E2E_TMP/logs
+POD_HTTP_PORT=8080
+HOST_AGENT_PORT=9999
+IPERF_PORT=5201
+
+host() { ip netns exec "$E2E_HOST" "$@"; }
+pod() { ip netns exec "$E2E_POD" "$@"; }
+
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# ---------------------------------------------------------------------------------------------------
+# Servers
+
+start_servers() {
+    bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 "$E2E_DIR/addr_server.py" 0.0.0.0 "$POD_HTTP_PORT"
+    bg_in_ns "$E2E_POD" "$LOGS/pod-iperf3.log" iperf3 --server --port "$IPERF_PORT"
+    # The ramdisk agent of walk 5 (the conductor calls it on TCP 9999): it tells who called.
+    bg_in_ns "$E2E_HOST" "$LOGS/host-agent.log" python3 "$E2E_DIR/addr_server.py" "$E2E_HOST_IP" "$HOST_AGENT_PORT"
+    wait_for 10 pod curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$POD_HTTP_PORT/" ||
+        die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
+    wait_for 10 host curl -s -o /dev/null --max-time 1 "http://$E2E_HOST_IP:$HOST_AGENT_PORT/" ||
+        die "host agent server did not come up: $(cat "$LOGS/host-agent.log")"
+    wait_for 10 pod_listens "$IPERF_PORT" || die "iperf3 server did not come up: $(cat "$LOGS/pod-iperf3.log")"
+    log "servers up: pod http :$POD_HTTP_PORT, pod iperf3 :$IPERF_PORT, host agent $E2E_HOST_IP:$HOST_AGENT_PORT"
+}
+
+pod_listens() { pod ss -Htln "sport = :$1" | grep -q LISTEN; }
+
+# The host resolves the service IP (the datapath's ARP answer) and reaches the HTTP port through it.
+service_reachable() {
+    [ "$(host curl -s --max-time 1 "http://$E2E_SERVICE_IP/")" = "$E2E_HOST_IP" ]
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Cases
+
+# f. Bad configurations are refused with exit code 2, naming the field, and touch nothing.
+BAD_CONFIG_OUT=""
+check_bad_config() {
+    local label=$1 file=$2 field=$3
+    local rc
+    run_loader --config "$file" --log-level debug >"$LOGS/bad-$label.out" 2>"$LOGS/bad-$label.err"
+    rc=$?
+    if [ "$rc" != 2 ]; then
+        E2E_REASON="$label: exit code $rc, want 2 (stderr: $(head -c 300 "$LOGS/bad-$label.err"))"
+        return 1
+    fi
+    if ! grep -q -- "$field" "$LOGS/bad-$label.err"; then
+        E2E_REASON="$label: stderr does not name $field: $(head -c 300 "$LOGS/bad-$label.err")"
+        return 1
+    fi
+    BAD_CONFIG_OUT+="$label: $(head -n1 "$LOGS/bad-$label.err"); "
+}
+
+nothing_attached() {
+    local what=""
+    ip -n "$E2E_NODE" link show "$E2E_NIC" | grep -q 'xdp' && what+="xdp on $E2E_NIC; "
+    [ -n "$(ip netns exec "$E2E_NODE" tc filter show dev "$E2E_NIC" ingress 2>/dev/null)" ] &&
+        what+="tc filter on $E2E_NIC ingress; "
+    [ -n "$(ip netns exec "$E2E_NODE" tc filter show dev "$E2E_VETH" ingress 2>/dev/null)" ] &&
+        what+="tc filter on $E2E_VETH ingress; "
+    [ -e "$E2E_PIN_DIR" ] && what+="pin dir $E2E_PIN_DIR exists; "
+    if [ -n "$what" ]; then
+        E2E_REASON="left behind: $what"
+        return 1
+    fi
+}
+
+case_bad_config() {
+    local dir=$E2E_TMP/bad
+    mkdir -p "$dir"
+    # serviceIP outside the subnet.
+    write_config "$dir/outside.yaml"
+    sed -i "s|^serviceIP: .*|serviceIP: 198.18.1.2|" "$dir/outside.yaml"
+    # A typo'd key must not be ignored.
+    write_config "$dir/unknown.yaml" "bogusField: 1"
+    # A valid file whose backend has no route on the node: refused before anything is attached.
+    write_config "$dir/noroute.yaml"
+    sed -i "s|^  ip: .*|  ip: 198.19.77.7|" "$dir/noroute.yaml"
+
+    check_bad_config outside "$dir/outside.yaml" serviceIP || return 1
+    check_bad_config unknown "$dir/unknown.yaml" bogusField || return 1
+    check_bad_config noroute "$dir/noroute.yaml" backend || return 1
+    nothing_attached || return 1
+    log "rejected: $BAD_CONFIG_OUT"
+}
+
+# Starts the good loader (not a case of its own: every case below needs it).
+start_good_loader() {
+    write_config "$CONFIG"
+    loader_start "$CONFIG" "$LOGS/loader-1.log" || return 1
+    local started
+    started=$(date +%s.%N)
+    if ! wait_for 10 service_reachable; then
+        E2E_REASON="host cannot reach http://$E2E_SERVICE_IP/ 10 s after the loader started (neigh: $(ip -n "$E2E_HOST" neigh show "$E2E_SERVICE_IP"))"
+        return 1
+    fi
+    log "service IP answers after $(since "$started") s; host neighbour: $(ip -n "$E2E_HOST" neigh show "$E2E_SERVICE_IP")"
+}
+
+# a. HTTP to the service IP on 80 reaches the pod on 8080, which sees the host's own address.
+case_http() {
+    local out rc
+    out=$(host curl -sS --max-time 5 "http://$E2E_SERVICE_IP/" 2>&1)
+    rc=$?
+    if [ "$rc" != 0 ]; then
+        E2E_REASON="curl exit $rc: $out"
+        return 1
+    fi
+    if [ "$out" != "$E2E_HOST_IP" ]; then
+        E2E_REASON="pod saw client '$out', want $E2E_HOST_IP"
+        return 1
+    fi
+}
+
+# iperf_check JSONFILE LABEL: the run finished without error and moved data; sets IPERF_SUMMARY.
+IPERF_SUMMARY=""
+iperf_check() {
+    local json=$1 label=$2
+    local verdict
+    verdict=$(python3 - "$json" <<'EOF'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("FAIL unreadable iperf3 output: %s" % e); sys.exit()
+if "error" in r:
+    print("FAIL iperf3 error: %s" % r["error"]); sys.exit()
+end = r.get("end", {})
+recv = end.get("sum_received", {}).get("bits_per_second", 0)
+sent = end.get("sum_sent", {})
+intervals = [i["sum"]["bytes"] for i in r.get("intervals", [])]
+stalled = [n for n, b in enumerate(intervals) if b == 0]
+summary = "%.0f Mbit/s received, %d retransmits, %d intervals" % (
+    recv / 1e6, sent.get("retransmits", -1), len(intervals))
+if recv <= 0:
+    print("FAIL no throughput (%s)" % summary)
+elif stalled:
+    print("FAIL intervals %s moved no data (%s)" % (stalled, summary))
+else:
+    print("OK " + summary)
+EOF
+)
+    IPERF_SUMMARY="$label: ${verdict#* }"
+    [[ $verdict == OK* ]]
+}
+
+# b. iperf3 both ways through service IP:5201.
+case_iperf() {
+    local rc
+    host iperf3 --client "$E2E_SERVICE_IP" --port "$IPERF_PORT" --time 3 --connect-timeout 3000 --json \
+        >"$LOGS/iperf-forward.json" 2>"$LOGS/iperf-forward.err"
+    rc=$?
+    if [ "$rc" != 0 ] || ! iperf_check "$LOGS/iperf-forward.json" "host->pod"; then
+        E2E_REASON="host->pod: exit $rc; ${IPERF_SUMMARY:-$(head -c 300 "$LOGS/iperf-forward.err")}"
+        return 1
+    fi
+    log "$IPERF_SUMMARY"
+    host iperf3 --client "$E2E_SERVICE_IP" --port "$IPERF_PORT" --time 3 --connect-timeout 3000 --json --reverse \
+        >"$LOGS/iperf-reverse.json" 2>"$LOGS/iperf-reverse.err"
+    rc=$?
+    if [ "$rc" != 0 ] || ! iperf_check "$LOGS/iperf-reverse.json" "pod->host (-R)"; then
+        E2E_REASON="pod->host (-R): exit $rc; ${IPERF_SUMMARY:-$(head -c 300 "$LOGS/iperf-reverse.err")}"
+        return 1
+    fi
+    log "$IPERF_SUMMARY"
+}
+
+# c. The pod calls the host's agent directly; the host sees the service IP. The host's entry is removed
+# from the datapath's neighbour table first, so the connection has to go through the miss path: the
+# first SYN is dropped and reported, the loader ARPs from the service IP, the retransmitted SYN passes.
+case_pod_to_host() {
+    local misses_before out rc started
+    bpftool map delete pinned "$E2E_PIN_DIR/neighbours" key $(echo "$E2E_HOST_IP" | tr . ' ') 2>/dev/null
+    if bpftool map lookup pinned "$E2E_PIN_DIR/neighbours" key $(echo "$E2E_HOST_IP" | tr . ' ') >/dev/null 2>&1; then
+        E2E_REASON="could not remove $E2E_HOST_IP from the neighbour table"
+        return 1
+    fi
+    misses_before=$(counter neighbour_miss)
+    started=$(date +%s.%N)
+    out=$(pod curl -sS --max-time 8 "http://$E2E_HOST_IP:$HOST_AGENT_PORT/" 2>&1)
+    rc=$?
+    local took misses_after
+    took=$(since "$started")
+    misses_after=$(counter neighbour_miss)
+    if [ "$rc" != 0 ]; then
+        E2E_REASON="curl from the pod exit $rc after $took s: $out (neighbour_miss $misses_before -> $misses_after)"
+        return 1
+    fi
+    if [ "$out" != "$E2E_SERVICE_IP" ]; then
+        E2E_REASON="host saw the pod as '$out', want $E2E_SERVICE_IP"
+        return 1
+    fi
+    if [ "$misses_after" -le "$misses_before" ]; then
+        E2E_REASON="connection worked but neighbour_miss did not move ($misses_before -> $misses_after)"
+        return 1
+    fi
+    log "pod -> host took $took s through the neighbour-miss path (neighbour_miss $misses_before -> $misses_after)"
+    if ! grep -q 'neighbour miss' "$LOADER_LOG"; then
+        E2E_REASON="the loader did not log the neighbour miss it resolved"
+        return 1
+    fi
+}
+
+# d. An unlisted port on the service IP: silence (no RST, no answer), and drop_not_allowed counts it.
+case_unlisted_port() {
+    local before after rc out
+    before=$(counter drop_not_allowed)
+    [ -n "$before" ] || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
+    out=$(host curl -sS --max-time 2 "http://$E2E_SERVICE_IP:22/" 2>&1)
+    rc=$?
+    after=$(counter drop_not_allowed)
+    if [ "$rc" != 28 ]; then
+        E2E_REASON="curl to port 22 exit $rc (want 28, a timeout): $out"
+        return 1
+    fi
+    if [ "$after" -le "$before" ]; then
+        E2E_REASON="drop_not_allowed did not increase ($before -> $after)"
+        return 1
+    fi
+    log "port 22 timed out; drop_not_allowed $before -> $after"
+}
+
+# e. Restarting the loader in the middle of a transfer leaves the transfer alone.
+case_restart() {
+    local json=$LOGS/iperf-restart.json
+    host iperf3 --client "$E2E_SERVICE_IP" --port "$IPERF_PORT" --time 8 --connect-timeout 3000 --json \
+        >"$json" 2>"$LOGS/iperf-restart.err" &
+    local iperf_pid=$!
+    E2E_PIDS+=("$iperf_pid")
+    sleep 2
+    if pid_gone "$iperf_pid"; then
+        wait "$iperf_pid"
+        E2E_REASON="iperf3 ended before the restart (exit $?): $(head -c 300 "$LOGS/iperf-restart.err")"
+        return 1
+    fi
+    local restarted
+    restarted=$(date +%s.%N)
+    local old_log=$LOADER_LOG
+    loader_stop TERM
+    local old_rc=$STOPPED_RC
+    if [ "$old_rc" != 0 ]; then
+        E2E_REASON="the old loader exited with $old_rc on SIGTERM"
+        return 1
+    fi
+    if ! grep -q 'datapath left running' "$old_log"; then
+        E2E_REASON="the old loader did not say it left the datapath running"
+        return 1
+    fi
+    loader_start "$CONFIG" "$LOGS/loader-2.log" || return 1
+    log "loader restarted in $(since "$restarted") s"
+
+    local deadline=20 i rc
+    for i in $(seq 1 $((deadline * 10))); do
+        pid_gone "$iperf_pid" && break
+        sleep 0.1
+    done
+    if pid_alive "$iperf_pid"; then
+        E2E_REASON="iperf3 still running ${deadline} s after the restart"
+        return 1
+    fi
+    wait "$iperf_pid"
+    rc=$?
+    if [ "$rc" != 0 ] || ! iperf_check "$json" "during restart"; then
+        E2E_REASON="iperf3 across the restart: exit $rc; ${IPERF_SUMMARY:-$(head -c 300 "$LOGS/iperf-restart.err")}"
+        return 1
+    fi
+    log "$IPERF_SUMMARY"
+    # The new loader found everything in place: the NIC's XDP and TC programs and the pod's hook.
+    local xdp tc
+    xdp=$(grep 'xdp program on the NIC' "$LOADER_LOG")
+    tc=$(grep 'tc program on the NIC ingress' "$LOADER_LOG")
+    if [[ $xdp != *action=adopted* ]] || [[ $tc != *action=adopted* ]]; then
+        E2E_REASON="the new loader did not adopt the programs: '$xdp' / '$tc'"
+        return 1
+    fi
+    if grep -q 'tc program on the backend veth' "$LOADER_LOG"; then
+        E2E_REASON="the new loader re-attached the pod hook: $(grep 'tc program on the backend veth' "$LOADER_LOG")"
+        return 1
+    fi
+}
+
+# g. --teardown removes the programs from the NIC and the pod's veth, and the pins.
+case_teardown() {
+    loader_stop TERM
+    local out rc
+    out=$(run_loader --config "$CONFIG" --teardown 2>&1)
+    rc=$?
+    if [ "$rc" != 0 ]; then
+        E2E_REASON="--teardown exit $rc: $out"
+        return 1
+    fi
+    nothing_attached || return 1
+    # The datapath is gone: the service IP no longer answers (the host's cached ARP entry still points
+    # at prov0, so this is the DNAT that is gone, not just ARP).
+    if service_reachable; then
+        E2E_REASON="the service IP still answers after teardown"
+        return 1
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------------
+
+log "loader: $LOADER"
+topology_create
+start_servers
+
+run_case "bad config is rejected and attaches nothing" case_bad_config
+
+if ! start_good_loader; then
+    echo "not ok - loader starts and the service IP answers: $E2E_REASON"
+    E2E_FAILED=$((E2E_FAILED + 1))
+    dump_loader_log 40
+    finish
+fi
+log "loader ready"
+
+run_case "http to service IP:80 reaches pod:8080 with client address kept" case_http
+run_case "iperf3 host->pod and pod->host through service IP:5201" case_iperf
+run_case "pod connects to host agent as the service IP (neighbour miss path)" case_pod_to_host
+run_case "unlisted port is dropped silently and counted" case_unlisted_port
+run_case "loader restart keeps a running transfer and adopts the programs" case_restart
+run_case "teardown removes programs, filters and pins" case_teardown
+
+finish

@@ -1,0 +1,108 @@
+// What the loader wants in the maps for a given configuration, and the diff that gets it there.
+#include "loader/config.hpp"
+#include "loader/desired_state.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+namespace bpfnet {
+namespace {
+
+uint32_t ip(const char *text) {
+    in_addr a{};
+    inet_pton(AF_INET, text, &a);
+    return a.s_addr;
+}
+
+Config sample_config() {
+    return parse_config(R"(
+interface: prov0
+serviceIP: 198.18.0.2
+subnet: 198.18.0.0/24
+ports:
+  - {name: ironic-api, protocol: tcp, port: 6385}
+  - {name: http, protocol: tcp, port: 80, targetPort: 8080}
+  - {name: tftp, protocol: udp, port: 69, kind: tftp}
+backend:
+  ip: 198.18.100.2
+)",
+                        "test.yaml");
+}
+
+BackendLocation sample_location() {
+    BackendLocation where;
+    where.ifindex = 20;
+    where.pod_mac = {2, 0, 0, 0, 1, 2};
+    where.host_mac = {2, 0, 0, 0, 1, 1};
+    where.redirect_peer = true;
+    return where;
+}
+
+TEST(DesiredState, BackendHereMakesTheServiceIpActiveAndListsEveryPort) {
+    DesiredState state = desired_state(sample_config(), sample_location());
+    ASSERT_EQ(state.service_ips.size(), 1u);
+    EXPECT_EQ(state.service_ips.at(ip("198.18.0.2")).flags, BPFNET_SERVICE_IP_ACTIVE);
+    EXPECT_EQ(state.services.size(), 3u);
+    EXPECT_EQ(state.backend_ports.size(), 3u);
+
+    bpfnet_service_key http{};
+    http.service_ip_be = ip("198.18.0.2");
+    http.port_be = htons(80);
+    http.proto = BPFNET_PROTO_TCP;
+    const bpfnet_service &service = state.services.at(http);
+    EXPECT_EQ(service.backend_ip_be, ip("198.18.100.2"));
+    EXPECT_EQ(ntohs(service.backend_port_be), 8080);
+
+    bpfnet_backend_port_key reverse{};
+    reverse.backend_ip_be = ip("198.18.100.2");
+    reverse.port_be = htons(8080);
+    reverse.proto = BPFNET_PROTO_TCP;
+    EXPECT_EQ(ntohs(state.backend_ports.at(reverse).service_port_be), 80);
+
+    const bpfnet_backend &backend = state.backends.at(ip("198.18.100.2"));
+    EXPECT_EQ(backend.ifindex, 20u);
+    EXPECT_EQ(backend.service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(backend.flags, BPFNET_BACKEND_REDIRECT_PEER);
+    EXPECT_EQ(backend.pod_mac[5], 2);
+}
+
+TEST(DesiredState, NoBackendKeepsPortsListedButInactiveAndUnrouted) {
+    Config config = sample_config();
+    config.backend.reset();
+    DesiredState state = desired_state(config, std::nullopt);
+    EXPECT_EQ(state.service_ips.at(ip("198.18.0.2")).flags, 0u);
+    EXPECT_EQ(state.services.size(), 3u);
+    for (const auto &[key, service] : state.services)
+        EXPECT_EQ(service.backend_ip_be, 0u);
+    EXPECT_TRUE(state.backend_ports.empty());
+    EXPECT_TRUE(state.backends.empty());
+}
+
+TEST(DesiredState, IfaceEntryCarriesSubnetAndTimeout) {
+    bpfnet_iface iface = iface_entry(sample_config(), 10, {2, 0, 0, 0, 0, 1});
+    EXPECT_EQ(iface.nic_ifindex, 10u);
+    EXPECT_EQ(iface.subnet_be, ip("198.18.0.0"));
+    EXPECT_EQ(iface.subnet_mask_be, ip("255.255.255.0"));
+    EXPECT_EQ(iface.heartbeat_timeout_ns, 5'000'000'000ull);
+    EXPECT_EQ(iface.nic_mac[5], 1);
+}
+
+TEST(DiffTable, OnlyChangesAreWritten) {
+    Table<__be32, bpfnet_service_ip> desired{{1, {1}}, {2, {0}}, {3, {1}}};
+    std::vector<std::pair<__be32, bpfnet_service_ip>> live{{1, {1}}, {2, {1}}, {4, {1}}};
+    auto diff = diff_table(live, desired);
+    ASSERT_EQ(diff.upserts.size(), 2u); // 2 changed, 3 new; 1 unchanged is not rewritten
+    EXPECT_EQ(diff.upserts[0].first, 2u);
+    EXPECT_EQ(diff.upserts[1].first, 3u);
+    ASSERT_EQ(diff.removals.size(), 1u);
+    EXPECT_EQ(diff.removals[0], 4u);
+}
+
+TEST(DiffTable, IdenticalStateNeedsNoWrite) {
+    DesiredState state = desired_state(sample_config(), sample_location());
+    std::vector<std::pair<bpfnet_service_key, bpfnet_service>> live(state.services.begin(), state.services.end());
+    EXPECT_TRUE(diff_table(live, state.services).empty());
+}
+
+} // namespace
+} // namespace bpfnet
