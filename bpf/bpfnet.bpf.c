@@ -40,7 +40,7 @@ static __always_inline int xdp_filter_service_traffic(void *data, void *data_end
 						      struct iphdr *ip, const struct bpfnet_iface *cfg)
 {
 	struct ipv4_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, eth, ip, &pkt);
+	enum parse_verdict verdict = ipv4_validate(data, data_end, data_end - data, eth, ip, &pkt);
 
 	if (verdict != PARSE_OK) {
 		count(drop_reason(verdict));
@@ -113,7 +113,7 @@ int tc_nic_ingress(struct __sk_buff *skb)
 
 	/* XDP has already dropped what is not allowed; checked again so TC is safe on its own. */
 	struct ipv4_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, eth, ip, &pkt);
+	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
 	if (verdict != PARSE_OK) {
 		count(drop_reason(verdict));
 		return TC_ACT_SHOT;
@@ -130,7 +130,8 @@ int tc_nic_ingress(struct __sk_buff *skb)
 		count(BPFNET_CTR_DROP_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
-	if (nat_rewrite(skb, &pkt, NAT_DESTINATION, daddr, target.backend_ip, pkt.dport, target.backend_port) ||
+	if (nat_rewrite(skb, &pkt, NAT_DESTINATION, daddr, target.backend_ip, pkt.dport,
+			target.backend_port) ||
 	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
 		count(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
@@ -181,13 +182,15 @@ int tc_pod_ingress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 
 	struct ipv4_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, eth, ip, &pkt);
+	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
 	if (verdict != PARSE_OK) {
-		count(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL : drop_reason(verdict));
+		count(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
+						      : drop_reason(verdict));
 		return TC_ACT_SHOT;
 	}
 
-	struct bpfnet_backend_port_key bkey = {.backend_ip_be = saddr, .port_be = pkt.sport, .proto = pkt.proto};
+	struct bpfnet_backend_port_key bkey = {
+		.backend_ip_be = saddr, .port_be = pkt.sport, .proto = pkt.proto};
 	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
 	__be32 service_ip = listed ? listed->service_ip_be : backend->service_ip_be;
 	__be16 service_port = listed ? listed->service_port_be : pkt.sport;

@@ -98,8 +98,7 @@ ArpSender::~ArpSender() {
         close(fd_);
 }
 
-ArpSender::ArpSender(ArpSender &&other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), ifindex_(other.ifindex_) {}
+ArpSender::ArpSender(ArpSender &&other) noexcept : fd_(std::exchange(other.fd_, -1)), ifindex_(other.ifindex_) {}
 
 ArpSender &ArpSender::operator=(ArpSender &&other) noexcept {
     if (this != &other) {
@@ -115,8 +114,7 @@ void ArpSender::send_gratuitous(uint32_t ip_be, const std::array<uint8_t, 6> &ma
     send_frame(fd_, ifindex_, arp_request(mac, ip_be, ip_be), "ARP announcement of " + ipv4_text(ip_be));
 }
 
-void ArpSender::send_request(uint32_t sender_ip_be, const std::array<uint8_t, 6> &sender_mac,
-                             uint32_t target_ip_be) {
+void ArpSender::send_request(uint32_t sender_ip_be, const std::array<uint8_t, 6> &sender_mac, uint32_t target_ip_be) {
     send_frame(fd_, ifindex_, arp_request(sender_mac, sender_ip_be, target_ip_be),
                "ARP request for " + ipv4_text(target_ip_be));
 }

@@ -37,8 +37,9 @@ BackendLocation locate_backend(const Backend &backend) {
     if (!pod_mac)
         pod_mac = neighbour_mac(link.ifindex, backend.ip_be);
     if (!pod_mac)
-        throw BackendNotFound("backend.veth: " + link.name + " is not a veth and the kernel has no neighbour entry for " +
-                              format_ipv4(backend.ip_be) + ": cannot learn the pod's MAC");
+        throw BackendNotFound("backend.veth: " + link.name +
+                              " is not a veth and the kernel has no neighbour entry for " + format_ipv4(backend.ip_be) +
+                              ": cannot learn the pod's MAC");
     where.pod_mac = *pod_mac;
     return where;
 }

@@ -32,21 +32,21 @@ enum class XdpMode { Native, Generic };
 
 /* One listed port of the service IP and the pod port it is steered to. Ports in host byte order. */
 struct PortRule {
-	std::string name;
-	Protocol protocol = Protocol::Tcp;
-	uint16_t port = 0;
-	uint16_t target_port = 0; /* equals port unless the config translates it */
-	PortKind kind = PortKind::Plain;
+    std::string name;
+    Protocol protocol = Protocol::Tcp;
+    uint16_t port = 0;
+    uint16_t target_port = 0; /* equals port unless the config translates it */
+    PortKind kind = PortKind::Plain;
 
-	bool operator==(const PortRule &) const = default;
+    bool operator==(const PortRule &) const = default;
 };
 
 /* The pod that currently backs the service IP. */
 struct Backend {
-	uint32_t ip_be = 0;
-	std::string veth; /* host side of the pod's veth; empty = auto (found through the route to ip) */
+    uint32_t ip_be = 0;
+    std::string veth; /* host side of the pod's veth; empty = auto (found through the route to ip) */
 
-	bool operator==(const Backend &) const = default;
+    bool operator==(const Backend &) const = default;
 };
 
 /* Defaults for the optional fields; docs/config.md lists the same values. */
@@ -57,24 +57,24 @@ inline constexpr uint32_t kDefaultGarpCount = 3;
 inline constexpr std::chrono::milliseconds kDefaultGarpInterval{200};
 
 struct Config {
-	std::string interface; /* the provisioning NIC */
-	uint32_t service_ip_be = 0;
-	uint32_t subnet_be = 0; /* network address of the provisioning subnet */
-	uint8_t prefix_len = 0;
-	std::string pin_root{kDefaultPinRoot}; /* absolute, without a trailing '/' */
-	XdpMode xdp_mode = XdpMode::Native;
-	std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
-	std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
-	uint32_t garp_count = kDefaultGarpCount; /* gratuitous ARPs sent on taking ownership */
-	std::chrono::milliseconds garp_interval = kDefaultGarpInterval;
-	std::vector<PortRule> ports;
-	std::optional<Backend> backend; /* absent: service traffic is dropped until a backend is set */
+    std::string interface; /* the provisioning NIC */
+    uint32_t service_ip_be = 0;
+    uint32_t subnet_be = 0; /* network address of the provisioning subnet */
+    uint8_t prefix_len = 0;
+    std::string pin_root{kDefaultPinRoot}; /* absolute, without a trailing '/' */
+    XdpMode xdp_mode = XdpMode::Native;
+    std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
+    std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
+    uint32_t garp_count = kDefaultGarpCount; /* gratuitous ARPs sent on taking ownership */
+    std::chrono::milliseconds garp_interval = kDefaultGarpInterval;
+    std::vector<PortRule> ports;
+    std::optional<Backend> backend; /* absent: service traffic is dropped until a backend is set */
 
-	uint32_t subnet_mask_be() const;
-	/* Where this interface's maps and programs are pinned: <pin root>/<interface>. */
-	std::string pin_dir() const { return pin_root + "/" + interface; }
+    uint32_t subnet_mask_be() const;
+    /* Where this interface's maps and programs are pinned: <pin root>/<interface>. */
+    std::string pin_dir() const { return pin_root + "/" + interface; }
 
-	bool operator==(const Config &) const = default;
+    bool operator==(const Config &) const = default;
 };
 
 /*
@@ -84,17 +84,16 @@ struct Config {
  */
 class ConfigError : public std::runtime_error {
 public:
-	ConfigError(std::string_view source, std::optional<int> line, std::string_view field,
-		    std::string_view detail);
+    ConfigError(std::string_view source, std::optional<int> line, std::string_view field, std::string_view detail);
 
-	/* The offending field as a path, e.g. "ports[1].targetPort"; empty for whole-file errors. */
-	const std::string &field() const noexcept { return field_; }
-	/* 1-based line number, when known. */
-	std::optional<int> line() const noexcept { return line_; }
+    /* The offending field as a path, e.g. "ports[1].targetPort"; empty for whole-file errors. */
+    const std::string &field() const noexcept { return field_; }
+    /* 1-based line number, when known. */
+    std::optional<int> line() const noexcept { return line_; }
 
 private:
-	std::string field_;
-	std::optional<int> line_;
+    std::string field_;
+    std::optional<int> line_;
 };
 
 /* Parses and validates a config; source_name is only used in error messages (usually the path). */

@@ -49,8 +49,12 @@ void check(int err, const std::string &call) {
         throw SystemError(call, -err);
 }
 
-enum xdp_attach_mode libxdp_mode(XdpMode mode) { return mode == XdpMode::Native ? XDP_MODE_NATIVE : XDP_MODE_SKB; }
-__u32 xdp_flags(XdpMode mode) { return mode == XdpMode::Native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE; }
+enum xdp_attach_mode libxdp_mode(XdpMode mode) {
+    return mode == XdpMode::Native ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+}
+__u32 xdp_flags(XdpMode mode) {
+    return mode == XdpMode::Native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+}
 
 // The XDP programs on an interface as libxdp sees them, and ours among them.
 struct XdpOnInterface {
@@ -179,8 +183,7 @@ std::string describe(const XdpAttachment &xdp) {
     return to_string(xdp.mode) + (xdp.dispatcher ? " via libxdp dispatcher" : " plain attach (no dispatcher)");
 }
 
-Datapath::Datapath(const DatapathOptions &options)
-    : options_(options), skel_(nullptr, bpfnet_bpf__destroy) {
+Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nullptr, bpfnet_bpf__destroy) {
     nic_ifindex_ = link_by_name(options.interface).ifindex;
     ensure_pin_dir(options.pin_dir);
 
@@ -206,7 +209,9 @@ Datapath::Datapath(const DatapathOptions &options)
 
 Datapath::~Datapath() = default;
 
-int Datapath::events_fd() const { return bpf_map__fd(skel_->maps.events); }
+int Datapath::events_fd() const {
+    return bpf_map__fd(skel_->maps.events);
+}
 
 void Datapath::load_and_attach_xdp(XdpMode mode) {
     XdpOnInterface current = XdpOnInterface::read(nic_ifindex_);
@@ -230,7 +235,7 @@ void Datapath::load_and_attach_xdp(XdpMode mode) {
             // A dispatcher is rebuilt by libxdp; there is no in-place replace of one component.
             check(xdp_program__detach(current.ours, nic_ifindex_, libxdp_mode(mode), 0), "xdp_program__detach");
             std::unique_ptr<xdp_program, void (*)(xdp_program *)> prog(xdp_program__from_fd(new_fd),
-                                                                      xdp_program__close);
+                                                                       xdp_program__close);
             check(static_cast<int>(libxdp_get_error(prog.get())), "xdp_program__from_fd");
             check(xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(mode), 0), "xdp_program__attach");
         }
@@ -254,15 +259,17 @@ void Datapath::load_and_attach_xdp(XdpMode mode) {
 }
 
 void Datapath::attach_nic_tc() {
-    tc_nic_action_ = attach_tc(nic_ifindex_, bpf_program__fd(skel_->progs.tc_nic_ingress),
-                               options_.interface + " ingress");
+    tc_nic_action_ =
+        attach_tc(nic_ifindex_, bpf_program__fd(skel_->progs.tc_nic_ingress), options_.interface + " ingress");
 }
 
 HookAction Datapath::attach_pod_hook(int ifindex) {
     return attach_tc(ifindex, bpf_program__fd(skel_->progs.tc_pod_ingress), "ifindex " + std::to_string(ifindex));
 }
 
-void Datapath::detach_pod_hook(int ifindex) { detach_tc(ifindex); }
+void Datapath::detach_pod_hook(int ifindex) {
+    detach_tc(ifindex);
+}
 
 void Datapath::teardown() {
     for (const auto &[ip, backend] : maps_->backends.entries())

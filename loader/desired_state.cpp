@@ -79,8 +79,8 @@ bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress
     std::copy(nic_mac.begin(), nic_mac.end(), entry.nic_mac);
     entry.subnet_be = config.subnet_be;
     entry.subnet_mask_be = config.subnet_mask_be();
-    entry.heartbeat_timeout_ns = static_cast<__u64>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(config.heartbeat_timeout).count());
+    entry.heartbeat_timeout_ns =
+        static_cast<__u64>(std::chrono::duration_cast<std::chrono::nanoseconds>(config.heartbeat_timeout).count());
     return entry;
 }
 

@@ -49,8 +49,8 @@ std::string timestamp() {
     std::tm tm{};
     gmtime_r(&t, &tm);
     char buf[64];
-    std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+    std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
     return buf;
 }
 
@@ -82,8 +82,12 @@ int libxdp_print(enum libxdp_print_level level, const char *format, va_list args
 
 } // namespace
 
-void set_log_level(LogLevel level) { g_level = level; }
-LogLevel log_level() { return g_level; }
+void set_log_level(LogLevel level) {
+    g_level = level;
+}
+LogLevel log_level() {
+    return g_level;
+}
 
 std::optional<LogLevel> parse_log_level(std::string_view name) {
     for (size_t i = 0; i < kLevelNames.size(); i++)

@@ -21,10 +21,18 @@ LogLevel log_level();
 std::optional<LogLevel> parse_log_level(std::string_view name);
 void log(LogLevel level, std::string_view message, std::initializer_list<LogField> fields = {});
 
-inline void log_debug(std::string_view m, std::initializer_list<LogField> f = {}) { log(LogLevel::Debug, m, f); }
-inline void log_info(std::string_view m, std::initializer_list<LogField> f = {}) { log(LogLevel::Info, m, f); }
-inline void log_warn(std::string_view m, std::initializer_list<LogField> f = {}) { log(LogLevel::Warn, m, f); }
-inline void log_error(std::string_view m, std::initializer_list<LogField> f = {}) { log(LogLevel::Error, m, f); }
+inline void log_debug(std::string_view m, std::initializer_list<LogField> f = {}) {
+    log(LogLevel::Debug, m, f);
+}
+inline void log_info(std::string_view m, std::initializer_list<LogField> f = {}) {
+    log(LogLevel::Info, m, f);
+}
+inline void log_warn(std::string_view m, std::initializer_list<LogField> f = {}) {
+    log(LogLevel::Warn, m, f);
+}
+inline void log_error(std::string_view m, std::initializer_list<LogField> f = {}) {
+    log(LogLevel::Error, m, f);
+}
 
 // Routes libbpf's and libxdp's own messages into this log (their debug chatter only at debug level).
 void route_library_logs();

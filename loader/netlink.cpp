@@ -26,7 +26,8 @@ std::string ipv4_text(uint32_t ip_be) {
 
 // The attributes of a message or nest indexed by type, each validated on access, so a short or malformed
 // attribute reads as absent instead of being read past its end.
-template <uint16_t MaxType> class Attributes {
+template <uint16_t MaxType>
+class Attributes {
 public:
     Attributes(const nlmsghdr &message, size_t family_header_size) {
         mnl_attr_parse(&message, static_cast<unsigned>(family_header_size), collect, this);
@@ -82,7 +83,8 @@ public:
     Request(const Request &) = delete;
     Request &operator=(const Request &) = delete;
 
-    template <typename FamilyHeader> FamilyHeader &put_family_header() {
+    template <typename FamilyHeader>
+    FamilyHeader &put_family_header() {
         return *static_cast<FamilyHeader *>(mnl_nlmsg_put_extra_header(header_, sizeof(FamilyHeader)));
     }
     nlmsghdr *header() { return header_; }
@@ -126,8 +128,8 @@ public:
             if (received < 0)
                 throw_errno(context);
             int remaining = static_cast<int>(received);
-            for (auto *message = reinterpret_cast<const nlmsghdr *>(buffer.data());
-                 mnl_nlmsg_ok(message, remaining); message = mnl_nlmsg_next(message, &remaining)) {
+            for (auto *message = reinterpret_cast<const nlmsghdr *>(buffer.data()); mnl_nlmsg_ok(message, remaining);
+                 message = mnl_nlmsg_next(message, &remaining)) {
                 if (message->nlmsg_type == NLMSG_ERROR) {
                     throw_if_error(*message, context);
                     if (reply.empty())
@@ -219,7 +221,8 @@ void put_link_header(Request &request, int ifindex) {
 }
 
 // Runs `query`, turning the one errno that means "not there" into nullopt.
-template <typename Query> auto unless_absent(std::errc absent, const Query &query) -> std::optional<decltype(query())> {
+template <typename Query>
+auto unless_absent(std::errc absent, const Query &query) -> std::optional<decltype(query())> {
     try {
         return query();
     } catch (const SystemError &error) {

@@ -16,11 +16,11 @@ using MacAddress = std::array<uint8_t, 6>;
 struct LinkInfo {
     int ifindex;
     std::string name;
-    MacAddress mac;     // all zero when the link has no Ethernet address (e.g. tun, ipip)
+    MacAddress mac; // all zero when the link has no Ethernet address (e.g. tun, ipip)
     bool is_veth;
-    int peer_ifindex;   // -1 unless veth; an ifindex in the peer's namespace
-    int peer_netnsid;   // -1 if the peer is in the same namespace (or unknown); else the id this namespace gives it
-    bool up;            // administratively up (IFF_UP)
+    int peer_ifindex; // -1 unless veth; an ifindex in the peer's namespace
+    int peer_netnsid; // -1 if the peer is in the same namespace (or unknown); else the id this namespace gives it
+    bool up;          // administratively up (IFF_UP)
     unsigned mtu;
 };
 

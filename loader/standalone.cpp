@@ -129,8 +129,8 @@ void StandaloneLoader::start() {
     datapath_ = std::make_unique<Datapath>(
         DatapathOptions{.interface = config_.interface, .pin_dir = config_.pin_dir(), .xdp_mode = config_.xdp_mode});
     log_info("xdp program on the NIC", {{"iface", config_.interface},
-                                         {"action", to_string(datapath_->xdp().action)},
-                                         {"attach", describe(datapath_->xdp())}});
+                                        {"action", to_string(datapath_->xdp().action)},
+                                        {"attach", describe(datapath_->xdp())}});
     log_info("tc program on the NIC ingress",
              {{"iface", config_.interface}, {"action", to_string(datapath_->tc_nic_action())}});
     arp_.emplace(nic.ifindex);
@@ -153,8 +153,8 @@ void StandaloneLoader::apply(const Config &config) {
     if (backend) {
         HookAction action = datapath_->attach_pod_hook(backend->ifindex);
         if (action != HookAction::Adopted)
-            log_info("tc program on the backend veth", {{"ifindex", std::to_string(backend->ifindex)},
-                                                         {"action", to_string(action)}});
+            log_info("tc program on the backend veth",
+                     {{"ifindex", std::to_string(backend->ifindex)}, {"action", to_string(action)}});
     }
     ReconcileReport report = reconcile(maps, desired_state(config, backend));
     for (const bpfnet_backend &gone : report.departed) {
@@ -170,7 +170,9 @@ void StandaloneLoader::apply(const Config &config) {
         announce(ip);
 }
 
-void StandaloneLoader::write_heartbeat() { datapath_->maps().heartbeat.update(0, bpfnet_heartbeat{monotonic_ns()}); }
+void StandaloneLoader::write_heartbeat() {
+    datapath_->maps().heartbeat.update(0, bpfnet_heartbeat{monotonic_ns()});
+}
 
 void StandaloneLoader::announce(__be32 service_ip) {
     if (config_.garp_count == 0)
@@ -273,7 +275,8 @@ int StandaloneLoader::run() {
                         continue;
                     }
                     // The datapath stays attached: a restarted loader adopts it without dropping a flow.
-                    log_info("stopping; datapath left running", {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
+                    log_info("stopping; datapath left running",
+                             {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
                     return 0;
                 }
             } else if (fd == heartbeat_timer_.get()) {

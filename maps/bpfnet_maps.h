@@ -13,33 +13,33 @@
 #include <linux/types.h>
 
 /* Map names: the BPF object's map names and the file names under the per-interface pin directory. */
-#define BPFNET_MAP_IFACE "iface"
-#define BPFNET_MAP_HEARTBEAT "heartbeat"
-#define BPFNET_MAP_SERVICE_IPS "service_ips"
-#define BPFNET_MAP_SERVICES "services"
+#define BPFNET_MAP_IFACE	 "iface"
+#define BPFNET_MAP_HEARTBEAT	 "heartbeat"
+#define BPFNET_MAP_SERVICE_IPS	 "service_ips"
+#define BPFNET_MAP_SERVICES	 "services"
 #define BPFNET_MAP_BACKEND_PORTS "backend_ports"
-#define BPFNET_MAP_BACKENDS "backends"
-#define BPFNET_MAP_FLOWS "flows"
-#define BPFNET_MAP_NEIGHBOURS "neighbours"
-#define BPFNET_MAP_COUNTERS "counters"
-#define BPFNET_MAP_EVENTS "events"
+#define BPFNET_MAP_BACKENDS	 "backends"
+#define BPFNET_MAP_FLOWS	 "flows"
+#define BPFNET_MAP_NEIGHBOURS	 "neighbours"
+#define BPFNET_MAP_COUNTERS	 "counters"
+#define BPFNET_MAP_EVENTS	 "events"
 
 /* Table sizes. Flows and neighbours are LRU maps: under pressure the least recently used entry goes. */
 #define BPFNET_MAX_SERVICE_IPS 16
-#define BPFNET_MAX_SERVICES 256
-#define BPFNET_MAX_BACKENDS 64
-#define BPFNET_MAX_FLOWS 65536
-#define BPFNET_MAX_NEIGHBOURS 4096
-#define BPFNET_EVENTS_BYTES (64 * 1024)
+#define BPFNET_MAX_SERVICES    256
+#define BPFNET_MAX_BACKENDS    64
+#define BPFNET_MAX_FLOWS       65536
+#define BPFNET_MAX_NEIGHBOURS  4096
+#define BPFNET_EVENTS_BYTES    (64 * 1024)
 
 /* iface (array, one entry): facts about the provisioning NIC, written once when the loader attaches. */
 struct bpfnet_iface {
 	__u32 nic_ifindex;
 	__u8 nic_mac[6];
 	__u8 pad[2];
-	__be32 subnet_be;        /* provisioning subnet; service IPs and hosts live here */
+	__be32 subnet_be; /* provisioning subnet; service IPs and hosts live here */
 	__be32 subnet_mask_be;
-	__u32 reserved;             /* explicit, so no implicit padding carries stale bytes */
+	__u32 reserved;		    /* explicit, so no implicit padding carries stale bytes */
 	__u64 heartbeat_timeout_ns; /* ARP answers stop when the loader's heartbeat is older */
 };
 
@@ -97,7 +97,7 @@ struct bpfnet_backend_port {
 /* backends (hash): key = backend pod IP (__be32) -> where the pod is attached on this node. */
 #define BPFNET_BACKEND_REDIRECT_PEER (1u << 0) /* veth: deliver with bpf_redirect_peer */
 struct bpfnet_backend {
-	__u32 ifindex;        /* host side of the pod's veth */
+	__u32 ifindex;	      /* host side of the pod's veth */
 	__u8 pod_mac[6];      /* the pod's interface */
 	__u8 host_mac[6];     /* the host side of the veth */
 	__be32 service_ip_be; /* the address the pod's own connections to the LAN leave with */
@@ -134,25 +134,25 @@ struct bpfnet_neighbour {
  * names (bpfnet_counter_names in maps/counters.hpp) are what bpfnetctl and the metrics show.
  */
 enum bpfnet_counter {
-	BPFNET_CTR_PASS = 0,              /* not for a service IP: handed to the kernel untouched */
-	BPFNET_CTR_ARP_REPLY,             /* answered who-has for a service IP */
-	BPFNET_CTR_ARP_NOT_ACTIVE,        /* who-has for a service IP this node does not own: passed */
-	BPFNET_CTR_ARP_STALE_HEARTBEAT,   /* owner, but the loader's heartbeat is stale: not answered */
-	BPFNET_CTR_NEIGHBOUR_LEARNED,     /* a new or changed neighbour entry was written */
-	BPFNET_CTR_DNAT_SERVICE,          /* host -> listed port, steered to the backend */
-	BPFNET_CTR_DNAT_FLOW,             /* host -> recorded flow, steered to the backend */
-	BPFNET_CTR_SNAT_REPLY,            /* backend reply from a listed port, sent as the service IP */
-	BPFNET_CTR_SNAT_FLOW,             /* backend packet on a recorded flow, sent as the service IP */
-	BPFNET_CTR_FLOW_CREATED,          /* a new flow was recorded on the reverse path */
-	BPFNET_CTR_NEIGHBOUR_MISS,        /* reverse path had no MAC for the host: reported, dropped */
-	BPFNET_CTR_EVENT_LOST,            /* the events ring buffer was full */
-	BPFNET_CTR_DROP_NOT_ALLOWED,      /* to a service IP, no listed port and no recorded flow */
-	BPFNET_CTR_DROP_PROTOCOL,         /* to a service IP, neither TCP, UDP nor ARP */
-	BPFNET_CTR_DROP_MALFORMED,        /* to a service IP, headers truncated or inconsistent */
-	BPFNET_CTR_DROP_FRAGMENT,         /* to a service IP, an IP fragment (ports not trustworthy) */
-	BPFNET_CTR_DROP_NO_BACKEND,       /* listed port or flow, but its backend is not on this node */
+	BPFNET_CTR_PASS = 0,		  /* not for a service IP: handed to the kernel untouched */
+	BPFNET_CTR_ARP_REPLY,		  /* answered who-has for a service IP */
+	BPFNET_CTR_ARP_NOT_ACTIVE,	  /* who-has for a service IP this node does not own: passed */
+	BPFNET_CTR_ARP_STALE_HEARTBEAT,	  /* owner, but the loader's heartbeat is stale: not answered */
+	BPFNET_CTR_NEIGHBOUR_LEARNED,	  /* a new or changed neighbour entry was written */
+	BPFNET_CTR_DNAT_SERVICE,	  /* host -> listed port, steered to the backend */
+	BPFNET_CTR_DNAT_FLOW,		  /* host -> recorded flow, steered to the backend */
+	BPFNET_CTR_SNAT_REPLY,		  /* backend reply from a listed port, sent as the service IP */
+	BPFNET_CTR_SNAT_FLOW,		  /* backend packet on a recorded flow, sent as the service IP */
+	BPFNET_CTR_FLOW_CREATED,	  /* a new flow was recorded on the reverse path */
+	BPFNET_CTR_NEIGHBOUR_MISS,	  /* reverse path had no MAC for the host: reported, dropped */
+	BPFNET_CTR_EVENT_LOST,		  /* the events ring buffer was full */
+	BPFNET_CTR_DROP_NOT_ALLOWED,	  /* to a service IP, no listed port and no recorded flow */
+	BPFNET_CTR_DROP_PROTOCOL,	  /* to a service IP, neither TCP, UDP nor ARP */
+	BPFNET_CTR_DROP_MALFORMED,	  /* to a service IP, headers truncated or inconsistent */
+	BPFNET_CTR_DROP_FRAGMENT,	  /* to a service IP, an IP fragment (ports not trustworthy) */
+	BPFNET_CTR_DROP_NO_BACKEND,	  /* listed port or flow, but its backend is not on this node */
 	BPFNET_CTR_DROP_BACKEND_PROTOCOL, /* backend -> provisioning LAN, neither TCP nor UDP */
-	BPFNET_CTR_DROP_REWRITE_FAILED,   /* a helper refused to rewrite the packet */
+	BPFNET_CTR_DROP_REWRITE_FAILED,	  /* a helper refused to rewrite the packet */
 	BPFNET_CTR_MAX
 };
 
@@ -169,12 +169,12 @@ struct bpfnet_event {
 
 /* Pin layout: <pin root>/<interface name>/<map or program name>. */
 #define BPFNET_DEFAULT_PIN_ROOT "/sys/fs/bpf/bpfnet"
-#define BPFNET_PROG_XDP_NIC "xdp_nic"
-#define BPFNET_PROG_TC_NIC "tc_nic_ingress"
-#define BPFNET_PROG_TC_POD "tc_pod_ingress"
+#define BPFNET_PROG_XDP_NIC	"xdp_nic"
+#define BPFNET_PROG_TC_NIC	"tc_nic_ingress"
+#define BPFNET_PROG_TC_POD	"tc_pod_ingress"
 
 /* TC filters are ours when they carry this handle and priority; nobody else's filter is touched. */
-#define BPFNET_TC_HANDLE 0xb9f
+#define BPFNET_TC_HANDLE   0xb9f
 #define BPFNET_TC_PRIORITY 0xb9f
 
 #endif /* BPFNET_MAPS_H */

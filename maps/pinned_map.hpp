@@ -7,8 +7,8 @@
 #include "unique_fd.hpp"
 
 #include <bpf/bpf.h>
-#include <fcntl.h>
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 
 #include <cerrno>
 #include <cstring>

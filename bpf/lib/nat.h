@@ -26,8 +26,9 @@ static __always_inline __u32 l4_csum_off(const struct ipv4_packet *pkt)
  * Rewrites one side's address and port. The packet's pointers are invalid afterwards: helpers may
  * move the data. Returns 0 on success, negative when a helper refused.
  */
-static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ipv4_packet *pkt, enum nat_side side,
-				       __be32 old_ip, __be32 new_ip, __be16 old_port, __be16 new_port)
+static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+				       enum nat_side side, __be32 old_ip, __be32 new_ip, __be16 old_port,
+				       __be16 new_port)
 {
 	__u32 ip_off = pkt->l3_off +
 		       (side == NAT_SOURCE ? offsetof(struct iphdr, saddr) : offsetof(struct iphdr, daddr));
@@ -37,7 +38,8 @@ static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ipv4_
 
 	if (old_ip != new_ip) {
 		if (bpf_l4_csum_replace(skb, csum_off, old_ip, new_ip, BPF_F_PSEUDO_HDR | zero_stays | 4) ||
-		    bpf_l3_csum_replace(skb, pkt->l3_off + offsetof(struct iphdr, check), old_ip, new_ip, 4) ||
+		    bpf_l3_csum_replace(skb, pkt->l3_off + offsetof(struct iphdr, check), old_ip, new_ip,
+					4) ||
 		    bpf_skb_store_bytes(skb, ip_off, &new_ip, 4, 0))
 			return -1;
 	}

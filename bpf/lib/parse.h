@@ -17,9 +17,9 @@
 #include <bpf/bpf_endian.h>
 
 /* <linux/if_arp.h> drags in glibc headers, so the few ARP constants we need are spelled out here. */
-#define BPFNET_ARPHRD_ETHER 1
+#define BPFNET_ARPHRD_ETHER  1
 #define BPFNET_ARPOP_REQUEST 1
-#define BPFNET_ARPOP_REPLY 2
+#define BPFNET_ARPOP_REPLY   2
 
 /* An Ethernet/IPv4 ARP packet, header and body together (RFC 826). */
 struct arp_ipv4 {
@@ -77,13 +77,18 @@ static __always_inline struct iphdr *parse_ipv4_fixed(struct ethhdr *eth, void *
  * Validates an IPv4 header and its TCP or UDP header: version, IHL >= 5, total length within the frame,
  * not a fragment, L4 header present (TCP data offset >= 5, UDP length >= 8 and within the IP payload).
  * Fills pkt with offsets and ports. Anything else about the packet is for the receiver to judge.
+ *
+ * frame_len is the whole frame's length: data_end - data in XDP, skb->len in TC. In TC only the linear
+ * head lies below data_end; the payload of a locally sent TCP segment sits in page fragments, so the
+ * total length must be checked against skb->len, not against data_end.
  */
-static __always_inline enum parse_verdict ipv4_validate(void *data, void *data_end, struct ethhdr *eth,
-							struct iphdr *ip, struct ipv4_packet *pkt)
+static __always_inline enum parse_verdict ipv4_validate(void *data, void *data_end, __u32 frame_len,
+							struct ethhdr *eth, struct iphdr *ip,
+							struct ipv4_packet *pkt)
 {
 	__u32 ihl_bytes = ip->ihl * 4;
 	__u32 ip_len = bpf_ntohs(ip->tot_len);
-	__u32 frame_ip_bytes = data_end - (void *)ip;
+	__u32 frame_ip_bytes = frame_len - (__u32)((void *)ip - data);
 
 	if (ip->version != 4 || ihl_bytes < sizeof(*ip) || ip_len < ihl_bytes || ip_len > frame_ip_bytes)
 		return PARSE_MALFORMED;

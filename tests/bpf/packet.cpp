@@ -116,8 +116,8 @@ Bytes Packet::bytes() const {
     size_t ipo = 14;
     b[ipo] = static_cast<uint8_t>(0x40 | (ihl / 4));
     put16(b, ipo + 2, static_cast<uint16_t>(ihl + l4_len));
-    put16(b, ipo + 4, 0x1234);                             // identification
-    put16(b, ipo + 6, more_fragments_ ? 0x2000 : 0x4000);  // MF, or DF
+    put16(b, ipo + 4, 0x1234);                            // identification
+    put16(b, ipo + 6, more_fragments_ ? 0x2000 : 0x4000); // MF, or DF
     b[ipo + 8] = 64;
     b[ipo + 9] = proto_;
     put32be(b, ipo + 12, saddr_);
@@ -139,7 +139,8 @@ Bytes Packet::bytes() const {
     size_t csum_off;
     if (proto_ == kTcp) {
         put32be(b, l4 + 4, htonl(1000)); // seq
-        put32be(b, l4 + 8, htonl(0x50607080)); // ack; its first byte would read as a valid TCP data offset if IHL were ignored
+        put32be(b, l4 + 8,
+                htonl(0x50607080)); // ack; its first byte would read as a valid TCP data offset if IHL were ignored
         b[l4 + 12] = 5 << 4;
         b[l4 + 13] = tcp_flags_;
         put16(b, l4 + 14, 65535);

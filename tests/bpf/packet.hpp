@@ -34,9 +34,9 @@ public:
 
     Packet &macs(const Mac &dst, const Mac &src);
     Packet &payload(const std::string &text);
-    Packet &ip_options(size_t words);    // IHL = 5 + words, options filled with NOPs (type 1)
-    Packet &more_fragments();            // MF flag set
-    Packet &udp_checksum_none();         // UDP checksum 0: "no checksum" (RFC 768)
+    Packet &ip_options(size_t words); // IHL = 5 + words, options filled with NOPs (type 1)
+    Packet &more_fragments();         // MF flag set
+    Packet &udp_checksum_none();      // UDP checksum 0: "no checksum" (RFC 768)
     Packet &tcp_flags(uint8_t flags);
 
     Bytes bytes() const;

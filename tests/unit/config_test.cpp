@@ -19,115 +19,102 @@
 namespace bpfnet {
 
 /* Readable gtest output when a parsed config differs from the expected one. */
-void PrintTo(const PortRule &rule, std::ostream *os)
-{
-	*os << "{" << rule.name << " " << to_string(rule.protocol) << " " << rule.port << "->"
-	    << rule.target_port << " " << to_string(rule.kind) << "}";
+void PrintTo(const PortRule &rule, std::ostream *os) {
+    *os << "{" << rule.name << " " << to_string(rule.protocol) << " " << rule.port << "->" << rule.target_port << " "
+        << to_string(rule.kind) << "}";
 }
 
-void PrintTo(const Config &c, std::ostream *os)
-{
-	*os << "{interface=" << c.interface << " serviceIP=" << format_ipv4(c.service_ip_be)
-	    << " subnet=" << format_ipv4(c.subnet_be) << "/" << unsigned{c.prefix_len} << " pinRoot=" << c.pin_root
-	    << " xdpMode=" << to_string(c.xdp_mode) << " heartbeat=" << c.heartbeat_interval.count() << "/"
-	    << c.heartbeat_timeout.count() << "ms garp=" << c.garp_count << "x" << c.garp_interval.count()
-	    << "ms ports=[";
-	for (const PortRule &rule : c.ports)
-		PrintTo(rule, os);
-	*os << "] backend=";
-	if (c.backend)
-		*os << format_ipv4(c.backend->ip_be) << " veth=" << (c.backend->veth.empty() ? "auto" : c.backend->veth);
-	else
-		*os << "none";
-	*os << "}";
+void PrintTo(const Config &c, std::ostream *os) {
+    *os << "{interface=" << c.interface << " serviceIP=" << format_ipv4(c.service_ip_be)
+        << " subnet=" << format_ipv4(c.subnet_be) << "/" << unsigned{c.prefix_len} << " pinRoot=" << c.pin_root
+        << " xdpMode=" << to_string(c.xdp_mode) << " heartbeat=" << c.heartbeat_interval.count() << "/"
+        << c.heartbeat_timeout.count() << "ms garp=" << c.garp_count << "x" << c.garp_interval.count() << "ms ports=[";
+    for (const PortRule &rule : c.ports)
+        PrintTo(rule, os);
+    *os << "] backend=";
+    if (c.backend)
+        *os << format_ipv4(c.backend->ip_be) << " veth=" << (c.backend->veth.empty() ? "auto" : c.backend->veth);
+    else
+        *os << "none";
+    *os << "}";
 }
 
 namespace {
 
 constexpr const char *kSource = "bpfnet.yaml";
 
-uint32_t ip(const char *text)
-{
-	in_addr addr{};
-	EXPECT_EQ(inet_pton(AF_INET, text, &addr), 1) << text;
-	return addr.s_addr;
+uint32_t ip(const char *text) {
+    in_addr addr{};
+    EXPECT_EQ(inet_pton(AF_INET, text, &addr), 1) << text;
+    return addr.s_addr;
 }
 
-Config parse(const std::string &yaml)
-{
-	return parse_config(yaml, kSource);
+Config parse(const std::string &yaml) {
+    return parse_config(yaml, kSource);
 }
 
 /* The three required scalars, so a test can break exactly one of them. */
-std::string head(std::string_view interface, std::string_view service_ip, std::string_view subnet)
-{
-	return "interface: " + std::string(interface) + "\nserviceIP: " + std::string(service_ip) +
-	       "\nsubnet: " + std::string(subnet) + "\n";
+std::string head(std::string_view interface, std::string_view service_ip, std::string_view subnet) {
+    return "interface: " + std::string(interface) + "\nserviceIP: " + std::string(service_ip) +
+           "\nsubnet: " + std::string(subnet) + "\n";
 }
 
 const std::string kHead = head("prov0", "198.18.0.2", "198.18.0.0/24");
 const std::string kOnePort = "ports:\n  - {name: ironic-api, protocol: tcp, port: 6385}\n";
 
 /* A valid minimal config plus extra top-level sections. */
-std::string minimal_with(std::string_view extra)
-{
-	return kHead + kOnePort + std::string(extra);
+std::string minimal_with(std::string_view extra) {
+    return kHead + kOnePort + std::string(extra);
 }
 
 /* A valid head with the given port list entries (YAML list items, indented by two). */
-std::string with_ports(std::string_view items)
-{
-	return kHead + "ports:\n" + std::string(items);
+std::string with_ports(std::string_view items) {
+    return kHead + "ports:\n" + std::string(items);
 }
 
 /* The config must be refused with an error on `field` whose message contains `fragment`. */
-testing::AssertionResult Rejected(const std::string &yaml, std::string_view field, std::string_view fragment)
-{
-	try {
-		const Config config = parse(yaml);
-		return testing::AssertionFailure() << "accepted:\n" << yaml << "\nas " << testing::PrintToString(config);
-	} catch (const ConfigError &e) {
-		const std::string message = e.what();
-		if (e.field() != field)
-			return testing::AssertionFailure() << "error names field \"" << e.field() << "\", want \""
-							   << field << "\": " << message;
-		if (message.find(field) == std::string::npos || message.find(fragment) == std::string::npos)
-			return testing::AssertionFailure()
-			       << "message \"" << message << "\" lacks \"" << field << "\" or \"" << fragment << "\"";
-		return testing::AssertionSuccess();
-	}
+testing::AssertionResult Rejected(const std::string &yaml, std::string_view field, std::string_view fragment) {
+    try {
+        const Config config = parse(yaml);
+        return testing::AssertionFailure() << "accepted:\n" << yaml << "\nas " << testing::PrintToString(config);
+    } catch (const ConfigError &e) {
+        const std::string message = e.what();
+        if (e.field() != field)
+            return testing::AssertionFailure()
+                   << "error names field \"" << e.field() << "\", want \"" << field << "\": " << message;
+        if (message.find(field) == std::string::npos || message.find(fragment) == std::string::npos)
+            return testing::AssertionFailure()
+                   << "message \"" << message << "\" lacks \"" << field << "\" or \"" << fragment << "\"";
+        return testing::AssertionSuccess();
+    }
 }
 
-std::string error_message(const std::string &yaml)
-{
-	try {
-		parse(yaml);
-	} catch (const ConfigError &e) {
-		return e.what();
-	}
-	ADD_FAILURE() << "accepted:\n" << yaml;
-	return "";
+std::string error_message(const std::string &yaml) {
+    try {
+        parse(yaml);
+    } catch (const ConfigError &e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "accepted:\n" << yaml;
+    return "";
 }
 
 /* tests/unit/ -> the repository root; __FILE__ is absolute under CMake, relative to the root by hand. */
-std::filesystem::path source_root()
-{
-	return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+std::filesystem::path source_root() {
+    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
 }
 
-std::string read_text(const std::filesystem::path &path)
-{
-	std::ifstream in(path);
-	std::stringstream text;
-	text << in.rdbuf();
-	return text.str();
+std::string read_text(const std::filesystem::path &path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
 }
 
 /* ---- accepted configs ---- */
 
-TEST(ConfigParse, FullConfigParsesToExpectedStruct)
-{
-	const Config config = parse(R"(
+TEST(ConfigParse, FullConfigParsesToExpectedStruct) {
+    const Config config = parse(R"(
 interface: prov0
 serviceIP: 198.18.0.2
 subnet: 198.18.0.0/24
@@ -160,432 +147,392 @@ backend:
   veth: cali12345
 )");
 
-	Config want;
-	want.interface = "prov0";
-	want.service_ip_be = ip("198.18.0.2");
-	want.subnet_be = ip("198.18.0.0");
-	want.prefix_len = 24;
-	want.pin_root = "/sys/fs/bpf/test"; /* trailing '/' dropped */
-	want.xdp_mode = XdpMode::Generic;
-	want.heartbeat_interval = std::chrono::milliseconds(500);
-	want.heartbeat_timeout = std::chrono::milliseconds(2000);
-	want.garp_count = 5;
-	want.garp_interval = std::chrono::milliseconds(100);
-	want.ports = {
-		{"ironic-api", Protocol::Tcp, 6385, 6385, PortKind::Plain},
-		{"images-tls", Protocol::Tcp, 443, 6183, PortKind::Plain},
-		{"dhcp", Protocol::Udp, 67, 67, PortKind::Dhcp},
-		{"tftp", Protocol::Udp, 69, 69, PortKind::Tftp},
-	};
-	want.backend = Backend{ip("10.244.1.7"), "cali12345"};
-	EXPECT_EQ(config, want);
-	EXPECT_EQ(config.pin_dir(), "/sys/fs/bpf/test/prov0");
+    Config want;
+    want.interface = "prov0";
+    want.service_ip_be = ip("198.18.0.2");
+    want.subnet_be = ip("198.18.0.0");
+    want.prefix_len = 24;
+    want.pin_root = "/sys/fs/bpf/test"; /* trailing '/' dropped */
+    want.xdp_mode = XdpMode::Generic;
+    want.heartbeat_interval = std::chrono::milliseconds(500);
+    want.heartbeat_timeout = std::chrono::milliseconds(2000);
+    want.garp_count = 5;
+    want.garp_interval = std::chrono::milliseconds(100);
+    want.ports = {
+        {"ironic-api", Protocol::Tcp, 6385, 6385, PortKind::Plain},
+        {"images-tls", Protocol::Tcp, 443, 6183, PortKind::Plain},
+        {"dhcp", Protocol::Udp, 67, 67, PortKind::Dhcp},
+        {"tftp", Protocol::Udp, 69, 69, PortKind::Tftp},
+    };
+    want.backend = Backend{ip("10.244.1.7"), "cali12345"};
+    EXPECT_EQ(config, want);
+    EXPECT_EQ(config.pin_dir(), "/sys/fs/bpf/test/prov0");
 }
 
-TEST(ConfigParse, MinimalConfigGetsDefaults)
-{
-	const Config config = parse(minimal_with(""));
+TEST(ConfigParse, MinimalConfigGetsDefaults) {
+    const Config config = parse(minimal_with(""));
 
-	EXPECT_EQ(config.pin_root, BPFNET_DEFAULT_PIN_ROOT);
-	EXPECT_EQ(config.pin_dir(), BPFNET_DEFAULT_PIN_ROOT "/prov0");
-	EXPECT_EQ(config.xdp_mode, XdpMode::Native);
-	EXPECT_EQ(config.heartbeat_interval, std::chrono::milliseconds(1000));
-	EXPECT_EQ(config.heartbeat_timeout, std::chrono::milliseconds(5000));
-	EXPECT_EQ(config.garp_count, 3u);
-	EXPECT_EQ(config.garp_interval, std::chrono::milliseconds(200));
-	ASSERT_EQ(config.ports.size(), 1u);
-	EXPECT_EQ(config.ports[0], (PortRule{"ironic-api", Protocol::Tcp, 6385, 6385, PortKind::Plain}));
-	EXPECT_FALSE(config.backend.has_value());
+    EXPECT_EQ(config.pin_root, BPFNET_DEFAULT_PIN_ROOT);
+    EXPECT_EQ(config.pin_dir(), BPFNET_DEFAULT_PIN_ROOT "/prov0");
+    EXPECT_EQ(config.xdp_mode, XdpMode::Native);
+    EXPECT_EQ(config.heartbeat_interval, std::chrono::milliseconds(1000));
+    EXPECT_EQ(config.heartbeat_timeout, std::chrono::milliseconds(5000));
+    EXPECT_EQ(config.garp_count, 3u);
+    EXPECT_EQ(config.garp_interval, std::chrono::milliseconds(200));
+    ASSERT_EQ(config.ports.size(), 1u);
+    EXPECT_EQ(config.ports[0], (PortRule{"ironic-api", Protocol::Tcp, 6385, 6385, PortKind::Plain}));
+    EXPECT_FALSE(config.backend.has_value());
 }
 
-TEST(ConfigParse, EmptySectionsAndAutoVethMeanDefaults)
-{
-	const Config config = parse(minimal_with("heartbeat:\ngratuitousARP:\nbackend:\n"));
-	EXPECT_EQ(config, parse(minimal_with("")));
+TEST(ConfigParse, EmptySectionsAndAutoVethMeanDefaults) {
+    const Config config = parse(minimal_with("heartbeat:\ngratuitousARP:\nbackend:\n"));
+    EXPECT_EQ(config, parse(minimal_with("")));
 
-	const Config with_backend = parse(minimal_with("backend:\n  ip: 10.244.0.9\n  veth: auto\n"));
-	EXPECT_EQ(with_backend.backend, (Backend{ip("10.244.0.9"), ""}));
+    const Config with_backend = parse(minimal_with("backend:\n  ip: 10.244.0.9\n  veth: auto\n"));
+    EXPECT_EQ(with_backend.backend, (Backend{ip("10.244.0.9"), ""}));
 }
 
-TEST(ConfigParse, SamePortOnTcpAndUdpIsAllowed)
-{
-	const Config config = parse(with_ports("  - {name: a, protocol: tcp, port: 53}\n"
-					       "  - {name: b, protocol: udp, port: 53}\n"));
-	EXPECT_EQ(config.ports.size(), 2u);
+TEST(ConfigParse, SamePortOnTcpAndUdpIsAllowed) {
+    const Config config = parse(with_ports("  - {name: a, protocol: tcp, port: 53}\n"
+                                           "  - {name: b, protocol: udp, port: 53}\n"));
+    EXPECT_EQ(config.ports.size(), 2u);
 }
 
-TEST(ConfigParse, SubnetMaskAndHelpers)
-{
-	const Config config = parse(head("prov0", "10.1.2.3", "10.0.0.0/8") + kOnePort);
-	EXPECT_EQ(config.subnet_mask_be(), ip("255.0.0.0"));
-	EXPECT_EQ(parse(minimal_with("")).subnet_mask_be(), ip("255.255.255.0"));
+TEST(ConfigParse, SubnetMaskAndHelpers) {
+    const Config config = parse(head("prov0", "10.1.2.3", "10.0.0.0/8") + kOnePort);
+    EXPECT_EQ(config.subnet_mask_be(), ip("255.0.0.0"));
+    EXPECT_EQ(parse(minimal_with("")).subnet_mask_be(), ip("255.255.255.0"));
 
-	EXPECT_EQ(format_ipv4(ip("198.18.0.2")), "198.18.0.2");
-	EXPECT_EQ(to_string(Protocol::Tcp), "tcp");
-	EXPECT_EQ(to_string(Protocol::Udp), "udp");
-	EXPECT_EQ(to_string(PortKind::Plain), "plain");
-	EXPECT_EQ(to_string(PortKind::Tftp), "tftp");
-	EXPECT_EQ(to_string(PortKind::Dhcp), "dhcp");
-	EXPECT_EQ(to_string(XdpMode::Generic), "generic");
+    EXPECT_EQ(format_ipv4(ip("198.18.0.2")), "198.18.0.2");
+    EXPECT_EQ(to_string(Protocol::Tcp), "tcp");
+    EXPECT_EQ(to_string(Protocol::Udp), "udp");
+    EXPECT_EQ(to_string(PortKind::Plain), "plain");
+    EXPECT_EQ(to_string(PortKind::Tftp), "tftp");
+    EXPECT_EQ(to_string(PortKind::Dhcp), "dhcp");
+    EXPECT_EQ(to_string(XdpMode::Generic), "generic");
 }
 
 /* The shipped example and the complete examples in the docs must stay valid. */
-TEST(ConfigParse, ExampleConfigAndDocExamplesParse)
-{
-	const auto example = source_root() / "loader/example-config.yaml";
-	const auto docs = source_root() / "docs/config.md";
-	if (!std::filesystem::exists(example) || !std::filesystem::exists(docs))
-		GTEST_SKIP() << "sources not found from " << __FILE__;
+TEST(ConfigParse, ExampleConfigAndDocExamplesParse) {
+    const auto example = source_root() / "loader/example-config.yaml";
+    const auto docs = source_root() / "docs/config.md";
+    if (!std::filesystem::exists(example) || !std::filesystem::exists(docs))
+        GTEST_SKIP() << "sources not found from " << __FILE__;
 
-	EXPECT_NO_THROW(load_config_file(example.string()));
+    EXPECT_NO_THROW(load_config_file(example.string()));
 
-	/* Every ```yaml block that starts with "interface:" is a complete config. */
-	const std::string text = read_text(docs);
-	const std::string fence = "```yaml\n";
-	int complete = 0;
-	for (size_t start = text.find(fence); start != std::string::npos; start = text.find(fence, start)) {
-		start += fence.size();
-		const std::string block = text.substr(start, text.find("```", start) - start);
-		if (block.starts_with("interface:")) {
-			complete++;
-			EXPECT_NO_THROW(parse(block)) << block;
-		}
-	}
-	EXPECT_GE(complete, 2);
+    /* Every ```yaml block that starts with "interface:" is a complete config. */
+    const std::string text = read_text(docs);
+    const std::string fence = "```yaml\n";
+    int complete = 0;
+    for (size_t start = text.find(fence); start != std::string::npos; start = text.find(fence, start)) {
+        start += fence.size();
+        const std::string block = text.substr(start, text.find("```", start) - start);
+        if (block.starts_with("interface:")) {
+            complete++;
+            EXPECT_NO_THROW(parse(block)) << block;
+        }
+    }
+    EXPECT_GE(complete, 2);
 }
 
 /* ---- error reporting ---- */
 
-TEST(ConfigErrors, MessageNamesSourceLineAndField)
-{
-	EXPECT_EQ(error_message(kHead + "ports:\n"
-					"  - {name: api, protocol: tcp, port: 6385}\n"
-					"  - name: images\n"
-					"    port: 70000\n"
-					"    protocol: tcp\n"),
-		  "bpfnet.yaml:7: ports[1].port: must be between 1 and 65535, got 70000");
+TEST(ConfigErrors, MessageNamesSourceLineAndField) {
+    EXPECT_EQ(error_message(kHead + "ports:\n"
+                                    "  - {name: api, protocol: tcp, port: 6385}\n"
+                                    "  - name: images\n"
+                                    "    port: 70000\n"
+                                    "    protocol: tcp\n"),
+              "bpfnet.yaml:7: ports[1].port: must be between 1 and 65535, got 70000");
 }
 
-TEST(ConfigErrors, YamlSyntaxErrorHasLine)
-{
-	try {
-		parse(kHead + "ports: [\n  {name: a\n");
-		FAIL() << "accepted";
-	} catch (const ConfigError &e) {
-		EXPECT_TRUE(e.line().has_value());
-		EXPECT_TRUE(std::string(e.what()).starts_with("bpfnet.yaml:")) << e.what();
-		EXPECT_NE(std::string(e.what()).find("invalid YAML"), std::string::npos) << e.what();
-	}
-	EXPECT_EQ(error_message("interface: prov0\n  serviceIP: 198.18.0.2\n").substr(0, 14), "bpfnet.yaml:2:");
+TEST(ConfigErrors, YamlSyntaxErrorHasLine) {
+    try {
+        parse(kHead + "ports: [\n  {name: a\n");
+        FAIL() << "accepted";
+    } catch (const ConfigError &e) {
+        EXPECT_TRUE(e.line().has_value());
+        EXPECT_TRUE(std::string(e.what()).starts_with("bpfnet.yaml:")) << e.what();
+        EXPECT_NE(std::string(e.what()).find("invalid YAML"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(error_message("interface: prov0\n  serviceIP: 198.18.0.2\n").substr(0, 14), "bpfnet.yaml:2:");
 }
 
-TEST(ConfigErrors, EmptyOrMultiDocumentFileIsRejected)
-{
-	EXPECT_EQ(error_message(""), "bpfnet.yaml: the config is empty");
-	EXPECT_EQ(error_message("# only a comment\n"), "bpfnet.yaml: the config is empty");
-	EXPECT_NE(error_message(minimal_with("---\ninterface: prov1\n")).find("one YAML document"), std::string::npos);
-	EXPECT_NE(error_message("- a\n- b\n").find("must be a mapping, got a list"), std::string::npos);
+TEST(ConfigErrors, EmptyOrMultiDocumentFileIsRejected) {
+    EXPECT_EQ(error_message(""), "bpfnet.yaml: the config is empty");
+    EXPECT_EQ(error_message("# only a comment\n"), "bpfnet.yaml: the config is empty");
+    EXPECT_NE(error_message(minimal_with("---\ninterface: prov1\n")).find("one YAML document"), std::string::npos);
+    EXPECT_NE(error_message("- a\n- b\n").find("must be a mapping, got a list"), std::string::npos);
 }
 
-TEST(ConfigErrors, UnknownFieldIsRejectedAtEveryLevel)
-{
-	EXPECT_TRUE(Rejected(minimal_with("serviceIp: 198.18.0.3\n"), "serviceIp", "unknown field"));
-	EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMS: 500\n"), "heartbeat.intervalMS", "unknown field"));
-	EXPECT_TRUE(Rejected(minimal_with("gratuitousARP:\n  cnt: 1\n"), "gratuitousARP.cnt", "unknown field"));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 1, target: 2}\n"), "ports[0].target",
-			     "expected one of: name, protocol, port, targetPort, kind"));
-	EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 10.0.0.1\n  vteh: auto\n"), "backend.vteh", "unknown field"));
+TEST(ConfigErrors, UnknownFieldIsRejectedAtEveryLevel) {
+    EXPECT_TRUE(Rejected(minimal_with("serviceIp: 198.18.0.3\n"), "serviceIp", "unknown field"));
+    EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMS: 500\n"), "heartbeat.intervalMS", "unknown field"));
+    EXPECT_TRUE(Rejected(minimal_with("gratuitousARP:\n  cnt: 1\n"), "gratuitousARP.cnt", "unknown field"));
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 1, target: 2}\n"), "ports[0].target",
+                         "expected one of: name, protocol, port, targetPort, kind"));
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 10.0.0.1\n  vteh: auto\n"), "backend.vteh", "unknown field"));
 }
 
-TEST(ConfigErrors, DuplicateKeyIsRejected)
-{
-	EXPECT_TRUE(Rejected(kHead + "interface: prov1\n" + kOnePort, "interface", "given more than once (first on line 1)"));
+TEST(ConfigErrors, DuplicateKeyIsRejected) {
+    EXPECT_TRUE(
+        Rejected(kHead + "interface: prov1\n" + kOnePort, "interface", "given more than once (first on line 1)"));
 }
 
-TEST(ConfigErrors, WrongTypesAreRejected)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: \"6385\"}\n"), "ports[0].port",
-			     "must be an integer between 1 and 65535, got the string \"6385\""));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: !!str 6385}\n"), "ports[0].port",
-			     "got the string \"6385\""));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 0x10}\n"), "ports[0].port", "must be an integer"));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 80.5}\n"), "ports[0].port", "must be an integer"));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 080}\n"), "ports[0].port", "must be an integer"));
-	EXPECT_TRUE(Rejected(head("[prov0]", "198.18.0.2", "198.18.0.0/24") + kOnePort, "interface",
-			     "must be a string, got a list"));
-	EXPECT_TRUE(Rejected(kHead + "ports:\n  name: a\n", "ports", "must be a list of ports, got a mapping"));
-	EXPECT_TRUE(Rejected(kHead + "ports:\n  - ironic-api\n", "ports[0]", "must be a mapping"));
-	EXPECT_TRUE(Rejected(minimal_with("heartbeat: 1000\n"), "heartbeat", "must be a mapping"));
+TEST(ConfigErrors, WrongTypesAreRejected) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: \"6385\"}\n"), "ports[0].port",
+                         "must be an integer between 1 and 65535, got the string \"6385\""));
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: !!str 6385}\n"), "ports[0].port",
+                         "got the string \"6385\""));
+    EXPECT_TRUE(
+        Rejected(with_ports("  - {name: a, protocol: tcp, port: 0x10}\n"), "ports[0].port", "must be an integer"));
+    EXPECT_TRUE(
+        Rejected(with_ports("  - {name: a, protocol: tcp, port: 80.5}\n"), "ports[0].port", "must be an integer"));
+    EXPECT_TRUE(
+        Rejected(with_ports("  - {name: a, protocol: tcp, port: 080}\n"), "ports[0].port", "must be an integer"));
+    EXPECT_TRUE(Rejected(head("[prov0]", "198.18.0.2", "198.18.0.0/24") + kOnePort, "interface",
+                         "must be a string, got a list"));
+    EXPECT_TRUE(Rejected(kHead + "ports:\n  name: a\n", "ports", "must be a list of ports, got a mapping"));
+    EXPECT_TRUE(Rejected(kHead + "ports:\n  - ironic-api\n", "ports[0]", "must be a mapping"));
+    EXPECT_TRUE(Rejected(minimal_with("heartbeat: 1000\n"), "heartbeat", "must be a mapping"));
 }
 
 /* ---- top-level fields ---- */
 
-TEST(ConfigValidation, RequiredFieldsAreNamed)
-{
-	EXPECT_TRUE(Rejected("serviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n" + kOnePort, "interface", "is required"));
-	EXPECT_TRUE(Rejected("interface: prov0\nsubnet: 198.18.0.0/24\n" + kOnePort, "serviceIP", "is required"));
-	EXPECT_TRUE(Rejected("interface: prov0\nserviceIP: 198.18.0.2\n" + kOnePort, "subnet", "is required"));
-	EXPECT_TRUE(Rejected(kHead, "ports", "is required"));
-	EXPECT_TRUE(Rejected(with_ports("  - {protocol: tcp, port: 1}\n"), "ports[0].name", "is required"));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, port: 1}\n"), "ports[0].protocol", "is required"));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp}\n"), "ports[0].port", "is required"));
+TEST(ConfigValidation, RequiredFieldsAreNamed) {
+    EXPECT_TRUE(Rejected("serviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n" + kOnePort, "interface", "is required"));
+    EXPECT_TRUE(Rejected("interface: prov0\nsubnet: 198.18.0.0/24\n" + kOnePort, "serviceIP", "is required"));
+    EXPECT_TRUE(Rejected("interface: prov0\nserviceIP: 198.18.0.2\n" + kOnePort, "subnet", "is required"));
+    EXPECT_TRUE(Rejected(kHead, "ports", "is required"));
+    EXPECT_TRUE(Rejected(with_ports("  - {protocol: tcp, port: 1}\n"), "ports[0].name", "is required"));
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, port: 1}\n"), "ports[0].protocol", "is required"));
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp}\n"), "ports[0].port", "is required"));
 }
 
-TEST(ConfigValidation, InterfaceMustBeAKernelInterfaceName)
-{
-	for (const char *bad : {"prov0123456789ab", "a/b", "\"a b\"", "\"\"", "..", "eth0:1"})
-		EXPECT_TRUE(Rejected(head(bad, "198.18.0.2", "198.18.0.0/24") + kOnePort, "interface",
-				     "is not a valid interface name"))
-			<< bad;
-	EXPECT_EQ(parse(head("prov012345678ab", "198.18.0.2", "198.18.0.0/24") + kOnePort).interface,
-		  "prov012345678ab");
+TEST(ConfigValidation, InterfaceMustBeAKernelInterfaceName) {
+    for (const char *bad : {"prov0123456789ab", "a/b", "\"a b\"", "\"\"", "..", "eth0:1"})
+        EXPECT_TRUE(
+            Rejected(head(bad, "198.18.0.2", "198.18.0.0/24") + kOnePort, "interface", "is not a valid interface name"))
+            << bad;
+    EXPECT_EQ(parse(head("prov012345678ab", "198.18.0.2", "198.18.0.0/24") + kOnePort).interface, "prov012345678ab");
 }
 
-TEST(ConfigValidation, AddressesMustBeDottedQuads)
-{
-	for (const char *bad : {"198.18.0.256", "198.18.2", "198.018.0.2", "fd00::2", "prov"})
-		EXPECT_TRUE(Rejected(head("prov0", bad, "198.18.0.0/24") + kOnePort, "serviceIP",
-				     "must be an IPv4 address"))
-			<< bad;
+TEST(ConfigValidation, AddressesMustBeDottedQuads) {
+    for (const char *bad : {"198.18.0.256", "198.18.2", "198.018.0.2", "fd00::2", "prov"})
+        EXPECT_TRUE(Rejected(head("prov0", bad, "198.18.0.0/24") + kOnePort, "serviceIP", "must be an IPv4 address"))
+            << bad;
 }
 
-TEST(ConfigValidation, SubnetMustBeACidr)
-{
-	for (const char *bad : {"198.18.0.0", "198.18.0.0/", "198.18.0.0/x", "198.18.0.0/024", "/24"})
-		EXPECT_TRUE(Rejected(head("prov0", "198.18.0.2", bad) + kOnePort, "subnet", "must be a CIDR"))
-			<< bad;
+TEST(ConfigValidation, SubnetMustBeACidr) {
+    for (const char *bad : {"198.18.0.0", "198.18.0.0/", "198.18.0.0/x", "198.18.0.0/024", "/24"})
+        EXPECT_TRUE(Rejected(head("prov0", "198.18.0.2", bad) + kOnePort, "subnet", "must be a CIDR")) << bad;
 }
 
-TEST(ConfigValidation, SubnetPrefixMustBeBetween8And30)
-{
-	EXPECT_TRUE(Rejected(head("prov0", "198.18.0.2", "198.18.0.0/31") + kOnePort, "subnet",
-			     "prefix length must be between 8 and 30, got 31"));
-	EXPECT_TRUE(Rejected(head("prov0", "10.0.0.2", "10.0.0.0/7") + kOnePort, "subnet", "got 7"));
+TEST(ConfigValidation, SubnetPrefixMustBeBetween8And30) {
+    EXPECT_TRUE(Rejected(head("prov0", "198.18.0.2", "198.18.0.0/31") + kOnePort, "subnet",
+                         "prefix length must be between 8 and 30, got 31"));
+    EXPECT_TRUE(Rejected(head("prov0", "10.0.0.2", "10.0.0.0/7") + kOnePort, "subnet", "got 7"));
 }
 
-TEST(ConfigValidation, SubnetHostBitsMustBeZero)
-{
-	EXPECT_TRUE(Rejected(head("prov0", "198.18.0.2", "198.18.0.1/24") + kOnePort, "subnet",
-			     "has host bits set: \"198.18.0.1/24\"; did you mean 198.18.0.0/24?"));
+TEST(ConfigValidation, SubnetHostBitsMustBeZero) {
+    EXPECT_TRUE(Rejected(head("prov0", "198.18.0.2", "198.18.0.1/24") + kOnePort, "subnet",
+                         "has host bits set: \"198.18.0.1/24\"; did you mean 198.18.0.0/24?"));
 }
 
-TEST(ConfigValidation, ServiceIPMustBeInsideSubnet)
-{
-	EXPECT_TRUE(Rejected(head("prov0", "198.18.1.2", "198.18.0.0/24") + kOnePort, "serviceIP",
-			     "198.18.1.2 is not inside subnet 198.18.0.0/24"));
+TEST(ConfigValidation, ServiceIPMustBeInsideSubnet) {
+    EXPECT_TRUE(Rejected(head("prov0", "198.18.1.2", "198.18.0.0/24") + kOnePort, "serviceIP",
+                         "198.18.1.2 is not inside subnet 198.18.0.0/24"));
 }
 
-TEST(ConfigValidation, ServiceIPMustNotBeNetworkOrBroadcastAddress)
-{
-	EXPECT_TRUE(Rejected(head("prov0", "198.18.0.0", "198.18.0.0/24") + kOnePort, "serviceIP",
-			     "is the network address"));
-	EXPECT_TRUE(Rejected(head("prov0", "198.18.0.255", "198.18.0.0/24") + kOnePort, "serviceIP",
-			     "is the broadcast address"));
-	EXPECT_TRUE(Rejected(head("prov0", "127.0.0.2", "127.0.0.0/8") + kOnePort, "serviceIP", "a loopback address"));
+TEST(ConfigValidation, ServiceIPMustNotBeNetworkOrBroadcastAddress) {
+    EXPECT_TRUE(
+        Rejected(head("prov0", "198.18.0.0", "198.18.0.0/24") + kOnePort, "serviceIP", "is the network address"));
+    EXPECT_TRUE(
+        Rejected(head("prov0", "198.18.0.255", "198.18.0.0/24") + kOnePort, "serviceIP", "is the broadcast address"));
+    EXPECT_TRUE(Rejected(head("prov0", "127.0.0.2", "127.0.0.0/8") + kOnePort, "serviceIP", "a loopback address"));
 }
 
-TEST(ConfigValidation, PinRootMustBeAbsolute)
-{
-	EXPECT_TRUE(Rejected(minimal_with("pinRoot: sys/fs/bpf\n"), "pinRoot", "must be an absolute path"));
-	EXPECT_TRUE(Rejected(minimal_with("pinRoot: /\n"), "pinRoot", "below \"/\""));
-	EXPECT_TRUE(Rejected(minimal_with("pinRoot: /sys/fs/bpf/../x\n"), "pinRoot", "must not contain \"..\""));
+TEST(ConfigValidation, PinRootMustBeAbsolute) {
+    EXPECT_TRUE(Rejected(minimal_with("pinRoot: sys/fs/bpf\n"), "pinRoot", "must be an absolute path"));
+    EXPECT_TRUE(Rejected(minimal_with("pinRoot: /\n"), "pinRoot", "below \"/\""));
+    EXPECT_TRUE(Rejected(minimal_with("pinRoot: /sys/fs/bpf/../x\n"), "pinRoot", "must not contain \"..\""));
 }
 
-TEST(ConfigValidation, XdpModeMustBeNativeOrGeneric)
-{
-	EXPECT_TRUE(Rejected(minimal_with("xdpMode: offload\n"), "xdpMode",
-			     "must be one of: native, generic; got \"offload\""));
+TEST(ConfigValidation, XdpModeMustBeNativeOrGeneric) {
+    EXPECT_TRUE(
+        Rejected(minimal_with("xdpMode: offload\n"), "xdpMode", "must be one of: native, generic; got \"offload\""));
 }
 
-TEST(ConfigValidation, HeartbeatIntervalRange)
-{
-	EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMs: 99\n"), "heartbeat.intervalMs",
-			     "must be between 100 and 60000, got 99"));
-	EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMs: 60001\n  timeoutMs: 600000\n"),
-			     "heartbeat.intervalMs", "got 60001"));
+TEST(ConfigValidation, HeartbeatIntervalRange) {
+    EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMs: 99\n"), "heartbeat.intervalMs",
+                         "must be between 100 and 60000, got 99"));
+    EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMs: 60001\n  timeoutMs: 600000\n"), "heartbeat.intervalMs",
+                         "got 60001"));
 }
 
-TEST(ConfigValidation, HeartbeatTimeoutAtLeastTwiceIntervalAndAtMost600000)
-{
-	EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMs: 1000\n  timeoutMs: 1999\n"), "heartbeat.timeoutMs",
-			     "must be at least twice heartbeat.intervalMs (2000), got 1999"));
-	/* A long interval with the default timeout must name the defaulted field, not pass silently. */
-	EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMs: 3000\n"), "heartbeat.timeoutMs",
-			     "the default 5000 is too short"));
-	EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  timeoutMs: 600001\n"), "heartbeat.timeoutMs",
-			     "must be between 1 and 600000, got 600001"));
-	EXPECT_EQ(parse(minimal_with("heartbeat:\n  intervalMs: 1000\n  timeoutMs: 2000\n")).heartbeat_timeout,
-		  std::chrono::milliseconds(2000));
+TEST(ConfigValidation, HeartbeatTimeoutAtLeastTwiceIntervalAndAtMost600000) {
+    EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMs: 1000\n  timeoutMs: 1999\n"), "heartbeat.timeoutMs",
+                         "must be at least twice heartbeat.intervalMs (2000), got 1999"));
+    /* A long interval with the default timeout must name the defaulted field, not pass silently. */
+    EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMs: 3000\n"), "heartbeat.timeoutMs",
+                         "the default 5000 is too short"));
+    EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  timeoutMs: 600001\n"), "heartbeat.timeoutMs",
+                         "must be between 1 and 600000, got 600001"));
+    EXPECT_EQ(parse(minimal_with("heartbeat:\n  intervalMs: 1000\n  timeoutMs: 2000\n")).heartbeat_timeout,
+              std::chrono::milliseconds(2000));
 }
 
-TEST(ConfigValidation, GratuitousArpRanges)
-{
-	EXPECT_TRUE(Rejected(minimal_with("gratuitousARP:\n  count: 21\n"), "gratuitousARP.count",
-			     "must be between 0 and 20, got 21"));
-	EXPECT_TRUE(Rejected(minimal_with("gratuitousARP:\n  count: -1\n"), "gratuitousARP.count", "got -1"));
-	EXPECT_TRUE(Rejected(minimal_with("gratuitousARP:\n  intervalMs: 9\n"), "gratuitousARP.intervalMs",
-			     "must be between 10 and 10000, got 9"));
-	EXPECT_EQ(parse(minimal_with("gratuitousARP:\n  count: 0\n")).garp_count, 0u);
+TEST(ConfigValidation, GratuitousArpRanges) {
+    EXPECT_TRUE(Rejected(minimal_with("gratuitousARP:\n  count: 21\n"), "gratuitousARP.count",
+                         "must be between 0 and 20, got 21"));
+    EXPECT_TRUE(Rejected(minimal_with("gratuitousARP:\n  count: -1\n"), "gratuitousARP.count", "got -1"));
+    EXPECT_TRUE(Rejected(minimal_with("gratuitousARP:\n  intervalMs: 9\n"), "gratuitousARP.intervalMs",
+                         "must be between 10 and 10000, got 9"));
+    EXPECT_EQ(parse(minimal_with("gratuitousARP:\n  count: 0\n")).garp_count, 0u);
 }
 
 /* ---- ports ---- */
 
-TEST(ConfigValidation, PortsMustListOneToMaxServices)
-{
-	EXPECT_TRUE(Rejected(kHead + "ports: []\n", "ports", "must list at least one port"));
+TEST(ConfigValidation, PortsMustListOneToMaxServices) {
+    EXPECT_TRUE(Rejected(kHead + "ports: []\n", "ports", "must list at least one port"));
 
-	std::string many = "ports:\n";
-	for (int i = 1; i <= BPFNET_MAX_SERVICES + 1; i++)
-		many += "  - {name: p" + std::to_string(i) + ", protocol: tcp, port: " + std::to_string(i) + "}\n";
-	EXPECT_TRUE(Rejected(kHead + many, "ports", "must list at most 256 ports, got 257"));
+    std::string many = "ports:\n";
+    for (int i = 1; i <= BPFNET_MAX_SERVICES + 1; i++)
+        many += "  - {name: p" + std::to_string(i) + ", protocol: tcp, port: " + std::to_string(i) + "}\n";
+    EXPECT_TRUE(Rejected(kHead + many, "ports", "must list at most 256 ports, got 257"));
 }
 
-TEST(ConfigValidation, PortNameCharsetAndLength)
-{
-	for (const char *bad : {"Ironic", "ironic_api", "\"\"", "a.b"})
-		EXPECT_TRUE(Rejected(with_ports("  - {name: " + std::string(bad) + ", protocol: tcp, port: 1}\n"),
-				     "ports[0].name", "characters of a-z, 0-9 and '-'"))
-			<< bad;
-	const std::string name63(63, 'a');
-	EXPECT_EQ(parse(with_ports("  - {name: " + name63 + ", protocol: tcp, port: 1}\n")).ports[0].name, name63);
-	EXPECT_TRUE(Rejected(with_ports("  - {name: " + name63 + "a, protocol: tcp, port: 1}\n"), "ports[0].name",
-			     "1 to 63 characters"));
+TEST(ConfigValidation, PortNameCharsetAndLength) {
+    for (const char *bad : {"Ironic", "ironic_api", "\"\"", "a.b"})
+        EXPECT_TRUE(Rejected(with_ports("  - {name: " + std::string(bad) + ", protocol: tcp, port: 1}\n"),
+                             "ports[0].name", "characters of a-z, 0-9 and '-'"))
+            << bad;
+    const std::string name63(63, 'a');
+    EXPECT_EQ(parse(with_ports("  - {name: " + name63 + ", protocol: tcp, port: 1}\n")).ports[0].name, name63);
+    EXPECT_TRUE(Rejected(with_ports("  - {name: " + name63 + "a, protocol: tcp, port: 1}\n"), "ports[0].name",
+                         "1 to 63 characters"));
 }
 
-TEST(ConfigValidation, PortNamesAreUnique)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: api, protocol: tcp, port: 1}\n"
-					"  - {name: api, protocol: tcp, port: 2}\n"),
-			     "ports[1].name", "name \"api\" is already used by ports[0]"));
+TEST(ConfigValidation, PortNamesAreUnique) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: api, protocol: tcp, port: 1}\n"
+                                    "  - {name: api, protocol: tcp, port: 2}\n"),
+                         "ports[1].name", "name \"api\" is already used by ports[0]"));
 }
 
-TEST(ConfigValidation, ProtocolMustBeTcpOrUdp)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: sctp, port: 1}\n"), "ports[0].protocol",
-			     "must be one of: tcp, udp; got \"sctp\""));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: TCP, port: 1}\n"), "ports[0].protocol", "got \"TCP\""));
+TEST(ConfigValidation, ProtocolMustBeTcpOrUdp) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: sctp, port: 1}\n"), "ports[0].protocol",
+                         "must be one of: tcp, udp; got \"sctp\""));
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: TCP, port: 1}\n"), "ports[0].protocol", "got \"TCP\""));
 }
 
-TEST(ConfigValidation, PortAndTargetPortRange)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 0}\n"), "ports[0].port",
-			     "must be between 1 and 65535, got 0"));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 1, targetPort: 65536}\n"),
-			     "ports[0].targetPort", "must be between 1 and 65535, got 65536"));
+TEST(ConfigValidation, PortAndTargetPortRange) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 0}\n"), "ports[0].port",
+                         "must be between 1 and 65535, got 0"));
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 1, targetPort: 65536}\n"),
+                         "ports[0].targetPort", "must be between 1 and 65535, got 65536"));
 }
 
-TEST(ConfigValidation, KindMustBeKnown)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: udp, port: 1, kind: dns}\n"), "ports[0].kind",
-			     "must be one of: plain, tftp, dhcp; got \"dns\""));
+TEST(ConfigValidation, KindMustBeKnown) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: udp, port: 1, kind: dns}\n"), "ports[0].kind",
+                         "must be one of: plain, tftp, dhcp; got \"dns\""));
 }
 
-TEST(ConfigValidation, TftpAndDhcpRequireUdp)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: tftp, protocol: tcp, port: 69, kind: tftp}\n"), "ports[0].kind",
-			     "tftp requires protocol udp, got tcp"));
-	EXPECT_TRUE(Rejected(with_ports("  - {name: dhcp, protocol: tcp, port: 67, kind: dhcp}\n"), "ports[0].kind",
-			     "dhcp requires protocol udp, got tcp"));
+TEST(ConfigValidation, TftpAndDhcpRequireUdp) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: tftp, protocol: tcp, port: 69, kind: tftp}\n"), "ports[0].kind",
+                         "tftp requires protocol udp, got tcp"));
+    EXPECT_TRUE(Rejected(with_ports("  - {name: dhcp, protocol: tcp, port: 67, kind: dhcp}\n"), "ports[0].kind",
+                         "dhcp requires protocol udp, got tcp"));
 }
 
-TEST(ConfigValidation, DhcpRequiresPort67)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: dhcp, protocol: udp, port: 68, kind: dhcp}\n"), "ports[0].kind",
-			     "dhcp requires port 67, got 68"));
+TEST(ConfigValidation, DhcpRequiresPort67) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: dhcp, protocol: udp, port: 68, kind: dhcp}\n"), "ports[0].kind",
+                         "dhcp requires port 67, got 68"));
 }
 
-TEST(ConfigValidation, DuplicateProtocolAndPortIsRejected)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 80, targetPort: 8080}\n"
-					"  - {name: b, protocol: tcp, port: 80, targetPort: 8081}\n"),
-			     "ports[1].port", "tcp port 80 is already used by ports[0]"));
+TEST(ConfigValidation, DuplicateProtocolAndPortIsRejected) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 80, targetPort: 8080}\n"
+                                    "  - {name: b, protocol: tcp, port: 80, targetPort: 8081}\n"),
+                         "ports[1].port", "tcp port 80 is already used by ports[0]"));
 }
 
-TEST(ConfigValidation, DuplicateProtocolAndTargetPortIsRejected)
-{
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: udp, port: 80, targetPort: 8080}\n"
-					"  - {name: b, protocol: udp, port: 81, targetPort: 8080}\n"),
-			     "ports[1].targetPort", "udp targetPort 8080 is already used by ports[0]"));
-	/* A defaulted targetPort collides too, and the message says where the value came from. */
-	EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 80, targetPort: 8080}\n"
-					"  - {name: b, protocol: tcp, port: 8080}\n"),
-			     "ports[1].targetPort", "(defaulted from port)"));
+TEST(ConfigValidation, DuplicateProtocolAndTargetPortIsRejected) {
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: udp, port: 80, targetPort: 8080}\n"
+                                    "  - {name: b, protocol: udp, port: 81, targetPort: 8080}\n"),
+                         "ports[1].targetPort", "udp targetPort 8080 is already used by ports[0]"));
+    /* A defaulted targetPort collides too, and the message says where the value came from. */
+    EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: tcp, port: 80, targetPort: 8080}\n"
+                                    "  - {name: b, protocol: tcp, port: 8080}\n"),
+                         "ports[1].targetPort", "(defaulted from port)"));
 }
 
 /* ---- backend ---- */
 
-TEST(ConfigValidation, BackendIpIsRequiredAndMustBeUnicast)
-{
-	EXPECT_TRUE(Rejected(minimal_with("backend:\n  veth: auto\n"), "backend.ip", "is required"));
-	EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 224.0.0.5\n"), "backend.ip", "a multicast address"));
-	EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: pod\n"), "backend.ip", "must be an IPv4 address"));
+TEST(ConfigValidation, BackendIpIsRequiredAndMustBeUnicast) {
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  veth: auto\n"), "backend.ip", "is required"));
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 224.0.0.5\n"), "backend.ip", "a multicast address"));
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: pod\n"), "backend.ip", "must be an IPv4 address"));
 }
 
-TEST(ConfigValidation, BackendIpMustNotBeTheServiceIP)
-{
-	EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 198.18.0.2\n"), "backend.ip", "must not be the service IP"));
+TEST(ConfigValidation, BackendIpMustNotBeTheServiceIP) {
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 198.18.0.2\n"), "backend.ip", "must not be the service IP"));
 }
 
-TEST(ConfigValidation, BackendIpMustNotBeInsideTheProvisioningSubnet)
-{
-	EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 198.18.0.9\n"), "backend.ip",
-			     "198.18.0.9 is inside subnet 198.18.0.0/24"));
+TEST(ConfigValidation, BackendIpMustNotBeInsideTheProvisioningSubnet) {
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 198.18.0.9\n"), "backend.ip",
+                         "198.18.0.9 is inside subnet 198.18.0.0/24"));
 }
 
-TEST(ConfigValidation, BackendVethMustBeAnInterfaceName)
-{
-	EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 10.244.0.9\n  veth: a/b\n"), "backend.veth",
-			     "is not a valid interface name"));
-	EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 10.244.0.9\n  veth: prov0\n"), "backend.veth",
-			     "not the provisioning interface"));
+TEST(ConfigValidation, BackendVethMustBeAnInterfaceName) {
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 10.244.0.9\n  veth: a/b\n"), "backend.veth",
+                         "is not a valid interface name"));
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 10.244.0.9\n  veth: prov0\n"), "backend.veth",
+                         "not the provisioning interface"));
 }
 
 /* ---- files ---- */
 
 class ConfigFile : public testing::Test {
 protected:
-	void SetUp() override
-	{
-		char name[] = "/tmp/bpfnet-config-test-XXXXXX";
-		const int fd = mkstemp(name);
-		ASSERT_GE(fd, 0);
-		close(fd);
-		path_ = name;
-	}
-	void TearDown() override { std::filesystem::remove(path_); }
+    void SetUp() override {
+        char name[] = "/tmp/bpfnet-config-test-XXXXXX";
+        const int fd = mkstemp(name);
+        ASSERT_GE(fd, 0);
+        close(fd);
+        path_ = name;
+    }
+    void TearDown() override { std::filesystem::remove(path_); }
 
-	std::string path_;
+    std::string path_;
 };
 
-TEST_F(ConfigFile, LoadsFileAndNamesItInErrors)
-{
-	std::ofstream(path_) << minimal_with("");
-	EXPECT_EQ(load_config_file(path_), parse(minimal_with("")));
+TEST_F(ConfigFile, LoadsFileAndNamesItInErrors) {
+    std::ofstream(path_) << minimal_with("");
+    EXPECT_EQ(load_config_file(path_), parse(minimal_with("")));
 
-	std::ofstream(path_) << minimal_with("xdpMode: fast\n");
-	try {
-		load_config_file(path_);
-		FAIL() << "accepted";
-	} catch (const ConfigError &e) {
-		EXPECT_EQ(std::string(e.what()), path_ + ":6: xdpMode: must be one of: native, generic; got \"fast\"");
-	}
+    std::ofstream(path_) << minimal_with("xdpMode: fast\n");
+    try {
+        load_config_file(path_);
+        FAIL() << "accepted";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(std::string(e.what()), path_ + ":6: xdpMode: must be one of: native, generic; got \"fast\"");
+    }
 }
 
-TEST_F(ConfigFile, ReadErrorsNameThePathAndErrno)
-{
-	const std::string missing = path_ + ".missing";
-	try {
-		load_config_file(missing);
-		FAIL() << "accepted";
-	} catch (const ConfigError &e) {
-		EXPECT_EQ(std::string(e.what()), missing + ": cannot open: No such file or directory");
-	}
-	try {
-		load_config_file("/");
-		FAIL() << "accepted";
-	} catch (const ConfigError &e) {
-		EXPECT_EQ(std::string(e.what()), "/: cannot read: Is a directory");
-	}
+TEST_F(ConfigFile, ReadErrorsNameThePathAndErrno) {
+    const std::string missing = path_ + ".missing";
+    try {
+        load_config_file(missing);
+        FAIL() << "accepted";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(std::string(e.what()), missing + ": cannot open: No such file or directory");
+    }
+    try {
+        load_config_file("/");
+        FAIL() << "accepted";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(std::string(e.what()), "/: cannot read: Is a directory");
+    }
 }
 
 } // namespace

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Sets up this machine (Debian packages), builds bpfnet and runs every test: unit, BPF packet tables and the
+# network-namespace end-to-end suites. Needs root. The BPF programs are built and their packet tables run
+# with both supported compilers (clang-14 and clang-16).
+#
+# All root tests run inside a private sandbox (`unshare --net --mount`): its network namespace holds only
+# lo, and each end-to-end script builds its own namespaces inside it. Nothing touches the machine's own
+# interfaces.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+jobs=$(nproc)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "test.sh: run as root (BPF programs and network namespaces need it)" >&2
+  exit 1
+fi
+
+"$top/scripts/setup.sh"
+
+build() { # build DIR BPF_CLANG
+  cmake -S "$top" -B "$1" -DBPF_CLANG="$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$1" -j "$jobs"
+}
+
+echo "== build (BPF compiled with clang-14)"
+build "$top/build" clang-14
+echo "== build (BPF compiled with clang-16)"
+build "$top/build-clang16" clang-16
+
+echo "== BPF packet tables, programs from clang-16"
+unshare --net --mount --fork -- ctest --test-dir "$top/build-clang16" -L bpf --output-on-failure
+
+echo "== all tests (unit, bpf, e2e), programs from clang-14"
+unshare --net --mount --fork -- ctest --test-dir "$top/build" --output-on-failure

@@ -1,0 +1,39 @@
+// The known state ("world") that packet tests and per-path benchmarks start from: one service IP with a
+// backend pod on this node, one known host and one recorded flow.
+#pragma once
+
+#include "maps/datapath_maps.hpp"
+#include "packet.hpp"
+
+#include <string>
+
+namespace bpfnet::test {
+
+// The world every case starts from (addresses from 198.18.0.0/15, the benchmarking range).
+namespace world {
+inline const Mac nic_mac = mac("02:00:00:00:00:01");
+inline const Mac host_mac = mac("02:00:00:00:00:10"); // a bare-metal host the datapath already knows
+inline const Mac pod_mac = mac("02:00:00:00:01:02");
+inline const Mac veth_mac = mac("02:00:00:00:01:01"); // host side of the pod's veth
+inline const Mac broadcast = mac("ff:ff:ff:ff:ff:ff");
+inline const Mac zero_mac = mac("00:00:00:00:00:00");
+inline const std::string service_ip = "198.18.0.2";
+inline const std::string host_ip = "198.18.0.10";
+inline const std::string unknown_host_ip = "198.18.0.11"; // on the LAN, never seen
+inline const std::string other_lan_ip = "198.18.0.50";    // on the LAN, not a service IP
+inline const std::string outside_ip = "198.19.0.1";       // not on the provisioning subnet
+inline const std::string pod_ip = "198.18.100.2";
+inline const std::string other_pod_ip = "198.18.100.3";
+inline constexpr int nic_ifindex = 10;
+inline constexpr int veth_ifindex = 20;
+// A flow the reverse path recorded earlier: the pod's UDP port 33333 talks to host port 40000.
+inline constexpr uint16_t flow_pod_port = 33333;
+inline constexpr uint16_t flow_host_port = 40000;
+} // namespace world
+
+// Fills freshly created maps with the world.
+void fill_world(DatapathMaps &maps);
+// CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns() and of the loader's heartbeat.
+__u64 now_ns();
+
+} // namespace bpfnet::test
