@@ -185,6 +185,9 @@ std::string describe(const XdpAttachment &xdp) {
 
 Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nullptr, bpfnet_bpf__destroy) {
     nic_ifindex_ = link_by_name(options.interface).ifindex;
+    // Maps an earlier loader pinned are adopted (and keep their flows); maps this start pins are removed
+    // again if the start fails, so a failed start leaves nothing behind.
+    bool fresh_pins = !std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_IFACE);
     ensure_pin_dir(options.pin_dir);
 
     skel_.reset(bpfnet_bpf__open());
@@ -192,19 +195,37 @@ Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nu
         throw SystemError("bpfnet_bpf__open", errno);
     set_pin_paths(skel_->obj, options.pin_dir);
 
-    // Undo what this constructor attached if a later step fails: nothing is left half attached.
     std::vector<std::function<void()>> rollback;
+    if (fresh_pins)
+        rollback.emplace_back([this] { unpin_maps(); });
     try {
         load_and_attach_xdp(options.xdp_mode);
         if (xdp_.action == HookAction::Attached)
             rollback.emplace_back([this] { detach_xdp(nic_ifindex_); });
         attach_nic_tc();
+        if (tc_nic_action_ == HookAction::Attached)
+            rollback.emplace_back([this] { detach_tc(nic_ifindex_); });
         maps_.emplace(DatapathMaps::from_object(skel_->obj));
     } catch (...) {
-        for (auto it = rollback.rbegin(); it != rollback.rend(); ++it)
-            (*it)();
+        for (auto it = rollback.rbegin(); it != rollback.rend(); ++it) {
+            try {
+                (*it)();
+            } catch (const std::exception &e) {
+                log_error("rollback step failed", {{"error", e.what()}});
+            }
+        }
         throw;
     }
+}
+
+void Datapath::unpin_maps() {
+    bpf_map *map;
+    bpf_object__for_each_map(map, skel_->obj) {
+        if (bpf_map__is_pinned(map))
+            bpf_map__unpin(map, nullptr);
+    }
+    std::error_code ec;
+    std::filesystem::remove(options_.pin_dir, ec);
 }
 
 Datapath::~Datapath() = default;
@@ -277,10 +298,7 @@ void Datapath::teardown() {
     detach_tc(nic_ifindex_);
     detach_xdp(nic_ifindex_);
     maps_.reset();
-    bpf_map *map;
-    bpf_object__for_each_map(map, skel_->obj) bpf_map__unpin(map, nullptr);
-    std::error_code ec;
-    std::filesystem::remove(options_.pin_dir, ec);
+    unpin_maps();
 }
 
 } // namespace bpfnet

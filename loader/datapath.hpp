@@ -57,6 +57,7 @@ public:
 private:
     void load_and_attach_xdp(XdpMode mode);
     void attach_nic_tc();
+    void unpin_maps();
 
     DatapathOptions options_;
     int nic_ifindex_ = 0;

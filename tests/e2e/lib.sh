@@ -76,9 +76,10 @@ sandbox_reexec() {
         fi
         local script
         script=$(realpath "$0")
-        # --kill-child: if this process is killed (ctest timeout), the sandbox's init dies and the pid
-        # namespace takes every process of the test with it.
-        exec env BPFNET_E2E_SANDBOX=1 unshare --net --mount --pid --fork --kill-child --mount-proc \
+        # --kill-child: if unshare is terminated (ctest timeout, ^C), the script inside gets SIGTERM and
+        # cleans up; when it exits, the pid namespace takes every process of the test with it, and the
+        # network and mount namespaces go with their last process.
+        exec env BPFNET_E2E_SANDBOX=1 unshare --net --mount --pid --fork --kill-child=SIGTERM --mount-proc \
             bash "$script" "$@"
     fi
     sandbox_check
@@ -123,12 +124,7 @@ e2e_cleanup() {
         kill -TERM "$pid" 2>/dev/null
     done
     for pid in "${E2E_PIDS[@]}"; do
-        local i
-        for i in $(seq 1 20); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null
+        wait_for 2 pid_gone "$pid" || kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done
     local ns
@@ -179,7 +175,7 @@ bg_in_ns() {
 }
 
 # Stops one background process by pid and reaps it; its exit status is left in STOPPED_RC.
-STOPPED_RC=""
+export STOPPED_RC=""
 stop_pid() {
     local pid=$1 sig=${2:-TERM}
     kill -"$sig" "$pid" 2>/dev/null
@@ -341,9 +337,12 @@ dump_loader_log() {
 # BPFNET_CTR_ prefix, in lower case (drop_not_allowed). Slots are read from maps/bpfnet_maps.h, so the
 # test follows the enum.
 counter() {
-    local name=$1
-    bpftool -j map dump pinned "$E2E_PIN_DIR/counters" 2>/dev/null |
-        python3 - "$E2E_REPO/maps/bpfnet_maps.h" "$name" <<'EOF'
+    local json
+    json=$(bpftool -j map dump pinned "$E2E_PIN_DIR/counters" 2>/dev/null) || return 1
+    python3 -c "$E2E_COUNTER_PY" "$E2E_REPO/maps/bpfnet_maps.h" "$1" <<<"$json"
+}
+
+E2E_COUNTER_PY='
 import json, re, sys
 header, name = sys.argv[1], sys.argv[2]
 text = open(header).read()
@@ -353,21 +352,19 @@ names = [m.group(1).lower() for m in re.finditer(r"BPFNET_CTR_(\w+)", body)]
 if name not in names:
     sys.exit("unknown counter " + name)
 slot = names.index(name)
+
+def number(v):
+    if isinstance(v, list):  # raw bytes, host (little endian) order
+        return int.from_bytes(bytes(int(b, 16) for b in v), "little")
+    return int(v)
+
 total = 0
 for entry in json.load(sys.stdin):
-    key = entry.get("key")
-    if isinstance(key, list):  # raw bytes, little endian
-        key = int.from_bytes(bytes(int(b, 16) for b in key), "little")
-    if int(key) != slot:
+    if number(entry["key"]) != slot:
         continue
-    for v in entry.get("values", []):
-        value = v["value"]
-        if isinstance(value, list):
-            value = int.from_bytes(bytes(int(b, 16) for b in value), "little")
-        total += int(value)
+    total += sum(number(v["value"]) for v in entry.get("values", []))
 print(total)
-EOF
-}
+'
 
 # ---------------------------------------------------------------------------------------------------
 # Results
@@ -385,7 +382,7 @@ run_case() {
     else
         echo "not ok - $name: ${E2E_REASON:-failed}"
         E2E_FAILED=$((E2E_FAILED + 1))
-        dump_loader_log
+        dump_loader_log 25
     fi
     log "case $name took $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
 }

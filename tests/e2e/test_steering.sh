@@ -9,9 +9,11 @@
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs) for inspection
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
+# Cases are called through run_case, which shellcheck cannot see.
+# shellcheck disable=SC2317
 set -uo pipefail
 
-# shellcheck source=lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
 
 LOADER=$(realpath "${1:-}" 2>/dev/null) || true
@@ -36,6 +38,8 @@ IPERF_PORT=5201
 
 host() { ip netns exec "$E2E_HOST" "$@"; }
 pod() { ip netns exec "$E2E_POD" "$@"; }
+
+is_number() { [[ $1 =~ ^[0-9]+$ ]]; }
 
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
 
@@ -202,12 +206,15 @@ case_iperf() {
 # first SYN is dropped and reported, the loader ARPs from the service IP, the retransmitted SYN passes.
 case_pod_to_host() {
     local misses_before out rc started
-    bpftool map delete pinned "$E2E_PIN_DIR/neighbours" key $(echo "$E2E_HOST_IP" | tr . ' ') 2>/dev/null
-    if bpftool map lookup pinned "$E2E_PIN_DIR/neighbours" key $(echo "$E2E_HOST_IP" | tr . ' ') >/dev/null 2>&1; then
+    local key
+    IFS=. read -ra key <<<"$E2E_HOST_IP"
+    bpftool map delete pinned "$E2E_PIN_DIR/neighbours" key "${key[@]}" 2>/dev/null
+    if bpftool map lookup pinned "$E2E_PIN_DIR/neighbours" key "${key[@]}" >/dev/null 2>&1; then
         E2E_REASON="could not remove $E2E_HOST_IP from the neighbour table"
         return 1
     fi
     misses_before=$(counter neighbour_miss)
+    is_number "$misses_before" || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
     started=$(date +%s.%N)
     out=$(pod curl -sS --max-time 8 "http://$E2E_HOST_IP:$HOST_AGENT_PORT/" 2>&1)
     rc=$?
@@ -222,7 +229,7 @@ case_pod_to_host() {
         E2E_REASON="host saw the pod as '$out', want $E2E_SERVICE_IP"
         return 1
     fi
-    if [ "$misses_after" -le "$misses_before" ]; then
+    if ! is_number "$misses_after" || [ "$misses_after" -le "$misses_before" ]; then
         E2E_REASON="connection worked but neighbour_miss did not move ($misses_before -> $misses_after)"
         return 1
     fi
@@ -237,7 +244,7 @@ case_pod_to_host() {
 case_unlisted_port() {
     local before after rc out
     before=$(counter drop_not_allowed)
-    [ -n "$before" ] || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
+    is_number "$before" || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
     out=$(host curl -sS --max-time 2 "http://$E2E_SERVICE_IP:22/" 2>&1)
     rc=$?
     after=$(counter drop_not_allowed)
@@ -245,7 +252,7 @@ case_unlisted_port() {
         E2E_REASON="curl to port 22 exit $rc (want 28, a timeout): $out"
         return 1
     fi
-    if [ "$after" -le "$before" ]; then
+    if ! is_number "$after" || [ "$after" -le "$before" ]; then
         E2E_REASON="drop_not_allowed did not increase ($before -> $after)"
         return 1
     fi
@@ -281,12 +288,8 @@ case_restart() {
     loader_start "$CONFIG" "$LOGS/loader-2.log" || return 1
     log "loader restarted in $(since "$restarted") s"
 
-    local deadline=20 i rc
-    for i in $(seq 1 $((deadline * 10))); do
-        pid_gone "$iperf_pid" && break
-        sleep 0.1
-    done
-    if pid_alive "$iperf_pid"; then
+    local deadline=20 rc
+    if ! wait_for "$deadline" pid_gone "$iperf_pid"; then
         E2E_REASON="iperf3 still running ${deadline} s after the restart"
         return 1
     fi
