@@ -96,6 +96,11 @@ void ensure_pin_dir(const std::string &pin_dir) {
         throw SystemError(pin_dir + " is not on a bpf filesystem (mount -t bpf bpf /sys/fs/bpf)", ENOTSUP);
 }
 
+// Every map the object pins; a teardown removes exactly these files.
+constexpr const char *kMapNames[] = {
+    BPFNET_MAP_IFACE,    BPFNET_MAP_HEARTBEAT, BPFNET_MAP_SERVICE_IPS, BPFNET_MAP_SERVICES, BPFNET_MAP_BACKEND_PORTS,
+    BPFNET_MAP_BACKENDS, BPFNET_MAP_FLOWS,     BPFNET_MAP_NEIGHBOURS,  BPFNET_MAP_COUNTERS, BPFNET_MAP_EVENTS};
+
 void set_pin_paths(bpf_object *obj, const std::string &pin_dir) {
     bpf_map *map;
     bpf_object__for_each_map(map, obj) {
@@ -292,13 +297,33 @@ void Datapath::detach_pod_hook(int ifindex) {
     detach_tc(ifindex);
 }
 
-void Datapath::teardown() {
-    for (const auto &[ip, backend] : maps_->backends.entries())
-        detach_pod_hook(static_cast<int>(backend.ifindex));
-    detach_tc(nic_ifindex_);
-    detach_xdp(nic_ifindex_);
-    maps_.reset();
-    unpin_maps();
+void Datapath::remove(const DatapathOptions &options) {
+    // An interface that is gone took its programs with it; its pins still have to go.
+    int nic = 0;
+    try {
+        nic = link_by_name(options.interface).ifindex;
+    } catch (const SystemError &e) {
+        if (e.code().value() != ENODEV)
+            throw;
+    }
+    // The pod hooks are found through the backends the maps still list.
+    if (std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_BACKENDS)) {
+        auto backends = PinnedMap<__be32, bpfnet_backend>::open(options.pin_dir, BPFNET_MAP_BACKENDS);
+        for (const auto &[ip, backend] : backends.entries())
+            detach_pod_hook(static_cast<int>(backend.ifindex));
+    }
+    if (nic != 0) {
+        detach_tc(nic);
+        detach_xdp(nic);
+    }
+    for (const char *name : kMapNames) {
+        std::error_code ec;
+        std::filesystem::remove(options.pin_dir + "/" + name, ec);
+    }
+    std::error_code ec;
+    std::filesystem::remove(options.pin_dir, ec);
+    if (ec)
+        throw SystemError("rmdir " + options.pin_dir + " (files not made by bpfnet in it?)", ec.value());
 }
 
 } // namespace bpfnet

@@ -50,9 +50,10 @@ public:
     // Removes only our filter; a veth that is already gone is fine.
     static void detach_pod_hook(int ifindex);
 
-    // Detaches everything this datapath attached (NIC and the backends' veths) and removes the pins:
-    // the explicit teardown (`bpfnet-loader --teardown`), never done on a plain stop.
-    void teardown();
+    // Detaches bpfnet's programs from the NIC and from the veths of the backends the maps list, and removes
+    // the pins: the explicit teardown (`bpfnet-loader --teardown`), never done on a plain stop. Loads
+    // nothing, so it also works when the running programs come from another bpfnet version.
+    static void remove(const DatapathOptions &options);
 
 private:
     void load_and_attach_xdp(XdpMode mode);

@@ -70,15 +70,16 @@ void log_library_message(LogLevel level, std::string_view source, const char *fo
 
 int libbpf_print(enum libbpf_print_level level, const char *format, va_list args) {
     LogLevel ours = level == LIBBPF_WARN ? LogLevel::Warn : LogLevel::Debug;
-    // Querying for our TC filter on an ingress hook with no filters at all is how the loader learns there
-    // is nothing to adopt; the kernel's extack for it is not a warning.
+    // Two kernel extacks are how the loader learns what is already there, not warnings: "Cannot find specified
+    // filter chain" (no filter to adopt) and "Exclusivity flag on, cannot modify" (the clsact qdisc exists).
     if (std::strstr(format, "Kernel error message") && ours == LogLevel::Warn) {
         va_list copy;
         va_copy(copy, args);
         char text[256];
         std::vsnprintf(text, sizeof(text), format, copy);
         va_end(copy);
-        if (std::strstr(text, "Cannot find specified filter chain"))
+        if (std::strstr(text, "Cannot find specified filter chain") ||
+            std::strstr(text, "Exclusivity flag on, cannot modify"))
             ours = LogLevel::Debug;
     }
     log_library_message(ours, "libbpf", format, args);

@@ -297,10 +297,8 @@ int StandaloneLoader::run() {
 }
 
 void StandaloneLoader::teardown() {
-    link_by_name(config_.interface); // a clear error when the interface is gone
-    datapath_ = std::make_unique<Datapath>(
+    Datapath::remove(
         DatapathOptions{.interface = config_.interface, .pin_dir = config_.pin_dir(), .xdp_mode = config_.xdp_mode});
-    datapath_->teardown();
     log_info("datapath removed", {{"iface", config_.interface}, {"pins", config_.pin_dir()}});
 }
 
