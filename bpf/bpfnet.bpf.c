@@ -180,6 +180,11 @@ int tc_pod_ingress(struct __sk_buff *skb)
 	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
 	if (!backend || !in_provisioning_subnet(cfg, daddr))
 		return TC_ACT_OK;
+	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
+	if (bpf_map_lookup_elem(&service_ips, &daddr)) {
+		count(BPFNET_CTR_DROP_HAIRPIN);
+		return TC_ACT_SHOT;
+	}
 
 	struct ipv4_packet pkt = {};
 	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);

@@ -152,6 +152,7 @@ enum bpfnet_counter {
 	BPFNET_CTR_DROP_FRAGMENT,	  /* to a service IP, an IP fragment (ports not trustworthy) */
 	BPFNET_CTR_DROP_NO_BACKEND,	  /* listed port or flow, but its backend is not on this node */
 	BPFNET_CTR_DROP_BACKEND_PROTOCOL, /* backend -> provisioning LAN, neither TCP nor UDP */
+	BPFNET_CTR_DROP_HAIRPIN,          /* backend -> a service IP (hairpin): not supported yet */
 	BPFNET_CTR_DROP_REWRITE_FAILED,	  /* a helper refused to rewrite the packet */
 	BPFNET_CTR_MAX
 };

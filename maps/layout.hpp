@@ -45,6 +45,7 @@ inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
     "drop_fragment",
     "drop_no_backend",
     "drop_backend_protocol",
+    "drop_hairpin",
     "drop_rewrite_failed",
 };
 static_assert(counter_names.back() == "drop_rewrite_failed" && BPFNET_CTR_DROP_REWRITE_FAILED == BPFNET_CTR_MAX - 1,

@@ -63,7 +63,9 @@ for dir in "" "-R"; do
     fi
     cand="$cand $c" base="$base $b"
   done
-  report "${dir:+pod -> host (-R)}${dir:-host -> pod}" "$cand" "$base"
+  label="host -> pod"
+  [ -n "$dir" ] && label="pod -> host (-R)"
+  report "$label" "$cand" "$base"
 done
 echo
 echo "iperf3 -t $SECONDS_PER_RUN per run, $PAIRS alternating pairs per direction; kernel $(uname -r), $(nproc) CPUs."

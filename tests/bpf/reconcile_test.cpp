@@ -3,6 +3,7 @@
 #include "bpfnet.skel.h"
 #include "loader/config.hpp"
 #include "loader/desired_state.hpp"
+#include "tests/bpf/packet.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -11,11 +12,7 @@
 namespace bpfnet {
 namespace {
 
-uint32_t ip(const char *text) {
-    in_addr a{};
-    inet_pton(AF_INET, text, &a);
-    return a.s_addr;
-}
+using test::ip;
 
 class ReconcileTest : public ::testing::Test {
 protected:

@@ -1,6 +1,7 @@
 // What the loader wants in the maps for a given configuration, and the diff that gets it there.
 #include "loader/config.hpp"
 #include "loader/desired_state.hpp"
+#include "tests/bpf/packet.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -8,11 +9,7 @@
 namespace bpfnet {
 namespace {
 
-uint32_t ip(const char *text) {
-    in_addr a{};
-    inet_pton(AF_INET, text, &a);
-    return a.s_addr;
-}
+using test::ip;
 
 Config sample_config() {
     return parse_config(R"(
