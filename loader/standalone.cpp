@@ -134,11 +134,20 @@ void StandaloneLoader::start() {
     log_info("tc program on the NIC ingress",
              {{"iface", config_.interface}, {"action", to_string(datapath_->tc_nic_action())}});
     arp_.emplace(nic.ifindex);
+    // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
+    // the LAN is told so even though the maps already mark the service IP active.
+    bool was_answering = heartbeat_fresh();
     write_heartbeat();
-    apply(config_);
+    apply(config_, was_answering ? Announce::NewlyActive : Announce::AllActive);
 }
 
-void StandaloneLoader::apply(const Config &config) {
+bool StandaloneLoader::heartbeat_fresh() {
+    auto last = datapath_->maps().heartbeat.lookup(0);
+    auto timeout = static_cast<__u64>(std::chrono::nanoseconds(config_.heartbeat_timeout).count());
+    return last && last->monotonic_ns != 0 && monotonic_ns() - last->monotonic_ns <= timeout;
+}
+
+void StandaloneLoader::apply(const Config &config, Announce which) {
     std::optional<BackendLocation> backend;
     if (config.backend)
         backend = locate_backend(*config.backend);
@@ -166,7 +175,14 @@ void StandaloneLoader::apply(const Config &config) {
                                  {"removals", std::to_string(report.removals)},
                                  {"service_ip", format_ipv4(config.service_ip_be)},
                                  {"backend", config.backend ? format_ipv4(config.backend->ip_be) : "none"}});
-    for (__be32 ip : report.activated)
+    std::vector<__be32> to_announce = report.activated;
+    if (which == Announce::AllActive) {
+        to_announce.clear();
+        for (const auto &[ip, entry] : maps.service_ips.entries())
+            if (entry.flags & BPFNET_SERVICE_IP_ACTIVE)
+                to_announce.push_back(ip);
+    }
+    for (__be32 ip : to_announce)
         announce(ip);
 }
 
@@ -194,7 +210,7 @@ void StandaloneLoader::send_next_announcement() {
     }
 }
 
-void StandaloneLoader::reload_config() {
+void StandaloneLoader::reload_config(bool forced) {
     Config next;
     try {
         next = load_config_file(config_path_);
@@ -202,7 +218,9 @@ void StandaloneLoader::reload_config() {
         log_error("config rejected; keeping the running configuration", {{"error", e.what()}});
         return;
     }
-    if (next == config_)
+    // A file event with unchanged content changes nothing. SIGHUP re-applies even an unchanged file: the
+    // backend can move (a recreated pod gets a new veth) or vanish while the file stays the same.
+    if (next == config_ && !forced)
         return;
     if (datapath_identity_changed(next, config_)) {
         log_error("interface, pinRoot and xdpMode cannot change while running; restart the loader",
@@ -271,7 +289,7 @@ int StandaloneLoader::run() {
                 signalfd_siginfo info{};
                 while (::read(signals_.get(), &info, sizeof(info)) == sizeof(info)) {
                     if (info.ssi_signo == SIGHUP) {
-                        reload_config();
+                        reload_config(true);
                         continue;
                     }
                     // The datapath stays attached: a restarted loader adopts it without dropping a flow.
@@ -288,7 +306,7 @@ int StandaloneLoader::run() {
                     send_next_announcement();
             } else if (fd == inotify_.get()) {
                 if (config_file_touched(inotify_, config_path_))
-                    reload_config();
+                    reload_config(false);
             } else {
                 ring_buffer__consume(events_.get());
             }

@@ -30,9 +30,12 @@ public:
     void teardown();
 
 private:
-    void apply(const Config &config);
+    enum class Announce { NewlyActive, AllActive };
+    void apply(const Config &config, Announce which = Announce::NewlyActive);
+    bool heartbeat_fresh();
     void write_heartbeat();
-    void reload_config();
+    // Re-reads the file and applies it if valid; `forced` (SIGHUP) also re-applies an unchanged one.
+    void reload_config(bool forced);
     void announce(__be32 service_ip);
     void send_next_announcement();
     void handle_event(const struct bpfnet_event &event);

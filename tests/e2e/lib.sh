@@ -262,15 +262,33 @@ topology_create() {
 # ---------------------------------------------------------------------------------------------------
 # The loader
 
-# write_config FILE [EXTRA_YAML]: the standard configuration of docs/config.md for this topology.
+# write_config [--xdp-mode MODE] [--port NAME:PROTOCOL:PORT[:TARGETPORT]]... FILE [EXTRA_YAML]: the standard
+# configuration of docs/config.md for this topology (tcp 80 -> pod 8080, tcp 5201, the pod as backend), in
+# xdpMode MODE (default native), each --port appended to the port list, EXTRA_YAML (top-level keys) at the end.
 write_config() {
+    local xdp_mode=native extra_ports="" name proto port target
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --xdp-mode)
+            xdp_mode=$2
+            shift 2
+            ;;
+        --port)
+            IFS=: read -r name proto port target <<<"$2"
+            extra_ports+="  - name: $name"$'\n'"    protocol: $proto"$'\n'"    port: $port"$'\n'
+            [ -n "$target" ] && extra_ports+="    targetPort: $target"$'\n'
+            shift 2
+            ;;
+        *) break ;;
+        esac
+    done
     local file=$1 extra=${2:-}
     cat >"$file" <<EOF
 interface: $E2E_NIC
 serviceIP: $E2E_SERVICE_IP
 subnet: $E2E_SUBNET
 pinRoot: $E2E_PIN_ROOT
-xdpMode: native
+xdpMode: $xdp_mode
 ports:
   - name: http
     protocol: tcp
@@ -279,11 +297,17 @@ ports:
   - name: iperf
     protocol: tcp
     port: 5201
-backend:
+${extra_ports}backend:
   ip: $E2E_POD_IP
   veth: auto
 $extra
 EOF
+}
+
+# replace_file NEW FILE: renames NEW over FILE in one rename(2), as editors and ConfigMap updates do, so a
+# reader sees the old file or the new one, never a half-written one. NEW must be on FILE's filesystem.
+replace_file() {
+    mv -f "$1" "$2"
 }
 
 # run_loader ARGS...: the loader in the node's network namespace, in the foreground. nsenter rather than
@@ -328,6 +352,58 @@ dump_loader_log() {
     [ -n "$LOADER_LOG" ] && [ -f "$LOADER_LOG" ] || return 0
     echo "# --- last lines of $(basename "$LOADER_LOG") ---"
     tail -n "${1:-25}" "$LOADER_LOG" | sed 's/^/#   /'
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Commands in the namespaces, and checks shared by the suites
+
+host() { ip netns exec "$E2E_HOST" "$@"; }
+pod() { ip netns exec "$E2E_POD" "$@"; }
+
+is_number() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+# since T0: seconds elapsed since T0 (a `date +%s.%N` value), two decimals.
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
+
+pod_listens() { pod ss -Htln "sport = :$1" | grep -q LISTEN; }
+
+# The host resolves the service IP (the datapath's ARP answer) and reaches the HTTP port through it: the
+# standard configuration's tcp 80 -> pod 8080, where addr_server.py answers with the client's address.
+service_reachable() {
+    [ "$(host curl -s --max-time 1 "http://$E2E_SERVICE_IP/")" = "$E2E_HOST_IP" ]
+}
+
+# iperf_check JSONFILE LABEL: the run finished without error and moved data; sets IPERF_SUMMARY.
+IPERF_SUMMARY=""
+iperf_check() {
+    local json=$1 label=$2
+    local verdict
+    verdict=$(python3 - "$json" <<'EOF'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("FAIL unreadable iperf3 output: %s" % e); sys.exit()
+if "error" in r:
+    print("FAIL iperf3 error: %s" % r["error"]); sys.exit()
+end = r.get("end", {})
+recv = end.get("sum_received", {}).get("bits_per_second", 0)
+sent = end.get("sum_sent", {})
+intervals = [i["sum"]["bytes"] for i in r.get("intervals", [])]
+stalled = [n for n, b in enumerate(intervals) if b == 0]
+summary = "%.0f Mbit/s received, %d retransmits, %d intervals" % (
+    recv / 1e6, sent.get("retransmits", -1), len(intervals))
+if recv <= 0:
+    print("FAIL no throughput (%s)" % summary)
+elif stalled:
+    print("FAIL intervals %s moved no data (%s)" % (stalled, summary))
+else:
+    print("OK " + summary)
+EOF
+)
+    # shellcheck disable=SC2034 # read by the calling script
+    IPERF_SUMMARY="$label: ${verdict#* }"
+    [[ $verdict == OK* ]]
 }
 
 # ---------------------------------------------------------------------------------------------------

@@ -36,13 +36,6 @@ POD_HTTP_PORT=8080
 HOST_AGENT_PORT=9999
 IPERF_PORT=5201
 
-host() { ip netns exec "$E2E_HOST" "$@"; }
-pod() { ip netns exec "$E2E_POD" "$@"; }
-
-is_number() { [[ $1 =~ ^[0-9]+$ ]]; }
-
-since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
-
 # ---------------------------------------------------------------------------------------------------
 # Servers
 
@@ -57,13 +50,6 @@ start_servers() {
         die "host agent server did not come up: $(cat "$LOGS/host-agent.log")"
     wait_for 10 pod_listens "$IPERF_PORT" || die "iperf3 server did not come up: $(cat "$LOGS/pod-iperf3.log")"
     log "servers up: pod http :$POD_HTTP_PORT, pod iperf3 :$IPERF_PORT, host agent $E2E_HOST_IP:$HOST_AGENT_PORT"
-}
-
-pod_listens() { pod ss -Htln "sport = :$1" | grep -q LISTEN; }
-
-# The host resolves the service IP (the datapath's ARP answer) and reaches the HTTP port through it.
-service_reachable() {
-    [ "$(host curl -s --max-time 1 "http://$E2E_SERVICE_IP/")" = "$E2E_HOST_IP" ]
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -146,38 +132,6 @@ case_http() {
         E2E_REASON="pod saw client '$out', want $E2E_HOST_IP"
         return 1
     fi
-}
-
-# iperf_check JSONFILE LABEL: the run finished without error and moved data; sets IPERF_SUMMARY.
-IPERF_SUMMARY=""
-iperf_check() {
-    local json=$1 label=$2
-    local verdict
-    verdict=$(python3 - "$json" <<'EOF'
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("FAIL unreadable iperf3 output: %s" % e); sys.exit()
-if "error" in r:
-    print("FAIL iperf3 error: %s" % r["error"]); sys.exit()
-end = r.get("end", {})
-recv = end.get("sum_received", {}).get("bits_per_second", 0)
-sent = end.get("sum_sent", {})
-intervals = [i["sum"]["bytes"] for i in r.get("intervals", [])]
-stalled = [n for n, b in enumerate(intervals) if b == 0]
-summary = "%.0f Mbit/s received, %d retransmits, %d intervals" % (
-    recv / 1e6, sent.get("retransmits", -1), len(intervals))
-if recv <= 0:
-    print("FAIL no throughput (%s)" % summary)
-elif stalled:
-    print("FAIL intervals %s moved no data (%s)" % (stalled, summary))
-else:
-    print("OK " + summary)
-EOF
-)
-    IPERF_SUMMARY="$label: ${verdict#* }"
-    [[ $verdict == OK* ]]
 }
 
 # b. iperf3 both ways through service IP:5201.
