@@ -182,22 +182,24 @@ void StandaloneLoader::apply(const Config &config, Announce which) {
             if (entry.flags & BPFNET_SERVICE_IP_ACTIVE)
                 to_announce.push_back(ip);
     }
-    for (__be32 ip : to_announce)
-        announce(ip);
+    announce(to_announce, config);
 }
 
 void StandaloneLoader::write_heartbeat() {
     datapath_->maps().heartbeat.update(0, bpfnet_heartbeat{monotonic_ns()});
 }
 
-void StandaloneLoader::announce(__be32 service_ip) {
-    if (config_.garp_count == 0)
+void StandaloneLoader::announce(const std::vector<__be32> &service_ips, const Config &config) {
+    if (service_ips.empty() || config.garp_count == 0)
         return;
-    announcing_.push_back(service_ip);
-    announcements_left_ = config_.garp_count;
+    // A round already under way restarts with the new IPs added: each IP gets the full count.
+    for (__be32 ip : service_ips)
+        if (std::find(announcing_.begin(), announcing_.end(), ip) == announcing_.end())
+            announcing_.push_back(ip);
+    announcements_left_ = config.garp_count;
     send_next_announcement();
     if (announcements_left_ > 0)
-        arm_timer(announce_timer_, config_.garp_interval, config_.garp_interval);
+        arm_timer(announce_timer_, config.garp_interval, config.garp_interval);
 }
 
 void StandaloneLoader::send_next_announcement() {
@@ -228,10 +230,8 @@ void StandaloneLoader::reload_config(bool forced) {
         return;
     }
     try {
-        if (next.backend)
-            locate_backend(*next.backend); // fail before any map changes
-        config_ = next;
-        apply(config_);
+        apply(next); // locates the backend before it changes any map
+        config_ = std::move(next);
         log_info("config reloaded", {{"config", config_path_}});
     } catch (const std::exception &e) {
         log_error("config not applied; keeping the running configuration", {{"error", e.what()}});

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 struct ring_buffer;
 
@@ -36,7 +37,7 @@ private:
     void write_heartbeat();
     // Re-reads the file and applies it if valid; `forced` (SIGHUP) also re-applies an unchanged one.
     void reload_config(bool forced);
-    void announce(__be32 service_ip);
+    void announce(const std::vector<__be32> &service_ips, const Config &config);
     void send_next_announcement();
     void handle_event(const struct bpfnet_event &event);
     static int on_ring_event(void *ctx, void *data, size_t size);
