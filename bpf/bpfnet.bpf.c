@@ -21,6 +21,7 @@
 #include "lib/arp.h"
 #include "lib/steer.h"
 #include "lib/nat.h"
+#include "lib/dhcp.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -96,6 +97,28 @@ static __always_inline int deliver_to_backend(const struct bpfnet_backend *backe
 	return bpf_redirect(backend->ifindex, 0);
 }
 
+/* A broadcast on the LAN is ours only when it is a DHCP request and this node owns the DHCP service IP. */
+static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, void *data, void *data_end,
+						struct ethhdr *eth, struct iphdr *ip,
+						const struct bpfnet_iface *cfg)
+{
+	__be32 service_ip = cfg->dhcp_service_ip_be;
+	struct ipv4_packet pkt = {};
+
+	if (!service_ip || ip->protocol != IPPROTO_UDP ||
+	    ipv4_validate(data, data_end, skb->len, eth, ip, &pkt) != PARSE_OK ||
+	    pkt.dport != bpf_htons(DHCP_SERVER_PORT))
+		return TC_ACT_OK;
+	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &service_ip);
+	if (!owned || !(owned->flags & BPFNET_SERVICE_IP_ACTIVE))
+		return TC_ACT_OK; /* another node relays */
+
+	struct steer_target target;
+	if (steer_lookup(&pkt, ip->saddr, service_ip, &target) != 0 || target.kind != BPFNET_KIND_DHCP)
+		return TC_ACT_OK;
+	return dhcp_relay_request(skb, &pkt, cfg, service_ip, &target);
+}
+
 SEC("tc")
 int tc_nic_ingress(struct __sk_buff *skb)
 {
@@ -108,7 +131,11 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	if (!cfg || !eth || eth->h_proto != bpf_htons(ETH_P_IP))
 		return TC_ACT_OK;
 	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
-	if (!ip || !service_ip_for(cfg, ip->daddr))
+	if (!ip)
+		return TC_ACT_OK;
+	if (ip->daddr == 0xffffffff)
+		return relay_broadcast_dhcp(skb, data, data_end, eth, ip, cfg);
+	if (!service_ip_for(cfg, ip->daddr))
 		return TC_ACT_OK;
 
 	/* XDP has already dropped what is not allowed; checked again so TC is safe on its own. */
@@ -125,6 +152,10 @@ int tc_nic_ingress(struct __sk_buff *skb)
 		count(BPFNET_CTR_DROP_NOT_ALLOWED);
 		return TC_ACT_SHOT;
 	}
+	/* Unicast to the DHCP port: renewals, and requests from relays on the LAN. */
+	if (target.kind == BPFNET_KIND_DHCP)
+		return dhcp_relay_request(skb, &pkt, cfg, daddr, &target);
+
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
 	if (!backend) {
 		count(BPFNET_CTR_DROP_NO_BACKEND);
@@ -180,11 +211,6 @@ int tc_pod_ingress(struct __sk_buff *skb)
 	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
 	if (!backend || !in_provisioning_subnet(cfg, daddr))
 		return TC_ACT_OK;
-	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
-	if (bpf_map_lookup_elem(&service_ips, &daddr)) {
-		count(BPFNET_CTR_DROP_HAIRPIN);
-		return TC_ACT_SHOT;
-	}
 
 	struct ipv4_packet pkt = {};
 	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
@@ -197,6 +223,14 @@ int tc_pod_ingress(struct __sk_buff *skb)
 	struct bpfnet_backend_port_key bkey = {
 		.backend_ip_be = saddr, .port_be = pkt.sport, .proto = pkt.proto};
 	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	/* The DHCP server answering the relay (giaddr:67). */
+	if (listed && listed->kind == BPFNET_KIND_DHCP && pkt.dport == bpf_htons(DHCP_SERVER_PORT))
+		return dhcp_relay_reply(skb, &pkt, cfg, listed);
+	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
+	if (bpf_map_lookup_elem(&service_ips, &daddr)) {
+		count(BPFNET_CTR_DROP_HAIRPIN);
+		return TC_ACT_SHOT;
+	}
 	__be32 service_ip = listed ? listed->service_ip_be : backend->service_ip_be;
 	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
 	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;

@@ -46,6 +46,7 @@ constexpr Range kHeartbeatIntervalMs{100, 60000};
 constexpr int64_t kMaxHeartbeatTimeoutMs = 600000;
 constexpr Range kGarpCount{0, 20};
 constexpr Range kGarpIntervalMs{10, 10000};
+constexpr Range kDhcpMaxHops{1, BPFNET_DHCP_MAX_HOPS_LIMIT}; /* RFC 1542 4.1.1: never more than 16 */
 constexpr Range kPortNumber{1, 65535};
 constexpr size_t kMaxPortNameLen = 63;
 constexpr uint16_t kDhcpServerPort = 67;
@@ -413,6 +414,12 @@ void read_gratuitous_arp(const Field &field, Config &config) {
         config.garp_interval = read_millis(*interval, kGarpIntervalMs);
 }
 
+void read_dhcp_relay(const Field &field, Config &config) {
+    const Mapping relay(field, {"maxHops"});
+    if (const auto hops = relay.find("maxHops"))
+        config.dhcp_max_hops = static_cast<uint8_t>(read_integer(*hops, kDhcpMaxHops));
+}
+
 /* DHCP and TFTP get special handling in the datapath that only makes sense for UDP. */
 void check_port_kind(const Mapping &entry, const PortRule &rule) {
     if (rule.kind == PortKind::Plain)
@@ -513,7 +520,7 @@ Backend read_backend(const Field &field, const Config &config) {
 
 Config read_config(const Field &root) {
     const Mapping document(root, {"interface", "serviceIP", "subnet", "pinRoot", "xdpMode", "heartbeat",
-                                  "gratuitousARP", "ports", "backend"});
+                                  "gratuitousARP", "dhcpRelay", "ports", "backend"});
     Config config;
     config.interface = read_interface_name(document.require("interface"));
     const Subnet subnet = read_subnet(document.require("subnet"));
@@ -528,6 +535,8 @@ Config read_config(const Field &root) {
         read_heartbeat(*heartbeat, config);
     if (const auto garp = document.find("gratuitousARP"))
         read_gratuitous_arp(*garp, config);
+    if (const auto relay = document.find("dhcpRelay"))
+        read_dhcp_relay(*relay, config);
     config.ports = read_ports(document.require("ports"));
     if (const auto backend = document.find("backend"))
         config.backend = read_backend(*backend, config);

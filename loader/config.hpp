@@ -67,6 +67,7 @@ struct Config {
     std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
     uint32_t garp_count = kDefaultGarpCount; /* gratuitous ARPs sent on taking ownership */
     std::chrono::milliseconds garp_interval = kDefaultGarpInterval;
+    uint8_t dhcp_max_hops = BPFNET_DHCP_DEFAULT_MAX_HOPS; /* relayed DHCP requests with more hops are dropped */
     std::vector<PortRule> ports;
     std::optional<Backend> backend; /* absent: service traffic is dropped until a backend is set */
 

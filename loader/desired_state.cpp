@@ -79,6 +79,11 @@ bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress
     std::copy(nic_mac.begin(), nic_mac.end(), entry.nic_mac);
     entry.subnet_be = config.subnet_be;
     entry.subnet_mask_be = config.subnet_mask_be();
+    entry.dhcp_max_hops = config.dhcp_max_hops;
+    // Broadcast DHCP has no service IP in it: it is relayed for the service IP that lists the DHCP port.
+    bool relays_dhcp = std::any_of(config.ports.begin(), config.ports.end(),
+                                   [](const PortRule &rule) { return rule.kind == PortKind::Dhcp; });
+    entry.dhcp_service_ip_be = relays_dhcp ? config.service_ip_be : 0;
     entry.heartbeat_timeout_ns =
         static_cast<__u64>(std::chrono::duration_cast<std::chrono::nanoseconds>(config.heartbeat_timeout).count());
     return entry;

@@ -32,14 +32,19 @@
 #define BPFNET_MAX_NEIGHBOURS  4096
 #define BPFNET_EVENTS_BYTES    (64 * 1024)
 
+/* DHCP relay (RFC 1542): the default hop limit, and the most the loader accepts (the RFC's hard limit). */
+#define BPFNET_DHCP_DEFAULT_MAX_HOPS 4
+#define BPFNET_DHCP_MAX_HOPS_LIMIT   16
+
 /* iface (array, one entry): facts about the provisioning NIC, written once when the loader attaches. */
 struct bpfnet_iface {
 	__u32 nic_ifindex;
 	__u8 nic_mac[6];
-	__u8 pad[2];
+	__u8 dhcp_max_hops; /* relayed requests with more hops are dropped (RFC 1542 4.1.1) */
+	__u8 pad;
 	__be32 subnet_be; /* provisioning subnet; service IPs and hosts live here */
 	__be32 subnet_mask_be;
-	__u32 reserved;		    /* explicit, so no implicit padding carries stale bytes */
+	__be32 dhcp_service_ip_be;  /* the service IP whose DHCP port takes broadcast DHCP; 0: none */
 	__u64 heartbeat_timeout_ns; /* ARP answers stop when the loader's heartbeat is older */
 };
 
@@ -153,6 +158,13 @@ enum bpfnet_counter {
 	BPFNET_CTR_DROP_NO_BACKEND,	  /* listed port or flow, but its backend is not on this node */
 	BPFNET_CTR_DROP_BACKEND_PROTOCOL, /* backend -> provisioning LAN, neither TCP nor UDP */
 	BPFNET_CTR_DROP_HAIRPIN,          /* backend -> a service IP (hairpin): not supported yet */
+	BPFNET_CTR_DHCP_REQUEST_RELAYED,  /* client (or LAN relay) -> server, relayed into the pod */
+	BPFNET_CTR_DHCP_REPLY_RELAYED,	  /* server -> client (or LAN relay), delivered per RFC 2131 4.1 */
+	BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN, /* a reply named the pod in option 54 or siaddr: rewritten */
+	BPFNET_CTR_DHCP_OPTIONS_MALFORMED, /* option list broken: delivered without option rewriting */
+	BPFNET_CTR_DROP_DHCP_MALFORMED,	  /* BOOTP header truncated, wrong op or inconsistent */
+	BPFNET_CTR_DROP_DHCP_HOPS,	  /* hops above the limit */
+	BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY, /* giaddr set to an address off the provisioning subnet */
 	BPFNET_CTR_DROP_REWRITE_FAILED,	  /* a helper refused to rewrite the packet */
 	BPFNET_CTR_MAX
 };

@@ -24,6 +24,7 @@ static_assert(sizeof(bpfnet_flow) == 8);
 static_assert(sizeof(bpfnet_neighbour) == 8);
 static_assert(sizeof(bpfnet_event) == 16);
 static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 24);
+static_assert(offsetof(bpfnet_iface, dhcp_service_ip_be) == 20);
 
 // Indexed by enum bpfnet_counter; the order must follow the enum.
 inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
@@ -46,6 +47,13 @@ inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
     "drop_no_backend",
     "drop_backend_protocol",
     "drop_hairpin",
+    "dhcp_request_relayed",
+    "dhcp_reply_relayed",
+    "dhcp_server_id_rewritten",
+    "dhcp_options_malformed",
+    "drop_dhcp_malformed",
+    "drop_dhcp_hops",
+    "drop_dhcp_foreign_relay",
     "drop_rewrite_failed",
 };
 static_assert(counter_names.back() == "drop_rewrite_failed" && BPFNET_CTR_DROP_REWRITE_FAILED == BPFNET_CTR_MAX - 1,

@@ -10,6 +10,8 @@ packages=(
   libyaml-cpp-dev libmnl-dev nlohmann-json3-dev libcurl4-openssl-dev
   # tests and demo: namespaces, real traffic, servers and clients
   iproute2 util-linux procps psmisc ethtool iperf3 curl python3 xdp-tools
+  # the PXE walk: real DHCP/TFTP servers and clients, OpenStack Ironic, capabilities
+  dnsmasq-base kea-dhcp4-server busybox isc-dhcp-client tftp-hpa ironic-api libcap2-bin
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -18,6 +20,13 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+# Servers are installed for the tests to start in namespaces, never as services of this machine.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod +x "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -52,6 +52,7 @@ struct ipv4_packet {
 	__be16 sport;
 	__be16 dport;
 	__u8 proto;
+	__u32 l4_end; /* offset just past the UDP datagram (UDP length); for TCP the IP total length */
 };
 
 static __always_inline struct ethhdr *parse_eth(void *data, void *data_end)
@@ -100,6 +101,7 @@ static __always_inline enum parse_verdict ipv4_validate(void *data, void *data_e
 	pkt->l3_off = (void *)ip - data;
 	pkt->l4_off = pkt->l3_off + ihl_bytes;
 	pkt->proto = ip->protocol;
+	pkt->l4_end = pkt->l3_off + ip_len;
 
 	void *l4 = (void *)ip + ihl_bytes;
 	if (ip->protocol == IPPROTO_TCP) {
@@ -121,6 +123,7 @@ static __always_inline enum parse_verdict ipv4_validate(void *data, void *data_e
 			return PARSE_MALFORMED;
 		pkt->sport = udp->source;
 		pkt->dport = udp->dest;
+		pkt->l4_end = pkt->l4_off + udp_len;
 		return PARSE_OK;
 	}
 	return PARSE_OTHER_PROTOCOL;

@@ -10,6 +10,7 @@ struct steer_target {
 	__be32 backend_ip;
 	__be16 backend_port;
 	enum bpfnet_counter path; /* BPFNET_CTR_DNAT_SERVICE or BPFNET_CTR_DNAT_FLOW */
+	__u8 kind;		  /* enum bpfnet_port_kind of the listed port; plain for flows */
 };
 
 /* Returns 0 and fills target when the packet may reach a backend; -1 when nothing allows it. */
@@ -26,6 +27,7 @@ static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 sa
 		target->backend_ip = service->backend_ip_be;
 		target->backend_port = service->backend_port_be;
 		target->path = BPFNET_CTR_DNAT_SERVICE;
+		target->kind = service->kind;
 		return 0;
 	}
 
@@ -41,6 +43,7 @@ static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 sa
 		target->backend_ip = flow->backend_ip_be;
 		target->backend_port = flow->backend_port_be;
 		target->path = BPFNET_CTR_DNAT_FLOW;
+		target->kind = BPFNET_KIND_PLAIN;
 		return 0;
 	}
 	return -1;

@@ -1,7 +1,7 @@
 // The datapath's behaviour as a table: one row per behaviour, with the input frame, the verdict and the
 // exact output frame (checksums recomputed independently by the packet builder), and the counters that
 // must move. Sequences (a flow recorded on the way out, then used on the way in) follow as plain tests.
-#include "datapath_fixture.hpp"
+#include "table.hpp"
 
 #include "maps/layout.hpp"
 
@@ -14,35 +14,6 @@ namespace bpfnet::test {
 namespace {
 
 using namespace world;
-
-struct Row {
-    std::string name;
-    Program program;
-    Bytes input;
-    int verdict;
-    std::optional<Bytes> output;      // nullopt: the frame must come out unchanged
-    std::set<bpfnet_counter> counted; // each goes up by exactly one; every other counter stays
-    std::function<void(DatapathTest &)> prepare = nullptr;
-};
-
-std::ostream &operator<<(std::ostream &os, const Row &row) {
-    return os << row.name;
-}
-
-// Frames as they arrive on the NIC from the host, and on the veth from the pod.
-Bytes from_host(Packet p) {
-    return p.macs(nic_mac, host_mac).bytes();
-}
-Bytes from_pod(Packet p) {
-    return p.macs(veth_mac, pod_mac).bytes();
-}
-// Frames as the datapath must deliver them into the pod, and out of the NIC to the host.
-Bytes into_pod(Packet p) {
-    return p.macs(pod_mac, veth_mac).bytes();
-}
-Bytes to_host(Packet p, const Mac &host = host_mac) {
-    return p.macs(host, nic_mac).bytes();
-}
 
 Bytes arp_request_for(const std::string &target, const std::string &sender = host_ip,
                       const Mac &sender_mac = host_mac) {
@@ -361,36 +332,7 @@ std::vector<Row> rows() {
     return t;
 }
 
-class DatapathTable : public DatapathTest, public ::testing::WithParamInterface<Row> {};
-
-TEST_P(DatapathTable, Row) {
-    const Row &row = GetParam();
-    if (row.prepare)
-        row.prepare(*this);
-    auto before = counters();
-    RunResult result = run(row.program, row.input);
-    if (result.refused)
-        GTEST_SKIP() << "this kernel's BPF_PROG_TEST_RUN refuses a " << row.input.size() << "-byte frame";
-
-    EXPECT_EQ(result.retval, row.verdict) << name(row.program);
-    const Bytes &want = row.output ? *row.output : row.input;
-    EXPECT_EQ(result.out, want) << describe_difference(result.out, want);
-
-    auto after = counters();
-    for (size_t i = 0; i < after.size(); i++) {
-        uint64_t expected = row.counted.contains(static_cast<bpfnet_counter>(i)) ? 1 : 0;
-        EXPECT_EQ(after[i] - before[i], expected) << "counter " << counter_names[i];
-    }
-}
-
-std::string row_test_name(const ::testing::TestParamInfo<Row> &info) {
-    std::string out;
-    for (char c : info.param.name)
-        out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    return std::to_string(info.index) + "_" + out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Behaviours, DatapathTable, ::testing::ValuesIn(rows()), row_test_name);
+INSTANTIATE_TEST_SUITE_P(Steering, DatapathTable, ::testing::ValuesIn(rows()), row_test_name);
 
 // Walk 5: the pod calls the ramdisk agent on a host (Ironic -> IPA :9999); the reply must find its way back.
 TEST_F(DatapathTest, PodInitiatedConnectionAndItsReturn) {

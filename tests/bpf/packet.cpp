@@ -86,6 +86,10 @@ Packet &Packet::payload(const std::string &text) {
     payload_ = text;
     return *this;
 }
+Packet &Packet::payload(const Bytes &bytes) {
+    payload_.assign(bytes.begin(), bytes.end());
+    return *this;
+}
 Packet &Packet::ip_options(size_t words) {
     option_words_ = words;
     return *this;
@@ -159,6 +163,43 @@ Bytes Packet::bytes() const {
     if (proto_ == kUdp && csum == 0)
         csum = 0xffff; // RFC 768: a computed 0 is sent as all ones
     put16(b, csum_off, csum);
+    return b;
+}
+
+Dhcp &Dhcp::option(uint8_t code, Bytes value) {
+    options.emplace_back(code, std::move(value));
+    return *this;
+}
+
+Dhcp &Dhcp::option(uint8_t code, const std::string &ipv4) {
+    uint32_t be = ip(ipv4);
+    const auto *p = reinterpret_cast<const uint8_t *>(&be);
+    return option(code, Bytes(p, p + 4));
+}
+
+Bytes Dhcp::bytes() const {
+    Bytes b(240, 0);
+    b[0] = op;
+    b[1] = 1; // Ethernet
+    b[2] = 6;
+    b[3] = hops;
+    put32be(b, 4, htonl(xid));
+    put16(b, 10, flags);
+    put32be(b, 12, ip(ciaddr));
+    put32be(b, 16, ip(yiaddr));
+    put32be(b, 20, ip(siaddr));
+    put32be(b, 24, ip(giaddr));
+    std::copy(chaddr.begin(), chaddr.end(), b.begin() + 28);
+    put32be(b, 236, htonl(0x63825363)); // magic cookie
+    for (const auto &[code, value] : options) {
+        b.push_back(code);
+        b.push_back(static_cast<uint8_t>(value.size()));
+        b.insert(b.end(), value.begin(), value.end());
+    }
+    if (end_option)
+        b.push_back(255);
+    if (b.size() < 300)
+        b.resize(300, 0);
     return b;
 }
 

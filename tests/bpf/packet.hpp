@@ -34,6 +34,7 @@ public:
 
     Packet &macs(const Mac &dst, const Mac &src);
     Packet &payload(const std::string &text);
+    Packet &payload(const Bytes &bytes);
     Packet &ip_options(size_t words); // IHL = 5 + words, options filled with NOPs (type 1)
     Packet &more_fragments();         // MF flag set
     Packet &udp_checksum_none();      // UDP checksum 0: "no checksum" (RFC 768)
@@ -51,6 +52,23 @@ private:
     bool udp_no_checksum_ = false;
     uint8_t tcp_flags_ = 0x18; // PSH|ACK
     std::string payload_ = "bpfnet";
+};
+
+// A BOOTP/DHCP message (RFC 2131 section 2) for a UDP payload. Options are written in order, then END,
+// then zero padding up to the BOOTP minimum of 300 bytes.
+struct Dhcp {
+    uint8_t op = 1; // 1 request, 2 reply
+    uint8_t hops = 0;
+    uint32_t xid = 0x5eed1234;
+    uint16_t flags = 0; // 0x8000: broadcast
+    std::string ciaddr = "0.0.0.0", yiaddr = "0.0.0.0", siaddr = "0.0.0.0", giaddr = "0.0.0.0";
+    Mac chaddr{};
+    std::vector<std::pair<uint8_t, Bytes>> options;
+    bool end_option = true;
+
+    Dhcp &option(uint8_t code, Bytes value);
+    Dhcp &option(uint8_t code, const std::string &ipv4);
+    Bytes bytes() const;
 };
 
 Bytes arp(uint16_t op, const Mac &eth_dst, const Mac &sender_mac, const std::string &sender_ip, const Mac &target_mac,

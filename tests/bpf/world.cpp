@@ -44,6 +44,8 @@ void fill_world(DatapathMaps &maps) {
     iface.subnet_be = ip("198.18.0.0");
     iface.subnet_mask_be = ip("255.255.255.0");
     iface.heartbeat_timeout_ns = 5'000'000'000ull;
+    iface.dhcp_service_ip_be = ip(world::service_ip);
+    iface.dhcp_max_hops = world::dhcp_max_hops;
     maps.iface.update(0, iface);
     maps.heartbeat.update(0, bpfnet_heartbeat{now_ns()});
     maps.service_ips.update(ip(world::service_ip), bpfnet_service_ip{BPFNET_SERVICE_IP_ACTIVE});
@@ -51,6 +53,7 @@ void fill_world(DatapathMaps &maps) {
     add_service(maps, kTcp, 6385, 6385, BPFNET_KIND_PLAIN); // Ironic API
     add_service(maps, kTcp, 80, 8080, BPFNET_KIND_PLAIN);   // port translation
     add_service(maps, kUdp, 69, 69, BPFNET_KIND_TFTP);
+    add_service(maps, kUdp, 67, 67, BPFNET_KIND_DHCP);
 
     bpfnet_backend backend{};
     backend.ifindex = world::veth_ifindex;

@@ -537,3 +537,46 @@ TEST_F(ConfigFile, ReadErrorsNameThePathAndErrno) {
 
 } // namespace
 } // namespace bpfnet
+
+namespace bpfnet {
+namespace {
+
+constexpr const char *kWithRelay = R"(
+interface: prov0
+serviceIP: 198.18.0.2
+subnet: 198.18.0.0/24
+dhcpRelay:
+  maxHops: %s
+ports:
+  - {name: dhcp, protocol: udp, port: 67, kind: dhcp}
+)";
+
+std::string with_hops(const char *hops) {
+    char text[512];
+    std::snprintf(text, sizeof(text), kWithRelay, hops);
+    return text;
+}
+
+TEST(DhcpRelayConfig, MaxHopsDefaultsToTheRfcSuggestion) {
+    Config config = parse_config("interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\nports:\n"
+                                 "  - {name: dhcp, protocol: udp, port: 67, kind: dhcp}\n",
+                                 "t.yaml");
+    EXPECT_EQ(config.dhcp_max_hops, 4);
+}
+
+TEST(DhcpRelayConfig, MaxHopsIsRead) {
+    EXPECT_EQ(parse_config(with_hops("10"), "t.yaml").dhcp_max_hops, 10);
+}
+
+TEST(DhcpRelayConfig, MaxHopsAboveTheRfcLimitIsRejected) {
+    try {
+        parse_config(with_hops("17"), "t.yaml");
+        FAIL() << "maxHops 17 accepted";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(e.field(), "dhcpRelay.maxHops");
+        EXPECT_NE(std::string(e.what()).find("16"), std::string::npos) << e.what();
+    }
+}
+
+} // namespace
+} // namespace bpfnet

@@ -82,6 +82,17 @@ TEST(DesiredState, IfaceEntryCarriesSubnetAndTimeout) {
     EXPECT_EQ(iface.subnet_mask_be, ip("255.255.255.0"));
     EXPECT_EQ(iface.heartbeat_timeout_ns, 5'000'000'000ull);
     EXPECT_EQ(iface.nic_mac[5], 1);
+    EXPECT_EQ(iface.dhcp_service_ip_be, 0u) << "no DHCP port listed: broadcasts are not relayed";
+    EXPECT_EQ(iface.dhcp_max_hops, BPFNET_DHCP_DEFAULT_MAX_HOPS);
+}
+
+TEST(DesiredState, DhcpPortMakesTheServiceIpTheRelayForBroadcasts) {
+    Config config = sample_config();
+    config.ports.push_back(PortRule{"dhcp", Protocol::Udp, 67, 67, PortKind::Dhcp});
+    config.dhcp_max_hops = 8;
+    bpfnet_iface iface = iface_entry(config, 10, {2, 0, 0, 0, 0, 1});
+    EXPECT_EQ(iface.dhcp_service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(iface.dhcp_max_hops, 8);
 }
 
 TEST(DiffTable, OnlyChangesAreWritten) {
