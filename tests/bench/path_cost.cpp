@@ -59,6 +59,27 @@ double run_once(int prog_fd, const Bytes &frame) {
 Bytes from_host(Packet p) {
     return p.macs(nic_mac, host_mac).bytes();
 }
+Bytes discover_frame() {
+    Dhcp discover;
+    discover.chaddr = client_mac;
+    discover.option(53, Bytes{1});
+    return Packet::udp({"0.0.0.0", 68}, {broadcast_ip, 67})
+        .payload(discover.bytes())
+        .macs(broadcast, client_mac)
+        .bytes();
+}
+
+Bytes offer_frame() {
+    Dhcp offer;
+    offer.op = 2;
+    offer.yiaddr = client_ip;
+    offer.siaddr = pod_ip;
+    offer.giaddr = service_ip;
+    offer.chaddr = client_mac;
+    offer.option(53, Bytes{2}).option(54, pod_ip);
+    return Packet::udp({pod_ip, 67}, {service_ip, 67}).payload(offer.bytes()).macs(veth_mac, pod_mac).bytes();
+}
+
 Bytes from_pod(Packet p) {
     return p.macs(veth_mac, pod_mac).bytes();
 }
@@ -109,6 +130,8 @@ int main(int argc, char **argv) {
          from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000}))},
         {"tc pod SNAT pod-initiated flow + redirect", tc_pod, tc_floor,
          from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}))},
+        {"tc nic DHCP relay request (broadcast DISCOVER)", tc_nic, tc_floor, discover_frame()},
+        {"tc pod DHCP relay reply (OFFER, server id rewritten)", tc_pod, tc_floor, offer_frame()},
     };
 
     std::printf("| path | ns/packet median (p10-p90) | floor median | path - floor | ratio to floor |\n");
