@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The whole walk in one test, as a ramdisk would do it, every step through the service IP (pxe_walk.sh):
+# DHCP lease -> TFTP boot file -> HTTP boot script and image -> Ironic lookup -> heartbeat -> Ironic calls
+# the agent on the host. Each step is a case; a step runs only if the previous ones passed.
+#
+#   test_pxe_walk.sh LOADER
+set -u
+
+LOADER=$(realpath "${1:?usage: test_pxe_walk.sh LOADER}")
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=dhcp.sh
+source "$E2E_DIR/dhcp.sh"
+# shellcheck source=ironic.sh
+source "$E2E_DIR/ironic.sh"
+# shellcheck source=pxe_walk.sh
+source "$E2E_DIR/pxe_walk.sh"
+sandbox_reexec "$@"
+
+for check in dhcp_available ironic_available; do
+    if ! "$check"; then
+        echo "e2e: $E2E_REASON; skipped" >&2
+        exit 77
+    fi
+done
+
+topology_create
+walk_setup || die "set-up failed: $E2E_REASON"
+
+walk_failed=0
+step() { # step NAME FUNCTION
+    if [ "$walk_failed" = 1 ]; then
+        run_case "$1" skip_after_failure
+        return
+    fi
+    local failed_before=$E2E_FAILED
+    run_case "$1" "$2"
+    [ "$E2E_FAILED" = "$failed_before" ] || walk_failed=1
+}
+skip_after_failure() {
+    E2E_REASON="an earlier step failed"
+    return 1
+}
+
+step "1. DHCP lease through the relay: server id, next server and boot file are the service IP's" walk_lease
+step "2. TFTP boot file from the next server, byte for byte" walk_tftp
+step "3. HTTP boot script and image from the image server, byte for byte" walk_http
+step "4. Ironic lookup by MAC returns the node and its agent token" walk_lookup
+step "5. heartbeat with the token is accepted (202)" walk_heartbeat
+step "6. the pod calls the agent on the host and is seen as the service IP" walk_agent_call
+finish
