@@ -262,11 +262,12 @@ topology_create() {
 # ---------------------------------------------------------------------------------------------------
 # The loader
 
-# write_config [--xdp-mode MODE] [--port NAME:PROTOCOL:PORT[:TARGETPORT]]... FILE [EXTRA_YAML]: the standard
-# configuration of docs/config.md for this topology (tcp 80 -> pod 8080, tcp 5201, the pod as backend), in
-# xdpMode MODE (default native), each --port appended to the port list, EXTRA_YAML (top-level keys) at the end.
+# write_config [--xdp-mode MODE] [--port NAME:PROTOCOL:PORT[:TARGETPORT[:KIND]]]... FILE [EXTRA_YAML]: the
+# standard configuration of docs/config.md for this topology (tcp 80 -> pod 8080, tcp 5201, the pod as
+# backend), in xdpMode MODE (default native), each --port appended to the port list (an empty TARGETPORT
+# means the same port; KIND is plain, tftp or dhcp), EXTRA_YAML (top-level keys) at the end.
 write_config() {
-    local xdp_mode=native extra_ports="" name proto port target
+    local xdp_mode=native extra_ports="" name proto port target kind
     while [ $# -gt 0 ]; do
         case $1 in
         --xdp-mode)
@@ -274,9 +275,10 @@ write_config() {
             shift 2
             ;;
         --port)
-            IFS=: read -r name proto port target <<<"$2"
+            IFS=: read -r name proto port target kind <<<"$2"
             extra_ports+="  - name: $name"$'\n'"    protocol: $proto"$'\n'"    port: $port"$'\n'
             [ -n "$target" ] && extra_ports+="    targetPort: $target"$'\n'
+            [ -n "$kind" ] && extra_ports+="    kind: $kind"$'\n'
             shift 2
             ;;
         *) break ;;
