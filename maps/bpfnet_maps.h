@@ -23,14 +23,16 @@
 #define BPFNET_MAP_NEIGHBOURS	 "neighbours"
 #define BPFNET_MAP_COUNTERS	 "counters"
 #define BPFNET_MAP_EVENTS	 "events"
+#define BPFNET_MAP_DHCP_SERVERS	 "dhcp_servers"
 
 /* Table sizes. Flows and neighbours are LRU maps: under pressure the least recently used entry goes. */
-#define BPFNET_MAX_SERVICE_IPS 16
-#define BPFNET_MAX_SERVICES    256
-#define BPFNET_MAX_BACKENDS    64
-#define BPFNET_MAX_FLOWS       65536
-#define BPFNET_MAX_NEIGHBOURS  4096
-#define BPFNET_EVENTS_BYTES    (64 * 1024)
+#define BPFNET_MAX_SERVICE_IPS	16
+#define BPFNET_MAX_SERVICES	256
+#define BPFNET_MAX_BACKENDS	64
+#define BPFNET_MAX_FLOWS	65536
+#define BPFNET_MAX_NEIGHBOURS	4096
+#define BPFNET_MAX_DHCP_SERVERS 64
+#define BPFNET_EVENTS_BYTES	(64 * 1024)
 
 /* DHCP relay (RFC 1542): the default hop limit, and the most the loader accepts (the RFC's hard limit). */
 #define BPFNET_DHCP_DEFAULT_MAX_HOPS 4
@@ -135,37 +137,49 @@ struct bpfnet_neighbour {
 };
 
 /*
+ * dhcp_servers (LRU hash): key = backend IP (__be32) -> the server identifier (option 54) the DHCP server
+ * in that pod names itself with, learned from its replies. A server that names the pod (Kea by default)
+ * has option 54 rewritten to the service IP in its replies; clients then send the service IP back in
+ * REQUEST, DECLINE and RELEASE, and the relay must hand the server its own identifier again.
+ */
+struct bpfnet_dhcp_server {
+	__be32 server_id_be;
+	__u32 pad;
+};
+
+/*
  * counters (per-CPU array): one slot per steering decision. Paths first, then drops by reason. The
  * names (bpfnet_counter_names in maps/counters.hpp) are what bpfnetctl and the metrics show.
  */
 enum bpfnet_counter {
-	BPFNET_CTR_PASS = 0,		  /* not for a service IP: handed to the kernel untouched */
-	BPFNET_CTR_ARP_REPLY,		  /* answered who-has for a service IP */
-	BPFNET_CTR_ARP_NOT_ACTIVE,	  /* who-has for a service IP this node does not own: passed */
-	BPFNET_CTR_ARP_STALE_HEARTBEAT,	  /* owner, but the loader's heartbeat is stale: not answered */
-	BPFNET_CTR_NEIGHBOUR_LEARNED,	  /* a new or changed neighbour entry was written */
-	BPFNET_CTR_DNAT_SERVICE,	  /* host -> listed port, steered to the backend */
-	BPFNET_CTR_DNAT_FLOW,		  /* host -> recorded flow, steered to the backend */
-	BPFNET_CTR_SNAT_REPLY,		  /* backend reply from a listed port, sent as the service IP */
-	BPFNET_CTR_SNAT_FLOW,		  /* backend packet on a recorded flow, sent as the service IP */
-	BPFNET_CTR_FLOW_CREATED,	  /* a new flow was recorded on the reverse path */
-	BPFNET_CTR_NEIGHBOUR_MISS,	  /* reverse path had no MAC for the host: reported, dropped */
-	BPFNET_CTR_EVENT_LOST,		  /* the events ring buffer was full */
-	BPFNET_CTR_DROP_NOT_ALLOWED,	  /* to a service IP, no listed port and no recorded flow */
-	BPFNET_CTR_DROP_PROTOCOL,	  /* to a service IP, neither TCP, UDP nor ARP */
-	BPFNET_CTR_DROP_MALFORMED,	  /* to a service IP, headers truncated or inconsistent */
-	BPFNET_CTR_DROP_FRAGMENT,	  /* to a service IP, an IP fragment (ports not trustworthy) */
-	BPFNET_CTR_DROP_NO_BACKEND,	  /* listed port or flow, but its backend is not on this node */
-	BPFNET_CTR_DROP_BACKEND_PROTOCOL, /* backend -> provisioning LAN, neither TCP nor UDP */
-	BPFNET_CTR_DROP_HAIRPIN,          /* backend -> a service IP (hairpin): not supported yet */
-	BPFNET_CTR_DHCP_REQUEST_RELAYED,  /* client (or LAN relay) -> server, relayed into the pod */
-	BPFNET_CTR_DHCP_REPLY_RELAYED,	  /* server -> client (or LAN relay), delivered per RFC 2131 4.1 */
+	BPFNET_CTR_PASS = 0,		     /* not for a service IP: handed to the kernel untouched */
+	BPFNET_CTR_ARP_REPLY,		     /* answered who-has for a service IP */
+	BPFNET_CTR_ARP_NOT_ACTIVE,	     /* who-has for a service IP this node does not own: passed */
+	BPFNET_CTR_ARP_STALE_HEARTBEAT,	     /* owner, but the loader's heartbeat is stale: not answered */
+	BPFNET_CTR_NEIGHBOUR_LEARNED,	     /* a new or changed neighbour entry was written */
+	BPFNET_CTR_DNAT_SERVICE,	     /* host -> listed port, steered to the backend */
+	BPFNET_CTR_DNAT_FLOW,		     /* host -> recorded flow, steered to the backend */
+	BPFNET_CTR_SNAT_REPLY,		     /* backend reply from a listed port, sent as the service IP */
+	BPFNET_CTR_SNAT_FLOW,		     /* backend packet on a recorded flow, sent as the service IP */
+	BPFNET_CTR_FLOW_CREATED,	     /* a new flow was recorded on the reverse path */
+	BPFNET_CTR_NEIGHBOUR_MISS,	     /* reverse path had no MAC for the host: reported, dropped */
+	BPFNET_CTR_EVENT_LOST,		     /* the events ring buffer was full */
+	BPFNET_CTR_DROP_NOT_ALLOWED,	     /* to a service IP, no listed port and no recorded flow */
+	BPFNET_CTR_DROP_PROTOCOL,	     /* to a service IP, neither TCP, UDP nor ARP */
+	BPFNET_CTR_DROP_MALFORMED,	     /* to a service IP, headers truncated or inconsistent */
+	BPFNET_CTR_DROP_FRAGMENT,	     /* to a service IP, an IP fragment (ports not trustworthy) */
+	BPFNET_CTR_DROP_NO_BACKEND,	     /* listed port or flow, but its backend is not on this node */
+	BPFNET_CTR_DROP_BACKEND_PROTOCOL,    /* backend -> provisioning LAN, neither TCP nor UDP */
+	BPFNET_CTR_DROP_HAIRPIN,	     /* backend -> a service IP (hairpin): not supported yet */
+	BPFNET_CTR_DHCP_REQUEST_RELAYED,     /* client (or LAN relay) -> server, relayed into the pod */
+	BPFNET_CTR_DHCP_REPLY_RELAYED,	     /* server -> client (or LAN relay), delivered per RFC 2131 4.1 */
 	BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN, /* a reply named the pod in option 54 or siaddr: rewritten */
-	BPFNET_CTR_DHCP_OPTIONS_MALFORMED, /* option list broken: delivered without option rewriting */
-	BPFNET_CTR_DROP_DHCP_MALFORMED,	  /* BOOTP header truncated, wrong op or inconsistent */
-	BPFNET_CTR_DROP_DHCP_HOPS,	  /* hops above the limit */
+	BPFNET_CTR_DHCP_SERVER_ID_RESTORED, /* a request named the service IP: the server's own id restored */
+	BPFNET_CTR_DHCP_OPTIONS_MALFORMED,  /* option list broken: delivered without option rewriting */
+	BPFNET_CTR_DROP_DHCP_MALFORMED,	    /* BOOTP header truncated, wrong op or inconsistent */
+	BPFNET_CTR_DROP_DHCP_HOPS,	    /* hops above the limit */
 	BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY, /* giaddr set to an address off the provisioning subnet */
-	BPFNET_CTR_DROP_REWRITE_FAILED,	  /* a helper refused to rewrite the packet */
+	BPFNET_CTR_DROP_REWRITE_FAILED,	    /* a helper refused to rewrite the packet */
 	BPFNET_CTR_MAX
 };
 

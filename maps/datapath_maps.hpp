@@ -19,6 +19,7 @@ struct DatapathMaps {
     PinnedMap<__be32, bpfnet_backend> backends;
     PinnedMap<bpfnet_flow_key, bpfnet_flow> flows;
     PinnedMap<__be32, bpfnet_neighbour> neighbours;
+    PinnedMap<__be32, bpfnet_dhcp_server> dhcp_servers;
     CounterMap counters;
 
     static DatapathMaps open_pinned(const std::string &pin_dir) {
@@ -31,6 +32,7 @@ struct DatapathMaps {
             .backends = decltype(backends)::open(pin_dir, BPFNET_MAP_BACKENDS),
             .flows = decltype(flows)::open(pin_dir, BPFNET_MAP_FLOWS),
             .neighbours = decltype(neighbours)::open(pin_dir, BPFNET_MAP_NEIGHBOURS),
+            .dhcp_servers = decltype(dhcp_servers)::open(pin_dir, BPFNET_MAP_DHCP_SERVERS),
             .counters = CounterMap::open(pin_dir),
         };
     }
@@ -53,6 +55,7 @@ struct DatapathMaps {
             .backends = {fd_of(BPFNET_MAP_BACKENDS), BPFNET_MAP_BACKENDS},
             .flows = {fd_of(BPFNET_MAP_FLOWS), BPFNET_MAP_FLOWS},
             .neighbours = {fd_of(BPFNET_MAP_NEIGHBOURS), BPFNET_MAP_NEIGHBOURS},
+            .dhcp_servers = {fd_of(BPFNET_MAP_DHCP_SERVERS), BPFNET_MAP_DHCP_SERVERS},
             .counters = {fd_of(BPFNET_MAP_COUNTERS), BPFNET_MAP_COUNTERS},
         };
     }

@@ -23,6 +23,7 @@ static_assert(sizeof(bpfnet_flow_key) == 16);
 static_assert(sizeof(bpfnet_flow) == 8);
 static_assert(sizeof(bpfnet_neighbour) == 8);
 static_assert(sizeof(bpfnet_event) == 16);
+static_assert(sizeof(bpfnet_dhcp_server) == 8);
 static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 24);
 static_assert(offsetof(bpfnet_iface, dhcp_service_ip_be) == 20);
 
@@ -50,6 +51,7 @@ inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
     "dhcp_request_relayed",
     "dhcp_reply_relayed",
     "dhcp_server_id_rewritten",
+    "dhcp_server_id_restored",
     "dhcp_options_malformed",
     "drop_dhcp_malformed",
     "drop_dhcp_hops",

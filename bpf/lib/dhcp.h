@@ -144,6 +144,45 @@ static __always_inline int dhcp_find_server_id(struct __sk_buff *skb, const stru
 	return -1;
 }
 
+/* Learns the identifier a DHCP server names itself with, writing only when it is new or changed. */
+static __always_inline void remember_server_id(__be32 backend_ip, __be32 server_id)
+{
+	struct bpfnet_dhcp_server *known = bpf_map_lookup_elem(&dhcp_servers, &backend_ip);
+
+	if (known && known->server_id_be == server_id)
+		return;
+	struct bpfnet_dhcp_server entry = {.server_id_be = server_id};
+	bpf_map_update_elem(&dhcp_servers, &backend_ip, &entry, BPF_ANY);
+}
+
+/*
+ * A client answers with the server identifier it was given (the service IP) in REQUEST, DECLINE and
+ * RELEASE. A server that names itself with its own (pod) address would ignore such a request as meant for
+ * another server, so the relay hands it its own identifier again.
+ */
+static __always_inline void dhcp_restore_server_id(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+						   __be32 backend_ip, __be32 service_ip)
+{
+	struct bpfnet_dhcp_server *server = bpf_map_lookup_elem(&dhcp_servers, &backend_ip);
+	if (!server || server->server_id_be == service_ip)
+		return;
+	__be32 own_id = server->server_id_be;
+
+	__be32 cookie = 0;
+	if (bpf_skb_load_bytes(skb, bootp_offset(pkt) + BOOTP_COOKIE, &cookie, 4) ||
+	    cookie != bpf_htonl(DHCP_MAGIC_COOKIE))
+		return;
+	__u32 server_id_off;
+	if (dhcp_find_server_id(skb, pkt, &server_id_off) != 0) {
+		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
+		return;
+	}
+	__be32 named = 0;
+	if (server_id_off && !bpf_skb_load_bytes(skb, server_id_off, &named, 4) && named == service_ip &&
+	    !udp_store_csum(skb, pkt, server_id_off, (const __u8 *)&own_id, 4))
+		count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
+}
+
 /* Replaces the pod's address with the service IP where a reply names it as the server. */
 static __always_inline void dhcp_hide_backend(struct __sk_buff *skb, const struct ipv4_packet *pkt,
 					      const struct bootp_head *head, __be32 backend_ip,
@@ -168,8 +207,10 @@ static __always_inline void dhcp_hide_backend(struct __sk_buff *skb, const struc
 		goto done;
 	}
 	__be32 server_id = 0;
-	if (server_id_off && !bpf_skb_load_bytes(skb, server_id_off, &server_id, 4) &&
-	    server_id == backend_ip && !udp_store_csum(skb, pkt, server_id_off, (const __u8 *)&service_ip, 4))
+	if (!server_id_off || bpf_skb_load_bytes(skb, server_id_off, &server_id, 4))
+		goto done;
+	remember_server_id(backend_ip, server_id);
+	if (server_id == backend_ip && !udp_store_csum(skb, pkt, server_id_off, (const __u8 *)&service_ip, 4))
 		rewritten = 1;
 done:
 	if (rewritten)
@@ -206,6 +247,8 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 		count(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 		return TC_ACT_SHOT;
 	}
+
+	dhcp_restore_server_id(skb, pkt, target->backend_ip, service_ip);
 
 	__u8 hlen_hops[2] = {head.hlen, (__u8)(head.hops + 1)};
 	if (udp_store_csum(skb, pkt, bootp_offset(pkt) + BOOTP_HLEN_HOPS, hlen_hops, 2) ||

@@ -64,6 +64,13 @@ struct {
 } neighbours SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BPFNET_MAX_DHCP_SERVERS);
+	__type(key, __be32);
+	__type(value, struct bpfnet_dhcp_server);
+} dhcp_servers SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, BPFNET_CTR_MAX);
 	__type(key, __u32);

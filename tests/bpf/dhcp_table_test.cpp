@@ -253,3 +253,40 @@ INSTANTIATE_TEST_SUITE_P(Dhcp, DatapathTable, ::testing::ValuesIn(rows()), row_t
 
 } // namespace
 } // namespace bpfnet::test
+
+namespace bpfnet::test {
+namespace {
+
+using namespace world;
+
+// Kea names itself (the pod) as server identifier; the client, having seen the service IP, sends that
+// back in its REQUEST. The relay must hand the server its own identifier again, or the server drops the
+// request as meant for another server.
+TEST_F(DatapathTest, RequestGetsBackTheIdentifierTheServerNamesItselfWith) {
+    auto offer = run(Program::TcPod, from_server(reply(kOffer)));
+    ASSERT_EQ(offer.retval, kTcRedirect);
+
+    Dhcp select = request(3);
+    select.option(kServerId, service_ip);
+    auto relayed_request = run(Program::TcNic, broadcast_from_client(select));
+    EXPECT_EQ(relayed_request.retval, kTcRedirect);
+    Dhcp want = relayed(request(3));
+    want.option(kServerId, pod_ip);
+    Bytes want_frame = into_server(want);
+    EXPECT_EQ(relayed_request.out, want_frame) << describe_difference(relayed_request.out, want_frame);
+    EXPECT_EQ(counters()[BPFNET_CTR_DHCP_SERVER_ID_RESTORED], 1u);
+}
+
+// dnsmasq with --dhcp-proxy names the service IP itself: its requests pass with option 54 untouched.
+TEST_F(DatapathTest, RequestForAServerNamingTheServiceIpIsNotRewritten) {
+    ASSERT_EQ(run(Program::TcPod, from_server(reply(kOffer, service_ip))).retval, kTcRedirect);
+    Dhcp select = request(3);
+    select.option(kServerId, service_ip);
+    auto relayed_request = run(Program::TcNic, broadcast_from_client(select));
+    Bytes want_frame = into_server(relayed(select));
+    EXPECT_EQ(relayed_request.out, want_frame) << describe_difference(relayed_request.out, want_frame);
+    EXPECT_EQ(counters()[BPFNET_CTR_DHCP_SERVER_ID_RESTORED], 0u);
+}
+
+} // namespace
+} // namespace bpfnet::test

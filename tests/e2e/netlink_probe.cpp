@@ -82,8 +82,7 @@ public:
             expect(false, what + ": no exception");
         } catch (const bpfnet::SystemError &error) {
             std::string message = error.what();
-            expect(error.code() == code && message.find(subject) != std::string::npos,
-                   what + ": \"" + message + "\"");
+            expect(error.code() == code && message.find(subject) != std::string::npos, what + ": \"" + message + "\"");
         }
     }
     int report() const {
@@ -180,8 +179,8 @@ void check_links(Checks &checks) {
     checks.expect(vethpod.name == "vethpod" && vethpod.ifindex > 0, "link_by_name(vethpod) names it");
     checks.expect(vethpod.is_veth, "vethpod is a veth");
     checks.expect(vethpod.peer_ifindex > 0 && vethpod.peer_netnsid >= 0,
-                  "vethpod's peer is in another netns (ifindex " + std::to_string(vethpod.peer_ifindex) +
-                      ", netnsid " + std::to_string(vethpod.peer_netnsid) + ")");
+                  "vethpod's peer is in another netns (ifindex " + std::to_string(vethpod.peer_ifindex) + ", netnsid " +
+                      std::to_string(vethpod.peer_netnsid) + ")");
     checks.expect(vethpod.mac == kVethpodMac, "vethpod's MAC is " + mac_text(vethpod.mac));
     checks.expect(vethpod.up && vethpod.mtu == 1500, "vethpod is up with MTU 1500");
     checks.expect(bpfnet::link_by_index(vethpod.ifindex).name == "vethpod", "link_by_index finds vethpod");
@@ -207,8 +206,8 @@ void check_errors(Checks &checks) {
                         [] { bpfnet::link_by_name("nonexistent"); });
     checks.expect_error("link_by_index(999999) throws ENODEV", std::errc::no_such_device, "999999",
                         [] { bpfnet::link_by_index(kMissingIfindex); });
-    checks.expect_error("link_by_name of a 16-character name throws", std::errc::filename_too_long,
-                        "sixteen-chars-xx", [] { bpfnet::link_by_name("sixteen-chars-xx"); });
+    checks.expect_error("link_by_name of a 16-character name throws", std::errc::filename_too_long, "sixteen-chars-xx",
+                        [] { bpfnet::link_by_name("sixteen-chars-xx"); });
     checks.expect_error("ArpSender(999999) throws ENODEV", std::errc::no_such_device, "999999",
                         [] { bpfnet::ArpSender sender(kMissingIfindex); });
 }
@@ -220,8 +219,8 @@ void check_routes(Checks &checks) {
                   "route_oif(198.18.101.2) is vetha");
     checks.expect(bpfnet::route_oif(ip("198.18.100.1")) == bpfnet::link_by_name("lo").ifindex,
                   "route_oif of a local address is lo");
-    checks.expect_error("route_oif without a route throws ENETUNREACH", std::errc::network_unreachable,
-                        "198.19.0.1", [] { bpfnet::route_oif(ip("198.19.0.1")); });
+    checks.expect_error("route_oif without a route throws ENETUNREACH", std::errc::network_unreachable, "198.19.0.1",
+                        [] { bpfnet::route_oif(ip("198.19.0.1")); });
     checks.expect_error("route_oif into a blackhole throws EINVAL", std::errc::invalid_argument, "198.18.200.1",
                         [] { bpfnet::route_oif(ip("198.18.200.1")); });
 }

@@ -475,7 +475,13 @@ case_kea_offer() {
 
 case_kea_lease() {
     if [ "$KEA_RC" != 0 ]; then
-        E2E_REASON="udhcpc got no lease from Kea (exit $KEA_RC; events: $(lease_events "$KEA_EVENTS")): Kea drops the SELECTING DHCPREQUEST because its option 54 is the rewritten service IP ($(grep -c 'foreign server identifier' "$E2E_TMP/kea-self/kea.log") x DHCP4_PACKET_DROP_0003 'contains a foreign server identifier'); the relay does not map option 54 back to the pod IP in requests"
+        E2E_REASON="udhcpc got no lease from Kea (exit $KEA_RC; events: $(lease_events "$KEA_EVENTS")); Kea dropped $(grep -c 'foreign server identifier' "$E2E_TMP/kea-self/kea.log") requests for a foreign server identifier"
+        return 1
+    fi
+    local restored
+    restored=$(counter dhcp_server_id_restored)
+    if ! is_number "$restored" || [ "$restored" -lt 1 ]; then
+        E2E_REASON="Kea leased, but dhcp_server_id_restored is '$restored': who translated option 54?"
         return 1
     fi
     check_udhcpc_lease "$KEA_EVENTS" bound
@@ -503,20 +509,6 @@ case_kea_configured_id() {
     if [ "$delta" != 0 ]; then
         E2E_REASON="dhcp_server_id_rewritten rose by $delta although Kea named the service IP itself"
         return 1
-    fi
-}
-
-# run_case_todo NAME FUNCTION BUG: a case that fails because of a known bug (TAP TODO): reported as
-# "not ok ... # TODO BUG" but not counted as a failure; once it passes it says so, to have the marker removed.
-run_case_todo() {
-    local name=$1 fn=$2 bug=$3
-    E2E_REASON=""
-    log "case: $name (known bug: $bug)"
-    if "$fn"; then
-        echo "ok - $name # TODO passes now: remove the known-bug marker ($bug)"
-        E2E_PASSED=$((E2E_PASSED + 1))
-    else
-        echo "not ok - $name: ${E2E_REASON:-failed} # TODO known bug: $bug"
     fi
 }
 
@@ -609,8 +601,7 @@ run_case "d2. tftp through the service IP, --tftp-port-range" case_tftp_range
 run_case "d3. tftp through the service IP, --tftp-single-port" case_tftp_single
 run_case "g. bad DHCP and unknown-flow TFTP input is dropped, counted, never reaches the pod" case_bad_input
 run_case "e1. Kea names the pod: the OFFER's server identifier is rewritten to the service IP" case_kea_offer
-run_case_todo "e2. Kea names the pod: the host gets a lease" case_kea_lease \
-    "relayed requests keep the rewritten server identifier, Kea drops them (bpf/lib/dhcp.h)"
+run_case "e2. Kea names the pod: the host gets a lease (the relay restores Kea's identifier in the REQUEST)" case_kea_lease
 run_case "e3. Kea with server identifier = service IP: lease without rewriting" case_kea_configured_id
 run_case "f. dnsmasq's own relay gives the same lease fields as bpfnet's relay" case_reference_relay
 

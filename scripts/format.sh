@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Formats the sources: C++ with the root .clang-format, the BPF programs and the map header they share
+# with C++ in kernel style (bpf/.clang-format).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+find loader cli maps tests -name '*.cpp' -o -name '*.hpp' | xargs clang-format-14 -i
+find bpf tests -name '*.bpf.c' -o -path 'bpf/*.h' | xargs clang-format-14 --style=file:bpf/.clang-format -i
+clang-format-14 --style=file:bpf/.clang-format -i maps/bpfnet_maps.h
