@@ -6,9 +6,11 @@
 #   dhcp_available                     0 when every program is installed (else a test should skip, exit 77)
 #   dnsmasq_run NS DIR ARGS...         dnsmasq in NS with its state in DIR (log, leases, pid) and ARGS;
 #                                      waits until it has started; DNSMASQ_PID, DNSMASQ_LOG
+#                                      (both servers run as root unless DHCP_SERVER_AS is set, below)
 #   dnsmasq_start NS DIR [ARGS...]     the PXE server of docs/ironic-pod.md for relayed DHCP (range, router,
 #                                      boot file, next server = service IP, TFTP from DHCP_TFTP_ROOT) + ARGS
 #   kea_start NS DIR [SERVER_ID]       kea-dhcp4 in NS, the same lease parameters; KEA_PID, KEA_LOG
+#                                      (dhcp-socket-type KEA_SOCKET_TYPE, udp unless set)
 #   udhcpc_lease NS IFACE OUT [ARGS]   one busybox udhcpc run (exits once bound, or after 3 tries)
 #   udhcpc_start NS IFACE OUT [ARGS]   udhcpc staying in the foreground (renewals, SIGUSR1); UDHCPC_PID
 #   dhclient_lease NS IFACE DIR        one ISC dhclient -1 run; lease file DIR/dhclient.leases
@@ -39,6 +41,15 @@ DHCP_LEASE_SECONDS=600
 DHCP_TFTP_ROOT=${DHCP_TFTP_ROOT:-}
 CAPTURE_PY=$E2E_DIR/capture.py
 DHCP_SEND_PY=$E2E_DIR/dhcp_send.py
+
+# DHCP_SERVER_AS: a command prefix that dnsmasq_run and kea_start put before the server, to run it as a
+# non-root user with chosen capabilities (setpriv --reuid=... --ambient-caps=...; test_privileges.sh).
+# Empty: the server runs as the test, root. DHCP_SERVER_OWNER (UID:GID): the owner given to the server's
+# state directory and the files written into it before the server starts (log, configuration), so that a
+# non-root server can write there; its parents must be traversable by that user.
+DHCP_SERVER_AS=()
+DHCP_SERVER_OWNER=""
+KEA_SOCKET_TYPE=udp
 
 DNSMASQ_PID=""
 DNSMASQ_LOG=""
@@ -125,16 +136,20 @@ dnsmasq_started() { grep -q 'started, version' "$DNSMASQ_LOG" 2>/dev/null || pid
 
 # dnsmasq_run NS DIR ARGS...: dnsmasq in the foreground (as a background job of the test), DNS off, no
 # configuration file, running as root (it would drop to the dnsmasq user, which cannot read DIR), its
-# lease file, pid file and log in DIR.
+# lease file, pid file and log in DIR. Under DHCP_SERVER_AS it runs as that prefix's user, without --user
+# and --group: dnsmasq changes user only when started as root.
 dnsmasq_run() {
     local ns=$1 dir=$2
     shift 2
     mkdir -p "$dir"
     DNSMASQ_LOG=$dir/dnsmasq.log
     : >"$DNSMASQ_LOG"
-    bg_in_ns "$ns" "$dir/dnsmasq.out" dnsmasq --keep-in-foreground --conf-file=/dev/null --port=0 \
-        --no-resolv --no-hosts --user=root --group=root --pid-file="$dir/dnsmasq.pid" \
-        --log-facility="$DNSMASQ_LOG" --dhcp-leasefile="$dir/dnsmasq.leases" "$@"
+    local user=(--user=root --group=root)
+    [ "${#DHCP_SERVER_AS[@]}" = 0 ] || user=()
+    [ -z "$DHCP_SERVER_OWNER" ] || chown -R "$DHCP_SERVER_OWNER" "$dir"
+    bg_in_ns "$ns" "$dir/dnsmasq.out" "${DHCP_SERVER_AS[@]}" \
+        dnsmasq --keep-in-foreground --conf-file=/dev/null --port=0 --no-resolv --no-hosts "${user[@]}" \
+        --pid-file="$dir/dnsmasq.pid" --log-facility="$DNSMASQ_LOG" --dhcp-leasefile="$dir/dnsmasq.leases" "$@"
     DNSMASQ_PID=$BG_PID
     if ! wait_for 10 dnsmasq_started || pid_gone "$DNSMASQ_PID"; then
         E2E_REASON="dnsmasq did not start in $ns: $(head -c 300 "$dir/dnsmasq.out") $(tail -n 3 "$DNSMASQ_LOG")"
@@ -183,7 +198,7 @@ kea_start() {
     cat >"$dir/kea-dhcp4.json" <<EOF
 {
   "Dhcp4": {
-    "interfaces-config": { "interfaces": [ "eth0" ], "dhcp-socket-type": "udp" },
+    "interfaces-config": { "interfaces": [ "eth0" ], "dhcp-socket-type": "$KEA_SOCKET_TYPE" },
     "lease-database": { "type": "memfile", "persist": false },
     "valid-lifetime": $DHCP_LEASE_SECONDS,
     "subnet4": [
@@ -207,7 +222,8 @@ kea_start() {
   }
 }
 EOF
-    bg_in_ns "$ns" "$dir/kea.out" env KEA_PIDFILE_DIR="$dir" KEA_LOCKFILE_DIR="$dir" \
+    [ -z "$DHCP_SERVER_OWNER" ] || chown -R "$DHCP_SERVER_OWNER" "$dir"
+    bg_in_ns "$ns" "$dir/kea.out" "${DHCP_SERVER_AS[@]}" env KEA_PIDFILE_DIR="$dir" KEA_LOCKFILE_DIR="$dir" \
         kea-dhcp4 -c "$dir/kea-dhcp4.json"
     KEA_PID=$BG_PID
     if ! wait_for 10 kea_started || pid_gone "$KEA_PID"; then

@@ -28,6 +28,8 @@ IRONIC_API_VERSION=1.82
 # nobody:nogroup. IRONIC_UID=0 runs it as root instead.
 IRONIC_UID=${IRONIC_UID:-65534}
 IRONIC_GID=${IRONIC_GID:-65534}
+# More setpriv options for the non-root case (capability sets, --no-new-privs; test_privileges.sh).
+IRONIC_SETPRIV_ARGS=()
 IRONIC_NS=""
 IRONIC_DIR=""
 IRONIC_CONF=""
@@ -108,7 +110,8 @@ IRONIC_AS=()
 ironic_as_prefix() {
     IRONIC_AS=(env HOME="$IRONIC_DIR" TMPDIR="$IRONIC_DIR/tmp")
     [ "$IRONIC_UID" = 0 ] ||
-        IRONIC_AS=(setpriv --reuid="$IRONIC_UID" --regid="$IRONIC_GID" --clear-groups "${IRONIC_AS[@]}")
+        IRONIC_AS=(setpriv --reuid="$IRONIC_UID" --regid="$IRONIC_GID" --clear-groups
+            "${IRONIC_SETPRIV_ARGS[@]}" "${IRONIC_AS[@]}")
 }
 
 ironic_as() {
