@@ -97,10 +97,11 @@ void ensure_pin_dir(const std::string &pin_dir) {
 }
 
 // Every map the object pins; a teardown removes exactly these files.
-constexpr const char *kMapNames[] = {BPFNET_MAP_IFACE,    BPFNET_MAP_HEARTBEAT,     BPFNET_MAP_SERVICE_IPS,
-                                     BPFNET_MAP_SERVICES, BPFNET_MAP_BACKEND_PORTS, BPFNET_MAP_BACKENDS,
-                                     BPFNET_MAP_FLOWS,    BPFNET_MAP_NEIGHBOURS,    BPFNET_MAP_COUNTERS,
-                                     BPFNET_MAP_EVENTS,   BPFNET_MAP_DHCP_SERVERS};
+constexpr const char *kMapNames[] = {BPFNET_MAP_IFACE,         BPFNET_MAP_HEARTBEAT,     BPFNET_MAP_SERVICE_IPS,
+                                     BPFNET_MAP_SERVICES,      BPFNET_MAP_BACKEND_PORTS, BPFNET_MAP_BACKENDS,
+                                     BPFNET_MAP_FLOWS,         BPFNET_MAP_NEIGHBOURS,    BPFNET_MAP_COUNTERS,
+                                     BPFNET_MAP_EVENTS,        BPFNET_MAP_DHCP_SERVERS,  BPFNET_MAP_CONFLICTS,
+                                     BPFNET_MAP_TRACE_CONTROL, BPFNET_MAP_TRACE};
 
 void set_pin_paths(bpf_object *obj, const std::string &pin_dir) {
     bpf_map *map;

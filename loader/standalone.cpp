@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 namespace bpfnet {
@@ -23,6 +24,7 @@ namespace {
 
 // A resolution request for the same host is not repeated more often than this.
 constexpr auto kResolutionRetry = std::chrono::milliseconds(200);
+constexpr auto kConflictLogInterval = std::chrono::seconds(10);
 
 UniqueFd make_timer() {
     int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -245,17 +247,41 @@ int StandaloneLoader::on_ring_event(void *ctx, void *data, size_t size) {
 }
 
 void StandaloneLoader::handle_event(const bpfnet_event &event) {
-    if (event.type != BPFNET_EVENT_NEIGHBOUR_MISS)
-        return;
+    switch (event.type) {
+    case BPFNET_EVENT_NEIGHBOUR_MISS:
+        resolve_neighbour(event.ip_be, event.service_ip_be);
+        break;
+    case BPFNET_EVENT_CONFLICT:
+        report_conflict(event.service_ip_be, event.mac);
+        break;
+    default:
+        break;
+    }
+}
+
+void StandaloneLoader::resolve_neighbour(__be32 host, __be32 service_ip) {
     auto now = std::chrono::steady_clock::now();
-    auto &last = last_resolution_[event.ip_be];
+    auto &last = last_resolution_[host];
     if (now - last < kResolutionRetry)
         return;
     last = now;
-    arp_->send_request(event.service_ip_be, nic_mac_, event.ip_be);
-    log_debug("neighbour miss: ARP request sent", {{"host", format_ipv4(event.ip_be)}});
+    arp_->send_request(service_ip, nic_mac_, host);
+    log_debug("neighbour miss: ARP request sent", {{"host", format_ipv4(host)}});
     if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
         last_resolution_.clear();
+}
+
+// Another MAC claiming the service IP means two owners on one LAN (a pivot gone wrong, a second cluster):
+// hosts may reach either. Logged at most once per interval per IP, so a flood cannot drown the log.
+void StandaloneLoader::report_conflict(__be32 service_ip, const __u8 *mac) {
+    auto now = std::chrono::steady_clock::now();
+    auto &last = last_conflict_log_[service_ip];
+    if (last != std::chrono::steady_clock::time_point{} && now - last < kConflictLogInterval)
+        return;
+    last = now;
+    char text[18];
+    std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+    log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ipv4(service_ip)}, {"mac", text}});
 }
 
 int StandaloneLoader::run() {

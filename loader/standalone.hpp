@@ -40,6 +40,8 @@ private:
     void announce(const std::vector<__be32> &service_ips, const Config &config);
     void send_next_announcement();
     void handle_event(const struct bpfnet_event &event);
+    void resolve_neighbour(__be32 host, __be32 service_ip);
+    void report_conflict(__be32 service_ip, const __u8 *mac);
     static int on_ring_event(void *ctx, void *data, size_t size);
 
     std::string config_path_;
@@ -53,6 +55,7 @@ private:
     std::vector<__be32> announcing_;
     uint32_t announcements_left_ = 0;
     std::map<__be32, std::chrono::steady_clock::time_point> last_resolution_;
+    std::map<__be32, std::chrono::steady_clock::time_point> last_conflict_log_;
 };
 
 } // namespace bpfnet

@@ -24,6 +24,9 @@
 #define BPFNET_MAP_COUNTERS	 "counters"
 #define BPFNET_MAP_EVENTS	 "events"
 #define BPFNET_MAP_DHCP_SERVERS	 "dhcp_servers"
+#define BPFNET_MAP_CONFLICTS	 "conflicts"
+#define BPFNET_MAP_TRACE_CONTROL "trace_control"
+#define BPFNET_MAP_TRACE	 "trace"
 
 /* Table sizes. Flows and neighbours are LRU maps: under pressure the least recently used entry goes. */
 #define BPFNET_MAX_SERVICE_IPS	16
@@ -33,6 +36,7 @@
 #define BPFNET_MAX_NEIGHBOURS	4096
 #define BPFNET_MAX_DHCP_SERVERS 64
 #define BPFNET_EVENTS_BYTES	(64 * 1024)
+#define BPFNET_TRACE_BYTES	(256 * 1024)
 
 /* DHCP relay (RFC 1542): the default hop limit, and the most the loader accepts (the RFC's hard limit). */
 #define BPFNET_DHCP_DEFAULT_MAX_HOPS 4
@@ -156,6 +160,7 @@ enum bpfnet_counter {
 	BPFNET_CTR_ARP_REPLY,		     /* answered who-has for a service IP */
 	BPFNET_CTR_ARP_NOT_ACTIVE,	     /* who-has for a service IP this node does not own: passed */
 	BPFNET_CTR_ARP_STALE_HEARTBEAT,	     /* owner, but the loader's heartbeat is stale: not answered */
+	BPFNET_CTR_ARP_CONFLICT,	     /* another MAC claims a service IP (ARP reply or announcement) */
 	BPFNET_CTR_NEIGHBOUR_LEARNED,	     /* a new or changed neighbour entry was written */
 	BPFNET_CTR_DNAT_SERVICE,	     /* host -> listed port, steered to the backend */
 	BPFNET_CTR_DNAT_FLOW,		     /* host -> recorded flow, steered to the backend */
@@ -186,12 +191,55 @@ enum bpfnet_counter {
 /* events (ring buffer): what the datapath asks the loader to do, or tells it. */
 enum bpfnet_event_type {
 	BPFNET_EVENT_NEIGHBOUR_MISS = 1, /* resolve ip_be with an ARP request from the service IP */
+	BPFNET_EVENT_CONFLICT = 2,	 /* mac claims service_ip_be: another owner on the LAN */
 };
 struct bpfnet_event {
 	__u32 type;
 	__be32 ip_be;
 	__be32 service_ip_be;
+	__u8 mac[6];
+	__u8 pad[2];
+};
+
+/*
+ * conflicts (hash): key = service IP (__be32) -> the last other MAC seen claiming it. A second owner on the
+ * LAN (a pivot gone wrong, another cluster) shows here, in the arp_conflict counter and in the loader's log.
+ */
+struct bpfnet_conflict {
+	__u8 mac[6];
+	__u8 pad[2];
+	__u64 last_seen_ns; /* bpf_ktime_get_ns() */
+};
+
+/* trace_control (array, one entry): switched on by `bpfnetctl trace`; off, the datapath pays one lookup. */
+struct bpfnet_trace_control {
+	__u32 enabled;
 	__u32 pad;
+};
+
+enum bpfnet_hook {
+	BPFNET_HOOK_XDP_NIC = 1, /* XDP on the provisioning NIC */
+	BPFNET_HOOK_TC_NIC = 2,	 /* TC ingress on the NIC: LAN -> pod */
+	BPFNET_HOOK_TC_POD = 3,	 /* TC ingress on the pod's veth: pod -> LAN */
+};
+
+/* trace (ring buffer): one record per steering decision while tracing is on. */
+struct bpfnet_trace {
+	__u64 time_ns;	 /* bpf_ktime_get_ns() */
+	__u32 decision;	 /* enum bpfnet_counter: the path taken or the drop reason */
+	__u8 hook;	 /* enum bpfnet_hook */
+	__u8 proto;	 /* IPPROTO_TCP/UDP/ICMP..., 0 for ARP */
+	__u8 dhcp_type;	 /* DHCP message type (option 53), 0 if none */
+	__u8 tftp_op;	 /* TFTP opcode (1 RRQ, 2 WRQ, 3 DATA, 4 ACK, 5 ERROR, 6 OACK), 0 if not TFTP */
+	__be32 saddr_be; /* addresses and ports as the packet arrived */
+	__be32 daddr_be;
+	__be16 sport_be;
+	__be16 dport_be;
+	__be32 to_addr_be; /* where it was steered (backend, service IP, client), 0 if not rewritten */
+	__be16 to_port_be;
+	__u8 mac[6]; /* DHCP client hardware address, else the frame's source MAC */
+	__be32 dhcp_xid_be;
+	char tftp_file[64]; /* TFTP read/write request: the file name, NUL-terminated */
 };
 
 /* Pin layout: <pin root>/<interface name>/<map or program name>. */

@@ -20,6 +20,8 @@ struct DatapathMaps {
     PinnedMap<bpfnet_flow_key, bpfnet_flow> flows;
     PinnedMap<__be32, bpfnet_neighbour> neighbours;
     PinnedMap<__be32, bpfnet_dhcp_server> dhcp_servers;
+    PinnedMap<__be32, bpfnet_conflict> conflicts;
+    PinnedMap<__u32, bpfnet_trace_control> trace_control;
     CounterMap counters;
 
     static DatapathMaps open_pinned(const std::string &pin_dir) {
@@ -33,6 +35,8 @@ struct DatapathMaps {
             .flows = decltype(flows)::open(pin_dir, BPFNET_MAP_FLOWS),
             .neighbours = decltype(neighbours)::open(pin_dir, BPFNET_MAP_NEIGHBOURS),
             .dhcp_servers = decltype(dhcp_servers)::open(pin_dir, BPFNET_MAP_DHCP_SERVERS),
+            .conflicts = decltype(conflicts)::open(pin_dir, BPFNET_MAP_CONFLICTS),
+            .trace_control = decltype(trace_control)::open(pin_dir, BPFNET_MAP_TRACE_CONTROL),
             .counters = CounterMap::open(pin_dir),
         };
     }
@@ -56,6 +60,8 @@ struct DatapathMaps {
             .flows = {fd_of(BPFNET_MAP_FLOWS), BPFNET_MAP_FLOWS},
             .neighbours = {fd_of(BPFNET_MAP_NEIGHBOURS), BPFNET_MAP_NEIGHBOURS},
             .dhcp_servers = {fd_of(BPFNET_MAP_DHCP_SERVERS), BPFNET_MAP_DHCP_SERVERS},
+            .conflicts = {fd_of(BPFNET_MAP_CONFLICTS), BPFNET_MAP_CONFLICTS},
+            .trace_control = {fd_of(BPFNET_MAP_TRACE_CONTROL), BPFNET_MAP_TRACE_CONTROL},
             .counters = {fd_of(BPFNET_MAP_COUNTERS), BPFNET_MAP_COUNTERS},
         };
     }

@@ -22,7 +22,10 @@ static_assert(sizeof(bpfnet_backend) == 24);
 static_assert(sizeof(bpfnet_flow_key) == 16);
 static_assert(sizeof(bpfnet_flow) == 8);
 static_assert(sizeof(bpfnet_neighbour) == 8);
-static_assert(sizeof(bpfnet_event) == 16);
+static_assert(sizeof(bpfnet_event) == 20);
+static_assert(sizeof(bpfnet_conflict) == 16);
+static_assert(sizeof(bpfnet_trace_control) == 8);
+static_assert(sizeof(bpfnet_trace) == 112);
 static_assert(sizeof(bpfnet_dhcp_server) == 8);
 static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 24);
 static_assert(offsetof(bpfnet_iface, dhcp_service_ip_be) == 20);
@@ -33,6 +36,7 @@ inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
     "arp_reply",
     "arp_not_active",
     "arp_stale_heartbeat",
+    "arp_conflict",
     "neighbour_learned",
     "dnat_service",
     "dnat_flow",

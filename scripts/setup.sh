@@ -12,6 +12,8 @@ packages=(
   iproute2 util-linux procps psmisc ethtool iperf3 curl python3 xdp-tools
   # the PXE walk: real DHCP/TFTP servers and clients, OpenStack Ironic, capabilities
   dnsmasq-base kea-dhcp4-server busybox isc-dhcp-client tftp-hpa ironic-api libcap2-bin
+  # observability: the loader's metrics and health endpoints, and promtool to check the exposition
+  libcpp-httplib-dev prometheus
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -31,10 +31,14 @@ static __always_inline int handle_arp(struct ethhdr *eth, void *data_end, const 
 	__be32 target = arp->target_ip;
 	struct bpfnet_service_ip *service = bpf_map_lookup_elem(&service_ips, &target);
 	/* A host asking for (or announcing) any address tells us where it is; remember it for the
-	 * reverse path. Claims on a service IP itself are never learned as a neighbour. */
+	 * reverse path. A claim on a service IP itself is another owner on the LAN: a conflict. */
 	__be32 sender = arp->sender_ip;
-	if (!bpf_map_lookup_elem(&service_ips, &sender))
+	if (bpf_map_lookup_elem(&service_ips, &sender)) {
+		if (!mac_equal(arp->sender_mac, cfg->nic_mac))
+			report_conflict(sender, arp->sender_mac);
+	} else {
 		learn_neighbour(cfg, sender, arp->sender_mac);
+	}
 
 	if (!service || arp->op != bpf_htons(BPFNET_ARPOP_REQUEST)) {
 		count(BPFNET_CTR_PASS);

@@ -71,6 +71,25 @@ struct {
 } dhcp_servers SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BPFNET_MAX_SERVICE_IPS);
+	__type(key, __be32);
+	__type(value, struct bpfnet_conflict);
+} conflicts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpfnet_trace_control);
+} trace_control SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, BPFNET_TRACE_BYTES);
+} trace SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, BPFNET_CTR_MAX);
 	__type(key, __u32);
@@ -140,7 +159,31 @@ static __always_inline void report_neighbour_miss(__be32 ip, __be32 service_ip)
 	ev->type = BPFNET_EVENT_NEIGHBOUR_MISS;
 	ev->ip_be = ip;
 	ev->service_ip_be = service_ip;
-	ev->pad = 0;
+	for (int i = 0; i < 6; i++)
+		ev->mac[i] = 0;
+	ev->pad[0] = ev->pad[1] = 0;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* Another MAC claims a service IP: remembered per IP, counted, and reported to the loader. */
+static __always_inline void report_conflict(__be32 service_ip, const __u8 *mac)
+{
+	struct bpfnet_conflict seen = {.last_seen_ns = bpf_ktime_get_ns()};
+
+	mac_copy(seen.mac, mac);
+	bpf_map_update_elem(&conflicts, &service_ip, &seen, BPF_ANY);
+	count(BPFNET_CTR_ARP_CONFLICT);
+
+	struct bpfnet_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count(BPFNET_CTR_EVENT_LOST);
+		return;
+	}
+	ev->type = BPFNET_EVENT_CONFLICT;
+	ev->ip_be = service_ip;
+	ev->service_ip_be = service_ip;
+	mac_copy(ev->mac, mac);
+	ev->pad[0] = ev->pad[1] = 0;
 	bpf_ringbuf_submit(ev, 0);
 }
 
