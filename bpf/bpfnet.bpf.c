@@ -22,6 +22,7 @@
 #include "lib/steer.h"
 #include "lib/nat.h"
 #include "lib/dhcp.h"
+#include "lib/trace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -44,17 +45,25 @@ static __always_inline int xdp_filter_service_traffic(void *data, void *data_end
 	enum parse_verdict verdict = ipv4_validate(data, data_end, data_end - data, eth, ip, &pkt);
 
 	if (verdict != PARSE_OK) {
-		count(drop_reason(verdict));
+		decide(drop_reason(verdict));
 		return XDP_DROP;
 	}
 	learn_neighbour(cfg, ip->saddr, eth->h_source);
+	trace_ports(&pkt);
 
 	struct steer_target target;
 	if (steer_lookup(&pkt, ip->saddr, ip->daddr, &target) != 0) {
-		count(BPFNET_CTR_DROP_NOT_ALLOWED);
+		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
 		return XDP_DROP;
 	}
 	return XDP_PASS; /* tc_nic_ingress steers it */
+}
+
+/* The verdict, after the decision taken for it has been traced. */
+static __always_inline int traced_xdp(int verdict)
+{
+	trace_end_xdp();
+	return verdict;
 }
 
 SEC("xdp")
@@ -68,14 +77,16 @@ int xdp_nic(struct xdp_md *ctx)
 	if (!cfg || !eth)
 		goto pass;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
-		return handle_arp(eth, data_end, cfg);
+		return traced_xdp(handle_arp(eth, data_end, cfg));
 	if (eth->h_proto != bpf_htons(ETH_P_IP))
 		goto pass;
 
 	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
 	if (!ip || !service_ip_for(cfg, ip->daddr))
 		goto pass;
-	return xdp_filter_service_traffic(data, data_end, eth, ip, cfg);
+	trace_begin(BPFNET_HOOK_XDP_NIC);
+	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
+	return traced_xdp(xdp_filter_service_traffic(data, data_end, eth, ip, cfg));
 pass:
 	count(BPFNET_CTR_PASS);
 	return XDP_PASS;
@@ -97,10 +108,62 @@ static __always_inline int deliver_to_backend(const struct bpfnet_backend *backe
 	return bpf_redirect(backend->ifindex, 0);
 }
 
+#define TFTP_PORT 69
+#define TFTP_RRQ  1
+#define TFTP_WRQ  2
+
+/* What a TFTP packet was, for the trace: its opcode, and for a read or write request the file name. */
+static __always_inline void tftp_trace_details(struct __sk_buff *skb, struct trace_scratch *s)
+{
+	__u32 off = s->l4_off + sizeof(struct udphdr);
+	__be16 opcode;
+
+	if (off + sizeof(opcode) > s->l4_end || bpf_skb_load_bytes(skb, off, &opcode, sizeof(opcode)))
+		return;
+	s->rec.tftp_op = (__u8)bpf_ntohs(opcode);
+	if (s->rec.tftp_op != TFTP_RRQ && s->rec.tftp_op != TFTP_WRQ)
+		return;
+	off += sizeof(opcode);
+	if (off >= s->l4_end)
+		return;
+	__u32 len = s->l4_end - off; /* at least 1 */
+	if (len > sizeof(s->rec.tftp_file))
+		len = sizeof(s->rec.tftp_file);
+	/* Restate 1 <= len <= 64 where the verifier sees it: clang would otherwise fold the clamp away. */
+	asm volatile("%[len] += -1; %[len] &= 63; %[len] += 1" : [len] "+r"(len));
+	bpf_skb_load_bytes(skb, off, s->rec.tftp_file, len);
+	s->rec.tftp_file[sizeof(s->rec.tftp_file) - 1] = 0; /* the name is NUL-terminated in the packet */
+}
+
+/* Sends the record of a TC decision, with the DHCP or TFTP details of the packet it was made for. */
+static __always_inline void trace_end_skb(struct __sk_buff *skb)
+{
+	struct trace_scratch *s = tracing();
+
+	if (!s || s->rec.decision >= BPFNET_CTR_MAX)
+		return;
+	if (s->rec.proto == IPPROTO_UDP && s->l4_end) {
+		if (s->kind == BPFNET_KIND_DHCP || s->rec.dport_be == bpf_htons(DHCP_SERVER_PORT))
+			dhcp_trace_details(skb, s);
+		else if (s->kind == BPFNET_KIND_TFTP || s->rec.dport_be == bpf_htons(TFTP_PORT))
+			tftp_trace_details(skb, s);
+	}
+	s->rec.time_ns = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&trace, &s->rec, sizeof(s->rec), 0))
+		count(BPFNET_CTR_EVENT_LOST);
+}
+
+/* The verdict, after the decision taken for it has been traced with what the packet carried. */
+static __always_inline int traced_tc(struct __sk_buff *skb, int verdict)
+{
+	trace_end_skb(skb);
+	return verdict;
+}
+
 /* A broadcast on the LAN is ours only when it is a DHCP request and this node owns the DHCP service IP. */
-static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, void *data, void *data_end,
-						struct ethhdr *eth, struct iphdr *ip,
-						const struct bpfnet_iface *cfg)
+static __always_inline int broadcast_dhcp_for_us(struct __sk_buff *skb, void *data, void *data_end,
+						 struct ethhdr *eth, struct iphdr *ip,
+						 const struct bpfnet_iface *cfg)
 {
 	__be32 service_ip = cfg->dhcp_service_ip_be;
 	struct ipv4_packet pkt = {};
@@ -108,15 +171,68 @@ static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, void *dat
 	if (!service_ip || ip->protocol != IPPROTO_UDP ||
 	    ipv4_validate(data, data_end, skb->len, eth, ip, &pkt) != PARSE_OK ||
 	    pkt.dport != bpf_htons(DHCP_SERVER_PORT))
-		return TC_ACT_OK;
+		return 0;
 	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &service_ip);
-	if (!owned || !(owned->flags & BPFNET_SERVICE_IP_ACTIVE))
-		return TC_ACT_OK; /* another node relays */
+	return owned && (owned->flags & BPFNET_SERVICE_IP_ACTIVE); /* else another node relays */
+}
 
+static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, void *data, void *data_end,
+						struct ethhdr *eth, struct iphdr *ip,
+						const struct bpfnet_iface *cfg)
+{
+	__be32 service_ip = cfg->dhcp_service_ip_be;
+	struct ipv4_packet pkt = {};
 	struct steer_target target;
-	if (steer_lookup(&pkt, ip->saddr, service_ip, &target) != 0 || target.kind != BPFNET_KIND_DHCP)
-		return TC_ACT_OK;
+
+	if (ipv4_validate(data, data_end, skb->len, eth, ip, &pkt) != PARSE_OK)
+		return TC_ACT_OK; /* cannot happen: broadcast_dhcp_for_us() validated it */
+	trace_ports(&pkt);
+	if (steer_lookup(&pkt, ip->saddr, service_ip, &target) != 0 || target.kind != BPFNET_KIND_DHCP) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND); /* the DHCP port is not listed any more */
+		return TC_ACT_SHOT;
+	}
+	trace_steered(target.backend_ip, target.backend_port, target.kind);
 	return dhcp_relay_request(skb, &pkt, cfg, service_ip, &target);
+}
+
+/* A packet from the LAN for a service IP: DNAT into the pod, relay, or drop (walks 2, 3, 4, 6). */
+static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, void *data_end,
+					  struct ethhdr *eth, struct iphdr *ip,
+					  const struct bpfnet_iface *cfg)
+{
+	/* XDP has already dropped what is not allowed; checked again so TC is safe on its own. */
+	struct ipv4_packet pkt = {};
+	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
+	if (verdict != PARSE_OK) {
+		decide(drop_reason(verdict));
+		return TC_ACT_SHOT;
+	}
+	trace_ports(&pkt);
+	__be32 saddr = ip->saddr;
+	__be32 daddr = ip->daddr;
+	struct steer_target target;
+	if (steer_lookup(&pkt, saddr, daddr, &target) != 0) {
+		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
+		return TC_ACT_SHOT;
+	}
+	trace_steered(target.backend_ip, target.backend_port, target.kind);
+	/* Unicast to the DHCP port: renewals, and requests from relays on the LAN. */
+	if (target.kind == BPFNET_KIND_DHCP)
+		return dhcp_relay_request(skb, &pkt, cfg, daddr, &target);
+
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
+	if (!backend) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	if (nat_rewrite(skb, &pkt, NAT_DESTINATION, daddr, target.backend_ip, pkt.dport,
+			target.backend_port) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(target.path);
+	return deliver_to_backend(backend);
 }
 
 SEC("tc")
@@ -133,42 +249,17 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
 	if (!ip)
 		return TC_ACT_OK;
-	if (ip->daddr == 0xffffffff)
-		return relay_broadcast_dhcp(skb, data, data_end, eth, ip, cfg);
-	if (!service_ip_for(cfg, ip->daddr))
+	if (ip->daddr == 0xffffffff) {
+		if (!broadcast_dhcp_for_us(skb, data, data_end, eth, ip, cfg))
+			return TC_ACT_OK;
+	} else if (!service_ip_for(cfg, ip->daddr)) {
 		return TC_ACT_OK;
-
-	/* XDP has already dropped what is not allowed; checked again so TC is safe on its own. */
-	struct ipv4_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
-	if (verdict != PARSE_OK) {
-		count(drop_reason(verdict));
-		return TC_ACT_SHOT;
 	}
-	__be32 saddr = ip->saddr;
-	__be32 daddr = ip->daddr;
-	struct steer_target target;
-	if (steer_lookup(&pkt, saddr, daddr, &target) != 0) {
-		count(BPFNET_CTR_DROP_NOT_ALLOWED);
-		return TC_ACT_SHOT;
-	}
-	/* Unicast to the DHCP port: renewals, and requests from relays on the LAN. */
-	if (target.kind == BPFNET_KIND_DHCP)
-		return dhcp_relay_request(skb, &pkt, cfg, daddr, &target);
-
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
-	if (!backend) {
-		count(BPFNET_CTR_DROP_NO_BACKEND);
-		return TC_ACT_SHOT;
-	}
-	if (nat_rewrite(skb, &pkt, NAT_DESTINATION, daddr, target.backend_ip, pkt.dport,
-			target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
-		count(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return TC_ACT_SHOT;
-	}
-	count(target.path);
-	return deliver_to_backend(backend);
+	trace_begin(BPFNET_HOOK_TC_NIC);
+	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
+	int verdict = ip->daddr == 0xffffffff ? relay_broadcast_dhcp(skb, data, data_end, eth, ip, cfg)
+					      : steer_from_lan(skb, data, data_end, eth, ip, cfg);
+	return traced_tc(skb, verdict);
 }
 
 /* Records the pod's side of a connection so the host's answers find their way back (walks 3 and 5). */
@@ -191,6 +282,59 @@ static __always_inline void record_flow(const struct ipv4_packet *pkt, __be32 ho
 	count(BPFNET_CTR_FLOW_CREATED);
 }
 
+/* A packet from a backend to the provisioning LAN: reverse SNAT, relay reply, or flow (walks 2-5). */
+static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, void *data_end,
+					  struct ethhdr *eth, struct iphdr *ip,
+					  const struct bpfnet_iface *cfg,
+					  const struct bpfnet_backend *backend)
+{
+	__be32 saddr = ip->saddr;
+	__be32 daddr = ip->daddr;
+	struct ipv4_packet pkt = {};
+	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
+	if (verdict != PARSE_OK) {
+		decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
+						       : drop_reason(verdict));
+		return TC_ACT_SHOT;
+	}
+	trace_ports(&pkt);
+
+	struct bpfnet_backend_port_key bkey = {
+		.backend_ip_be = saddr, .port_be = pkt.sport, .proto = pkt.proto};
+	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	/* The DHCP server answering the relay (giaddr:67). */
+	if (listed && listed->kind == BPFNET_KIND_DHCP && pkt.dport == bpf_htons(DHCP_SERVER_PORT))
+		return dhcp_relay_reply(skb, &pkt, cfg, listed);
+	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
+	if (bpf_map_lookup_elem(&service_ips, &daddr)) {
+		decide(BPFNET_CTR_DROP_HAIRPIN);
+		return TC_ACT_SHOT;
+	}
+	__be32 service_ip = listed ? listed->service_ip_be : backend->service_ip_be;
+	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
+	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
+	trace_steered(service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
+	if (!listed)
+		record_flow(&pkt, daddr, service_ip, saddr);
+
+	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, &daddr);
+	if (!neighbour) {
+		report_neighbour_miss(daddr, service_ip);
+		decide(BPFNET_CTR_NEIGHBOUR_MISS);
+		return TC_ACT_SHOT;
+	}
+	__u8 host_mac[6];
+	mac_copy(host_mac, neighbour->mac);
+
+	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip, pkt.sport, service_port) ||
+	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(path);
+	return bpf_redirect(cfg->nic_ifindex, 0);
+}
+
 SEC("tc")
 int tc_pod_ingress(struct __sk_buff *skb)
 {
@@ -206,51 +350,11 @@ int tc_pod_ingress(struct __sk_buff *skb)
 	if (!ip)
 		return TC_ACT_OK;
 	__be32 saddr = ip->saddr;
-	__be32 daddr = ip->daddr;
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
 	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
-	if (!backend || !in_provisioning_subnet(cfg, daddr))
+	if (!backend || !in_provisioning_subnet(cfg, ip->daddr))
 		return TC_ACT_OK;
-
-	struct ipv4_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
-	if (verdict != PARSE_OK) {
-		count(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
-						      : drop_reason(verdict));
-		return TC_ACT_SHOT;
-	}
-
-	struct bpfnet_backend_port_key bkey = {
-		.backend_ip_be = saddr, .port_be = pkt.sport, .proto = pkt.proto};
-	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
-	/* The DHCP server answering the relay (giaddr:67). */
-	if (listed && listed->kind == BPFNET_KIND_DHCP && pkt.dport == bpf_htons(DHCP_SERVER_PORT))
-		return dhcp_relay_reply(skb, &pkt, cfg, listed);
-	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
-	if (bpf_map_lookup_elem(&service_ips, &daddr)) {
-		count(BPFNET_CTR_DROP_HAIRPIN);
-		return TC_ACT_SHOT;
-	}
-	__be32 service_ip = listed ? listed->service_ip_be : backend->service_ip_be;
-	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
-	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
-	if (!listed)
-		record_flow(&pkt, daddr, service_ip, saddr);
-
-	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, &daddr);
-	if (!neighbour) {
-		report_neighbour_miss(daddr, service_ip);
-		count(BPFNET_CTR_NEIGHBOUR_MISS);
-		return TC_ACT_SHOT;
-	}
-	__u8 host_mac[6];
-	mac_copy(host_mac, neighbour->mac);
-
-	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip, pkt.sport, service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
-		count(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return TC_ACT_SHOT;
-	}
-	count(path);
-	return bpf_redirect(cfg->nic_ifindex, 0);
+	trace_begin(BPFNET_HOOK_TC_POD);
+	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
+	return traced_tc(skb, steer_from_pod(skb, data, data_end, eth, ip, cfg, backend));
 }

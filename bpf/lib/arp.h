@@ -6,6 +6,7 @@
 #include <linux/bpf.h>
 #include "parse.h"
 #include "maps.h"
+#include "trace.h"
 
 /* Turns a who-has for the service IP into the is-at answer, in place, from the NIC's MAC. */
 static __always_inline void arp_make_reply(struct ethhdr *eth, struct arp_ipv4 *arp, const __u8 *nic_mac)
@@ -45,15 +46,15 @@ static __always_inline int handle_arp(struct ethhdr *eth, void *data_end, const 
 		return XDP_PASS;
 	}
 	if (!(service->flags & BPFNET_SERVICE_IP_ACTIVE)) {
-		count(BPFNET_CTR_ARP_NOT_ACTIVE);
+		decide(BPFNET_CTR_ARP_NOT_ACTIVE);
 		return XDP_PASS;
 	}
 	if (!loader_alive(cfg)) {
-		count(BPFNET_CTR_ARP_STALE_HEARTBEAT);
+		decide(BPFNET_CTR_ARP_STALE_HEARTBEAT);
 		return XDP_PASS;
 	}
 	arp_make_reply(eth, arp, cfg->nic_mac);
-	count(BPFNET_CTR_ARP_REPLY);
+	decide(BPFNET_CTR_ARP_REPLY);
 	return XDP_TX;
 }
 

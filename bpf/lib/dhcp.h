@@ -17,26 +17,28 @@
 #include "maps.h"
 #include "nat.h"
 #include "steer.h"
+#include "trace.h"
 
 /* BOOTP message layout (RFC 2131 section 2), offsets from the start of the UDP payload. */
-#define BOOTP_HLEN_HOPS	     2 /* the 16-bit word holding hlen and hops */
-#define BOOTP_HOPS	     3
-#define BOOTP_SIADDR	     20
-#define BOOTP_GIADDR	     24
-#define BOOTP_COOKIE	     236
-#define BOOTP_OPTIONS	     240
-#define BOOTP_REQUEST	     1
-#define BOOTP_REPLY	     2
-#define BOOTP_FLAG_BROADCAST 0x8000
-#define BOOTP_HTYPE_ETHERNET 1
-#define DHCP_MAGIC_COOKIE    0x63825363
-#define DHCP_SERVER_PORT     67
-#define DHCP_CLIENT_PORT     68
-#define DHCP_OPT_PAD	     0
-#define DHCP_OPT_SERVER_ID   54
-#define DHCP_OPT_END	     255
+#define BOOTP_HLEN_HOPS	      2 /* the 16-bit word holding hlen and hops */
+#define BOOTP_HOPS	      3
+#define BOOTP_SIADDR	      20
+#define BOOTP_GIADDR	      24
+#define BOOTP_COOKIE	      236
+#define BOOTP_OPTIONS	      240
+#define BOOTP_REQUEST	      1
+#define BOOTP_REPLY	      2
+#define BOOTP_FLAG_BROADCAST  0x8000
+#define BOOTP_HTYPE_ETHERNET  1
+#define DHCP_MAGIC_COOKIE     0x63825363
+#define DHCP_SERVER_PORT      67
+#define DHCP_CLIENT_PORT      68
+#define DHCP_OPT_PAD	      0
+#define DHCP_OPT_MESSAGE_TYPE 53
+#define DHCP_OPT_SERVER_ID    54
+#define DHCP_OPT_END	      255
 /* The option walk is bounded; a list it cannot finish is treated as malformed and never rewritten. */
-#define DHCP_MAX_OPTIONS     96
+#define DHCP_MAX_OPTIONS      96
 
 /* The fixed part of a BOOTP message up to chaddr, as read in one call. */
 struct bootp_head {
@@ -110,14 +112,18 @@ static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ip
 	return bpf_skb_store_bytes(skb, start, new, span, 0);
 }
 
-/* Finds option 54's value; returns -1 for a list that is broken, has no end, or is too long to walk. */
-static __always_inline int dhcp_find_server_id(struct __sk_buff *skb, const struct ipv4_packet *pkt,
-					       __u32 *value_off)
+/*
+ * Finds option 54's value (its offset) and the message type (option 53); returns -1 for a list that is
+ * broken, has no end, or is too long to walk.
+ */
+static __always_inline int dhcp_find_options(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+					     __u32 *value_off, __u8 *msg_type)
 {
 	__u32 pos = bootp_offset(pkt) + BOOTP_OPTIONS;
 	__u32 end = pkt->l4_end;
 
 	*value_off = 0;
+	*msg_type = 0;
 	for (int i = 0; i < DHCP_MAX_OPTIONS; i++) {
 		__u8 opt[2];
 
@@ -139,6 +145,9 @@ static __always_inline int dhcp_find_server_id(struct __sk_buff *skb, const stru
 				return -1;
 			*value_off = pos + 2;
 		}
+		if (opt[0] == DHCP_OPT_MESSAGE_TYPE && opt[1] == 1 &&
+		    bpf_skb_load_bytes(skb, pos + 2, msg_type, 1))
+			return -1;
 		pos = next;
 	}
 	return -1;
@@ -173,7 +182,8 @@ static __always_inline void dhcp_restore_server_id(struct __sk_buff *skb, const 
 	    cookie != bpf_htonl(DHCP_MAGIC_COOKIE))
 		return;
 	__u32 server_id_off;
-	if (dhcp_find_server_id(skb, pkt, &server_id_off) != 0) {
+	__u8 msg_type;
+	if (dhcp_find_options(skb, pkt, &server_id_off, &msg_type) != 0) {
 		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
 		return;
 	}
@@ -202,7 +212,8 @@ static __always_inline void dhcp_hide_backend(struct __sk_buff *skb, const struc
 		goto done; /* plain BOOTP: no options to look at */
 
 	__u32 server_id_off;
-	if (dhcp_find_server_id(skb, pkt, &server_id_off) != 0) {
+	__u8 msg_type;
+	if (dhcp_find_options(skb, pkt, &server_id_off, &msg_type) != 0) {
 		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
 		goto done;
 	}
@@ -231,20 +242,20 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	__be32 daddr = pkt->ip->daddr;
 
 	if (!backend) {
-		count(BPFNET_CTR_DROP_NO_BACKEND);
+		decide(BPFNET_CTR_DROP_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
 	if (bootp_read(skb, pkt, &head) || head.op != BOOTP_REQUEST) {
-		count(BPFNET_CTR_DROP_DHCP_MALFORMED);
+		decide(BPFNET_CTR_DROP_DHCP_MALFORMED);
 		return TC_ACT_SHOT;
 	}
 	if (head.hops > cfg->dhcp_max_hops) {
-		count(BPFNET_CTR_DROP_DHCP_HOPS);
+		decide(BPFNET_CTR_DROP_DHCP_HOPS);
 		return TC_ACT_SHOT;
 	}
 	/* Replies go to giaddr: only a relay this node can reach on the LAN may stay in it. */
 	if (head.giaddr && !in_provisioning_subnet(cfg, head.giaddr)) {
-		count(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
+		decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 		return TC_ACT_SHOT;
 	}
 
@@ -260,10 +271,10 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	    rewrite_macs(skb, backend->pod_mac, backend->host_mac) ||
 	    /* A broadcast frame stays PACKET_BROADCAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
-		count(BPFNET_CTR_DROP_REWRITE_FAILED);
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	count(BPFNET_CTR_DHCP_REQUEST_RELAYED);
+	decide(BPFNET_CTR_DHCP_REQUEST_RELAYED);
 	if (backend->flags & BPFNET_BACKEND_REDIRECT_PEER)
 		return bpf_redirect_peer(backend->ifindex, 0);
 	return bpf_redirect(backend->ifindex, 0);
@@ -301,11 +312,11 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 	struct bootp_head head;
 
 	if (bootp_read(skb, pkt, &head) || head.op != BOOTP_REPLY) {
-		count(BPFNET_CTR_DROP_DHCP_MALFORMED);
+		decide(BPFNET_CTR_DROP_DHCP_MALFORMED);
 		return TC_ACT_SHOT;
 	}
 	if (!head.giaddr || head.giaddr != daddr) {
-		count(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
+		decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 		return TC_ACT_SHOT;
 	}
 	dhcp_hide_backend(skb, pkt, &head, saddr, service_ip);
@@ -320,7 +331,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 		struct bpfnet_neighbour *relay = bpf_map_lookup_elem(&neighbours, &daddr);
 		if (!relay) {
 			report_neighbour_miss(daddr, service_ip);
-			count(BPFNET_CTR_NEIGHBOUR_MISS);
+			decide(BPFNET_CTR_NEIGHBOUR_MISS);
 			return TC_ACT_SHOT;
 		}
 		mac_copy(to_mac, relay->mac);
@@ -329,11 +340,26 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 	if (nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
 	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, to_ip, pkt->dport, to_port) ||
 	    rewrite_macs(skb, to_mac, cfg->nic_mac)) {
-		count(BPFNET_CTR_DROP_REWRITE_FAILED);
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	count(BPFNET_CTR_DHCP_REPLY_RELAYED);
+	decide(BPFNET_CTR_DHCP_REPLY_RELAYED);
 	return bpf_redirect(cfg->nic_ifindex, 0);
+}
+
+/* What a DHCP packet was, for the trace: message type, transaction id, client hardware address. */
+static __always_inline void dhcp_trace_details(struct __sk_buff *skb, struct trace_scratch *s)
+{
+	struct ipv4_packet pkt = {.l4_off = s->l4_off, .l4_end = s->l4_end};
+	struct bootp_head head;
+	__u32 server_id_off;
+
+	if (bootp_read(skb, &pkt, &head))
+		return;
+	s->rec.dhcp_xid_be = head.xid;
+	if (head.htype == BOOTP_HTYPE_ETHERNET && head.hlen == 6)
+		mac_copy(s->rec.mac, head.chaddr);
+	dhcp_find_options(skb, &pkt, &server_id_off, &s->rec.dhcp_type);
 }
 
 #endif /* BPFNET_DHCP_H */

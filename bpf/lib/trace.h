@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Decisions and their trace. Every steering decision is counted through decide(); while `bpfnetctl trace`
+ * has switched tracing on (trace_control), the decision and the packet it was made for are also sent to
+ * user space through the trace ring buffer, one record per packet.
+ *
+ * The record is assembled in a per-CPU scratch entry while the program runs (a program runs to the end on
+ * one CPU) and sent when it returns. With tracing off, a program pays two array lookups per packet that
+ * is ours, and nothing for traffic that is not.
+ */
+#ifndef BPFNET_TRACE_H
+#define BPFNET_TRACE_H
+
+#include "parse.h"
+#include "maps.h"
+
+struct trace_scratch {
+	struct bpfnet_trace rec;
+	__u32 active;
+	__u32 l4_off; /* for the DHCP and TFTP details, read when the record is sent */
+	__u32 l4_end;
+	__u8 kind; /* enum bpfnet_port_kind of the listed port the packet was for */
+	__u8 pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct trace_scratch);
+} trace_scratch SEC(".maps");
+
+static __always_inline struct trace_scratch *tracing(void)
+{
+	__u32 key = 0;
+	struct trace_scratch *s = bpf_map_lookup_elem(&trace_scratch, &key);
+
+	return s && s->active ? s : NULL;
+}
+
+/* Starts a record for a packet that is ours (called before any decide() for it). */
+static __always_inline void trace_begin(enum bpfnet_hook hook)
+{
+	__u32 key = 0;
+	struct bpfnet_trace_control *control = bpf_map_lookup_elem(&trace_control, &key);
+	struct trace_scratch *s = bpf_map_lookup_elem(&trace_scratch, &key);
+
+	if (!s)
+		return;
+	s->active = control && control->enabled;
+	if (!s->active)
+		return;
+	__builtin_memset(&s->rec, 0, sizeof(s->rec));
+	s->rec.hook = hook;
+	s->rec.decision = BPFNET_CTR_MAX;
+	s->l4_off = 0;
+	s->l4_end = 0;
+	s->kind = 0;
+}
+
+/* Counts a decision (a path taken or a drop reason) and records it for the trace. */
+static __always_inline void decide(enum bpfnet_counter decision)
+{
+	count(decision);
+	struct trace_scratch *s = tracing();
+	if (s)
+		s->rec.decision = decision;
+}
+
+static __always_inline void trace_addresses(__be32 saddr, __be32 daddr, __u8 proto, const __u8 *mac)
+{
+	struct trace_scratch *s = tracing();
+
+	if (!s)
+		return;
+	s->rec.saddr_be = saddr;
+	s->rec.daddr_be = daddr;
+	s->rec.proto = proto;
+	mac_copy(s->rec.mac, mac);
+}
+
+static __always_inline void trace_ports(const struct ipv4_packet *pkt)
+{
+	struct trace_scratch *s = tracing();
+
+	if (!s)
+		return;
+	s->rec.sport_be = pkt->sport;
+	s->rec.dport_be = pkt->dport;
+	s->l4_off = pkt->l4_off;
+	s->l4_end = pkt->l4_end;
+}
+
+/* Where the packet was steered to: the backend on the way in, the service IP or client on the way out. */
+static __always_inline void trace_steered(__be32 to_addr, __be16 to_port, __u8 kind)
+{
+	struct trace_scratch *s = tracing();
+
+	if (!s)
+		return;
+	s->rec.to_addr_be = to_addr;
+	s->rec.to_port_be = to_port;
+	s->kind = kind;
+}
+
+/* Sends the record of an XDP decision; pass-through traffic is not a decision and is never traced. */
+static __always_inline void trace_end_xdp(void)
+{
+	struct trace_scratch *s = tracing();
+
+	if (!s || s->rec.decision >= BPFNET_CTR_MAX || s->rec.decision == BPFNET_CTR_PASS)
+		return;
+	s->rec.time_ns = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&trace, &s->rec, sizeof(s->rec), 0))
+		count(BPFNET_CTR_EVENT_LOST);
+}
+
+#endif /* BPFNET_TRACE_H */
