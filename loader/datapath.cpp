@@ -96,17 +96,21 @@ void ensure_pin_dir(const std::string &pin_dir) {
         throw SystemError(pin_dir + " is not on a bpf filesystem (mount -t bpf bpf /sys/fs/bpf)", ENOTSUP);
 }
 
-// Every map the object pins; a teardown removes exactly these files.
+// Every map the object pins, and so every file a teardown removes.
 constexpr const char *kMapNames[] = {BPFNET_MAP_IFACE,         BPFNET_MAP_HEARTBEAT,     BPFNET_MAP_SERVICE_IPS,
                                      BPFNET_MAP_SERVICES,      BPFNET_MAP_BACKEND_PORTS, BPFNET_MAP_BACKENDS,
                                      BPFNET_MAP_FLOWS,         BPFNET_MAP_NEIGHBOURS,    BPFNET_MAP_COUNTERS,
                                      BPFNET_MAP_EVENTS,        BPFNET_MAP_DHCP_SERVERS,  BPFNET_MAP_CONFLICTS,
                                      BPFNET_MAP_TRACE_CONTROL, BPFNET_MAP_TRACE};
 
+// Pins the maps of the shared layout, so a restarted loader and bpfnetctl find them. Maps private to the
+// programs (the trace scratch space) stay unpinned and go away with the programs.
 void set_pin_paths(bpf_object *obj, const std::string &pin_dir) {
-    bpf_map *map;
-    bpf_object__for_each_map(map, obj) {
-        std::string path = pin_dir + "/" + bpf_map__name(map);
+    for (const char *name : kMapNames) {
+        bpf_map *map = bpf_object__find_map_by_name(obj, name);
+        if (!map)
+            throw SystemError(std::string("bpf_object__find_map_by_name ") + name, ENOENT);
+        std::string path = pin_dir + "/" + name;
         check(bpf_map__set_pin_path(map, path.c_str()), "bpf_map__set_pin_path " + path);
     }
 }

@@ -113,8 +113,9 @@ bool datapath_identity_changed(const Config &a, const Config &b) {
 
 } // namespace
 
-StandaloneLoader::StandaloneLoader(std::string config_path, Config config)
-    : config_path_(std::move(config_path)), config_(std::move(config)), events_(nullptr, ring_buffer__free) {}
+StandaloneLoader::StandaloneLoader(std::string config_path, Config config, LoaderStatus &status)
+    : config_path_(std::move(config_path)), config_(std::move(config)), status_(status),
+      events_(nullptr, ring_buffer__free) {}
 
 StandaloneLoader::~StandaloneLoader() = default;
 
@@ -136,6 +137,8 @@ void StandaloneLoader::start() {
     log_info("tc program on the NIC ingress",
              {{"iface", config_.interface}, {"action", to_string(datapath_->tc_nic_action())}});
     arp_.emplace(nic.ifindex);
+    // The HTTP thread gets fds of its own, so it never shares an object with this thread.
+    status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(config_.pin_dir())));
     // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
     // the LAN is told so even though the maps already mark the service IP active.
     bool was_answering = heartbeat_fresh();
@@ -220,24 +223,36 @@ void StandaloneLoader::reload_config(bool forced) {
         next = load_config_file(config_path_);
     } catch (const ConfigError &e) {
         log_error("config rejected; keeping the running configuration", {{"error", e.what()}});
+        reload_failed(std::string("config rejected: ") + e.what());
         return;
     }
     // A file event with unchanged content changes nothing. SIGHUP re-applies even an unchanged file: the
-    // backend can move (a recreated pod gets a new veth) or vanish while the file stays the same.
-    if (next == config_ && !forced)
+    // backend can move (a recreated pod gets a new veth) or vanish while the file stays the same. After a
+    // failure even an unchanged file is applied again: reverting the file must make the loader ready again,
+    // and repair what a reconcile that failed half-way left in the maps.
+    if (next == config_ && !forced && status_.ready())
         return;
     if (datapath_identity_changed(next, config_)) {
         log_error("interface, pinRoot and xdpMode cannot change while running; restart the loader",
                   {{"config", config_path_}});
+        reload_failed("config not applied: interface, pinRoot and xdpMode cannot change while running");
         return;
     }
     try {
         apply(next); // locates the backend before it changes any map
         config_ = std::move(next);
+        status_.set_ready();
         log_info("config reloaded", {{"config", config_path_}});
     } catch (const std::exception &e) {
         log_error("config not applied; keeping the running configuration", {{"error", e.what()}});
+        reload_failed(std::string("config not applied: ") + e.what());
     }
+}
+
+// Not ready until a reload succeeds: the datapath keeps serving, but with a state the file no longer
+// describes, which is what the operator (and a DaemonSet rollout) must see.
+void StandaloneLoader::reload_failed(const std::string &reason) {
+    status_.set_not_ready(reason + "; still serving the previous state");
 }
 
 int StandaloneLoader::on_ring_event(void *ctx, void *data, size_t size) {
@@ -300,6 +315,8 @@ int StandaloneLoader::run() {
     for (int fd : {signals_.get(), heartbeat_timer_.get(), announce_timer_.get(), inotify_.get(),
                    ring_buffer__epoll_fd(events_.get())})
         watch(epoll_, fd);
+    // start() attached and reconciled; with the heartbeat timer and the event consumer in place, it serves.
+    status_.set_ready();
     log_info("serving", {{"iface", config_.interface}, {"service_ip", format_ipv4(config_.service_ip_be)}});
 
     for (;;) {

@@ -5,6 +5,7 @@
 #include "config.hpp"
 #include "datapath.hpp"
 #include "desired_state.hpp"
+#include "loader_status.hpp"
 #include "maps/unique_fd.hpp"
 
 #include <chrono>
@@ -20,7 +21,9 @@ namespace bpfnet {
 
 class StandaloneLoader {
 public:
-    StandaloneLoader(std::string config_path, Config config);
+    // status: where the loader reports readiness and publishes its maps for the HTTP endpoints; it must
+    // outlive the loader.
+    StandaloneLoader(std::string config_path, Config config, LoaderStatus &status);
     ~StandaloneLoader();
 
     // Attaches (or adopts) the datapath and fills the maps. Throws on failure, with nothing half attached.
@@ -37,6 +40,7 @@ private:
     void write_heartbeat();
     // Re-reads the file and applies it if valid; `forced` (SIGHUP) also re-applies an unchanged one.
     void reload_config(bool forced);
+    void reload_failed(const std::string &reason);
     void announce(const std::vector<__be32> &service_ips, const Config &config);
     void send_next_announcement();
     void handle_event(const struct bpfnet_event &event);
@@ -46,6 +50,7 @@ private:
 
     std::string config_path_;
     Config config_;
+    LoaderStatus &status_;
     std::unique_ptr<Datapath> datapath_;
     std::optional<ArpSender> arp_;
     MacAddress nic_mac_{};

@@ -320,11 +320,13 @@ run_loader() {
 
 loader_serving() { grep -q 'serving' "$LOADER_LOG"; }
 
-# loader_start CONFIG LOGFILE: starts the loader in the background and waits until it serves.
+# loader_start CONFIG LOGFILE [ARGS...]: starts the loader (with ARGS added to its command line) in the
+# background and waits until it serves.
 loader_start() {
     local config=$1
     LOADER_LOG=$2
-    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$config" --log-level debug >"$LOADER_LOG" 2>&1 &
+    shift 2
+    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$config" --log-level debug "$@" >"$LOADER_LOG" 2>&1 &
     LOADER_PID=$!
     E2E_PIDS+=("$LOADER_PID")
     local started
