@@ -337,6 +337,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 		mac_copy(to_mac, relay->mac);
 	}
 
+	trace_steered(to_ip, to_port, BPFNET_KIND_DHCP);
 	if (nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
 	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, to_ip, pkt->dport, to_port) ||
 	    rewrite_macs(skb, to_mac, cfg->nic_mac)) {

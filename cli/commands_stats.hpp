@@ -1,0 +1,31 @@
+// `bpfnetctl stats`: every datapath counter, summed over CPUs, as paths (what the datapath did) and drops
+// (by reason: the counter name without "drop_"). `--watch` samples every interval and adds rates per second.
+#pragma once
+
+#include "cli/output.hpp"
+
+#include <linux/types.h>
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace bpfnet::cli {
+
+// Indexed by enum bpfnet_counter.
+using CounterValues = std::vector<__u64>;
+
+bool is_drop_counter(const std::string &name);
+std::string drop_reason(const std::string &name); // "drop_not_allowed" -> "not_allowed"
+
+// Per second between two samples `seconds` apart; a counter that went down (datapath re-created) is 0.
+std::vector<double> counter_rates(const CounterValues &before, const CounterValues &after, double seconds);
+
+// rates: only in --watch, one per counter.
+void print_stats_table(std::ostream &out, const CounterValues &totals, const std::vector<double> *rates = nullptr);
+Json stats_json(const CounterValues &totals);
+// A --watch line: the totals, the seconds between the two samples, and the rates.
+Json stats_watch_json(const CounterValues &totals, const std::vector<double> &rates, double seconds);
+
+} // namespace bpfnet::cli

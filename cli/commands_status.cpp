@@ -1,0 +1,228 @@
+#include "cli/commands_status.hpp"
+
+#include "cli/commands.hpp"
+#include "maps/layout.hpp"
+
+#include <net/if.h>
+
+#include <algorithm>
+#include <arpa/inet.h>
+
+namespace bpfnet::cli {
+
+namespace {
+
+double seconds_since(__u64 then_ns, __u64 now_ns) {
+    // A stamp from "the future" (read racing a write) is 0 s old, not a huge unsigned age.
+    return then_ns >= now_ns ? 0.0 : static_cast<double>(now_ns - then_ns) / 1e9;
+}
+
+std::string if_name(__u32 ifindex) {
+    char name[IF_NAMESIZE] = {};
+    return if_indextoname(ifindex, name) ? name : "";
+}
+
+bool by_address(__be32 a, __be32 b) {
+    return ntohl(a) < ntohl(b);
+}
+
+std::vector<ServiceIpStatus> read_service_ips(const DatapathMaps &maps) {
+    std::vector<ServiceIpStatus> out;
+    for (const auto &[ip, entry] : maps.service_ips.entries())
+        out.push_back({ip, (entry.flags & BPFNET_SERVICE_IP_ACTIVE) != 0});
+    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip_be, b.ip_be); });
+    return out;
+}
+
+std::vector<BackendStatus> read_backends(const DatapathMaps &maps, __u32 map_id) {
+    std::vector<BackendStatus> out;
+    for (const auto &[ip, entry] : maps.backends.entries())
+        out.push_back(
+            {ip, entry.ifindex, if_name(entry.ifindex), query_tc_ingress(static_cast<int>(entry.ifindex), map_id)});
+    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip_be, b.ip_be); });
+    return out;
+}
+
+std::vector<ConflictStatus> read_conflicts(const DatapathMaps &maps, __u64 now_ns) {
+    std::vector<ConflictStatus> out;
+    for (const auto &[ip, entry] : maps.conflicts.entries())
+        out.push_back({ip, to_mac(entry.mac), seconds_since(entry.last_seen_ns, now_ns)});
+    std::sort(out.begin(), out.end(),
+              [](const auto &a, const auto &b) { return by_address(a.service_ip_be, b.service_ip_be); });
+    return out;
+}
+
+std::string describe_hook(const HookState &hook) {
+    if (!hook.attached)
+        return "NOT ATTACHED";
+    std::string text = hook.program + " (id " + std::to_string(hook.program_id) + ")";
+    if (!hook.mode.empty())
+        text += ", " + hook.mode;
+    if (hook.dispatcher)
+        text += *hook.dispatcher ? ", via libxdp dispatcher" : ", plain attach (no dispatcher)";
+    return text;
+}
+
+std::string describe_heartbeat(const StatusView &status) {
+    std::string timeout = "timeout " + format_seconds(status.heartbeat_timeout_seconds);
+    switch (status.heartbeat()) {
+    case HeartbeatState::Never:
+        return "never written (" + timeout + "): no ARP answers";
+    case HeartbeatState::Stale:
+        return "STALE: " + format_seconds(*status.heartbeat_age_seconds) + " ago (" + timeout +
+               "): loader not running, no ARP answers";
+    case HeartbeatState::Fresh:
+        break;
+    }
+    return "fresh: " + format_seconds(*status.heartbeat_age_seconds) + " ago (" + timeout + ")";
+}
+
+std::string describe_service_ip(const StatusView &status, const ServiceIpStatus &ip) {
+    std::string text = format_ipv4(ip.ip_be);
+    if (!ip.active)
+        return text + ": inactive (not the owner here, or no backend)";
+    text += ": active (owner)";
+    return text + (status.answering_arp(ip) ? ", answering ARP" : ", NOT answering ARP (heartbeat not fresh)");
+}
+
+std::string describe_backend(const BackendStatus &backend) {
+    std::string text = format_ipv4(backend.ip_be) + " on " + (backend.veth.empty() ? "?" : backend.veth) +
+                       " (ifindex " + std::to_string(backend.ifindex) + "), pod hook ";
+    return text + (backend.pod_hook.attached ? backend.pod_hook.program : "NOT ATTACHED: replies cannot leave");
+}
+
+const char *heartbeat_name(HeartbeatState state) {
+    switch (state) {
+    case HeartbeatState::Fresh:
+        return "fresh";
+    case HeartbeatState::Stale:
+        return "stale";
+    case HeartbeatState::Never:
+        break;
+    }
+    return "never";
+}
+
+Json optional_ip(__be32 ip_be) {
+    return ip_be ? Json(format_ipv4(ip_be)) : Json(nullptr);
+}
+
+void run_status(Context &context) {
+    DatapathMaps maps = context.open_datapath();
+    StatusView status = read_status(maps, context.options.interface);
+    if (context.json())
+        print_json(context.out, status_json(status));
+    else
+        print_status_table(context.out, status);
+}
+
+} // namespace
+
+HeartbeatState StatusView::heartbeat() const {
+    if (!heartbeat_age_seconds)
+        return HeartbeatState::Never;
+    return *heartbeat_age_seconds <= heartbeat_timeout_seconds ? HeartbeatState::Fresh : HeartbeatState::Stale;
+}
+
+StatusView read_status(const DatapathMaps &maps, const std::string &interface) {
+    const __u64 now = monotonic_now_ns();
+    const bpfnet_iface iface = maps.iface.lookup(0).value_or(bpfnet_iface{});
+    const __u32 map_id = map_id_of(maps.iface.fd());
+    StatusView status;
+    status.interface = interface;
+    status.ifindex = iface.nic_ifindex;
+    status.nic_mac = to_mac(iface.nic_mac);
+    status.subnet_be = iface.subnet_be;
+    status.subnet_mask_be = iface.subnet_mask_be;
+    status.dhcp_service_ip_be = iface.dhcp_service_ip_be;
+    if (iface.nic_ifindex) {
+        status.xdp = query_xdp(static_cast<int>(iface.nic_ifindex), map_id);
+        status.tc_ingress = query_tc_ingress(static_cast<int>(iface.nic_ifindex), map_id);
+    }
+    auto heartbeat = maps.heartbeat.lookup(0);
+    if (heartbeat && heartbeat->monotonic_ns)
+        status.heartbeat_age_seconds = seconds_since(heartbeat->monotonic_ns, now);
+    status.heartbeat_timeout_seconds = static_cast<double>(iface.heartbeat_timeout_ns) / 1e9;
+    status.service_ips = read_service_ips(maps);
+    status.backends = read_backends(maps, map_id);
+    status.conflicts_seen = maps.counters.sum(BPFNET_CTR_ARP_CONFLICT);
+    status.conflicts = read_conflicts(maps, now);
+    return status;
+}
+
+void print_status_table(std::ostream &out, const StatusView &status) {
+    KeyValueList list;
+    list.add("interface", status.interface + " (ifindex " + std::to_string(status.ifindex) + ", mac " +
+                              format_mac(status.nic_mac) + ")");
+    list.add("subnet", format_prefix(status.subnet_be, status.subnet_mask_be));
+    list.add("xdp", describe_hook(status.xdp));
+    list.add("tc ingress", describe_hook(status.tc_ingress));
+    list.add("heartbeat", describe_heartbeat(status));
+    for (const auto &ip : status.service_ips)
+        list.add("service IP", describe_service_ip(status, ip));
+    if (status.service_ips.empty())
+        list.add("service IP", "none");
+    list.add("dhcp relay", status.dhcp_service_ip_be ? "for " + format_ipv4(status.dhcp_service_ip_be) : "off");
+    for (const auto &backend : status.backends)
+        list.add("backend", describe_backend(backend));
+    if (status.backends.empty())
+        list.add("backend", "none: service traffic is dropped (drop_no_backend)");
+    list.add("conflicts",
+             status.conflicts_seen ? std::to_string(status.conflicts_seen) + " seen (arp_conflict)" : "none seen");
+    for (const auto &conflict : status.conflicts)
+        list.add("conflict", format_ipv4(conflict.service_ip_be) + " claimed by " + format_mac(conflict.mac) + ", " +
+                                 format_seconds(conflict.age_seconds) + " ago");
+    list.print(out);
+}
+
+Json hook_json(const HookState &hook) {
+    Json json;
+    json["attached"] = hook.attached;
+    json["program"] = hook.attached ? Json(hook.program) : Json(nullptr);
+    json["program_id"] = hook.attached ? Json(hook.program_id) : Json(nullptr);
+    return json;
+}
+
+Json status_json(const StatusView &status) {
+    Json json;
+    json["interface"] = {{"name", status.interface}, {"ifindex", status.ifindex}, {"mac", format_mac(status.nic_mac)}};
+    json["subnet"] = format_prefix(status.subnet_be, status.subnet_mask_be);
+    json["dhcp_service_ip"] = optional_ip(status.dhcp_service_ip_be);
+
+    Json xdp = hook_json(status.xdp);
+    xdp["mode"] = status.xdp.attached ? Json(status.xdp.mode) : Json(nullptr);
+    xdp["dispatcher"] = status.xdp.dispatcher ? Json(*status.xdp.dispatcher) : Json(nullptr);
+    json["hooks"] = {{"xdp", xdp}, {"tc_ingress", hook_json(status.tc_ingress)}};
+
+    json["heartbeat"] = {
+        {"state", heartbeat_name(status.heartbeat())},
+        {"age_seconds", status.heartbeat_age_seconds ? Json(json_seconds(*status.heartbeat_age_seconds)) : Json()},
+        {"timeout_seconds", json_seconds(status.heartbeat_timeout_seconds)}};
+
+    json["service_ips"] = Json::array();
+    for (const auto &ip : status.service_ips)
+        json["service_ips"].push_back(
+            {{"ip", format_ipv4(ip.ip_be)}, {"active", ip.active}, {"answering_arp", status.answering_arp(ip)}});
+
+    json["backends"] = Json::array();
+    for (const auto &backend : status.backends)
+        json["backends"].push_back({{"ip", format_ipv4(backend.ip_be)},
+                                    {"veth", backend.veth.empty() ? Json(nullptr) : Json(backend.veth)},
+                                    {"ifindex", backend.ifindex},
+                                    {"pod_hook", hook_json(backend.pod_hook)}});
+
+    Json entries = Json::array();
+    for (const auto &conflict : status.conflicts)
+        entries.push_back({{"service_ip", format_ipv4(conflict.service_ip_be)},
+                           {"mac", format_mac(conflict.mac)},
+                           {"age_seconds", json_seconds(conflict.age_seconds)}});
+    json["conflicts"] = {{"seen", status.conflicts_seen}, {"entries", entries}};
+    return json;
+}
+
+void add_status_command(CLI::App &app, CommandSet &commands) {
+    auto *sub = app.add_subcommand("status", "attach state, service IPs, backend, loader heartbeat, conflicts");
+    commands.add(sub, run_status);
+}
+
+} // namespace bpfnet::cli

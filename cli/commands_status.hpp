@@ -1,0 +1,63 @@
+// `bpfnetctl status`: one look at the datapath of an interface: what is attached, whether this node
+// answers for its service IPs, where the backend is, whether the loader is alive, and who else claims the
+// service IPs. Read from the kernel into StatusView; rendered from StatusView only (unit-tested).
+#pragma once
+
+#include "cli/hooks.hpp"
+#include "cli/output.hpp"
+#include "maps/datapath_maps.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bpfnet::cli {
+
+struct ServiceIpStatus {
+    __be32 ip_be = 0;
+    bool active = false; // this node owns it (the ACTIVE flag): it answers ARP while the heartbeat is fresh
+};
+
+struct BackendStatus {
+    __be32 ip_be = 0;
+    __u32 ifindex = 0;
+    std::string veth; // empty when the ifindex has no name here any more
+    HookState pod_hook;
+};
+
+struct ConflictStatus {
+    __be32 service_ip_be = 0;
+    Mac mac{};
+    double age_seconds = 0;
+};
+
+enum class HeartbeatState { Fresh, Stale, Never };
+
+struct StatusView {
+    std::string interface;
+    __u32 ifindex = 0;
+    Mac nic_mac{};
+    __be32 subnet_be = 0;
+    __be32 subnet_mask_be = 0;
+    __be32 dhcp_service_ip_be = 0; // 0: no service IP relays DHCP
+    HookState xdp;
+    HookState tc_ingress;
+    std::optional<double> heartbeat_age_seconds; // nullopt: never written
+    double heartbeat_timeout_seconds = 0;
+    std::vector<ServiceIpStatus> service_ips;
+    std::vector<BackendStatus> backends;
+    __u64 conflicts_seen = 0; // the arp_conflict counter
+    std::vector<ConflictStatus> conflicts;
+
+    HeartbeatState heartbeat() const;
+    // What the datapath does for ARP: active and a live loader.
+    bool answering_arp(const ServiceIpStatus &ip) const { return ip.active && heartbeat() == HeartbeatState::Fresh; }
+};
+
+StatusView read_status(const DatapathMaps &maps, const std::string &interface);
+void print_status_table(std::ostream &out, const StatusView &status);
+Json status_json(const StatusView &status);
+
+Json hook_json(const HookState &hook);
+
+} // namespace bpfnet::cli

@@ -1,0 +1,223 @@
+#include "cli/commands_tables.hpp"
+
+#include "cli/commands.hpp"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+
+namespace bpfnet::cli {
+
+namespace {
+
+// Orders by numeric address, then by the rest: tables read top-down like `ip route`.
+void sort_services(ServiceEntries &entries) {
+    std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) {
+        return std::make_tuple(ntohl(a.first.service_ip_be), a.first.proto, ntohs(a.first.port_be)) <
+               std::make_tuple(ntohl(b.first.service_ip_be), b.first.proto, ntohs(b.first.port_be));
+    });
+}
+
+void sort_flows(FlowEntries &entries) {
+    auto key = [](const bpfnet_flow_key &k) {
+        return std::make_tuple(ntohl(k.remote_ip_be), ntohs(k.remote_port_be), ntohl(k.service_ip_be),
+                               ntohs(k.service_port_be), k.proto);
+    };
+    std::sort(entries.begin(), entries.end(),
+              [&](const auto &a, const auto &b) { return key(a.first) < key(b.first); });
+}
+
+template <typename Entries>
+void sort_by_ip(Entries &entries) {
+    std::sort(entries.begin(), entries.end(),
+              [](const auto &a, const auto &b) { return ntohl(a.first) < ntohl(b.first); });
+}
+
+std::string redirect_mode(const bpfnet_backend &backend) {
+    // peer: bpf_redirect_peer straight into the pod's namespace (veth); plain: bpf_redirect to the device.
+    return (backend.flags & BPFNET_BACKEND_REDIRECT_PEER) ? "peer" : "plain";
+}
+
+// A service whose backend IP is 0 has no backend on this node: its traffic is dropped (drop_no_backend).
+bool has_backend(const bpfnet_service &service) {
+    return service.backend_ip_be != 0;
+}
+
+std::string if_name(__u32 ifindex) {
+    char name[IF_NAMESIZE] = {};
+    return if_indextoname(ifindex, name) ? name : "";
+}
+
+void run_services(Context &context) {
+    DatapathMaps maps = context.open_datapath();
+    if (context.json())
+        print_json(context.out, services_json(maps.services.entries()));
+    else
+        print_services_table(context.out, maps.services.entries());
+}
+
+void run_backends(Context &context) {
+    DatapathMaps maps = context.open_datapath();
+    std::vector<BackendRow> rows;
+    for (const auto &[ip, entry] : maps.backends.entries())
+        rows.push_back({ip, entry, if_name(entry.ifindex)});
+    if (context.json())
+        print_json(context.out, backends_json(std::move(rows)));
+    else
+        print_backends_table(context.out, std::move(rows));
+}
+
+struct FlowArgs {
+    std::string host;
+    std::string port;
+};
+
+void run_flows(Context &context, const FlowArgs &args) {
+    FlowFilter filter;
+    if (!args.host.empty())
+        filter.host_be = parse_ipv4(args.host, "--host");
+    if (!args.port.empty())
+        filter.port = parse_port(args.port, "--port");
+    DatapathMaps maps = context.open_datapath();
+    FlowEntries entries;
+    for (const auto &entry : maps.flows.entries())
+        if (filter.matches(entry.first))
+            entries.push_back(entry);
+    if (context.json())
+        print_json(context.out, flows_json(std::move(entries)));
+    else
+        print_flows_table(context.out, std::move(entries));
+}
+
+void run_neighbours(Context &context) {
+    DatapathMaps maps = context.open_datapath();
+    if (context.json())
+        print_json(context.out, neighbours_json(maps.neighbours.entries()));
+    else
+        print_neighbours_table(context.out, maps.neighbours.entries());
+}
+
+} // namespace
+
+bool FlowFilter::matches(const bpfnet_flow_key &key) const {
+    if (host_be && key.remote_ip_be != *host_be)
+        return false;
+    return !port || ntohs(key.remote_port_be) == *port || ntohs(key.service_port_be) == *port;
+}
+
+void print_services_table(std::ostream &out, ServiceEntries entries) {
+    sort_services(entries);
+    TextTable table({"SERVICE IP", "PROTO", "PORT", "KIND", "BACKEND"});
+    for (const auto &[key, service] : entries)
+        table.add_row({format_ipv4(key.service_ip_be), format_protocol(key.proto), std::to_string(ntohs(key.port_be)),
+                       format_kind(service.kind),
+                       has_backend(service) ? format_endpoint(service.backend_ip_be, service.backend_port_be)
+                                            : "none (port " + std::to_string(ntohs(service.backend_port_be)) + ")"});
+    table.print(out);
+}
+
+Json services_json(ServiceEntries entries) {
+    sort_services(entries);
+    Json list = Json::array();
+    for (const auto &[key, service] : entries)
+        list.push_back({{"service_ip", format_ipv4(key.service_ip_be)},
+                        {"protocol", format_protocol(key.proto)},
+                        {"port", ntohs(key.port_be)},
+                        {"kind", format_kind(service.kind)},
+                        {"backend_ip", has_backend(service) ? Json(format_ipv4(service.backend_ip_be)) : Json()},
+                        {"backend_port", ntohs(service.backend_port_be)}});
+    return {{"services", list}};
+}
+
+void print_backends_table(std::ostream &out, std::vector<BackendRow> rows) {
+    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return ntohl(a.ip_be) < ntohl(b.ip_be); });
+    TextTable table({"BACKEND IP", "VETH", "IFINDEX", "POD MAC", "VETH MAC", "REDIRECT", "EGRESS SERVICE IP"});
+    for (const auto &row : rows)
+        table.add_row({format_ipv4(row.ip_be), row.veth.empty() ? "?" : row.veth, std::to_string(row.entry.ifindex),
+                       format_mac(row.entry.pod_mac), format_mac(row.entry.host_mac), redirect_mode(row.entry),
+                       format_ipv4(row.entry.service_ip_be)});
+    table.print(out);
+}
+
+Json backends_json(std::vector<BackendRow> rows) {
+    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return ntohl(a.ip_be) < ntohl(b.ip_be); });
+    Json list = Json::array();
+    for (const auto &row : rows)
+        list.push_back({{"ip", format_ipv4(row.ip_be)},
+                        {"veth", row.veth.empty() ? Json() : Json(row.veth)},
+                        {"ifindex", row.entry.ifindex},
+                        {"pod_mac", format_mac(row.entry.pod_mac)},
+                        {"veth_mac", format_mac(row.entry.host_mac)},
+                        {"redirect", redirect_mode(row.entry)},
+                        {"egress_service_ip", format_ipv4(row.entry.service_ip_be)}});
+    return {{"backends", list}};
+}
+
+void print_flows_table(std::ostream &out, FlowEntries entries) {
+    sort_flows(entries);
+    TextTable table({"HOST", "", "SERVICE", "PROTO", "BACKEND"});
+    for (const auto &[key, flow] : entries)
+        table.add_row({format_endpoint(key.remote_ip_be, key.remote_port_be), "<->",
+                       format_endpoint(key.service_ip_be, key.service_port_be), format_protocol(key.proto),
+                       format_endpoint(flow.backend_ip_be, flow.backend_port_be)});
+    table.print(out);
+}
+
+Json flows_json(FlowEntries entries) {
+    sort_flows(entries);
+    Json list = Json::array();
+    for (const auto &[key, flow] : entries)
+        list.push_back({{"host_ip", format_ipv4(key.remote_ip_be)},
+                        {"host_port", ntohs(key.remote_port_be)},
+                        {"service_ip", format_ipv4(key.service_ip_be)},
+                        {"service_port", ntohs(key.service_port_be)},
+                        {"protocol", format_protocol(key.proto)},
+                        {"backend_ip", format_ipv4(flow.backend_ip_be)},
+                        {"backend_port", ntohs(flow.backend_port_be)}});
+    return {{"flows", list}};
+}
+
+void print_neighbours_table(std::ostream &out, NeighbourEntries entries) {
+    sort_by_ip(entries);
+    TextTable table({"IP", "MAC"});
+    for (const auto &[ip, neighbour] : entries)
+        table.add_row({format_ipv4(ip), format_mac(neighbour.mac)});
+    table.print(out);
+}
+
+Json neighbours_json(NeighbourEntries entries) {
+    sort_by_ip(entries);
+    Json list = Json::array();
+    for (const auto &[ip, neighbour] : entries)
+        list.push_back({{"ip", format_ipv4(ip)}, {"mac", format_mac(neighbour.mac)}});
+    return {{"neighbours", list}};
+}
+
+void add_services_command(CLI::App &app, CommandSet &commands) {
+    auto *sub = app.add_subcommand("services", "listed ports of the service IPs and the backend each is steered to");
+    commands.add(sub, run_services);
+}
+
+void add_backends_command(CLI::App &app, CommandSet &commands) {
+    auto *sub = app.add_subcommand("backends", "backend pods on this node: veth, MACs, redirect mode");
+    commands.add(sub, run_backends);
+}
+
+void add_flows_command(CLI::App &app, CommandSet &commands) {
+    auto args = std::make_shared<FlowArgs>();
+    auto *sub = app.add_subcommand("flows", "flows recorded on the way back (TFTP transfers, the pod's own calls)");
+    sub->add_option("--host", args->host, "only flows of this host IP");
+    sub->add_option("--port", args->port, "only flows with this port, on the host's or the service's side");
+    commands.add(sub, [args](Context &context) { run_flows(context, *args); });
+}
+
+void add_neighbours_command(CLI::App &app, CommandSet &commands) {
+    auto *sub = app.add_subcommand("neighbours", "hosts on the provisioning LAN the datapath learned MACs of");
+    sub->alias("neighbors");
+    commands.add(sub, run_neighbours);
+}
+
+} // namespace bpfnet::cli

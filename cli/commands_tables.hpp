@@ -1,0 +1,45 @@
+// `bpfnetctl services | backends | flows | neighbours`: the maps as tables, sorted by address. Each
+// command reads its map into plain rows; the renderers take rows only, so they are unit-tested with fakes.
+#pragma once
+
+#include "cli/output.hpp"
+#include "maps/bpfnet_maps.h"
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfnet::cli {
+
+using ServiceEntries = std::vector<std::pair<bpfnet_service_key, bpfnet_service>>;
+using FlowEntries = std::vector<std::pair<bpfnet_flow_key, bpfnet_flow>>;
+using NeighbourEntries = std::vector<std::pair<__be32, bpfnet_neighbour>>;
+
+struct BackendRow {
+    __be32 ip_be = 0;
+    bpfnet_backend entry{};
+    std::string veth; // if_indextoname of entry.ifindex; empty when the veth is gone
+};
+
+// Filters of `flows`: by host address, and by port (the host's or the service's).
+struct FlowFilter {
+    std::optional<__be32> host_be;
+    std::optional<__u16> port; // host byte order
+    bool matches(const bpfnet_flow_key &key) const;
+};
+
+void print_services_table(std::ostream &out, ServiceEntries entries);
+Json services_json(ServiceEntries entries);
+
+void print_backends_table(std::ostream &out, std::vector<BackendRow> rows);
+Json backends_json(std::vector<BackendRow> rows);
+
+void print_flows_table(std::ostream &out, FlowEntries entries);
+Json flows_json(FlowEntries entries);
+
+void print_neighbours_table(std::ostream &out, NeighbourEntries entries);
+Json neighbours_json(NeighbourEntries entries);
+
+} // namespace bpfnet::cli

@@ -1,0 +1,227 @@
+#include "cli/hooks.hpp"
+
+#include "maps/bpfnet_maps.h"
+#include "maps/system_error.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace bpfnet::cli {
+
+namespace {
+
+struct ProgramInfo {
+    __u32 id = 0;
+    __u32 type = 0;
+    std::string name;
+    std::string tag;
+    std::vector<__u32> map_ids;
+
+    bool uses_map(__u32 map_id) const { return std::find(map_ids.begin(), map_ids.end(), map_id) != map_ids.end(); }
+};
+
+// Invalid when the program went away between listing and opening it.
+UniqueFd prog_fd_by_id(__u32 id) {
+    int fd = bpf_prog_get_fd_by_id(id);
+    if (fd >= 0)
+        return UniqueFd(fd);
+    if (errno == ENOENT)
+        return UniqueFd();
+    throw SystemError("bpf_prog_get_fd_by_id " + std::to_string(id), errno);
+}
+
+ProgramInfo program_info(int prog_fd) {
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
+        throw SystemError("bpf_obj_get_info_by_fd (program)", errno);
+    ProgramInfo out;
+    out.id = info.id;
+    out.type = info.type;
+    out.name.assign(info.name, strnlen(info.name, sizeof(info.name)));
+    out.tag.assign(reinterpret_cast<const char *>(info.tag), sizeof(info.tag));
+    // The map ids take a second call with room for them.
+    out.map_ids.resize(info.nr_map_ids);
+    if (!out.map_ids.empty()) {
+        bpf_prog_info with_maps{};
+        with_maps.nr_map_ids = static_cast<__u32>(out.map_ids.size());
+        with_maps.map_ids = reinterpret_cast<__u64>(out.map_ids.data());
+        len = sizeof(with_maps);
+        if (bpf_obj_get_info_by_fd(prog_fd, &with_maps, &len) != 0)
+            throw SystemError("bpf_obj_get_info_by_fd (program maps)", errno);
+        out.map_ids.resize(std::min<size_t>(with_maps.nr_map_ids, out.map_ids.size()));
+    }
+    return out;
+}
+
+// The hook state for program `id` if it belongs to this datapath; not attached otherwise.
+HookState ours(__u32 id, __u32 datapath_map_id) {
+    UniqueFd fd = prog_fd_by_id(id);
+    if (!fd.valid())
+        return {};
+    ProgramInfo info = program_info(fd.get());
+    if (!info.uses_map(datapath_map_id))
+        return {};
+    HookState state;
+    state.attached = true;
+    state.program = info.name;
+    state.program_id = info.id;
+    return state;
+}
+
+std::string xdp_mode_name(enum xdp_attach_mode mode) {
+    switch (mode) {
+    case XDP_MODE_SKB:
+        return "generic";
+    case XDP_MODE_HW:
+        return "offload";
+    default:
+        return "native";
+    }
+}
+
+bpf_tc_hook ingress_hook(int ifindex) {
+    bpf_tc_hook hook{};
+    hook.sz = sizeof(hook);
+    hook.ifindex = ifindex;
+    hook.attach_point = BPF_TC_INGRESS;
+    return hook;
+}
+
+bpf_tc_opts bpfnet_filter(int prog_fd, __u32 flags) {
+    bpf_tc_opts opts{};
+    opts.sz = sizeof(opts);
+    opts.prog_fd = prog_fd;
+    opts.flags = flags;
+    opts.handle = BPFNET_TC_HANDLE;
+    opts.priority = BPFNET_TC_PRIORITY;
+    return opts;
+}
+
+// The id of the program in bpfnet's filter on ifindex's ingress, or 0 when there is no such filter.
+__u32 tc_ingress_program_id(int ifindex) {
+    bpf_tc_hook hook = ingress_hook(ifindex);
+    bpf_tc_opts query = bpfnet_filter(0, 0);
+    int err = bpf_tc_query(&hook, &query);
+    if (err == 0)
+        return query.prog_id;
+    // ENOENT: the chain has other filters but not ours; EINVAL: no filter chain (or no clsact) at all;
+    // ENODEV: the interface is gone.
+    if (err == -ENOENT || err == -EINVAL || err == -ENODEV)
+        return 0;
+    throw SystemError("bpf_tc_query ifindex " + std::to_string(ifindex), -err);
+}
+
+void check(int err, const std::string &call) {
+    if (err < 0)
+        throw SystemError(call, -err);
+}
+
+} // namespace
+
+__u32 map_id_of(int map_fd) {
+    bpf_map_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(map_fd, &info, &len) != 0)
+        throw SystemError("bpf_obj_get_info_by_fd (map)", errno);
+    return info.id;
+}
+
+HookState query_xdp(int ifindex, __u32 datapath_map_id) {
+    std::unique_ptr<xdp_multiprog, void (*)(xdp_multiprog *)> mp(xdp_multiprog__get_from_ifindex(ifindex),
+                                                                 xdp_multiprog__close);
+    long err = libxdp_get_error(mp.get());
+    if (err || !mp) {
+        mp.release(); // an error pointer, not an object to close
+        // ENOENT: no XDP program; ENODEV: the interface is gone (and its programs with it).
+        if (err == -ENOENT || err == -ENODEV || err == 0)
+            return {};
+        throw SystemError("xdp_multiprog__get_from_ifindex " + std::to_string(ifindex), static_cast<int>(-err));
+    }
+    bool dispatcher = !xdp_multiprog__is_legacy(mp.get());
+    std::vector<const xdp_program *> programs;
+    if (dispatcher) {
+        for (xdp_program *p = xdp_multiprog__next_prog(nullptr, mp.get()); p; p = xdp_multiprog__next_prog(p, mp.get()))
+            programs.push_back(p);
+    } else if (const xdp_program *main = xdp_multiprog__main_prog(mp.get())) {
+        programs.push_back(main);
+    }
+    for (const xdp_program *p : programs) {
+        HookState state = ours(xdp_program__id(p), datapath_map_id);
+        if (!state.attached)
+            continue;
+        state.mode = xdp_mode_name(xdp_multiprog__attach_mode(mp.get()));
+        state.dispatcher = dispatcher;
+        return state;
+    }
+    return {};
+}
+
+HookState query_tc_ingress(int ifindex, __u32 datapath_map_id) {
+    __u32 id = tc_ingress_program_id(ifindex);
+    return id ? ours(id, datapath_map_id) : HookState{};
+}
+
+UniqueFd find_pod_program(__u32 datapath_map_id) {
+    UniqueFd best;
+    __u32 best_id = 0;
+    __u32 id = 0;
+    while (bpf_prog_get_next_id(id, &id) == 0) {
+        UniqueFd fd = prog_fd_by_id(id);
+        if (!fd.valid())
+            continue;
+        ProgramInfo info = program_info(fd.get());
+        if (info.type != BPF_PROG_TYPE_SCHED_CLS || info.name != BPFNET_PROG_TC_POD || !info.uses_map(datapath_map_id))
+            continue;
+        // Two instances share the maps while a restarted loader has adopted the old one; the newest is the
+        // running loader's.
+        if (id > best_id) {
+            best = std::move(fd);
+            best_id = id;
+        }
+    }
+    if (errno != ENOENT)
+        throw SystemError("bpf_prog_get_next_id", errno);
+    return best;
+}
+
+PodHookAction attach_pod_program(int ifindex, int prog_fd, __u32 datapath_map_id) {
+    const std::string where = "ifindex " + std::to_string(ifindex);
+    bpf_tc_hook hook = ingress_hook(ifindex);
+    int err = bpf_tc_hook_create(&hook);
+    if (err && err != -EEXIST)
+        check(err, "bpf_tc_hook_create " + where);
+
+    if (__u32 current = tc_ingress_program_id(ifindex)) {
+        UniqueFd current_fd = prog_fd_by_id(current);
+        ProgramInfo wanted = program_info(prog_fd);
+        if (current_fd.valid()) {
+            ProgramInfo attached = program_info(current_fd.get());
+            if (attached.tag == wanted.tag && attached.uses_map(datapath_map_id))
+                return PodHookAction::AlreadyAttached;
+        }
+        bpf_tc_opts replace = bpfnet_filter(prog_fd, BPF_TC_F_REPLACE);
+        check(bpf_tc_attach(&hook, &replace), "bpf_tc_attach (replace) " + where);
+        return PodHookAction::Replaced;
+    }
+    bpf_tc_opts attach = bpfnet_filter(prog_fd, 0);
+    check(bpf_tc_attach(&hook, &attach), "bpf_tc_attach " + where);
+    return PodHookAction::Attached;
+}
+
+void detach_pod_program(int ifindex) {
+    bpf_tc_hook hook = ingress_hook(ifindex);
+    bpf_tc_opts filter = bpfnet_filter(0, 0);
+    int err = bpf_tc_detach(&hook, &filter);
+    if (err && err != -ENOENT && err != -ENODEV && err != -EINVAL)
+        check(err, "bpf_tc_detach ifindex " + std::to_string(ifindex));
+}
+
+} // namespace bpfnet::cli

@@ -1,0 +1,95 @@
+#include "cli/options.hpp"
+
+#include "cli/errors.hpp"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace bpfnet::cli {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string &what, const std::string &text, const std::string &expected) {
+    throw CliError(ExitCode::InvalidArgument, what + ": " + expected + ", got '" + text + "'");
+}
+
+// Whole-string decimal: from_chars alone would accept "80abc".
+bool parse_decimal(const std::string &text, unsigned long &value) {
+    if (text.empty() || text.size() > 10)
+        return false;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return ec == std::errc() && end == text.data() + text.size();
+}
+
+} // namespace
+
+OutputFormat GlobalOptions::output_format() const {
+    return parse_output_format(output, "--output");
+}
+
+OutputFormat parse_output_format(const std::string &text, const std::string &what) {
+    if (text == "table")
+        return OutputFormat::Table;
+    if (text == "json")
+        return OutputFormat::JsonLines;
+    invalid(what, text, "must be table or json");
+}
+
+uint32_t parse_ipv4(const std::string &text, const std::string &what) {
+    // inet_pton takes only the strict dotted quad: no "10.1", no octal, no trailing text.
+    in_addr addr{};
+    if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
+        invalid(what, text, "must be an IPv4 address like 198.18.100.2");
+    return addr.s_addr;
+}
+
+uint16_t parse_port(const std::string &text, const std::string &what) {
+    unsigned long value = 0;
+    if (!parse_decimal(text, value) || value < 1 || value > 65535)
+        invalid(what, text, "must be a port number between 1 and 65535");
+    return static_cast<uint16_t>(value);
+}
+
+std::chrono::milliseconds parse_interval(const std::string &text, const std::string &what) {
+    char *end = nullptr;
+    double seconds = std::strtod(text.c_str(), &end);
+    // A day is far more than anyone watches for; the bound keeps the conversion below in range.
+    if (text.empty() || *end != '\0' || !std::isfinite(seconds) || seconds < 0.01 || seconds > 86400)
+        invalid(what, text, "must be a number of seconds between 0.01 and 86400");
+    return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+
+unsigned parse_count(const std::string &text, const std::string &what) {
+    unsigned long value = 0;
+    if (!parse_decimal(text, value) || value < 1 || value > 1000000000)
+        invalid(what, text, "must be a positive whole number");
+    return static_cast<unsigned>(value);
+}
+
+std::string parse_interface_name(const std::string &text, const std::string &what) {
+    if (text.empty() || text.size() >= IFNAMSIZ || text.find_first_of("/ \t\n:") != std::string::npos || text == "." ||
+        text == "..")
+        invalid(what, text, "must be an interface name (1-15 characters, no '/', ':' or blanks)");
+    return text;
+}
+
+std::string non_unicast_reason(uint32_t ip_be) {
+    uint32_t ip = ntohl(ip_be);
+    if (ip == 0)
+        return "the unspecified address";
+    if (ip == 0xffffffffu)
+        return "the broadcast address";
+    if ((ip >> 28) == 0xe)
+        return "a multicast address";
+    if ((ip >> 24) == 127)
+        return "a loopback address";
+    if ((ip >> 28) == 0xf)
+        return "a reserved (class E) address";
+    return "";
+}
+
+} // namespace bpfnet::cli

@@ -1,0 +1,36 @@
+// The options every command shares, and the parsers for values given on the command line. Values are
+// parsed here rather than by CLI11 validators so that every bad value, whatever the option, exits with
+// ExitCode::InvalidArgument and a message naming the option.
+#pragma once
+
+#include "maps/bpfnet_maps.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace bpfnet::cli {
+
+enum class OutputFormat { Table, JsonLines };
+
+struct GlobalOptions {
+    std::string interface = "prov0";
+    std::string pin_root = BPFNET_DEFAULT_PIN_ROOT;
+    std::string output = "table"; // as given; see output_format()
+
+    std::string pin_dir() const { return pin_root + "/" + interface; }
+    OutputFormat output_format() const;
+};
+
+// Each parser throws CliError(InvalidArgument) naming `what` (the option or argument) and the bad value.
+OutputFormat parse_output_format(const std::string &text, const std::string &what);
+uint32_t parse_ipv4(const std::string &text, const std::string &what);                      // network byte order
+uint16_t parse_port(const std::string &text, const std::string &what);                      // 1-65535, decimal
+std::chrono::milliseconds parse_interval(const std::string &text, const std::string &what); // seconds, > 0
+unsigned parse_count(const std::string &text, const std::string &what);                     // >= 1
+std::string parse_interface_name(const std::string &text, const std::string &what);
+
+// Why an address cannot be a pod's (unicast) address, or empty when it can.
+std::string non_unicast_reason(uint32_t ip_be);
+
+} // namespace bpfnet::cli

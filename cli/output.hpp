@@ -1,0 +1,69 @@
+// How bpfnetctl shows things: aligned text tables for people, JSON for scripts. Every command builds its
+// table or JSON document from plain data with these helpers, so the formatting is unit-tested without a
+// kernel and looks the same in every command.
+#pragma once
+
+#include <linux/types.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace bpfnet::cli {
+
+using Mac = std::array<__u8, 6>;
+
+// ordered_json keeps keys in the order the code adds them: the documented order (docs/cli.md).
+using Json = nlohmann::ordered_json;
+
+// Columns padded to their widest cell, two spaces apart, the last column unpadded (no trailing blanks).
+class TextTable {
+public:
+    explicit TextTable(std::vector<std::string> headers);
+    void add_row(std::vector<std::string> cells); // must have one cell per header
+    size_t rows() const { return rows_.size(); }
+    std::vector<size_t> column_widths() const;
+    // min_widths: to line up with another table printed next to it (see stats).
+    void print(std::ostream &out, const std::vector<size_t> &min_widths = {}) const;
+
+private:
+    std::vector<std::string> headers_;
+    std::vector<std::vector<std::string>> rows_;
+};
+
+// "key   value" lines, keys padded to the widest: the shape of `status`.
+class KeyValueList {
+public:
+    void add(std::string key, std::string value);
+    void print(std::ostream &out) const;
+
+private:
+    std::vector<std::pair<std::string, std::string>> lines_;
+};
+
+// One JSON document per line: scripts can read a `--watch` stream line by line.
+void print_json(std::ostream &out, const Json &document);
+
+std::string format_ipv4(__be32 ip_be);
+std::string format_mac(const __u8 mac[6]);
+inline std::string format_mac(const Mac &mac) {
+    return format_mac(mac.data());
+}
+Mac to_mac(const __u8 mac[6]);
+std::string format_endpoint(__be32 ip_be, __be16 port_be);   // 198.18.0.2:80
+std::string format_prefix(__be32 subnet_be, __be32 mask_be); // 198.18.0.0/24
+std::string format_protocol(__u8 proto);                     // tcp, udp, or the number
+std::string format_kind(__u8 kind);                          // plain, tftp, dhcp, or the number
+std::string format_seconds(double seconds);                  // 0.4 s, 12.0 s, 3 m 5 s, ...
+std::string format_rate(double per_second);                  // 0, 12.5, 1234
+
+// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(), which stamps the heartbeat and conflicts.
+__u64 monotonic_now_ns();
+
+// Seconds rounded to milliseconds for JSON: stable output, no float noise in the last digits.
+double json_seconds(double seconds);
+
+} // namespace bpfnet::cli

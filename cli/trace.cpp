@@ -1,0 +1,274 @@
+#include "trace.hpp"
+
+#include "cli/errors.hpp"
+#include "cli/options.hpp"
+#include "maps/datapath_maps.hpp"
+#include "maps/layout.hpp"
+
+#include <arpa/inet.h>
+#include <bpf/libbpf.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+namespace bpfnet::cli {
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+
+std::string ipv4(__be32 be) {
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &be, text, sizeof(text));
+    return text;
+}
+
+std::string mac_text(const __u8 *m) {
+    char text[18];
+    std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    return text;
+}
+
+std::string_view hook_name(__u8 hook) {
+    switch (hook) {
+    case BPFNET_HOOK_XDP_NIC:
+        return "xdp-nic";
+    case BPFNET_HOOK_TC_NIC:
+        return "lan->pod";
+    case BPFNET_HOOK_TC_POD:
+        return "pod->lan";
+    default:
+        return "?";
+    }
+}
+
+// RFC 2132 section 9.6.
+std::string_view dhcp_type_name(__u8 type) {
+    static constexpr std::array<std::string_view, 9> names = {"",    "DISCOVER", "OFFER",   "REQUEST", "DECLINE",
+                                                              "ACK", "NAK",      "RELEASE", "INFORM"};
+    return type < names.size() ? names[type] : "?";
+}
+
+// RFC 1350 and RFC 2347.
+std::string_view tftp_op_name(__u8 op) {
+    static constexpr std::array<std::string_view, 7> names = {"", "RRQ", "WRQ", "DATA", "ACK", "ERROR", "OACK"};
+    return op < names.size() ? names[op] : "?";
+}
+
+std::string_view decision_name(__u32 decision) {
+    return decision < counter_names.size() ? counter_names[decision] : "?";
+}
+
+bool is_dhcp(const bpfnet_trace &r) {
+    return r.dhcp_type != 0 || r.dhcp_xid_be != 0;
+}
+bool is_tftp(const bpfnet_trace &r) {
+    return r.tftp_op != 0;
+}
+
+std::string endpoint(__be32 addr, __be16 port, __u8 proto) {
+    std::string text = ipv4(addr);
+    if (proto == IPPROTO_TCP || proto == IPPROTO_UDP)
+        text += ":" + std::to_string(ntohs(port));
+    return text;
+}
+
+std::string_view proto_name(__u8 proto) {
+    switch (proto) {
+    case 0:
+        return "arp";
+    case IPPROTO_TCP:
+        return "tcp";
+    case IPPROTO_UDP:
+        return "udp";
+    case IPPROTO_ICMP:
+        return "icmp";
+    default:
+        return "ip";
+    }
+}
+
+// The datapath stamps records with CLOCK_MONOTONIC; shown as wall-clock time.
+std::string wall_time(__u64 monotonic_ns) {
+    timespec mono{}, real{};
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    double now_mono = static_cast<double>(mono.tv_sec) + static_cast<double>(mono.tv_nsec) / 1e9;
+    double now_real = static_cast<double>(real.tv_sec) + static_cast<double>(real.tv_nsec) / 1e9;
+    double at = now_real - (now_mono - static_cast<double>(monotonic_ns) / 1e9);
+    time_t seconds = static_cast<time_t>(at);
+    tm tm{};
+    localtime_r(&seconds, &tm);
+    char text[32];
+    std::snprintf(text, sizeof(text), "%02d:%02d:%02d.%06d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>((at - static_cast<double>(seconds)) * 1e6));
+    return text;
+}
+
+struct TraceState {
+    Context &context;
+    const TraceOptions &options;
+    uint64_t shown = 0;
+};
+
+int on_record(void *ctx, void *data, size_t size) {
+    auto &state = *static_cast<TraceState *>(ctx);
+    if (size < sizeof(bpfnet_trace))
+        return 0;
+    const auto &record = *static_cast<const bpfnet_trace *>(data);
+    if ((state.options.count && state.shown >= state.options.count) || !trace_matches(record, state.options.filter))
+        return 0;
+    state.context.out << (state.context.json() ? trace_json(record) : trace_line(record)) << std::endl;
+    if (state.options.count && ++state.shown >= state.options.count)
+        g_stop = 1;
+    return 0;
+}
+
+// Switches tracing on for the lifetime of this object, and off again however the command ends.
+class TracingSwitch {
+public:
+    explicit TracingSwitch(PinnedMap<__u32, bpfnet_trace_control> &control) : control_(control) {
+        control_.update(0, bpfnet_trace_control{1, 0});
+    }
+    ~TracingSwitch() {
+        try {
+            control_.update(0, bpfnet_trace_control{0, 0});
+        } catch (...) {
+        }
+    }
+    TracingSwitch(const TracingSwitch &) = delete;
+    TracingSwitch &operator=(const TracingSwitch &) = delete;
+
+private:
+    PinnedMap<__u32, bpfnet_trace_control> &control_;
+};
+
+} // namespace
+
+bool trace_matches(const bpfnet_trace &r, const TraceFilter &filter) {
+    if (filter.mac && std::memcmp(filter.mac->data(), r.mac, 6) != 0)
+        return false;
+    if (!filter.protocol)
+        return true;
+    const std::string &p = *filter.protocol;
+    if (p == "dhcp")
+        return is_dhcp(r);
+    if (p == "tftp")
+        return is_tftp(r);
+    return proto_name(r.proto) == p;
+}
+
+std::string trace_line(const bpfnet_trace &r) {
+    std::string line = wall_time(r.time_ns) + " " + std::string(hook_name(r.hook)) + " " +
+                       std::string(decision_name(r.decision)) + " " + std::string(proto_name(r.proto)) + " " +
+                       endpoint(r.saddr_be, r.sport_be, r.proto) + " -> " + endpoint(r.daddr_be, r.dport_be, r.proto);
+    if (r.to_addr_be)
+        line += " => " + endpoint(r.to_addr_be, r.to_port_be, r.proto);
+    if (is_dhcp(r)) {
+        char xid[16];
+        std::snprintf(xid, sizeof(xid), "0x%08x", ntohl(r.dhcp_xid_be));
+        line += " dhcp " + std::string(dhcp_type_name(r.dhcp_type)) + " xid " + xid + " client " + mac_text(r.mac);
+    } else if (is_tftp(r)) {
+        line += " tftp " + std::string(tftp_op_name(r.tftp_op));
+        if (r.tftp_file[0])
+            line += " " + std::string(r.tftp_file, strnlen(r.tftp_file, sizeof(r.tftp_file)));
+    } else {
+        line += " mac " + mac_text(r.mac);
+    }
+    return line;
+}
+
+std::string trace_json(const bpfnet_trace &r) {
+    nlohmann::json j = {
+        {"time", wall_time(r.time_ns)},
+        {"monotonic_ns", r.time_ns},
+        {"hook", hook_name(r.hook)},
+        {"decision", decision_name(r.decision)},
+        {"protocol", proto_name(r.proto)},
+        {"source", {{"ip", ipv4(r.saddr_be)}, {"port", ntohs(r.sport_be)}}},
+        {"destination", {{"ip", ipv4(r.daddr_be)}, {"port", ntohs(r.dport_be)}}},
+        {"mac", mac_text(r.mac)},
+    };
+    if (r.to_addr_be)
+        j["steered_to"] = {{"ip", ipv4(r.to_addr_be)}, {"port", ntohs(r.to_port_be)}};
+    if (is_dhcp(r)) {
+        char xid[16];
+        std::snprintf(xid, sizeof(xid), "0x%08x", ntohl(r.dhcp_xid_be));
+        j["dhcp"] = {{"type", dhcp_type_name(r.dhcp_type)}, {"xid", xid}, {"client_mac", mac_text(r.mac)}};
+    }
+    if (is_tftp(r))
+        j["tftp"] = {{"op", tftp_op_name(r.tftp_op)},
+                     {"file", std::string(r.tftp_file, strnlen(r.tftp_file, sizeof(r.tftp_file)))}};
+    return j.dump();
+}
+
+std::array<uint8_t, 6> parse_mac(const std::string &text, const std::string &what) {
+    std::array<uint8_t, 6> mac{};
+    unsigned v[6];
+    char tail;
+    if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+        throw CliError(ExitCode::InvalidArgument, what + ": '" + text + "' is not a MAC address (aa:bb:cc:dd:ee:ff)");
+    for (size_t i = 0; i < mac.size(); i++)
+        mac[i] = static_cast<uint8_t>(v[i]);
+    return mac;
+}
+
+void run_trace(Context &context, const TraceOptions &options) {
+    DatapathMaps maps = context.open_datapath();
+    const std::string ring = context.options.pin_dir() + "/" BPFNET_MAP_TRACE;
+    int fd = bpf_obj_get(ring.c_str());
+    if (fd < 0)
+        throw CliError(exit_code_for_errno(errno), ring + ": " + std::strerror(errno));
+    UniqueFd trace_fd(fd);
+    TraceState state{context, options};
+    std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> rb(
+        ring_buffer__new(trace_fd.get(), on_record, &state, nullptr), ring_buffer__free);
+    if (!rb)
+        throw CliError(exit_code_for_errno(errno), "ring_buffer__new " + ring + ": " + std::strerror(errno));
+
+    struct sigaction stop {};
+    stop.sa_handler = [](int) {
+        g_stop = 1;
+    };
+    sigaction(SIGINT, &stop, nullptr);
+    sigaction(SIGTERM, &stop, nullptr);
+
+    TracingSwitch on(maps.trace_control);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.duration_s);
+    while (!g_stop) {
+        int err = ring_buffer__poll(rb.get(), 100);
+        if (err < 0 && err != -EINTR)
+            throw CliError(ExitCode::Failure, std::string("ring_buffer__poll: ") + std::strerror(-err));
+        if (options.duration_s > 0 && std::chrono::steady_clock::now() >= deadline)
+            break;
+    }
+    ring_buffer__consume(rb.get()); // what arrived before tracing went off
+}
+
+void add_trace_command(CLI::App &app, CommandSet &commands) {
+    auto *cmd = app.add_subcommand("trace", "live stream of steering decisions (tracing is on only while this runs)");
+    auto protocol = std::make_shared<std::string>();
+    auto mac = std::make_shared<std::string>();
+    auto options = std::make_shared<TraceOptions>();
+    cmd->add_option("--protocol", *protocol, "only dhcp, tftp, tcp, udp or arp decisions")
+        ->check(CLI::IsMember({"dhcp", "tftp", "tcp", "udp", "arp"}));
+    cmd->add_option("--mac", *mac, "only packets of this client (DHCP chaddr, else the frame's source MAC)");
+    cmd->add_option("--count", options->count, "stop after this many records");
+    cmd->add_option("--duration", options->duration_s, "stop after this many seconds");
+    commands.add(cmd, [protocol, mac, options](Context &context) {
+        if (!protocol->empty())
+            options->filter.protocol = *protocol;
+        if (!mac->empty())
+            options->filter.mac = parse_mac(*mac, "--mac");
+        if (options->duration_s < 0)
+            throw CliError(ExitCode::InvalidArgument, "--duration: must not be negative");
+        run_trace(context, *options);
+    });
+}
+
+} // namespace bpfnet::cli

@@ -1,0 +1,438 @@
+// Every read command's table and JSON rendered from fake map contents, and the state `backend set` and
+// `backend clear` compute from the maps. The JSON shapes here are the ones docs/cli.md documents.
+#include "cli/commands_backend.hpp"
+#include "cli/commands_stats.hpp"
+#include "cli/commands_status.hpp"
+#include "cli/commands_tables.hpp"
+#include "loader/desired_state.hpp"
+#include "maps/layout.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace bpfnet::cli {
+namespace {
+
+__be32 ip(const char *text) {
+    in_addr addr{};
+    inet_pton(AF_INET, text, &addr);
+    return addr.s_addr;
+}
+
+template <typename Render, typename... Args>
+std::string rendered(Render render, Args &&...args) {
+    std::ostringstream out;
+    render(out, std::forward<Args>(args)...);
+    return out.str();
+}
+
+// ---- status ----
+
+StatusView sample_status() {
+    StatusView status;
+    status.interface = "prov0";
+    status.ifindex = 2;
+    status.nic_mac = {0x02, 0, 0, 0, 0, 0x01};
+    status.subnet_be = ip("198.18.0.0");
+    status.subnet_mask_be = ip("255.255.255.0");
+    status.dhcp_service_ip_be = ip("198.18.0.2");
+    status.xdp = {true, "xdp_nic", 41, "native", false};
+    status.tc_ingress = {true, "tc_nic_ingress", 42, "", std::nullopt};
+    status.heartbeat_age_seconds = 0.31;
+    status.heartbeat_timeout_seconds = 5;
+    status.service_ips = {{ip("198.18.0.2"), true}};
+    status.backends = {{ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt}}};
+    status.conflicts_seen = 2;
+    status.conflicts = {{ip("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
+    return status;
+}
+
+TEST(CliStatus, TableShowsEveryFact) {
+    EXPECT_EQ(rendered(print_status_table, sample_status()),
+              "interface   prov0 (ifindex 2, mac 02:00:00:00:00:01)\n"
+              "subnet      198.18.0.0/24\n"
+              "xdp         xdp_nic (id 41), native, plain attach (no dispatcher)\n"
+              "tc ingress  tc_nic_ingress (id 42)\n"
+              "heartbeat   fresh: 0.3 s ago (timeout 5.0 s)\n"
+              "service IP  198.18.0.2: active (owner), answering ARP\n"
+              "dhcp relay  for 198.18.0.2\n"
+              "backend     198.18.100.2 on vethpod (ifindex 3), pod hook tc_pod_ingress\n"
+              "conflicts   2 seen (arp_conflict)\n"
+              "conflict    198.18.0.2 claimed by 02:00:00:00:00:66, 1.5 s ago\n");
+}
+
+TEST(CliStatus, JsonShape) {
+    EXPECT_EQ(
+        status_json(sample_status()).dump(),
+        R"({"interface":{"name":"prov0","ifindex":2,"mac":"02:00:00:00:00:01"},)"
+        R"("subnet":"198.18.0.0/24","dhcp_service_ip":"198.18.0.2",)"
+        R"("hooks":{"xdp":{"attached":true,"program":"xdp_nic","program_id":41,"mode":"native","dispatcher":false},)"
+        R"("tc_ingress":{"attached":true,"program":"tc_nic_ingress","program_id":42}},)"
+        R"("heartbeat":{"state":"fresh","age_seconds":0.31,"timeout_seconds":5.0},)"
+        R"("service_ips":[{"ip":"198.18.0.2","active":true,"answering_arp":true}],)"
+        R"("backends":[{"ip":"198.18.100.2","veth":"vethpod","ifindex":3,)"
+        R"("pod_hook":{"attached":true,"program":"tc_pod_ingress","program_id":43}}],)"
+        R"("conflicts":{"seen":2,"entries":[{"service_ip":"198.18.0.2","mac":"02:00:00:00:00:66","age_seconds":1.5}]}})");
+}
+
+TEST(CliStatus, StaleHeartbeatMeansNoArpAnswersEvenWhenActive) {
+    StatusView status = sample_status();
+    status.heartbeat_age_seconds = 7.5;
+    EXPECT_EQ(status.heartbeat(), HeartbeatState::Stale);
+    EXPECT_FALSE(status.answering_arp(status.service_ips[0]));
+    Json json = status_json(status);
+    EXPECT_EQ(json["heartbeat"]["state"], "stale");
+    EXPECT_EQ(json["service_ips"][0]["active"], true);
+    EXPECT_EQ(json["service_ips"][0]["answering_arp"], false);
+    std::string table = rendered(print_status_table, status);
+    EXPECT_NE(table.find("heartbeat   STALE: 7.5 s ago (timeout 5.0 s): loader not running, no ARP answers\n"),
+              std::string::npos)
+        << table;
+    EXPECT_NE(table.find("active (owner), NOT answering ARP (heartbeat not fresh)"), std::string::npos) << table;
+}
+
+TEST(CliStatus, NothingAttachedNoBackendNeverHeartbeat) {
+    StatusView status = sample_status();
+    status.xdp = {};
+    status.tc_ingress = {};
+    status.heartbeat_age_seconds.reset();
+    status.service_ips = {{ip("198.18.0.2"), false}};
+    status.backends.clear();
+    status.conflicts_seen = 0;
+    status.conflicts.clear();
+    status.dhcp_service_ip_be = 0;
+    std::string table = rendered(print_status_table, status);
+    EXPECT_NE(table.find("xdp         NOT ATTACHED\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("tc ingress  NOT ATTACHED\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("heartbeat   never written (timeout 5.0 s): no ARP answers\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("198.18.0.2: inactive"), std::string::npos) << table;
+    EXPECT_NE(table.find("backend     none: service traffic is dropped (drop_no_backend)\n"), std::string::npos);
+    EXPECT_NE(table.find("conflicts   none seen\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("dhcp relay  off\n"), std::string::npos) << table;
+
+    Json json = status_json(status);
+    EXPECT_EQ(json["hooks"]["xdp"].dump(),
+              R"({"attached":false,"program":null,"program_id":null,"mode":null,"dispatcher":null})");
+    EXPECT_EQ(json["heartbeat"].dump(), R"({"state":"never","age_seconds":null,"timeout_seconds":5.0})");
+    EXPECT_EQ(json["backends"].dump(), "[]");
+    EXPECT_EQ(json["dhcp_service_ip"].dump(), "null");
+    EXPECT_EQ(json["conflicts"].dump(), R"({"seen":0,"entries":[]})");
+}
+
+// ---- services, backends, flows, neighbours ----
+
+std::pair<bpfnet_service_key, bpfnet_service> service(const char *service_ip, __u8 proto, __u16 port,
+                                                      const char *backend_ip, __u16 backend_port, __u8 kind) {
+    bpfnet_service_key key{};
+    key.service_ip_be = ip(service_ip);
+    key.port_be = htons(port);
+    key.proto = proto;
+    bpfnet_service value{};
+    value.backend_ip_be = backend_ip ? ip(backend_ip) : 0;
+    value.backend_port_be = htons(backend_port);
+    value.kind = kind;
+    return {key, value};
+}
+
+ServiceEntries sample_services() {
+    // Out of order on purpose: the renderers sort.
+    return {service("198.18.0.2", 17, 69, "198.18.100.2", 69, BPFNET_KIND_TFTP),
+            service("198.18.0.2", 6, 80, "198.18.100.2", 8080, BPFNET_KIND_PLAIN),
+            service("198.18.0.2", 17, 67, "198.18.100.2", 67, BPFNET_KIND_DHCP)};
+}
+
+TEST(CliServices, TableSortedByAddressProtocolPort) {
+    EXPECT_EQ(rendered(print_services_table, sample_services()), "SERVICE IP  PROTO  PORT  KIND   BACKEND\n"
+                                                                 "198.18.0.2  tcp    80    plain  198.18.100.2:8080\n"
+                                                                 "198.18.0.2  udp    67    dhcp   198.18.100.2:67\n"
+                                                                 "198.18.0.2  udp    69    tftp   198.18.100.2:69\n");
+}
+
+TEST(CliServices, JsonShapeAndNoBackend) {
+    ServiceEntries entries = {service("198.18.0.2", 6, 80, nullptr, 8080, BPFNET_KIND_PLAIN)};
+    EXPECT_EQ(services_json(entries).dump(),
+              R"({"services":[{"service_ip":"198.18.0.2","protocol":"tcp","port":80,"kind":"plain",)"
+              R"("backend_ip":null,"backend_port":8080}]})");
+    EXPECT_EQ(rendered(print_services_table, entries), "SERVICE IP  PROTO  PORT  KIND   BACKEND\n"
+                                                       "198.18.0.2  tcp    80    plain  none (port 8080)\n");
+}
+
+BackendRow sample_backend() {
+    BackendRow row;
+    row.ip_be = ip("198.18.100.2");
+    row.entry.ifindex = 3;
+    const __u8 pod[6] = {2, 0, 0, 0, 1, 2};
+    const __u8 host[6] = {2, 0, 0, 0, 1, 1};
+    std::copy(pod, pod + 6, row.entry.pod_mac);
+    std::copy(host, host + 6, row.entry.host_mac);
+    row.entry.service_ip_be = ip("198.18.0.2");
+    row.entry.flags = BPFNET_BACKEND_REDIRECT_PEER;
+    row.veth = "vethpod";
+    return row;
+}
+
+TEST(CliBackends, TableAndJson) {
+    EXPECT_EQ(rendered(print_backends_table, std::vector<BackendRow>{sample_backend()}),
+              "BACKEND IP    VETH     IFINDEX  POD MAC            VETH MAC           REDIRECT  EGRESS SERVICE IP\n"
+              "198.18.100.2  vethpod  3        02:00:00:00:01:02  02:00:00:00:01:01  peer      198.18.0.2\n");
+    BackendRow gone = sample_backend();
+    gone.veth.clear();
+    gone.entry.flags = 0;
+    EXPECT_EQ(backends_json({gone}).dump(),
+              R"({"backends":[{"ip":"198.18.100.2","veth":null,"ifindex":3,"pod_mac":"02:00:00:00:01:02",)"
+              R"("veth_mac":"02:00:00:00:01:01","redirect":"plain","egress_service_ip":"198.18.0.2"}]})");
+}
+
+std::pair<bpfnet_flow_key, bpfnet_flow> flow(const char *host, __u16 host_port, __u16 service_port, __u8 proto,
+                                             __u16 backend_port) {
+    bpfnet_flow_key key{};
+    key.remote_ip_be = ip(host);
+    key.remote_port_be = htons(host_port);
+    key.service_ip_be = ip("198.18.0.2");
+    key.service_port_be = htons(service_port);
+    key.proto = proto;
+    bpfnet_flow value{};
+    value.backend_ip_be = ip("198.18.100.2");
+    value.backend_port_be = htons(backend_port);
+    return {key, value};
+}
+
+TEST(CliFlows, TableAndJson) {
+    FlowEntries entries = {flow("198.18.0.10", 9999, 41000, 6, 41000), flow("198.18.0.10", 2048, 55123, 17, 55123)};
+    EXPECT_EQ(rendered(print_flows_table, entries),
+              "HOST                   SERVICE           PROTO  BACKEND\n"
+              "198.18.0.10:2048  <->  198.18.0.2:55123  udp    198.18.100.2:55123\n"
+              "198.18.0.10:9999  <->  198.18.0.2:41000  tcp    198.18.100.2:41000\n");
+    EXPECT_EQ(flows_json({entries[0]}).dump(),
+              R"({"flows":[{"host_ip":"198.18.0.10","host_port":9999,"service_ip":"198.18.0.2",)"
+              R"("service_port":41000,"protocol":"tcp","backend_ip":"198.18.100.2","backend_port":41000}]})");
+}
+
+TEST(CliFlows, FilterByHostAndByEitherPort) {
+    auto a = flow("198.18.0.10", 9999, 41000, 6, 41000).first;
+    auto b = flow("198.18.0.11", 2048, 55123, 17, 55123).first;
+    FlowFilter none;
+    EXPECT_TRUE(none.matches(a));
+    FlowFilter host{ip("198.18.0.11"), std::nullopt};
+    EXPECT_FALSE(host.matches(a));
+    EXPECT_TRUE(host.matches(b));
+    FlowFilter host_port{std::nullopt, 9999};
+    EXPECT_TRUE(host_port.matches(a));
+    FlowFilter service_port{std::nullopt, 55123};
+    EXPECT_FALSE(service_port.matches(a));
+    EXPECT_TRUE(service_port.matches(b));
+}
+
+TEST(CliNeighbours, TableAndJsonSortedNumerically) {
+    bpfnet_neighbour n10{{2, 0, 0, 0, 0, 0x10}, {}};
+    bpfnet_neighbour n9{{2, 0, 0, 0, 0, 0x09}, {}};
+    NeighbourEntries entries = {{ip("198.18.0.10"), n10}, {ip("198.18.0.9"), n9}};
+    EXPECT_EQ(rendered(print_neighbours_table, entries), "IP           MAC\n"
+                                                         "198.18.0.9   02:00:00:00:00:09\n"
+                                                         "198.18.0.10  02:00:00:00:00:10\n");
+    EXPECT_EQ(neighbours_json(entries).dump(), R"({"neighbours":[{"ip":"198.18.0.9","mac":"02:00:00:00:00:09"},)"
+                                               R"({"ip":"198.18.0.10","mac":"02:00:00:00:00:10"}]})");
+}
+
+// ---- stats ----
+
+CounterValues sample_counters() {
+    CounterValues values(BPFNET_CTR_MAX, 0);
+    values[BPFNET_CTR_PASS] = 100;
+    values[BPFNET_CTR_DNAT_SERVICE] = 7;
+    values[BPFNET_CTR_DROP_NOT_ALLOWED] = 3;
+    values[BPFNET_CTR_DHCP_REQUEST_RELAYED] = 2;
+    return values;
+}
+
+TEST(CliStats, DropsAreTheCountersNamedDropAndShowTheirReason) {
+    EXPECT_TRUE(is_drop_counter("drop_no_backend"));
+    EXPECT_FALSE(is_drop_counter("dhcp_request_relayed"));
+    EXPECT_FALSE(is_drop_counter("neighbour_miss"));
+    EXPECT_EQ(drop_reason("drop_no_backend"), "no_backend");
+}
+
+TEST(CliStats, JsonHasEveryCounterOnceGroupedAsPathsAndDrops) {
+    Json json = stats_json(sample_counters());
+    ASSERT_EQ(json.size(), 2u);
+    EXPECT_EQ(json["paths"].size() + json["drops"].size(), static_cast<size_t>(BPFNET_CTR_MAX));
+    for (size_t i = 0; i < counter_names.size(); i++) {
+        std::string name(counter_names[i]);
+        const Json &group = is_drop_counter(name) ? json["drops"] : json["paths"];
+        ASSERT_TRUE(group.contains(drop_reason(name))) << name;
+    }
+    EXPECT_EQ(json["paths"]["pass"], 100);
+    EXPECT_EQ(json["paths"]["dnat_service"], 7);
+    EXPECT_EQ(json["paths"]["dhcp_request_relayed"], 2);
+    EXPECT_EQ(json["drops"]["not_allowed"], 3);
+    EXPECT_EQ(json["drops"]["no_backend"], 0);
+    // The order is the counters' order: paths start with pass, drops with not_allowed.
+    EXPECT_EQ(json["paths"].begin().key(), "pass");
+    EXPECT_EQ(json["drops"].begin().key(), "not_allowed");
+}
+
+TEST(CliStats, TableHasAPathAndADropSection) {
+    std::string table = rendered(print_stats_table, sample_counters(), nullptr);
+    EXPECT_EQ(table.rfind("PATH ", 0), 0u) << table;
+    EXPECT_NE(table.find("\npass                      100\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("\n\nDROP REASON               COUNT\nnot_allowed               3\n"), std::string::npos)
+        << table;
+    EXPECT_EQ(table.find("drop_"), std::string::npos) << table;
+}
+
+TEST(CliStats, WatchShowsRatesPerSecond) {
+    CounterValues before = sample_counters();
+    CounterValues after = before;
+    after[BPFNET_CTR_PASS] += 50;
+    after[BPFNET_CTR_DROP_NOT_ALLOWED] += 1;
+    after[BPFNET_CTR_DNAT_SERVICE] = 0; // re-created datapath: no negative rate
+    std::vector<double> rates = counter_rates(before, after, 2.0);
+    EXPECT_DOUBLE_EQ(rates[BPFNET_CTR_PASS], 25.0);
+    EXPECT_DOUBLE_EQ(rates[BPFNET_CTR_DROP_NOT_ALLOWED], 0.5);
+    EXPECT_DOUBLE_EQ(rates[BPFNET_CTR_DNAT_SERVICE], 0.0);
+
+    Json json = stats_watch_json(after, rates, 2.0004);
+    EXPECT_EQ(json["paths"]["pass"], 150);
+    EXPECT_EQ(json["interval_seconds"], 2.0);
+    EXPECT_EQ(json["rates"]["paths"]["pass"], 25.0);
+    EXPECT_EQ(json["rates"]["drops"]["not_allowed"], 0.5);
+
+    std::string table = rendered(print_stats_table, after, &rates);
+    EXPECT_NE(table.find("PATH                      COUNT  PER SECOND\npass                      150    25.0\n"),
+              std::string::npos)
+        << table;
+    EXPECT_NE(table.find("\nnot_allowed               4      0.5\n"), std::string::npos) << table;
+}
+
+// ---- backend set / clear: the loader's desired state, from what the maps say ----
+
+Config loader_config() {
+    return parse_config(R"(
+interface: prov0
+serviceIP: 198.18.0.2
+subnet: 198.18.0.0/24
+dhcpRelay: {maxHops: 6}
+ports:
+  - {name: dhcp, protocol: udp, port: 67, kind: dhcp}
+  - {name: tftp, protocol: udp, port: 69, kind: tftp}
+  - {name: http, protocol: tcp, port: 80, targetPort: 8080}
+backend:
+  ip: 198.18.100.2
+)",
+                        "test.yaml");
+}
+
+BackendLocation location(int ifindex) {
+    BackendLocation where;
+    where.ifindex = ifindex;
+    where.pod_mac = {2, 0, 0, 0, 1, 2};
+    where.host_mac = {2, 0, 0, 0, 1, 1};
+    where.redirect_peer = true;
+    return where;
+}
+
+// The maps as the loader leaves them for `config`, located at `where` (or with no backend).
+DatapathContents contents_written_by_loader(const Config &config, const std::optional<BackendLocation> &where) {
+    DesiredState state = desired_state(config, where);
+    DatapathContents contents;
+    contents.iface = iface_entry(config, 2, {2, 0, 0, 0, 0, 1});
+    contents.service_ips.assign(state.service_ips.begin(), state.service_ips.end());
+    contents.services.assign(state.services.begin(), state.services.end());
+    return contents;
+}
+
+template <typename K, typename V>
+void expect_same_table(const Table<K, V> &got, const Table<K, V> &want, const char *what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (const auto &[key, value] : want) {
+        auto it = got.find(key);
+        ASSERT_NE(it, got.end()) << what;
+        EXPECT_TRUE(bytewise_equal(it->second, value)) << what;
+    }
+}
+
+void expect_same_state(const DesiredState &got, const DesiredState &want) {
+    expect_same_table(got.service_ips, want.service_ips, "service_ips");
+    expect_same_table(got.services, want.services, "services");
+    expect_same_table(got.backend_ports, want.backend_ports, "backend_ports");
+    expect_same_table(got.backends, want.backends, "backends");
+}
+
+TEST(CliBackend, ConfigFromTheMapsCarriesPortsTargetPortsKindsAndSubnet) {
+    Config config = loader_config();
+    auto configs = configs_from_maps(contents_written_by_loader(config, location(3)), config.backend);
+    ASSERT_EQ(configs.size(), 1u);
+    EXPECT_EQ(configs[0].service_ip_be, config.service_ip_be);
+    EXPECT_EQ(configs[0].subnet_be, config.subnet_be);
+    EXPECT_EQ(configs[0].prefix_len, 24);
+    EXPECT_EQ(configs[0].dhcp_max_hops, 6);
+    ASSERT_EQ(configs[0].ports.size(), 3u);
+    // Sorted by protocol, then port; names are not in the maps.
+    EXPECT_EQ(configs[0].ports[0].port, 80);
+    EXPECT_EQ(configs[0].ports[0].target_port, 8080);
+    EXPECT_EQ(configs[0].ports[1].kind, PortKind::Dhcp);
+    EXPECT_EQ(configs[0].ports[2].kind, PortKind::Tftp);
+}
+
+TEST(CliBackend, SetAfterClearRestoresWhatTheLoaderWrote) {
+    Config config = loader_config();
+    DatapathContents cleared = contents_written_by_loader(config, std::nullopt);
+    // With no backend the target ports survive in the service entries, so a set can rebuild them.
+    expect_same_state(desired_from_maps(cleared, config.backend, location(3)), desired_state(config, location(3)));
+}
+
+TEST(CliBackend, ClearIsWhatTheLoaderWritesForAConfigWithoutBackend) {
+    Config config = loader_config();
+    DatapathContents live = contents_written_by_loader(config, location(3));
+    Config without = config;
+    without.backend.reset();
+    expect_same_state(desired_from_maps(live, std::nullopt, std::nullopt), desired_state(without, std::nullopt));
+}
+
+TEST(CliBackend, MovingToAnotherPodPointsEveryServiceAtIt) {
+    Config config = loader_config();
+    DatapathContents live = contents_written_by_loader(config, location(3));
+    Backend other{ip("198.18.101.7"), "vethother"};
+    DesiredState state = desired_from_maps(live, other, location(9));
+    ASSERT_EQ(state.services.size(), 3u);
+    for (const auto &[key, value] : state.services)
+        EXPECT_EQ(value.backend_ip_be, other.ip_be);
+    ASSERT_EQ(state.backends.size(), 1u);
+    EXPECT_EQ(state.backends.begin()->first, other.ip_be);
+    EXPECT_EQ(state.backends.begin()->second.ifindex, 9u);
+}
+
+TEST(CliBackend, SeveralServiceIpsShareTheBackendWhoseEgressIsTheDhcpServiceIp) {
+    Config config = loader_config();
+    DatapathContents live = contents_written_by_loader(config, location(3));
+    Config second = config;
+    second.service_ip_be = ip("198.18.0.1"); // lower than the DHCP one: the order must not come from the address
+    second.ports = {{"api", Protocol::Tcp, 6385, 6385, PortKind::Plain}};
+    DesiredState extra = desired_state(second, location(3));
+    live.service_ips.insert(live.service_ips.end(), extra.service_ips.begin(), extra.service_ips.end());
+    live.services.insert(live.services.end(), extra.services.begin(), extra.services.end());
+
+    DesiredState state = desired_from_maps(live, config.backend, location(3));
+    EXPECT_EQ(state.service_ips.size(), 2u);
+    EXPECT_EQ(state.services.size(), 4u);
+    EXPECT_EQ(state.backend_ports.size(), 4u);
+    ASSERT_EQ(state.backends.size(), 1u);
+    EXPECT_EQ(state.backends.begin()->second.service_ip_be, config.service_ip_be);
+}
+
+TEST(CliBackend, IpProblemsFollowTheLoadersRules) {
+    DatapathContents live = contents_written_by_loader(loader_config(), location(3));
+    EXPECT_EQ(backend_ip_problem(live, ip("198.18.100.2")), "");
+    EXPECT_NE(backend_ip_problem(live, ip("198.18.0.2")).find("is a service IP"), std::string::npos);
+    EXPECT_NE(backend_ip_problem(live, ip("198.18.0.50")).find("inside the provisioning subnet 198.18.0.0/24"),
+              std::string::npos);
+    EXPECT_NE(backend_ip_problem(live, ip("0.0.0.0")).find("unspecified"), std::string::npos);
+    EXPECT_NE(backend_ip_problem(live, ip("224.0.0.5")).find("multicast"), std::string::npos);
+    EXPECT_NE(backend_ip_problem(live, ip("255.255.255.255")).find("broadcast"), std::string::npos);
+    EXPECT_NE(backend_ip_problem(live, ip("127.0.0.1")).find("loopback"), std::string::npos);
+}
+
+} // namespace
+} // namespace bpfnet::cli
