@@ -101,6 +101,19 @@ static __always_inline void pull_headers(struct __sk_buff *skb)
 		bpf_skb_pull_data(skb, skb->len < HEADERS_MAX_LEN ? skb->len : HEADERS_MAX_LEN);
 }
 
+/* The IPv4 header of an Ethernet frame in a TC program, with the headers pulled into the linear part. */
+static __always_inline struct iphdr *tc_parse_ipv4(struct __sk_buff *skb, void **data, void **data_end,
+						   struct ethhdr **eth)
+{
+	pull_headers(skb);
+	*data = (void *)(long)skb->data;
+	*data_end = (void *)(long)skb->data_end;
+	*eth = parse_eth(*data, *data_end);
+	if (!*eth || (*eth)->h_proto != bpf_htons(ETH_P_IP))
+		return NULL;
+	return parse_ipv4_fixed(*eth, *data_end);
+}
+
 static __always_inline int deliver_to_backend(const struct bpfnet_backend *backend)
 {
 	if (backend->flags & BPFNET_BACKEND_REDIRECT_PEER)
@@ -238,16 +251,12 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 SEC("tc")
 int tc_nic_ingress(struct __sk_buff *skb)
 {
-	pull_headers(skb);
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
+	void *data, *data_end;
+	struct ethhdr *eth;
 	struct bpfnet_iface *cfg = iface_config();
-	struct ethhdr *eth = parse_eth(data, data_end);
+	struct iphdr *ip = tc_parse_ipv4(skb, &data, &data_end, &eth);
 
-	if (!cfg || !eth || eth->h_proto != bpf_htons(ETH_P_IP))
-		return TC_ACT_OK;
-	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
-	if (!ip)
+	if (!cfg || !ip)
 		return TC_ACT_OK;
 	if (ip->daddr == 0xffffffff) {
 		if (!broadcast_dhcp_for_us(skb, data, data_end, eth, ip, cfg))
@@ -338,16 +347,12 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 SEC("tc")
 int tc_pod_ingress(struct __sk_buff *skb)
 {
-	pull_headers(skb);
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
+	void *data, *data_end;
+	struct ethhdr *eth;
 	struct bpfnet_iface *cfg = iface_config();
-	struct ethhdr *eth = parse_eth(data, data_end);
+	struct iphdr *ip = tc_parse_ipv4(skb, &data, &data_end, &eth);
 
-	if (!cfg || !eth || eth->h_proto != bpf_htons(ETH_P_IP))
-		return TC_ACT_OK;
-	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
-	if (!ip)
+	if (!cfg || !ip)
 		return TC_ACT_OK;
 	__be32 saddr = ip->saddr;
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);

@@ -1,4 +1,5 @@
 #include "cli/hooks.hpp"
+#include "loader/tc_filter.hpp"
 
 #include "maps/bpfnet_maps.h"
 #include "maps/system_error.hpp"
@@ -85,24 +86,6 @@ std::string xdp_mode_name(enum xdp_attach_mode mode) {
     default:
         return "native";
     }
-}
-
-bpf_tc_hook ingress_hook(int ifindex) {
-    bpf_tc_hook hook{};
-    hook.sz = sizeof(hook);
-    hook.ifindex = ifindex;
-    hook.attach_point = BPF_TC_INGRESS;
-    return hook;
-}
-
-bpf_tc_opts bpfnet_filter(int prog_fd, __u32 flags) {
-    bpf_tc_opts opts{};
-    opts.sz = sizeof(opts);
-    opts.prog_fd = prog_fd;
-    opts.flags = flags;
-    opts.handle = BPFNET_TC_HANDLE;
-    opts.priority = BPFNET_TC_PRIORITY;
-    return opts;
 }
 
 // The id of the program in bpfnet's filter on ifindex's ingress, or 0 when there is no such filter.

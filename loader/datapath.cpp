@@ -4,6 +4,7 @@
 #include "log.hpp"
 #include "maps/system_error.hpp"
 #include "netlink.hpp"
+#include "tc_filter.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -115,56 +116,37 @@ void set_pin_paths(bpf_object *obj, const std::string &pin_dir) {
     }
 }
 
-struct TcHook {
-    bpf_tc_hook hook{};
-    explicit TcHook(int ifindex) {
-        hook.sz = sizeof(hook);
-        hook.ifindex = ifindex;
-        hook.attach_point = BPF_TC_INGRESS;
-    }
-};
-
-bpf_tc_opts tc_opts(int prog_fd, __u32 flags) {
-    bpf_tc_opts opts{};
-    opts.sz = sizeof(opts);
-    opts.prog_fd = prog_fd;
-    opts.flags = flags;
-    opts.handle = BPFNET_TC_HANDLE;
-    opts.priority = BPFNET_TC_PRIORITY;
-    return opts;
-}
-
 // Our filter on ifindex's ingress, identified by handle and priority: attach, adopt when the same program
 // is already there, or replace it atomically (BPF_TC_F_REPLACE) when it differs.
 HookAction attach_tc(int ifindex, int prog_fd, const std::string &what) {
-    TcHook tc(ifindex);
-    int err = bpf_tc_hook_create(&tc.hook);
+    bpf_tc_hook hook = ingress_hook(ifindex);
+    int err = bpf_tc_hook_create(&hook);
     if (err && err != -EEXIST)
         check(err, "bpf_tc_hook_create " + what);
 
-    bpf_tc_opts query = tc_opts(0, 0);
-    err = bpf_tc_query(&tc.hook, &query);
+    bpf_tc_opts query = bpfnet_filter(0, 0);
+    err = bpf_tc_query(&hook, &query);
     if (err == 0) {
         if (prog_tag(prog_fd_by_id(query.prog_id).get()) == prog_tag(prog_fd))
             return HookAction::Adopted;
-        bpf_tc_opts replace = tc_opts(prog_fd, BPF_TC_F_REPLACE);
-        check(bpf_tc_attach(&tc.hook, &replace), "bpf_tc_attach (replace) " + what);
+        bpf_tc_opts replace = bpfnet_filter(prog_fd, BPF_TC_F_REPLACE);
+        check(bpf_tc_attach(&hook, &replace), "bpf_tc_attach (replace) " + what);
         return HookAction::Replaced;
     }
     // No filter of ours: ENOENT when the ingress chain has other filters, EINVAL ("Cannot find specified
     // filter chain") when it has none at all, as on a freshly created clsact.
     if (err != -ENOENT && err != -EINVAL)
         check(err, "bpf_tc_query " + what);
-    bpf_tc_opts attach = tc_opts(prog_fd, 0);
-    check(bpf_tc_attach(&tc.hook, &attach), "bpf_tc_attach " + what);
+    bpf_tc_opts attach = bpfnet_filter(prog_fd, 0);
+    check(bpf_tc_attach(&hook, &attach), "bpf_tc_attach " + what);
     return HookAction::Attached;
 }
 
 // Removes only our filter: the clsact qdisc may carry other programs (the CNI's), so it stays.
 void detach_tc(int ifindex) {
-    TcHook tc(ifindex);
-    bpf_tc_opts ours = tc_opts(0, 0);
-    int err = bpf_tc_detach(&tc.hook, &ours);
+    bpf_tc_hook hook = ingress_hook(ifindex);
+    bpf_tc_opts ours = bpfnet_filter(0, 0);
+    int err = bpf_tc_detach(&hook, &ours);
     if (err && err != -ENOENT && err != -ENODEV && err != -EINVAL)
         check(err, "bpf_tc_detach ifindex " + std::to_string(ifindex));
 }
