@@ -64,6 +64,27 @@ die() {
 }
 
 # ---------------------------------------------------------------------------------------------------
+# Script start
+
+# loader_argument "$@": LOADER is the bpfnet-loader a test script was given as its first argument; anything
+# else is a usage error (exit 2).
+loader_argument() {
+    LOADER=$(realpath "${1:-}" 2>/dev/null) || true
+    if [ -z "${1:-}" ] || [ ! -x "$LOADER" ]; then
+        echo "usage: $0 PATH/TO/bpfnet-loader" >&2
+        exit 2
+    fi
+}
+
+# require_tools TOOL...: inside the sandbox, every tool the script uses is installed.
+require_tools() {
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || die "$tool is not installed (scripts/setup.sh)"
+    done
+}
+
+# ---------------------------------------------------------------------------------------------------
 # Sandbox
 
 # Re-executes the calling script inside a fresh sandbox (unless already inside one) and, inside,

@@ -23,11 +23,7 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
 
-LOADER=$(realpath "${1:-}" 2>/dev/null) || true
-if [ -z "${1:-}" ] || [ ! -x "$LOADER" ]; then
-    echo "usage: $0 PATH/TO/bpfnet-loader" >&2
-    exit 2
-fi
+loader_argument "$@"
 BPFNETCTL=$(realpath "${BPFNETCTL:-$(dirname "$LOADER")/../cli/bpfnetctl}" 2>/dev/null) || true
 if [ ! -x "$BPFNETCTL" ]; then
     echo "e2e: no bpfnetctl at ${BPFNETCTL:-?} (build it, or set BPFNETCTL)" >&2
@@ -43,9 +39,7 @@ sandbox_reexec "$@"
 
 # Everything below runs inside the sandbox.
 
-for tool in curl python3 nsenter setpriv tc ss; do
-    command -v "$tool" >/dev/null || die "$tool is not installed (scripts/setup.sh)"
-done
+require_tools curl python3 nsenter setpriv tc ss
 
 CONFIG=$E2E_TMP/conf/bpfnet.yaml
 LOGS=$E2E_TMP/logs

@@ -20,19 +20,13 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ironic.sh
 source "$E2E_DIR/ironic.sh"
 
-LOADER=$(realpath "${1:-}" 2>/dev/null) || true
-if [ -z "${1:-}" ] || [ ! -x "$LOADER" ]; then
-    echo "usage: $0 PATH/TO/bpfnet-loader" >&2
-    exit 2
-fi
+loader_argument "$@"
 
 sandbox_reexec "$@"
 
 # Everything below runs inside the sandbox.
 
-for tool in curl python3 bpftool ethtool nsenter tc; do
-    command -v "$tool" >/dev/null || die "$tool is not installed (scripts/setup.sh)"
-done
+require_tools curl python3 bpftool ethtool nsenter tc
 if ! ironic_available; then
     echo "e2e: $E2E_REASON; skipped" >&2
     exit 77

@@ -17,19 +17,13 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
 
-LOADER=$(realpath "${1:-}" 2>/dev/null) || true
-if [ -z "${1:-}" ] || [ ! -x "$LOADER" ]; then
-    echo "usage: $0 PATH/TO/bpfnet-loader" >&2
-    exit 2
-fi
+loader_argument "$@"
 
 sandbox_reexec "$@"
 
 # Everything below runs inside the sandbox.
 
-for tool in curl python3 bpftool ethtool nsenter promtool ss; do
-    command -v "$tool" >/dev/null || die "$tool is not installed (scripts/setup.sh)"
-done
+require_tools curl python3 bpftool ethtool nsenter promtool ss
 
 CONFIG=$E2E_TMP/conf/bpfnet.yaml
 LOGS=$E2E_TMP/logs

@@ -26,11 +26,7 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
 
-LOADER=$(realpath "${1:-}" 2>/dev/null) || true
-if [ -z "${1:-}" ] || [ ! -x "$LOADER" ]; then
-    echo "usage: $0 PATH/TO/bpfnet-loader" >&2
-    exit 2
-fi
+loader_argument "$@"
 if [ "$(id -u)" = 0 ] && ! dhcp_available; then
     echo "e2e: $E2E_REASON; skipped" >&2
     exit 77
@@ -40,9 +36,7 @@ sandbox_reexec "$@"
 
 # Everything below runs inside the sandbox.
 
-for tool in python3 bpftool ethtool nsenter ss sha256sum; do
-    command -v "$tool" >/dev/null || die "$tool is not installed (scripts/setup.sh)"
-done
+require_tools python3 bpftool ethtool nsenter ss sha256sum
 
 CONFIG=$E2E_TMP/conf/bpfnet.yaml
 LOGS=$E2E_TMP/logs
