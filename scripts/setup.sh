@@ -14,6 +14,8 @@ packages=(
   dnsmasq-base kea-dhcp4-server busybox isc-dhcp-client tftp-hpa ironic-api libcap2-bin
   # observability: the loader's metrics and health endpoints, and promtool to check the exposition
   libcpp-httplib-dev prometheus
+  # Kubernetes mode: the manifest test (PyYAML from Debian)
+  python3-yaml
 )
 
 if [ "$(id -u)" -ne 0 ]; then

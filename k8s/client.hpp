@@ -1,0 +1,223 @@
+// Kubernetes API client for bpfnet's Kubernetes mode: cluster configuration (in-cluster or kubeconfig), plain
+// requests (GET/PUT/POST/DELETE) with typed errors, and a list-then-watch Watcher that hands its caller the
+// full current state of one collection after every change (reconcile from state, not from events).
+//
+// Not supported yet: client certificates / exec plugins in kubeconfig (only bearer tokens), PATCH,
+// label/field selectors on watches beyond what the caller puts into the collection path.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace bpfnet::k8s {
+
+using json = nlohmann::json;
+
+// --- configuration -----------------------------------------------------------------------------------------
+
+class ConfigError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct ClusterConfig {
+    std::string server;     // "https://host:port" (or "http://..." for the test stand-in)
+    std::string ca_file;    // PEM file that verifies the server (empty: system CAs)
+    std::string ca_data;    // PEM text (kubeconfig certificate-authority-data, decoded)
+    std::string token;      // static bearer token (kubeconfig user token)
+    std::string token_file; // bearer token re-read whenever the file's mtime changes (service account)
+    bool insecure_skip_tls_verify = false;
+};
+
+inline constexpr const char *kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+// From KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT and SA_DIR/{token,ca.crt}.
+ClusterConfig in_cluster_config(const std::string &sa_dir = kServiceAccountDir);
+// From a kubeconfig (YAML or JSON): current-context -> cluster (server, certificate-authority[-data],
+// insecure-skip-tls-verify) and user (token, tokenFile). Relative file paths are relative to the kubeconfig.
+ClusterConfig kubeconfig_config(const std::string &path);
+// Empty path: in-cluster; otherwise the kubeconfig at PATH. Throws ConfigError naming the missing field.
+ClusterConfig load_cluster_config(const std::string &path_or_empty);
+
+std::string base64_decode(std::string_view in); // throws ConfigError on invalid input
+
+// The bearer token: static, or a file re-read when its modification time (or size) changes, so rotated
+// service-account tokens are picked up without a restart. Thread-safe.
+class TokenSource {
+  public:
+    TokenSource() = default;
+    explicit TokenSource(const ClusterConfig &config);
+    std::string current(); // empty when there is no token
+  private:
+    std::mutex mutex_;
+    std::string static_token_;
+    std::string file_;
+    std::string cached_;
+    timespec mtime_{};
+    std::int64_t size_ = -1;
+};
+
+// --- requests ----------------------------------------------------------------------------------------------
+
+struct Response {
+    long status = 0; // HTTP status
+    std::string raw; // body as received
+    json body;       // parsed body (discarded value when not JSON)
+};
+
+// Non-2xx answer from the API; message is the API Status message when there is one.
+class ApiError : public std::runtime_error {
+  public:
+    ApiError(long status, std::string reason, std::string message);
+    long status() const { return status_; }
+    const std::string &reason() const { return reason_; }
+    const std::string &api_message() const { return message_; }
+
+  private:
+    long status_;
+    std::string reason_;
+    std::string message_;
+};
+
+// 409: the object changed since it was read (stale metadata.resourceVersion) or already exists. Re-read and
+// retry.
+class ConflictError : public ApiError {
+  public:
+    using ApiError::ApiError;
+};
+
+// The request did not get an HTTP answer (connection refused, TLS failure, timeout, ...).
+class TransportError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+class ApiClient {
+  public:
+    explicit ApiClient(ClusterConfig config);
+    ~ApiClient();
+    ApiClient(const ApiClient &) = delete;
+    ApiClient &operator=(const ApiClient &) = delete;
+
+    // Throw ApiError/ConflictError on non-2xx, TransportError without an answer; return the JSON body.
+    json get(const std::string &path);
+    json put(const std::string &path, const json &body);
+    json post(const std::string &path, const json &body);
+    json del(const std::string &path);
+
+    // Any method; never throws on HTTP status (only TransportError).
+    Response request(const std::string &method, const std::string &path, const json *body = nullptr);
+
+    // Streams a GET: on_data is called with each piece of the body as it arrives; returning false aborts.
+    // should_stop is polled while idle (about once a second) and aborts when true.
+    struct StreamResult {
+        long status = 0;
+        bool aborted = false;    // on_data or should_stop asked to stop
+        bool transport_ok = false; // the body ended properly (final chunk seen)
+        std::string error;       // curl's error when !transport_ok
+        std::string error_body;  // the body of a non-2xx answer (not passed to on_data)
+    };
+    StreamResult stream(const std::string &path, const std::function<bool(std::string_view)> &on_data,
+                        const std::function<bool()> &should_stop, long max_seconds);
+
+    const ClusterConfig &config() const { return config_; }
+
+  private:
+    void *prepare(const std::string &path, void *&headers); // CURL*, curl_slist*
+    ClusterConfig config_;
+    TokenSource token_;
+};
+
+// Raises the matching ApiError for a non-2xx response.
+[[noreturn]] void throw_api_error(const Response &r);
+
+// --- watch -------------------------------------------------------------------------------------------------
+
+// Key of an object in a snapshot: "namespace/name", or "name" for cluster-scoped objects.
+using Snapshot = std::map<std::string, json>;
+
+struct WatchOptions {
+    std::chrono::milliseconds initial_backoff{200};
+    std::chrono::milliseconds max_backoff{30000};
+    double jitter = 0.2;           // each delay is multiplied by a factor in [1 - jitter, 1 + jitter]
+    long timeout_seconds = 300;    // server-side timeoutSeconds of one watch request
+    // Injectable for tests: sleep (default: interruptible by stop()) and a uniform random in [0, 1).
+    std::function<void(std::chrono::milliseconds)> sleep;
+    std::function<double()> random;
+};
+
+struct WatchStats {
+    std::atomic<std::uint64_t> lists{0};
+    std::atomic<std::uint64_t> watches{0};    // watch requests started
+    std::atomic<std::uint64_t> events{0};     // ADDED/MODIFIED/DELETED applied
+    std::atomic<std::uint64_t> bookmarks{0};
+    std::atomic<std::uint64_t> expired{0};    // 410s
+    std::atomic<std::uint64_t> bad_input{0};  // malformed lines/lists, unexpected types, non-410 ERROR events,
+                                              // truncated streams
+    std::atomic<std::uint64_t> failures{0};   // failed list/watch attempts (each followed by a backoff)
+};
+
+class Watcher {
+  public:
+    // Called on the watcher's thread after the initial list, every re-list and every applied
+    // ADDED/MODIFIED/DELETED, with the full current state (valid during the call). Not after bookmarks.
+    using OnChange = std::function<void(const Snapshot &)>;
+    // collection: e.g. "/api/v1/namespaces/NS/services" or "/apis/coordination.k8s.io/v1/leases".
+    Watcher(ApiClient &client, std::string collection, OnChange on_change, WatchOptions options = {});
+    ~Watcher();
+    Watcher(const Watcher &) = delete;
+    Watcher &operator=(const Watcher &) = delete;
+
+    void start(); // runs in its own thread
+    void stop();  // returns once the thread has ended
+    void run();   // the loop itself, until stop()
+
+    std::string resource_version() const;
+    Snapshot snapshot() const;
+    const WatchStats &stats() const { return stats_; }
+
+    // Delay before attempt number `attempt` (0-based) of a failing sequence; exposed for tests.
+    std::chrono::milliseconds backoff(unsigned attempt) const;
+
+  private:
+    enum class Outcome { Reconnect, Relist, Failed, FailedRelist };
+    bool list();
+    Outcome watch_once();
+    // Applies one line; returns false (after logging) when the stream must be abandoned.
+    bool apply_line(std::string_view line, Outcome &outcome);
+    void deliver();
+    void pause(std::chrono::milliseconds d);
+    bool stopping() const { return stop_.load(); }
+
+    ApiClient &client_;
+    std::string collection_;
+    OnChange on_change_;
+    WatchOptions options_;
+    WatchStats stats_;
+
+    mutable std::mutex mutex_;
+    Snapshot snapshot_;
+    std::string rv_;
+
+    std::atomic<bool> stop_{false};
+    std::mutex sleep_mutex_;
+    std::condition_variable sleep_cv_;
+    std::thread thread_;
+};
+
+std::string object_key(const json &object); // "" when the object has no metadata.name string
+
+} // namespace bpfnet::k8s

@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+"""Kubernetes API server stand-in for bpfnet's tests (python3 stdlib only, plain HTTP on 127.0.0.1).
+
+Usage: apiserver_standin.py PORT [--bookmark-interval SECONDS] [--token TOKEN] [--tls CERT KEY]
+  PORT 0 picks a free port. The first line on stdout is "listening on PORT".
+  --token: when given, every API request must carry "Authorization: Bearer TOKEN" (else 401).
+  --tls: serve HTTPS with the PEM certificate CERT and key KEY (to test the client's CA handling).
+
+API semantics followed (a subset of the documented behaviour):
+  Collections: /api/v1[/namespaces/NS]/RESOURCE and /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE for any
+  RESOURCE name (services, endpoints, events, endpointslices, leases, ...); without /namespaces/NS a
+  collection spans all namespaces. Objects: COLLECTION/NAME, and COLLECTION/NAME/status.
+  - Every write bumps one global resourceVersion counter; objects get metadata.resourceVersion (string), uid,
+    creationTimestamp, namespace.
+  - GET collection: {kind: <Kind>List, apiVersion, metadata: {resourceVersion}, items}.
+  - GET collection?watch=1&resourceVersion=RV[&allowWatchBookmarks=true][&timeoutSeconds=N]: HTTP/1.1 chunked
+    stream of newline-delimited JSON events {type, object}, one event per chunk, for every change newer than
+    RV (without RV, or RV "0": synthetic ADDED events for the current state first). BOOKMARK events
+    ({kind, apiVersion, metadata: {resourceVersion}}) every --bookmark-interval seconds when asked. When RV is
+    older than the compaction point: one ERROR event {type: ERROR, object: {kind: Status, code: 410,
+    reason: Expired}} and the stream ends. After timeoutSeconds the stream ends normally.
+  - GET object: the object or 404 Status NotFound.
+  - POST collection: creates (metadata.name or metadata.generateName), 409 AlreadyExists when present.
+  - PUT object: replaces; 409 Conflict when metadata.resourceVersion is given and differs from the stored one;
+    404 when absent. PUT .../status changes only .status; PUT on the object keeps the stored .status.
+  - DELETE object: removes it (DELETED event), returns the object.
+  Errors are Status objects {kind: Status, apiVersion: v1, status: Failure, message, reason, code}.
+
+Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
+  /_test/compact         {"rv": N} (default: current) -> watches from an RV older than N get 410
+  /_test/drop-watches    abruptly closes every open watch (no final chunk: a truncated chunked body)
+  /_test/garbage         {"line": "..."} writes a malformed line into every open watch (watch continues)
+  /_test/truncate        writes half of an event into every open watch, then closes it abruptly
+  /_test/block-watches   {"on": true|false} new watch requests get 503 while on (API server "away")
+  /_test/gone-as-http    {"on": true|false} an expired watch gets HTTP 410 (a Status body) instead of
+                         the ERROR event (both happen with real API servers)
+  /_test/garbage-list    {"count": N} the next N collection LISTs answer 200 with a malformed body
+  /_test/state           (GET) {"rv": N, "compacted": N, "watches": open watch count, "auth": last
+                         Authorization header seen}
+"""
+
+import json
+import re
+import select
+import socket
+import ssl
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+PATH_RE = re.compile(
+    r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[a-z]+)(?:/(?P<name>[^/]+))?(?P<status>/status)?$")
+
+KINDS = {"services": "Service", "endpointslices": "EndpointSlice", "leases": "Lease", "events": "Event",
+         "endpoints": "Endpoints", "pods": "Pod", "configmaps": "ConfigMap", "nodes": "Node",
+         "namespaces": "Namespace"}
+
+
+class Store:
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.rv = 0
+        self.compacted = 0
+        self.objects = {}  # (apiVersion, resource) -> {(ns, name): obj}
+        self.log = []  # (rv, apiVersion, resource, ns, type, obj)
+        self.drop_gen = 0
+        self.truncate_gen = 0
+        self.garbage = []  # (gen, line)
+        self.block_watches = False
+        self.gone_as_http = False
+        self.garbage_lists = 0
+        self.watches = 0
+        self.last_auth = ""
+
+    def bump(self):
+        self.rv += 1
+        return self.rv
+
+    def record(self, api, resource, ns, typ, obj):
+        self.log.append((self.rv, api, resource, ns, typ, json.loads(json.dumps(obj))))
+        if len(self.log) > 100000:
+            del self.log[:50000]
+        self.cond.notify_all()
+
+
+STORE = Store()
+BOOKMARK_INTERVAL = 1.0
+TOKEN = None
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet
+        pass
+
+    def send_json(self, code, obj):
+        data = (json.dumps(obj) + "\n").encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        if not raw:
+            return {}
+        return json.loads(raw)
+
+    def route(self):
+        u = urlparse(self.path)
+        m = PATH_RE.match(u.path)
+        if not m:
+            return None, u
+        api = "v1" if m.group("core") else m.group("group") + "/" + m.group("version")
+        return (api, m.group("resource"), m.group("ns"), m.group("name"), bool(m.group("status"))), u
+
+    def authorized(self):
+        with STORE.cond:
+            STORE.last_auth = self.headers.get("Authorization", "")
+        if TOKEN is None or self.headers.get("Authorization") == "Bearer " + TOKEN:
+            return True
+        self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+        return False
+
+    # --- test control ---
+    def control(self, method):
+        u = urlparse(self.path)
+        op = u.path[len("/_test/"):]
+        try:
+            args = self.body() if method == "POST" else {}
+        except ValueError:
+            args = {}
+        with STORE.cond:
+            if op == "state":
+                res = {"rv": STORE.rv, "compacted": STORE.compacted, "watches": STORE.watches,
+                       "auth": STORE.last_auth}
+            elif op == "compact":
+                STORE.compacted = int(args.get("rv", STORE.rv))
+                STORE.log = [e for e in STORE.log if e[0] > STORE.compacted]
+                res = {"compacted": STORE.compacted}
+            elif op == "drop-watches":
+                STORE.drop_gen += 1
+                res = {}
+            elif op == "truncate":
+                STORE.truncate_gen += 1
+                res = {}
+            elif op == "garbage":
+                STORE.garbage.append((len(STORE.garbage) + 1, args.get("line", "{this is not json")))
+                res = {}
+            elif op == "gone-as-http":
+                STORE.gone_as_http = bool(args.get("on", True))
+                res = {"on": STORE.gone_as_http}
+            elif op == "garbage-list":
+                STORE.garbage_lists = int(args.get("count", 1))
+                res = {}
+            elif op == "block-watches":
+                STORE.block_watches = bool(args.get("on", True))
+                res = {"on": STORE.block_watches}
+            else:
+                self.send_json(404, status(404, "NotFound", "unknown test operation " + op))
+                return
+            STORE.cond.notify_all()
+        res["ok"] = True
+        self.send_json(200, res)
+
+    # --- API ---
+    def do_GET(self):
+        if self.path.startswith("/_test/"):
+            return self.control("GET")
+        if not self.authorized():
+            return
+        r, u = self.route()
+        if not r:
+            return self.send_json(404, status(404, "NotFound", "no such path " + u.path))
+        api, resource, ns, name, _ = r
+        q = parse_qs(u.query)
+        if name:
+            with STORE.cond:
+                obj = STORE.objects.get((api, resource), {}).get((ns, name))
+            if obj is None:
+                return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
+            return self.send_json(200, obj)
+        if q.get("watch", ["0"])[0] in ("1", "true"):
+            return self.watch(api, resource, ns, q)
+        with STORE.cond:
+            if STORE.garbage_lists > 0:
+                STORE.garbage_lists -= 1
+                data = b'{"kind": "ServiceList", "items": [{"metadata": '
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            items = [o for (ons, _), o in sorted(STORE.objects.get((api, resource), {}).items())
+                     if ns is None or ons == ns]
+            rv = STORE.rv
+        self.send_json(200, {"kind": KINDS.get(resource, resource.capitalize()) + "List", "apiVersion": api,
+                             "metadata": {"resourceVersion": str(rv)}, "items": items})
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def peer_closed(self):
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def abrupt_close(self):
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def watch(self, api, resource, ns, q):
+        rv_param = q.get("resourceVersion", [""])[0]
+        bookmarks = q.get("allowWatchBookmarks", ["false"])[0] in ("1", "true")
+        timeout = float(q.get("timeoutSeconds", ["1800"])[0])
+        with STORE.cond:
+            if STORE.block_watches:
+                return self.send_json(503, status(503, "ServiceUnavailable", "watches blocked by test"))
+            try:
+                since = int(rv_param) if rv_param not in ("", "0") else None
+            except ValueError:
+                return self.send_json(400, status(400, "BadRequest", "invalid resourceVersion"))
+            expired = since is not None and since < STORE.compacted
+            if expired and STORE.gone_as_http:
+                return self.send_json(410, status(410, "Expired", f"too old resource version: {since}"))
+            initial = []
+            if since is None:
+                initial = [("ADDED", o) for (ons, _), o in sorted(STORE.objects.get((api, resource), {}).items())
+                           if ns is None or ons == ns]
+                since = STORE.rv
+            drop_gen, trunc_gen, garbage_seen = STORE.drop_gen, STORE.truncate_gen, len(STORE.garbage)
+            STORE.watches += 1
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            if expired:
+                self.chunk((json.dumps({"type": "ERROR", "object": status(
+                    410, "Expired", f"too old resource version: {since} ({STORE.compacted})")}) + "\n").encode())
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            for typ, o in initial:
+                self.chunk((json.dumps({"type": typ, "object": o}) + "\n").encode())
+            deadline = time.monotonic() + timeout
+            next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+            while True:
+                if self.peer_closed():
+                    self.close_connection = True
+                    return
+                with STORE.cond:
+                    STORE.cond.wait(0.05)
+                    events = [e for e in STORE.log if e[0] > since and e[1] == api and e[2] == resource
+                              and (ns is None or e[3] == ns)]
+                    if STORE.log and STORE.log[-1][0] > since:
+                        since = STORE.log[-1][0]
+                    drop = STORE.drop_gen != drop_gen
+                    trunc = STORE.truncate_gen != trunc_gen
+                    garbage = [line for _, line in STORE.garbage[garbage_seen:]]
+                    garbage_seen = len(STORE.garbage)
+                    current = STORE.rv
+                for e in events:
+                    self.chunk((json.dumps({"type": e[4], "object": e[5]}) + "\n").encode())
+                for line in garbage:
+                    self.chunk((line + "\n").encode())
+                if trunc:
+                    half = json.dumps({"type": "ADDED", "object": {"metadata": {"name": "half"}}})
+                    self.chunk(half[: len(half) // 2].encode())
+                    return self.abrupt_close()
+                if drop:
+                    return self.abrupt_close()
+                now = time.monotonic()
+                if bookmarks and now >= next_bookmark:
+                    next_bookmark = now + BOOKMARK_INTERVAL
+                    self.chunk((json.dumps({"type": "BOOKMARK", "object": {
+                        "kind": KINDS.get(resource, "Object"), "apiVersion": api,
+                        "metadata": {"resourceVersion": str(current)}}}) + "\n").encode())
+                if now >= deadline:
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+        finally:
+            with STORE.cond:
+                STORE.watches -= 1
+
+    def do_POST(self):
+        if self.path.startswith("/_test/"):
+            return self.control("POST")
+        if not self.authorized():
+            return
+        r, u = self.route()
+        if not r or r[3]:
+            return self.send_json(405, status(405, "MethodNotAllowed", "POST only on collections"))
+        api, resource, ns, _, _ = r
+        try:
+            obj = self.body()
+        except ValueError:
+            return self.send_json(400, status(400, "BadRequest", "body is not JSON"))
+        if not isinstance(obj, dict):
+            return self.send_json(400, status(400, "BadRequest", "body is not an object"))
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name"):
+            if meta.get("generateName"):
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            else:
+                return self.send_json(422, status(422, "Invalid", "metadata.name: Required value"))
+        name = meta["name"]
+        with STORE.cond:
+            coll = STORE.objects.setdefault((api, resource), {})
+            if (ns, name) in coll:
+                return self.send_json(409, status(409, "AlreadyExists", f'{resource} "{name}" already exists'))
+            meta["resourceVersion"] = str(STORE.bump())
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            if ns:
+                meta["namespace"] = ns
+            obj.setdefault("apiVersion", api)
+            obj.setdefault("kind", KINDS.get(resource, resource.capitalize()))
+            coll[(ns, name)] = obj
+            STORE.record(api, resource, ns, "ADDED", obj)
+        self.send_json(201, obj)
+
+    def do_PUT(self):
+        if not self.authorized():
+            return
+        r, u = self.route()
+        if not r or not r[3]:
+            return self.send_json(405, status(405, "MethodNotAllowed", "PUT only on objects"))
+        api, resource, ns, name, is_status = r
+        try:
+            obj = self.body()
+        except ValueError:
+            return self.send_json(400, status(400, "BadRequest", "body is not JSON"))
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            return self.send_json(400, status(400, "BadRequest", "body is not an object with metadata"))
+        if obj["metadata"].get("name", name) != name:
+            return self.send_json(400, status(400, "BadRequest", "metadata.name does not match the path"))
+        with STORE.cond:
+            coll = STORE.objects.setdefault((api, resource), {})
+            old = coll.get((ns, name))
+            if old is None:
+                return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
+            given = obj["metadata"].get("resourceVersion")
+            if given and given != old["metadata"]["resourceVersion"]:
+                return self.send_json(409, status(
+                    409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": the object has been '
+                    'modified; please apply your changes to the latest version and try again'))
+            if is_status:
+                new = json.loads(json.dumps(old))
+                new["status"] = obj.get("status", {})
+            else:
+                new = obj
+                new["metadata"]["uid"] = old["metadata"]["uid"]
+                new["metadata"]["creationTimestamp"] = old["metadata"]["creationTimestamp"]
+                if ns:
+                    new["metadata"]["namespace"] = ns
+                new.setdefault("apiVersion", old.get("apiVersion"))
+                new.setdefault("kind", old.get("kind"))
+                if "status" in old:
+                    new["status"] = old["status"]
+            new["metadata"]["name"] = name
+            new["metadata"]["resourceVersion"] = str(STORE.bump())
+            coll[(ns, name)] = new
+            STORE.record(api, resource, ns, "MODIFIED", new)
+        self.send_json(200, new)
+
+    def do_DELETE(self):
+        if not self.authorized():
+            return
+        r, u = self.route()
+        if not r or not r[3]:
+            return self.send_json(405, status(405, "MethodNotAllowed", "DELETE only on objects"))
+        api, resource, ns, name, _ = r
+        with STORE.cond:
+            coll = STORE.objects.setdefault((api, resource), {})
+            old = coll.pop((ns, name), None)
+            if old is None:
+                return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
+            old["metadata"]["resourceVersion"] = str(STORE.bump())
+            STORE.record(api, resource, ns, "DELETED", old)
+        self.send_json(200, old)
+
+
+def main():
+    global BOOKMARK_INTERVAL, TOKEN
+    args = sys.argv[1:]
+    if not args:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    port = int(args[0])
+    tls = None
+    i = 1
+    while i < len(args):
+        if args[i] == "--bookmark-interval":
+            BOOKMARK_INTERVAL = float(args[i + 1])
+            i += 2
+        elif args[i] == "--tls":
+            tls = (args[i + 1], args[i + 2])
+            i += 3
+        elif args[i] == "--token":
+            TOKEN = args[i + 1]
+            i += 2
+        else:
+            print("unknown argument " + args[i], file=sys.stderr)
+            sys.exit(2)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tls[0], tls[1])
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    print(f"listening on {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

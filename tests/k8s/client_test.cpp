@@ -1,0 +1,595 @@
+// bpfnet::k8s client against tests/k8s/apiserver_standin.py on 127.0.0.1 (a fresh stand-in per test).
+#include "k8s/client.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace bpfnet::k8s;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        char tmpl[] = "/tmp/bpfnet-k8s-XXXXXX";
+        path = ::mkdtemp(tmpl);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string write(const std::string &name, const std::string &content) const {
+        const fs::path p = path / name;
+        std::ofstream(p) << content;
+        return p.string();
+    }
+};
+
+// Polls COND every 10 ms for at most LIMIT.
+template <typename F>
+bool eventually(F cond, std::chrono::milliseconds limit = 5000ms) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+        if (cond())
+            return true;
+        std::this_thread::sleep_for(10ms);
+    }
+    return cond();
+}
+
+class StandIn {
+public:
+    explicit StandIn(std::vector<std::string> extra = {}) {
+        int out[2];
+        if (::pipe(out) != 0)
+            throw std::runtime_error("pipe");
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL); // never outlive a crashed test binary
+            ::dup2(out[1], 1);
+            ::close(out[0]);
+            ::close(out[1]);
+            std::vector<std::string> args = {BPFNET_PYTHON, BPFNET_STANDIN, "0"};
+            args.insert(args.end(), extra.begin(), extra.end());
+            std::vector<char *> argv;
+            for (auto &a : args)
+                argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+        ::close(out[1]);
+        std::string line;
+        char c;
+        while (line.size() < 100 && ::read(out[0], &c, 1) == 1 && c != '\n')
+            line += c;
+        ::close(out[0]);
+        const auto pos = line.rfind(' ');
+        if (line.rfind("listening on ", 0) != 0 || pos == std::string::npos)
+            throw std::runtime_error("stand-in did not start: '" + line + "'");
+        port_ = std::stoi(line.substr(pos + 1));
+    }
+    ~StandIn() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    ClusterConfig config(std::string token = {}, const char *scheme = "http") const {
+        ClusterConfig c;
+        c.server = std::string(scheme) + "://127.0.0.1:" + std::to_string(port_);
+        c.token = std::move(token);
+        return c;
+    }
+
+private:
+    pid_t pid_ = -1;
+    int port_ = 0;
+};
+
+json service(const std::string &name, const std::string &ip) {
+    return {{"apiVersion", "v1"},
+            {"kind", "Service"},
+            {"metadata", {{"name", name}, {"namespace", "prov"}}},
+            {"spec", {{"type", "LoadBalancer"}, {"loadBalancerIP", ip}}}};
+}
+
+const std::string kServices = "/api/v1/namespaces/prov/services";
+
+// Records every snapshot the watcher delivers.
+struct Recorder {
+    std::mutex mutex;
+    std::vector<Snapshot> seen;
+    Watcher::OnChange callback() {
+        return [this](const Snapshot &s) {
+            std::lock_guard lock(mutex);
+            seen.push_back(s);
+        };
+    }
+    Snapshot last() {
+        std::lock_guard lock(mutex);
+        return seen.empty() ? Snapshot{} : seen.back();
+    }
+    std::size_t count() {
+        std::lock_guard lock(mutex);
+        return seen.size();
+    }
+};
+
+std::string ip_of(const Snapshot &s, const std::string &key) {
+    auto it = s.find(key);
+    if (it == s.end())
+        return {};
+    return it->second["spec"]["loadBalancerIP"].get<std::string>();
+}
+
+WatchOptions fast_options() {
+    WatchOptions o;
+    o.initial_backoff = 10ms;
+    o.max_backoff = 200ms;
+    o.sleep = [](std::chrono::milliseconds d) {
+        std::this_thread::sleep_for(std::min(d, 20ms));
+    };
+    return o;
+}
+
+} // namespace
+
+// --- configuration -----------------------------------------------------------------------------------------
+
+TEST(K8sConfig, InClusterFromEnvironment) {
+    TempDir dir;
+    dir.write("token", "tok-1\n");
+    dir.write("ca.crt", "PEM");
+    ::setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    ::setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    ClusterConfig c = in_cluster_config(dir.path.string());
+    EXPECT_EQ(c.server, "https://10.96.0.1:443");
+    EXPECT_EQ(c.ca_file, (dir.path / "ca.crt").string());
+    EXPECT_EQ(TokenSource(c).current(), "tok-1");
+
+    ::setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    EXPECT_EQ(in_cluster_config(dir.path.string()).server, "https://[fd00::1]:443");
+
+    ::unsetenv("KUBERNETES_SERVICE_HOST");
+    try {
+        in_cluster_config(dir.path.string());
+        FAIL() << "expected ConfigError";
+    } catch (const ConfigError &e) {
+        EXPECT_NE(std::string(e.what()).find("KUBERNETES_SERVICE_HOST"), std::string::npos) << e.what();
+    }
+    ::setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    fs::remove(dir.path / "token");
+    EXPECT_THROW(in_cluster_config(dir.path.string()), ConfigError);
+    ::unsetenv("KUBERNETES_SERVICE_HOST");
+    ::unsetenv("KUBERNETES_SERVICE_PORT");
+}
+
+TEST(K8sConfig, Kubeconfig) {
+    TempDir dir;
+    dir.write("ca.pem", "PEM");
+    const std::string path = dir.write("config", R"(apiVersion: v1
+kind: Config
+current-context: b
+contexts:
+- name: a
+  context: {cluster: one, user: alice}
+- name: b
+  context: {cluster: two, user: bob}
+clusters:
+- name: one
+  cluster: {server: "https://one:6443", certificate-authority: ca.pem}
+- name: two
+  cluster:
+    server: https://two.example:6443/
+    certificate-authority-data: SGVsbG8sIENBIQ==
+users:
+- name: alice
+  user: {token: a-token}
+- name: bob
+  user: {token: b-token}
+)");
+    ClusterConfig c = load_cluster_config(path);
+    EXPECT_EQ(c.server, "https://two.example:6443");
+    EXPECT_EQ(c.ca_data, "Hello, CA!");
+    EXPECT_EQ(c.token, "b-token");
+
+    const std::string other = dir.write("config-a", R"({"current-context": "a",
+ "contexts": [{"name": "a", "context": {"cluster": "one", "user": "alice"}}],
+ "clusters": [{"name": "one", "cluster": {"server": "https://one:6443", "certificate-authority": "ca.pem"}}],
+ "users": [{"name": "alice", "user": {"token": "a-token"}}]})");
+    c = kubeconfig_config(other);
+    EXPECT_EQ(c.ca_file, (dir.path / "ca.pem").string());
+    EXPECT_EQ(c.token, "a-token");
+
+    auto error_of = [&](const std::string &text) {
+        try {
+            kubeconfig_config(dir.write("bad", text));
+        } catch (const ConfigError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(error_of("clusters: []\n").find("current-context"), std::string::npos);
+    EXPECT_NE(error_of("current-context: x\ncontexts: []\n").find("no entry named 'x'"), std::string::npos);
+    EXPECT_NE(error_of("current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\n"
+                       "clusters: [{name: c, cluster: {}}]\n")
+                  .find("'server'"),
+              std::string::npos);
+    EXPECT_THROW(kubeconfig_config((dir.path / "missing").string()), ConfigError);
+}
+
+TEST(K8sConfig, TokenReReadAfterRotation) {
+    TempDir dir;
+    const std::string file = dir.write("token", "first");
+    ClusterConfig c;
+    c.token_file = file;
+    TokenSource tokens(c);
+    EXPECT_EQ(tokens.current(), "first");
+    // Rotation as the kubelet does it: new content, new mtime (set explicitly so the test does not depend
+    // on the file system's timestamp granularity).
+    dir.write("token", "second");
+    timespec times[2] = {{0, UTIME_OMIT}, {std::time(nullptr) + 10, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, file.c_str(), times, 0), 0);
+    EXPECT_EQ(tokens.current(), "second");
+}
+
+TEST(K8sClient, TokenRotationReachesTheServer) {
+    StandIn server({"--token", "second"});
+    TempDir dir;
+    ClusterConfig c = server.config();
+    c.token_file = dir.write("token", "first");
+    ApiClient api(c);
+    try {
+        api.get(kServices);
+        FAIL() << "expected 401";
+    } catch (const ApiError &e) {
+        EXPECT_EQ(e.status(), 401);
+    }
+    dir.write("token", "second");
+    timespec times[2] = {{0, UTIME_OMIT}, {std::time(nullptr) + 10, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, c.token_file.c_str(), times, 0), 0);
+    EXPECT_NO_THROW(api.get(kServices));
+    EXPECT_EQ(api.get("/_test/state")["auth"], "Bearer second");
+}
+
+// --- requests ----------------------------------------------------------------------------------------------
+
+TEST(K8sClient, HttpsVerifiesWithTheClusterCa) {
+    TempDir dir;
+    const std::string cert = (dir.path / "server.pem").string();
+    const std::string key = (dir.path / "server.key").string();
+    const std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+                            "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+                            key + " -out " + cert + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    StandIn server({"--tls", cert, key});
+
+    ClusterConfig with_file = server.config({}, "https");
+    with_file.ca_file = cert;
+    EXPECT_NO_THROW(ApiClient(with_file).get(kServices));
+
+    ClusterConfig with_data = server.config({}, "https");
+    std::ifstream in(cert);
+    with_data.ca_data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    EXPECT_NO_THROW(ApiClient(with_data).get(kServices));
+
+    // The watch stream over TLS too.
+    ApiClient tls_api(with_file);
+    Recorder rec;
+    Watcher w(tls_api, kServices, rec.callback(), fast_options());
+    w.start();
+    ASSERT_TRUE(eventually([&] { return rec.count() >= 1; }));
+    tls_api.post(kServices, service("tls", "192.0.2.80"));
+    EXPECT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/tls") == "192.0.2.80"; }));
+    w.stop();
+
+    // Without the cluster's CA the server is not trusted.
+    EXPECT_THROW(ApiClient(server.config({}, "https")).get(kServices), TransportError);
+}
+
+TEST(K8sClient, ErrorsCarryStatusAndMessage) {
+    StandIn server;
+    ApiClient api(server.config());
+    try {
+        api.get(kServices + "/nope");
+        FAIL() << "expected ApiError";
+    } catch (const ApiError &e) {
+        EXPECT_EQ(e.status(), 404);
+        EXPECT_EQ(e.reason(), "NotFound");
+        EXPECT_NE(e.api_message().find("nope"), std::string::npos);
+    }
+    api.post(kServices, service("a", "192.0.2.10"));
+    EXPECT_THROW(api.post(kServices, service("a", "192.0.2.10")), ConflictError);
+
+    ClusterConfig closed;
+    closed.server = "http://127.0.0.1:1";
+    ApiClient nowhere(closed);
+    EXPECT_THROW(nowhere.get(kServices), TransportError);
+}
+
+TEST(K8sClient, StalePutIsAConflictAndRetrySucceeds) {
+    StandIn server;
+    ApiClient api(server.config());
+    const std::string leases = "/apis/coordination.k8s.io/v1/namespaces/prov/leases";
+    json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                  {"kind", "Lease"},
+                  {"metadata", {{"name", "svc-a"}}},
+                  {"spec", {{"holderIdentity", "node-a"}, {"leaseDurationSeconds", 2}}}};
+    const json created = api.post(leases, lease);
+    const std::string rv0 = created["metadata"]["resourceVersion"];
+
+    json mine = created;   // node B read it
+    json theirs = created; // node A read it too
+    theirs["spec"]["holderIdentity"] = "node-a";
+    theirs["spec"]["renewTime"] = "2026-11-29T20:00:00.000000Z";
+    api.put(leases + "/svc-a", theirs); // A renews first
+
+    mine["spec"]["holderIdentity"] = "node-b";
+    try {
+        api.put(leases + "/svc-a", mine);
+        FAIL() << "expected ConflictError";
+    } catch (const ConflictError &e) {
+        EXPECT_EQ(e.status(), 409);
+        EXPECT_EQ(e.reason(), "Conflict");
+    }
+    // Re-read and retry.
+    json fresh = api.get(leases + "/svc-a");
+    EXPECT_NE(fresh["metadata"]["resourceVersion"], rv0);
+    fresh["spec"]["holderIdentity"] = "node-b";
+    const json updated = api.put(leases + "/svc-a", fresh);
+    EXPECT_EQ(updated["spec"]["holderIdentity"], "node-b");
+    EXPECT_EQ(api.get(leases + "/svc-a")["spec"]["holderIdentity"], "node-b");
+}
+
+// --- watch -------------------------------------------------------------------------------------------------
+
+TEST(K8sWatch, ListThenWatchSeesChangesInOrder) {
+    StandIn server;
+    ApiClient api(server.config());
+    api.post(kServices, service("pre", "192.0.2.1")); // present before the watch: comes from the LIST
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), fast_options());
+    w.start();
+    ASSERT_TRUE(eventually([&] { return rec.count() >= 1; }));
+    EXPECT_EQ(ip_of(rec.last(), "prov/pre"), "192.0.2.1");
+
+    json a = api.post(kServices, service("a", "192.0.2.10"));
+    a["spec"]["loadBalancerIP"] = "192.0.2.11";
+    api.put(kServices + "/a", a);
+    api.del(kServices + "/a");
+    api.post("/api/v1/namespaces/other/services", service("elsewhere", "192.0.2.99")); // not ours
+    ASSERT_TRUE(eventually([&] { return rec.count() >= 4; }));
+    std::this_thread::sleep_for(100ms);
+    w.stop();
+
+    std::lock_guard lock(rec.mutex);
+    ASSERT_EQ(rec.seen.size(), 4u);
+    EXPECT_EQ(ip_of(rec.seen[1], "prov/a"), "192.0.2.10");
+    EXPECT_EQ(ip_of(rec.seen[2], "prov/a"), "192.0.2.11");
+    EXPECT_EQ(rec.seen[3].count("prov/a"), 0u);
+    EXPECT_EQ(rec.seen[3].size(), 1u);
+    EXPECT_EQ(w.stats().lists, 1u);
+    EXPECT_EQ(w.stats().events, 3u);
+}
+
+TEST(K8sWatch, BookmarksAdvanceResourceVersion) {
+    StandIn server({"--bookmark-interval", "0.1"});
+    ApiClient api(server.config());
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), fast_options());
+    w.start();
+    ASSERT_TRUE(eventually([&] { return rec.count() >= 1; }));
+    const std::string before = w.resource_version();
+    // Changes elsewhere move the global resourceVersion; only a bookmark tells this watcher about it.
+    const json other = api.post("/apis/coordination.k8s.io/v1/namespaces/prov/leases",
+                                {{"metadata", {{"name", "l"}}}, {"spec", json::object()}});
+    const std::string target = other["metadata"]["resourceVersion"];
+    EXPECT_TRUE(eventually([&] { return w.resource_version() == target; }))
+        << "rv " << w.resource_version() << " before " << before << " target " << target;
+    EXPECT_GE(w.stats().bookmarks, 1u);
+    EXPECT_EQ(rec.count(), 1u); // a bookmark is no change
+    w.stop();
+}
+
+TEST(K8sWatch, ExpiredResourceVersionRelists) {
+    StandIn server;
+    ApiClient api(server.config());
+    api.post(kServices, service("a", "192.0.2.10"));
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), fast_options());
+    w.start();
+    ASSERT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/a") == "192.0.2.10"; }));
+
+    // The API server goes away for a while: the watcher misses changes, and history is compacted.
+    api.post("/_test/block-watches", {{"on", true}});
+    api.post("/_test/drop-watches", json::object());
+    ASSERT_TRUE(eventually([&] { return api.get("/_test/state")["watches"] == 0; }));
+    api.post(kServices, service("b", "192.0.2.20"));
+    api.del(kServices + "/a");
+    api.post("/_test/compact", json::object());
+    api.post("/_test/block-watches", {{"on", false}});
+
+    ASSERT_TRUE(eventually([&] { return w.stats().expired >= 1 && w.stats().lists >= 2; }));
+    ASSERT_TRUE(eventually([&] {
+        const Snapshot s = rec.last();
+        return s.size() == 1 && ip_of(s, "prov/b") == "192.0.2.20";
+    }));
+    // And the watch after the re-list works.
+    api.post(kServices, service("c", "192.0.2.30"));
+    EXPECT_TRUE(eventually([&] { return rec.last().size() == 2; }));
+
+    // Again, with the expiry as an HTTP 410 answer to the watch request instead of an ERROR event.
+    const std::uint64_t lists = w.stats().lists;
+    api.post("/_test/gone-as-http", {{"on", true}});
+    api.post("/_test/block-watches", {{"on", true}});
+    api.post("/_test/drop-watches", json::object());
+    ASSERT_TRUE(eventually([&] { return api.get("/_test/state")["watches"] == 0; }));
+    api.del(kServices + "/b");
+    api.post("/_test/compact", json::object());
+    api.post("/_test/block-watches", {{"on", false}});
+    ASSERT_TRUE(eventually([&] { return w.stats().lists > lists; }));
+    EXPECT_TRUE(eventually([&] {
+        const Snapshot s = rec.last();
+        return s.size() == 1 && s.count("prov/c") == 1;
+    }));
+    EXPECT_GE(w.stats().expired, 2u);
+    w.stop();
+}
+
+TEST(K8sWatch, MalformedListIsRetried) {
+    StandIn server;
+    ApiClient api(server.config());
+    api.post(kServices, service("a", "192.0.2.10"));
+    api.post("/_test/garbage-list", {{"count", 3}});
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), fast_options());
+    w.start();
+    ASSERT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/a") == "192.0.2.10"; }));
+    EXPECT_EQ(w.stats().lists, 4u);
+    EXPECT_EQ(w.stats().bad_input, 3u);
+    EXPECT_EQ(rec.count(), 1u); // failed lists deliver nothing
+    w.stop();
+}
+
+TEST(K8sWatch, DroppedWatchesReconnectWithBoundedBackoff) {
+    StandIn server;
+    ApiClient api(server.config());
+    std::mutex m;
+    std::vector<std::chrono::milliseconds> delays;
+    WatchOptions o;
+    o.initial_backoff = 100ms;
+    o.max_backoff = 1000ms;
+    o.jitter = 0.2;
+    o.random = [] {
+        return 0.5;
+    }; // factor 1.0: delays exactly 100, 200, 400, ...
+    o.sleep = [&](std::chrono::milliseconds d) {
+        {
+            std::lock_guard lock(m);
+            delays.push_back(d);
+        }
+        std::this_thread::sleep_for(5ms); // test clock: no real waiting
+    };
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), o);
+    w.start();
+    ASSERT_TRUE(eventually([&] { return rec.count() >= 1; }));
+
+    api.post("/_test/block-watches", {{"on", true}});
+    api.post("/_test/drop-watches", json::object());
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lock(m);
+        return delays.size() >= 7;
+    }));
+    api.post("/_test/block-watches", {{"on", false}});
+    api.post(kServices, service("after", "192.0.2.40"));
+    ASSERT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/after") == "192.0.2.40"; }));
+    w.stop();
+
+    std::lock_guard lock(m);
+    const std::vector<long> expected = {100, 200, 400, 800, 1000, 1000, 1000};
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(delays[i].count(), expected[i]) << "attempt " << i;
+    for (auto d : delays)
+        EXPECT_LE(d, 1000ms);
+    EXPECT_GE(w.stats().failures, 7u);
+
+    // Jitter spreads delays within +-20%, still capped.
+    WatchOptions j;
+    j.initial_backoff = 100ms;
+    j.max_backoff = 1000ms;
+    j.random = [] {
+        return 0.999;
+    };
+    Watcher jw(api, kServices, nullptr, j);
+    EXPECT_EQ(jw.backoff(0).count(), 119);
+    EXPECT_EQ(jw.backoff(10).count(), 1000);
+}
+
+TEST(K8sWatch, GarbageAndTruncatedStreamsDoNotCrash) {
+    StandIn server;
+    ApiClient api(server.config());
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), fast_options());
+    w.start();
+    ASSERT_TRUE(eventually([&] { return rec.count() >= 1; }));
+
+    const std::vector<std::string> bad = {
+        "{this is not json",
+        R"({"type": "ADDED", "object": "a string"})",
+        R"({"type": 7, "object": {}})",
+        R"({"type": "SURPRISE", "object": {"metadata": {"name": "x", "resourceVersion": "1"}}})",
+        R"({"type": "ADDED", "object": {"metadata": {"name": 12, "resourceVersion": "1"}}})",
+        R"([1, 2, 3])",
+        R"({"type": "ERROR", "object": {"kind": "Status", "code": "500"}})",
+    };
+    std::uint64_t expected_bad = 0;
+    int n = 0;
+    for (const auto &line : bad) {
+        const std::uint64_t watches = w.stats().watches;
+        ASSERT_TRUE(eventually([&] { return api.get("/_test/state")["watches"] == 1; }));
+        api.post("/_test/garbage", {{"line", line}});
+        ASSERT_TRUE(eventually([&] { return w.stats().watches > watches; })) << line;
+        const std::string name = "s" + std::to_string(n++);
+        api.post(kServices, service(name, "192.0.2.50"));
+        ASSERT_TRUE(eventually([&] { return rec.last().count("prov/" + name) == 1; })) << line;
+        if (line.find("ERROR") == std::string::npos)
+            ++expected_bad;
+    }
+    EXPECT_GE(w.stats().bad_input, expected_bad);
+
+    // Half an event, then the connection goes away (no final chunk).
+    ASSERT_TRUE(eventually([&] { return api.get("/_test/state")["watches"] == 1; }));
+    const std::uint64_t before = w.stats().bad_input;
+    api.post("/_test/truncate", json::object());
+    ASSERT_TRUE(eventually([&] { return w.stats().bad_input > before; }));
+    api.post(kServices, service("final", "192.0.2.60"));
+    EXPECT_TRUE(eventually([&] { return rec.last().count("prov/final") == 1; }));
+    EXPECT_EQ(rec.last().count("prov/half"), 0u);
+    EXPECT_EQ(rec.last().size(), bad.size() + 1);
+    w.stop();
+}
+
+TEST(K8sWatch, EventSplitAcrossChunksIsReassembled) {
+    // An event arriving in pieces must be applied once it is complete (incremental parsing).
+    StandIn server;
+    ApiClient api(server.config());
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), fast_options());
+    w.start();
+    ASSERT_TRUE(eventually([&] { return api.get("/_test/state")["watches"] == 1; }));
+    // The stand-in writes each garbage "line" as its own chunk; two halves of one event, the newline only
+    // after the second, must make one valid event.
+    const std::string event =
+        R"({"type":"ADDED","object":{"metadata":{"name":"split","namespace":"prov","resourceVersion":"999"},)"
+        R"("spec":{"loadBalancerIP":"192.0.2.70"}}})";
+    // garbage writes line + "\n"; so send the whole event as one line but verify through a long body that
+    // curl delivers in several write callbacks.
+    std::string big = event;
+    big.insert(big.size() - 2, R"(,"pad":")" + std::string(200000, 'x') + "\"");
+    api.post("/_test/garbage", {{"line", big}});
+    EXPECT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/split") == "192.0.2.70"; }));
+    EXPECT_EQ(w.resource_version(), "999");
+    EXPECT_EQ(w.stats().bad_input, 0u);
+    w.stop();
+}

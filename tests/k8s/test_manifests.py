@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Static checks of the Kubernetes manifests in k8s/manifests/ (python3 and PyYAML only).
+
+    python3 tests/k8s/test_manifests.py                  # the manifests of this checkout
+    BPFNET_MANIFEST_DIR=/tmp/copy python3 tests/k8s/test_manifests.py
+
+Every manifest parses (no duplicate keys); each file holds exactly the expected objects; the kustomization
+lists every manifest and nothing missing; the DaemonSet runs on control-plane nodes only, in the host network,
+unprivileged with exactly the documented capabilities, with bpffs, NODE_NAME and the health probes; the Ironic
+example's namespace enforces the restricted Pod Security Standard and its pods comply; and the RBAC rules
+grant exactly the API calls in REQUIRED_API_CALLS.
+"""
+
+import os
+import re
+import sys
+import unittest
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..", "..", "k8s", "manifests")
+
+# The API calls of bpfnet-loader in Kubernetes mode, as (API group, resource, verb). The ClusterRole must grant
+# exactly these: a missing one breaks the loader, an extra one is privilege it does not use.
+# KEEP IN SYNC with the requests the C++ client in k8s/ makes (being written as this test is): every list,
+# watch, get, create, update and patch it sends must appear here, and nothing else.
+REQUIRED_API_CALLS = {
+    # Services of loadBalancerClass bpfnet.io/provisioning, all namespaces: list-then-watch, get.
+    ("", "services", "get"),
+    ("", "services", "list"),
+    ("", "services", "watch"),
+    # status.loadBalancer.ingress, by the owner (update with resourceVersion; 409 on conflict).
+    ("", "services/status", "update"),
+    # Where the ready backend runs.
+    ("discovery.k8s.io", "endpointslices", "get"),
+    ("discovery.k8s.io", "endpointslices", "list"),
+    ("discovery.k8s.io", "endpointslices", "watch"),
+    # One Lease per Service, in the Service's namespace (released by update, never deleted).
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "list"),
+    ("coordination.k8s.io", "leases", "watch"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "update"),
+    # Events on Services: owner changes, refusals and why, conflicts.
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
+}
+
+# The capabilities of the loader's container (daemonset.yaml says why each is needed).
+LOADER_CAPABILITIES = {"BPF", "NET_ADMIN", "NET_RAW", "PERFMON", "SYS_ADMIN"}
+
+# file -> the objects it must hold, as (apiVersion, kind, namespace or None, name), in any order.
+EXPECTED_OBJECTS = {
+    "namespace.yaml": {("v1", "Namespace", None, "bpfnet-system")},
+    "serviceaccount.yaml": {("v1", "ServiceAccount", "bpfnet-system", "bpfnet-loader")},
+    "rbac.yaml": {
+        ("rbac.authorization.k8s.io/v1", "ClusterRole", None, "bpfnet-loader"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", None, "bpfnet-loader"),
+    },
+    "daemonset.yaml": {("apps/v1", "DaemonSet", "bpfnet-system", "bpfnet-loader")},
+    "ironic-example.yaml": {
+        ("v1", "Namespace", None, "metal3"),
+        ("v1", "Service", "metal3", "ironic"),
+        ("v1", "ConfigMap", "metal3", "ironic-dhcp-tftp"),
+        ("apps/v1", "Deployment", "metal3", "ironic"),
+    },
+    "kustomization.yaml": {("kustomize.config.k8s.io/v1beta1", "Kustomization", None, None)},
+}
+
+# The Service ports of the Ironic example: (name, port, protocol, appProtocol or None).
+IRONIC_PORTS = {
+    ("ironic-api", 6385, "TCP", None),
+    ("images", 6180, "TCP", None),
+    ("vmedia-tls", 6183, "TCP", None),
+    ("dhcp", 67, "UDP", "dhcp"),
+    ("tftp", 69, "UDP", "tftp"),
+}
+
+# Pod Security Standards, restricted (Kubernetes 1.25+): volume types allowed, capabilities that may be added,
+# safe sysctls.
+RESTRICTED_VOLUME_TYPES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                           "projected", "secret"}
+RESTRICTED_ADD_CAPS = {"NET_BIND_SERVICE"}
+SAFE_SYSCTLS = {"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start",
+                "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
+                "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl",
+                "net.ipv4.tcp_keepalive_probes"}
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last one silently)."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, "duplicate key %r" % (key,), key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load(name):
+    with open(os.path.join(MANIFEST_DIR, name), encoding="utf-8") as f:
+        return [d for d in yaml.load_all(f, Loader=UniqueKeyLoader) if d is not None]
+
+
+def one(name, kind):
+    found = [d for d in load(name) if d.get("kind") == kind]
+    if len(found) != 1:
+        raise AssertionError("%s: want exactly one %s, found %d" % (name, kind, len(found)))
+    return found[0]
+
+
+def containers(pod_spec):
+    return list(pod_spec.get("initContainers") or []) + list(pod_spec.get("containers") or []) + \
+        list(pod_spec.get("ephemeralContainers") or [])
+
+
+class Parse(unittest.TestCase):
+    def test_every_manifest_parses_and_holds_the_expected_objects(self):
+        files = sorted(f for f in os.listdir(MANIFEST_DIR) if f.endswith((".yaml", ".yml")))
+        self.assertEqual(set(files), set(EXPECTED_OBJECTS), "manifest files differ from EXPECTED_OBJECTS")
+        for name in files:
+            with self.subTest(file=name):
+                docs = load(name)
+                self.assertTrue(docs, "no document")
+                got = set()
+                for d in docs:
+                    self.assertIsInstance(d, dict)
+                    meta = d.get("metadata") or {}
+                    got.add((d.get("apiVersion"), d.get("kind"), meta.get("namespace"), meta.get("name")))
+                self.assertEqual(len(got), len(docs), "an object appears twice")
+                self.assertEqual(got, EXPECTED_OBJECTS[name])
+
+    def test_kustomization_lists_every_manifest_and_each_exists(self):
+        resources = one("kustomization.yaml", "Kustomization").get("resources") or []
+        self.assertEqual(len(resources), len(set(resources)), "a resource is listed twice")
+        for r in resources:
+            self.assertTrue(os.path.isfile(os.path.join(MANIFEST_DIR, r)), "kustomization resource %s missing" % r)
+        self.assertEqual(set(resources), set(EXPECTED_OBJECTS) - {"kustomization.yaml"})
+
+
+class DaemonSet(unittest.TestCase):
+    def setUp(self):
+        self.ds = one("daemonset.yaml", "DaemonSet")
+        self.pod = self.ds["spec"]["template"]["spec"]
+        self.assertEqual(len(self.pod["containers"]), 1)
+        self.loader = self.pod["containers"][0]
+
+    def test_selector_matches_template(self):
+        labels = self.ds["spec"]["template"]["metadata"]["labels"]
+        for k, v in self.ds["spec"]["selector"]["matchLabels"].items():
+            self.assertEqual(labels.get(k), v)
+
+    def test_control_plane_nodes_only(self):
+        self.assertEqual(self.pod.get("nodeSelector"), {"node-role.kubernetes.io/control-plane": ""})
+        self.assertNotIn("affinity", self.pod)
+        tolerations = self.pod.get("tolerations") or []
+        self.assertIn({"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+                      tolerations)
+        for t in tolerations:
+            self.assertIn("key", t, "a toleration without key tolerates every taint")
+
+    def test_host_network_and_not_privileged(self):
+        self.assertIs(self.pod.get("hostNetwork"), True)
+        self.assertFalse(self.pod.get("hostPID", False))
+        self.assertFalse(self.pod.get("hostIPC", False))
+        self.assertEqual(self.pod.get("serviceAccountName"), "bpfnet-loader")
+        for c in containers(self.pod):
+            sc = c.get("securityContext") or {}
+            self.assertIs(sc.get("privileged"), False, c["name"])
+            self.assertIs(sc.get("allowPrivilegeEscalation"), False, c["name"])
+
+    def test_capabilities_exactly_the_documented_set(self):
+        caps = self.loader["securityContext"]["capabilities"]
+        self.assertEqual(caps.get("drop"), ["ALL"])
+        added = caps.get("add") or []
+        self.assertEqual(len(added), len(set(added)), "a capability is added twice")
+        self.assertEqual(set(added), LOADER_CAPABILITIES)
+
+    def test_probes(self):
+        for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            get = self.loader[probe]["httpGet"]
+            self.assertEqual((get.get("path"), get.get("port")), (path, 9394), probe)
+            self.assertIn(get.get("scheme", "HTTP"), ("HTTP",), probe)
+        self.assertIn("--metrics-address", self.loader["args"])
+        self.assertEqual(self.loader["args"][self.loader["args"].index("--metrics-address") + 1], "0.0.0.0:9394")
+
+    def test_node_name_from_downward_api(self):
+        env = {e["name"]: e for e in self.loader.get("env") or []}
+        self.assertEqual(env["NODE_NAME"].get("valueFrom"), {"fieldRef": {"fieldPath": "spec.nodeName"}})
+
+    def test_args_reference_defined_env(self):
+        defined = {e["name"] for e in self.loader.get("env") or []}
+        args = self.loader.get("args") or []
+        self.assertIn("--kubernetes", args)
+        self.assertIn("$(PROVISIONING_INTERFACE)", args)
+        for a in args:
+            for ref in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", a):
+                self.assertIn(ref, defined, "args use $(%s), which env does not define" % ref)
+
+    def test_bpffs_mounted(self):
+        volumes = {v["name"]: v for v in self.pod.get("volumes") or []}
+        mounts = [m for m in self.loader.get("volumeMounts") or [] if m.get("mountPath") == "/sys/fs/bpf"]
+        self.assertEqual(len(mounts), 1, "no mount at /sys/fs/bpf")
+        self.assertFalse(mounts[0].get("readOnly", False), "pinning needs a writable bpffs")
+        self.assertNotEqual(mounts[0].get("mountPropagation"), "Bidirectional", "Bidirectional needs privileged")
+        self.assertEqual(volumes[mounts[0]["name"]].get("hostPath", {}).get("path"), "/sys/fs/bpf")
+        host_paths = {v["hostPath"]["path"] for v in volumes.values() if "hostPath" in v}
+        self.assertEqual(host_paths, {"/sys/fs/bpf"}, "only bpffs comes from the host")
+
+    def test_rolling_update_and_shutdown(self):
+        strategy = self.ds["spec"]["updateStrategy"]
+        self.assertEqual(strategy["type"], "RollingUpdate")
+        self.assertEqual(strategy["rollingUpdate"]["maxUnavailable"], 1)
+        self.assertEqual(strategy["rollingUpdate"].get("maxSurge", 0), 0, "two loaders would share port 9394")
+        self.assertIsInstance(self.pod.get("terminationGracePeriodSeconds"), int)
+        res = self.loader["resources"]
+        self.assertTrue(res.get("requests", {}).get("cpu") and res["requests"].get("memory"))
+        self.assertTrue(res.get("limits", {}).get("memory"))
+
+    def test_image(self):
+        self.assertEqual(self.loader["image"], "bpfnet/bpfnet-loader:0.1.0")
+
+
+class IronicExample(unittest.TestCase):
+    def setUp(self):
+        self.ns = one("ironic-example.yaml", "Namespace")
+        self.svc = one("ironic-example.yaml", "Service")
+        self.deploy = one("ironic-example.yaml", "Deployment")
+        self.pod = self.deploy["spec"]["template"]["spec"]
+
+    def test_namespace_enforces_restricted(self):
+        labels = self.ns["metadata"].get("labels") or {}
+        self.assertEqual(labels.get("pod-security.kubernetes.io/enforce"), "restricted")
+        name = self.ns["metadata"]["name"]
+        for d in load("ironic-example.yaml"):
+            if d["kind"] != "Namespace":
+                self.assertEqual(d["metadata"].get("namespace"), name, d["kind"])
+
+    def test_service(self):
+        spec = self.svc["spec"]
+        self.assertEqual(spec["type"], "LoadBalancer")
+        self.assertEqual(spec["loadBalancerClass"], "bpfnet.io/provisioning")
+        self.assertEqual(self.svc["metadata"]["annotations"]["bpfnet.io/ip"], "172.22.0.2")
+        got = {(p["name"], p["port"], p.get("protocol", "TCP"), p.get("appProtocol")) for p in spec["ports"]}
+        self.assertEqual(got, IRONIC_PORTS)
+        labels = self.deploy["spec"]["template"]["metadata"]["labels"]
+        for k, v in spec["selector"].items():
+            self.assertEqual(labels.get(k), v, "the Service selects no pod of the Deployment")
+        # Every Service port has a container listening on it.
+        container_ports = {(p["containerPort"], p.get("protocol", "TCP"))
+                           for c in containers(self.pod) for p in c.get("ports") or []}
+        for name, port, proto, _ in IRONIC_PORTS:
+            self.assertIn((port, proto), container_ports, name)
+
+    def test_pods_comply_with_restricted(self):
+        pod, psc = self.pod, self.pod.get("securityContext") or {}
+        for k in ("hostNetwork", "hostPID", "hostIPC"):
+            self.assertFalse(pod.get(k, False), k)
+        for v in pod.get("volumes") or []:
+            types = set(v) - {"name"}
+            self.assertTrue(types <= RESTRICTED_VOLUME_TYPES, "volume %s: %s" % (v["name"], types))
+        for s in psc.get("sysctls") or []:
+            self.assertIn(s["name"], SAFE_SYSCTLS)
+        self.assertNotEqual(psc.get("runAsUser"), 0)
+        self.assertIn((psc.get("seccompProfile") or {}).get("type"), (None, "RuntimeDefault", "Localhost"))
+        for c in containers(pod):
+            with self.subTest(container=c["name"]):
+                sc = c.get("securityContext") or {}
+                self.assertFalse(sc.get("privileged", False))
+                self.assertIs(sc.get("allowPrivilegeEscalation"), False)
+                self.assertIs(sc.get("runAsNonRoot", psc.get("runAsNonRoot")), True)
+                self.assertNotEqual(sc.get("runAsUser", psc.get("runAsUser")), 0)
+                seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+                self.assertIn(seccomp, ("RuntimeDefault", "Localhost"))
+                caps = sc.get("capabilities") or {}
+                self.assertIn("ALL", caps.get("drop") or [])
+                self.assertTrue(set(caps.get("add") or []) <= RESTRICTED_ADD_CAPS, caps.get("add"))
+                for p in c.get("ports") or []:
+                    self.assertNotIn("hostPort", p)
+                self.assertNotIn("procMount", sc)
+
+    def test_only_dhcp_and_tftp_servers_add_net_bind_service(self):
+        adders = {c["name"] for c in containers(self.pod)
+                  if "NET_BIND_SERVICE" in ((c.get("securityContext") or {}).get("capabilities") or {}).get("add", [])}
+        self.assertEqual(adders, {"kea", "tftp"})
+
+
+class Rbac(unittest.TestCase):
+    def setUp(self):
+        self.role = one("rbac.yaml", "ClusterRole")
+        self.binding = one("rbac.yaml", "ClusterRoleBinding")
+
+    def test_rules_are_exactly_the_api_calls(self):
+        granted = set()
+        for rule in self.role["rules"]:
+            self.assertEqual(set(rule) - {"apiGroups", "resources", "verbs"}, set(),
+                             "resourceNames, nonResourceURLs and the like are not expected")
+            for g in rule["apiGroups"]:
+                for r in rule["resources"]:
+                    for v in rule["verbs"]:
+                        self.assertNotIn("*", (g, r, v), "wildcard in %s" % rule)
+                        granted.add((g, r, v))
+        self.assertEqual(granted - REQUIRED_API_CALLS, set(), "granted but not used")
+        self.assertEqual(REQUIRED_API_CALLS - granted, set(), "used but not granted")
+        self.assertNotIn("aggregationRule", self.role)
+
+    def test_binding(self):
+        self.assertEqual(self.binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                   "name": self.role["metadata"]["name"]})
+        sa = one("serviceaccount.yaml", "ServiceAccount")["metadata"]
+        self.assertEqual(self.binding["subjects"],
+                         [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
