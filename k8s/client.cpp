@@ -27,7 +27,9 @@ std::string read_file(const std::string &path, const char *what) {
 }
 
 std::string trim(std::string s) {
-    auto not_space = [](unsigned char c) { return !std::isspace(c); };
+    auto not_space = [](unsigned char c) {
+        return !std::isspace(c);
+    };
     s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
     s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
     return s;
@@ -159,7 +161,7 @@ ClusterConfig in_cluster_config(const std::string &sa_dir) {
     c.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
     c.token_file = sa_dir + "/token";
     c.ca_file = sa_dir + "/ca.crt";
-    struct stat st{};
+    struct stat st {};
     if (::stat(c.token_file.c_str(), &st) != 0)
         throw ConfigError("in-cluster: service-account token " + c.token_file + " does not exist");
     if (::stat(c.ca_file.c_str(), &st) != 0)
@@ -192,8 +194,7 @@ ClusterConfig kubeconfig_config(const std::string &path) {
     if (c.server.empty())
         throw ConfigError(path + ": cluster '" + cluster_name + "' has no 'server'");
     if (c.server.rfind("https://", 0) != 0 && c.server.rfind("http://", 0) != 0)
-        throw ConfigError(path + ": cluster '" + cluster_name + "' server '" + c.server +
-                          "' is not an http(s) URL");
+        throw ConfigError(path + ": cluster '" + cluster_name + "' server '" + c.server + "' is not an http(s) URL");
     while (!c.server.empty() && c.server.back() == '/')
         c.server.pop_back();
     c.ca_file = resolve(dir, scalar(cluster, "certificate-authority"));
@@ -202,8 +203,7 @@ ClusterConfig kubeconfig_config(const std::string &path) {
         try {
             c.ca_data = base64_decode(ca_data);
         } catch (const ConfigError &) {
-            throw ConfigError(path + ": cluster '" + cluster_name +
-                              "' certificate-authority-data is not valid base64");
+            throw ConfigError(path + ": cluster '" + cluster_name + "' certificate-authority-data is not valid base64");
         }
     }
     c.insecure_skip_tls_verify = scalar(cluster, "insecure-skip-tls-verify") == "true";
@@ -231,7 +231,7 @@ std::string TokenSource::current() {
     std::lock_guard lock(mutex_);
     if (file_.empty())
         return static_token_;
-    struct stat st{};
+    struct stat st {};
     if (::stat(file_.c_str(), &st) != 0) {
         log_warn("cannot stat token file; using the last token read", {{"file", file_}});
         return cached_;
@@ -274,7 +274,9 @@ void throw_api_error(const Response &r) {
     throw ApiError(r.status, reason, message);
 }
 
-ApiClient::ApiClient(ClusterConfig config) : config_(std::move(config)), token_(config_) { curl_global(); }
+ApiClient::ApiClient(ClusterConfig config) : config_(std::move(config)), token_(config_) {
+    curl_global();
+}
 
 ApiClient::~ApiClient() = default;
 
@@ -343,13 +345,20 @@ json checked(Response r) {
 }
 } // namespace
 
-json ApiClient::get(const std::string &path) { return checked(request("GET", path)); }
-json ApiClient::put(const std::string &path, const json &body) { return checked(request("PUT", path, &body)); }
-json ApiClient::post(const std::string &path, const json &body) { return checked(request("POST", path, &body)); }
-json ApiClient::del(const std::string &path) { return checked(request("DELETE", path)); }
+json ApiClient::get(const std::string &path) {
+    return checked(request("GET", path));
+}
+json ApiClient::put(const std::string &path, const json &body) {
+    return checked(request("PUT", path, &body));
+}
+json ApiClient::post(const std::string &path, const json &body) {
+    return checked(request("POST", path, &body));
+}
+json ApiClient::del(const std::string &path) {
+    return checked(request("DELETE", path));
+}
 
-ApiClient::StreamResult ApiClient::stream(const std::string &path,
-                                          const std::function<bool(std::string_view)> &on_data,
+ApiClient::StreamResult ApiClient::stream(const std::string &path, const std::function<bool(std::string_view)> &on_data,
                                           const std::function<bool()> &should_stop, long max_seconds) {
     void *headers = nullptr;
     CURL *curl = static_cast<CURL *>(prepare(path, headers));
@@ -407,11 +416,15 @@ Watcher::Watcher(ApiClient &client, std::string collection, OnChange on_change, 
       options_(std::move(options)) {
     if (!options_.random) {
         auto engine = std::make_shared<std::mt19937_64>(std::random_device{}());
-        options_.random = [engine] { return std::uniform_real_distribution<double>(0.0, 1.0)(*engine); };
+        options_.random = [engine] {
+            return std::uniform_real_distribution<double>(0.0, 1.0)(*engine);
+        };
     }
 }
 
-Watcher::~Watcher() { stop(); }
+Watcher::~Watcher() {
+    stop();
+}
 
 void Watcher::start() {
     if (thread_.joinable())
@@ -520,14 +533,14 @@ bool Watcher::apply_line(std::string_view line, Outcome &outcome) {
     };
     if (event.is_discarded())
         return bad("not JSON");
-    if (!event.is_object() || !event.contains("type") || !event["type"].is_string() ||
-        !event.contains("object") || !event["object"].is_object())
+    if (!event.is_object() || !event.contains("type") || !event["type"].is_string() || !event.contains("object") ||
+        !event["object"].is_object())
         return bad("not a watch event");
     const std::string type = event["type"].get<std::string>();
     const json &object = event["object"];
     if (type == "ERROR") {
-        const bool gone = object.contains("code") && object["code"].is_number_integer() &&
-                          object["code"].get<long>() == 410;
+        const bool gone =
+            object.contains("code") && object["code"].is_number_integer() && object["code"].get<long>() == 410;
         std::string message = object.contains("message") && object["message"].is_string()
                                   ? object["message"].get<std::string>()
                                   : std::string();
@@ -600,7 +613,8 @@ Watcher::Outcome Watcher::watch_once() {
     };
     ApiClient::StreamResult r;
     try {
-        r = client_.stream(path, on_data, [this] { return stopping(); }, options_.timeout_seconds + 30);
+        r = client_.stream(
+            path, on_data, [this] { return stopping(); }, options_.timeout_seconds + 30);
     } catch (const std::exception &e) {
         log_warn("k8s watch failed", {{"path", collection_}, {"error", e.what()}});
         return Outcome::Failed;
@@ -619,8 +633,7 @@ Watcher::Outcome Watcher::watch_once() {
         const std::string message = body.is_object() && body.contains("message") && body["message"].is_string()
                                         ? body["message"].get<std::string>()
                                         : r.error_body.substr(0, 200);
-        log_warn("k8s watch refused",
-                 {{"path", collection_}, {"status", std::to_string(r.status)}, {"msg", message}});
+        log_warn("k8s watch refused", {{"path", collection_}, {"status", std::to_string(r.status)}, {"msg", message}});
         return Outcome::Failed;
     }
     if (!r.transport_ok || !buffer.empty()) {

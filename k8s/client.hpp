@@ -29,7 +29,7 @@ using json = nlohmann::json;
 // --- configuration -----------------------------------------------------------------------------------------
 
 class ConfigError : public std::runtime_error {
-  public:
+public:
     using std::runtime_error::runtime_error;
 };
 
@@ -57,11 +57,11 @@ std::string base64_decode(std::string_view in); // throws ConfigError on invalid
 // The bearer token: static, or a file re-read when its modification time (or size) changes, so rotated
 // service-account tokens are picked up without a restart. Thread-safe.
 class TokenSource {
-  public:
+public:
     TokenSource() = default;
     explicit TokenSource(const ClusterConfig &config);
     std::string current(); // empty when there is no token
-  private:
+private:
     std::mutex mutex_;
     std::string static_token_;
     std::string file_;
@@ -80,13 +80,13 @@ struct Response {
 
 // Non-2xx answer from the API; message is the API Status message when there is one.
 class ApiError : public std::runtime_error {
-  public:
+public:
     ApiError(long status, std::string reason, std::string message);
     long status() const { return status_; }
     const std::string &reason() const { return reason_; }
     const std::string &api_message() const { return message_; }
 
-  private:
+private:
     long status_;
     std::string reason_;
     std::string message_;
@@ -95,18 +95,18 @@ class ApiError : public std::runtime_error {
 // 409: the object changed since it was read (stale metadata.resourceVersion) or already exists. Re-read and
 // retry.
 class ConflictError : public ApiError {
-  public:
+public:
     using ApiError::ApiError;
 };
 
 // The request did not get an HTTP answer (connection refused, TLS failure, timeout, ...).
 class TransportError : public std::runtime_error {
-  public:
+public:
     using std::runtime_error::runtime_error;
 };
 
 class ApiClient {
-  public:
+public:
     explicit ApiClient(ClusterConfig config);
     ~ApiClient();
     ApiClient(const ApiClient &) = delete;
@@ -125,17 +125,17 @@ class ApiClient {
     // should_stop is polled while idle (about once a second) and aborts when true.
     struct StreamResult {
         long status = 0;
-        bool aborted = false;    // on_data or should_stop asked to stop
+        bool aborted = false;      // on_data or should_stop asked to stop
         bool transport_ok = false; // the body ended properly (final chunk seen)
-        std::string error;       // curl's error when !transport_ok
-        std::string error_body;  // the body of a non-2xx answer (not passed to on_data)
+        std::string error;         // curl's error when !transport_ok
+        std::string error_body;    // the body of a non-2xx answer (not passed to on_data)
     };
     StreamResult stream(const std::string &path, const std::function<bool(std::string_view)> &on_data,
                         const std::function<bool()> &should_stop, long max_seconds);
 
     const ClusterConfig &config() const { return config_; }
 
-  private:
+private:
     void *prepare(const std::string &path, void *&headers); // CURL*, curl_slist*
     ClusterConfig config_;
     TokenSource token_;
@@ -152,8 +152,8 @@ using Snapshot = std::map<std::string, json>;
 struct WatchOptions {
     std::chrono::milliseconds initial_backoff{200};
     std::chrono::milliseconds max_backoff{30000};
-    double jitter = 0.2;           // each delay is multiplied by a factor in [1 - jitter, 1 + jitter]
-    long timeout_seconds = 300;    // server-side timeoutSeconds of one watch request
+    double jitter = 0.2;        // each delay is multiplied by a factor in [1 - jitter, 1 + jitter]
+    long timeout_seconds = 300; // server-side timeoutSeconds of one watch request
     // Injectable for tests: sleep (default: interruptible by stop()) and a uniform random in [0, 1).
     std::function<void(std::chrono::milliseconds)> sleep;
     std::function<double()> random;
@@ -161,17 +161,17 @@ struct WatchOptions {
 
 struct WatchStats {
     std::atomic<std::uint64_t> lists{0};
-    std::atomic<std::uint64_t> watches{0};    // watch requests started
-    std::atomic<std::uint64_t> events{0};     // ADDED/MODIFIED/DELETED applied
+    std::atomic<std::uint64_t> watches{0}; // watch requests started
+    std::atomic<std::uint64_t> events{0};  // ADDED/MODIFIED/DELETED applied
     std::atomic<std::uint64_t> bookmarks{0};
-    std::atomic<std::uint64_t> expired{0};    // 410s
-    std::atomic<std::uint64_t> bad_input{0};  // malformed lines/lists, unexpected types, non-410 ERROR events,
-                                              // truncated streams
-    std::atomic<std::uint64_t> failures{0};   // failed list/watch attempts (each followed by a backoff)
+    std::atomic<std::uint64_t> expired{0};   // 410s
+    std::atomic<std::uint64_t> bad_input{0}; // malformed lines/lists, unexpected types, non-410 ERROR events,
+                                             // truncated streams
+    std::atomic<std::uint64_t> failures{0};  // failed list/watch attempts (each followed by a backoff)
 };
 
 class Watcher {
-  public:
+public:
     // Called on the watcher's thread after the initial list, every re-list and every applied
     // ADDED/MODIFIED/DELETED, with the full current state (valid during the call). Not after bookmarks.
     using OnChange = std::function<void(const Snapshot &)>;
@@ -192,7 +192,7 @@ class Watcher {
     // Delay before attempt number `attempt` (0-based) of a failing sequence; exposed for tests.
     std::chrono::milliseconds backoff(unsigned attempt) const;
 
-  private:
+private:
     enum class Outcome { Reconnect, Relist, Failed, FailedRelist };
     bool list();
     Outcome watch_once();
