@@ -1,0 +1,379 @@
+#include "k8s/service_model.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <exception>
+#include <set>
+#include <tuple>
+
+namespace bpfnet::k8s {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Member `key` of an object, or nullptr (also when `object` is not an object or the value is null).
+const json *member(const json &object, const char *key) {
+    if (!object.is_object())
+        return nullptr;
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null())
+        return nullptr;
+    return &*it;
+}
+
+// An integer JSON number in [lo, hi]; nullopt for other types (including 80.0) and out-of-range values.
+std::optional<int64_t> integer_in(const json &value, int64_t lo, int64_t hi) {
+    if (value.is_number_unsigned()) {
+        const auto v = value.get<uint64_t>();
+        if (v > static_cast<uint64_t>(hi) || static_cast<int64_t>(v) < lo)
+            return std::nullopt;
+        return static_cast<int64_t>(v);
+    }
+    if (value.is_number_integer()) {
+        const auto v = value.get<int64_t>();
+        if (v < lo || v > hi)
+            return std::nullopt;
+        return v;
+    }
+    return std::nullopt;
+}
+
+uint32_t mask_be(uint8_t prefix) {
+    if (prefix == 0)
+        return 0;
+    if (prefix >= 32)
+        return 0xffffffffu;
+    return htonl(~((uint32_t{1} << (32 - prefix)) - 1));
+}
+
+std::string proto_name(Protocol p) {
+    return p == Protocol::Udp ? "UDP" : "TCP";
+}
+
+ServiceDecision refuse(ServiceDecision d, std::string reason) {
+    d.outcome = ServiceDecision::Outcome::Refused;
+    d.reason = std::move(reason);
+    d.service_ip_be = 0;
+    d.ports.clear();
+    return d;
+}
+
+// Parses spec.ports[i]; returns the reason on refusal.
+std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out) {
+    const std::string where = "spec.ports[" + std::to_string(i) + "]";
+    if (!p.is_object())
+        return where + " is not an object";
+
+    if (const json *n = member(p, "name")) {
+        if (!n->is_string())
+            return where + ".name is not a string";
+        out.name = n->get<std::string>();
+    }
+    const std::string label = out.name.empty() ? where : where + " (" + out.name + ")";
+
+    std::string proto = "TCP"; // the API's default
+    if (const json *pr = member(p, "protocol")) {
+        if (!pr->is_string())
+            return label + ": protocol is not a string";
+        proto = pr->get<std::string>();
+    }
+    if (proto == "TCP")
+        out.protocol = Protocol::Tcp;
+    else if (proto == "UDP")
+        out.protocol = Protocol::Udp;
+    else
+        return label + ": protocol " + proto + " is not supported (only TCP and UDP)";
+
+    const json *port = member(p, "port");
+    if (!port)
+        return label + ": port is missing";
+    auto pv = integer_in(*port, 1, 65535);
+    if (!pv)
+        return label + ": port must be an integer between 1 and 65535";
+    out.port = static_cast<uint16_t>(*pv);
+
+    out.target_port = out.port;
+    if (const json *tp = member(p, "targetPort")) {
+        if (tp->is_string())
+            return label + ": named targetPort \"" + tp->get<std::string>() + "\" is not supported yet; use a number";
+        auto tv = integer_in(*tp, 1, 65535);
+        if (!tv)
+            return label + ": targetPort must be an integer between 1 and 65535";
+        out.target_port = static_cast<uint16_t>(*tv);
+    }
+
+    std::string app;
+    if (const json *ap = member(p, "appProtocol")) {
+        if (!ap->is_string())
+            return label + ": appProtocol is not a string";
+        app = ap->get<std::string>();
+    }
+    if (app == "dhcp" || (app != "tftp" && out.name == "dhcp"))
+        out.kind = PortKind::Dhcp;
+    else if (app == "tftp" || out.name == "tftp")
+        out.kind = PortKind::Tftp;
+    else
+        out.kind = PortKind::Plain;
+
+    if (out.kind == PortKind::Dhcp && (out.protocol != Protocol::Udp || out.port != 67))
+        return label + ": a DHCP port must be UDP 67, got " + proto + " " + std::to_string(out.port);
+    if (out.kind == PortKind::Tftp && out.protocol != Protocol::Udp)
+        return label + ": a TFTP port must be UDP, got " + proto;
+    return std::nullopt;
+}
+
+ServiceDecision decide(const json &service, const ServicePolicy &policy) {
+    ServiceDecision d;
+    if (!service.is_object())
+        return refuse(d, "the Service is not a JSON object");
+    const json *meta = member(service, "metadata");
+    if (meta && !meta->is_object())
+        return refuse(d, "metadata is not an object");
+    if (meta) {
+        if (const json *ns = member(*meta, "namespace"); ns && ns->is_string())
+            d.namespace_ = ns->get<std::string>();
+        if (const json *n = member(*meta, "name"); n && n->is_string())
+            d.name = n->get<std::string>();
+    }
+    const json *spec = member(service, "spec");
+    if (!spec)
+        return d; // no spec: ClusterIP by default, not ours
+    if (!spec->is_object())
+        return refuse(d, "spec is not an object");
+
+    const json *type = member(*spec, "type");
+    if (type && !type->is_string())
+        return refuse(d, "spec.type is not a string");
+    if (!type || type->get<std::string>() != "LoadBalancer")
+        return d;
+    const json *cls = member(*spec, "loadBalancerClass");
+    if (cls && !cls->is_string())
+        return refuse(d, "spec.loadBalancerClass is not a string");
+    if (!cls || cls->get<std::string>() != policy.load_balancer_class)
+        return d;
+
+    // Ours from here on.
+    if (!meta)
+        return refuse(d, "metadata is missing");
+    if (const json *n = member(*meta, "name"); !n || !n->is_string() || d.name.empty())
+        return refuse(d, "metadata.name is missing or not a string");
+    if (const json *ns = member(*meta, "namespace"); !ns || !ns->is_string() || d.namespace_.empty())
+        return refuse(d, "metadata.namespace is missing or not a string");
+
+    std::string ip_text;
+    std::string ip_source;
+    const json *annotations = member(*meta, "annotations");
+    if (annotations && !annotations->is_object())
+        return refuse(d, "metadata.annotations is not an object");
+    if (const json *a = annotations ? member(*annotations, kServiceIpAnnotation) : nullptr) {
+        if (!a->is_string())
+            return refuse(d, std::string("annotation ") + kServiceIpAnnotation + " is not a string");
+        ip_text = a->get<std::string>();
+        ip_source = std::string("annotation ") + kServiceIpAnnotation;
+    } else if (const json *lb = member(*spec, "loadBalancerIP")) {
+        if (!lb->is_string())
+            return refuse(d, "spec.loadBalancerIP is not a string");
+        ip_text = lb->get<std::string>();
+        ip_source = "spec.loadBalancerIP";
+    }
+    if (ip_text.empty())
+        return refuse(d, std::string("no service IP: set the annotation ") + kServiceIpAnnotation +
+                             " or spec.loadBalancerIP");
+    auto ip = parse_ipv4_strict(ip_text);
+    if (!ip)
+        return refuse(d, ip_source + " \"" + ip_text + "\" is not a valid IPv4 address");
+
+    if (std::find(policy.allowed_namespaces.begin(), policy.allowed_namespaces.end(), d.namespace_) ==
+        policy.allowed_namespaces.end())
+        return refuse(d,
+                      "namespace " + d.namespace_ + " is not allowed to use the class " + policy.load_balancer_class);
+    const bool in_cidr = std::any_of(policy.allowed_cidrs.begin(), policy.allowed_cidrs.end(), [&](const auto &c) {
+        const uint32_t m = mask_be(c.second);
+        return (*ip & m) == (c.first & m);
+    });
+    if (!in_cidr)
+        return refuse(d, "service IP " + ip_text + " is outside every allowed CIDR");
+
+    const json *ports = member(*spec, "ports");
+    if (!ports)
+        return refuse(d, "spec.ports is missing");
+    if (!ports->is_array())
+        return refuse(d, "spec.ports is not a list");
+    if (ports->empty())
+        return refuse(d, "spec.ports is empty");
+    std::set<std::pair<Protocol, uint16_t>> seen, seen_target;
+    std::vector<PortRule> rules;
+    for (size_t i = 0; i < ports->size(); ++i) {
+        PortRule rule;
+        if (auto why = parse_port((*ports)[i], i, rule))
+            return refuse(d, *why);
+        if (!seen.insert({rule.protocol, rule.port}).second)
+            return refuse(d, "duplicate port " + proto_name(rule.protocol) + " " + std::to_string(rule.port));
+        if (!seen_target.insert({rule.protocol, rule.target_port}).second)
+            return refuse(d,
+                          "duplicate targetPort " + proto_name(rule.protocol) + " " + std::to_string(rule.target_port));
+        rules.push_back(std::move(rule));
+    }
+
+    d.outcome = ServiceDecision::Outcome::Accepted;
+    d.service_ip_be = *ip;
+    d.ports = std::move(rules);
+    return d;
+}
+
+struct Candidate {
+    uint32_t ip_host;
+    std::string node;
+    bool operator<(const Candidate &o) const { return std::tie(ip_host, node) < std::tie(o.ip_host, o.node); }
+};
+
+void collect_slice(const json &slice, std::vector<Candidate> &out) {
+    const json *type = member(slice, "addressType");
+    if (!type || !type->is_string() || type->get<std::string>() != "IPv4")
+        return;
+    const json *endpoints = member(slice, "endpoints");
+    if (!endpoints || !endpoints->is_array())
+        return;
+    for (const json &ep : *endpoints) {
+        if (!ep.is_object())
+            continue;
+        bool ready = true; // nil means ready
+        if (const json *cond = member(ep, "conditions")) {
+            if (!cond->is_object())
+                continue;
+            if (const json *r = member(*cond, "ready"))
+                ready = r->is_boolean() && r->get<bool>();
+        }
+        if (!ready)
+            continue;
+        std::string node;
+        if (const json *n = member(ep, "nodeName")) {
+            if (!n->is_string())
+                continue;
+            node = n->get<std::string>();
+        }
+        const json *addrs = member(ep, "addresses");
+        if (!addrs || !addrs->is_array())
+            continue;
+        for (const json &a : *addrs) {
+            if (!a.is_string())
+                continue;
+            if (auto ip = parse_ipv4_strict(a.get<std::string>()))
+                out.push_back({ntohl(*ip), node});
+        }
+    }
+}
+
+} // namespace
+
+std::optional<uint32_t> parse_ipv4_strict(const std::string &text) {
+    uint32_t host = 0;
+    size_t i = 0;
+    for (int octet = 0; octet < 4; ++octet) {
+        if (octet > 0) {
+            if (i >= text.size() || text[i] != '.')
+                return std::nullopt;
+            ++i;
+        }
+        const size_t start = i;
+        uint32_t v = 0;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - start < 3) {
+            v = v * 10 + static_cast<uint32_t>(text[i] - '0');
+            ++i;
+        }
+        const size_t len = i - start;
+        if (len == 0 || v > 255 || (len > 1 && text[start] == '0'))
+            return std::nullopt;
+        host = (host << 8) | v;
+    }
+    if (i != text.size())
+        return std::nullopt;
+    return htonl(host);
+}
+
+ServiceDecision decide_service(const json &service, const ServicePolicy &policy) {
+    try {
+        return decide(service, policy);
+    } catch (const std::exception &e) {
+        return refuse(ServiceDecision{}, std::string("unexpected Service object: ") + e.what());
+    }
+}
+
+AcceptedService accepted(const ServiceDecision &decision) {
+    return AcceptedService{decision.namespace_, decision.name, decision.service_ip_be, decision.ports};
+}
+
+std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services) {
+    std::vector<const AcceptedService *> sorted;
+    for (const auto &s : services)
+        sorted.push_back(&s);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const AcceptedService *a, const AcceptedService *b) {
+        return std::tie(a->namespace_, a->name) < std::tie(b->namespace_, b->name);
+    });
+    std::vector<Conflict> out;
+    for (size_t j = 0; j < sorted.size(); ++j) {
+        const AcceptedService &later = *sorted[j];
+        std::set<std::pair<Protocol, uint16_t>> mine;
+        for (const auto &p : later.ports)
+            mine.insert({p.protocol, p.port});
+        for (size_t i = 0; i < j; ++i) {
+            const AcceptedService &earlier = *sorted[i];
+            if (earlier.service_ip_be != later.service_ip_be)
+                continue;
+            std::set<std::pair<Protocol, uint16_t>> overlap;
+            for (const auto &p : earlier.ports)
+                if (mine.count({p.protocol, p.port}))
+                    overlap.insert({p.protocol, p.port});
+            if (overlap.empty())
+                continue;
+            Conflict c;
+            c.refused = later.key();
+            c.other = earlier.key();
+            c.service_ip_be = later.service_ip_be;
+            c.overlap.assign(overlap.begin(), overlap.end());
+            std::string list;
+            for (const auto &[proto, port] : c.overlap)
+                list += (list.empty() ? "" : ", ") + proto_name(proto) + " " + std::to_string(port);
+            c.reason = "service IP " + format_ipv4(c.service_ip_be) + " is shared with Service " + c.other +
+                       " on the same ports (" + list + "); services may share an IP only with disjoint ports";
+            out.push_back(std::move(c));
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const Conflict &a, const Conflict &b) {
+        return std::tie(a.refused, a.other) < std::tie(b.refused, b.other);
+    });
+    return out;
+}
+
+std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_service, const std::string &node_name) {
+    std::vector<Candidate> all;
+    try {
+        const json *slices = &endpoint_slices_for_service;
+        if (slices->is_object())
+            slices = member(*slices, "items");
+        if (!slices || !slices->is_array())
+            return std::nullopt;
+        for (const json &slice : *slices) {
+            std::vector<Candidate> mine;
+            try {
+                collect_slice(slice, mine);
+            } catch (const std::exception &) {
+                continue; // a slice that cannot be read contributes nothing
+            }
+            all.insert(all.end(), mine.begin(), mine.end());
+        }
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+    if (all.empty())
+        return std::nullopt;
+    std::sort(all.begin(), all.end());
+    auto local = std::find_if(all.begin(), all.end(),
+                              [&](const Candidate &c) { return !node_name.empty() && c.node == node_name; });
+    const Candidate &pick = local != all.end() ? *local : all.front();
+    return ReadyEndpoint{htonl(pick.ip_host), pick.node, local != all.end()};
+}
+
+} // namespace bpfnet::k8s

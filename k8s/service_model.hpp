@@ -1,0 +1,96 @@
+// Pure model of bpfnet's Kubernetes mode: turns API objects (nlohmann::json, exactly as the API returns
+// them) into the datapath's desired state. No I/O, no logging, nothing here throws: malformed or unexpected
+// JSON makes a Service Refused (with a reason for its Event) and makes an EndpointSlice contribute nothing.
+#pragma once
+
+#include "loader/config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfnet::k8s {
+
+// Which Services of our class are honoured.
+struct ServicePolicy {
+    std::vector<std::string> allowed_namespaces;             // exact names; empty = none allowed
+    std::vector<std::pair<uint32_t, uint8_t>> allowed_cidrs; // (network_be, prefix 0..32); empty = none
+    std::string load_balancer_class = "bpfnet.io/provisioning";
+};
+
+inline constexpr const char *kServiceIpAnnotation = "bpfnet.io/ip";
+
+struct ServiceDecision {
+    enum class Outcome { Ignored, Refused, Accepted };
+    Outcome outcome = Outcome::Ignored;
+    std::string reason;          // Refused: human-readable, for the Event; empty otherwise
+    std::string namespace_;      // metadata.namespace (empty when it could not be read)
+    std::string name;            // metadata.name (empty when it could not be read)
+    uint32_t service_ip_be = 0;  // Accepted only
+    std::vector<PortRule> ports; // Accepted only, in spec order
+
+    std::string key() const { return namespace_ + "/" + name; }
+};
+
+// Ignored: spec.type is not "LoadBalancer" (absent counts as ClusterIP) or spec.loadBalancerClass is not
+//   policy.load_balancer_class (absent counts as the cluster default) -- not ours, no Event.
+// Refused: the object, metadata or spec is not an object, or type/class are not strings (we cannot tell it is
+//   not ours); no IP (annotation bpfnet.io/ip, else spec.loadBalancerIP); IP not a strict dotted quad;
+//   namespace not allowed; IP outside every allowed CIDR; no ports; a port that is not an object, protocol
+//   other than TCP/UDP (absent = TCP), port not an integer 1..65535, named or invalid targetPort, DHCP port
+//   that is not UDP 67, TFTP port that is not UDP, duplicate (protocol, port) or (protocol, targetPort).
+// Port kind: dhcp when appProtocol is "dhcp", or (appProtocol absent or neither dhcp nor tftp) the name is
+//   "dhcp"; likewise tftp; else plain.
+ServiceDecision decide_service(const nlohmann::json &service, const ServicePolicy &policy);
+
+// An Accepted Service, as check_shared_ips needs it.
+struct AcceptedService {
+    std::string namespace_;
+    std::string name;
+    uint32_t service_ip_be = 0;
+    std::vector<PortRule> ports;
+
+    std::string key() const { return namespace_ + "/" + name; }
+};
+AcceptedService accepted(const ServiceDecision &decision);
+
+// One overlapping pair: `refused` (the later by namespace/name order) must not get the IP; `other` keeps it
+// as far as this pair is concerned.
+struct Conflict {
+    std::string refused; // "namespace/name"
+    std::string other;   // "namespace/name"
+    uint32_t service_ip_be = 0;
+    std::vector<std::pair<Protocol, uint16_t>> overlap; // the shared (protocol, port)s, sorted
+    std::string reason;                                 // for the refused Service's Event; names the other Service
+
+    bool operator==(const Conflict &) const = default;
+};
+
+// Services may share an IP only with disjoint (protocol, port) sets. Reports every overlapping pair, ordered
+// by (refused, other). Input order does not matter.
+std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services);
+
+struct ReadyEndpoint {
+    uint32_t ip_be = 0;
+    std::string node_name;     // empty when the endpoint has no nodeName
+    bool on_this_node = false; // this node is eligible (a ready endpoint runs on it)
+
+    bool operator==(const ReadyEndpoint &) const = default;
+};
+
+// endpoint_slices_for_service: a JSON array of EndpointSlices (discovery.k8s.io/v1) or an EndpointSliceList
+// ({"items": [...]}). Only addressType "IPv4" slices count; an endpoint is ready when conditions.ready is
+// true or absent (the API's "nil means ready"); every valid dotted-quad address of a ready endpoint is a
+// candidate. When a ready endpoint runs on node_name, the lowest such address is chosen (on_this_node =
+// true); otherwise the lowest ready address on any node. Ties: lowest nodeName. nullopt when none is ready.
+std::optional<ReadyEndpoint> ready_endpoint(const nlohmann::json &endpoint_slices_for_service,
+                                            const std::string &node_name);
+
+// Strict dotted quad ("10.0.0.1": four decimal octets, no leading zeros) to network byte order.
+std::optional<uint32_t> parse_ipv4_strict(const std::string &text);
+
+} // namespace bpfnet::k8s
