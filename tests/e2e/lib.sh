@@ -434,6 +434,27 @@ EOF
 # ---------------------------------------------------------------------------------------------------
 # Datapath state (read from this mount namespace, which holds the bpffs)
 
+# port_dropped PORT [SECONDS]: a connection to service IP:PORT times out (no RST, no answer) and
+# drop_not_allowed counts it; DROPPED_DETAIL says by how much.
+port_dropped() {
+    local port=$1 seconds=${2:-1} before after rc out
+    before=$(counter drop_not_allowed)
+    is_number "$before" || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
+    out=$(host curl -sS --max-time "$seconds" "http://$E2E_SERVICE_IP:$port/" 2>&1)
+    rc=$?
+    after=$(counter drop_not_allowed)
+    if [ "$rc" != 28 ]; then
+        E2E_REASON="curl to unlisted port $port exit $rc (want 28, a timeout): $out"
+        return 1
+    fi
+    if ! is_number "$after" || [ "$after" -le "$before" ]; then
+        E2E_REASON="port $port timed out but drop_not_allowed did not increase ($before -> $after)"
+        return 1
+    fi
+    DROPPED_DETAIL="drop_not_allowed $before -> $after"
+}
+DROPPED_DETAIL=""
+
 # counter NAME: the sum over CPUs of one slot of the counters map; NAME is a bpfnet_counter without its
 # BPFNET_CTR_ prefix, in lower case (drop_not_allowed). Slots are read from maps/bpfnet_maps.h, so the
 # test follows the enum.

@@ -85,25 +85,6 @@ http_from_host() { host curl -s --max-time "${2:-1}" "http://$E2E_SERVICE_IP:$1/
 
 new_port_answers() { [ "$(http_from_host "$NEW_PORT")" = "$E2E_HOST_IP" ]; }
 
-# port_dropped PORT: a connection to PORT times out (no RST, no answer) and drop_not_allowed counts it.
-port_dropped() {
-    local port=$1 before after rc out
-    before=$(counter drop_not_allowed)
-    is_number "$before" || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
-    out=$(host curl -sS --max-time 1 "http://$E2E_SERVICE_IP:$port/" 2>&1)
-    rc=$?
-    after=$(counter drop_not_allowed)
-    if [ "$rc" != 28 ]; then
-        E2E_REASON="curl to unlisted port $port exit $rc (want 28, a timeout): $out"
-        return 1
-    fi
-    if ! is_number "$after" || [ "$after" -le "$before" ]; then
-        E2E_REASON="port $port timed out but drop_not_allowed did not increase ($before -> $after)"
-        return 1
-    fi
-    DROPPED_DETAIL="drop_not_allowed $before -> $after"
-}
-DROPPED_DETAIL=""
 
 host_neigh() { ip -n "$E2E_HOST" neigh show "$E2E_SERVICE_IP" dev eth0; }
 host_neigh_is_nic() { [[ $(host_neigh) == *"lladdr $E2E_NIC_MAC "* ]]; }

@@ -190,21 +190,8 @@ case_pod_to_host() {
 
 # d. An unlisted port on the service IP: silence (no RST, no answer), and drop_not_allowed counts it.
 case_unlisted_port() {
-    local before after rc out
-    before=$(counter drop_not_allowed)
-    is_number "$before" || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
-    out=$(host curl -sS --max-time 2 "http://$E2E_SERVICE_IP:22/" 2>&1)
-    rc=$?
-    after=$(counter drop_not_allowed)
-    if [ "$rc" != 28 ]; then
-        E2E_REASON="curl to port 22 exit $rc (want 28, a timeout): $out"
-        return 1
-    fi
-    if ! is_number "$after" || [ "$after" -le "$before" ]; then
-        E2E_REASON="drop_not_allowed did not increase ($before -> $after)"
-        return 1
-    fi
-    log "port 22 timed out; drop_not_allowed $before -> $after"
+    port_dropped 22 2 || return 1
+    log "port 22 timed out; $DROPPED_DETAIL"
 }
 
 # e. Restarting the loader in the middle of a transfer leaves the transfer alone.
