@@ -176,36 +176,32 @@ static __always_inline int traced_tc(struct __sk_buff *skb, int verdict)
 /* A broadcast on the LAN is ours only when it is a DHCP request and this node owns the DHCP service IP. */
 static __always_inline int broadcast_dhcp_for_us(struct __sk_buff *skb, void *data, void *data_end,
 						 struct ethhdr *eth, struct iphdr *ip,
-						 const struct bpfnet_iface *cfg)
+						 const struct bpfnet_iface *cfg, struct ipv4_packet *pkt)
 {
 	__be32 service_ip = cfg->dhcp_service_ip_be;
-	struct ipv4_packet pkt = {};
 
 	if (!service_ip || ip->protocol != IPPROTO_UDP ||
-	    ipv4_validate(data, data_end, skb->len, eth, ip, &pkt) != PARSE_OK ||
-	    pkt.dport != bpf_htons(DHCP_SERVER_PORT))
+	    ipv4_validate(data, data_end, skb->len, eth, ip, pkt) != PARSE_OK ||
+	    pkt->dport != bpf_htons(DHCP_SERVER_PORT))
 		return 0;
 	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &service_ip);
 	return owned && (owned->flags & BPFNET_SERVICE_IP_ACTIVE); /* else another node relays */
 }
 
-static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, void *data, void *data_end,
-						struct ethhdr *eth, struct iphdr *ip,
+/* pkt: validated by broadcast_dhcp_for_us(). */
+static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const struct ipv4_packet *pkt,
 						const struct bpfnet_iface *cfg)
 {
 	__be32 service_ip = cfg->dhcp_service_ip_be;
-	struct ipv4_packet pkt = {};
 	struct steer_target target;
 
-	if (ipv4_validate(data, data_end, skb->len, eth, ip, &pkt) != PARSE_OK)
-		return TC_ACT_OK; /* cannot happen: broadcast_dhcp_for_us() validated it */
-	trace_ports(&pkt);
-	if (steer_lookup(&pkt, ip->saddr, service_ip, &target) != 0 || target.kind != BPFNET_KIND_DHCP) {
+	trace_ports(pkt);
+	if (steer_lookup(pkt, pkt->ip->saddr, service_ip, &target) != 0 || target.kind != BPFNET_KIND_DHCP) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND); /* the DHCP port is not listed any more */
 		return TC_ACT_SHOT;
 	}
 	trace_steered(target.backend_ip, target.backend_port, target.kind);
-	return dhcp_relay_request(skb, &pkt, cfg, service_ip, &target);
+	return dhcp_relay_request(skb, pkt, cfg, service_ip, &target);
 }
 
 /* A packet from the LAN for a service IP: DNAT into the pod, relay, or drop (walks 2, 3, 4, 6). */
@@ -259,16 +255,18 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	if (!cfg || !ip)
 		return TC_ACT_OK;
 	if (ip->daddr == 0xffffffff) {
-		if (!broadcast_dhcp_for_us(skb, data, data_end, eth, ip, cfg))
+		struct ipv4_packet pkt = {};
+		if (!broadcast_dhcp_for_us(skb, data, data_end, eth, ip, cfg, &pkt))
 			return TC_ACT_OK;
-	} else if (!service_ip_for(cfg, ip->daddr)) {
-		return TC_ACT_OK;
+		trace_begin(BPFNET_HOOK_TC_NIC);
+		trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
+		return traced_tc(skb, relay_broadcast_dhcp(skb, &pkt, cfg));
 	}
+	if (!service_ip_for(cfg, ip->daddr))
+		return TC_ACT_OK;
 	trace_begin(BPFNET_HOOK_TC_NIC);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	int verdict = ip->daddr == 0xffffffff ? relay_broadcast_dhcp(skb, data, data_end, eth, ip, cfg)
-					      : steer_from_lan(skb, data, data_end, eth, ip, cfg);
-	return traced_tc(skb, verdict);
+	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg));
 }
 
 /* Records the pod's side of a connection so the host's answers find their way back (walks 3 and 5). */
