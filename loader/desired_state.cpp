@@ -8,21 +8,21 @@ namespace bpfnet {
 
 namespace {
 
-bpfnet_backend backend_entry(const Config &config, const BackendLocation &where) {
+bpfnet_backend backend_entry(__be32 service_ip_be, const BackendLocation &where) {
     bpfnet_backend entry{};
     entry.ifindex = static_cast<__u32>(where.ifindex);
     std::copy(where.pod_mac.begin(), where.pod_mac.end(), entry.pod_mac);
     std::copy(where.host_mac.begin(), where.host_mac.end(), entry.host_mac);
-    entry.service_ip_be = config.service_ip_be;
+    entry.service_ip_be = service_ip_be;
     entry.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
     return entry;
 }
 
-void add_port(DesiredState &state, const Config &config, const PortRule &rule, __be32 backend_ip) {
+void add_port(DesiredState &state, __be32 service_ip_be, const PortRule &rule, __be32 backend_ip) {
     auto proto = static_cast<__u8>(rule.protocol);
     auto kind = static_cast<__u8>(rule.kind);
     bpfnet_service_key skey{};
-    skey.service_ip_be = config.service_ip_be;
+    skey.service_ip_be = service_ip_be;
     skey.port_be = htons(rule.port);
     skey.proto = proto;
     bpfnet_service service{};
@@ -38,7 +38,7 @@ void add_port(DesiredState &state, const Config &config, const PortRule &rule, _
     bkey.port_be = htons(rule.target_port);
     bkey.proto = proto;
     bpfnet_backend_port reverse{};
-    reverse.service_ip_be = config.service_ip_be;
+    reverse.service_ip_be = service_ip_be;
     reverse.service_port_be = htons(rule.port);
     reverse.kind = kind;
     state.backend_ports.emplace(bkey, reverse);
@@ -60,20 +60,55 @@ size_t apply_removals(PinnedMap<K, V> &map, const TableDiff<K, V> &diff) {
 
 } // namespace
 
-DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &backend) {
+DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
     DesiredState state;
-    bool here = backend.has_value() && config.backend.has_value();
-    __be32 backend_ip = here ? config.backend->ip_be : 0;
-
-    state.service_ips.emplace(config.service_ip_be, bpfnet_service_ip{here ? BPFNET_SERVICE_IP_ACTIVE : 0u});
-    for (const PortRule &rule : config.ports)
-        add_port(state, config, rule, backend_ip);
-    if (here)
-        state.backends.emplace(backend_ip, backend_entry(config, *backend));
+    for (const ServiceSpec &spec : specs) {
+        bool here = spec.backend_ip_be != 0 && spec.location.has_value();
+        __be32 backend_ip = here ? spec.backend_ip_be : 0;
+        auto &ip = state.service_ips[spec.service_ip_be];
+        if (here)
+            ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
+        for (const PortRule &rule : spec.ports)
+            add_port(state, spec.service_ip_be, rule, backend_ip);
+        if (here)
+            state.backends.emplace(backend_ip, backend_entry(spec.service_ip_be, *spec.location));
+    }
     return state;
 }
 
-bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac) {
+std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &backend) {
+    ServiceSpec spec;
+    spec.service_ip_be = config.service_ip_be;
+    spec.ports = config.ports;
+    if (backend && config.backend) {
+        spec.backend_ip_be = config.backend->ip_be;
+        spec.location = backend;
+    }
+    return {spec};
+}
+
+DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &backend) {
+    return desired_state(service_specs(config, backend));
+}
+
+__be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs) {
+    auto lists_dhcp = [](const ServiceSpec &spec) {
+        return std::any_of(spec.ports.begin(), spec.ports.end(),
+                           [](const PortRule &rule) { return rule.kind == PortKind::Dhcp; });
+    };
+    __be32 listed = 0;
+    for (const ServiceSpec &spec : specs) {
+        if (!lists_dhcp(spec))
+            continue;
+        if (spec.location)
+            return spec.service_ip_be;
+        if (listed == 0)
+            listed = spec.service_ip_be;
+    }
+    return listed;
+}
+
+bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac, __be32 dhcp_service_ip_be) {
     bpfnet_iface entry{};
     entry.nic_ifindex = static_cast<__u32>(nic_ifindex);
     std::copy(nic_mac.begin(), nic_mac.end(), entry.nic_mac);
@@ -81,12 +116,14 @@ bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress
     entry.subnet_mask_be = config.subnet_mask_be();
     entry.dhcp_max_hops = config.dhcp_max_hops;
     // Broadcast DHCP has no service IP in it: it is relayed for the service IP that lists the DHCP port.
-    bool relays_dhcp = std::any_of(config.ports.begin(), config.ports.end(),
-                                   [](const PortRule &rule) { return rule.kind == PortKind::Dhcp; });
-    entry.dhcp_service_ip_be = relays_dhcp ? config.service_ip_be : 0;
+    entry.dhcp_service_ip_be = dhcp_service_ip_be;
     entry.heartbeat_timeout_ns =
         static_cast<__u64>(std::chrono::duration_cast<std::chrono::nanoseconds>(config.heartbeat_timeout).count());
     return entry;
+}
+
+bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac) {
+    return iface_entry(config, nic_ifindex, nic_mac, dhcp_service_ip(service_specs(config, std::nullopt)));
 }
 
 ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {

@@ -44,11 +44,28 @@ struct DesiredState {
     Table<__be32, bpfnet_backend> backends;
 };
 
-// The service IP is active (answers ARP) exactly when a backend is located on this node; without one the
-// ports stay listed with no backend, so their traffic is dropped and counted as drop_no_backend.
-DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &backend);
+// One service IP's listed ports and, when this node serves it, the backend pod that gets its traffic.
+struct ServiceSpec {
+    __be32 service_ip_be = 0;
+    std::vector<PortRule> ports;
+    __be32 backend_ip_be = 0;                // 0: no backend here
+    std::optional<BackendLocation> location; // set exactly when backend_ip_be is
+};
 
+// A service IP is active (answers ARP) exactly when a backend is located on this node; without one the
+// ports stay listed with no backend, so their traffic is dropped and counted as drop_no_backend. Several
+// specs may share a service IP (disjoint ports); it is active when any of them has a backend.
+DesiredState desired_state(const std::vector<ServiceSpec> &specs);
+// The standalone configuration's one service.
+DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &backend);
+std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &backend);
+
+// dhcp_service_ip_be: the service IP broadcast DHCP is relayed for (0: none); the overload without it takes
+// the configuration's service IP when its ports include a DHCP port.
+bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac, __be32 dhcp_service_ip_be);
 bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac);
+// The service IP of the first spec with a DHCP port, preferring one this node serves; 0 when none lists one.
+__be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs);
 
 template <typename K, typename V>
 struct TableDiff {

@@ -1,0 +1,286 @@
+#include "datapath_runtime.hpp"
+
+#include "log.hpp"
+#include "maps/system_error.hpp"
+#include "netlink.hpp"
+
+#include <bpf/libbpf.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+namespace bpfnet {
+
+namespace {
+
+// A resolution request for the same host is not repeated more often than this.
+constexpr auto kResolutionRetry = std::chrono::milliseconds(200);
+constexpr auto kConflictLogInterval = std::chrono::seconds(10);
+
+UniqueFd make_timer() {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (fd < 0)
+        throw SystemError("timerfd_create", errno);
+    return UniqueFd(fd);
+}
+
+void arm_timer(const UniqueFd &timer, std::chrono::milliseconds first, std::chrono::milliseconds every) {
+    auto to_timespec = [](std::chrono::milliseconds ms) {
+        return timespec{static_cast<time_t>(ms.count() / 1000), static_cast<long>((ms.count() % 1000) * 1000000)};
+    };
+    itimerspec spec{to_timespec(every), to_timespec(first)};
+    if (timerfd_settime(timer.get(), 0, &spec, nullptr) != 0)
+        throw SystemError("timerfd_settime", errno);
+}
+
+void drain(const UniqueFd &fd) {
+    uint64_t buf[64];
+    while (::read(fd.get(), buf, sizeof(buf)) > 0) {
+    }
+}
+
+void watch(const UniqueFd &epoll, int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+        throw SystemError("epoll_ctl", errno);
+}
+
+__u64 monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts); // the clock bpf_ktime_get_ns() reads
+    return static_cast<__u64>(ts.tv_sec) * 1000000000ull + static_cast<__u64>(ts.tv_nsec);
+}
+
+} // namespace
+
+std::string format_mac(const __u8 *mac) {
+    char text[18];
+    std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+    return text;
+}
+
+DatapathRuntime::DatapathRuntime(Config node, LoaderStatus &status)
+    : node_(std::move(node)), status_(status), events_(nullptr, ring_buffer__free) {}
+
+DatapathRuntime::~DatapathRuntime() {
+    if (thread_.joinable()) {
+        uint64_t one = 1;
+        if (::write(stop_.get(), &one, sizeof(one)) != sizeof(one))
+            log_error("cannot stop the datapath thread", {{"error", std::strerror(errno)}});
+        thread_.join();
+    }
+}
+
+void DatapathRuntime::attach() {
+    heartbeat_timer_ = make_timer();
+    announce_timer_ = make_timer();
+    LinkInfo nic = link_by_name(node_.interface);
+    nic_mac_ = nic.mac;
+    datapath_ = std::make_unique<Datapath>(
+        DatapathOptions{.interface = node_.interface, .pin_dir = node_.pin_dir(), .xdp_mode = node_.xdp_mode});
+    log_info("xdp program on the NIC", {{"iface", node_.interface},
+                                        {"action", to_string(datapath_->xdp().action)},
+                                        {"attach", describe(datapath_->xdp())}});
+    log_info("tc program on the NIC ingress",
+             {{"iface", node_.interface}, {"action", to_string(datapath_->tc_nic_action())}});
+    arp_.emplace(nic.ifindex);
+    // The HTTP thread gets fds of its own, so it never shares an object with this thread.
+    status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
+    // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
+    // the LAN is told so even though the maps already mark the service IP active.
+    announce_all_on_first_apply_ = !heartbeat_fresh();
+    write_heartbeat();
+}
+
+bool DatapathRuntime::heartbeat_fresh() {
+    auto last = datapath_->maps().heartbeat.lookup(0);
+    auto timeout = static_cast<__u64>(std::chrono::nanoseconds(node_.heartbeat_timeout).count());
+    return last && last->monotonic_ns != 0 && monotonic_ns() - last->monotonic_ns <= timeout;
+}
+
+void DatapathRuntime::write_heartbeat() {
+    datapath_->maps().heartbeat.update(0, bpfnet_heartbeat{monotonic_ns()});
+}
+
+DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::vector<ServiceSpec> &specs) {
+    std::lock_guard lock(mutex_);
+    bool new_interval = node.heartbeat_interval != node_.heartbeat_interval;
+    node_.subnet_be = node.subnet_be;
+    node_.prefix_len = node.prefix_len;
+    node_.dhcp_max_hops = node.dhcp_max_hops;
+    node_.heartbeat_interval = node.heartbeat_interval;
+    node_.heartbeat_timeout = node.heartbeat_timeout;
+    node_.garp_count = node.garp_count;
+    node_.garp_interval = node.garp_interval;
+    if (new_interval && thread_.joinable())
+        arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
+    DatapathMaps &maps = datapath_->maps();
+    bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, dhcp_service_ip(specs));
+    auto current = maps.iface.lookup(0);
+    if (!current || !bytewise_equal(*current, iface))
+        maps.iface.update(0, iface);
+
+    // The reverse path must be in place before a service IP is announced.
+    std::set<int> hooked;
+    for (const ServiceSpec &spec : specs) {
+        if (!spec.location || !hooked.insert(spec.location->ifindex).second)
+            continue;
+        HookAction action = datapath_->attach_pod_hook(spec.location->ifindex);
+        if (action != HookAction::Adopted)
+            log_info("tc program on the backend veth",
+                     {{"ifindex", std::to_string(spec.location->ifindex)}, {"action", to_string(action)}});
+    }
+    Applied applied;
+    applied.report = reconcile(maps, desired_state(specs));
+    for (const bpfnet_backend &gone : applied.report.departed)
+        if (!hooked.contains(static_cast<int>(gone.ifindex)))
+            Datapath::detach_pod_hook(static_cast<int>(gone.ifindex));
+
+    applied.announced = applied.report.activated;
+    if (announce_all_on_first_apply_) {
+        announce_all_on_first_apply_ = false;
+        applied.announced.clear();
+        for (const auto &[ip, entry] : maps.service_ips.entries())
+            if (entry.flags & BPFNET_SERVICE_IP_ACTIVE)
+                applied.announced.push_back(ip);
+    }
+    announce(applied.announced);
+    return applied;
+}
+
+void DatapathRuntime::announce(const std::vector<__be32> &service_ips) {
+    if (service_ips.empty() || node_.garp_count == 0)
+        return;
+    // A round already under way restarts with the new IPs added: each IP gets the full count.
+    for (__be32 ip : service_ips)
+        if (std::find(announcing_.begin(), announcing_.end(), ip) == announcing_.end())
+            announcing_.push_back(ip);
+    announcements_left_ = node_.garp_count;
+    send_next_announcement();
+    if (announcements_left_ > 0)
+        arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
+}
+
+void DatapathRuntime::send_next_announcement() {
+    for (__be32 ip : announcing_)
+        arp_->send_gratuitous(ip, nic_mac_);
+    log_debug("gratuitous ARP sent", {{"left", std::to_string(announcements_left_ - 1)}});
+    if (--announcements_left_ == 0) {
+        announcing_.clear();
+        arm_timer(announce_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+    }
+}
+
+int DatapathRuntime::on_ring_event(void *ctx, void *data, size_t size) {
+    if (size >= sizeof(bpfnet_event))
+        static_cast<DatapathRuntime *>(ctx)->handle_event(*static_cast<const bpfnet_event *>(data));
+    return 0;
+}
+
+void DatapathRuntime::handle_event(const bpfnet_event &event) {
+    switch (event.type) {
+    case BPFNET_EVENT_NEIGHBOUR_MISS:
+        resolve_neighbour(event.ip_be, event.service_ip_be);
+        break;
+    case BPFNET_EVENT_CONFLICT:
+        report_conflict(event.service_ip_be, event.mac);
+        break;
+    default:
+        break;
+    }
+}
+
+void DatapathRuntime::resolve_neighbour(__be32 host, __be32 service_ip) {
+    auto now = std::chrono::steady_clock::now();
+    auto &last = last_resolution_[host];
+    if (now - last < kResolutionRetry)
+        return;
+    last = now;
+    arp_->send_request(service_ip, nic_mac_, host);
+    log_debug("neighbour miss: ARP request sent", {{"host", format_ipv4(host)}});
+    if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
+        last_resolution_.clear();
+}
+
+// Another MAC claiming the service IP means two owners on one LAN (a pivot gone wrong, a second cluster):
+// hosts may reach either. Logged at most once per interval per IP, so a flood cannot drown the log.
+void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
+    auto now = std::chrono::steady_clock::now();
+    auto &last = last_conflict_log_[service_ip];
+    if (last != std::chrono::steady_clock::time_point{} && now - last < kConflictLogInterval)
+        return;
+    last = now;
+    std::string text = format_mac(mac);
+    log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ipv4(service_ip)}, {"mac", text}});
+    if (on_conflict_)
+        on_conflict_(service_ip, text);
+}
+
+void DatapathRuntime::start(ConflictHandler on_conflict) {
+    on_conflict_ = std::move(on_conflict);
+    epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_.valid())
+        throw SystemError("epoll_create1", errno);
+    stop_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!stop_.valid())
+        throw SystemError("eventfd", errno);
+    events_.reset(ring_buffer__new(datapath_->events_fd(), on_ring_event, this, nullptr));
+    if (!events_)
+        throw SystemError("ring_buffer__new", errno);
+    {
+        std::lock_guard lock(mutex_);
+        arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
+        if (announcements_left_ > 0)
+            arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
+    }
+    for (int fd : {stop_.get(), heartbeat_timer_.get(), announce_timer_.get(), ring_buffer__epoll_fd(events_.get())})
+        watch(epoll_, fd);
+    thread_ = std::thread([this] { loop(); });
+}
+
+void DatapathRuntime::loop() {
+    for (;;) {
+        epoll_event ready[8];
+        int n = epoll_wait(epoll_.get(), ready, 8, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            // Without this thread the heartbeat goes stale and the datapath stops answering ARP: the
+            // safe failure. Readiness says why.
+            log_error("datapath thread stopped", {{"error", std::strerror(errno)}});
+            status_.set_not_ready(std::string("datapath thread stopped: epoll_wait: ") + std::strerror(errno));
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            int fd = ready[i].data.fd;
+            if (fd == stop_.get())
+                return;
+            std::lock_guard lock(mutex_);
+            try {
+                if (fd == heartbeat_timer_.get()) {
+                    drain(heartbeat_timer_);
+                    write_heartbeat();
+                } else if (fd == announce_timer_.get()) {
+                    drain(announce_timer_);
+                    if (announcements_left_ > 0)
+                        send_next_announcement();
+                } else {
+                    ring_buffer__consume(events_.get());
+                }
+            } catch (const std::exception &e) {
+                log_error("datapath thread", {{"error", e.what()}});
+            }
+        }
+    }
+}
+
+} // namespace bpfnet

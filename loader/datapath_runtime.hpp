@@ -1,0 +1,92 @@
+// The part of the loader that keeps an attached datapath alive, whatever decides its desired state (the config
+// file in standalone mode, the Kubernetes API in Kubernetes mode): the heartbeat that keeps the ARP liveness
+// gate open, gratuitous ARP when a service IP becomes active here, and the datapath's events (neighbour
+// misses resolved by ARP, conflicts reported). It runs on a thread of its own, so a slow API server or a
+// blocking call in the mode's loop can never let the heartbeat go stale while the process is alive.
+#pragma once
+
+#include "arp_sender.hpp"
+#include "config.hpp"
+#include "datapath.hpp"
+#include "desired_state.hpp"
+#include "loader_status.hpp"
+#include "maps/unique_fd.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+struct ring_buffer;
+
+namespace bpfnet {
+
+class DatapathRuntime {
+public:
+    // Called on the runtime's thread when the datapath sees another MAC claim one of our active service IPs
+    // (at most once per IP per interval); mac is "aa:bb:cc:dd:ee:ff".
+    using ConflictHandler = std::function<void(__be32 service_ip, const std::string &mac)>;
+
+    // node: interface, pin root, XDP mode, heartbeat and announcement timings (the service fields are not
+    // read). status must outlive the runtime.
+    DatapathRuntime(Config node, LoaderStatus &status);
+    ~DatapathRuntime(); // stops the thread; the datapath stays attached
+    DatapathRuntime(const DatapathRuntime &) = delete;
+    DatapathRuntime &operator=(const DatapathRuntime &) = delete;
+
+    // Attaches (or adopts) the datapath, publishes its maps and writes the first heartbeat. Throws with
+    // nothing half attached.
+    void attach();
+    // Starts the heartbeat, announcement and event thread.
+    void start(ConflictHandler on_conflict = {});
+
+    struct Applied {
+        ReconcileReport report;
+        std::vector<__be32> announced;
+    };
+    // Brings the maps to `specs` (pod hooks first, then the maps, then the hooks of departed backends) and
+    // announces the service IPs that became active. Thread-safe. The first call after attach() announces
+    // every active IP when the datapath had gone stale (its ARP answers had stopped). `node` replaces the
+    // node settings (subnet, DHCP hops, heartbeat and announcement timings; not the interface, pin root or
+    // XDP mode, which only a restart changes).
+    Applied apply(const Config &node, const std::vector<ServiceSpec> &specs);
+
+private:
+    bool heartbeat_fresh();
+    void write_heartbeat();
+    void announce(const std::vector<__be32> &service_ips);
+    void send_next_announcement();
+    void handle_event(const struct bpfnet_event &event);
+    void resolve_neighbour(__be32 host, __be32 service_ip);
+    void report_conflict(__be32 service_ip, const __u8 *mac);
+    static int on_ring_event(void *ctx, void *data, size_t size);
+    void loop();
+
+    Config node_;
+    LoaderStatus &status_;
+    std::unique_ptr<Datapath> datapath_;
+    std::optional<ArpSender> arp_;
+    MacAddress nic_mac_{};
+    bool announce_all_on_first_apply_ = false;
+    ConflictHandler on_conflict_;
+
+    std::mutex mutex_; // everything below, and the maps, between apply() and the thread
+    UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_;
+    std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
+    std::vector<__be32> announcing_;
+    uint32_t announcements_left_ = 0;
+    std::map<__be32, std::chrono::steady_clock::time_point> last_resolution_;
+    std::map<__be32, std::chrono::steady_clock::time_point> last_conflict_log_;
+    std::thread thread_;
+};
+
+// Format helpers shared by the modes.
+std::string format_mac(const __u8 *mac);
+
+} // namespace bpfnet
