@@ -376,4 +376,19 @@ std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_serv
     return ReadyEndpoint{htonl(pick.ip_host), pick.node, local != all.end()};
 }
 
+std::optional<std::pair<uint32_t, uint8_t>> parse_cidr(const std::string &text) {
+    auto slash = text.find('/');
+    if (slash == std::string::npos || slash + 1 == text.size() || text.size() - slash > 3)
+        return std::nullopt;
+    auto network = parse_ipv4_strict(text.substr(0, slash));
+    const std::string digits = text.substr(slash + 1);
+    if (!network || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        (digits.size() > 1 && digits[0] == '0'))
+        return std::nullopt;
+    int prefix = std::stoi(digits);
+    if (prefix > 32 || (*network & ~mask_be(static_cast<uint8_t>(prefix))) != 0)
+        return std::nullopt;
+    return std::make_pair(*network, static_cast<uint8_t>(prefix));
+}
+
 } // namespace bpfnet::k8s

@@ -90,6 +90,9 @@ struct ReadyEndpoint {
 std::optional<ReadyEndpoint> ready_endpoint(const nlohmann::json &endpoint_slices_for_service,
                                             const std::string &node_name);
 
+// "A.B.C.D/N" (strict dotted quad, N in 0..32, no host bits set) to (network_be, N); nullopt otherwise.
+std::optional<std::pair<uint32_t, uint8_t>> parse_cidr(const std::string &text);
+
 // Strict dotted quad ("10.0.0.1": four decimal octets, no leading zeros) to network byte order.
 std::optional<uint32_t> parse_ipv4_strict(const std::string &text);
 

@@ -3,14 +3,17 @@
 #include "backend_locator.hpp"
 #include "config.hpp"
 #include "http_server.hpp"
+#include "k8s/controller.hpp"
 #include "log.hpp"
 #include "standalone.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <optional>
+#include <sstream>
 
 namespace {
 
@@ -21,6 +24,112 @@ constexpr int kExitConfig = 2;  // the configuration (or the command line) is wr
 // The DaemonSet runs with hostNetwork, so listening on every address lets the kubelet probe the node IP.
 constexpr const char *kDefaultMetricsAddress = "0.0.0.0:9394";
 
+struct KubernetesFlags {
+    bool enabled = false;
+    std::string kubeconfig;
+    std::string interface;
+    std::string subnet;
+    std::string node_name;
+    std::vector<std::string> allowed_namespaces;
+    std::vector<std::string> allowed_cidrs;
+    unsigned lease_duration_s = 15;
+    std::string xdp_mode = "native";
+    std::string pin_root{bpfnet::kDefaultPinRoot};
+};
+
+void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
+    const char *group = "Kubernetes mode (docs/kubernetes.md)";
+    app.add_flag("--kubernetes", k.enabled, "take the services from the Kubernetes API instead of --config")
+        ->group(group);
+    app.add_option("--kubeconfig", k.kubeconfig, "kubeconfig to use (default: the in-cluster service account)")
+        ->group(group);
+    app.add_option("--interface", k.interface, "the provisioning NIC")->group(group);
+    app.add_option("--subnet", k.subnet, "the provisioning subnet, CIDR (e.g. 172.22.0.0/24)")->group(group);
+    app.add_option("--node-name", k.node_name, "this node's name (default: $NODE_NAME)")->group(group);
+    app.add_option("--allowed-namespaces", k.allowed_namespaces, "namespaces whose Services may be served")
+        ->delimiter(',')
+        ->group(group);
+    app.add_option("--allowed-cidrs", k.allowed_cidrs, "CIDRs service IPs must lie in")->delimiter(',')->group(group);
+    app.add_option("--lease-duration", k.lease_duration_s, "seconds a Lease holder's claim lasts without renewal")
+        ->check(CLI::Range(2u, 3600u))
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--xdp-mode", k.xdp_mode, "native or generic")
+        ->check(CLI::IsMember({"native", "generic"}))
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--pin-root", k.pin_root, "bpffs directory for the pins")->capture_default_str()->group(group);
+}
+
+// The node's datapath settings and the Service policy from the flags; throws std::invalid_argument naming
+// the flag.
+std::pair<bpfnet::Config, bpfnet::k8s::KubernetesOptions> kubernetes_settings(KubernetesFlags k) {
+    if (k.interface.empty())
+        throw std::invalid_argument("--interface is required with --kubernetes");
+    auto subnet = bpfnet::k8s::parse_cidr(k.subnet);
+    if (!subnet)
+        throw std::invalid_argument("--subnet: '" + k.subnet + "' is not a CIDR like 172.22.0.0/24 (no host bits)");
+    if (k.node_name.empty())
+        if (const char *env = std::getenv("NODE_NAME"))
+            k.node_name = env;
+    if (k.node_name.empty())
+        throw std::invalid_argument("--node-name (or NODE_NAME) is required with --kubernetes");
+    if (k.allowed_namespaces.empty())
+        throw std::invalid_argument("--allowed-namespaces is required with --kubernetes: name the Ironic namespace");
+    if (k.allowed_cidrs.empty())
+        throw std::invalid_argument("--allowed-cidrs is required with --kubernetes: the range of service IPs");
+    if (k.pin_root.empty() || k.pin_root[0] != '/')
+        throw std::invalid_argument("--pin-root must be an absolute path");
+
+    bpfnet::Config node;
+    node.interface = k.interface;
+    node.subnet_be = subnet->first;
+    node.prefix_len = subnet->second;
+    node.xdp_mode = k.xdp_mode == "generic" ? bpfnet::XdpMode::Generic : bpfnet::XdpMode::Native;
+    while (k.pin_root.size() > 1 && k.pin_root.back() == '/')
+        k.pin_root.pop_back();
+    node.pin_root = k.pin_root;
+
+    bpfnet::k8s::KubernetesOptions options;
+    options.kubeconfig = k.kubeconfig;
+    options.node_name = k.node_name;
+    options.lease_duration = std::chrono::seconds(k.lease_duration_s);
+    options.policy.allowed_namespaces = k.allowed_namespaces;
+    for (const std::string &text : k.allowed_cidrs) {
+        auto cidr = bpfnet::k8s::parse_cidr(text);
+        if (!cidr)
+            throw std::invalid_argument("--allowed-cidrs: '" + text +
+                                        "' is not a CIDR like 172.22.0.0/24 (no host bits)");
+        options.policy.allowed_cidrs.push_back(*cidr);
+    }
+    return {node, options};
+}
+
+int run_kubernetes(const KubernetesFlags &flags, const std::optional<bpfnet::ListenAddress> &listen) {
+    std::pair<bpfnet::Config, bpfnet::k8s::KubernetesOptions> settings;
+    try {
+        settings = kubernetes_settings(flags);
+    } catch (const std::invalid_argument &e) {
+        std::fprintf(stderr, "bpfnet-loader: %s\n", e.what());
+        return kExitConfig;
+    }
+    try {
+        bpfnet::LoaderStatus status;
+        bpfnet::k8s::KubernetesLoader loader(settings.first, settings.second, status);
+        std::optional<bpfnet::HttpServer> http;
+        if (listen)
+            http.emplace(*listen, status, BPFNET_VERSION);
+        loader.start();
+        return loader.run();
+    } catch (const bpfnet::k8s::ConfigError &e) {
+        std::fprintf(stderr, "bpfnet-loader: cluster configuration: %s\n", e.what());
+        return kExitConfig;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bpfnet-loader: %s\n", e.what());
+        return kExitRuntime;
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -30,7 +139,8 @@ int main(int argc, char **argv) {
     bool check_only = false;
     bool teardown = false;
     std::string metrics_address = kDefaultMetricsAddress;
-    app.add_option("-c,--config", config_path, "configuration file (docs/config.md)")->required();
+    KubernetesFlags kubernetes;
+    auto *config_option = app.add_option("-c,--config", config_path, "configuration file (docs/config.md)");
     app.add_option("--log-level", level, "debug, info, warn or error")
         ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
     app.add_flag("--check", check_only, "validate the configuration and exit");
@@ -38,8 +148,13 @@ int main(int argc, char **argv) {
     app.add_option("--metrics-address", metrics_address,
                    "HOST:PORT of /metrics, /healthz and /readyz (docs/observability.md); '' disables them")
         ->capture_default_str();
+    add_kubernetes_flags(app, kubernetes);
     try {
         app.parse(argc, argv);
+        if (kubernetes.enabled && (config_option->count() > 0 || check_only || teardown))
+            throw CLI::ValidationError("--kubernetes", "cannot be combined with --config, --check or --teardown");
+        if (!kubernetes.enabled && config_option->count() == 0)
+            throw CLI::RequiredError("--config (or --kubernetes)");
     } catch (const CLI::ParseError &e) {
         int code = app.exit(e);
         return code == 0 ? 0 : kExitConfig;
@@ -54,6 +169,9 @@ int main(int argc, char **argv) {
     }
     bpfnet::set_log_level(*bpfnet::parse_log_level(level));
     bpfnet::route_library_logs();
+
+    if (kubernetes.enabled)
+        return run_kubernetes(kubernetes, listen);
 
     bpfnet::Config config;
     try {

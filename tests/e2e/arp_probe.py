@@ -6,9 +6,10 @@ usage: arp_probe.py [--timeout SECONDS] IFACE IP
            SECONDS (default 0.5) for an is-at from IP. Prints "answered MAC" or "silent".
            Exit 0: answered; 1: not answered; 2: usage or socket error.
        arp_probe.py --every SECONDS --count N IFACE IP
-           N such probes, one every SECONDS; each waits for its answer until the next is sent. One line
-           per probe: "MONOTONIC answered MAC" or "MONOTONIC silent", MONOTONIC being the send time in
-           seconds of CLOCK_MONOTONIC (the clock of bpf_ktime_get_ns()). Exit 0 unless an error occurs.
+           N such probes, one every SECONDS; each collects answers until the next is sent. One line
+           per probe: "MONOTONIC answered MAC[,MAC...]" (every distinct MAC that answered, in order) or
+           "MONOTONIC silent", MONOTONIC being the send time in seconds of CLOCK_MONOTONIC (the clock of
+           bpf_ktime_get_ns()). Exit 0 unless an error occurs.
        arp_probe.py --watch SECONDS IFACE IP
            Sends nothing. Prints "listening" once the socket is bound, then one line per ARP frame that
            concerns IP, seen on IFACE in either direction, for SECONDS:
@@ -82,13 +83,20 @@ def who_has(src_mac, src_ip, target_ip):
 
 def wait_answer(sock, target_ip, deadline):
     """The MAC of the first is-at from target_ip that arrives before deadline (monotonic), or None."""
+    answers = wait_answers(sock, target_ip, deadline, first_only=True)
+    return answers[0] if answers else None
+
+
+def wait_answers(sock, target_ip, deadline, first_only=False):
+    """The distinct MACs of the is-at replies from target_ip that arrive before deadline (monotonic)."""
+    macs = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return None
+            return macs
         ready, _, _ = select.select([sock], [], [], left)
         if not ready:
-            return None
+            return macs
         try:
             frame, addr = sock.recvfrom(2048)
         except BlockingIOError:
@@ -96,8 +104,10 @@ def wait_answer(sock, target_ip, deadline):
         if addr[2] == PACKET_OUTGOING:
             continue
         arp = parse_arp(frame)
-        if arp and arp[0] == ARPOP_REPLY and arp[2] == target_ip:
-            return arp[1]
+        if arp and arp[0] == ARPOP_REPLY and arp[2] == target_ip and arp[1] not in macs:
+            macs.append(arp[1])
+            if first_only:
+                return macs
 
 
 def probe(sock, iface, target_ip, timeout):
@@ -155,9 +165,13 @@ def main():
             watch(sock, target_ip, args.watch)
             return 0
         if args.every is not None:
+            src_mac, src_ip = interface_addresses(args.iface)
             for _ in range(args.count):
-                sent, mac = probe(sock, args.iface, target_ip, args.every)
-                print("%.6f %s" % (sent, "answered " + mac_text(mac) if mac else "silent"), flush=True)
+                sent = time.monotonic()
+                sock.send(who_has(src_mac, src_ip, target_ip))
+                macs = wait_answers(sock, target_ip, sent + args.every)
+                print("%.6f %s" % (sent, "answered " + ",".join(mac_text(m) for m in macs) if macs else "silent"),
+                      flush=True)
                 time.sleep(max(0.0, sent + args.every - time.monotonic()))
             return 0
         _, mac = probe(sock, args.iface, target_ip, args.timeout)

@@ -43,6 +43,7 @@ E2E_PIN_DIR=$E2E_PIN_ROOT/$E2E_NIC
 E2E_PASSED=0
 E2E_FAILED=0
 E2E_PIDS=()       # background processes this test started (servers, clients, loaders)
+E2E_NAMESPACES=() # network namespaces a test created beyond the three of the standard topology
 E2E_TMP=""
 LOADER_PID=""
 LOADER_LOG=""
@@ -149,7 +150,7 @@ e2e_cleanup() {
         wait "$pid" 2>/dev/null
     done
     local ns
-    for ns in "$E2E_POD" "$E2E_HOST" "$E2E_NODE"; do
+    for ns in "$E2E_POD" "$E2E_HOST" "$E2E_NODE" "${E2E_NAMESPACES[@]}"; do
         ip netns del "$ns" 2>/dev/null
     done
     umount /sys/fs/bpf 2>/dev/null

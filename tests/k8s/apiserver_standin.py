@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Kubernetes API server stand-in for bpfnet's tests (python3 stdlib only, plain HTTP on 127.0.0.1).
 
-Usage: apiserver_standin.py PORT [--bookmark-interval SECONDS] [--token TOKEN] [--tls CERT KEY]
+Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] [--token TOKEN] [--tls CERT KEY]
   PORT 0 picks a free port. The first line on stdout is "listening on PORT".
+  --address: the address to listen on (default 127.0.0.1).
+  --initial-rv N: start with resourceVersion N, compacted at N (a restarted API server whose history is gone:
+  watches from an older resourceVersion get 410).
   --token: when given, every API request must carry "Authorization: Bearer TOKEN" (else 401).
   --tls: serve HTTPS with the PEM certificate CERT and key KEY (to test the client's CA handling).
 
@@ -13,6 +16,8 @@ API semantics followed (a subset of the documented behaviour):
   - Every write bumps one global resourceVersion counter; objects get metadata.resourceVersion (string), uid,
     creationTimestamp, namespace.
   - GET collection: {kind: <Kind>List, apiVersion, metadata: {resourceVersion}, items}.
+  - labelSelector=K=V[,K2=V2...] (equality only) on lists and watches: only objects whose metadata.labels
+    match all pairs.
   - GET collection?watch=1&resourceVersion=RV[&allowWatchBookmarks=true][&timeoutSeconds=N]: HTTP/1.1 chunked
     stream of newline-delimited JSON events {type, object}, one event per chunk, for every change newer than
     RV (without RV, or RV "0": synthetic ADDED events for the current state first). BOOKMARK events
@@ -35,6 +40,8 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
   /_test/gone-as-http    {"on": true|false} an expired watch gets HTTP 410 (a Status body) instead of
                          the ERROR event (both happen with real API servers)
   /_test/garbage-list    {"count": N} the next N collection LISTs answer 200 with a malformed body
+  /_test/garbage-writes  {"count": N} the next N POSTs and PUTs answer 200 with a malformed body (and change
+                         nothing)
   /_test/state           (GET) {"rv": N, "compacted": N, "watches": open watch count, "auth": last
                          Authorization header seen}
 """
@@ -73,6 +80,7 @@ class Store:
         self.block_watches = False
         self.gone_as_http = False
         self.garbage_lists = 0
+        self.garbage_writes = 0
         self.watches = 0
         self.last_auth = ""
 
@@ -90,6 +98,21 @@ class Store:
 STORE = Store()
 BOOKMARK_INTERVAL = 1.0
 TOKEN = None
+
+
+def selector(q):
+    """The labelSelector of a query as a dict (equality terms only)."""
+    terms = {}
+    for term in q.get("labelSelector", [""])[0].split(","):
+        if "=" in term:
+            k, v = term.split("=", 1)
+            terms[k.strip()] = v.strip()
+    return terms
+
+
+def matches(obj, terms):
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return isinstance(labels, dict) and all(labels.get(k) == v for k, v in terms.items())
 
 
 def status(code, reason, message):
@@ -162,6 +185,9 @@ class Handler(BaseHTTPRequestHandler):
             elif op == "gone-as-http":
                 STORE.gone_as_http = bool(args.get("on", True))
                 res = {"on": STORE.gone_as_http}
+            elif op == "garbage-writes":
+                STORE.garbage_writes = int(args.get("count", 1))
+                res = {}
             elif op == "garbage-list":
                 STORE.garbage_lists = int(args.get("count", 1))
                 res = {}
@@ -204,8 +230,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 self.wfile.write(data)
                 return
+            terms = selector(q)
             items = [o for (ons, _), o in sorted(STORE.objects.get((api, resource), {}).items())
-                     if ns is None or ons == ns]
+                     if (ns is None or ons == ns) and matches(o, terms)]
             rv = STORE.rv
         self.send_json(200, {"kind": KINDS.get(resource, resource.capitalize()) + "List", "apiVersion": api,
                              "metadata": {"resourceVersion": str(rv)}, "items": items})
@@ -233,6 +260,7 @@ class Handler(BaseHTTPRequestHandler):
         rv_param = q.get("resourceVersion", [""])[0]
         bookmarks = q.get("allowWatchBookmarks", ["false"])[0] in ("1", "true")
         timeout = float(q.get("timeoutSeconds", ["1800"])[0])
+        terms = selector(q)
         with STORE.cond:
             if STORE.block_watches:
                 return self.send_json(503, status(503, "ServiceUnavailable", "watches blocked by test"))
@@ -246,7 +274,7 @@ class Handler(BaseHTTPRequestHandler):
             initial = []
             if since is None:
                 initial = [("ADDED", o) for (ons, _), o in sorted(STORE.objects.get((api, resource), {}).items())
-                           if ns is None or ons == ns]
+                           if (ns is None or ons == ns) and matches(o, terms)]
                 since = STORE.rv
             drop_gen, trunc_gen, garbage_seen = STORE.drop_gen, STORE.truncate_gen, len(STORE.garbage)
             STORE.watches += 1
@@ -271,7 +299,7 @@ class Handler(BaseHTTPRequestHandler):
                 with STORE.cond:
                     STORE.cond.wait(0.05)
                     events = [e for e in STORE.log if e[0] > since and e[1] == api and e[2] == resource
-                              and (ns is None or e[3] == ns)]
+                              and (ns is None or e[3] == ns) and matches(e[5], terms)]
                     if STORE.log and STORE.log[-1][0] > since:
                         since = STORE.log[-1][0]
                     drop = STORE.drop_gen != drop_gen
@@ -304,10 +332,25 @@ class Handler(BaseHTTPRequestHandler):
             with STORE.cond:
                 STORE.watches -= 1
 
+    def garbage_write(self):
+        """Answers a write with 200 and a malformed body when the test asked for that."""
+        with STORE.cond:
+            if STORE.garbage_writes <= 0:
+                return False
+            STORE.garbage_writes -= 1
+        self.body()
+        data = b'{"apiVersion": "v1", "metadata": ['
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        return True
+
     def do_POST(self):
         if self.path.startswith("/_test/"):
             return self.control("POST")
-        if not self.authorized():
+        if not self.authorized() or self.garbage_write():
             return
         r, u = self.route()
         if not r or r[3]:
@@ -342,7 +385,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(201, obj)
 
     def do_PUT(self):
-        if not self.authorized():
+        if not self.authorized() or self.garbage_write():
             return
         r, u = self.route()
         if not r or not r[3]:
@@ -410,10 +453,17 @@ def main():
         sys.exit(2)
     port = int(args[0])
     tls = None
+    address = "127.0.0.1"
     i = 1
     while i < len(args):
         if args[i] == "--bookmark-interval":
             BOOKMARK_INTERVAL = float(args[i + 1])
+            i += 2
+        elif args[i] == "--initial-rv":
+            STORE.rv = STORE.compacted = int(args[i + 1])
+            i += 2
+        elif args[i] == "--address":
+            address = args[i + 1]
             i += 2
         elif args[i] == "--tls":
             tls = (args[i + 1], args[i + 2])
@@ -424,7 +474,7 @@ def main():
         else:
             print("unknown argument " + args[i], file=sys.stderr)
             sys.exit(2)
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = ThreadingHTTPServer((address, port), Handler)
     server.daemon_threads = True
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

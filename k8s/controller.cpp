@@ -1,0 +1,558 @@
+#include "k8s/controller.hpp"
+
+#include "loader/backend_locator.hpp"
+#include "loader/log.hpp"
+#include "loader/netlink.hpp"
+#include "maps/system_error.hpp"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace bpfnet::k8s {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char *kServices = "/api/v1/services";
+constexpr const char *kEndpointSlices = "/apis/discovery.k8s.io/v1/endpointslices";
+// Only our own Leases: a cluster's kube-node-lease namespace alone renews one Lease per node every 10 s.
+constexpr const char *kLeases =
+    "/apis/coordination.k8s.io/v1/leases?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dbpfnet-loader";
+constexpr const char *kServiceNameLabel = "kubernetes.io/service-name";
+// Failed writes (a Lease claim, a status update) are retried at least this often.
+constexpr auto kMaxTick = std::chrono::milliseconds(1000);
+
+std::string leases_path(const std::string &namespace_) {
+    return "/apis/coordination.k8s.io/v1/namespaces/" + namespace_ + "/leases";
+}
+
+const json *member(const json &object, const char *key) {
+    if (!object.is_object())
+        return nullptr;
+    auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+}
+
+std::string string_member(const json &object, const char *key) {
+    const json *value = member(object, key);
+    return value && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+std::string resource_version(const json &object) {
+    const json *meta = member(object, "metadata");
+    return meta ? string_member(*meta, "resourceVersion") : std::string();
+}
+
+// "namespace/name" of the Service an EndpointSlice belongs to, or "" when it is not a Service's slice.
+std::string slice_owner(const json &slice) {
+    const json *meta = member(slice, "metadata");
+    if (!meta)
+        return {};
+    const json *labels = member(*meta, "labels");
+    std::string service = labels ? string_member(*labels, kServiceNameLabel) : std::string();
+    std::string ns = string_member(*meta, "namespace");
+    if (service.empty() || ns.empty())
+        return {};
+    return ns + "/" + service;
+}
+
+UniqueFd make_eventfd() {
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0)
+        throw SystemError("eventfd", errno);
+    return UniqueFd(fd);
+}
+
+UniqueFd make_tick(std::chrono::milliseconds every) {
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (fd < 0)
+        throw SystemError("timerfd_create", errno);
+    timespec ts{static_cast<time_t>(every.count() / 1000), static_cast<long>((every.count() % 1000) * 1000000)};
+    itimerspec spec{ts, ts};
+    if (timerfd_settime(fd, 0, &spec, nullptr) != 0) {
+        ::close(fd);
+        throw SystemError("timerfd_settime", errno);
+    }
+    return UniqueFd(fd);
+}
+
+UniqueFd block_signals() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
+        throw SystemError("sigprocmask", errno);
+    int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (fd < 0)
+        throw SystemError("signalfd", errno);
+    return UniqueFd(fd);
+}
+
+void drain(const UniqueFd &fd) {
+    uint64_t buf[8];
+    while (::read(fd.get(), buf, sizeof(buf)) > 0) {
+    }
+}
+
+void add_to_epoll(const UniqueFd &epoll, int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+        throw SystemError("epoll_ctl", errno);
+}
+
+std::chrono::milliseconds renew_period(std::chrono::seconds duration) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(duration) / 3;
+}
+
+} // namespace
+
+KubernetesLoader::KubernetesLoader(Config node, KubernetesOptions options, LoaderStatus &status)
+    : node_(std::move(node)), options_(std::move(options)), status_(status), runtime_(node_, status) {}
+
+KubernetesLoader::~KubernetesLoader() {
+    // Watchers first: their threads call wake(), whose fd goes with this object.
+    for (auto *watcher : {services_.get(), slices_.get(), leases_.get()})
+        if (watcher)
+            watcher->stop();
+}
+
+void KubernetesLoader::start() {
+    api_ = std::make_unique<ApiClient>(load_cluster_config(options_.kubeconfig));
+    link_by_name(node_.interface); // a missing NIC is reported before the kernel is changed
+    wake_ = make_eventfd();
+    runtime_.attach();
+    auto on_change = [this](const Snapshot &) {
+        wake();
+    };
+    services_ = std::make_unique<Watcher>(*api_, kServices, on_change);
+    slices_ = std::make_unique<Watcher>(*api_, kEndpointSlices, on_change);
+    leases_ = std::make_unique<Watcher>(*api_, kLeases, on_change);
+    log_info("kubernetes mode", {{"server", api_->config().server},
+                                 {"node", options_.node_name},
+                                 {"class", options_.policy.load_balancer_class},
+                                 {"lease_duration_s", std::to_string(options_.lease_duration.count())}});
+}
+
+void KubernetesLoader::wake() {
+    uint64_t one = 1;
+    if (::write(wake_.get(), &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+        log_error("cannot wake the main loop", {{"error", std::strerror(errno)}});
+}
+
+bool KubernetesLoader::synced() const {
+    return services_->stats().lists > 0 && slices_->stats().lists > 0 && leases_->stats().lists > 0;
+}
+
+int KubernetesLoader::run() {
+    epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_.valid())
+        throw SystemError("epoll_create1", errno);
+    signals_ = block_signals();
+    tick_ = make_tick(std::min<std::chrono::milliseconds>(renew_period(options_.lease_duration), kMaxTick));
+    for (int fd : {signals_.get(), wake_.get(), tick_.get()})
+        add_to_epoll(epoll_, fd);
+    runtime_.start([this](__be32 service_ip, const std::string &mac) {
+        {
+            std::lock_guard lock(conflicts_mutex_);
+            conflicts_.emplace_back(service_ip, mac);
+        }
+        wake();
+    });
+    status_.set_not_ready("waiting for the first list of Services, EndpointSlices and Leases");
+    for (auto *watcher : {services_.get(), slices_.get(), leases_.get()})
+        watcher->start();
+    log_info("watching", {{"iface", node_.interface}});
+
+    for (;;) {
+        epoll_event ready[4];
+        int n = epoll_wait(epoll_.get(), ready, 4, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            throw SystemError("epoll_wait", errno);
+        for (int i = 0; i < n; i++) {
+            int fd = ready[i].data.fd;
+            if (fd == signals_.get()) {
+                signalfd_siginfo info{};
+                if (::read(signals_.get(), &info, sizeof(info)) == sizeof(info)) {
+                    // The datapath stays attached and the Leases held: a restarted loader (a rolling update)
+                    // renews them before they expire, without a gap.
+                    log_info("stopping; datapath left running",
+                             {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
+                    return 0;
+                }
+            } else {
+                drain(fd == wake_.get() ? wake_ : tick_);
+            }
+        }
+        // One pass per wake-up, however many changes arrived: a burst of watch events costs one reconcile.
+        drain(wake_);
+        if (!synced())
+            continue;
+        try {
+            reconcile();
+        } catch (const std::exception &e) {
+            log_error("reconcile failed; retrying", {{"error", e.what()}});
+        }
+    }
+}
+
+void KubernetesLoader::reconcile() {
+    const auto now = Clock::now();
+    const Snapshot services = services_->snapshot();
+    const Snapshot slices = slices_->snapshot();
+    const Snapshot leases = leases_->snapshot();
+
+    std::vector<Candidate> candidates = accepted_services(services);
+    find_endpoints(candidates, slices);
+
+    std::vector<ServiceSpec> specs;
+    std::set<std::string> serving;
+    for (const Candidate &candidate : candidates) {
+        bool here = false;
+        if (candidate.location) {
+            try {
+                here = hold_lease(candidate, leases, now);
+            } catch (const std::exception &e) {
+                log_warn("lease not claimed", {{"service", candidate.service.key()}, {"error", e.what()}});
+            }
+        }
+        ServiceSpec spec;
+        spec.service_ip_be = candidate.service.service_ip_be;
+        spec.ports = candidate.service.ports;
+        if (here) {
+            spec.backend_ip_be = candidate.endpoint->ip_be;
+            spec.location = candidate.location;
+            serving.insert(candidate.service.key());
+        }
+        specs.push_back(std::move(spec));
+    }
+
+    // Deactivate first, release after: the next owner never overlaps with this node.
+    auto applied = runtime_.apply(node_, specs);
+    if (applied.report.upserts + applied.report.removals > 0)
+        log_info("maps reconciled", {{"writes", std::to_string(applied.report.upserts)},
+                                     {"removals", std::to_string(applied.report.removals)},
+                                     {"serving", std::to_string(serving.size())},
+                                     {"services", std::to_string(candidates.size())}});
+    release_leases(serving, leases);
+
+    for (const Candidate &candidate : candidates)
+        if (serving.contains(candidate.service.key()))
+            publish_ingress(candidate);
+    report_transitions(candidates, serving, services);
+    serving_ = std::move(serving);
+    report_conflicts(candidates);
+    if (!ready_reported_) {
+        ready_reported_ = true;
+        status_.set_ready();
+        log_info("serving", {{"iface", node_.interface}, {"services", std::to_string(candidates.size())}});
+    }
+}
+
+std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(const Snapshot &services) {
+    std::vector<Candidate> candidates;
+    std::set<std::string> present;
+    for (const auto &[key, object] : services) {
+        ServiceDecision decision = decide_service(object, options_.policy);
+        if (decision.outcome == ServiceDecision::Outcome::Ignored)
+            continue;
+        present.insert(key);
+        if (decision.outcome == ServiceDecision::Outcome::Refused) {
+            report_once(object, key,
+                        warning_event("Refused", "Refuse", "bpfnet refused this Service: " + decision.reason));
+            continue;
+        }
+        posted_.erase(key + "|Refused");
+        candidates.push_back({accepted(decision), object, std::nullopt, std::nullopt});
+    }
+
+    std::vector<AcceptedService> all;
+    for (const Candidate &candidate : candidates)
+        all.push_back(candidate.service);
+    std::set<std::string> refused;
+    for (const Conflict &conflict : check_shared_ips(all)) {
+        if (!refused.insert(conflict.refused).second)
+            continue;
+        auto it = services.find(conflict.refused);
+        if (it != services.end())
+            report_once(it->second, conflict.refused,
+                        warning_event("Refused", "Refuse", "bpfnet refused this Service: " + conflict.reason));
+    }
+    std::erase_if(candidates, [&](const Candidate &c) { return refused.contains(c.service.key()); });
+
+    // Forget what was posted for Services that are gone, so a recreated one is told again.
+    std::erase_if(posted_,
+                  [&](const auto &entry) { return !present.contains(entry.first.substr(0, entry.first.find('|'))); });
+    return candidates;
+}
+
+void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const Snapshot &slices) {
+    std::map<std::string, json> by_service;
+    for (const auto &[key, slice] : slices) {
+        std::string owner = slice_owner(slice);
+        if (owner.empty())
+            continue;
+        auto &list = by_service[owner];
+        if (!list.is_array())
+            list = json::array();
+        list.push_back(slice);
+    }
+    for (Candidate &candidate : candidates) {
+        auto it = by_service.find(candidate.service.key());
+        if (it == by_service.end())
+            continue;
+        candidate.endpoint = ready_endpoint(it->second, options_.node_name);
+        if (!candidate.endpoint || !candidate.endpoint->on_this_node)
+            continue;
+        try {
+            candidate.location = locate_backend(Backend{candidate.endpoint->ip_be, ""});
+        } catch (const std::exception &e) {
+            std::string note = "the ready endpoint " + format_ipv4(candidate.endpoint->ip_be) + " runs on node " +
+                               options_.node_name + " but its pod cannot be reached from the datapath: " + e.what();
+            report_once(candidate.object, candidate.service.key(), warning_event("BackendNotFound", "Locate", note));
+            log_warn("backend not found", {{"service", candidate.service.key()}, {"error", e.what()}});
+            continue;
+        }
+        posted_.erase(candidate.service.key() + "|BackendNotFound");
+    }
+}
+
+std::optional<LeaseState> KubernetesLoader::fetch_lease(const std::string &namespace_, const std::string &name) {
+    Response r = api_->request("GET", leases_path(namespace_) + "/" + name);
+    if (r.status == 404)
+        return LeaseState{};
+    if (r.status < 200 || r.status >= 300)
+        throw_api_error(r);
+    if (!r.body.is_object())
+        return std::nullopt;
+    return read_lease(r.body);
+}
+
+bool KubernetesLoader::hold_lease(const Candidate &candidate, const Snapshot &leases, Clock::time_point now) {
+    const std::string &key = candidate.service.key();
+    const std::string &ns = candidate.service.namespace_;
+    const std::string name = lease_name(candidate.service.name);
+    auto seen_it = leases.find(ns + "/" + name);
+    LeaseState seen = seen_it == leases.end() ? LeaseState{} : read_lease(seen_it->second);
+
+    auto held = held_.find(key);
+    if (held != held_.end()) {
+        // The watch shows someone else's write (or is behind ours): only the server can tell which.
+        if (seen.exists && seen.holder != options_.node_name &&
+            seen.resource_version != held->second.resource_version) {
+            auto fresh = fetch_lease(ns, name);
+            if (fresh && fresh->holder != options_.node_name) {
+                log_warn("lease taken by another holder", {{"service", key}, {"holder", fresh->holder}});
+                held_.erase(held);
+                return lease_claimable(*fresh, options_.node_name, now) && write_claim(candidate, *fresh, now);
+            }
+            if (fresh)
+                held->second = *fresh;
+        }
+        if (!lease_renewal_due(held->second, renew_period(options_.lease_duration), now))
+            return true;
+        return write_claim(candidate, held->second, now);
+    }
+    if (!lease_claimable(seen, options_.node_name, now))
+        return false;
+    return write_claim(candidate, seen, now);
+}
+
+// Claims or renews; on 409 reads the Lease again and tries once more if it is still ours to take. An API
+// server that cannot be reached keeps a held Lease held: the datapath keeps serving through an outage.
+bool KubernetesLoader::write_claim(const Candidate &candidate, LeaseState base, Clock::time_point now) {
+    const std::string &key = candidate.service.key();
+    const std::string &ns = candidate.service.namespace_;
+    const std::string name = lease_name(candidate.service.name);
+    bool holding = held_.contains(key);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        json body = lease_claim(base, ns, name, options_.node_name, options_.lease_duration, now);
+        try {
+            json written =
+                base.exists ? api_->put(leases_path(ns) + "/" + name, body) : api_->post(leases_path(ns), body);
+            LeaseState state = read_lease(written);
+            if (!state.exists || state.holder != options_.node_name)
+                throw std::runtime_error("the API server answered the Lease write with an unexpected object");
+            if (!holding)
+                log_info("lease acquired", {{"service", key}, {"lease", ns + "/" + name}});
+            held_[key] = std::move(state);
+            return true;
+        } catch (const ConflictError &) {
+            auto fresh = fetch_lease(ns, name);
+            if (!fresh || !lease_claimable(*fresh, options_.node_name, now)) {
+                held_.erase(key);
+                return false;
+            }
+            base = *fresh;
+        } catch (const TransportError &e) {
+            log_warn("API server unreachable; lease not written", {{"service", key}, {"error", e.what()}});
+            return holding;
+        } catch (const ApiError &e) {
+            if (e.status() == 404 && base.exists) {
+                base = LeaseState{}; // deleted (or an API server that lost its data): create it again
+                continue;
+            }
+            log_warn("lease write refused",
+                     {{"service", key}, {"status", std::to_string(e.status())}, {"error", e.what()}});
+            return holding;
+        }
+    }
+    held_.erase(key);
+    return false;
+}
+
+void KubernetesLoader::release_leases(const std::set<std::string> &serving, const Snapshot &leases) {
+    std::map<std::string, LeaseState> to_release;
+    for (const auto &[key, lease] : held_)
+        if (!serving.contains(key))
+            to_release[key] = lease;
+    // Leases this node held before a restart, for Services it does not serve now.
+    for (const auto &[lease_key, object] : leases) {
+        LeaseState lease = read_lease(object);
+        if (lease.holder != options_.node_name || lease.name.rfind(kLeaseNamePrefix, 0) != 0)
+            continue;
+        std::string key = lease.namespace_ + "/" + lease.name.substr(std::strlen(kLeaseNamePrefix));
+        if (!serving.contains(key) && !to_release.contains(key))
+            to_release[key] = lease;
+    }
+    for (auto &[key, lease] : to_release) {
+        try {
+            if (release_lease(key, lease))
+                held_.erase(key);
+        } catch (const std::exception &e) {
+            log_warn("lease not released; retrying", {{"service", key}, {"error", e.what()}});
+        }
+    }
+}
+
+bool KubernetesLoader::release_lease(const std::string &service_key, LeaseState lease) {
+    const std::string path = leases_path(lease.namespace_) + "/" + lease.name;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        json body = lease_release(lease);
+        Response r = api_->request("PUT", path, &body);
+        if (r.status >= 200 && r.status < 300) {
+            log_info("lease released", {{"service", service_key}, {"lease", lease.namespace_ + "/" + lease.name}});
+            return true;
+        }
+        if (r.status == 404)
+            return true;
+        if (r.status != 409)
+            throw_api_error(r);
+        auto fresh = fetch_lease(lease.namespace_, lease.name);
+        if (!fresh || fresh->holder != options_.node_name)
+            return true; // someone else holds it now: nothing of ours to release
+        lease = *fresh;
+    }
+    return false;
+}
+
+void KubernetesLoader::publish_ingress(const Candidate &candidate) {
+    const std::string &key = candidate.service.key();
+    const json want = json::array({{{"ip", format_ipv4(candidate.service.service_ip_be)}}});
+    const json *status = member(candidate.object, "status");
+    const json *lb = status ? member(*status, "loadBalancer") : nullptr;
+    const json *ingress = lb ? member(*lb, "ingress") : nullptr;
+    if (ingress && *ingress == want)
+        return;
+    const std::string base = resource_version(candidate.object);
+    if (ingress_rv_[key] == base)
+        return; // written from this version already; the watch has not shown the result yet
+    json body = candidate.object;
+    body["status"] = json{{"loadBalancer", {{"ingress", want}}}};
+    const std::string path =
+        "/api/v1/namespaces/" + candidate.service.namespace_ + "/services/" + candidate.service.name + "/status";
+    try {
+        api_->put(path, body);
+        ingress_rv_[key] = base;
+        log_info("status.loadBalancer.ingress written", {{"service", key}});
+    } catch (const ConflictError &) {
+        // The Service changed since the watch showed it; the next pass works from the new version.
+    } catch (const std::exception &e) {
+        log_warn("status not written; retrying", {{"service", key}, {"error", e.what()}});
+    }
+}
+
+void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidates,
+                                          const std::set<std::string> &serving, const Snapshot &services) {
+    for (const Candidate &candidate : candidates) {
+        const std::string &key = candidate.service.key();
+        if (serving.contains(key) && !serving_.contains(key)) {
+            std::string note = "node " + options_.node_name + " serves " +
+                               format_ipv4(candidate.service.service_ip_be) +
+                               " (answers ARP, steers its ports to pod " + format_ipv4(candidate.endpoint->ip_be) + ")";
+            log_info("serving service", {{"service", key},
+                                         {"service_ip", format_ipv4(candidate.service.service_ip_be)},
+                                         {"backend", format_ipv4(candidate.endpoint->ip_be)}});
+            post_event(candidate.object, normal_event("Serving", "Activate", note));
+        }
+    }
+    for (const std::string &key : serving_) {
+        if (serving.contains(key))
+            continue;
+        log_info("stopped serving service", {{"service", key}});
+        auto it = services.find(key);
+        if (it != services.end())
+            post_event(it->second,
+                       normal_event("Released", "Deactivate",
+                                    "node " + options_.node_name +
+                                        " stopped serving this Service (no ready endpoint on this node any more) "
+                                        "and released its Lease"));
+    }
+}
+
+void KubernetesLoader::report_conflicts(const std::vector<Candidate> &candidates) {
+    std::vector<std::pair<__be32, std::string>> seen;
+    {
+        std::lock_guard lock(conflicts_mutex_);
+        seen.swap(conflicts_);
+    }
+    for (const auto &[ip, mac] : seen)
+        for (const Candidate &candidate : candidates)
+            if (candidate.service.service_ip_be == ip)
+                post_event(candidate.object,
+                           warning_event("Conflict", "Detect",
+                                         "another host (MAC " + mac + ") also answers for " + format_ipv4(ip) +
+                                             " on the provisioning LAN of node " + options_.node_name +
+                                             ": two owners of one service IP (a second cluster during a pivot?)"));
+}
+
+// Every node sees the same refusal: the Event gets a name derived from what it says, so the cluster gets one
+// Event however many nodes report it.
+void KubernetesLoader::report_once(const json &service, const std::string &key, ServiceEvent event) {
+    auto &last = posted_[key + "|" + event.reason];
+    if (last == event.note)
+        return;
+    last = event.note;
+    log_warn("service event", {{"service", key}, {"reason", event.reason}, {"note", event.note}});
+    event.name = shared_event_name(service, event.reason, event.note);
+    post_event(service, event);
+}
+
+void KubernetesLoader::post_event(const json &service, const ServiceEvent &event) {
+    json body = service_event(service, event, options_.node_name, Clock::now());
+    const std::string ns = body["metadata"]["namespace"].get<std::string>();
+    if (ns.empty())
+        return;
+    try {
+        api_->post(events_path(ns), body);
+    } catch (const ConflictError &) {
+        log_debug("event already reported by another node", {{"reason", event.reason}});
+    } catch (const std::exception &e) {
+        // Events are a report, not state: one that cannot be posted is logged, not retried.
+        log_warn("event not posted", {{"reason", event.reason}, {"error", e.what()}});
+    }
+}
+
+} // namespace bpfnet::k8s

@@ -1,0 +1,107 @@
+// The loader in Kubernetes mode: Services of our loadBalancerClass, their EndpointSlices and one Lease per
+// Service decide what this node's datapath serves.
+//
+// Every change seen by a watch (and a periodic tick that renews Leases and retries failed writes) runs one
+// reconcile pass on the loader's main thread, from the full current state:
+//   1. each Service is accepted or refused (k8s/service_model); refusals get a Warning Event;
+//   2. an accepted Service is eligible here when a ready endpoint runs on this node and its pod's veth is
+//      found through the kernel's route to the pod IP;
+//   3. an eligible Service is served here only while this node holds its Lease (claimed when free, expired
+//      or already ours; renewed every third of its duration);
+//   4. the datapath is brought to that state (ports of every accepted Service listed, backends only for the
+//      Services served here; gratuitous ARP for IPs that became active);
+//   5. Leases this node holds for Services it no longer serves are released at once, after step 4, so the
+//      next owner never overlaps with this one;
+//   6. the owner writes status.loadBalancer.ingress and Events record what changed.
+// The heartbeat runs on the DatapathRuntime's thread: a slow or absent API server never stops the datapath,
+// which keeps serving the last state it was given.
+#pragma once
+
+#include "k8s/client.hpp"
+#include "k8s/event.hpp"
+#include "k8s/lease.hpp"
+#include "k8s/service_model.hpp"
+#include "loader/config.hpp"
+#include "loader/datapath_runtime.hpp"
+#include "loader/loader_status.hpp"
+#include "maps/unique_fd.hpp"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfnet::k8s {
+
+struct KubernetesOptions {
+    std::string kubeconfig; // empty: in-cluster configuration
+    std::string node_name;  // this node, as in EndpointSlice endpoints' nodeName; also the Lease holder
+    ServicePolicy policy;
+    std::chrono::seconds lease_duration{15};
+};
+
+class KubernetesLoader {
+public:
+    // node: the NIC and its settings (the service fields are not used). status must outlive the loader.
+    KubernetesLoader(Config node, KubernetesOptions options, LoaderStatus &status);
+    ~KubernetesLoader();
+    KubernetesLoader(const KubernetesLoader &) = delete;
+    KubernetesLoader &operator=(const KubernetesLoader &) = delete;
+
+    // Reads the cluster configuration and attaches the datapath (which keeps serving whatever its maps
+    // hold until the first reconcile). Throws ConfigError / runtime errors with nothing half attached.
+    void start();
+    // Watches and reconciles until SIGTERM or SIGINT; returns the exit code.
+    int run();
+
+private:
+    // An accepted Service and what this node knows about its backend.
+    struct Candidate {
+        AcceptedService service;
+        nlohmann::json object;
+        std::optional<ReadyEndpoint> endpoint;
+        std::optional<BackendLocation> location; // set when eligible: the endpoint runs here and was found
+    };
+
+    void wake();
+    bool synced() const;
+    void reconcile();
+    std::vector<Candidate> accepted_services(const Snapshot &services);
+    void find_endpoints(std::vector<Candidate> &candidates, const Snapshot &slices);
+    bool hold_lease(const Candidate &candidate, const Snapshot &leases, Clock::time_point now);
+    bool write_claim(const Candidate &candidate, LeaseState base, Clock::time_point now);
+    std::optional<LeaseState> fetch_lease(const std::string &namespace_, const std::string &name);
+    void release_leases(const std::set<std::string> &serving, const Snapshot &leases);
+    bool release_lease(const std::string &service_key, LeaseState lease);
+    void publish_ingress(const Candidate &candidate);
+    void report_transitions(const std::vector<Candidate> &candidates, const std::set<std::string> &serving,
+                            const Snapshot &services);
+    void report_conflicts(const std::vector<Candidate> &candidates);
+    // Posts an Event unless the same reason with the same note was already posted for this Service.
+    void report_once(const nlohmann::json &service, const std::string &key, ServiceEvent event);
+    void post_event(const nlohmann::json &service, const ServiceEvent &event);
+
+    Config node_;
+    KubernetesOptions options_;
+    LoaderStatus &status_;
+    DatapathRuntime runtime_;
+    std::unique_ptr<ApiClient> api_;
+    std::unique_ptr<Watcher> services_, slices_, leases_;
+    UniqueFd epoll_, signals_, wake_, tick_;
+
+    std::mutex conflicts_mutex_;                            // the runtime thread adds, reconcile() takes
+    std::vector<std::pair<__be32, std::string>> conflicts_; // (service IP, the other MAC)
+
+    std::map<std::string, LeaseState> held_;        // service key -> the Lease as this node last wrote it
+    std::map<std::string, std::string> posted_;     // "service key|reason" -> note of the last such Event
+    std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
+    std::set<std::string> serving_;                 // service keys served here after the last pass
+    bool ready_reported_ = false;
+};
+
+} // namespace bpfnet::k8s

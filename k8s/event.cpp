@@ -1,0 +1,81 @@
+#include "k8s/event.hpp"
+
+#include "k8s/lease.hpp"
+
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+
+namespace bpfnet::k8s {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kMaxNote = 1024; // events.k8s.io/v1 rejects longer notes
+
+std::string metadata_string(const json &object, const char *key) {
+    if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object())
+        return {};
+    const json &meta = object["metadata"];
+    auto it = meta.find(key);
+    return it != meta.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+} // namespace
+
+json service_event(const json &service, const ServiceEvent &event, const std::string &reporting_instance,
+                   std::chrono::system_clock::time_point now) {
+    const std::string ns = metadata_string(service, "namespace");
+    const std::string name = metadata_string(service, "name");
+    json regarding = {{"apiVersion", "v1"}, {"kind", "Service"}, {"namespace", ns}, {"name", name}};
+    if (std::string uid = metadata_string(service, "uid"); !uid.empty())
+        regarding["uid"] = uid;
+    std::string note = event.note.size() > kMaxNote ? event.note.substr(0, kMaxNote) : event.note;
+    return {
+        {"apiVersion", "events.k8s.io/v1"},
+        {"kind", "Event"},
+        {"metadata", event.name.empty() ? json{{"generateName", (name.empty() ? std::string("service") : name) + "."},
+                                               {"namespace", ns}}
+                                        : json{{"name", event.name}, {"namespace", ns}}},
+        {"eventTime", format_micro_time(now)},
+        {"reportingController", kReportingController},
+        {"reportingInstance", reporting_instance},
+        {"type", event.type == ServiceEvent::Type::Warning ? "Warning" : "Normal"},
+        {"reason", event.reason},
+        {"action", event.action},
+        {"note", note},
+        {"regarding", regarding},
+    };
+}
+
+ServiceEvent normal_event(std::string reason, std::string action, std::string note) {
+    return {ServiceEvent::Type::Normal, std::move(reason), std::move(action), std::move(note), {}};
+}
+
+ServiceEvent warning_event(std::string reason, std::string action, std::string note) {
+    return {ServiceEvent::Type::Warning, std::move(reason), std::move(action), std::move(note), {}};
+}
+
+std::string shared_event_name(const json &service, const std::string &reason, const std::string &note) {
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    for (const std::string &part : {metadata_string(service, "uid"), reason, note}) {
+        for (unsigned char c : part + '\0') {
+            hash ^= c;
+            hash *= 0x100000001b3ull;
+        }
+    }
+    std::string lower;
+    for (char c : reason)
+        lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+    std::string name = metadata_string(service, "name");
+    return (name.empty() ? std::string("service") : name) + ".bpfnet-" + lower + "-" + hex;
+}
+
+std::string events_path(const std::string &namespace_) {
+    return "/apis/events.k8s.io/v1/namespaces/" + namespace_ + "/events";
+}
+
+} // namespace bpfnet::k8s

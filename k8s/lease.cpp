@@ -1,0 +1,149 @@
+#include "k8s/lease.hpp"
+
+#include <cstdio>
+#include <ctime>
+
+namespace bpfnet::k8s {
+
+using nlohmann::json;
+
+namespace {
+
+std::string string_at(const json &object, const char *key) {
+    if (!object.is_object())
+        return {};
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::optional<Clock::time_point> time_at(const json &object, const char *key) {
+    return parse_micro_time(string_at(object, key));
+}
+
+} // namespace
+
+std::string lease_name(const std::string &service_name) {
+    return kLeaseNamePrefix + service_name;
+}
+
+LeaseState read_lease(const json &lease) {
+    LeaseState state;
+    if (!lease.is_object())
+        return state;
+    const json empty = json::object();
+    const json &meta = lease.contains("metadata") && lease["metadata"].is_object() ? lease["metadata"] : empty;
+    const json &spec = lease.contains("spec") && lease["spec"].is_object() ? lease["spec"] : empty;
+    state.exists = true;
+    state.object = lease;
+    state.namespace_ = string_at(meta, "namespace");
+    state.name = string_at(meta, "name");
+    state.resource_version = string_at(meta, "resourceVersion");
+    state.holder = string_at(spec, "holderIdentity");
+    state.renew_time = time_at(spec, "renewTime");
+    state.acquire_time = time_at(spec, "acquireTime");
+    if (auto it = spec.find("leaseDurationSeconds"); it != spec.end() && it->is_number_integer())
+        state.duration = std::chrono::seconds(std::max<std::int64_t>(0, it->get<std::int64_t>()));
+    if (auto it = spec.find("leaseTransitions"); it != spec.end() && it->is_number_integer())
+        state.transitions = it->get<std::int64_t>();
+    return state;
+}
+
+bool lease_expired(const LeaseState &lease, Clock::time_point now) {
+    if (!lease.renew_time)
+        return true;
+    return *lease.renew_time + lease.duration < now;
+}
+
+bool lease_claimable(const LeaseState &lease, const std::string &identity, Clock::time_point now) {
+    return !lease.exists || lease.holder.empty() || lease.holder == identity || lease_expired(lease, now);
+}
+
+bool lease_renewal_due(const LeaseState &lease, std::chrono::milliseconds period, Clock::time_point now) {
+    return !lease.renew_time || *lease.renew_time + period <= now;
+}
+
+json lease_claim(const LeaseState &current, const std::string &namespace_, const std::string &name,
+                 const std::string &identity, std::chrono::seconds duration, Clock::time_point now) {
+    json lease = current.exists ? current.object : json::object();
+    lease["apiVersion"] = "coordination.k8s.io/v1";
+    lease["kind"] = "Lease";
+    if (!lease.contains("metadata") || !lease["metadata"].is_object())
+        lease["metadata"] = json::object();
+    json &meta = lease["metadata"];
+    meta["name"] = name;
+    meta["namespace"] = namespace_;
+    if (!meta.contains("labels") || !meta["labels"].is_object())
+        meta["labels"] = json::object();
+    meta["labels"][kManagedByLabel] = kManagedByValue;
+    if (!lease.contains("spec") || !lease["spec"].is_object())
+        lease["spec"] = json::object();
+    json &spec = lease["spec"];
+    const std::string stamp = format_micro_time(now);
+    bool new_holder = current.holder != identity;
+    if (new_holder) {
+        spec["acquireTime"] = stamp;
+        spec["leaseTransitions"] = current.exists ? current.transitions + 1 : 0;
+    }
+    spec["holderIdentity"] = identity;
+    spec["leaseDurationSeconds"] = duration.count();
+    spec["renewTime"] = stamp;
+    return lease;
+}
+
+json lease_release(const LeaseState &current) {
+    json lease = current.object;
+    if (!lease.contains("spec") || !lease["spec"].is_object())
+        lease["spec"] = json::object();
+    lease["spec"].erase("holderIdentity");
+    lease["spec"].erase("acquireTime");
+    lease["spec"].erase("renewTime");
+    return lease;
+}
+
+std::string format_micro_time(Clock::time_point t) {
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+    std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
+    long fraction = static_cast<long>(micros % 1000000);
+    if (fraction < 0) {
+        fraction += 1000000;
+        seconds -= 1;
+    }
+    std::tm tm{};
+    gmtime_r(&seconds, &tm);
+    char text[96];
+    std::snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, fraction);
+    return text;
+}
+
+std::optional<Clock::time_point> parse_micro_time(const std::string &text) {
+    std::tm tm{};
+    int consumed = 0;
+    if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                    &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
+        consumed != 19)
+        return std::nullopt;
+    std::size_t pos = 19;
+    long micros = 0;
+    if (pos < text.size() && text[pos] == '.') {
+        long scale = 100000;
+        std::size_t digits = 0;
+        for (++pos; pos < text.size() && text[pos] >= '0' && text[pos] <= '9'; ++pos, ++digits) {
+            micros += (text[pos] - '0') * scale;
+            scale /= 10;
+        }
+        if (digits == 0)
+            return std::nullopt;
+    }
+    if (pos + 1 != text.size() || text[pos] != 'Z')
+        return std::nullopt;
+    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+        tm.tm_sec > 60)
+        return std::nullopt;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    std::time_t seconds = timegm(&tm);
+    return Clock::time_point(std::chrono::seconds(seconds)) + std::chrono::microseconds(micros);
+}
+
+} // namespace bpfnet::k8s

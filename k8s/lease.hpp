@@ -1,0 +1,60 @@
+// One coordination.k8s.io/v1 Lease per Service decides which node serves it. Pure functions over the Lease
+// objects exactly as the API returns them: reading one never throws (fields of the wrong type count as
+// absent), and the bodies for claiming and releasing keep metadata.resourceVersion, so a write based on a
+// stale read fails with 409 instead of overwriting another node's claim.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace bpfnet::k8s {
+
+using Clock = std::chrono::system_clock;
+
+inline constexpr const char *kLeaseNamePrefix = "bpfnet-";
+inline constexpr const char *kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr const char *kManagedByValue = "bpfnet-loader";
+
+struct LeaseState {
+    bool exists = false;
+    std::string namespace_;
+    std::string name;
+    std::string resource_version;
+    std::string holder; // empty: nobody holds it (released or never claimed)
+    std::optional<Clock::time_point> renew_time;
+    std::optional<Clock::time_point> acquire_time;
+    std::chrono::seconds duration{0};
+    std::int64_t transitions = 0;
+    nlohmann::json object; // the Lease as read (null when it does not exist)
+};
+
+// The Lease that decides the owner of Service NAME: "bpfnet-NAME" in the Service's namespace.
+std::string lease_name(const std::string &service_name);
+
+LeaseState read_lease(const nlohmann::json &lease);
+
+// Held by someone whose last renewal is older than its duration (or who never renewed): anyone may take it.
+bool lease_expired(const LeaseState &lease, Clock::time_point now);
+// identity may write itself as holder: nobody holds it, identity already does, or the holder's claim expired.
+bool lease_claimable(const LeaseState &lease, const std::string &identity, Clock::time_point now);
+// The holder should renew: its last renewal is at least `period` old.
+bool lease_renewal_due(const LeaseState &lease, std::chrono::milliseconds period, Clock::time_point now);
+
+// The Lease with identity as holder, renewed now: the body for POST (when !current.exists) or PUT. A change of
+// holder sets acquireTime and counts one transition.
+nlohmann::json lease_claim(const LeaseState &current, const std::string &namespace_, const std::string &name,
+                           const std::string &identity, std::chrono::seconds duration, Clock::time_point now);
+// The Lease with no holder, for PUT: the next eligible node may claim it at once instead of waiting for it to
+// expire.
+nlohmann::json lease_release(const LeaseState &current);
+
+// RFC 3339 with microseconds, as the API's MicroTime: "2026-11-29T21:00:00.123456Z".
+std::string format_micro_time(Clock::time_point t);
+// Accepts RFC 3339 UTC times with or without fractional seconds ("Z" only); nullopt otherwise.
+std::optional<Clock::time_point> parse_micro_time(const std::string &text);
+
+} // namespace bpfnet::k8s

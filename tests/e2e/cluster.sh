@@ -1,0 +1,274 @@
+# shellcheck shell=bash
+# Two simulated control-plane nodes on one provisioning LAN, API server stand-ins, and the loader in
+# Kubernetes mode, for bpfnet's Kubernetes-mode end-to-end tests. Source after lib.sh and dhcp.sh.
+#
+# Topology (inside the sandbox; every address in 198.18.0.0/15):
+#
+#   k8s-host eth0 198.18.0.10 ──┐                 ┌── prov0 k8s-node-a (02:00:00:00:00:0a)
+#   (the bare-metal host)       ├─ br0 (k8s-lan) ─┤     vethpod 198.18.100.1 ── eth0 198.18.100.2 k8s-pod-a
+#                               │                 └── prov0 k8s-node-b (02:00:00:00:00:0b)
+#                               │                       vethpod 198.18.101.1 ── eth0 198.18.101.2 k8s-pod-b
+#   sandbox (API stand-ins on 0.0.0.0) ── mgmt0 198.19.255.1/30 <-> 198.19.255.2 node a
+#                                      ── mgmt1 198.19.255.5/30 <-> 198.19.255.6 node b
+#
+# The pods are routed-CNI style (a /24 route to the pod through its veth); the nodes have no route to the
+# LAN: only the datapath connects pods and host. Each pod runs an HTTP server on 8080 whose /who answers
+# with the pod's name, and dnsmasq (DHCP for relayed requests, a range of its own).
+#
+#   cluster_topology_create            builds it (dies on failure)
+#   pods_start                         HTTP and dnsmasq in both pods
+#   standin_start NAME                 an API server stand-in; STANDIN_PORT[NAME], its log in LOGS
+#   kubeconfig_for NODE NAME           writes (and prints the path of) a kubeconfig for NODE to stand-in NAME
+#   kapi NAME METHOD PATH [JSON]       one request to stand-in NAME; prints the body; 0 on 2xx
+#   k8s_loader_start NODE NAME LOG [ARGS]  the loader on NODE in Kubernetes mode against stand-in NAME;
+#                                      waits until it logs "serving"; K8S_LOADER_PID[NODE]
+#   k8s_loader_stop NODE [SIGNAL]
+#   service_json / slice_json NODE / lease_holder NAME / ingress_of NAME / events_of NAME REASON
+#
+# shellcheck disable=SC2034
+
+CLUSTER_LAN=k8s-lan
+CLUSTER_HOST=k8s-host
+NODES=(node-a node-b)
+declare -A NODE_NS=([node-a]=k8s-node-a [node-b]=k8s-node-b)
+declare -A POD_NS=([node-a]=k8s-pod-a [node-b]=k8s-pod-b)
+declare -A NIC_MAC=([node-a]=02:00:00:00:00:0a [node-b]=02:00:00:00:00:0b)
+declare -A POD_IP=([node-a]=198.18.100.2 [node-b]=198.18.101.2)
+declare -A POD_GW=([node-a]=198.18.100.1 [node-b]=198.18.101.1)
+declare -A POD_NAME=([node-a]=ironic-a [node-b]=ironic-b)
+declare -A MGMT_ROOT=([node-a]=198.19.255.1 [node-b]=198.19.255.5)
+declare -A MGMT_NODE=([node-a]=198.19.255.2 [node-b]=198.19.255.6)
+# Each pod's DHCP server offers addresses from its own range, so an offer tells which pod answered.
+declare -A DHCP_FIRST=([node-a]=198.18.0.100 [node-b]=198.18.0.150)
+declare -A DHCP_LAST=([node-a]=198.18.0.149 [node-b]=198.18.0.199)
+declare -A STANDIN_PORT=()
+declare -A STANDIN_PID=()
+declare -A K8S_LOADER_PID=()
+declare -A K8S_LOADER_LOG=()
+
+SERVICE_NS=metal3
+SERVICE_NAME=ironic
+STANDIN_PY=$E2E_REPO/tests/k8s/apiserver_standin.py
+PROBE_PY=$E2E_DIR/failover_probe.py
+SYSTEM_PYTHON=/usr/bin/python3
+
+cluster_host() { ip netns exec "$CLUSTER_HOST" "$@"; }
+
+cluster_topology_create() {
+    local xdp_pass node ns
+    xdp_pass=$(xdp_pass_object) || die "no xdp_pass object"
+    for ns in "$CLUSTER_LAN" "$CLUSTER_HOST" "${NODE_NS[@]}" "${POD_NS[@]}"; do
+        ip netns add "$ns" || die "ip netns add $ns"
+        ip -n "$ns" link set lo up
+        E2E_NAMESPACES+=("$ns")
+    done
+    ip -n "$CLUSTER_LAN" link add br0 type bridge || die "bridge"
+    ip -n "$CLUSTER_LAN" link set br0 up
+
+    ip -n "$CLUSTER_LAN" link add lan-host type veth peer name eth0 address "$E2E_HOST_MAC" netns "$CLUSTER_HOST" ||
+        die "host LAN veth"
+    ip -n "$CLUSTER_HOST" addr add "$E2E_HOST_IP/24" dev eth0
+    ip netns exec "$CLUSTER_HOST" ethtool -K eth0 tx off >/dev/null || die "ethtool -K eth0 tx off"
+    ip -n "$CLUSTER_HOST" link set eth0 up
+    ip -n "$CLUSTER_LAN" link set lan-host master br0 up
+
+    local i=0
+    for node in "${NODES[@]}"; do
+        ns=${NODE_NS[$node]}
+        ip -n "$ns" link add "$E2E_NIC" address "${NIC_MAC[$node]}" type veth peer name "lan-$node" netns "$CLUSTER_LAN" ||
+            die "$node LAN veth"
+        # XDP_TX on prov0 (ARP answers) reaches the bridge only when the bridge port has an XDP program.
+        ip -n "$CLUSTER_LAN" link set dev "lan-$node" xdpdrv obj "$xdp_pass" sec xdp || die "xdp_pass on lan-$node"
+        ip -n "$CLUSTER_LAN" link set "lan-$node" master br0 up
+        ip -n "$ns" link set "$E2E_NIC" up
+
+        ip -n "$ns" link add "$E2E_VETH" type veth peer name eth0 netns "${POD_NS[$node]}" || die "$node pod veth"
+        ip -n "$ns" addr add "${POD_GW[$node]}/24" dev "$E2E_VETH"
+        ip -n "$ns" link set "$E2E_VETH" up
+        ip -n "${POD_NS[$node]}" addr add "${POD_IP[$node]}/24" dev eth0
+        ip -n "${POD_NS[$node]}" link set eth0 up
+        ip -n "${POD_NS[$node]}" route add default via "${POD_GW[$node]}" || die "$node pod route"
+
+        ip link add "mgmt$i" type veth peer name mgmt0 netns "$ns" || die "$node management veth"
+        ip addr add "${MGMT_ROOT[$node]}/30" dev "mgmt$i"
+        ip link set "mgmt$i" up
+        ip -n "$ns" addr add "${MGMT_NODE[$node]}/30" dev mgmt0
+        ip -n "$ns" link set mgmt0 up
+        i=$((i + 1))
+    done
+    log "cluster topology up: host, node-a, node-b on br0; stand-ins reachable at ${MGMT_ROOT[node-a]}, ${MGMT_ROOT[node-b]}"
+}
+
+pod_http_up() { ip netns exec "${POD_NS[$1]}" ss -Htln "sport = :8080" | grep -q LISTEN; }
+
+pods_start() {
+    local node dir
+    for node in "${NODES[@]}"; do
+        dir=$E2E_TMP/pod-$node
+        mkdir -p "$dir/www"
+        echo "${POD_NAME[$node]}" >"$dir/www/who"
+        bg_in_ns "${POD_NS[$node]}" "$dir/http.log" "$SYSTEM_PYTHON" -m http.server --bind 0.0.0.0 --directory "$dir/www" 8080
+        DHCP_RANGE_FIRST=${DHCP_FIRST[$node]} DHCP_RANGE_LAST=${DHCP_LAST[$node]} \
+            dnsmasq_start "${POD_NS[$node]}" "$dir/dnsmasq" || return 1
+        wait_for 10 pod_http_up "$node" || { E2E_REASON="HTTP server in ${POD_NS[$node]} did not start"; return 1; }
+    done
+}
+
+standin_listening() { grep -q '^listening on' "$E2E_TMP/logs/standin-$1.log"; }
+
+# standin_start NAME: a stand-in on a free port of every sandbox address (the nodes reach it through mgmt).
+standin_start() {
+    local name=$1 log=$E2E_TMP/logs/standin-$1.log
+    "$SYSTEM_PYTHON" "$STANDIN_PY" 0 --address 0.0.0.0 --bookmark-interval 1 >"$log" 2>&1 &
+    STANDIN_PID[$name]=$!
+    E2E_PIDS+=("$!")
+    wait_for 10 standin_listening "$name" || die "stand-in $name did not start: $(head -c 300 "$log")"
+    STANDIN_PORT[$name]=$(awk '/^listening on/ { print $3; exit }' "$log")
+    log "API server stand-in $name on port ${STANDIN_PORT[$name]}"
+}
+
+standin_stop() {
+    stop_pid "${STANDIN_PID[$1]}"
+}
+
+# standin_restart NAME: the API server comes back on the same port, with an empty store (its history gone:
+# watches from an old resourceVersion get 410). The caller re-creates the objects.
+standin_restart_same_port() {
+    local name=$1 log=$E2E_TMP/logs/standin-$1.log
+    "$SYSTEM_PYTHON" "$STANDIN_PY" "${STANDIN_PORT[$name]}" --address 0.0.0.0 --bookmark-interval 1 >"$log" 2>&1 &
+    STANDIN_PID[$name]=$!
+    E2E_PIDS+=("$!")
+    wait_for 10 standin_listening "$name" || die "stand-in $name did not restart: $(head -c 300 "$log")"
+}
+
+kubeconfig_for() {
+    local node=$1 name=$2 file=$E2E_TMP/conf/kubeconfig-$1-$2
+    cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+current-context: test
+clusters:
+- name: $name
+  cluster:
+    server: http://${MGMT_ROOT[$node]}:${STANDIN_PORT[$name]}
+users:
+- name: loader
+  user:
+    token: test-token
+contexts:
+- name: test
+  context:
+    cluster: $name
+    user: loader
+EOF
+    echo "$file"
+}
+
+# kapi NAME METHOD PATH [JSON]: prints the body; 0 on 2xx.
+kapi() {
+    local name=$1 method=$2 path=$3 body=${4:-}
+    local args=(-s -o - -w '\n%{http_code}' -X "$method" "http://127.0.0.1:${STANDIN_PORT[$name]}$path")
+    [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+    local out code
+    out=$(curl "${args[@]}") || return 1
+    code=${out##*$'\n'}
+    printf '%s\n' "${out%$'\n'*}"
+    [[ $code == 2* ]]
+}
+
+SERVICE_PATH=/api/v1/namespaces/$SERVICE_NS/services
+SLICE_PATH=/apis/discovery.k8s.io/v1/namespaces/$SERVICE_NS/endpointslices
+LEASE_PATH=/apis/coordination.k8s.io/v1/namespaces/$SERVICE_NS/leases
+EVENT_PATH=/apis/events.k8s.io/v1/namespaces/$SERVICE_NS/events
+
+# service_json [NAME [IP [NAMESPACE]]]: the Ironic Service of docs/kubernetes.md (HTTP 80 -> 8080 and DHCP).
+service_json() {
+    local name=${1:-$SERVICE_NAME} ip=${2:-$E2E_SERVICE_IP} ns=${3:-$SERVICE_NS}
+    cat <<EOF
+{"apiVersion": "v1", "kind": "Service",
+ "metadata": {"name": "$name", "namespace": "$ns", "annotations": {"bpfnet.io/ip": "$ip"}},
+ "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+          "selector": {"app": "ironic"},
+          "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 8080},
+                    {"name": "dhcp", "protocol": "UDP", "port": 67, "targetPort": 67, "appProtocol": "dhcp"}]}}
+EOF
+}
+
+# slice_json NODE|none [READY]: the Service's EndpointSlice with the pod on NODE (ready unless READY=false), or
+# no endpoint at all.
+slice_json() {
+    local node=$1 ready=${2:-true} endpoints="[]"
+    if [ "$node" != none ]; then
+        endpoints='[{"addresses": ["'${POD_IP[$node]}'"], "conditions": {"ready": '$ready'}, "nodeName": "'$node'",
+                     "targetRef": {"kind": "Pod", "namespace": "'$SERVICE_NS'", "name": "'${POD_NAME[$node]}'"}}]'
+    fi
+    cat <<EOF
+{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+ "metadata": {"name": "$SERVICE_NAME-abcde", "namespace": "$SERVICE_NS",
+              "labels": {"kubernetes.io/service-name": "$SERVICE_NAME"}},
+ "addressType": "IPv4", "endpoints": $endpoints,
+ "ports": [{"name": "http", "protocol": "TCP", "port": 8080}, {"name": "dhcp", "protocol": "UDP", "port": 67}]}
+EOF
+}
+
+# set_slice NAME NODE|none [READY]: creates or replaces the EndpointSlice in stand-in NAME.
+set_slice() {
+    local name=$1
+    shift
+    kapi "$name" PUT "$SLICE_PATH/$SERVICE_NAME-abcde" "$(slice_json "$@")" >/dev/null ||
+        kapi "$name" POST "$SLICE_PATH" "$(slice_json "$@")" >/dev/null
+}
+
+# json_field NAME PATH EXPR: GET PATH from stand-in NAME and print the Python expression EXPR of it (o).
+json_field() {
+    kapi "$1" GET "$2" | "$SYSTEM_PYTHON" -c 'import json, sys
+try:
+    o = json.load(sys.stdin)
+    print(eval(sys.argv[1]))
+except Exception:
+    print("")' "$3"
+}
+
+lease_holder() { json_field "$1" "$LEASE_PATH/bpfnet-${2:-$SERVICE_NAME}" 'o.get("spec", {}).get("holderIdentity", "")'; }
+ingress_of() {
+    json_field "$1" "$SERVICE_PATH/${2:-$SERVICE_NAME}" \
+        '",".join(i.get("ip", "") for i in o.get("status", {}).get("loadBalancer", {}).get("ingress", []))'
+}
+# events_of NAME REASON [NAMESPACE]: the notes of the Events with REASON, one per line.
+events_of() {
+    json_field "$1" "/apis/events.k8s.io/v1/namespaces/${3:-$SERVICE_NS}/events" \
+        '"\n".join(e["note"] for e in o["items"] if e.get("reason") == "'"$2"'")'
+}
+
+k8s_loader_serving() { grep -q 'msg=serving ' "${K8S_LOADER_LOG[$1]}" 2>/dev/null || pid_gone "${K8S_LOADER_PID[$1]}"; }
+
+# k8s_loader_start NODE NAME LOG [ARGS...]: the loader on NODE against stand-in NAME, in the background.
+k8s_loader_start() {
+    local node=$1 name=$2 logfile=$3
+    shift 3
+    local kubeconfig
+    kubeconfig=$(kubeconfig_for "$node" "$name")
+    K8S_LOADER_LOG[$node]=$logfile
+    nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" --kubernetes --kubeconfig "$kubeconfig" \
+        --interface "$E2E_NIC" --subnet "$E2E_SUBNET" --node-name "$node" --allowed-namespaces "$SERVICE_NS" \
+        --allowed-cidrs "$E2E_SUBNET" --pin-root "$E2E_PIN_ROOT/$node" --lease-duration 3 --log-level debug "$@" \
+        >"$logfile" 2>&1 &
+    K8S_LOADER_PID[$node]=$!
+    E2E_PIDS+=("$!")
+    if ! wait_for 15 k8s_loader_serving "$node" || pid_gone "${K8S_LOADER_PID[$node]}"; then
+        E2E_REASON="loader on $node did not serve: $(tail -n 5 "$logfile" | tr '\n' ' ')"
+        return 1
+    fi
+}
+
+k8s_loader_stop() {
+    [ -n "${K8S_LOADER_PID[$1]:-}" ] || return 0
+    stop_pid "${K8S_LOADER_PID[$1]}" "${2:-TERM}"
+    K8S_LOADER_PID[$1]=""
+}
+
+# arp_owner: the MAC that answers the host's who-has for the service IP ("silent" when none does).
+arp_owner() { cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --timeout 0.3 eth0 "$E2E_SERVICE_IP" | awk '{ print $NF }'; }
+
+# who_serves: the name of the pod that answers http://SERVICE_IP/who from the host ("" when none).
+who_serves() { cluster_host curl -s --max-time 1 "http://$E2E_SERVICE_IP/who"; }
