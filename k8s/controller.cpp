@@ -214,6 +214,7 @@ void KubernetesLoader::reconcile() {
     const Snapshot slices = slices_->snapshot();
     const Snapshot leases = leases_->snapshot();
 
+    forget_unseen_leases(leases);
     std::vector<Candidate> candidates = accepted_services(services);
     find_endpoints(candidates, slices);
 
@@ -340,6 +341,29 @@ std::optional<LeaseState> KubernetesLoader::fetch_lease(const std::string &names
     return read_lease(r.body);
 }
 
+std::chrono::steady_clock::duration KubernetesLoader::unchanged_for(const LeaseState &lease) {
+    if (!lease.exists)
+        return {};
+    const auto now = std::chrono::steady_clock::now();
+    auto &seen = observed_[lease.namespace_ + "/" + lease.name];
+    if (seen.resource_version != lease.resource_version || seen.since == std::chrono::steady_clock::time_point{})
+        seen = {lease.resource_version, now};
+    return now - seen.since;
+}
+
+void KubernetesLoader::forget_unseen_leases(const Snapshot &leases) {
+    // While the watch was down (an API server outage, a reconnect) nothing could be observed: every Lease
+    // starts a new observation, so its holder gets a full duration to renew once the API server is back.
+    const std::uint64_t epoch = leases_->stats().lists + leases_->stats().watches;
+    if (epoch != lease_watch_epoch_) {
+        lease_watch_epoch_ = epoch;
+        observed_.clear();
+    }
+    std::erase_if(observed_, [&](const auto &entry) { return !leases.contains(entry.first); });
+    for (const auto &[key, object] : leases)
+        unchanged_for(read_lease(object));
+}
+
 bool KubernetesLoader::hold_lease(const Candidate &candidate, const Snapshot &leases, Clock::time_point now) {
     const std::string &key = candidate.service.key();
     const std::string &ns = candidate.service.namespace_;
@@ -356,7 +380,8 @@ bool KubernetesLoader::hold_lease(const Candidate &candidate, const Snapshot &le
             if (fresh && fresh->holder != options_.node_name) {
                 log_warn("lease taken by another holder", {{"service", key}, {"holder", fresh->holder}});
                 held_.erase(held);
-                return lease_claimable(*fresh, options_.node_name, now) && write_claim(candidate, *fresh, now);
+                return lease_claimable(*fresh, options_.node_name, unchanged_for(*fresh)) &&
+                       write_claim(candidate, *fresh, now);
             }
             if (fresh)
                 held->second = *fresh;
@@ -365,7 +390,7 @@ bool KubernetesLoader::hold_lease(const Candidate &candidate, const Snapshot &le
             return true;
         return write_claim(candidate, held->second, now);
     }
-    if (!lease_claimable(seen, options_.node_name, now))
+    if (!lease_claimable(seen, options_.node_name, unchanged_for(seen)))
         return false;
     return write_claim(candidate, seen, now);
 }
@@ -391,7 +416,7 @@ bool KubernetesLoader::write_claim(const Candidate &candidate, LeaseState base, 
             return true;
         } catch (const ConflictError &) {
             auto fresh = fetch_lease(ns, name);
-            if (!fresh || !lease_claimable(*fresh, options_.node_name, now)) {
+            if (!fresh || !lease_claimable(*fresh, options_.node_name, unchanged_for(*fresh))) {
                 held_.erase(key);
                 return false;
             }

@@ -97,6 +97,16 @@ private:
     std::mutex conflicts_mutex_;                            // the runtime thread adds, reconcile() takes
     std::vector<std::pair<__be32, std::string>> conflicts_; // (service IP, the other MAC)
 
+    // How long this node has seen each Lease ("namespace/name") at one resourceVersion: expiry as observed.
+    struct Observation {
+        std::string resource_version;
+        std::chrono::steady_clock::time_point since;
+    };
+    std::chrono::steady_clock::duration unchanged_for(const LeaseState &lease);
+    void forget_unseen_leases(const Snapshot &leases);
+    std::map<std::string, Observation> observed_;
+    std::uint64_t lease_watch_epoch_ = 0; // lists + watches of the Lease watcher when observed_ was last valid
+
     std::map<std::string, LeaseState> held_;        // service key -> the Lease as this node last wrote it
     std::map<std::string, std::string> posted_;     // "service key|reason" -> note of the last such Event
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from

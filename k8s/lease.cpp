@@ -48,14 +48,9 @@ LeaseState read_lease(const json &lease) {
     return state;
 }
 
-bool lease_expired(const LeaseState &lease, Clock::time_point now) {
-    if (!lease.renew_time)
-        return true;
-    return *lease.renew_time + lease.duration < now;
-}
-
-bool lease_claimable(const LeaseState &lease, const std::string &identity, Clock::time_point now) {
-    return !lease.exists || lease.holder.empty() || lease.holder == identity || lease_expired(lease, now);
+bool lease_claimable(const LeaseState &lease, const std::string &identity,
+                     std::chrono::steady_clock::duration unchanged_for) {
+    return !lease.exists || lease.holder.empty() || lease.holder == identity || unchanged_for > lease.duration;
 }
 
 bool lease_renewal_due(const LeaseState &lease, std::chrono::milliseconds period, Clock::time_point now) {

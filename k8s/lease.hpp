@@ -37,10 +37,13 @@ std::string lease_name(const std::string &service_name);
 
 LeaseState read_lease(const nlohmann::json &lease);
 
-// Held by someone whose last renewal is older than its duration (or who never renewed): anyone may take it.
-bool lease_expired(const LeaseState &lease, Clock::time_point now);
-// identity may write itself as holder: nobody holds it, identity already does, or the holder's claim expired.
-bool lease_claimable(const LeaseState &lease, const std::string &identity, Clock::time_point now);
+// identity may write itself as holder: nobody holds it, identity already does, or this node has seen the same
+// version of the Lease (no renewal) for longer than its duration. Expiry is judged by how long this node
+// has watched the Lease unchanged, not by comparing renewTime with the local clock: clocks of nodes (and of
+// two clusters) differ, and after an API server outage the holder gets a full duration to renew before
+// anyone takes over, instead of losing the Lease to whichever node re-lists first.
+bool lease_claimable(const LeaseState &lease, const std::string &identity,
+                     std::chrono::steady_clock::duration unchanged_for);
 // The holder should renew: its last renewal is at least `period` old.
 bool lease_renewal_due(const LeaseState &lease, std::chrono::milliseconds period, Clock::time_point now);
 

@@ -15,12 +15,22 @@ LinkInfo backend_link(const Backend &backend) {
             throw BackendNotFound("backend.veth: interface " + backend.veth + " not found (" + e.what() + ")");
         }
     }
+    LinkInfo link;
     try {
-        return link_by_index(route_oif(backend.ip_be));
+        link = link_by_index(route_oif(backend.ip_be));
     } catch (const SystemError &e) {
         throw BackendNotFound("backend.veth: auto: no route to backend " + format_ipv4(backend.ip_be) + " (" +
                               e.what() + "); name the veth in backend.veth");
     }
+    // Behind a bridge (flannel, the CNI bridge plugin) the route names the bridge, not the pod's veth: the
+    // datapath would redirect into the bridge and its reverse hook would see every pod's traffic. Refused
+    // rather than half working.
+    if (link.kind == "bridge")
+        throw BackendNotFound("backend.veth: auto: the route to backend " + format_ipv4(backend.ip_be) +
+                              " goes through bridge " + link.name +
+                              " (a bridge CNI); bpfnet needs a routed CNI, where the route to a pod names the pod's "
+                              "veth (Calico, Cilium, kube-router), or the veth named in backend.veth");
+    return link;
 }
 
 } // namespace

@@ -98,7 +98,6 @@ void DatapathRuntime::attach() {
     // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
     // the LAN is told so even though the maps already mark the service IP active.
     announce_all_on_first_apply_ = !heartbeat_fresh();
-    write_heartbeat();
 }
 
 bool DatapathRuntime::heartbeat_fresh() {
@@ -145,6 +144,12 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
         if (!hooked.contains(static_cast<int>(gone.ifindex)))
             Datapath::detach_pod_hook(static_cast<int>(gone.ifindex));
 
+    // The heartbeat starts only once the maps hold what this process decided: a restarted loader must not
+    // revive a stale datapath's ARP answers for a state it has not confirmed yet.
+    if (!applied_once_) {
+        applied_once_ = true;
+        write_heartbeat();
+    }
     applied.announced = applied.report.activated;
     if (announce_all_on_first_apply_) {
         announce_all_on_first_apply_ = false;
@@ -268,7 +273,8 @@ void DatapathRuntime::loop() {
             try {
                 if (fd == heartbeat_timer_.get()) {
                     drain(heartbeat_timer_);
-                    write_heartbeat();
+                    if (applied_once_)
+                        write_heartbeat();
                 } else if (fd == announce_timer_.get()) {
                     drain(announce_timer_);
                     if (announcements_left_ > 0)

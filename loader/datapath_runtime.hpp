@@ -40,8 +40,8 @@ public:
     DatapathRuntime(const DatapathRuntime &) = delete;
     DatapathRuntime &operator=(const DatapathRuntime &) = delete;
 
-    // Attaches (or adopts) the datapath, publishes its maps and writes the first heartbeat. Throws with
-    // nothing half attached.
+    // Attaches (or adopts) the datapath and publishes its maps. Throws with nothing half attached. The
+    // heartbeat starts with the first apply().
     void attach();
     // Starts the heartbeat, announcement and event thread.
     void start(ConflictHandler on_conflict = {});
@@ -74,6 +74,7 @@ private:
     std::optional<ArpSender> arp_;
     MacAddress nic_mac_{};
     bool announce_all_on_first_apply_ = false;
+    bool applied_once_ = false;
     ConflictHandler on_conflict_;
 
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread

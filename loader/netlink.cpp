@@ -180,9 +180,11 @@ std::optional<MacAddress> as_mac(std::span<const uint8_t> bytes) {
     return mac;
 }
 
-bool is_veth_kind(const Attributes<IFLA_MAX> &attributes) {
+std::string link_kind(const Attributes<IFLA_MAX> &attributes) {
     const nlattr *link_info = attributes.nest(IFLA_LINKINFO);
-    return link_info != nullptr && Attributes<IFLA_INFO_MAX>(*link_info).string(IFLA_INFO_KIND) == "veth";
+    if (link_info == nullptr)
+        return {};
+    return std::string(Attributes<IFLA_INFO_MAX>(*link_info).string(IFLA_INFO_KIND).value_or(""));
 }
 
 // A parsed RTM_NEWLINK, plus the namespace id the kernel echoes when it answered for another namespace.
@@ -194,7 +196,8 @@ struct LinkReply {
 LinkReply parse_link(const nlmsghdr &message) {
     const auto &ifi = *static_cast<const ifinfomsg *>(mnl_nlmsg_get_payload(&message));
     Attributes<IFLA_MAX> attributes(message, sizeof(ifinfomsg));
-    bool is_veth = is_veth_kind(attributes);
+    std::string kind = link_kind(attributes);
+    bool is_veth = kind == "veth";
     // For a veth, IFLA_LINK is the peer's ifindex, and IFLA_LINK_NETNSID appears only when the peer lives in
     // another namespace (the kernel allocates an id for it on the spot if there was none).
     return LinkReply{
@@ -205,7 +208,8 @@ LinkReply parse_link(const nlmsghdr &message) {
                  .peer_ifindex = is_veth ? attributes.s32(IFLA_LINK).value_or(-1) : -1,
                  .peer_netnsid = is_veth ? attributes.s32(IFLA_LINK_NETNSID).value_or(-1) : -1,
                  .up = (ifi.ifi_flags & IFF_UP) != 0,
-                 .mtu = attributes.u32(IFLA_MTU).value_or(0)},
+                 .mtu = attributes.u32(IFLA_MTU).value_or(0),
+                 .kind = kind},
         .target_netnsid = attributes.s32(IFLA_TARGET_NETNSID),
     };
 }

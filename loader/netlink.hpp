@@ -22,6 +22,7 @@ struct LinkInfo {
     int peer_netnsid; // -1 if the peer is in the same namespace (or unknown); else the id this namespace gives it
     bool up;          // administratively up (IFF_UP)
     unsigned mtu;
+    std::string kind; // IFLA_INFO_KIND: "veth", "bridge", ...; empty for links without one (e.g. lo)
 };
 
 LinkInfo link_by_name(const std::string &name);

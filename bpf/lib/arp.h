@@ -32,10 +32,13 @@ static __always_inline int handle_arp(struct ethhdr *eth, void *data_end, const 
 	__be32 target = arp->target_ip;
 	struct bpfnet_service_ip *service = bpf_map_lookup_elem(&service_ips, &target);
 	/* A host asking for (or announcing) any address tells us where it is; remember it for the
-	 * reverse path. A claim on a service IP itself is another owner on the LAN: a conflict. */
+	 * reverse path. A claim on a service IP that this node answers for is another owner on the LAN:
+	 * a conflict. Standby nodes list the IP too, and see the owner's claims: not a conflict. */
 	__be32 sender = arp->sender_ip;
-	if (bpf_map_lookup_elem(&service_ips, &sender)) {
-		if (!mac_equal(arp->sender_mac, cfg->nic_mac))
+	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &sender);
+	if (claimed) {
+		if ((claimed->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
+		    !mac_equal(arp->sender_mac, cfg->nic_mac))
 			report_conflict(sender, arp->sender_mac);
 	} else {
 		learn_neighbour(cfg, sender, arp->sender_mac);

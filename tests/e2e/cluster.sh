@@ -19,7 +19,8 @@
 #   pods_start                         HTTP and dnsmasq in both pods
 #   standin_start NAME                 an API server stand-in; STANDIN_PORT[NAME], its log in LOGS
 #   kubeconfig_for NODE NAME           writes (and prints the path of) a kubeconfig for NODE to stand-in NAME
-#   kapi NAME METHOD PATH [JSON]       one request to stand-in NAME; prints the body; 0 on 2xx
+#   kapi NAME METHOD PATH [JSON]       one request to stand-in NAME (served even while it is "offline" to
+#                                      the loaders); prints the body; 0 on 2xx
 #   k8s_loader_start NODE NAME LOG [ARGS]  the loader on NODE in Kubernetes mode against stand-in NAME;
 #                                      waits until it logs "serving"; K8S_LOADER_PID[NODE]
 #   k8s_loader_stop NODE [SIGNAL]
@@ -131,16 +132,6 @@ standin_stop() {
     stop_pid "${STANDIN_PID[$1]}"
 }
 
-# standin_restart NAME: the API server comes back on the same port, with an empty store (its history gone:
-# watches from an old resourceVersion get 410). The caller re-creates the objects.
-standin_restart_same_port() {
-    local name=$1 log=$E2E_TMP/logs/standin-$1.log
-    "$SYSTEM_PYTHON" "$STANDIN_PY" "${STANDIN_PORT[$name]}" --address 0.0.0.0 --bookmark-interval 1 >"$log" 2>&1 &
-    STANDIN_PID[$name]=$!
-    E2E_PIDS+=("$!")
-    wait_for 10 standin_listening "$name" || die "stand-in $name did not restart: $(head -c 300 "$log")"
-}
-
 kubeconfig_for() {
     local node=$1 name=$2 file=$E2E_TMP/conf/kubeconfig-$1-$2
     cat >"$file" <<EOF
@@ -167,7 +158,8 @@ EOF
 # kapi NAME METHOD PATH [JSON]: prints the body; 0 on 2xx.
 kapi() {
     local name=$1 method=$2 path=$3 body=${4:-}
-    local args=(-s -o - -w '\n%{http_code}' -X "$method" "http://127.0.0.1:${STANDIN_PORT[$name]}$path")
+    local args=(-s -o - -w '\n%{http_code}' -H 'X-Standin-Test: 1' -X "$method"
+        "http://127.0.0.1:${STANDIN_PORT[$name]}$path")
     [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
     local out code
     out=$(curl "${args[@]}") || return 1

@@ -156,6 +156,213 @@ case_moves() {
     log "ARP: $probes who-has from the host every 10 ms, $silent unanswered, $double answered by two MACs; $(grep -c ' announce ' "$arp_log") announcements seen"
     [ "$probes" -gt $((K8S_MOVES * 100)) ] || { E2E_REASON="the ARP prober sent only $probes requests"; return 1; }
     [ "$double" = 0 ] || { E2E_REASON="$double who-has probes were answered by both nodes: $(grep -m3 'answered .*,' "$E2E_TMP/moves.arpprobe" | tr '\n' ' ')"; return 1; }
+    # Neither datapath saw the other claim the IP while it answered for it.
+    [ -z "$(events_of c1 Conflict)" ] || { E2E_REASON="Conflict Events during the moves: $(events_of c1 Conflict)"; return 1; }
+    loaders_alive
+}
+
+# wait_serves NODE SECONDS: waits until NODE serves; sets TOOK (seconds).
+TOOK=""
+wait_serves() {
+    local t0
+    t0=$(date +%s.%N)
+    if ! wait_for "$2" serves "$1"; then
+        E2E_REASON="$1 does not serve after $2 s: who='$(who_serves)' arp='$(arp_owner)' lease='$(lease_holder c1)'"
+        return 1
+    fi
+    TOOK=$(since "$t0")
+}
+
+case_sigkill_owner() {
+    # From: CURRENT serves. Its loader is killed; the datapath goes on until the heartbeat is stale, then
+    # stops answering ARP. The pod then moves: the other node takes over once the dead owner's Lease expires.
+    local dead=$CURRENT next
+    next=$(other "$dead")
+    local out=$E2E_TMP/sigkill.arp killed
+    k8s_loader_stop "$dead" KILL
+    killed=$("$SYSTEM_PYTHON" -c 'import time; print("%.6f" % time.monotonic())')
+    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.1 --count $(((HEARTBEAT_TIMEOUT_S + 2) * 10)) eth0 \
+        "$E2E_SERVICE_IP" >"$out"
+    # Answered by the dead owner's datapath up to the heartbeat timeout (1 s of slack for the last
+    # heartbeat's age), silent from 0.5 s after it.
+    local verdict
+    verdict=$(awk -v k="$killed" -v t="$HEARTBEAT_TIMEOUT_S" -v mac="${NIC_MAC[$dead]}" '
+        { age = $1 - k }
+        age < t - 1 && $3 != mac { bad = bad " " sprintf("%.2f:%s", age, $2) }
+        age > t + 0.5 && $2 != "silent" { bad = bad " " sprintf("%.2f:%s", age, $2) }
+        END { print (bad == "" ? "ok" : "wrong at" bad) }' "$out")
+    [ "$verdict" = ok ] || { E2E_REASON="ARP after SIGKILL: $verdict"; return 1; }
+    log "after SIGKILL of the loader on $dead: ARP answered until the heartbeat timeout, then silent"
+    move_to "$next" || { E2E_REASON="cannot write the EndpointSlice"; return 1; }
+    wait_serves "$next" $((LEASE_S + 5)) || return 1
+    log "the pod moved to $next: served after $TOOK s (the dead owner's Lease had expired)"
+    # The killed loader comes back: its stale datapath must not answer, and it adopts without a claim.
+    k8s_loader_start "$dead" c1 "$LOGS/loader-$dead-restarted.log" || return 1
+    local answers
+    answers=$(cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.05 --count 40 eth0 "$E2E_SERVICE_IP" |
+        grep -c -e "${NIC_MAC[$dead]}")
+    [ "$answers" = 0 ] || { E2E_REASON="the restarted loader's node answered ARP $answers times"; return 1; }
+    [ "$(lease_holder c1)" = "$next" ] || { E2E_REASON="lease holder '$(lease_holder c1)' after the restart"; return 1; }
+    serves "$next" || { E2E_REASON="$next stopped serving after $dead's loader restarted"; return 1; }
+    loaders_alive
+}
+
+case_api_outage() {
+    # From: CURRENT serves. The API server goes away (every loader request cut off) for longer than the
+    # Lease and the heartbeat timeout: the datapath keeps serving. Meanwhile the pod moves and the history is
+    # compacted, so the loaders' re-watch gets 410 Gone. When it is back, both catch up, with never two ARP
+    # owners.
+    local before=$CURRENT next
+    next=$(other "$before")
+    kapi c1 POST /_test/offline '{"on": true}' >/dev/null || { E2E_REASON="cannot take the stand-in offline"; return 1; }
+    local t0 failures=0 tries=0
+    t0=$(date +%s)
+    while [ $(($(date +%s) - t0)) -lt $((HEARTBEAT_TIMEOUT_S + 3)) ]; do
+        tries=$((tries + 1))
+        [ "$(who_serves)" = "${POD_NAME[$before]}" ] || failures=$((failures + 1))
+        sleep 0.2
+    done
+    [ "$failures" = 0 ] || { E2E_REASON="$failures of $tries requests failed while the API server was away"; return 1; }
+    log "API server away $((HEARTBEAT_TIMEOUT_S + 3)) s: all $tries requests answered by ${POD_NAME[$before]}"
+    set_slice c1 "$next" || { E2E_REASON="cannot move the pod"; return 1; }
+    CURRENT=$next
+    kapi c1 POST /_test/compact '{}' >/dev/null
+    local arp=$E2E_TMP/outage.arpprobe
+    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.01 --count 4000 eth0 "$E2E_SERVICE_IP" >"$arp" &
+    local prober=$!
+    E2E_PIDS+=("$prober")
+    kapi c1 POST /_test/offline '{"on": false}' >/dev/null
+    # The watches reconnect with backoff (at most 30 s between tries).
+    wait_serves "$next" 40 || return 1
+    log "API server back (history compacted, the pod moved meanwhile): $next serves after $TOOK s"
+    stop_pid "$prober"
+    local double
+    double=$(grep -c 'answered .*,' "$arp")
+    [ "$double" = 0 ] || { E2E_REASON="$double who-has answered by both nodes while catching up"; return 1; }
+    local node
+    for node in "${NODES[@]}"; do
+        grep -q '410 Gone\|resourceVersion expired' "${K8S_LOADER_LOG[$node]}" ||
+            { E2E_REASON="the loader on $node did not see a 410 on re-watch"; return 1; }
+    done
+    [ "$(lease_holder c1)" = "$next" ] || { E2E_REASON="lease holder '$(lease_holder c1)'"; return 1; }
+    loaders_alive
+}
+
+case_bad_responses() {
+    # From: CURRENT serves. Objects with fields of the wrong type, malformed watch lines, events of
+    # unexpected types, a truncated stream, malformed list and write answers: nothing crashes, the datapath
+    # keeps serving, and a later move is still followed.
+    local weird='{"apiVersion": "v1", "kind": "Service",
+                  "metadata": {"name": "weird", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/ip": "198.18.0.5"}},
+                  "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning", "ports": "eighty"}}'
+    local weird_slice='{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                        "metadata": {"name": "weird", "namespace": "'$SERVICE_NS'", "labels": {"kubernetes.io/service-name": "'$SERVICE_NAME'"}},
+                        "addressType": "IPv4", "endpoints": "everywhere"}'
+    kapi c1 POST "$SERVICE_PATH" "$weird" >/dev/null || { E2E_REASON="cannot create the weird Service"; return 1; }
+    kapi c1 POST "$SLICE_PATH" "$weird_slice" >/dev/null || { E2E_REASON="cannot create the weird slice"; return 1; }
+    if ! wait_for 5 eval '[[ $(events_of c1 Refused) == *ports* ]]'; then
+        E2E_REASON="no Refused Event naming the ports of the weird Service: '$(events_of c1 Refused)'"
+        return 1
+    fi
+    log "wrong types: $(events_of c1 Refused | grep ports)"
+    kapi c1 POST /_test/garbage '{"line": "{this is not json"}' >/dev/null
+    kapi c1 POST /_test/garbage '{"line": "{\"type\": \"ADDED\", \"object\": [1, 2]}"}' >/dev/null
+    kapi c1 POST /_test/garbage '{"line": "{\"type\": 7, \"object\": {\"metadata\": {\"name\": 5}}}"}' >/dev/null
+    kapi c1 POST /_test/garbage '{"line": "[\"MODIFIED\"]"}' >/dev/null
+    kapi c1 POST /_test/garbage-writes '{"count": 3}' >/dev/null
+    sleep 1.5 # the owner's next renewal (every second with a 3 s Lease) meets a malformed answer
+    kapi c1 POST /_test/garbage-list '{"count": 4}' >/dev/null
+    kapi c1 POST /_test/truncate >/dev/null
+    sleep 2
+    kapi c1 POST /_test/garbage-list '{"count": 0}' >/dev/null
+    loaders_alive || return 1
+    serves "$CURRENT" || { E2E_REASON="$CURRENT stopped serving: who='$(who_serves)' arp='$(arp_owner)'"; return 1; }
+    local node
+    for node in "${NODES[@]}"; do
+        log "$node: $(grep -c 'bad event\|malformed\|truncated\|unexpected answer' "${K8S_LOADER_LOG[$node]}") log lines about bad input"
+    done
+    kapi c1 DELETE "$SERVICE_PATH/weird" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/weird" >/dev/null
+    local next
+    next=$(other "$CURRENT")
+    move_to "$next" || { E2E_REASON="cannot write the EndpointSlice"; return 1; }
+    wait_serves "$next" 5 || return 1
+    log "after the bad input, a move to $next is served after $TOOK s"
+    loaders_alive
+}
+
+case_pivot() {
+    # From: both loaders on cluster c1. Cluster c2 is created with the same Service and no endpoint; node B's
+    # loader is moved to c2 (a loader of each cluster on the LAN). c1's endpoint goes away and c2's becomes
+    # ready on node B: the service IP moves to cluster c2. Then c1 claims it again (a deliberate double
+    # claim): the conflict is detected and reported as an Event.
+    if [ "$CURRENT" != node-a ]; then
+        move_to node-a || return 1
+        wait_serves node-a 5 || return 1
+    fi
+    standin_start c2
+    kapi c2 POST "$SERVICE_PATH" "$(service_json)" >/dev/null || { E2E_REASON="cannot create the Service in c2"; return 1; }
+    kapi c2 POST "$SLICE_PATH" "$(slice_json none)" >/dev/null || { E2E_REASON="cannot create the slice in c2"; return 1; }
+    k8s_loader_stop node-b
+    k8s_loader_start node-b c2 "$LOGS/loader-node-b-c2.log" || return 1
+    serves node-a || { E2E_REASON="node-a stopped serving when node-b joined c2"; return 1; }
+
+    set_slice c1 none || return 1
+    if ! wait_for 5 eval '[ "$(arp_owner)" = silent ]'; then
+        E2E_REASON="node-a still answers ARP after c1's endpoint went away"
+        return 1
+    fi
+    [ -z "$(lease_holder c1)" ] || { E2E_REASON="c1's Lease still held by '$(lease_holder c1)'"; return 1; }
+    set_slice c2 node-b || return 1
+    local t0
+    t0=$(date +%s.%N)
+    if ! wait_for 5 serves node-b; then
+        E2E_REASON="node-b (cluster c2) does not serve: who='$(who_serves)' arp='$(arp_owner)'"
+        return 1
+    fi
+    log "pivot: c1 released the service IP, c2 serves it through node-b after $(since "$t0") s"
+    [ "$(lease_holder c2)" = node-b ] || { E2E_REASON="c2's Lease holder is '$(lease_holder c2)'"; return 1; }
+    wait_for 3 eval '[ "$(ingress_of c2)" = "$E2E_SERVICE_IP" ]' || { E2E_REASON="c2 ingress '$(ingress_of c2)'"; return 1; }
+
+    # The double claim: c1 gets a ready endpoint on node-a again; both clusters now own the IP.
+    set_slice c1 node-a || return 1
+    if ! wait_for 5 eval '[ -n "$(events_of c1 Conflict)$(events_of c2 Conflict)" ]'; then
+        E2E_REASON="no Conflict Event in either cluster"
+        return 1
+    fi
+    log "double claim reported: c1: '$(events_of c1 Conflict)' c2: '$(events_of c2 Conflict)'"
+    grep -q 'conflict: another MAC claims the service IP' "${K8S_LOADER_LOG[node-a]}" "${K8S_LOADER_LOG[node-b]}" ||
+        { E2E_REASON="no conflict in the loaders' logs"; return 1; }
+    set_slice c1 none
+    loaders_alive
+}
+
+case_bridge_cni() {
+    # From: node-b serves for cluster c2. The pod is recreated on node-b behind a bridge (a bridge CNI: the
+    # route to the pod names cni0, not the pod's veth): refused with an Event that says why, and the service
+    # IP is no longer answered.
+    local ns=k8s-pod-c node_ns=${NODE_NS[node-b]} ip=198.18.102.2
+    ip netns add "$ns" && E2E_NAMESPACES+=("$ns")
+    ip -n "$node_ns" link add cni0 type bridge || { E2E_REASON="cannot create cni0"; return 1; }
+    ip -n "$node_ns" addr add 198.18.102.1/24 dev cni0
+    ip -n "$node_ns" link set cni0 up
+    ip -n "$node_ns" link add vethc type veth peer name eth0 netns "$ns"
+    ip -n "$node_ns" link set vethc master cni0 up
+    ip -n "$ns" addr add "$ip/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" route add default via 198.18.102.1
+    ip netns exec "$ns" ping -c1 -W1 198.18.102.1 >/dev/null # the node learns the pod's MAC
+    local slice='{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                  "metadata": {"name": "'$SERVICE_NAME'-abcde", "namespace": "'$SERVICE_NS'", "labels": {"kubernetes.io/service-name": "'$SERVICE_NAME'"}},
+                  "addressType": "IPv4", "endpoints": [{"addresses": ["'$ip'"], "conditions": {"ready": true}, "nodeName": "node-b"}]}'
+    kapi c2 PUT "$SLICE_PATH/$SERVICE_NAME-abcde" "$slice" >/dev/null || { E2E_REASON="cannot write the slice"; return 1; }
+    if ! wait_for 5 eval '[[ $(events_of c2 BackendNotFound) == *"bridge cni0"* ]]'; then
+        E2E_REASON="no BackendNotFound Event naming the bridge: '$(events_of c2 BackendNotFound)'"
+        return 1
+    fi
+    log "bridge CNI: $(events_of c2 BackendNotFound)"
+    wait_for 3 eval '[ "$(arp_owner)" = silent ]' || { E2E_REASON="the service IP is still answered by $(arp_owner)"; return 1; }
+    [ -z "$(lease_holder c2)" ] || { E2E_REASON="c2's Lease still held by '$(lease_holder c2)'"; return 1; }
     loaders_alive
 }
 
@@ -176,5 +383,10 @@ run_case "a. Services with a disallowed namespace or IP are refused with an Even
 run_case "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTTP and DHCP, sets the ingress" case_serve
 run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case_moves
 [ -n "$MOVES_JSON" ] && log "failover: $MOVES_JSON"
+run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner
+run_case "e. the API server away: the datapath keeps serving; the loaders catch up after a 410" case_api_outage
+run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
+run_case "g. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
+run_case "h. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
 
 finish

@@ -42,6 +42,9 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
   /_test/garbage-list    {"count": N} the next N collection LISTs answer 200 with a malformed body
   /_test/garbage-writes  {"count": N} the next N POSTs and PUTs answer 200 with a malformed body (and change
                          nothing)
+  /_test/offline         {"on": true|false} while on, every API request without an "X-Standin-Test" header is
+                         cut off without an answer and open watches are dropped (the API server is away);
+                         requests with the header (the test's own) are served
   /_test/state           (GET) {"rv": N, "compacted": N, "watches": open watch count, "auth": last
                          Authorization header seen}
 """
@@ -81,6 +84,7 @@ class Store:
         self.gone_as_http = False
         self.garbage_lists = 0
         self.garbage_writes = 0
+        self.offline = False
         self.watches = 0
         self.last_auth = ""
 
@@ -151,7 +155,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def authorized(self):
         with STORE.cond:
+            offline = STORE.offline and not self.headers.get("X-Standin-Test")
             STORE.last_auth = self.headers.get("Authorization", "")
+        if offline:
+            self.abrupt_close()
+            return False
         if TOKEN is None or self.headers.get("Authorization") == "Bearer " + TOKEN:
             return True
         self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
@@ -185,6 +193,11 @@ class Handler(BaseHTTPRequestHandler):
             elif op == "gone-as-http":
                 STORE.gone_as_http = bool(args.get("on", True))
                 res = {"on": STORE.gone_as_http}
+            elif op == "offline":
+                STORE.offline = bool(args.get("on", True))
+                if STORE.offline:
+                    STORE.drop_gen += 1
+                res = {"on": STORE.offline}
             elif op == "garbage-writes":
                 STORE.garbage_writes = int(args.get("count", 1))
                 res = {}
@@ -302,7 +315,7 @@ class Handler(BaseHTTPRequestHandler):
                               and (ns is None or e[3] == ns) and matches(e[5], terms)]
                     if STORE.log and STORE.log[-1][0] > since:
                         since = STORE.log[-1][0]
-                    drop = STORE.drop_gen != drop_gen
+                    drop = STORE.drop_gen != drop_gen or (STORE.offline and not self.headers.get("X-Standin-Test"))
                     trunc = STORE.truncate_gen != trunc_gen
                     garbage = [line for _, line in STORE.garbage[garbage_seen:]]
                     garbage_seen = len(STORE.garbage)
