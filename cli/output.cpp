@@ -75,12 +75,6 @@ std::string format_ipv4(__be32 ip_be) {
     return text;
 }
 
-std::string format_mac(const __u8 mac[6]) {
-    char text[18];
-    std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
-    return text;
-}
-
 Mac to_mac(const __u8 mac[6]) {
     Mac out{};
     std::copy(mac, mac + out.size(), out.begin());

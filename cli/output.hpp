@@ -3,6 +3,8 @@
 // kernel and looks the same in every command.
 #pragma once
 
+#include "loader/config.hpp"
+
 #include <linux/types.h>
 #include <nlohmann/json.hpp>
 
@@ -48,7 +50,7 @@ private:
 void print_json(std::ostream &out, const Json &document);
 
 std::string format_ipv4(__be32 ip_be);
-std::string format_mac(const __u8 mac[6]);
+using bpfnet::format_mac;
 inline std::string format_mac(const Mac &mac) {
     return format_mac(mac.data());
 }

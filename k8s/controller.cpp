@@ -138,6 +138,7 @@ void KubernetesLoader::start() {
     services_ = std::make_unique<Watcher>(*api_, kServices, on_change);
     slices_ = std::make_unique<Watcher>(*api_, kEndpointSlices, on_change);
     leases_ = std::make_unique<Watcher>(*api_, kLeases, on_change);
+    status_.publish_kubernetes([this] { return metrics(); });
     log_info("kubernetes mode", {{"server", api_->config().server},
                                  {"node", options_.node_name},
                                  {"class", options_.policy.load_balancer_class},
@@ -253,6 +254,10 @@ void KubernetesLoader::reconcile() {
         if (serving.contains(candidate.service.key()))
             publish_ingress(candidate);
     report_transitions(candidates, serving, services);
+    served_count_ = serving.size();
+    standby_count_ = candidates.size() - serving.size();
+    held_count_ = held_.size();
+    ++reconciles_;
     serving_ = std::move(serving);
     report_conflicts(candidates);
     if (!ready_reported_) {
@@ -265,12 +270,14 @@ void KubernetesLoader::reconcile() {
 std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(const Snapshot &services) {
     std::vector<Candidate> candidates;
     std::set<std::string> present;
+    std::uint64_t refused = 0;
     for (const auto &[key, object] : services) {
         ServiceDecision decision = decide_service(object, options_.policy);
         if (decision.outcome == ServiceDecision::Outcome::Ignored)
             continue;
         present.insert(key);
         if (decision.outcome == ServiceDecision::Outcome::Refused) {
+            refused++;
             report_once(object, key,
                         warning_event("Refused", "Refuse", "bpfnet refused this Service: " + decision.reason));
             continue;
@@ -282,16 +289,17 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
     std::vector<AcceptedService> all;
     for (const Candidate &candidate : candidates)
         all.push_back(candidate.service);
-    std::set<std::string> refused;
+    std::set<std::string> shared_ip_refused;
     for (const Conflict &conflict : check_shared_ips(all)) {
-        if (!refused.insert(conflict.refused).second)
+        if (!shared_ip_refused.insert(conflict.refused).second)
             continue;
         auto it = services.find(conflict.refused);
         if (it != services.end())
             report_once(it->second, conflict.refused,
                         warning_event("Refused", "Refuse", "bpfnet refused this Service: " + conflict.reason));
     }
-    std::erase_if(candidates, [&](const Candidate &c) { return refused.contains(c.service.key()); });
+    std::erase_if(candidates, [&](const Candidate &c) { return shared_ip_refused.contains(c.service.key()); });
+    refused_count_ = refused + shared_ip_refused.size();
 
     // Forget what was posted for Services that are gone, so a recreated one is told again.
     std::erase_if(posted_,
@@ -578,6 +586,24 @@ void KubernetesLoader::post_event(const json &service, const ServiceEvent &event
         // Events are a report, not state: one that cannot be posted is logged, not retried.
         log_warn("event not posted", {{"reason", event.reason}, {"error", e.what()}});
     }
+}
+
+KubernetesState KubernetesLoader::metrics() const {
+    KubernetesState state;
+    const std::pair<const char *, const Watcher *> watchers[] = {
+        {"services", services_.get()}, {"endpointslices", slices_.get()}, {"leases", leases_.get()}};
+    for (const auto &[resource, watcher] : watchers) {
+        if (!watcher)
+            continue;
+        const WatchStats &s = watcher->stats();
+        state.watches.push_back({resource, s.lists, s.watches, s.events, s.expired, s.bad_input, s.failures});
+    }
+    state.reconciles = reconciles_;
+    state.services_served = served_count_;
+    state.services_standby = standby_count_;
+    state.services_refused = refused_count_;
+    state.leases_held = held_count_;
+    return state;
 }
 
 } // namespace bpfnet::k8s

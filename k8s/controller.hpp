@@ -26,7 +26,9 @@
 #include "loader/loader_status.hpp"
 #include "maps/unique_fd.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -112,6 +114,10 @@ private:
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
     std::set<std::string> serving_;                 // service keys served here after the last pass
     bool ready_reported_ = false;
+
+    // For /metrics (read on an HTTP worker thread).
+    KubernetesState metrics() const;
+    std::atomic<std::uint64_t> reconciles_{0}, served_count_{0}, standby_count_{0}, refused_count_{0}, held_count_{0};
 };
 
 } // namespace bpfnet::k8s

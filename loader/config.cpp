@@ -627,6 +627,12 @@ std::string format_ipv4(uint32_t be) {
     return text;
 }
 
+std::string format_mac(const uint8_t *mac) {
+    char text[18];
+    std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+    return text;
+}
+
 std::string to_string(Protocol protocol) {
     switch (protocol) {
     case Protocol::Tcp:

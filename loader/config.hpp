@@ -106,6 +106,9 @@ Config load_config_file(const std::string &path);
 /* Dotted quad of an address in network byte order. */
 std::string format_ipv4(uint32_t be);
 
+/* "aa:bb:cc:dd:ee:ff" of the 6 bytes at mac. */
+std::string format_mac(const uint8_t *mac);
+
 /* The spellings used in the config file: "tcp", "udp"; "plain", "tftp", "dhcp"; "native", "generic". */
 std::string to_string(Protocol protocol);
 std::string to_string(PortKind kind);

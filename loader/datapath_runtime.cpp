@@ -62,12 +62,6 @@ __u64 monotonic_ns() {
 
 } // namespace
 
-std::string format_mac(const __u8 *mac) {
-    char text[18];
-    std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
-    return text;
-}
-
 DatapathRuntime::DatapathRuntime(Config node, LoaderStatus &status)
     : node_(std::move(node)), status_(status), events_(nullptr, ring_buffer__free) {}
 

@@ -87,7 +87,4 @@ private:
     std::thread thread_;
 };
 
-// Format helpers shared by the modes.
-std::string format_mac(const __u8 *mac);
-
 } // namespace bpfnet

@@ -70,7 +70,10 @@ void handle_readyz(const LoaderStatus &status, httplib::Response &res) {
 }
 
 void handle_metrics(const LoaderStatus &status, const std::string &version, httplib::Response &res) {
-    MetricsSnapshot snapshot{.version = version, .ready = !not_ready_reason(status), .datapath = std::nullopt};
+    MetricsSnapshot snapshot{.version = version,
+                             .ready = !not_ready_reason(status),
+                             .datapath = std::nullopt,
+                             .kubernetes = status.kubernetes()};
     try {
         if (auto maps = status.maps())
             snapshot.datapath = read_datapath(*maps, monotonic_ns());

@@ -4,8 +4,10 @@
 #pragma once
 
 #include "maps/datapath_maps.hpp"
+#include "metrics.hpp"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,11 +52,29 @@ public:
         return maps_;
     }
 
+    // Kubernetes mode: how /metrics reads the controller's state (called on an HTTP worker; must be
+    // thread-safe). Unset in standalone mode.
+    void publish_kubernetes(std::function<KubernetesState()> read) {
+        std::lock_guard lock(mutex_);
+        kubernetes_ = std::move(read);
+    }
+    std::optional<KubernetesState> kubernetes() const {
+        std::function<KubernetesState()> read;
+        {
+            std::lock_guard lock(mutex_);
+            read = kubernetes_;
+        }
+        if (!read)
+            return std::nullopt;
+        return read();
+    }
+
 private:
     mutable std::mutex mutex_;
     std::atomic<bool> ready_{false};
     std::string reason_ = "starting: the datapath is not attached yet";
     std::shared_ptr<const DatapathMaps> maps_;
+    std::function<KubernetesState()> kubernetes_;
 };
 
 } // namespace bpfnet

@@ -105,13 +105,18 @@ std::pair<bpfnet::Config, bpfnet::k8s::KubernetesOptions> kubernetes_settings(Ku
     return {node, options};
 }
 
-int run_kubernetes(const KubernetesFlags &flags, const std::optional<bpfnet::ListenAddress> &listen) {
+int run_kubernetes(const KubernetesFlags &flags, const std::optional<bpfnet::ListenAddress> &listen, bool check_only) {
     std::pair<bpfnet::Config, bpfnet::k8s::KubernetesOptions> settings;
     try {
         settings = kubernetes_settings(flags);
     } catch (const std::invalid_argument &e) {
         std::fprintf(stderr, "bpfnet-loader: %s\n", e.what());
         return kExitConfig;
+    }
+    if (check_only) {
+        std::printf("kubernetes mode: valid (node %s, interface %s)\n", settings.second.node_name.c_str(),
+                    settings.first.interface.c_str());
+        return 0;
     }
     try {
         bpfnet::LoaderStatus status;
@@ -143,7 +148,7 @@ int main(int argc, char **argv) {
     auto *config_option = app.add_option("-c,--config", config_path, "configuration file (docs/config.md)");
     app.add_option("--log-level", level, "debug, info, warn or error")
         ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
-    app.add_flag("--check", check_only, "validate the configuration and exit");
+    app.add_flag("--check", check_only, "validate the configuration (or the Kubernetes mode flags) and exit");
     app.add_flag("--teardown", teardown, "detach the programs and remove the pinned maps, then exit");
     app.add_option("--metrics-address", metrics_address,
                    "HOST:PORT of /metrics, /healthz and /readyz (docs/observability.md); '' disables them")
@@ -151,8 +156,8 @@ int main(int argc, char **argv) {
     add_kubernetes_flags(app, kubernetes);
     try {
         app.parse(argc, argv);
-        if (kubernetes.enabled && (config_option->count() > 0 || check_only || teardown))
-            throw CLI::ValidationError("--kubernetes", "cannot be combined with --config, --check or --teardown");
+        if (kubernetes.enabled && (config_option->count() > 0 || teardown))
+            throw CLI::ValidationError("--kubernetes", "cannot be combined with --config or --teardown");
         if (!kubernetes.enabled && config_option->count() == 0)
             throw CLI::RequiredError("--config (or --kubernetes)");
     } catch (const CLI::ParseError &e) {
@@ -171,7 +176,7 @@ int main(int argc, char **argv) {
     bpfnet::route_library_logs();
 
     if (kubernetes.enabled)
-        return run_kubernetes(kubernetes, listen);
+        return run_kubernetes(kubernetes, listen, check_only);
 
     bpfnet::Config config;
     try {

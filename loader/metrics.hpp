@@ -39,10 +39,32 @@ struct DatapathSnapshot {
     std::vector<ConflictState> conflicts;
 };
 
+// Kubernetes mode: one list-then-watch of the API server.
+struct WatchState {
+    std::string resource; // "services", "endpointslices", "leases"
+    uint64_t lists = 0;
+    uint64_t watch_requests = 0;
+    uint64_t events = 0;
+    uint64_t expired = 0;   // 410 Gone: re-listed
+    uint64_t bad_input = 0; // malformed or unexpected answers skipped
+    uint64_t failures = 0;  // failed lists and watches (each followed by a backoff)
+};
+
+// Kubernetes mode: what the last reconcile pass decided.
+struct KubernetesState {
+    std::vector<WatchState> watches;
+    uint64_t reconciles = 0;
+    uint64_t services_served = 0;  // accepted, and served by this node (it holds the Lease)
+    uint64_t services_standby = 0; // accepted, served elsewhere or nowhere
+    uint64_t services_refused = 0; // of our class, refused (an Event says why)
+    uint64_t leases_held = 0;
+};
+
 struct MetricsSnapshot {
     std::string version;
     bool ready = false;
-    std::optional<DatapathSnapshot> datapath; // nullopt until the datapath is attached
+    std::optional<DatapathSnapshot> datapath;  // nullopt until the datapath is attached
+    std::optional<KubernetesState> kubernetes; // nullopt in standalone mode
 };
 
 // A label value escaped per the exposition format: backslash, double quote and line feed.

@@ -17,7 +17,8 @@
 #
 #   cluster_topology_create            builds it (dies on failure)
 #   pods_start                         HTTP and dnsmasq in both pods
-#   standin_start NAME                 an API server stand-in; STANDIN_PORT[NAME], its log in LOGS
+#   standin_start NAME                 an API server stand-in; STANDIN_PORT[NAME], its log and the loaders'
+#                                      requests (requests-NAME.log) in E2E_TMP/logs
 #   kubeconfig_for NODE NAME           writes (and prints the path of) a kubeconfig for NODE to stand-in NAME
 #   kapi NAME METHOD PATH [JSON]       one request to stand-in NAME (served even while it is "offline" to
 #                                      the loaders); prints the body; 0 on 2xx
@@ -120,7 +121,8 @@ standin_listening() { grep -q '^listening on' "$E2E_TMP/logs/standin-$1.log"; }
 # standin_start NAME: a stand-in on a free port of every sandbox address (the nodes reach it through mgmt).
 standin_start() {
     local name=$1 log=$E2E_TMP/logs/standin-$1.log
-    "$SYSTEM_PYTHON" "$STANDIN_PY" 0 --address 0.0.0.0 --bookmark-interval 1 >"$log" 2>&1 &
+    "$SYSTEM_PYTHON" "$STANDIN_PY" 0 --address 0.0.0.0 --bookmark-interval 1 \
+        --request-log "$E2E_TMP/logs/requests-$name.log" >"$log" 2>&1 &
     STANDIN_PID[$name]=$!
     E2E_PIDS+=("$!")
     wait_for 10 standin_listening "$name" || die "stand-in $name did not start: $(head -c 300 "$log")"
@@ -257,6 +259,12 @@ k8s_loader_stop() {
     [ -n "${K8S_LOADER_PID[$1]:-}" ] || return 0
     stop_pid "${K8S_LOADER_PID[$1]}" "${2:-TERM}"
     K8S_LOADER_PID[$1]=""
+}
+
+# node_metric NODE SERIES: the value of one series (name with labels, as exposed) of NODE's loader /metrics.
+node_metric() {
+    ip netns exec "${NODE_NS[$1]}" curl -s --max-time 2 http://127.0.0.1:9394/metrics |
+        awk -v s="$2" '$1 == s { print $2 }'
 }
 
 # arp_owner: the MAC that answers the host's who-has for the service IP ("silent" when none does).

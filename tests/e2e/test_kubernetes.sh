@@ -101,6 +101,11 @@ case_serve() {
     ip_in_range "$offer" "${DHCP_FIRST[node-a]}" "${DHCP_LAST[node-a]}" ||
         { E2E_REASON="no DHCP offer from pod A's range (got '$offer')"; return 1; }
     log "node-a serves: lease, ingress, Serving Event, HTTP from ${POD_NAME[node-a]}, DHCP offer $offer"
+    local served standby
+    served=$(node_metric node-a 'bpfnet_k8s_services{state="served"}')
+    standby=$(node_metric node-b 'bpfnet_k8s_services{state="standby"}')
+    [ "$served" = 1 ] && [ "$standby" = 1 ] ||
+        { E2E_REASON="metrics: node-a served='$served', node-b standby='$standby' (want 1 and 1)"; return 1; }
     loaders_alive
 }
 
@@ -239,10 +244,11 @@ case_api_outage() {
     local double
     double=$(grep -c 'answered .*,' "$arp")
     [ "$double" = 0 ] || { E2E_REASON="$double who-has answered by both nodes while catching up"; return 1; }
-    local node
+    local node expired
     for node in "${NODES[@]}"; do
-        grep -q '410 Gone\|resourceVersion expired' "${K8S_LOADER_LOG[$node]}" ||
-            { E2E_REASON="the loader on $node did not see a 410 on re-watch"; return 1; }
+        expired=$(node_metric "$node" 'bpfnet_k8s_watch_expired_total{resource="endpointslices"}')
+        [ "${expired:-0}" -ge 1 ] && grep -q '410 Gone\|resourceVersion expired' "${K8S_LOADER_LOG[$node]}" ||
+            { E2E_REASON="the loader on $node did not see a 410 on re-watch (expired metric '$expired')"; return 1; }
     done
     [ "$(lease_holder c1)" = "$next" ] || { E2E_REASON="lease holder '$(lease_holder c1)'"; return 1; }
     loaders_alive
@@ -271,6 +277,10 @@ case_bad_responses() {
     kapi c1 POST /_test/garbage '{"line": "[\"MODIFIED\"]"}' >/dev/null
     kapi c1 POST /_test/garbage-writes '{"count": 3}' >/dev/null
     sleep 1.5 # the owner's next renewal (every second with a 3 s Lease) meets a malformed answer
+    # A 409 on renewal: the owner re-reads the Lease, finds itself the holder and renews again.
+    kapi c1 POST /_test/conflict-writes '{"count": 1}' >/dev/null
+    sleep 1.5
+    [ "$(lease_holder c1)" = "$CURRENT" ] || { E2E_REASON="after a 409 on renewal the Lease holder is '$(lease_holder c1)'"; return 1; }
     kapi c1 POST /_test/garbage-list '{"count": 4}' >/dev/null
     kapi c1 POST /_test/truncate >/dev/null
     sleep 2
@@ -366,6 +376,24 @@ case_bridge_cni() {
     loaders_alive
 }
 
+case_rbac() {
+    # Every request the loaders sent to either stand-in during this test is granted by k8s/manifests/rbac.yaml.
+    local check=$E2E_REPO/tests/k8s/check_rbac.py name out
+    for name in c1 c2; do
+        if ! out=$("$SYSTEM_PYTHON" "$check" "$E2E_TMP/logs/requests-$name.log"); then
+            E2E_REASON="requests to $name not granted by rbac.yaml: $(echo "$out" | grep -v '^granted\|^unused' | tr '\n' ' ')"
+            return 1
+        fi
+        echo "$out" | sed "s/^/# $name: /"
+    done
+    # The check itself fails on a call the ClusterRole does not grant.
+    echo "DELETE /apis/coordination.k8s.io/v1/namespaces/metal3/leases/bpfnet-ironic" >"$E2E_TMP/denied.log"
+    if "$SYSTEM_PYTHON" "$check" "$E2E_TMP/denied.log" >/dev/null; then
+        E2E_REASON="check_rbac.py accepted a Lease delete"
+        return 1
+    fi
+}
+
 # ---------------------------------------------------------------------------------------------------
 
 log "loader: $LOADER"
@@ -388,5 +416,6 @@ run_case "e. the API server away: the datapath keeps serving; the loaders catch 
 run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
 run_case "g. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
 run_case "h. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
+run_case "i. every API request the loaders sent is granted by the ClusterRole in rbac.yaml" case_rbac
 
 finish

@@ -4,6 +4,8 @@
 Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] [--token TOKEN] [--tls CERT KEY]
   PORT 0 picks a free port. The first line on stdout is "listening on PORT".
   --address: the address to listen on (default 127.0.0.1).
+  --request-log FILE: append "METHOD PATH" for every API request (not the /_test/ ones, not the test's own
+  requests marked with an X-Standin-Test header), for tests/k8s/check_rbac.py.
   --initial-rv N: start with resourceVersion N, compacted at N (a restarted API server whose history is gone:
   watches from an older resourceVersion get 410).
   --token: when given, every API request must carry "Authorization: Bearer TOKEN" (else 401).
@@ -42,6 +44,8 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
   /_test/garbage-list    {"count": N} the next N collection LISTs answer 200 with a malformed body
   /_test/garbage-writes  {"count": N} the next N POSTs and PUTs answer 200 with a malformed body (and change
                          nothing)
+  /_test/conflict-writes {"count": N} the next N PUTs answer 409 Conflict (and change nothing), as if another
+                         writer had been faster
   /_test/offline         {"on": true|false} while on, every API request without an "X-Standin-Test" header is
                          cut off without an answer and open watches are dropped (the API server is away);
                          requests with the header (the test's own) are served
@@ -49,6 +53,7 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
                          Authorization header seen}
 """
 
+import bisect
 import json
 import re
 import select
@@ -76,7 +81,8 @@ class Store:
         self.rv = 0
         self.compacted = 0
         self.objects = {}  # (apiVersion, resource) -> {(ns, name): obj}
-        self.log = []  # (rv, apiVersion, resource, ns, type, obj)
+        self.log = []  # (rv, apiVersion, resource, ns, type, obj), in rv order
+        self.log_rvs = []  # the rv of each log entry, for bisect: a watch reads only what is new to it
         self.drop_gen = 0
         self.truncate_gen = 0
         self.garbage = []  # (gen, line)
@@ -85,6 +91,7 @@ class Store:
         self.garbage_lists = 0
         self.garbage_writes = 0
         self.offline = False
+        self.conflict_writes = 0
         self.watches = 0
         self.last_auth = ""
 
@@ -94,14 +101,21 @@ class Store:
 
     def record(self, api, resource, ns, typ, obj):
         self.log.append((self.rv, api, resource, ns, typ, json.loads(json.dumps(obj))))
+        self.log_rvs.append(self.rv)
         if len(self.log) > 100000:
             del self.log[:50000]
+            del self.log_rvs[:50000]
+
+    def since(self, rv):
+        """Log entries newer than rv."""
+        return self.log[bisect.bisect_right(self.log_rvs, rv):]
         self.cond.notify_all()
 
 
 STORE = Store()
 BOOKMARK_INTERVAL = 1.0
 TOKEN = None
+REQUEST_LOG = None
 
 
 def selector(q):
@@ -126,6 +140,8 @@ def status(code, reason, message):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body are separate writes: without TCP_NODELAY each answer waits for a delayed ACK (40 ms).
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):  # quiet
         pass
@@ -154,6 +170,10 @@ class Handler(BaseHTTPRequestHandler):
         return (api, m.group("resource"), m.group("ns"), m.group("name"), bool(m.group("status"))), u
 
     def authorized(self):
+        if REQUEST_LOG and not self.headers.get("X-Standin-Test"):
+            with STORE.cond:
+                with open(REQUEST_LOG, "a") as f:
+                    f.write("%s %s\n" % (self.command, self.path))
         with STORE.cond:
             offline = STORE.offline and not self.headers.get("X-Standin-Test")
             STORE.last_auth = self.headers.get("Authorization", "")
@@ -179,7 +199,8 @@ class Handler(BaseHTTPRequestHandler):
                        "auth": STORE.last_auth}
             elif op == "compact":
                 STORE.compacted = int(args.get("rv", STORE.rv))
-                STORE.log = [e for e in STORE.log if e[0] > STORE.compacted]
+                STORE.log = STORE.since(STORE.compacted)
+                STORE.log_rvs = [e[0] for e in STORE.log]
                 res = {"compacted": STORE.compacted}
             elif op == "drop-watches":
                 STORE.drop_gen += 1
@@ -193,6 +214,9 @@ class Handler(BaseHTTPRequestHandler):
             elif op == "gone-as-http":
                 STORE.gone_as_http = bool(args.get("on", True))
                 res = {"on": STORE.gone_as_http}
+            elif op == "conflict-writes":
+                STORE.conflict_writes = int(args.get("count", 1))
+                res = {}
             elif op == "offline":
                 STORE.offline = bool(args.get("on", True))
                 if STORE.offline:
@@ -311,7 +335,7 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 with STORE.cond:
                     STORE.cond.wait(0.05)
-                    events = [e for e in STORE.log if e[0] > since and e[1] == api and e[2] == resource
+                    events = [e for e in STORE.since(since) if e[1] == api and e[2] == resource
                               and (ns is None or e[3] == ns) and matches(e[5], terms)]
                     if STORE.log and STORE.log[-1][0] > since:
                         since = STORE.log[-1][0]
@@ -400,6 +424,13 @@ class Handler(BaseHTTPRequestHandler):
     def do_PUT(self):
         if not self.authorized() or self.garbage_write():
             return
+        with STORE.cond:
+            conflict = STORE.conflict_writes > 0
+            if conflict:
+                STORE.conflict_writes -= 1
+        if conflict:
+            self.body()
+            return self.send_json(409, status(409, "Conflict", "the object has been modified (injected by the test)"))
         r, u = self.route()
         if not r or not r[3]:
             return self.send_json(405, status(405, "MethodNotAllowed", "PUT only on objects"))
@@ -459,7 +490,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global BOOKMARK_INTERVAL, TOKEN
+    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG
     args = sys.argv[1:]
     if not args:
         print(__doc__, file=sys.stderr)
@@ -474,6 +505,9 @@ def main():
             i += 2
         elif args[i] == "--initial-rv":
             STORE.rv = STORE.compacted = int(args[i + 1])
+            i += 2
+        elif args[i] == "--request-log":
+            REQUEST_LOG = args[i + 1]
             i += 2
         elif args[i] == "--address":
             address = args[i + 1]

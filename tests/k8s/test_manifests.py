@@ -3,6 +3,7 @@
 
     python3 tests/k8s/test_manifests.py                  # the manifests of this checkout
     BPFNET_MANIFEST_DIR=/tmp/copy python3 tests/k8s/test_manifests.py
+    BPFNET_LOADER=build/loader/bpfnet-loader python3 tests/k8s/test_manifests.py   # also run the loader's --check
 
 Every manifest parses (no duplicate keys); each file holds exactly the expected objects; the kustomization
 lists every manifest and nothing missing; the DaemonSet runs on control-plane nodes only, in the host network,
@@ -13,6 +14,7 @@ grant exactly the API calls in REQUIRED_API_CALLS.
 
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -23,28 +25,26 @@ MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..",
 
 # The API calls of bpfnet-loader in Kubernetes mode, as (API group, resource, verb). The ClusterRole must grant
 # exactly these: a missing one breaks the loader, an extra one is privilege it does not use.
-# KEEP IN SYNC with the requests the C++ client in k8s/ makes (being written as this test is): every list,
-# watch, get, create, update and patch it sends must appear here, and nothing else.
+# KEEP IN SYNC with the requests k8s/controller.cpp makes: every list, watch, get, create and update it sends
+# must appear here, and nothing else. tests/e2e/test_kubernetes.sh checks the other direction at run time:
+# every request the loaders sent to the API server stand-in is granted by rbac.yaml.
 REQUIRED_API_CALLS = {
-    # Services of loadBalancerClass bpfnet.io/provisioning, all namespaces: list-then-watch, get.
-    ("", "services", "get"),
+    # Services of loadBalancerClass bpfnet.io/provisioning, all namespaces: list-then-watch.
     ("", "services", "list"),
     ("", "services", "watch"),
     # status.loadBalancer.ingress, by the owner (update with resourceVersion; 409 on conflict).
     ("", "services/status", "update"),
     # Where the ready backend runs.
-    ("discovery.k8s.io", "endpointslices", "get"),
     ("discovery.k8s.io", "endpointslices", "list"),
     ("discovery.k8s.io", "endpointslices", "watch"),
-    # One Lease per Service, in the Service's namespace (released by update, never deleted).
+    # One Lease per Service, in the Service's namespace (released by update, never deleted; get after a 409).
     ("coordination.k8s.io", "leases", "get"),
     ("coordination.k8s.io", "leases", "list"),
     ("coordination.k8s.io", "leases", "watch"),
     ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "update"),
-    # Events on Services: owner changes, refusals and why, conflicts.
+    # Events on Services: owner changes, refusals and why, conflicts (created once, never updated).
     ("events.k8s.io", "events", "create"),
-    ("events.k8s.io", "events", "patch"),
 }
 
 # The capabilities of the loader's container (daemonset.yaml says why each is needed).
@@ -204,6 +204,24 @@ class DaemonSet(unittest.TestCase):
         for a in args:
             for ref in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", a):
                 self.assertIn(ref, defined, "args use $(%s), which env does not define" % ref)
+
+    def test_loader_accepts_the_args(self):
+        """The loader itself parses the DaemonSet's command line (env references resolved as the kubelet would)."""
+        loader = os.environ.get("BPFNET_LOADER")
+        if not loader:
+            self.skipTest("BPFNET_LOADER (the bpfnet-loader binary) not given")
+        env = {}
+        for e in self.loader.get("env") or []:
+            env[e["name"]] = e.get("value", "control-plane-1" if "valueFrom" in e else "")
+        args = [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env[m.group(1)], a) for a in self.loader["args"]]
+        command = self.loader.get("command") or []
+        self.assertEqual(command, ["bpfnet-loader"])
+        run = subprocess.run([loader] + args + ["--check"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(run.returncode, 0, "bpfnet-loader %s --check: %s" % (" ".join(args), run.stderr))
+        self.assertIn("valid", run.stdout)
+        # And the check is real: a flag the loader does not know fails it.
+        bad = subprocess.run([loader] + args + ["--no-such-flag", "--check"], capture_output=True, text=True, timeout=10)
+        self.assertNotEqual(bad.returncode, 0)
 
     def test_bpffs_mounted(self):
         volumes = {v["name"]: v for v in self.pod.get("volumes") or []}

@@ -1,0 +1,196 @@
+// The Lease and Event bodies the loader writes, and the parsing of what it reads back: pure functions, no
+// API server.
+#include "k8s/event.hpp"
+#include "k8s/lease.hpp"
+#include "k8s/service_model.hpp"
+
+#include <gtest/gtest.h>
+
+namespace bpfnet::k8s {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+json lease_object(const std::string &holder, int duration = 15, const std::string &rv = "42") {
+    json spec = {{"leaseDurationSeconds", duration},
+                 {"renewTime", "2026-11-29T21:00:00.250000Z"},
+                 {"acquireTime", "2026-11-29T20:00:00Z"},
+                 {"leaseTransitions", 3}};
+    if (!holder.empty())
+        spec["holderIdentity"] = holder;
+    return {{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", {{"name", "bpfnet-ironic"}, {"namespace", "metal3"}, {"resourceVersion", rv}}},
+            {"spec", spec}};
+}
+
+TEST(MicroTime, FormatsUtcWithMicroseconds) {
+    auto t = Clock::time_point(std::chrono::seconds(1795899600)) + 123456us; // 2026-11-28T21:00:00.123456Z
+    EXPECT_EQ(format_micro_time(t), "2026-11-28T21:00:00.123456Z");
+    EXPECT_EQ(parse_micro_time("2026-11-28T21:00:00.123456Z"), t);
+}
+
+TEST(MicroTime, ParsesWithAndWithoutFraction) {
+    auto whole = parse_micro_time("2026-11-28T21:00:00Z");
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(*parse_micro_time("2026-11-28T21:00:00.5Z") - *whole, 500000us);
+    EXPECT_EQ(*parse_micro_time("2026-11-28T21:00:00.123456789Z") - *whole, 123456us);
+}
+
+TEST(MicroTime, RejectsWhatIsNotRfc3339Utc) {
+    for (const char *bad :
+         {"", "yesterday", "2026-11-28 21:00:00Z", "2026-11-28T21:00:00", "2026-11-28T21:00:00+01:00",
+          "2026-13-28T21:00:00Z", "2026-11-28T24:00:00Z", "2026-11-28T21:00:00.Z", "2026-11-28T21:00:00ZZ"})
+        EXPECT_FALSE(parse_micro_time(bad)) << bad;
+}
+
+TEST(Lease, ReadsTheFieldsItUses) {
+    LeaseState lease = read_lease(lease_object("node-a"));
+    EXPECT_TRUE(lease.exists);
+    EXPECT_EQ(lease.namespace_, "metal3");
+    EXPECT_EQ(lease.name, "bpfnet-ironic");
+    EXPECT_EQ(lease.resource_version, "42");
+    EXPECT_EQ(lease.holder, "node-a");
+    EXPECT_EQ(lease.duration, 15s);
+    EXPECT_EQ(lease.transitions, 3);
+    EXPECT_EQ(lease.renew_time, parse_micro_time("2026-11-29T21:00:00.25Z"));
+}
+
+TEST(Lease, WrongTypesCountAsAbsentAndNeverThrow) {
+    json lease = lease_object("node-a");
+    lease["spec"]["holderIdentity"] = 7;
+    lease["spec"]["leaseDurationSeconds"] = "15";
+    lease["spec"]["renewTime"] = json::array();
+    lease["metadata"]["resourceVersion"] = 42;
+    LeaseState state = read_lease(lease);
+    EXPECT_TRUE(state.exists);
+    EXPECT_EQ(state.holder, "");
+    EXPECT_EQ(state.duration, 0s);
+    EXPECT_FALSE(state.renew_time);
+    EXPECT_EQ(state.resource_version, "");
+    for (const json &garbage : {json(), json(5), json::array(), json{{"spec", "x"}, {"metadata", 1}}})
+        EXPECT_NO_THROW(read_lease(garbage));
+    EXPECT_FALSE(read_lease(json()).exists);
+    EXPECT_FALSE(read_lease(json::array()).exists);
+}
+
+TEST(Lease, ClaimableWhenFreeOursOrUnchangedForItsDuration) {
+    LeaseState held = read_lease(lease_object("node-b", 15));
+    EXPECT_FALSE(lease_claimable(held, "node-a", 0s));
+    EXPECT_FALSE(lease_claimable(held, "node-a", 15s)); // exactly the duration: not yet
+    EXPECT_TRUE(lease_claimable(held, "node-a", 16s));
+    EXPECT_TRUE(lease_claimable(held, "node-b", 0s));
+    EXPECT_TRUE(lease_claimable(read_lease(lease_object("")), "node-a", 0s));
+    EXPECT_TRUE(lease_claimable(LeaseState{}, "node-a", 0s));
+}
+
+TEST(Lease, RenewalDueAfterThePeriod) {
+    LeaseState lease = read_lease(lease_object("node-a"));
+    auto renewed = *lease.renew_time;
+    EXPECT_FALSE(lease_renewal_due(lease, 5000ms, renewed + 4999ms));
+    EXPECT_TRUE(lease_renewal_due(lease, 5000ms, renewed + 5000ms));
+    EXPECT_TRUE(lease_renewal_due(LeaseState{}, 5000ms, renewed));
+}
+
+TEST(Lease, ClaimOfAnotherHoldersLeaseKeepsVersionAndCountsATransition) {
+    LeaseState current = read_lease(lease_object("node-b", 15, "42"));
+    auto now = *parse_micro_time("2026-11-29T22:00:00Z");
+    json body = lease_claim(current, "metal3", "bpfnet-ironic", "node-a", 9s, now);
+    EXPECT_EQ(body["metadata"]["resourceVersion"], "42"); // a stale read fails with 409
+    EXPECT_EQ(body["metadata"]["labels"][kManagedByLabel], kManagedByValue);
+    EXPECT_EQ(body["spec"]["holderIdentity"], "node-a");
+    EXPECT_EQ(body["spec"]["leaseDurationSeconds"], 9);
+    EXPECT_EQ(body["spec"]["renewTime"], "2026-11-29T22:00:00.000000Z");
+    EXPECT_EQ(body["spec"]["acquireTime"], "2026-11-29T22:00:00.000000Z");
+    EXPECT_EQ(body["spec"]["leaseTransitions"], 4);
+}
+
+TEST(Lease, RenewalKeepsAcquireTimeAndTransitions) {
+    LeaseState current = read_lease(lease_object("node-a"));
+    auto now = *parse_micro_time("2026-11-29T22:00:00Z");
+    json body = lease_claim(current, "metal3", "bpfnet-ironic", "node-a", 15s, now);
+    EXPECT_EQ(body["spec"]["acquireTime"], "2026-11-29T20:00:00Z");
+    EXPECT_EQ(body["spec"]["leaseTransitions"], 3);
+    EXPECT_EQ(body["spec"]["renewTime"], "2026-11-29T22:00:00.000000Z");
+}
+
+TEST(Lease, NewLeaseHasNoVersionAndNoTransitions) {
+    auto now = *parse_micro_time("2026-11-29T22:00:00Z");
+    json body = lease_claim(LeaseState{}, "metal3", lease_name("ironic"), "node-a", 15s, now);
+    EXPECT_EQ(body["metadata"]["name"], "bpfnet-ironic");
+    EXPECT_EQ(body["metadata"]["namespace"], "metal3");
+    EXPECT_FALSE(body["metadata"].contains("resourceVersion"));
+    EXPECT_EQ(body["spec"]["leaseTransitions"], 0);
+    EXPECT_EQ(body["kind"], "Lease");
+}
+
+TEST(Lease, ReleaseClearsTheHolderAndKeepsTheVersion) {
+    json body = lease_release(read_lease(lease_object("node-a")));
+    EXPECT_FALSE(body["spec"].contains("holderIdentity"));
+    EXPECT_FALSE(body["spec"].contains("renewTime"));
+    EXPECT_EQ(body["metadata"]["resourceVersion"], "42");
+    EXPECT_TRUE(read_lease(body).holder.empty());
+}
+
+json service() {
+    return {{"metadata", {{"name", "ironic"}, {"namespace", "metal3"}, {"uid", "1234-abcd"}}}};
+}
+
+TEST(Event, NamesTheServiceAndTheReporter) {
+    auto now = *parse_micro_time("2026-11-29T22:00:00Z");
+    json e = service_event(service(), warning_event("Refused", "Refuse", "why"), "node-a", now);
+    EXPECT_EQ(e["apiVersion"], "events.k8s.io/v1");
+    EXPECT_EQ(e["type"], "Warning");
+    EXPECT_EQ(e["reason"], "Refused");
+    EXPECT_EQ(e["action"], "Refuse");
+    EXPECT_EQ(e["note"], "why");
+    EXPECT_EQ(e["reportingController"], kReportingController);
+    EXPECT_EQ(e["reportingInstance"], "node-a");
+    EXPECT_EQ(e["eventTime"], "2026-11-29T22:00:00.000000Z");
+    EXPECT_EQ(e["regarding"], (json{{"apiVersion", "v1"},
+                                    {"kind", "Service"},
+                                    {"namespace", "metal3"},
+                                    {"name", "ironic"},
+                                    {"uid", "1234-abcd"}}));
+    EXPECT_EQ(e["metadata"]["generateName"], "ironic.");
+    EXPECT_EQ(e["metadata"]["namespace"], "metal3");
+    EXPECT_EQ(events_path("metal3"), "/apis/events.k8s.io/v1/namespaces/metal3/events");
+    EXPECT_EQ(service_event(service(), normal_event("Serving", "Activate", "n"), "x", now)["type"], "Normal");
+}
+
+TEST(Event, LongNotesAreCutToTheApiLimit) {
+    json e = service_event(service(), warning_event("Refused", "Refuse", std::string(5000, 'x')), "n", Clock::now());
+    EXPECT_EQ(e["note"].get<std::string>().size(), 1024u);
+}
+
+TEST(Event, SharedNameIsTheSameOnEveryNodeAndDiffersByWhatItSays) {
+    std::string a = shared_event_name(service(), "Refused", "namespace other is not allowed");
+    EXPECT_EQ(a, shared_event_name(service(), "Refused", "namespace other is not allowed"));
+    EXPECT_EQ(a.rfind("ironic.bpfnet-refused-", 0), 0u) << a;
+    EXPECT_EQ(a.size(), std::string("ironic.bpfnet-refused-").size() + 16);
+    EXPECT_NE(a, shared_event_name(service(), "Refused", "another reason"));
+    json recreated = service();
+    recreated["metadata"]["uid"] = "5678";
+    EXPECT_NE(a, shared_event_name(recreated, "Refused", "namespace other is not allowed"));
+    ServiceEvent named = warning_event("Refused", "Refuse", "n");
+    named.name = a;
+    json e = service_event(service(), named, "node-a", Clock::now());
+    EXPECT_EQ(e["metadata"]["name"], a);
+    EXPECT_FALSE(e["metadata"].contains("generateName"));
+}
+
+TEST(Cidr, ParsesNetworksAndRejectsTheRest) {
+    auto c = parse_cidr("172.22.0.0/24");
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->first, *parse_ipv4_strict("172.22.0.0"));
+    EXPECT_EQ(c->second, 24);
+    EXPECT_TRUE(parse_cidr("0.0.0.0/0"));
+    EXPECT_TRUE(parse_cidr("198.18.0.2/32"));
+    for (const char *bad : {"", "172.22.0.0", "172.22.0.0/", "172.22.0.1/24", "172.22.0.0/33", "172.22.0.0/024",
+                            "172.22.0/24", "172.22.0.0/2a", "/24", "172.22.0.0/-1", "172.22.0.0/1234"})
+        EXPECT_FALSE(parse_cidr(bad)) << bad;
+}
+
+} // namespace
+} // namespace bpfnet::k8s
