@@ -578,6 +578,8 @@ bool Watcher::apply_line(std::string_view line, Outcome &outcome) {
         rv_ = *rv;
     }
     ++stats_.events;
+    if (log_level() <= LogLevel::Debug)
+        log_debug("k8s event", {{"path", collection_}, {"type", std::string(type)}, {"object", key}, {"rv", *rv}});
     deliver();
     return true;
 }

@@ -122,7 +122,7 @@ standin_listening() { grep -q '^listening on' "$E2E_TMP/logs/standin-$1.log"; }
 standin_start() {
     local name=$1 log=$E2E_TMP/logs/standin-$1.log
     "$SYSTEM_PYTHON" "$STANDIN_PY" 0 --address 0.0.0.0 --bookmark-interval 1 \
-        --request-log "$E2E_TMP/logs/requests-$name.log" >"$log" 2>&1 &
+        --request-log "$E2E_TMP/logs/requests-$name.log" --commit-log "$E2E_TMP/logs/commits-$name.log" >"$log" 2>&1 &
     STANDIN_PID[$name]=$!
     E2E_PIDS+=("$!")
     wait_for 10 standin_listening "$name" || die "stand-in $name did not start: $(head -c 300 "$log")"

@@ -2,19 +2,21 @@
 """What a bare-metal host sees of the service IP while its owner changes: HTTP and DHCP probes side by side.
 
 usage: failover_probe.py probe IFACE SERVICE_IP --seconds S [--every SECONDS] [--http-threads N]
-           Runs the probers for S seconds and prints one line per try. HTTP: N threads (default 4), started
+           Runs the probers for S seconds and prints one line per try. HTTP: N threads (default 8), started
            SECONDS (default 0.01) apart, each trying every N * SECONDS, so a try that hangs on a dead owner
            does not hide the first answer of the new one. DHCP likewise with 3 threads, each sending a
            DISCOVER every max(3 * SECONDS, 0.03).
              TIME http NAME     an HTTP GET of http://SERVICE_IP/who answered with body NAME
-             TIME http -        no answer within 0.2 s (or an error)
+             TIME http -        no answer within 0.1 s (or an error)
              TIME dhcp IP       a DHCPOFFER answered a broadcast DISCOVER (from IFACE's MAC) with yiaddr IP
-             TIME dhcp -        no offer within 0.2 s
+             TIME dhcp -        no offer within 0.1 s
            TIME is when the try was sent, in seconds since the epoch (the clock of bash's $EPOCHREALTIME,
            which the test reads without starting a process). Prints "started" first.
-       failover_probe.py analyze PROBE_LOG MOVES_LOG
+       failover_probe.py analyze PROBE_LOG MOVES_LOG [--commits COMMIT_LOG]
            MOVES_LOG has one line per move: "TIME NAME FIRST LAST": at TIME the backend moved to
-           the pod NAME, whose DHCP server offers addresses FIRST..LAST. For each move, prints the time
+           the pod NAME, whose DHCP server offers addresses FIRST..LAST. With COMMIT_LOG (the API server
+           stand-in's --commit-log), a move starts instead when the stand-in committed the first
+           EndpointSlice change after TIME: when the API server had the endpoint ready on the new node. For each move, prints the time
            from the move to the first HTTP answer from NAME and to the first offer in its range, and the
            longest gap without any HTTP answer around it; then median and worst (JSON on the last line).
            Exit 1 when a move never got an answer from its new pod.
@@ -36,7 +38,8 @@ import time
 ETH_P_IP = 0x0800
 SIOCGIFHWADDR = 0x8927
 DHCP_COOKIE = b"\x63\x82\x53\x63"
-TIMEOUT = 0.2
+# A try that gets no answer gives up after this long; on this LAN an answer takes a few milliseconds.
+TIMEOUT = 0.1
 LOCK = threading.Lock()
 
 
@@ -185,6 +188,10 @@ def analyze(args):
         if len(parts) == 4:
             moves.append((float(parts[0]), parts[1], ip_value(parts[2]), ip_value(parts[3])))
     moves.sort()
+    if args.commits:
+        commits = sorted(float(line.split()[0]) for line in open(args.commits)
+                         if len(line.split()) == 5 and line.split()[2] == "endpointslices")
+        moves = [(next((c for c in commits if c >= t0), t0),) + tuple(rest) for t0, *rest in moves]
     results = []
     ok = True
     for n, (t0, name, first, last) in enumerate(moves):
@@ -226,10 +233,11 @@ def main():
     p.add_argument("ip")
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--every", type=float, default=0.01)
-    p.add_argument("--http-threads", type=int, default=4)
+    p.add_argument("--http-threads", type=int, default=8)
     a = sub.add_parser("analyze")
     a.add_argument("probe_log")
     a.add_argument("moves_log")
+    a.add_argument("--commits")
     args = parser.parse_args()
     try:
         return probe(args) if args.command == "probe" else analyze(args)

@@ -4,6 +4,8 @@
 Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] [--token TOKEN] [--tls CERT KEY]
   PORT 0 picks a free port. The first line on stdout is "listening on PORT".
   --address: the address to listen on (default 127.0.0.1).
+  --commit-log FILE: append "TIME TYPE RESOURCE NAMESPACE/NAME RV" for every change the store commits, TIME in
+  seconds since the epoch (when the API server "has" the object: the start of a failover measurement).
   --request-log FILE: append "METHOD PATH" for every API request (not the /_test/ ones, not the test's own
   requests marked with an X-Standin-Test header), for tests/k8s/check_rbac.py.
   --initial-rv N: start with resourceVersion N, compacted at N (a restarted API server whose history is gone:
@@ -100,22 +102,26 @@ class Store:
         return self.rv
 
     def record(self, api, resource, ns, typ, obj):
+        if COMMIT_LOG:
+            with open(COMMIT_LOG, "a") as f:
+                f.write("%.6f %s %s %s/%s %d\n" % (time.time(), typ, resource, ns, obj["metadata"]["name"], self.rv))
         self.log.append((self.rv, api, resource, ns, typ, json.loads(json.dumps(obj))))
         self.log_rvs.append(self.rv)
         if len(self.log) > 100000:
             del self.log[:50000]
             del self.log_rvs[:50000]
+        self.cond.notify_all()
 
     def since(self, rv):
         """Log entries newer than rv."""
         return self.log[bisect.bisect_right(self.log_rvs, rv):]
-        self.cond.notify_all()
 
 
 STORE = Store()
 BOOKMARK_INTERVAL = 1.0
 TOKEN = None
 REQUEST_LOG = None
+COMMIT_LOG = None
 
 
 def selector(q):
@@ -334,7 +340,11 @@ class Handler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     return
                 with STORE.cond:
-                    STORE.cond.wait(0.05)
+                    # Wait only when nothing arrived while this thread was busy writing: a notify it missed
+                    # must not cost a whole wait.
+                    if not (STORE.log_rvs and STORE.log_rvs[-1] > since) and STORE.drop_gen == drop_gen \
+                            and STORE.truncate_gen == trunc_gen and len(STORE.garbage) == garbage_seen:
+                        STORE.cond.wait(0.05)
                     events = [e for e in STORE.since(since) if e[1] == api and e[2] == resource
                               and (ns is None or e[3] == ns) and matches(e[5], terms)]
                     if STORE.log and STORE.log[-1][0] > since:
@@ -490,7 +500,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG
+    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG
     args = sys.argv[1:]
     if not args:
         print(__doc__, file=sys.stderr)
@@ -505,6 +515,9 @@ def main():
             i += 2
         elif args[i] == "--initial-rv":
             STORE.rv = STORE.compacted = int(args[i + 1])
+            i += 2
+        elif args[i] == "--commit-log":
+            COMMIT_LOG = args[i + 1]
             i += 2
         elif args[i] == "--request-log":
             REQUEST_LOG = args[i + 1]
