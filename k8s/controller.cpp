@@ -336,6 +336,61 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
         }
         posted_.erase(candidate.service.key() + "|BackendNotFound");
     }
+    keep_shared_ips_together(candidates);
+}
+
+// One node answers for a service IP, and it can only steer to pods on itself: Services that share an IP are
+// served here only when every one of them that has a ready endpoint has it on this node.
+void KubernetesLoader::keep_shared_ips_together(std::vector<Candidate> &candidates) {
+    std::map<__be32, std::vector<Candidate *>> by_ip;
+    for (Candidate &candidate : candidates)
+        by_ip[candidate.service.service_ip_be].push_back(&candidate);
+    for (auto &[ip, group] : by_ip) {
+        if (group.size() < 2)
+            continue;
+        std::vector<std::string> here, elsewhere;
+        for (const Candidate *c : group) {
+            if (c->location)
+                here.push_back(c->service.key());
+            else if (c->endpoint && !c->endpoint->on_this_node)
+                elsewhere.push_back(c->service.key() + " (on node " + c->endpoint->node_name + ")");
+        }
+        if (here.empty() || elsewhere.empty()) {
+            for (const Candidate *c : group)
+                posted_.erase(c->service.key() + "|SharedIPSplit");
+            continue;
+        }
+        auto join = [](const std::vector<std::string> &keys) {
+            std::string out;
+            for (const std::string &k : keys)
+                out += (out.empty() ? "" : ", ") + k;
+            return out;
+        };
+        std::string note = "Services sharing " + format_ipv4(ip) +
+                           " have ready endpoints on different nodes: " + join(here) + " on " + options_.node_name +
+                           ", " + join(elsewhere) +
+                           "; one node answers for the IP and steers only to its own pods, so none is served "
+                           "until they run on one node";
+        for (Candidate *c : group) {
+            c->location.reset();
+            report_once(c->object, c->service.key(), warning_event("SharedIPSplit", "Refuse", note));
+        }
+    }
+}
+
+// Why this node stopped serving a Service, for the Released Event.
+std::string KubernetesLoader::release_reason(const std::string &key, const std::vector<Candidate> &candidates) const {
+    auto it =
+        std::find_if(candidates.begin(), candidates.end(), [&](const Candidate &c) { return c.service.key() == key; });
+    if (it == candidates.end())
+        return "the Service was deleted or is no longer accepted";
+    if (!it->endpoint)
+        return "it has no ready endpoint";
+    if (!it->endpoint->on_this_node)
+        return "its ready endpoint is on node " + (it->endpoint->node_name.empty() ? "?" : it->endpoint->node_name);
+    if (!it->location)
+        return "its pod cannot be served from this node (see the Warning Events)";
+    return "another node holds its Lease";
 }
 
 std::optional<LeaseState> KubernetesLoader::fetch_lease(const std::string &namespace_, const std::string &name) {
@@ -534,14 +589,13 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
     for (const std::string &key : serving_) {
         if (serving.contains(key))
             continue;
-        log_info("stopped serving service", {{"service", key}});
+        std::string why = release_reason(key, candidates);
+        log_info("stopped serving service", {{"service", key}, {"reason", why}});
         auto it = services.find(key);
         if (it != services.end())
-            post_event(it->second,
-                       normal_event("Released", "Deactivate",
-                                    "node " + options_.node_name +
-                                        " stopped serving this Service (no ready endpoint on this node any more) "
-                                        "and released its Lease"));
+            post_event(it->second, normal_event("Released", "Deactivate",
+                                                "node " + options_.node_name + " stopped serving this Service (" + why +
+                                                    ") and released its Lease"));
     }
 }
 

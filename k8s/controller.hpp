@@ -75,6 +75,8 @@ private:
     void reconcile();
     std::vector<Candidate> accepted_services(const Snapshot &services);
     void find_endpoints(std::vector<Candidate> &candidates, const Snapshot &slices);
+    void keep_shared_ips_together(std::vector<Candidate> &candidates);
+    std::string release_reason(const std::string &key, const std::vector<Candidate> &candidates) const;
     bool hold_lease(const Candidate &candidate, const Snapshot &leases, Clock::time_point now);
     bool write_claim(const Candidate &candidate, LeaseState base, Clock::time_point now);
     std::optional<LeaseState> fetch_lease(const std::string &namespace_, const std::string &name);

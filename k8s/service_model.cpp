@@ -315,29 +315,42 @@ std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &servi
     std::vector<Conflict> out;
     for (size_t j = 0; j < sorted.size(); ++j) {
         const AcceptedService &later = *sorted[j];
-        std::set<std::pair<Protocol, uint16_t>> mine;
-        for (const auto &p : later.ports)
+        std::set<std::pair<Protocol, uint16_t>> mine, my_targets;
+        for (const auto &p : later.ports) {
             mine.insert({p.protocol, p.port});
+            my_targets.insert({p.protocol, p.target_port});
+        }
         for (size_t i = 0; i < j; ++i) {
             const AcceptedService &earlier = *sorted[i];
             if (earlier.service_ip_be != later.service_ip_be)
                 continue;
-            std::set<std::pair<Protocol, uint16_t>> overlap;
-            for (const auto &p : earlier.ports)
+            // Services sharing an IP are served by one node and usually one pod; the datapath maps a reply back
+            // to its service port by the pod's port, so target ports must be disjoint too.
+            std::set<std::pair<Protocol, uint16_t>> overlap, target_overlap;
+            for (const auto &p : earlier.ports) {
                 if (mine.count({p.protocol, p.port}))
                     overlap.insert({p.protocol, p.port});
-            if (overlap.empty())
+                if (my_targets.count({p.protocol, p.target_port}))
+                    target_overlap.insert({p.protocol, p.target_port});
+            }
+            bool on_targets = overlap.empty();
+            if (on_targets && target_overlap.empty())
                 continue;
             Conflict c;
             c.refused = later.key();
             c.other = earlier.key();
             c.service_ip_be = later.service_ip_be;
-            c.overlap.assign(overlap.begin(), overlap.end());
+            const auto &shared = on_targets ? target_overlap : overlap;
+            c.overlap.assign(shared.begin(), shared.end());
             std::string list;
             for (const auto &[proto, port] : c.overlap)
                 list += (list.empty() ? "" : ", ") + proto_name(proto) + " " + std::to_string(port);
-            c.reason = "service IP " + format_ipv4(c.service_ip_be) + " is shared with Service " + c.other +
-                       " on the same ports (" + list + "); services may share an IP only with disjoint ports";
+            c.reason =
+                "service IP " + format_ipv4(c.service_ip_be) + " is shared with Service " + c.other +
+                (on_targets ? " with the same target ports (" + list +
+                                  "); replies are mapped back by the pod's port, so services sharing an IP "
+                                  "need disjoint ports and target ports"
+                            : " on the same ports (" + list + "); services may share an IP only with disjoint ports");
             out.push_back(std::move(c));
         }
     }

@@ -70,8 +70,10 @@ struct Conflict {
     bool operator==(const Conflict &) const = default;
 };
 
-// Services may share an IP only with disjoint (protocol, port) sets. Reports every overlapping pair, ordered
-// by (refused, other). Input order does not matter.
+// Services may share an IP only with disjoint (protocol, port) sets and disjoint (protocol, targetPort) sets
+// (replies are mapped back to the service port by the pod's port). Reports every overlapping pair, ordered by
+// (refused, other); `overlap` lists the shared ports, or the shared target ports when only those overlap.
+// Input order does not matter.
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services);
 
 struct ReadyEndpoint {

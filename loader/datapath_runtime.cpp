@@ -122,21 +122,27 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
     if (!current || !bytewise_equal(*current, iface))
         maps.iface.update(0, iface);
 
-    // The reverse path must be in place before a service IP is announced.
-    std::set<int> hooked;
+    // The reverse path must be in place before a service IP is announced. A veth this process has already
+    // hooked is not asked again: in Kubernetes mode apply() runs on every tick.
+    std::set<int> wanted;
     for (const ServiceSpec &spec : specs) {
-        if (!spec.location || !hooked.insert(spec.location->ifindex).second)
+        if (!spec.location || !wanted.insert(spec.location->ifindex).second || hooked_.contains(spec.location->ifindex))
             continue;
         HookAction action = datapath_->attach_pod_hook(spec.location->ifindex);
+        hooked_.insert(spec.location->ifindex);
         if (action != HookAction::Adopted)
             log_info("tc program on the backend veth",
                      {{"ifindex", std::to_string(spec.location->ifindex)}, {"action", to_string(action)}});
     }
     Applied applied;
     applied.report = reconcile(maps, desired_state(specs));
-    for (const bpfnet_backend &gone : applied.report.departed)
-        if (!hooked.contains(static_cast<int>(gone.ifindex)))
-            Datapath::detach_pod_hook(static_cast<int>(gone.ifindex));
+    for (const bpfnet_backend &gone : applied.report.departed) {
+        int ifindex = static_cast<int>(gone.ifindex);
+        if (wanted.contains(ifindex))
+            continue;
+        Datapath::detach_pod_hook(ifindex);
+        hooked_.erase(ifindex);
+    }
 
     // The heartbeat starts only once the maps hold what this process decided: a restarted loader must not
     // revive a stale datapath's ARP answers for a state it has not confirmed yet.
@@ -154,6 +160,11 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
     }
     announce(applied.announced);
     return applied;
+}
+
+void DatapathRuntime::recheck_hooks() {
+    std::lock_guard lock(mutex_);
+    hooked_.clear();
 }
 
 void DatapathRuntime::announce(const std::vector<__be32> &service_ips) {

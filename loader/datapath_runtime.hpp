@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +57,9 @@ public:
     // node settings (subnet, DHCP hops, heartbeat and announcement timings; not the interface, pin root or
     // XDP mode, which only a restart changes).
     Applied apply(const Config &node, const std::vector<ServiceSpec> &specs);
+    // The next apply() checks every backend's pod hook in the kernel again (after SIGHUP: someone may have
+    // removed a filter by hand).
+    void recheck_hooks();
 
 private:
     bool heartbeat_fresh();
@@ -75,6 +79,7 @@ private:
     MacAddress nic_mac_{};
     bool announce_all_on_first_apply_ = false;
     bool applied_once_ = false;
+    std::set<int> hooked_; // backend veths whose pod hook this process attached or adopted
     ConflictHandler on_conflict_;
 
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread

@@ -123,6 +123,8 @@ void StandaloneLoader::reload_config(bool forced) {
         reload_failed("config not applied: interface, pinRoot and xdpMode cannot change while running");
         return;
     }
+    if (forced)
+        runtime_.recheck_hooks();
     try {
         apply(next); // locates the backend before it changes any map
         config_ = std::move(next);

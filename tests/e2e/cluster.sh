@@ -12,8 +12,8 @@
 #                                      ── mgmt1 198.19.255.5/30 <-> 198.19.255.6 node b
 #
 # The pods are routed-CNI style (a /24 route to the pod through its veth); the nodes have no route to the
-# LAN: only the datapath connects pods and host. Each pod runs an HTTP server on 8080 whose /who answers
-# with the pod's name, and dnsmasq (DHCP for relayed requests, a range of its own).
+# LAN: only the datapath connects pods and host. Each pod runs HTTP servers on 8080 and 8081 whose /who
+# answers with the pod's name, and dnsmasq (DHCP for relayed requests, a range of its own).
 #
 #   cluster_topology_create            builds it (dies on failure)
 #   pods_start                         HTTP and dnsmasq in both pods
@@ -110,6 +110,8 @@ pods_start() {
         mkdir -p "$dir/www"
         echo "${POD_NAME[$node]}" >"$dir/www/who"
         bg_in_ns "${POD_NS[$node]}" "$dir/http.log" "$SYSTEM_PYTHON" -m http.server --bind 0.0.0.0 --directory "$dir/www" 8080
+        bg_in_ns "${POD_NS[$node]}" "$dir/http-images.log" "$SYSTEM_PYTHON" -m http.server --bind 0.0.0.0 \
+            --directory "$dir/www" 8081
         DHCP_RANGE_FIRST=${DHCP_FIRST[$node]} DHCP_RANGE_LAST=${DHCP_LAST[$node]} \
             dnsmasq_start "${POD_NS[$node]}" "$dir/dnsmasq" || return 1
         wait_for 10 pod_http_up "$node" || { E2E_REASON="HTTP server in ${POD_NS[$node]} did not start"; return 1; }

@@ -303,6 +303,41 @@ case_bad_responses() {
     loaders_alive
 }
 
+case_shared_ip() {
+    # From: CURRENT serves ironic. A second Service, images (TCP 6180 -> 8081), shares the service IP with
+    # disjoint ports; its pod runs on the other node: one node cannot steer to both, so neither is served
+    # and an Event says why. When images' pod is on the same node, both are served from it.
+    local here=$CURRENT there
+    there=$(other "$here")
+    local images='{"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "images", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/ip": "'$E2E_SERVICE_IP'"}},
+                   "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+                            "ports": [{"name": "images", "protocol": "TCP", "port": 6180, "targetPort": 8081}]}}'
+    images_slice() {
+        echo '{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "images-x", "namespace": "'$SERVICE_NS'", "labels": {"kubernetes.io/service-name": "images"}},
+               "addressType": "IPv4", "endpoints": [{"addresses": ["'${POD_IP[$1]}'"], "conditions": {"ready": true}, "nodeName": "'$1'"}]}'
+    }
+    kapi c1 POST "$SLICE_PATH" "$(images_slice "$there")" >/dev/null || { E2E_REASON="cannot create images' slice"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$images" >/dev/null || { E2E_REASON="cannot create images"; return 1; }
+    if ! wait_for 5 eval '[[ $(events_of c1 SharedIPSplit) == *"different nodes"* ]]'; then
+        E2E_REASON="no SharedIPSplit Event: '$(events_of c1 SharedIPSplit)'"
+        return 1
+    fi
+    log "split: $(events_of c1 SharedIPSplit | head -n1)"
+    wait_for 3 eval '[ "$(arp_owner)" = silent ]' || { E2E_REASON="the shared IP is still answered by $(arp_owner)"; return 1; }
+    kapi c1 PUT "$SLICE_PATH/images-x" "$(images_slice "$here")" >/dev/null || { E2E_REASON="cannot move images"; return 1; }
+    wait_serves "$here" 5 || return 1
+    local body
+    body=$(cluster_host curl -s --max-time 1 "http://$E2E_SERVICE_IP:6180/who")
+    [ "$body" = "${POD_NAME[$here]}" ] || { E2E_REASON="images (port 6180) answered '$body'"; return 1; }
+    log "together on $here: both Services served after $TOOK s (port 6180 answered by $body)"
+    [ "$(who_serves)" = "${POD_NAME[$here]}" ] || { E2E_REASON="ironic (port 80) answered '$(who_serves)'"; return 1; }
+    kapi c1 DELETE "$SERVICE_PATH/images" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/images-x" >/dev/null
+    loaders_alive
+}
+
 case_pivot() {
     # From: both loaders on cluster c1. Cluster c2 is created with the same Service and no endpoint; node B's
     # loader is moved to c2 (a loader of each cluster on the LAN). c1's endpoint goes away and c2's becomes
@@ -416,8 +451,9 @@ run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod;
 run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner
 run_case "e. the API server away: the datapath keeps serving; the loaders catch up after a 410" case_api_outage
 run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
-run_case "g. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
-run_case "h. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
-run_case "i. every API request the loaders sent is granted by the ClusterRole in rbac.yaml" case_rbac
+run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
+run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
+run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
+run_case "j. every API request the loaders sent is granted by the ClusterRole in rbac.yaml" case_rbac
 
 finish

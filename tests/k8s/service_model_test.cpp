@@ -331,6 +331,29 @@ TEST(SharedIps, OverlapRefusesTheLaterByNamespaceName) {
     EXPECT_EQ(check_shared_ips(rev), got);
 }
 
+TEST(SharedIps, SameTargetPortOnSharedIpRefused) {
+    // Different service ports, but both lead to pod port 8080: replies could not be told apart.
+    AcceptedService ironic = svc("metal3", "ironic", "198.18.0.2", {{Protocol::Tcp, 80}});
+    ironic.ports[0].target_port = 8080;
+    AcceptedService images = svc("metal3", "images", "198.18.0.2", {{Protocol::Tcp, 6180}});
+    images.ports[0].target_port = 8080;
+    const auto got = check_shared_ips({ironic, images});
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].refused, "metal3/ironic"); // "metal3/images" sorts first
+    const std::vector<std::pair<Protocol, uint16_t>> overlap = {{Protocol::Tcp, 8080}};
+    EXPECT_EQ(got[0].overlap, overlap);
+    EXPECT_NE(got[0].reason.find("target ports (TCP 8080)"), std::string::npos) << got[0].reason;
+    // Another target port, or the same target port on another protocol or another IP, is fine.
+    images.ports[0].target_port = 8081;
+    EXPECT_TRUE(check_shared_ips({ironic, images}).empty());
+    images.ports[0].target_port = 8080;
+    images.ports[0].protocol = Protocol::Udp;
+    EXPECT_TRUE(check_shared_ips({ironic, images}).empty());
+    images.ports[0].protocol = Protocol::Tcp;
+    images.service_ip_be = ip("198.18.0.3");
+    EXPECT_TRUE(check_shared_ips({ironic, images}).empty());
+}
+
 TEST(SharedIps, AcceptedFromDecision) {
     const auto d = decide(make_service());
     const auto a = accepted(d);
