@@ -7,6 +7,12 @@
 #   env:   K8S_MOVES     how many times case c moves the pod between the nodes (default 20)
 #          E2E_KEEP_TMP  keep the temporary directory (logs, probe records) for inspection
 #
+# Cases: a. refusals with Events; b. the pod on node A (Lease, ARP, HTTP, DHCP, ingress, Event, metrics);
+# c. K8S_MOVES moves between the nodes with HTTP, DHCP and ARP probes every 10 ms (failover times measured;
+# never two ARP owners); d. SIGKILL of the owner's loader; e. the API server away, then back with 410;
+# f. malformed and unexpected API answers, 409 on renewal; g. two Services sharing the IP; h. pivot between
+# two clusters and a double claim; i. a bridge CNI; j. every recorded API request granted by rbac.yaml.
+#
 # Output is TAP-like. The cases share the topology and run in order; each says what it starts from.
 # Cases are called through run_case, which shellcheck cannot see.
 # shellcheck disable=SC2317
