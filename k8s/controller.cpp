@@ -1,15 +1,13 @@
 #include "k8s/controller.hpp"
 
 #include "loader/backend_locator.hpp"
+#include "loader/event_loop.hpp"
 #include "loader/log.hpp"
 #include "loader/netlink.hpp"
 #include "maps/system_error.hpp"
 
 #include <signal.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,53 +62,6 @@ std::string slice_owner(const json &slice) {
     return ns + "/" + service;
 }
 
-UniqueFd make_eventfd() {
-    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (fd < 0)
-        throw SystemError("eventfd", errno);
-    return UniqueFd(fd);
-}
-
-UniqueFd make_tick(std::chrono::milliseconds every) {
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (fd < 0)
-        throw SystemError("timerfd_create", errno);
-    timespec ts{static_cast<time_t>(every.count() / 1000), static_cast<long>((every.count() % 1000) * 1000000)};
-    itimerspec spec{ts, ts};
-    if (timerfd_settime(fd, 0, &spec, nullptr) != 0) {
-        ::close(fd);
-        throw SystemError("timerfd_settime", errno);
-    }
-    return UniqueFd(fd);
-}
-
-UniqueFd block_signals() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
-        throw SystemError("sigprocmask", errno);
-    int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (fd < 0)
-        throw SystemError("signalfd", errno);
-    return UniqueFd(fd);
-}
-
-void drain(const UniqueFd &fd) {
-    uint64_t buf[8];
-    while (::read(fd.get(), buf, sizeof(buf)) > 0) {
-    }
-}
-
-void add_to_epoll(const UniqueFd &epoll, int fd) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
-        throw SystemError("epoll_ctl", errno);
-}
-
 std::chrono::milliseconds renew_period(std::chrono::seconds duration) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(duration) / 3;
 }
@@ -130,7 +81,7 @@ KubernetesLoader::~KubernetesLoader() {
 void KubernetesLoader::start() {
     api_ = std::make_unique<ApiClient>(load_cluster_config(options_.kubeconfig));
     link_by_name(node_.interface); // a missing NIC is reported before the kernel is changed
-    wake_ = make_eventfd();
+    wake_ = loop::make_eventfd();
     runtime_.attach();
     auto on_change = [this](const Snapshot &) {
         wake();
@@ -156,13 +107,13 @@ bool KubernetesLoader::synced() const {
 }
 
 int KubernetesLoader::run() {
-    epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll_.valid())
-        throw SystemError("epoll_create1", errno);
-    signals_ = block_signals();
-    tick_ = make_tick(std::min<std::chrono::milliseconds>(renew_period(options_.lease_duration), kMaxTick));
+    epoll_ = loop::make_epoll();
+    signals_ = loop::signal_fd();
+    tick_ = loop::make_timer();
+    const auto tick = std::min<std::chrono::milliseconds>(renew_period(options_.lease_duration), kMaxTick);
+    loop::arm_timer(tick_, tick, tick);
     for (int fd : {signals_.get(), wake_.get(), tick_.get()})
-        add_to_epoll(epoll_, fd);
+        loop::add(epoll_, fd);
     runtime_.start([this](__be32 service_ip, const std::string &mac) {
         {
             std::lock_guard lock(conflicts_mutex_);
@@ -176,29 +127,25 @@ int KubernetesLoader::run() {
     log_info("watching", {{"iface", node_.interface}});
 
     for (;;) {
-        epoll_event ready[4];
-        int n = epoll_wait(epoll_.get(), ready, 4, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            throw SystemError("epoll_wait", errno);
-        for (int i = 0; i < n; i++) {
-            int fd = ready[i].data.fd;
+        for (int fd : loop::wait(epoll_)) {
             if (fd == signals_.get()) {
                 signalfd_siginfo info{};
-                if (::read(signals_.get(), &info, sizeof(info)) == sizeof(info)) {
-                    // The datapath stays attached and the Leases held: a restarted loader (a rolling update)
-                    // renews them before they expire, without a gap.
-                    log_info("stopping; datapath left running",
-                             {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
-                    return 0;
+                if (::read(signals_.get(), &info, sizeof(info)) != sizeof(info))
+                    continue;
+                if (info.ssi_signo == SIGHUP) {
+                    log_info("SIGHUP ignored: in Kubernetes mode the API server is the configuration");
+                    continue;
                 }
+                // The datapath stays attached and the Leases held: a restarted loader (a rolling update)
+                // renews them before they expire, without a gap.
+                log_info("stopping; datapath left running", {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
+                return 0;
             } else {
-                drain(fd == wake_.get() ? wake_ : tick_);
+                loop::drain(fd == wake_.get() ? wake_ : tick_);
             }
         }
         // One pass per wake-up, however many changes arrived: a burst of watch events costs one reconcile.
-        drain(wake_);
+        loop::drain(wake_);
         if (!synced())
             continue;
         try {

@@ -1,13 +1,11 @@
 #include "datapath_runtime.hpp"
 
+#include "event_loop.hpp"
 #include "log.hpp"
 #include "maps/system_error.hpp"
 #include "netlink.hpp"
 
 #include <bpf/libbpf.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,35 +22,8 @@ namespace {
 constexpr auto kResolutionRetry = std::chrono::milliseconds(200);
 constexpr auto kConflictLogInterval = std::chrono::seconds(10);
 
-UniqueFd make_timer() {
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (fd < 0)
-        throw SystemError("timerfd_create", errno);
-    return UniqueFd(fd);
-}
-
-void arm_timer(const UniqueFd &timer, std::chrono::milliseconds first, std::chrono::milliseconds every) {
-    auto to_timespec = [](std::chrono::milliseconds ms) {
-        return timespec{static_cast<time_t>(ms.count() / 1000), static_cast<long>((ms.count() % 1000) * 1000000)};
-    };
-    itimerspec spec{to_timespec(every), to_timespec(first)};
-    if (timerfd_settime(timer.get(), 0, &spec, nullptr) != 0)
-        throw SystemError("timerfd_settime", errno);
-}
-
-void drain(const UniqueFd &fd) {
-    uint64_t buf[64];
-    while (::read(fd.get(), buf, sizeof(buf)) > 0) {
-    }
-}
-
-void watch(const UniqueFd &epoll, int fd) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
-        throw SystemError("epoll_ctl", errno);
-}
+using loop::arm_timer;
+using loop::drain;
 
 __u64 monotonic_ns() {
     timespec ts{};
@@ -75,8 +46,8 @@ DatapathRuntime::~DatapathRuntime() {
 }
 
 void DatapathRuntime::attach() {
-    heartbeat_timer_ = make_timer();
-    announce_timer_ = make_timer();
+    heartbeat_timer_ = loop::make_timer();
+    announce_timer_ = loop::make_timer();
     LinkInfo nic = link_by_name(node_.interface);
     nic_mac_ = nic.mac;
     datapath_ = std::make_unique<Datapath>(
@@ -237,12 +208,8 @@ void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
 
 void DatapathRuntime::start(ConflictHandler on_conflict) {
     on_conflict_ = std::move(on_conflict);
-    epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll_.valid())
-        throw SystemError("epoll_create1", errno);
-    stop_ = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!stop_.valid())
-        throw SystemError("eventfd", errno);
+    epoll_ = loop::make_epoll();
+    stop_ = loop::make_eventfd();
     events_.reset(ring_buffer__new(datapath_->events_fd(), on_ring_event, this, nullptr));
     if (!events_)
         throw SystemError("ring_buffer__new", errno);
@@ -253,25 +220,23 @@ void DatapathRuntime::start(ConflictHandler on_conflict) {
             arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
     }
     for (int fd : {stop_.get(), heartbeat_timer_.get(), announce_timer_.get(), ring_buffer__epoll_fd(events_.get())})
-        watch(epoll_, fd);
-    thread_ = std::thread([this] { loop(); });
+        loop::add(epoll_, fd);
+    thread_ = std::thread([this] { serve(); });
 }
 
-void DatapathRuntime::loop() {
+void DatapathRuntime::serve() {
     for (;;) {
-        epoll_event ready[8];
-        int n = epoll_wait(epoll_.get(), ready, 8, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
+        std::vector<int> ready;
+        try {
+            ready = loop::wait(epoll_);
+        } catch (const std::exception &e) {
             // Without this thread the heartbeat goes stale and the datapath stops answering ARP: the
             // safe failure. Readiness says why.
-            log_error("datapath thread stopped", {{"error", std::strerror(errno)}});
-            status_.set_not_ready(std::string("datapath thread stopped: epoll_wait: ") + std::strerror(errno));
+            log_error("datapath thread stopped", {{"error", e.what()}});
+            status_.set_not_ready(std::string("datapath thread stopped: ") + e.what());
             return;
         }
-        for (int i = 0; i < n; i++) {
-            int fd = ready[i].data.fd;
+        for (int fd : ready) {
             if (fd == stop_.get())
                 return;
             std::lock_guard lock(mutex_);

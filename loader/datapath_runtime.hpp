@@ -70,7 +70,7 @@ private:
     void resolve_neighbour(__be32 host, __be32 service_ip);
     void report_conflict(__be32 service_ip, const __u8 *mac);
     static int on_ring_event(void *ctx, void *data, size_t size);
-    void loop();
+    void serve(); // the thread
 
     Config node_;
     LoaderStatus &status_;

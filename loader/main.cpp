@@ -2,6 +2,7 @@
 // configuration describes. See docs/config.md for the file and README.md for how it is run.
 #include "backend_locator.hpp"
 #include "config.hpp"
+#include "event_loop.hpp"
 #include "http_server.hpp"
 #include "k8s/controller.hpp"
 #include "log.hpp"
@@ -172,6 +173,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "bpfnet-loader: --metrics-address: %s\n", e.what());
         return kExitConfig;
     }
+    // Before any thread (the HTTP listener, watches) starts: they inherit the mask.
+    bpfnet::loop::block_handled_signals();
     bpfnet::set_log_level(*bpfnet::parse_log_level(level));
     bpfnet::route_library_logs();
 

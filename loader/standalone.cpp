@@ -1,12 +1,12 @@
 #include "standalone.hpp"
 
 #include "backend_locator.hpp"
+#include "event_loop.hpp"
 #include "log.hpp"
 #include "maps/system_error.hpp"
 #include "netlink.hpp"
 
 #include <signal.h>
-#include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -17,28 +17,6 @@
 namespace bpfnet {
 
 namespace {
-
-void watch(const UniqueFd &epoll, int fd) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
-        throw SystemError("epoll_ctl", errno);
-}
-
-UniqueFd block_signals() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0)
-        throw SystemError("sigprocmask", errno);
-    int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (fd < 0)
-        throw SystemError("signalfd", errno);
-    return UniqueFd(fd);
-}
 
 // Editors and ConfigMap updates replace the file rather than write it: watch the directory.
 UniqueFd watch_config_dir(const std::string &config_path) {
@@ -143,27 +121,18 @@ void StandaloneLoader::reload_failed(const std::string &reason) {
 }
 
 int StandaloneLoader::run() {
-    epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll_.valid())
-        throw SystemError("epoll_create1", errno);
-    signals_ = block_signals();
+    epoll_ = loop::make_epoll();
+    signals_ = loop::signal_fd();
     inotify_ = watch_config_dir(config_path_);
     for (int fd : {signals_.get(), inotify_.get()})
-        watch(epoll_, fd);
+        loop::add(epoll_, fd);
     runtime_.start();
     // start() attached and reconciled; with the heartbeat and the event consumer running, it serves.
     status_.set_ready();
     log_info("serving", {{"iface", config_.interface}, {"service_ip", format_ipv4(config_.service_ip_be)}});
 
     for (;;) {
-        epoll_event ready[8];
-        int n = epoll_wait(epoll_.get(), ready, 8, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            throw SystemError("epoll_wait", errno);
-        for (int i = 0; i < n; i++) {
-            int fd = ready[i].data.fd;
+        for (int fd : loop::wait(epoll_)) {
             if (fd == signals_.get()) {
                 signalfd_siginfo info{};
                 while (::read(signals_.get(), &info, sizeof(info)) == sizeof(info)) {
