@@ -190,20 +190,19 @@ service_json() {
 EOF
 }
 
-# slice_json NODE|none [READY]: the Service's EndpointSlice with the pod on NODE (ready unless READY=false), or
-# no endpoint at all.
+# slice_json NODE|none [READY [SERVICE [IP]]]: the EndpointSlice SERVICE-abcde of SERVICE (default the Ironic
+# Service) with one endpoint, IP (default the pod of NODE) on NODE, ready unless READY=false; or no endpoint.
 slice_json() {
-    local node=$1 ready=${2:-true} endpoints="[]"
+    local node=$1 ready=${2:-true} service=${3:-$SERVICE_NAME} endpoints="[]"
     if [ "$node" != none ]; then
-        endpoints='[{"addresses": ["'${POD_IP[$node]}'"], "conditions": {"ready": '$ready'}, "nodeName": "'$node'",
-                     "targetRef": {"kind": "Pod", "namespace": "'$SERVICE_NS'", "name": "'${POD_NAME[$node]}'"}}]'
+        local ip=${4:-${POD_IP[$node]}}
+        endpoints='[{"addresses": ["'$ip'"], "conditions": {"ready": '$ready'}, "nodeName": "'$node'"}]'
     fi
     cat <<EOF
 {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
- "metadata": {"name": "$SERVICE_NAME-abcde", "namespace": "$SERVICE_NS",
-              "labels": {"kubernetes.io/service-name": "$SERVICE_NAME"}},
- "addressType": "IPv4", "endpoints": $endpoints,
- "ports": [{"name": "http", "protocol": "TCP", "port": 8080}, {"name": "dhcp", "protocol": "UDP", "port": 67}]}
+ "metadata": {"name": "$service-abcde", "namespace": "$SERVICE_NS",
+              "labels": {"kubernetes.io/service-name": "$service"}},
+ "addressType": "IPv4", "endpoints": $endpoints}
 EOF
 }
 

@@ -51,9 +51,10 @@ def udp_frame(src_mac, payload, src_ip="0.0.0.0", dst_ip="255.255.255.255", spor
     return b"\xff" * 6 + src_mac + struct.pack("!H", ETH_P_IP) + ip + udp
 
 
-def bootp(mac, hops=0, xid=None, msg_type=1):
+def bootp(mac, hops=0, xid=None, msg_type=1, flags=0):
+    """A BOOTREQUEST with DHCP message type msg_type, and its xid (random unless given)."""
     xid = xid if xid is not None else struct.unpack("!I", os.urandom(4))[0]
-    head = struct.pack("!BBBBIHH", 1, 1, 6, hops, xid, 0, 0) + b"\0" * 16 + mac + b"\0" * 10
+    head = struct.pack("!BBBBIHH", 1, 1, 6, hops, xid, 0, flags) + b"\0" * 16 + mac + b"\0" * 10
     head += b"\0" * 64 + b"\0" * 128
     options = DHCP_COOKIE + bytes([53, 1, msg_type, 55, 3, 1, 3, 54, 255])
     return head + options + b"\0" * 8, xid

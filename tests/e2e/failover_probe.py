@@ -25,7 +25,6 @@ Run the probe inside the network namespace of IFACE (ip netns exec NS failover_p
 """
 import argparse
 import json
-import os
 import random
 import select
 import socket
@@ -35,9 +34,8 @@ import sys
 import threading
 import time
 
-ETH_P_IP = 0x0800
-SIOCGIFHWADDR = 0x8927
-DHCP_COOKIE = b"\x63\x82\x53\x63"
+from dhcp_send import ETH_P_IP, bootp, interface_mac, udp_frame
+
 # A try that gets no answer gives up after this long; on this LAN an answer takes a few milliseconds.
 TIMEOUT = 0.1
 LOCK = threading.Lock()
@@ -49,34 +47,10 @@ def emit(line):
         sys.stdout.flush()
 
 
-def checksum(data):
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
-def interface_mac(iface):
-    import fcntl
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        return fcntl.ioctl(s.fileno(), SIOCGIFHWADDR, struct.pack("256s", iface.encode()[:15]))[18:24]
-
-
 def discover_frame(mac, xid):
-    bootp = struct.pack("!BBBBIHH4s4s4s4s16s64s128s", 1, 1, 6, 0, xid, 0, 0x8000, b"\0" * 4, b"\0" * 4,
-                        b"\0" * 4, b"\0" * 4, mac + b"\0" * 10, b"\0" * 64, b"\0" * 128)
-    options = DHCP_COOKIE + bytes([53, 1, 1, 255])
-    payload = bootp + options
-    udp_len = 8 + len(payload)
-    src, dst = b"\0" * 4, b"\xff" * 4
-    pseudo = src + dst + struct.pack("!BBH", 0, 17, udp_len)
-    udp = struct.pack("!HHHH", 68, 67, udp_len, 0) + payload
-    udp = udp[:6] + struct.pack("!H", checksum(pseudo + udp) or 0xFFFF) + udp[8:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, 0, 0, 64, 17, 0, src, dst)
-    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
-    return b"\xff" * 6 + mac + struct.pack("!H", ETH_P_IP) + ip + udp
+    """A broadcast DHCPDISCOVER with the broadcast flag set (dhcp_send.py builds it)."""
+    message, _ = bootp(mac, xid=xid, flags=0x8000)
+    return udp_frame(mac, message)
 
 
 def offer_yiaddr(frame, xid):
@@ -87,10 +61,10 @@ def offer_yiaddr(frame, xid):
     udp = 14 + ihl
     if struct.unpack("!H", frame[udp + 2:udp + 4])[0] != 68:
         return None
-    bootp = frame[udp + 8:]
-    if len(bootp) < 240 or bootp[0] != 2 or struct.unpack("!I", bootp[4:8])[0] != xid:
+    message = frame[udp + 8:]
+    if len(message) < 240 or message[0] != 2 or struct.unpack("!I", message[4:8])[0] != xid:
         return None
-    opts = bootp[240:]
+    opts = message[240:]
     i = 0
     while i < len(opts) and opts[i] != 255:
         if opts[i] == 0:
@@ -100,7 +74,7 @@ def offer_yiaddr(frame, xid):
             break
         code, length = opts[i], opts[i + 1]
         if code == 53 and length == 1 and i + 2 < len(opts) and opts[i + 2] == 2:
-            return socket.inet_ntoa(bootp[16:20])
+            return socket.inet_ntoa(message[16:20])
         i += 2 + length
     return None
 

@@ -319,12 +319,7 @@ case_shared_ip() {
                    "metadata": {"name": "images", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/ip": "'$E2E_SERVICE_IP'"}},
                    "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
                             "ports": [{"name": "images", "protocol": "TCP", "port": 6180, "targetPort": 8081}]}}'
-    images_slice() {
-        echo '{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-               "metadata": {"name": "images-x", "namespace": "'$SERVICE_NS'", "labels": {"kubernetes.io/service-name": "images"}},
-               "addressType": "IPv4", "endpoints": [{"addresses": ["'${POD_IP[$1]}'"], "conditions": {"ready": true}, "nodeName": "'$1'"}]}'
-    }
-    kapi c1 POST "$SLICE_PATH" "$(images_slice "$there")" >/dev/null || { E2E_REASON="cannot create images' slice"; return 1; }
+    kapi c1 POST "$SLICE_PATH" "$(slice_json "$there" true images)" >/dev/null || { E2E_REASON="cannot create images' slice"; return 1; }
     kapi c1 POST "$SERVICE_PATH" "$images" >/dev/null || { E2E_REASON="cannot create images"; return 1; }
     if ! wait_for 5 eval '[[ $(events_of c1 SharedIPSplit) == *"different nodes"* ]]'; then
         E2E_REASON="no SharedIPSplit Event: '$(events_of c1 SharedIPSplit)'"
@@ -332,7 +327,7 @@ case_shared_ip() {
     fi
     log "split: $(events_of c1 SharedIPSplit | head -n1)"
     wait_for 3 eval '[ "$(arp_owner)" = silent ]' || { E2E_REASON="the shared IP is still answered by $(arp_owner)"; return 1; }
-    kapi c1 PUT "$SLICE_PATH/images-x" "$(images_slice "$here")" >/dev/null || { E2E_REASON="cannot move images"; return 1; }
+    kapi c1 PUT "$SLICE_PATH/images-abcde" "$(slice_json "$here" true images)" >/dev/null || { E2E_REASON="cannot move images"; return 1; }
     wait_serves "$here" 5 || return 1
     local body
     body=$(cluster_host curl -s --max-time 1 "http://$E2E_SERVICE_IP:6180/who")
@@ -340,7 +335,7 @@ case_shared_ip() {
     log "together on $here: both Services served after $TOOK s (port 6180 answered by $body)"
     [ "$(who_serves)" = "${POD_NAME[$here]}" ] || { E2E_REASON="ironic (port 80) answered '$(who_serves)'"; return 1; }
     kapi c1 DELETE "$SERVICE_PATH/images" >/dev/null
-    kapi c1 DELETE "$SLICE_PATH/images-x" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/images-abcde" >/dev/null
     loaders_alive
 }
 
@@ -404,10 +399,7 @@ case_bridge_cni() {
     ip -n "$ns" addr add "$ip/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" route add default via 198.18.102.1
-    local slice='{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                  "metadata": {"name": "'$SERVICE_NAME'-abcde", "namespace": "'$SERVICE_NS'", "labels": {"kubernetes.io/service-name": "'$SERVICE_NAME'"}},
-                  "addressType": "IPv4", "endpoints": [{"addresses": ["'$ip'"], "conditions": {"ready": true}, "nodeName": "node-b"}]}'
-    kapi c2 PUT "$SLICE_PATH/$SERVICE_NAME-abcde" "$slice" >/dev/null || { E2E_REASON="cannot write the slice"; return 1; }
+    kapi c2 PUT "$SLICE_PATH/$SERVICE_NAME-abcde" "$(slice_json node-b true "$SERVICE_NAME" "$ip")" >/dev/null || { E2E_REASON="cannot write the slice"; return 1; }
     if ! wait_for 5 eval '[[ $(events_of c2 BackendNotFound) == *"bridge cni0"* ]]'; then
         E2E_REASON="no BackendNotFound Event naming the bridge: '$(events_of c2 BackendNotFound)'"
         return 1
