@@ -453,6 +453,11 @@ Snapshot Watcher::snapshot() const {
     return snapshot_;
 }
 
+void Watcher::read(const std::function<void(const Snapshot &)> &read) const {
+    std::lock_guard lock(mutex_);
+    read(snapshot_);
+}
+
 std::chrono::milliseconds Watcher::backoff(unsigned attempt) const {
     const double base = static_cast<double>(options_.initial_backoff.count()) *
                         std::pow(2.0, static_cast<double>(std::min(attempt, 30u)));
@@ -513,6 +518,7 @@ bool Watcher::list() {
         snapshot_ = std::move(fresh);
         rv_ = *rv;
     }
+    ++stats_.listed;
     log_debug("k8s listed", {{"path", collection_}, {"resourceVersion", *rv}});
     deliver();
     return true;

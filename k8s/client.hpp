@@ -160,7 +160,8 @@ struct WatchOptions {
 };
 
 struct WatchStats {
-    std::atomic<std::uint64_t> lists{0};
+    std::atomic<std::uint64_t> lists{0};   // list requests started
+    std::atomic<std::uint64_t> listed{0};  // lists that replaced the state (the watch is synced once this is > 0)
     std::atomic<std::uint64_t> watches{0}; // watch requests started
     std::atomic<std::uint64_t> events{0};  // ADDED/MODIFIED/DELETED applied
     std::atomic<std::uint64_t> bookmarks{0};
@@ -186,7 +187,14 @@ public:
     void run();   // the loop itself, until stop()
 
     std::string resource_version() const;
+    // At least one list succeeded: the state is the API server's, not merely empty.
+    bool synced() const { return stats_.listed > 0; }
+    // Changes whenever the state may have changed (a list, an applied event).
+    std::uint64_t generation() const { return stats_.listed + stats_.events; }
     Snapshot snapshot() const;
+    // Calls read with the current state under the watcher's lock, without copying it: for callers that need a
+    // small part of a large collection. read must be quick and must not call back into the watcher.
+    void read(const std::function<void(const Snapshot &)> &read) const;
     const WatchStats &stats() const { return stats_; }
 
     // Delay before attempt number `attempt` (0-based) of a failing sequence; exposed for tests.

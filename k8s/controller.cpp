@@ -102,8 +102,10 @@ void KubernetesLoader::wake() {
         log_error("cannot wake the main loop", {{"error", std::strerror(errno)}});
 }
 
+// Until every watch has listed once, an empty state means "not known yet", not "no Services": a loader that
+// restarts while the API server is away keeps serving what the maps hold.
 bool KubernetesLoader::synced() const {
-    return services_->stats().lists > 0 && slices_->stats().lists > 0 && leases_->stats().lists > 0;
+    return services_->synced() && slices_->synced() && leases_->synced();
 }
 
 int KubernetesLoader::run() {
@@ -142,6 +144,8 @@ int KubernetesLoader::run() {
                 return 0;
             } else {
                 loop::drain(fd == wake_.get() ? wake_ : tick_);
+                if (fd == tick_.get())
+                    recheck_maps_ = true;
             }
         }
         // One pass per wake-up, however many changes arrived: a burst of watch events costs one reconcile.
@@ -158,8 +162,15 @@ int KubernetesLoader::run() {
 
 void KubernetesLoader::reconcile() {
     const auto now = Clock::now();
-    const Snapshot services = services_->snapshot();
-    const Snapshot slices = slices_->snapshot();
+    // Only what concerns our Services is copied out of the watches: a cluster has many Services and
+    // EndpointSlices, and a burst of changes to them must not cost a copy of everything per pass.
+    const Snapshot &services = our_services();
+    Snapshot slices;
+    slices_->read([&](const Snapshot &all) {
+        for (const auto &[key, object] : all)
+            if (services.contains(slice_owner(object)))
+                slices.emplace(key, object);
+    });
     const Snapshot leases = leases_->snapshot();
 
     forget_unseen_leases(leases);
@@ -188,13 +199,19 @@ void KubernetesLoader::reconcile() {
         specs.push_back(std::move(spec));
     }
 
-    // Deactivate first, release after: the next owner never overlaps with this node.
-    auto applied = runtime_.apply(node_, specs);
-    if (applied.report.upserts + applied.report.removals > 0)
-        log_info("maps reconciled", {{"writes", std::to_string(applied.report.upserts)},
-                                     {"removals", std::to_string(applied.report.removals)},
-                                     {"serving", std::to_string(serving.size())},
-                                     {"services", std::to_string(candidates.size())}});
+    // Deactivate first, release after: the next owner never overlaps with this node. The maps are compared
+    // with the desired state on every tick (repairing any drift) and whenever that state changed; a burst of
+    // watch events that changes nothing here costs no map reads.
+    if (recheck_maps_ || specs != applied_specs_) {
+        auto applied = runtime_.apply(node_, specs);
+        applied_specs_ = specs;
+        recheck_maps_ = false;
+        if (applied.report.upserts + applied.report.removals > 0)
+            log_info("maps reconciled", {{"writes", std::to_string(applied.report.upserts)},
+                                         {"removals", std::to_string(applied.report.removals)},
+                                         {"serving", std::to_string(serving.size())},
+                                         {"services", std::to_string(candidates.size())}});
+    }
     release_leases(serving, leases);
 
     for (const Candidate &candidate : candidates)
@@ -212,6 +229,31 @@ void KubernetesLoader::reconcile() {
         status_.set_ready();
         log_info("serving", {{"iface", node_.interface}, {"services", std::to_string(candidates.size())}});
     }
+}
+
+// The Services of our class (accepted or refused), recomputed only when the Service watch changed, and then
+// deciding again only the Services whose resourceVersion changed.
+const Snapshot &KubernetesLoader::our_services() {
+    const std::uint64_t generation = services_->generation();
+    if (generation == services_generation_)
+        return our_services_;
+    services_generation_ = generation;
+    our_services_.clear();
+    std::map<std::string, std::pair<std::string, bool>> seen;
+    services_->read([&](const Snapshot &all) {
+        for (const auto &[key, object] : all) {
+            std::string rv = resource_version(object);
+            auto cached = class_cache_.find(key);
+            bool ours = cached != class_cache_.end() && cached->second.first == rv && !rv.empty()
+                            ? cached->second.second
+                            : decide_service(object, options_.policy).outcome != ServiceDecision::Outcome::Ignored;
+            seen.emplace(key, std::make_pair(std::move(rv), ours));
+            if (ours)
+                our_services_.emplace(key, object);
+        }
+    });
+    class_cache_ = std::move(seen);
+    return our_services_;
 }
 
 std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(const Snapshot &services) {

@@ -73,6 +73,7 @@ private:
     void wake();
     bool synced() const;
     void reconcile();
+    const Snapshot &our_services();
     std::vector<Candidate> accepted_services(const Snapshot &services);
     void find_endpoints(std::vector<Candidate> &candidates, const Snapshot &slices);
     void keep_shared_ips_together(std::vector<Candidate> &candidates);
@@ -115,6 +116,11 @@ private:
     std::map<std::string, std::string> posted_;     // "service key|reason" -> note of the last such Event
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
     std::set<std::string> serving_;                 // service keys served here after the last pass
+    std::vector<ServiceSpec> applied_specs_;        // what the maps were last brought to
+    bool recheck_maps_ = true;                      // compare the maps with applied_specs_ on the next pass
+    Snapshot our_services_;                         // Services of our class, as of services_generation_
+    std::uint64_t services_generation_ = ~std::uint64_t{0};
+    std::map<std::string, std::pair<std::string, bool>> class_cache_; // key -> (resourceVersion, of our class)
     bool ready_reported_ = false;
 
     // For /metrics (read on an HTTP worker thread).

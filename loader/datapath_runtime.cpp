@@ -62,7 +62,15 @@ void DatapathRuntime::attach() {
     status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
     // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
     // the LAN is told so even though the maps already mark the service IP active.
-    announce_all_on_first_apply_ = !heartbeat_fresh();
+    // A fresh heartbeat means a loader confirmed this state moments ago (a restart, an upgrade): keeping it
+    // fresh keeps the service IPs answered even if this process cannot reconcile yet (an API server that is
+    // away). A stale one is not revived before this process has decided the state itself (first apply()).
+    bool fresh = heartbeat_fresh();
+    announce_all_on_first_apply_ = !fresh;
+    if (fresh) {
+        heartbeat_running_ = true;
+        write_heartbeat();
+    }
 }
 
 bool DatapathRuntime::heartbeat_fresh() {
@@ -115,10 +123,8 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
         hooked_.erase(ifindex);
     }
 
-    // The heartbeat starts only once the maps hold what this process decided: a restarted loader must not
-    // revive a stale datapath's ARP answers for a state it has not confirmed yet.
-    if (!applied_once_) {
-        applied_once_ = true;
+    if (!heartbeat_running_) {
+        heartbeat_running_ = true;
         write_heartbeat();
     }
     applied.announced = applied.report.activated;
@@ -243,7 +249,7 @@ void DatapathRuntime::serve() {
             try {
                 if (fd == heartbeat_timer_.get()) {
                     drain(heartbeat_timer_);
-                    if (applied_once_)
+                    if (heartbeat_running_)
                         write_heartbeat();
                 } else if (fd == announce_timer_.get()) {
                     drain(announce_timer_);

@@ -42,7 +42,7 @@ public:
     DatapathRuntime &operator=(const DatapathRuntime &) = delete;
 
     // Attaches (or adopts) the datapath and publishes its maps. Throws with nothing half attached. The
-    // heartbeat starts with the first apply().
+    // heartbeat goes on at once when it was fresh (a restart), else it starts with the first apply().
     void attach();
     // Starts the heartbeat, announcement and event thread.
     void start(ConflictHandler on_conflict = {});
@@ -78,8 +78,8 @@ private:
     std::optional<ArpSender> arp_;
     MacAddress nic_mac_{};
     bool announce_all_on_first_apply_ = false;
-    bool applied_once_ = false;
-    std::set<int> hooked_; // backend veths whose pod hook this process attached or adopted
+    bool heartbeat_running_ = false; // written every interval: from attach() when it was fresh, else from apply()
+    std::set<int> hooked_;           // backend veths whose pod hook this process attached or adopted
     ConflictHandler on_conflict_;
 
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread

@@ -35,6 +35,8 @@ struct BackendLocation {
     MacAddress pod_mac{};
     MacAddress host_mac{};
     bool redirect_peer = false;
+
+    bool operator==(const BackendLocation &) const = default;
 };
 
 struct DesiredState {
@@ -50,6 +52,8 @@ struct ServiceSpec {
     std::vector<PortRule> ports;
     __be32 backend_ip_be = 0;                // 0: no backend here
     std::optional<BackendLocation> location; // set exactly when backend_ip_be is
+
+    bool operator==(const ServiceSpec &) const = default;
 };
 
 // A service IP is active (answers ARP) exactly when a backend is located on this node; without one the

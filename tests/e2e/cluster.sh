@@ -237,7 +237,8 @@ events_of() {
 
 k8s_loader_serving() { grep -q 'msg=serving ' "${K8S_LOADER_LOG[$1]}" 2>/dev/null || pid_gone "${K8S_LOADER_PID[$1]}"; }
 
-# k8s_loader_start NODE NAME LOG [ARGS...]: the loader on NODE against stand-in NAME, in the background.
+# k8s_loader_start NODE NAME LOG [ARGS...]: the loader on NODE against stand-in NAME, in the background; waits
+# until it serves unless K8S_NO_WAIT is set.
 k8s_loader_start() {
     local node=$1 name=$2 logfile=$3
     shift 3
@@ -250,6 +251,7 @@ k8s_loader_start() {
         >"$logfile" 2>&1 &
     K8S_LOADER_PID[$node]=$!
     E2E_PIDS+=("$!")
+    [ -n "${K8S_NO_WAIT:-}" ] && return 0
     if ! wait_for 15 k8s_loader_serving "$node" || pid_gone "${K8S_LOADER_PID[$node]}"; then
         E2E_REASON="loader on $node did not serve: $(tail -n 5 "$logfile" | tr '\n' ' ')"
         return 1

@@ -222,9 +222,9 @@ case_sigkill_owner() {
 
 case_api_outage() {
     # From: CURRENT serves. The API server goes away (every loader request cut off) for longer than the
-    # Lease and the heartbeat timeout: the datapath keeps serving. Meanwhile the pod moves and the history is
-    # compacted, so the loaders' re-watch gets 410 Gone. When it is back, both catch up, with never two ARP
-    # owners.
+    # Lease and the heartbeat timeout: the datapath keeps serving, also after the owner's loader restarts.
+    # Meanwhile the pod moves and the history is compacted, so the other loader's re-watch gets 410 Gone.
+    # When it is back, both catch up, with never two ARP owners.
     local before=$CURRENT next
     next=$(other "$before")
     kapi c1 POST /_test/offline '{"on": true}' >/dev/null || { E2E_REASON="cannot take the stand-in offline"; return 1; }
@@ -237,6 +237,19 @@ case_api_outage() {
     done
     [ "$failures" = 0 ] || { E2E_REASON="$failures of $tries requests failed while the API server was away"; return 1; }
     log "API server away $((HEARTBEAT_TIMEOUT_S + 3)) s: all $tries requests answered by ${POD_NAME[$before]}"
+    # A rolling update of the owner's loader while the API server is still away: the new loader cannot list,
+    # and the datapath goes on serving past the heartbeat timeout.
+    k8s_loader_stop "$before"
+    K8S_NO_WAIT=1 k8s_loader_start "$before" c1 "$LOGS/loader-$before-during-outage.log"
+    t0=$(date +%s)
+    while [ $(($(date +%s) - t0)) -lt $((HEARTBEAT_TIMEOUT_S + 2)) ]; do
+        tries=$((tries + 1))
+        [ "$(who_serves)" = "${POD_NAME[$before]}" ] || failures=$((failures + 1))
+        sleep 0.2
+    done
+    [ "$failures" = 0 ] || { E2E_REASON="$failures requests failed after the loader restarted during the outage"; return 1; }
+    grep -q 'msg=serving ' "${K8S_LOADER_LOG[$before]}" && { E2E_REASON="the restarted loader reconciled without an API server"; return 1; }
+    log "the owner's loader restarted during the outage: still served ($tries requests in all)"
     set_slice c1 "$next" || { E2E_REASON="cannot move the pod"; return 1; }
     CURRENT=$next
     kapi c1 POST /_test/compact '{}' >/dev/null
@@ -247,17 +260,17 @@ case_api_outage() {
     kapi c1 POST /_test/offline '{"on": false}' >/dev/null
     # The watches reconnect with backoff (at most 30 s between tries).
     wait_serves "$next" 40 || return 1
+    wait_for 10 k8s_loader_serving "$before" || { E2E_REASON="the restarted loader never reconciled"; return 1; }
     log "API server back (history compacted, the pod moved meanwhile): $next serves after $TOOK s"
     stop_pid "$prober"
     local double
     double=$(grep -c 'answered .*,' "$arp")
     [ "$double" = 0 ] || { E2E_REASON="$double who-has answered by both nodes while catching up"; return 1; }
-    local node expired
-    for node in "${NODES[@]}"; do
-        expired=$(node_metric "$node" 'bpfnet_k8s_watch_expired_total{resource="endpointslices"}')
-        [ "${expired:-0}" -ge 1 ] && grep -q '410 Gone\|resourceVersion expired' "${K8S_LOADER_LOG[$node]}" ||
-            { E2E_REASON="the loader on $node did not see a 410 on re-watch (expired metric '$expired')"; return 1; }
-    done
+    # The loader that ran through the outage re-watched from its old resourceVersion: 410, re-list.
+    local expired
+    expired=$(node_metric "$next" 'bpfnet_k8s_watch_expired_total{resource="endpointslices"}')
+    [ "${expired:-0}" -ge 1 ] && grep -q '410 Gone\|resourceVersion expired' "${K8S_LOADER_LOG[$next]}" ||
+        { E2E_REASON="the loader on $next did not see a 410 on re-watch (expired metric '$expired')"; return 1; }
     [ "$(lease_holder c1)" = "$next" ] || { E2E_REASON="lease holder '$(lease_holder c1)'"; return 1; }
     loaders_alive
 }
@@ -446,7 +459,7 @@ run_case "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTT
 run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case_moves
 [ -n "$MOVES_JSON" ] && log "failover: $MOVES_JSON"
 run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner
-run_case "e. the API server away: the datapath keeps serving; the loaders catch up after a 410" case_api_outage
+run_case "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case_api_outage
 run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
 run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
 run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
