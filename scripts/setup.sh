@@ -16,6 +16,8 @@ packages=(
   libcpp-httplib-dev prometheus
   # Kubernetes mode: the manifest test (PyYAML from Debian)
   python3-yaml
+  # the kernel matrix (tests/vm): QEMU, and the tools that build the guest's initramfs
+  qemu-system-x86 cpio kmod xz-utils
 )
 
 if [ "$(id -u)" -ne 0 ]; then

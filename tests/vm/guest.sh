@@ -1,0 +1,87 @@
+#!/bin/bash
+# Runs inside a VM of the kernel matrix (tests/vm/run.sh), chrooted into the host's root (read-only, over
+# 9p): the same test binaries and scripts, the same dnsmasq and clients as the host tier, on another kernel.
+# Prints one line per result, which run.sh collects:
+#   KERNEL <uname -r>
+#   PROBE <name> <value> [detail]       what this kernel offers (the loader's choices depend on it)
+#   RESULT <suite> pass|fail|skip <seconds> [reason]
+#   DONE
+#   usage: guest.sh REPO SUITES        SUITES: comma-separated bpf, e2e_<name> (a tests/e2e/test_<name>.sh)
+set -u
+repo=$1
+suites=${2:-bpf}
+build=$repo/build
+log=/tmp/vm-logs
+mkdir -p "$log"
+echo "KERNEL $(uname -r)"
+ip link set lo up
+
+now() { date +%s.%N; }
+took() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# libxdp's multi-program dispatcher needs freplace; xdp-loader tells whether it got one on a veth.
+probe_dispatcher() {
+    local obj=$build/tests/e2e/xdp_pass.bpf.o
+    if ! ip netns add vmprobe; then
+        echo "PROBE dispatcher unknown (ip netns add failed)"
+        ls -l /proc/1/ns/net /proc/self/ns/net 2>&1 | sed 's/^/# /'
+        grep -E ' /(proc|run|sys) ' /proc/mounts | sed 's/^/# /'
+        return
+    fi
+    ip -n vmprobe link add p0 type veth peer name p1
+    ip -n vmprobe link set p0 up
+    ip -n vmprobe link set p1 up
+    local out
+    out=$(nsenter --net=/run/netns/vmprobe xdp-loader load -m native p0 "$obj" 2>&1 &&
+        nsenter --net=/run/netns/vmprobe xdp-loader status p0 2>&1)
+    if echo "$out" | grep -q xdp_dispatcher; then
+        echo "PROBE dispatcher available"
+    else
+        echo "PROBE dispatcher unavailable $(echo "$out" | grep -iE 'fall|error|not supp|fail' | head -n1 | tr -s ' ')"
+        echo "$out" | head -n 12 | sed 's/^/# xdp-loader: /'
+    fi
+    ip netns del vmprobe
+}
+
+run_bpf() {
+    local t0 rc b
+    for b in "$repo/build" "$repo/build-clang16"; do
+        [ -x "$b/tests/bpf/bpf_tests" ] || continue
+        t0=$(now)
+        (cd /tmp && "$b/tests/bpf/bpf_tests" --gtest_brief=1) >"$log/bpf-$(basename "$b").log" 2>&1
+        rc=$?
+        local name=bpf_${b##*/}
+        if [ $rc = 0 ]; then
+            echo "RESULT $name pass $(took "$t0") $(grep -c '^\[  SKIPPED' "$log/bpf-$(basename "$b").log") skipped rows"
+        else
+            echo "RESULT $name fail $(took "$t0") $(grep -m3 '^\[  FAILED' "$log/bpf-$(basename "$b").log" | tr '\n' ' ')"
+            sed 's/^/# /' "$log/bpf-$(basename "$b").log" | grep -B2 -A12 'Failure' | head -n 60
+        fi
+    done
+}
+
+run_e2e() {
+    local name=$1 script=$repo/tests/e2e/test_${1#e2e_}.sh t0 rc
+    t0=$(now)
+    XDP_PASS_OBJ=$build/tests/e2e/xdp_pass.bpf.o bash "$script" "$build/loader/bpfnet-loader" >"$log/$name.log" 2>&1
+    rc=$?
+    case $rc in
+    0) echo "RESULT $name pass $(took "$t0") $(tail -n1 "$log/$name.log")" ;;
+    77) echo "RESULT $name skip $(took "$t0") $(grep -m1 -iE 'skip' "$log/$name.log" | tr -s ' ')" ;;
+    *)
+        echo "RESULT $name fail $(took "$t0") $(grep -m3 '^not ok' "$log/$name.log" | tr '\n' ' ')"
+        tail -n 40 "$log/$name.log" | sed 's/^/# /'
+        ;;
+    esac
+}
+
+probe_dispatcher
+IFS=, read -ra list <<<"$suites"
+for suite in "${list[@]}"; do
+    case $suite in
+    bpf) run_bpf ;;
+    e2e_*) run_e2e "$suite" ;;
+    *) echo "RESULT $suite fail 0 unknown suite" ;;
+    esac
+done
+echo DONE

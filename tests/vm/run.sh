@@ -1,0 +1,167 @@
+#!/bin/bash
+# The kernel matrix: boots each kernel of the matrix in QEMU (TCG; KVM with BPFNET_VM_ACCEL=kvm) with the
+# host's root shared read-only, and runs the project's suites inside (tests/vm/guest.sh): the same test
+# binaries, scripts and real software as the host tier, on another kernel. Reports per kernel what passed,
+# failed or was skipped (with the reason) and what the kernel offers; exits 1 if anything failed on any
+# kernel, 2 on a usage or set-up error.
+#
+#   usage: tests/vm/run.sh [--kernels "6.1 6.12"] [--suites bpf,e2e_steering] [--build DIR]
+#   env:   BPFNET_VM_CACHE  where kernel packages, unpacked kernels and initramfs images are kept
+#                           (default /var/cache/bpfnet-vm); a warm cache downloads nothing
+#          BPFNET_VM_TIMEOUT seconds one guest may run (default 2400)
+#          BPFNET_VM_ACCEL   tcg (default) or kvm
+#
+# Kernels are Debian packages: "6.1" is the newest linux-image-6.1.0-N-amd64-unsigned, "6.12" the newest
+# linux-image-6.12.N+deb12-amd64-unsigned that apt knows. The build tree must have been built (scripts/test.sh
+# or cmake) before; the guest only runs it.
+set -uo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+kernels="6.1 6.12"
+suites="bpf,e2e_steering,e2e_coexist"
+build=$repo/build
+while [ $# -gt 0 ]; do
+    case $1 in
+    --kernels) kernels=$2; shift 2 ;;
+    --suites) suites=$2; shift 2 ;;
+    --build) build=$(realpath "$2"); shift 2 ;;
+    *) echo "usage: $0 [--kernels \"6.1 6.12\"] [--suites bpf,e2e_NAME,...] [--build DIR]" >&2; exit 2 ;;
+    esac
+done
+cache=${BPFNET_VM_CACHE:-/var/cache/bpfnet-vm}
+timeout_s=${BPFNET_VM_TIMEOUT:-2400}
+out=$(mktemp -d /tmp/bpfnet-vm.XXXXXX)
+mkdir -p "$cache"
+for tool in qemu-system-x86_64 cpio modinfo dpkg-deb apt-get; do
+    command -v "$tool" >/dev/null || { echo "vm: $tool is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
+done
+[ -x "$build/tests/bpf/bpf_tests" ] || { echo "vm: $build is not built" >&2; exit 2; }
+
+log() { echo "# [vm] $*"; }
+
+# package_for SERIES: the newest Debian kernel image package of SERIES.
+package_for() {
+    local pattern
+    case $1 in
+    6.1) pattern='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' ;;
+    6.12) pattern='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' ;;
+    *) return 1 ;;
+    esac
+    apt-cache pkgnames linux-image-6 | grep -E "$pattern" | sort -V | tail -n1
+}
+
+# fetch PACKAGE: the unpacked package in $cache/PACKAGE (downloaded and unpacked once).
+fetch() {
+    local pkg=$1
+    if [ ! -d "$cache/$pkg/boot" ]; then
+        log "downloading $pkg"
+        (cd "$cache" && rm -f "$pkg"_*.deb && apt-get download "$pkg" >/dev/null 2>&1) || return 1
+        rm -rf "$cache/$pkg.tmp"
+        dpkg-deb -x "$cache/$pkg"_*.deb "$cache/$pkg.tmp" || return 1
+        mv "$cache/$pkg.tmp" "$cache/$pkg"
+        rm -f "$cache/$pkg"_*.deb
+    fi
+}
+
+# The modules the guest needs, with everything they depend on, in load order.
+WANTED="virtio virtio_ring virtio_pci netfs fscache 9pnet 9pnet_virtio 9p veth sch_ingress cls_bpf act_bpf bridge"
+
+module_file() { find "$1" -name "$2.ko" -o -name "$2.ko.xz" -o -name "$2.ko.zst" | head -n1; }
+
+# add_module TREE NAME: appends NAME (after its dependencies) to ORDER, once.
+declare -A ADDED
+ORDER=()
+add_module() {
+    local tree=$1 name=${2//-/_} file dep
+    [ -n "${ADDED[$name]:-}" ] && return 0
+    ADDED[$name]=1
+    file=$(module_file "$tree" "$name")
+    [ -n "$file" ] || return 0 # built in
+    for dep in $(modinfo -F depends "$file" | tr ',' ' '); do
+        add_module "$tree" "$dep"
+    done
+    ORDER+=("$file")
+}
+
+# initramfs PACKAGE KVER: $cache/PACKAGE.cpio.gz, rebuilt when guest-init.sh changed.
+initramfs() {
+    local pkg=$1 kver=$2 image=$cache/$1.cpio.gz
+    if [ -f "$image" ] && [ "$image" -nt "$repo/tests/vm/guest-init.sh" ]; then
+        return 0
+    fi
+    local root
+    root=$(mktemp -d)
+    mkdir -p "$root"/{bin,lib64,lib/x86_64-linux-gnu,modules}
+    cp /bin/busybox "$root/bin/"
+    local lib
+    for lib in $(ldd /bin/busybox | grep -oE '/[^ ]+'); do
+        cp "$lib" "$root$lib"
+    done
+    cp "$repo/tests/vm/guest-init.sh" "$root/init"
+    ADDED=()
+    ORDER=()
+    local m
+    for m in $WANTED; do
+        add_module "$cache/$pkg/lib/modules/$kver" "$m"
+    done
+    : >"$root/modules.order"
+    local f base
+    for f in "${ORDER[@]}"; do
+        base=$(basename "$f")
+        case $f in
+        *.xz) xz -dc "$f" >"$root/modules/${base%.xz}"; base=${base%.xz} ;;
+        *.zst) zstd -qdc "$f" >"$root/modules/${base%.zst}"; base=${base%.zst} ;;
+        *) cp "$f" "$root/modules/$base" ;;
+        esac
+        echo "$base" >>"$root/modules.order"
+    done
+    (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$image.tmp" && mv "$image.tmp" "$image"
+    rm -rf "$root"
+    log "initramfs for $kver: ${#ORDER[@]} modules"
+}
+
+# TCG unless BPFNET_VM_ACCEL=kvm: /dev/kvm can exist and still not run a guest (nested virtualisation off,
+# as on the build machines, where qemu then hangs without a word).
+accel() {
+    if [ "${BPFNET_VM_ACCEL:-tcg}" = kvm ]; then echo "-accel kvm -cpu host"; else echo "-accel tcg -cpu max"; fi
+}
+
+failed=0
+summary=()
+for series in $kernels; do
+    pkg=$(package_for "$series") || { echo "vm: unknown kernel series $series" >&2; exit 2; }
+    [ -n "$pkg" ] || { echo "vm: apt knows no package for kernel $series (apt-get update?)" >&2; exit 2; }
+    fetch "$pkg" || { echo "vm: cannot fetch $pkg" >&2; exit 2; }
+    vmlinuz=$(ls "$cache/$pkg"/boot/vmlinuz-* | head -n1)
+    kver=${vmlinuz##*/vmlinuz-}
+    initramfs "$pkg" "$kver" || { echo "vm: cannot build the initramfs for $kver" >&2; exit 2; }
+    results=$out/results-$series.log
+    console=$out/console-$series.log
+    log "booting $kver ($(accel | awk '{print $2}')): suites $suites"
+    t0=$(date +%s)
+    # shellcheck disable=SC2046
+    timeout "$timeout_s" qemu-system-x86_64 -machine q35 $(accel) -m 2048 -smp 2 -display none -no-reboot \
+        -nic none -monitor none -serial "file:$console" -serial "file:$results" \
+        -kernel "$vmlinuz" -initrd "$cache/$pkg.cpio.gz" \
+        -append "console=ttyS0 panic=-1 quiet bpfnet.repo=$repo bpfnet.suites=$suites" \
+        -virtfs local,path=/,mount_tag=host0,security_model=none,readonly=on,multidevs=remap >/dev/null 2>&1
+    qrc=$?
+    wall=$(($(date +%s) - t0))
+    sed -n 's/^\(KERNEL\|PROBE\|RESULT\) /  \1 /p' "$results"
+    if ! grep -q '^DONE' "$results"; then
+        echo "  the guest did not finish (qemu status $qrc); last console lines:"
+        tail -n 15 "$console" | sed 's/^/    /'
+        failed=1
+        summary+=("$series ($kver): did not finish, ${wall}s")
+        continue
+    fi
+    n_fail=$(grep -c '^RESULT [^ ]* fail' "$results")
+    n_pass=$(grep -c '^RESULT [^ ]* pass' "$results")
+    n_skip=$(grep -c '^RESULT [^ ]* skip' "$results")
+    [ "$n_fail" = 0 ] || failed=1
+    grep '^# ' "$results" | head -n 80
+    summary+=("$series ($kver): $n_pass passed, $n_fail failed, $n_skip skipped, ${wall}s")
+done
+echo "kernel matrix (logs in $out):"
+printf '  %s\n' "${summary[@]}"
+exit $failed
