@@ -59,8 +59,13 @@ static __always_inline struct ethhdr *parse_eth(void *data, void *data_end)
 {
 	struct ethhdr *eth = data;
 
+#ifndef BPFNET_BROKEN_BOUNDS_CHECK
 	if ((void *)(eth + 1) > data_end)
 		return NULL;
+#else
+	/* The kernel matrix's self-check (tests/vm/run.sh --self-check): no verifier may accept this. */
+	(void)data_end;
+#endif
 	return eth;
 }
 

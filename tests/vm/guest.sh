@@ -6,11 +6,12 @@
 #   PROBE <name> <value> [detail]       what this kernel offers (the loader's choices depend on it)
 #   RESULT <suite> pass|fail|skip <seconds> [reason]
 #   DONE
-#   usage: guest.sh REPO SUITES        SUITES: comma-separated bpf, e2e_<name> (a tests/e2e/test_<name>.sh)
+#   usage: guest.sh REPO SUITES [BUILD]   SUITES: comma-separated bpf, e2e_<name> (tests/e2e/test_<name>.sh);
+#                                         BUILD: the build tree (default REPO/build)
 set -u
 repo=$1
 suites=${2:-bpf}
-build=$repo/build
+build=${3:-$repo/build}
 log=/tmp/vm-logs
 mkdir -p "$log"
 echo "KERNEL $(uname -r)"
@@ -45,7 +46,10 @@ probe_dispatcher() {
 
 run_bpf() {
     local t0 rc b
-    for b in "$repo/build" "$repo/build-clang16"; do
+    local trees=("$build")
+    # The default tree also has its clang-16 twin (scripts/test.sh builds both).
+    [ "$build" = "$repo/build" ] && trees+=("$repo/build-clang16")
+    for b in "${trees[@]}"; do
         [ -x "$b/tests/bpf/bpf_tests" ] || continue
         t0=$(now)
         (cd /tmp && "$b/tests/bpf/bpf_tests" --gtest_brief=1) >"$log/bpf-$(basename "$b").log" 2>&1

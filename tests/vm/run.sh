@@ -6,6 +6,10 @@
 # kernel, 2 on a usage or set-up error.
 #
 #   usage: tests/vm/run.sh [--kernels "6.1 6.12"] [--suites bpf,e2e_steering] [--build DIR]
+#          tests/vm/run.sh --self-check [--kernels ...]
+#            builds the datapath with one bounds check removed (cmake -DBPFNET_BROKEN_BOUNDS_CHECK=ON, in
+#            build-broken/) and runs the bpf suite with it: passes only if it FAILS on every kernel, which
+#            shows that each guest really verifies and runs the project's programs.
 #   env:   BPFNET_VM_CACHE  where kernel packages, unpacked kernels and initramfs images are kept
 #                           (default /var/cache/bpfnet-vm); a warm cache downloads nothing
 #          BPFNET_VM_TIMEOUT seconds one guest may run (default 2400)
@@ -20,8 +24,10 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 kernels="6.1 6.12"
 suites="bpf,e2e_steering,e2e_coexist"
 build=$repo/build
+self_check=0
 while [ $# -gt 0 ]; do
     case $1 in
+    --self-check) self_check=1; shift ;;
     --kernels) kernels=$2; shift 2 ;;
     --suites) suites=$2; shift 2 ;;
     --build) build=$(realpath "$2"); shift 2 ;;
@@ -35,6 +41,13 @@ mkdir -p "$cache"
 for tool in qemu-system-x86_64 cpio modinfo dpkg-deb apt-get; do
     command -v "$tool" >/dev/null || { echo "vm: $tool is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
 done
+if [ "$self_check" = 1 ]; then
+    build=$repo/build-broken
+    suites=bpf
+    cmake -S "$repo" -B "$build" -DBPF_CLANG=clang-14 -DBPFNET_BROKEN_BOUNDS_CHECK=ON >/dev/null &&
+        cmake --build "$build" -j"$(nproc)" --target bpf_tests xdp_pass_bpf >/dev/null ||
+        { echo "vm: cannot build the broken datapath" >&2; exit 2; }
+fi
 [ -x "$build/tests/bpf/bpf_tests" ] || { echo "vm: $build is not built" >&2; exit 2; }
 
 log() { echo "# [vm] $*"; }
@@ -143,7 +156,7 @@ for series in $kernels; do
     timeout "$timeout_s" qemu-system-x86_64 -machine q35 $(accel) -m 2048 -smp 2 -display none -no-reboot \
         -nic none -monitor none -serial "file:$console" -serial "file:$results" \
         -kernel "$vmlinuz" -initrd "$cache/$pkg.cpio.gz" \
-        -append "console=ttyS0 panic=-1 quiet bpfnet.repo=$repo bpfnet.suites=$suites" \
+        -append "console=ttyS0 panic=-1 quiet bpfnet.repo=$repo bpfnet.build=$build bpfnet.suites=$suites" \
         -virtfs local,path=/,mount_tag=host0,security_model=none,readonly=on,multidevs=remap >/dev/null 2>&1
     qrc=$?
     wall=$(($(date +%s) - t0))
@@ -164,4 +177,17 @@ for series in $kernels; do
 done
 echo "kernel matrix (logs in $out):"
 printf '  %s\n' "${summary[@]}"
+if [ "$self_check" = 1 ]; then
+    # Every kernel must have run the suite to the end and failed it.
+    ok=1
+    for series in $kernels; do
+        grep -q '^DONE' "$out/results-$series.log" && grep -q '^RESULT bpf[^ ]* fail' "$out/results-$series.log" || ok=0
+    done
+    if [ "$ok" = 1 ]; then
+        echo "self-check: the broken datapath was refused on every kernel"
+        exit 0
+    fi
+    echo "self-check: the broken datapath was NOT refused on every kernel"
+    exit 1
+fi
 exit $failed
