@@ -168,12 +168,15 @@ e2e_cleanup() {
 # ---------------------------------------------------------------------------------------------------
 # Polling and processes
 
-# wait_for SECONDS CMD...: runs CMD every 0.1 s until it succeeds (0) or SECONDS pass (1).
+# wait_for SECONDS CMD...: runs CMD every 0.1 s until it succeeds (0) or SECONDS pass (1). SECONDS is
+# multiplied by E2E_TIME_SCALE (default 1): the kernel matrix runs the suites under emulation (TCG), where
+# starting a server takes several times longer. Only these waits scale; no check of the datapath does.
 wait_for() {
     local timeout=$1
     shift
     local deadline
-    deadline=$(awk -v now="$(date +%s.%N)" -v t="$timeout" 'BEGIN { printf "%.3f", now + t }')
+    deadline=$(awk -v now="$(date +%s.%N)" -v t="$timeout" -v k="${E2E_TIME_SCALE:-1}" \
+        'BEGIN { printf "%.3f", now + t * k }')
     while :; do
         if "$@"; then
             return 0

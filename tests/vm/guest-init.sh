@@ -25,7 +25,8 @@ done
 repo=$(/bin/busybox sed -n 's/.*bpfnet.repo=\([^ ]*\).*/\1/p' /proc/cmdline)
 suites=$(/bin/busybox sed -n 's/.*bpfnet.suites=\([^ ]*\).*/\1/p' /proc/cmdline)
 build=$(/bin/busybox sed -n 's/.*bpfnet.build=\([^ ]*\).*/\1/p' /proc/cmdline)
+scale=$(/bin/busybox sed -n 's/.*bpfnet.scale=\([^ ]*\).*/\1/p' /proc/cmdline)
 /bin/busybox chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 /bin/bash "$repo/tests/vm/guest.sh" "$repo" "$suites" "$build" >"$out" 2>&1
+    HOME=/root LANG=C.UTF-8 /bin/bash "$repo/tests/vm/guest.sh" "$repo" "$suites" "$build" "${scale:-1}" >"$out" 2>&1
 /bin/busybox sync
 /bin/busybox poweroff -f

@@ -6,12 +6,13 @@
 #   PROBE <name> <value> [detail]       what this kernel offers (the loader's choices depend on it)
 #   RESULT <suite> pass|fail|skip <seconds> [reason]
 #   DONE
-#   usage: guest.sh REPO SUITES [BUILD]   SUITES: comma-separated bpf, e2e_<name> (tests/e2e/test_<name>.sh);
+#   usage: guest.sh REPO SUITES [BUILD [TIME_SCALE]]   SUITES: comma-separated bpf, e2e_<name> (tests/e2e/test_<name>.sh);
 #                                         BUILD: the build tree (default REPO/build)
 set -u
 repo=$1
 suites=${2:-bpf}
 build=${3:-$repo/build}
+time_scale=${4:-1} # E2E_TIME_SCALE for the e2e suites (run.sh: 5 under TCG)
 log=/tmp/vm-logs
 mkdir -p "$log"
 echo "KERNEL $(uname -r)"
@@ -67,7 +68,8 @@ run_bpf() {
 run_e2e() {
     local name=$1 script=$repo/tests/e2e/test_${1#e2e_}.sh t0 rc
     t0=$(now)
-    XDP_PASS_OBJ=$build/tests/e2e/xdp_pass.bpf.o bash "$script" "$build/loader/bpfnet-loader" >"$log/$name.log" 2>&1
+    XDP_PASS_OBJ=$build/tests/e2e/xdp_pass.bpf.o E2E_TIME_SCALE=$time_scale \
+        bash "$script" "$build/loader/bpfnet-loader" >"$log/$name.log" 2>&1
     rc=$?
     case $rc in
     0) echo "RESULT $name pass $(took "$t0") $(tail -n1 "$log/$name.log")" ;;

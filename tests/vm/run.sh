@@ -139,6 +139,9 @@ accel() {
     if [ "${BPFNET_VM_ACCEL:-tcg}" = kvm ]; then echo "-accel kvm -cpu host"; else echo "-accel tcg -cpu max"; fi
 }
 
+# Set-up waits of the e2e suites (E2E_TIME_SCALE): emulation starts servers several times slower.
+time_scale() { if [ "${BPFNET_VM_ACCEL:-tcg}" = kvm ]; then echo 1; else echo 5; fi; }
+
 failed=0
 summary=()
 for series in $kernels; do
@@ -156,7 +159,7 @@ for series in $kernels; do
     timeout "$timeout_s" qemu-system-x86_64 -machine q35 $(accel) -m 2048 -smp 2 -display none -no-reboot \
         -nic none -monitor none -serial "file:$console" -serial "file:$results" \
         -kernel "$vmlinuz" -initrd "$cache/$pkg.cpio.gz" \
-        -append "console=ttyS0 panic=-1 quiet bpfnet.repo=$repo bpfnet.build=$build bpfnet.suites=$suites" \
+        -append "console=ttyS0 panic=-1 quiet bpfnet.repo=$repo bpfnet.build=$build bpfnet.suites=$suites bpfnet.scale=$(time_scale)" \
         -virtfs local,path=/,mount_tag=host0,security_model=none,readonly=on,multidevs=remap >/dev/null 2>&1
     qrc=$?
     wall=$(($(date +%s) - t0))
