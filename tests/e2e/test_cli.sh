@@ -148,9 +148,19 @@ tc_filter_id() {
         grep -oE 'id [0-9]+' | head -n1 | awk '{ print $2 } END { if (NR == 0) print 0 }'
 }
 
+# xdp_prog_id IFACE: the id of bpfnet's XDP program on IFACE. Where libxdp's dispatcher loads (found by the
+# kernel matrix on Debian's 6.1 and 6.12), the program attached to the link is the dispatcher and bpfnet's is
+# one of its components: xdp-loader lists those.
 xdp_prog_id() {
-    ip -n "$E2E_NODE" -d -j link show "$1" |
-        python3 -c 'import json, sys; l = json.load(sys.stdin)[0]; print(l.get("xdp", {}).get("prog", {}).get("id", 0))'
+    local id name
+    read -r id name < <(ip -n "$E2E_NODE" -d -j link show "$1" | python3 -c 'import json, sys
+p = json.load(sys.stdin)[0].get("xdp", {}).get("prog", {})
+print(p.get("id", 0), p.get("name", "-"))')
+    if [ "$name" = xdp_dispatcher ]; then
+        id=$(nsenter --net="/run/netns/$E2E_NODE" xdp-loader status "$1" |
+            awk '{ for (i = 1; i < NF; i++) if ($i == "xdp_nic") { print $(i + 1); exit } }')
+    fi
+    echo "$id"
 }
 
 http_works() { service_reachable; }
