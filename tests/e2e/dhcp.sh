@@ -67,7 +67,11 @@ dhcp_available() {
             return 1
         fi
     done
-    if ! busybox --list | grep -qx udhcpc; then
+    # Not `busybox --list | grep -q`: grep leaving early makes busybox die of SIGPIPE, and under pipefail
+    # that reads as "no udhcpc" (a test skipped at random).
+    local applets
+    applets=$(busybox --list)
+    if ! grep -qx udhcpc <<<"$applets"; then
         E2E_REASON="busybox has no udhcpc applet"
         return 1
     fi
