@@ -1,5 +1,7 @@
 #include "k8s/controller.hpp"
 
+#include "k8s/json_fields.hpp"
+
 #include "loader/backend_locator.hpp"
 #include "loader/event_loop.hpp"
 #include "loader/log.hpp"
@@ -32,21 +34,8 @@ std::string leases_path(const std::string &namespace_) {
     return "/apis/coordination.k8s.io/v1/namespaces/" + namespace_ + "/leases";
 }
 
-const json *member(const json &object, const char *key) {
-    if (!object.is_object())
-        return nullptr;
-    auto it = object.find(key);
-    return it == object.end() ? nullptr : &*it;
-}
-
-std::string string_member(const json &object, const char *key) {
-    const json *value = member(object, key);
-    return value && value->is_string() ? value->get<std::string>() : std::string();
-}
-
 std::string resource_version(const json &object) {
-    const json *meta = member(object, "metadata");
-    return meta ? string_member(*meta, "resourceVersion") : std::string();
+    return metadata_string(object, "resourceVersion");
 }
 
 // "namespace/name" of the Service an EndpointSlice belongs to, or "" when it is not a Service's slice.

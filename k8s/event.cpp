@@ -1,5 +1,6 @@
 #include "k8s/event.hpp"
 
+#include "k8s/json_fields.hpp"
 #include "k8s/lease.hpp"
 
 #include <cctype>
@@ -13,14 +14,6 @@ using nlohmann::json;
 namespace {
 
 constexpr std::size_t kMaxNote = 1024; // events.k8s.io/v1 rejects longer notes
-
-std::string metadata_string(const json &object, const char *key) {
-    if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object())
-        return {};
-    const json &meta = object["metadata"];
-    auto it = meta.find(key);
-    return it != meta.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 } // namespace
 

@@ -1,5 +1,7 @@
 #include "k8s/lease.hpp"
 
+#include "k8s/json_fields.hpp"
+
 #include <cstdio>
 #include <ctime>
 
@@ -9,15 +11,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string string_at(const json &object, const char *key) {
-    if (!object.is_object())
-        return {};
-    auto it = object.find(key);
-    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::optional<Clock::time_point> time_at(const json &object, const char *key) {
-    return parse_micro_time(string_at(object, key));
+    return parse_micro_time(string_member(object, key));
 }
 
 } // namespace
@@ -35,12 +30,11 @@ LeaseState read_lease(const json &lease) {
     const json &spec = lease.contains("spec") && lease["spec"].is_object() ? lease["spec"] : empty;
     state.exists = true;
     state.object = lease;
-    state.namespace_ = string_at(meta, "namespace");
-    state.name = string_at(meta, "name");
-    state.resource_version = string_at(meta, "resourceVersion");
-    state.holder = string_at(spec, "holderIdentity");
+    state.namespace_ = string_member(meta, "namespace");
+    state.name = string_member(meta, "name");
+    state.resource_version = string_member(meta, "resourceVersion");
+    state.holder = string_member(spec, "holderIdentity");
     state.renew_time = time_at(spec, "renewTime");
-    state.acquire_time = time_at(spec, "acquireTime");
     if (auto it = spec.find("leaseDurationSeconds"); it != spec.end() && it->is_number_integer())
         state.duration = std::chrono::seconds(std::max<std::int64_t>(0, it->get<std::int64_t>()));
     if (auto it = spec.find("leaseTransitions"); it != spec.end() && it->is_number_integer())

@@ -26,7 +26,6 @@ struct LeaseState {
     std::string resource_version;
     std::string holder; // empty: nobody holds it (released or never claimed)
     std::optional<Clock::time_point> renew_time;
-    std::optional<Clock::time_point> acquire_time;
     std::chrono::seconds duration{0};
     std::int64_t transitions = 0;
     nlohmann::json object; // the Lease as read (null when it does not exist)
