@@ -114,13 +114,6 @@ static __always_inline struct iphdr *tc_parse_ipv4(struct __sk_buff *skb, void *
 	return parse_ipv4_fixed(*eth, *data_end);
 }
 
-static __always_inline int deliver_to_backend(const struct bpfnet_backend *backend)
-{
-	if (backend->flags & BPFNET_BACKEND_REDIRECT_PEER)
-		return bpf_redirect_peer(backend->ifindex, 0);
-	return bpf_redirect(backend->ifindex, 0);
-}
-
 #define TFTP_PORT 69
 #define TFTP_RRQ  1
 #define TFTP_WRQ  2
@@ -253,17 +246,17 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	struct iphdr *ip = tc_parse_ipv4(skb, &data, &data_end, &eth);
 
 	if (!cfg || !ip)
-		return TC_ACT_OK;
+		return BPFNET_TC_NEXT;
 	if (ip->daddr == 0xffffffff) {
 		struct ipv4_packet pkt = {};
 		if (!broadcast_dhcp_for_us(skb, data, data_end, eth, ip, cfg, &pkt))
-			return TC_ACT_OK;
+			return BPFNET_TC_NEXT;
 		trace_begin(BPFNET_HOOK_TC_NIC);
 		trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
 		return traced_tc(skb, relay_broadcast_dhcp(skb, &pkt, cfg));
 	}
 	if (!service_ip_for(cfg, ip->daddr))
-		return TC_ACT_OK;
+		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_NIC);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
 	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg));
@@ -351,12 +344,12 @@ int tc_pod_ingress(struct __sk_buff *skb)
 	struct iphdr *ip = tc_parse_ipv4(skb, &data, &data_end, &eth);
 
 	if (!cfg || !ip)
-		return TC_ACT_OK;
+		return BPFNET_TC_NEXT;
 	__be32 saddr = ip->saddr;
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
 	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
 	if (!backend || !in_provisioning_subnet(cfg, ip->daddr))
-		return TC_ACT_OK;
+		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
 	return traced_tc(skb, steer_from_pod(skb, data, data_end, eth, ip, cfg, backend));

@@ -100,8 +100,10 @@ BackendLocation locate(const Backend &backend) {
 // backend would steer traffic into a pod whose replies never get back, so the command refuses.
 class PodHook {
 public:
-    PodHook(int ifindex, __u32 map_id) : ifindex_(ifindex), map_id_(map_id) {
-        HookState current = query_tc_ingress(ifindex, map_id);
+    PodHook(int ifindex, __u32 map_id, const bpfnet_iface &iface, std::string pin_dir)
+        : ifindex_(ifindex), map_id_(map_id),
+          kind_((iface.hooks & BPFNET_HOOKS_TCX) ? TcHookKind::Tcx : TcHookKind::Clsact), pin_dir_(std::move(pin_dir)) {
+        HookState current = query_tc_ingress(ifindex, pin_dir_, map_id);
         if (current.attached && current.program == BPFNET_PROG_TC_POD)
             return;
         program_ = find_pod_program(map_id);
@@ -114,12 +116,14 @@ public:
     PodHookAction attach() {
         if (!program_.valid())
             return PodHookAction::AlreadyAttached;
-        return attach_pod_program(ifindex_, program_.get(), map_id_);
+        return attach_pod_program(ifindex_, program_.get(), map_id_, kind_, pin_dir_);
     }
 
 private:
     int ifindex_;
     __u32 map_id_;
+    TcHookKind kind_; // as the loader attached on this kernel
+    std::string pin_dir_;
     UniqueFd program_;
 };
 
@@ -135,12 +139,13 @@ void announce(ArpSender &arp, const std::vector<__be32> &ips, const Mac &nic_mac
 }
 
 // As the loader does after a reconcile: a backend that left takes our hook off its veth with it.
-std::vector<__u32> detach_departed(const ReconcileReport &report, std::optional<int> kept_ifindex) {
+std::vector<__u32> detach_departed(const ReconcileReport &report, std::optional<int> kept_ifindex,
+                                   const std::string &pin_dir) {
     std::vector<__u32> detached;
     for (const bpfnet_backend &gone : report.departed) {
         if (kept_ifindex && static_cast<int>(gone.ifindex) == *kept_ifindex)
             continue;
-        detach_pod_program(static_cast<int>(gone.ifindex));
+        detach_pod_program(static_cast<int>(gone.ifindex), pin_dir);
         detached.push_back(gone.ifindex);
     }
     return detached;
@@ -213,11 +218,14 @@ void run_backend_set(Context &context, const BackendSetArgs &args) {
     if (!backend.veth.empty() && if_nametoindex(backend.veth.c_str()) == contents.iface.nic_ifindex)
         throw CliError(ExitCode::InvalidArgument, "--veth: the backend's veth cannot be the provisioning interface");
     BackendLocation where = locate(backend);
+    // As the loader does: a kernel without bpf_redirect_peer reaches every backend through its veth.
+    where.redirect_peer = where.redirect_peer && (contents.iface.hooks & BPFNET_HOOKS_REDIRECT_PEER);
     if (static_cast<__u32>(where.ifindex) == contents.iface.nic_ifindex)
         throw CliError(ExitCode::InvalidArgument, "IP: the route to the backend leaves through the provisioning "
                                                   "interface; name the pod's veth with --veth");
     const __u32 map_id = map_id_of(maps.iface.fd());
-    PodHook hook(where.ifindex, map_id);
+    const std::string pin_dir = context.options.pin_dir();
+    PodHook hook(where.ifindex, map_id, contents.iface, pin_dir);
     ArpSender arp(static_cast<int>(contents.iface.nic_ifindex));
 
     // The reverse path goes in before the maps point traffic at the pod, as in the loader.
@@ -226,10 +234,10 @@ void run_backend_set(Context &context, const BackendSetArgs &args) {
         change.report = reconcile(maps, desired_from_maps(contents, backend, where));
     } catch (...) {
         if (*change.pod_hook == PodHookAction::Attached)
-            detach_pod_program(where.ifindex);
+            detach_pod_program(where.ifindex, pin_dir);
         throw;
     }
-    change.detached = detach_departed(change.report, where.ifindex);
+    change.detached = detach_departed(change.report, where.ifindex, pin_dir);
     announce(arp, change.report.activated, to_mac(contents.iface.nic_mac));
     print_change(context, change, contents);
 }
@@ -239,7 +247,7 @@ void run_backend_clear(Context &context) {
     DatapathContents contents = read_contents(maps);
     BackendChange change;
     change.report = reconcile(maps, desired_from_maps(contents, std::nullopt, std::nullopt));
-    change.detached = detach_departed(change.report, std::nullopt);
+    change.detached = detach_departed(change.report, std::nullopt, context.options.pin_dir());
     print_change(context, change, contents);
 }
 

@@ -34,11 +34,11 @@ std::vector<ServiceIpStatus> read_service_ips(const DatapathMaps &maps) {
     return out;
 }
 
-std::vector<BackendStatus> read_backends(const DatapathMaps &maps, __u32 map_id) {
+std::vector<BackendStatus> read_backends(const DatapathMaps &maps, const std::string &pin_dir, __u32 map_id) {
     std::vector<BackendStatus> out;
     for (const auto &[ip, entry] : maps.backends.entries())
-        out.push_back(
-            {ip, entry.ifindex, if_name(entry.ifindex), query_tc_ingress(static_cast<int>(entry.ifindex), map_id)});
+        out.push_back({ip, entry.ifindex, if_name(entry.ifindex),
+                       query_tc_ingress(static_cast<int>(entry.ifindex), pin_dir, map_id)});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip_be, b.ip_be); });
     return out;
 }
@@ -60,6 +60,8 @@ std::string describe_hook(const HookState &hook) {
         text += ", " + hook.mode;
     if (hook.dispatcher)
         text += *hook.dispatcher ? ", via libxdp dispatcher" : ", plain attach (no dispatcher)";
+    if (!hook.attach.empty())
+        text += hook.attach == "tcx" ? ", tcx link" : ", clsact filter";
     return text;
 }
 
@@ -88,7 +90,10 @@ std::string describe_service_ip(const StatusView &status, const ServiceIpStatus 
 std::string describe_backend(const BackendStatus &backend) {
     std::string text = format_ipv4(backend.ip_be) + " on " + (backend.veth.empty() ? "?" : backend.veth) +
                        " (ifindex " + std::to_string(backend.ifindex) + "), pod hook ";
-    return text + (backend.pod_hook.attached ? backend.pod_hook.program : "NOT ATTACHED: replies cannot leave");
+    if (!backend.pod_hook.attached)
+        return text + "NOT ATTACHED: replies cannot leave";
+    return text + backend.pod_hook.program +
+           (backend.pod_hook.attach.empty() ? "" : " (" + backend.pod_hook.attach + ")");
 }
 
 const char *heartbeat_name(HeartbeatState state) {
@@ -109,7 +114,7 @@ Json optional_ip(__be32 ip_be) {
 
 void run_status(Context &context) {
     DatapathMaps maps = context.open_datapath();
-    StatusView status = read_status(maps, context.options.interface);
+    StatusView status = read_status(maps, context.options.interface, context.options.pin_dir());
     if (context.json())
         print_json(context.out, status_json(status));
     else
@@ -124,7 +129,7 @@ HeartbeatState StatusView::heartbeat() const {
     return *heartbeat_age_seconds <= heartbeat_timeout_seconds ? HeartbeatState::Fresh : HeartbeatState::Stale;
 }
 
-StatusView read_status(const DatapathMaps &maps, const std::string &interface) {
+StatusView read_status(const DatapathMaps &maps, const std::string &interface, const std::string &pin_dir) {
     const __u64 now = monotonic_now_ns();
     const bpfnet_iface iface = maps.iface.lookup(0).value_or(bpfnet_iface{});
     const __u32 map_id = map_id_of(maps.iface.fd());
@@ -137,14 +142,15 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface) {
     status.dhcp_service_ip_be = iface.dhcp_service_ip_be;
     if (iface.nic_ifindex) {
         status.xdp = query_xdp(static_cast<int>(iface.nic_ifindex), map_id);
-        status.tc_ingress = query_tc_ingress(static_cast<int>(iface.nic_ifindex), map_id);
+        status.tc_ingress = query_tc_ingress(static_cast<int>(iface.nic_ifindex), pin_dir, map_id);
     }
+    status.redirect_peer = (iface.hooks & BPFNET_HOOKS_REDIRECT_PEER) != 0;
     auto heartbeat = maps.heartbeat.lookup(0);
     if (heartbeat && heartbeat->monotonic_ns)
         status.heartbeat_age_seconds = seconds_since(heartbeat->monotonic_ns, now);
     status.heartbeat_timeout_seconds = static_cast<double>(iface.heartbeat_timeout_ns) / 1e9;
     status.service_ips = read_service_ips(maps);
-    status.backends = read_backends(maps, map_id);
+    status.backends = read_backends(maps, pin_dir, map_id);
     status.conflicts_seen = maps.counters.sum(BPFNET_CTR_ARP_CONFLICT);
     status.conflicts = read_conflicts(maps, now);
     return status;
@@ -157,6 +163,8 @@ void print_status_table(std::ostream &out, const StatusView &status) {
     list.add("subnet", format_prefix(status.subnet_be, status.subnet_mask_be));
     list.add("xdp", describe_hook(status.xdp));
     list.add("tc ingress", describe_hook(status.tc_ingress));
+    list.add("pod delivery", status.redirect_peer ? "bpf_redirect_peer"
+                                                  : "through the veth (no bpf_redirect_peer, or redirectPeer off)");
     list.add("heartbeat", describe_heartbeat(status));
     for (const auto &ip : status.service_ips)
         list.add("service IP", describe_service_ip(status, ip));
@@ -183,6 +191,13 @@ Json hook_json(const HookState &hook) {
     return json;
 }
 
+// A TC hook also says how it is attached: "tcx" or "clsact".
+Json tc_hook_json(const HookState &hook) {
+    Json json = hook_json(hook);
+    json["attach"] = hook.attached ? Json(hook.attach) : Json(nullptr);
+    return json;
+}
+
 Json status_json(const StatusView &status) {
     Json json;
     json["interface"] = {{"name", status.interface}, {"ifindex", status.ifindex}, {"mac", format_mac(status.nic_mac)}};
@@ -192,7 +207,8 @@ Json status_json(const StatusView &status) {
     Json xdp = hook_json(status.xdp);
     xdp["mode"] = status.xdp.attached ? Json(status.xdp.mode) : Json(nullptr);
     xdp["dispatcher"] = status.xdp.dispatcher ? Json(*status.xdp.dispatcher) : Json(nullptr);
-    json["hooks"] = {{"xdp", xdp}, {"tc_ingress", hook_json(status.tc_ingress)}};
+    json["hooks"] = {{"xdp", xdp}, {"tc_ingress", tc_hook_json(status.tc_ingress)}};
+    json["pod_delivery"] = status.redirect_peer ? "redirect_peer" : "veth";
 
     json["heartbeat"] = {
         {"state", heartbeat_name(status.heartbeat())},
@@ -209,7 +225,7 @@ Json status_json(const StatusView &status) {
         json["backends"].push_back({{"ip", format_ipv4(backend.ip_be)},
                                     {"veth", backend.veth.empty() ? Json(nullptr) : Json(backend.veth)},
                                     {"ifindex", backend.ifindex},
-                                    {"pod_hook", hook_json(backend.pod_hook)}});
+                                    {"pod_hook", tc_hook_json(backend.pod_hook)}});
 
     Json entries = Json::array();
     for (const auto &conflict : status.conflicts)

@@ -42,6 +42,7 @@ struct StatusView {
     __be32 dhcp_service_ip_be = 0; // 0: no service IP relays DHCP
     HookState xdp;
     HookState tc_ingress;
+    bool redirect_peer = false; // the loader delivers into pods with bpf_redirect_peer (probed at its start)
     std::optional<double> heartbeat_age_seconds; // nullopt: never written
     double heartbeat_timeout_seconds = 0;
     std::vector<ServiceIpStatus> service_ips;
@@ -54,10 +55,11 @@ struct StatusView {
     bool answering_arp(const ServiceIpStatus &ip) const { return ip.active && heartbeat() == HeartbeatState::Fresh; }
 };
 
-StatusView read_status(const DatapathMaps &maps, const std::string &interface);
+StatusView read_status(const DatapathMaps &maps, const std::string &interface, const std::string &pin_dir);
 void print_status_table(std::ostream &out, const StatusView &status);
 Json status_json(const StatusView &status);
 
 Json hook_json(const HookState &hook);
+Json tc_hook_json(const HookState &hook);
 
 } // namespace bpfnet::cli

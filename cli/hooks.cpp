@@ -1,5 +1,5 @@
 #include "cli/hooks.hpp"
-#include "loader/tc_filter.hpp"
+#include "loader/tc_hook.hpp"
 
 #include "maps/bpfnet_maps.h"
 #include "maps/system_error.hpp"
@@ -88,25 +88,6 @@ std::string xdp_mode_name(enum xdp_attach_mode mode) {
     }
 }
 
-// The id of the program in bpfnet's filter on ifindex's ingress, or 0 when there is no such filter.
-__u32 tc_ingress_program_id(int ifindex) {
-    bpf_tc_hook hook = ingress_hook(ifindex);
-    bpf_tc_opts query = bpfnet_filter(0, 0);
-    int err = bpf_tc_query(&hook, &query);
-    if (err == 0)
-        return query.prog_id;
-    // ENOENT: the chain has other filters but not ours; EINVAL: no filter chain (or no clsact) at all;
-    // ENODEV: the interface is gone.
-    if (err == -ENOENT || err == -EINVAL || err == -ENODEV)
-        return 0;
-    throw SystemError("bpf_tc_query ifindex " + std::to_string(ifindex), -err);
-}
-
-void check(int err, const std::string &call) {
-    if (err < 0)
-        throw SystemError(call, -err);
-}
-
 } // namespace
 
 __u32 map_id_of(int map_fd) {
@@ -147,9 +128,14 @@ HookState query_xdp(int ifindex, __u32 datapath_map_id) {
     return {};
 }
 
-HookState query_tc_ingress(int ifindex, __u32 datapath_map_id) {
-    __u32 id = tc_ingress_program_id(ifindex);
-    return id ? ours(id, datapath_map_id) : HookState{};
+HookState query_tc_ingress(int ifindex, const std::string &pin_dir, __u32 datapath_map_id) {
+    std::optional<TcIngress> found = find_tc_ingress(ifindex, pin_dir);
+    if (!found)
+        return {};
+    HookState state = ours(found->prog_id, datapath_map_id);
+    if (state.attached)
+        state.attach = to_string(found->kind);
+    return state;
 }
 
 UniqueFd find_pod_program(__u32 datapath_map_id) {
@@ -175,36 +161,26 @@ UniqueFd find_pod_program(__u32 datapath_map_id) {
     return best;
 }
 
-PodHookAction attach_pod_program(int ifindex, int prog_fd, __u32 datapath_map_id) {
-    const std::string where = "ifindex " + std::to_string(ifindex);
-    bpf_tc_hook hook = ingress_hook(ifindex);
-    int err = bpf_tc_hook_create(&hook);
-    if (err && err != -EEXIST)
-        check(err, "bpf_tc_hook_create " + where);
-
-    if (__u32 current = tc_ingress_program_id(ifindex)) {
-        UniqueFd current_fd = prog_fd_by_id(current);
-        ProgramInfo wanted = program_info(prog_fd);
-        if (current_fd.valid()) {
-            ProgramInfo attached = program_info(current_fd.get());
-            if (attached.tag == wanted.tag && attached.uses_map(datapath_map_id))
-                return PodHookAction::AlreadyAttached;
-        }
-        bpf_tc_opts replace = bpfnet_filter(prog_fd, BPF_TC_F_REPLACE);
-        check(bpf_tc_attach(&hook, &replace), "bpf_tc_attach (replace) " + where);
+PodHookAction attach_pod_program(int ifindex, int prog_fd, __u32 datapath_map_id, TcHookKind kind,
+                                 const std::string &pin_dir) {
+    const std::string wanted_tag = program_info(prog_fd).tag;
+    auto same_program = [&](int attached_fd) {
+        ProgramInfo attached = program_info(attached_fd);
+        return attached.tag == wanted_tag && attached.uses_map(datapath_map_id);
+    };
+    switch (attach_tc_ingress(ifindex, prog_fd, kind, pin_dir, same_program)) {
+    case HookAction::Adopted:
+        return PodHookAction::AlreadyAttached;
+    case HookAction::Replaced:
         return PodHookAction::Replaced;
+    case HookAction::Attached:
+        break;
     }
-    bpf_tc_opts attach = bpfnet_filter(prog_fd, 0);
-    check(bpf_tc_attach(&hook, &attach), "bpf_tc_attach " + where);
     return PodHookAction::Attached;
 }
 
-void detach_pod_program(int ifindex) {
-    bpf_tc_hook hook = ingress_hook(ifindex);
-    bpf_tc_opts filter = bpfnet_filter(0, 0);
-    int err = bpf_tc_detach(&hook, &filter);
-    if (err && err != -ENOENT && err != -ENODEV && err != -EINVAL)
-        check(err, "bpf_tc_detach ifindex " + std::to_string(ifindex));
+void detach_pod_program(int ifindex, const std::string &pin_dir) {
+    detach_tc_ingress(ifindex, pin_dir);
 }
 
 } // namespace bpfnet::cli

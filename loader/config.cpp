@@ -239,8 +239,28 @@ T read_choice(const Field &field, const std::array<Choice<T>, N> &choices) {
 constexpr std::array kProtocols{Choice<Protocol>{"tcp", Protocol::Tcp}, Choice<Protocol>{"udp", Protocol::Udp}};
 constexpr std::array kPortKinds{Choice<PortKind>{"plain", PortKind::Plain}, Choice<PortKind>{"tftp", PortKind::Tftp},
                                 Choice<PortKind>{"dhcp", PortKind::Dhcp}};
-constexpr std::array kXdpModes{Choice<XdpMode>{"native", XdpMode::Native},
+constexpr std::array kXdpModes{Choice<XdpMode>{"auto", XdpMode::Auto}, Choice<XdpMode>{"native", XdpMode::Native},
                                Choice<XdpMode>{"generic", XdpMode::Generic}};
+constexpr std::array kTcAttaches{Choice<TcAttach>{"auto", TcAttach::Auto}, Choice<TcAttach>{"tcx", TcAttach::Tcx},
+                                 Choice<TcAttach>{"clsact", TcAttach::Clsact}};
+constexpr std::array kRedirectPeers{Choice<RedirectPeer>{"auto", RedirectPeer::Auto},
+                                    Choice<RedirectPeer>{"off", RedirectPeer::Off}};
+
+template <typename T, size_t N>
+std::optional<T> find_choice(std::string_view text, const std::array<Choice<T>, N> &choices) {
+    for (const auto &[name, value] : choices)
+        if (name == text)
+            return value;
+    return std::nullopt;
+}
+
+template <typename T, size_t N>
+std::string choice_name(T value, const std::array<Choice<T>, N> &choices) {
+    for (const auto &[name, choice] : choices)
+        if (choice == value)
+            return std::string(name);
+    return "unknown";
+}
 
 /* ---- names and paths ---- */
 
@@ -519,8 +539,8 @@ Backend read_backend(const Field &field, const Config &config) {
 }
 
 Config read_config(const Field &root) {
-    const Mapping document(root, {"interface", "serviceIP", "subnet", "pinRoot", "xdpMode", "heartbeat",
-                                  "gratuitousARP", "dhcpRelay", "ports", "backend"});
+    const Mapping document(root, {"interface", "serviceIP", "subnet", "pinRoot", "xdpMode", "tcAttach", "redirectPeer",
+                                  "heartbeat", "gratuitousARP", "dhcpRelay", "ports", "backend"});
     Config config;
     config.interface = read_interface_name(document.require("interface"));
     const Subnet subnet = read_subnet(document.require("subnet"));
@@ -531,6 +551,10 @@ Config read_config(const Field &root) {
         config.pin_root = read_pin_root(*pin_root);
     if (const auto xdp_mode = document.find("xdpMode"))
         config.xdp_mode = read_choice(*xdp_mode, kXdpModes);
+    if (const auto tc_attach = document.find("tcAttach"))
+        config.tc_attach = read_choice(*tc_attach, kTcAttaches);
+    if (const auto redirect_peer = document.find("redirectPeer"))
+        config.redirect_peer = read_choice(*redirect_peer, kRedirectPeers);
     if (const auto heartbeat = document.find("heartbeat"))
         read_heartbeat(*heartbeat, config);
     if (const auto garp = document.find("gratuitousARP"))
@@ -656,13 +680,23 @@ std::string to_string(PortKind kind) {
 }
 
 std::string to_string(XdpMode mode) {
-    switch (mode) {
-    case XdpMode::Native:
-        return "native";
-    case XdpMode::Generic:
-        return "generic";
-    }
-    return "unknown";
+    return choice_name(mode, kXdpModes);
+}
+std::string to_string(TcAttach attach) {
+    return choice_name(attach, kTcAttaches);
+}
+std::string to_string(RedirectPeer redirect_peer) {
+    return choice_name(redirect_peer, kRedirectPeers);
+}
+
+std::optional<XdpMode> parse_xdp_mode(std::string_view text) {
+    return find_choice(text, kXdpModes);
+}
+std::optional<TcAttach> parse_tc_attach(std::string_view text) {
+    return find_choice(text, kTcAttaches);
+}
+std::optional<RedirectPeer> parse_redirect_peer(std::string_view text) {
+    return find_choice(text, kRedirectPeers);
 }
 
 } // namespace bpfnet

@@ -28,7 +28,15 @@ enum class Protocol : uint8_t { Tcp = 6, Udp = 17 };
 /* Values match enum bpfnet_port_kind. */
 enum class PortKind : uint8_t { Plain = 0, Tftp = 1, Dhcp = 2 };
 
-enum class XdpMode { Native, Generic };
+/* auto: native where the driver supports it, else generic (logged). */
+enum class XdpMode { Auto, Native, Generic };
+
+/* How the TC programs attach. auto: tcx links where the kernel has them (6.6+), else clsact filters. */
+enum class TcAttach { Auto, Tcx, Clsact };
+
+/* auto: deliver into the pod with bpf_redirect_peer where the kernel has it (5.10+); off: always through
+ * the host side of the pod's veth (slower; for a kernel whose helper misbehaves). */
+enum class RedirectPeer { Auto, Off };
 
 /* One listed port of the service IP and the pod port it is steered to. Ports in host byte order. */
 struct PortRule {
@@ -62,7 +70,9 @@ struct Config {
     uint32_t subnet_be = 0; /* network address of the provisioning subnet */
     uint8_t prefix_len = 0;
     std::string pin_root{kDefaultPinRoot}; /* absolute, without a trailing '/' */
-    XdpMode xdp_mode = XdpMode::Native;
+    XdpMode xdp_mode = XdpMode::Auto;
+    TcAttach tc_attach = TcAttach::Auto;
+    RedirectPeer redirect_peer = RedirectPeer::Auto;
     std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
     std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
     uint32_t garp_count = kDefaultGarpCount; /* gratuitous ARPs sent on taking ownership */
@@ -109,10 +119,18 @@ std::string format_ipv4(uint32_t be);
 /* "aa:bb:cc:dd:ee:ff" of the 6 bytes at mac. */
 std::string format_mac(const uint8_t *mac);
 
-/* The spellings used in the config file: "tcp", "udp"; "plain", "tftp", "dhcp"; "native", "generic". */
+/* The spellings used in the config file: "tcp", "udp"; "plain", "tftp", "dhcp"; "auto", "native", "generic";
+ * "auto", "tcx", "clsact"; "auto", "off". */
 std::string to_string(Protocol protocol);
 std::string to_string(PortKind kind);
 std::string to_string(XdpMode mode);
+std::string to_string(TcAttach attach);
+std::string to_string(RedirectPeer redirect_peer);
+
+/* Parses the spellings above (command-line flags); nullopt for anything else. */
+std::optional<XdpMode> parse_xdp_mode(std::string_view text);
+std::optional<TcAttach> parse_tc_attach(std::string_view text);
+std::optional<RedirectPeer> parse_redirect_peer(std::string_view text);
 
 } // namespace bpfnet
 

@@ -4,7 +4,6 @@
 #include "log.hpp"
 #include "maps/system_error.hpp"
 #include "netlink.hpp"
-#include "tc_filter.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -19,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 namespace bpfnet {
@@ -37,11 +37,37 @@ ProgTag prog_tag(int prog_fd) {
     return tag;
 }
 
-UniqueFd prog_fd_by_id(__u32 id) {
-    int fd = bpf_prog_get_fd_by_id(id);
-    if (fd < 0)
-        throw SystemError("bpf_prog_get_fd_by_id " + std::to_string(id), errno);
-    return UniqueFd(fd);
+// The program's read-only data (its load-time constants, such as kernel_has_redirect_peer) as the kernel
+// holds it; empty when it has none. The tag covers the instructions only, not these values.
+std::vector<unsigned char> prog_rodata(int prog_fd) {
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
+        throw SystemError("bpf_obj_get_info_by_fd (program)", errno);
+    std::vector<__u32> ids(info.nr_map_ids);
+    bpf_prog_info with_maps{};
+    with_maps.nr_map_ids = static_cast<__u32>(ids.size());
+    with_maps.map_ids = reinterpret_cast<__u64>(ids.data());
+    len = sizeof(with_maps);
+    if (!ids.empty() && bpf_obj_get_info_by_fd(prog_fd, &with_maps, &len) != 0)
+        throw SystemError("bpf_obj_get_info_by_fd (program maps)", errno);
+    for (__u32 id : ids) {
+        int fd = bpf_map_get_fd_by_id(id);
+        if (fd < 0)
+            continue;
+        UniqueFd map(fd);
+        bpf_map_info map_info{};
+        __u32 map_len = sizeof(map_info);
+        if (bpf_obj_get_info_by_fd(map.get(), &map_info, &map_len) != 0 ||
+            !std::string_view(map_info.name).ends_with(".rodata"))
+            continue;
+        std::vector<unsigned char> value(map_info.value_size);
+        const __u32 key = 0;
+        if (bpf_map_lookup_elem(map.get(), &key, value.data()) != 0)
+            throw SystemError("bpf_map_lookup_elem (.rodata)", errno);
+        return value;
+    }
+    return {};
 }
 
 // libbpf and libxdp return negative error codes; turn one into an exception naming the call.
@@ -116,41 +142,6 @@ void set_pin_paths(bpf_object *obj, const std::string &pin_dir) {
     }
 }
 
-// Our filter on ifindex's ingress, identified by handle and priority: attach, adopt when the same program
-// is already there, or replace it atomically (BPF_TC_F_REPLACE) when it differs.
-HookAction attach_tc(int ifindex, int prog_fd, const std::string &what) {
-    bpf_tc_hook hook = ingress_hook(ifindex);
-    int err = bpf_tc_hook_create(&hook);
-    if (err && err != -EEXIST)
-        check(err, "bpf_tc_hook_create " + what);
-
-    bpf_tc_opts query = bpfnet_filter(0, 0);
-    err = bpf_tc_query(&hook, &query);
-    if (err == 0) {
-        if (prog_tag(prog_fd_by_id(query.prog_id).get()) == prog_tag(prog_fd))
-            return HookAction::Adopted;
-        bpf_tc_opts replace = bpfnet_filter(prog_fd, BPF_TC_F_REPLACE);
-        check(bpf_tc_attach(&hook, &replace), "bpf_tc_attach (replace) " + what);
-        return HookAction::Replaced;
-    }
-    // No filter of ours: ENOENT when the ingress chain has other filters, EINVAL ("Cannot find specified
-    // filter chain") when it has none at all, as on a freshly created clsact.
-    if (err != -ENOENT && err != -EINVAL)
-        check(err, "bpf_tc_query " + what);
-    bpf_tc_opts attach = bpfnet_filter(prog_fd, 0);
-    check(bpf_tc_attach(&hook, &attach), "bpf_tc_attach " + what);
-    return HookAction::Attached;
-}
-
-// Removes only our filter: the clsact qdisc may carry other programs (the CNI's), so it stays.
-void detach_tc(int ifindex) {
-    bpf_tc_hook hook = ingress_hook(ifindex);
-    bpf_tc_opts ours = bpfnet_filter(0, 0);
-    int err = bpf_tc_detach(&hook, &ours);
-    if (err && err != -ENOENT && err != -ENODEV && err != -EINVAL)
-        check(err, "bpf_tc_detach ifindex " + std::to_string(ifindex));
-}
-
 void detach_xdp(int ifindex) {
     XdpOnInterface state = XdpOnInterface::read(ifindex);
     if (!state.ours)
@@ -160,20 +151,12 @@ void detach_xdp(int ifindex) {
 
 } // namespace
 
-std::string to_string(HookAction action) {
-    switch (action) {
-    case HookAction::Attached:
-        return "attached";
-    case HookAction::Adopted:
-        return "adopted";
-    case HookAction::Replaced:
-        return "replaced";
-    }
-    return "unknown";
-}
-
 std::string describe(const XdpAttachment &xdp) {
-    return to_string(xdp.mode) + (xdp.dispatcher ? " via libxdp dispatcher" : " plain attach (no dispatcher)");
+    std::string text =
+        to_string(xdp.mode) + (xdp.dispatcher ? " via libxdp dispatcher" : " plain attach (no dispatcher)");
+    if (!xdp.native_refused.empty())
+        text += "; native refused: " + xdp.native_refused;
+    return text;
 }
 
 Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nullptr, bpfnet_bpf__destroy) {
@@ -186,6 +169,7 @@ Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nu
     skel_.reset(bpfnet_bpf__open());
     if (!skel_)
         throw SystemError("bpfnet_bpf__open", errno);
+    skel_->rodata->kernel_has_redirect_peer = options.redirect_peer;
     set_pin_paths(skel_->obj, options.pin_dir);
 
     std::vector<std::function<void()>> rollback;
@@ -197,7 +181,7 @@ Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nu
             rollback.emplace_back([this] { detach_xdp(nic_ifindex_); });
         attach_nic_tc();
         if (tc_nic_action_ == HookAction::Attached)
-            rollback.emplace_back([this] { detach_tc(nic_ifindex_); });
+            rollback.emplace_back([this] { detach_tc_ingress(nic_ifindex_, options_.pin_dir); });
         maps_.emplace(DatapathMaps::from_object(skel_->obj));
     } catch (...) {
         for (auto it = rollback.rbegin(); it != rollback.rend(); ++it) {
@@ -229,29 +213,27 @@ int Datapath::events_fd() const {
 
 void Datapath::load_and_attach_xdp(XdpMode mode) {
     XdpOnInterface current = XdpOnInterface::read(nic_ifindex_);
-    xdp_.mode = mode;
 
-    if (current.ours && current.mode == mode) {
+    if (current.ours && (mode == XdpMode::Auto || current.mode == mode)) {
+        xdp_.mode = current.mode;
         check(bpfnet_bpf__load(skel_.get()), "bpfnet_bpf__load");
         int new_fd = bpf_program__fd(skel_->progs.xdp_nic);
-        ProgTag attached{};
-        std::memcpy(attached.data(), xdp_program__tag(current.ours), attached.size());
         xdp_.dispatcher = current.dispatcher;
-        if (attached == prog_tag(new_fd)) {
+        if (same_program(xdp_program__fd(current.ours), new_fd)) {
             xdp_.action = HookAction::Adopted;
             return;
         }
         if (!current.dispatcher) {
             LIBBPF_OPTS(bpf_xdp_attach_opts, replace, .old_prog_fd = xdp_program__fd(current.ours));
-            check(bpf_xdp_attach(nic_ifindex_, new_fd, xdp_flags(mode) | XDP_FLAGS_REPLACE, &replace),
+            check(bpf_xdp_attach(nic_ifindex_, new_fd, xdp_flags(current.mode) | XDP_FLAGS_REPLACE, &replace),
                   "bpf_xdp_attach (replace) " + options_.interface);
         } else {
             // A dispatcher is rebuilt by libxdp; there is no in-place replace of one component.
-            check(xdp_program__detach(current.ours, nic_ifindex_, libxdp_mode(mode), 0), "xdp_program__detach");
+            check(xdp_program__detach(current.ours, nic_ifindex_, libxdp_mode(current.mode), 0), "xdp_program__detach");
             std::unique_ptr<xdp_program, void (*)(xdp_program *)> prog(xdp_program__from_fd(new_fd),
                                                                        xdp_program__close);
             check(static_cast<int>(libxdp_get_error(prog.get())), "xdp_program__from_fd");
-            check(xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(mode), 0), "xdp_program__attach");
+            check(xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(current.mode), 0), "xdp_program__attach");
         }
         xdp_.action = HookAction::Replaced;
         return;
@@ -261,28 +243,54 @@ void Datapath::load_and_attach_xdp(XdpMode mode) {
                  {{"iface", options_.interface}, {"from", to_string(current.mode)}, {"to", to_string(mode)}});
         detach_xdp(nic_ifindex_);
     }
+    if (mode != XdpMode::Auto) {
+        attach_xdp_program(mode);
+        return;
+    }
+    // auto: native where the driver has XDP support, generic (in the stack, slower) where it has none.
+    try {
+        attach_xdp_program(XdpMode::Native);
+    } catch (const SystemError &e) {
+        if (e.code().value() != EOPNOTSUPP)
+            throw;
+        xdp_.native_refused = e.what();
+        attach_xdp_program(XdpMode::Generic);
+    }
+}
 
-    // libxdp loads the object itself: as a dispatcher component where the kernel allows it, else plain.
+// libxdp loads the object itself: as a dispatcher component where the kernel allows it, else plain.
+void Datapath::attach_xdp_program(XdpMode mode) {
     DECLARE_LIBXDP_OPTS(xdp_program_opts, opts, .obj = skel_->obj, .prog_name = BPFNET_PROG_XDP_NIC);
     std::unique_ptr<xdp_program, void (*)(xdp_program *)> prog(xdp_program__create(&opts), xdp_program__close);
     check(static_cast<int>(libxdp_get_error(prog.get())), "xdp_program__create");
     check(xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(mode), 0),
           "xdp_program__attach " + options_.interface + " (" + to_string(mode) + ")");
+    xdp_.mode = mode;
     xdp_.action = HookAction::Attached;
     xdp_.dispatcher = XdpOnInterface::read(nic_ifindex_).dispatcher;
 }
 
+// An attached program is adopted when it is the one this object would load: same instructions (tag) and
+// same load-time constants.
+bool Datapath::same_program(int attached_prog_fd, int our_prog_fd) const {
+    return prog_tag(attached_prog_fd) == prog_tag(our_prog_fd) &&
+           prog_rodata(attached_prog_fd) == prog_rodata(our_prog_fd);
+}
+
 void Datapath::attach_nic_tc() {
-    tc_nic_action_ =
-        attach_tc(nic_ifindex_, bpf_program__fd(skel_->progs.tc_nic_ingress), options_.interface + " ingress");
+    int fd = bpf_program__fd(skel_->progs.tc_nic_ingress);
+    tc_nic_action_ = attach_tc_ingress(nic_ifindex_, fd, options_.tc, options_.pin_dir,
+                                       [&](int attached) { return same_program(attached, fd); });
 }
 
 HookAction Datapath::attach_pod_hook(int ifindex) {
-    return attach_tc(ifindex, bpf_program__fd(skel_->progs.tc_pod_ingress), "ifindex " + std::to_string(ifindex));
+    int fd = bpf_program__fd(skel_->progs.tc_pod_ingress);
+    return attach_tc_ingress(ifindex, fd, options_.tc, options_.pin_dir,
+                             [&](int attached) { return same_program(attached, fd); });
 }
 
 void Datapath::detach_pod_hook(int ifindex) {
-    detach_tc(ifindex);
+    detach_tc_ingress(ifindex, options_.pin_dir);
 }
 
 void Datapath::remove(const DatapathOptions &options) {
@@ -298,12 +306,13 @@ void Datapath::remove(const DatapathOptions &options) {
     if (std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_BACKENDS)) {
         auto backends = PinnedMap<__be32, bpfnet_backend>::open(options.pin_dir, BPFNET_MAP_BACKENDS);
         for (const auto &[ip, backend] : backends.entries())
-            detach_pod_hook(static_cast<int>(backend.ifindex));
+            detach_tc_ingress(static_cast<int>(backend.ifindex), options.pin_dir);
     }
     if (nic != 0) {
-        detach_tc(nic);
+        detach_tc_ingress(nic, options.pin_dir);
         detach_xdp(nic);
     }
+    remove_tcx_links(options.pin_dir);
     for (const char *name : kMapNames) {
         std::error_code ec;
         std::filesystem::remove(options.pin_dir + "/" + name, ec);

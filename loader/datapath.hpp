@@ -6,6 +6,7 @@
 
 #include "config.hpp"
 #include "maps/datapath_maps.hpp"
+#include "tc_hook.hpp"
 
 #include <memory>
 #include <optional>
@@ -16,19 +17,19 @@ struct xdp_program;
 
 namespace bpfnet {
 
-enum class HookAction { Attached, Adopted, Replaced };
-std::string to_string(HookAction action);
-
 struct XdpAttachment {
-    XdpMode mode = XdpMode::Native;
-    bool dispatcher = false; // libxdp's multi-program dispatcher; false: plain attach (legacy fallback)
+    XdpMode mode = XdpMode::Native; // as attached: native or generic
+    std::string native_refused;     // xdpMode auto fell back to generic: why native was refused
+    bool dispatcher = false;        // libxdp's multi-program dispatcher; false: plain attach (legacy fallback)
     HookAction action = HookAction::Attached;
 };
 
 struct DatapathOptions {
     std::string interface;
     std::string pin_dir;
-    XdpMode xdp_mode = XdpMode::Native;
+    XdpMode xdp_mode = XdpMode::Auto;
+    TcHookKind tc = TcHookKind::Clsact;
+    bool redirect_peer = true; // the kernel has bpf_redirect_peer (a load-time constant of the programs)
 };
 
 class Datapath {
@@ -43,12 +44,13 @@ public:
     int nic_ifindex() const { return nic_ifindex_; }
     const XdpAttachment &xdp() const { return xdp_; }
     HookAction tc_nic_action() const { return tc_nic_action_; }
+    TcHookKind tc_kind() const { return options_.tc; }
     int events_fd() const;
 
     // tc_pod_ingress on the host side of a backend's veth.
     HookAction attach_pod_hook(int ifindex);
-    // Removes only our filter; a veth that is already gone is fine.
-    static void detach_pod_hook(int ifindex);
+    // Removes only our program; a veth that is already gone is fine.
+    void detach_pod_hook(int ifindex);
 
     // Detaches bpfnet's programs from the NIC and from the veths of the backends the maps list, and removes
     // the pins: the explicit teardown (`bpfnet-loader --teardown`), never done on a plain stop. Loads
@@ -57,6 +59,8 @@ public:
 
 private:
     void load_and_attach_xdp(XdpMode mode);
+    void attach_xdp_program(XdpMode mode);
+    bool same_program(int attached_prog_fd, int our_prog_fd) const;
     void attach_nic_tc();
     void unpin_maps();
 

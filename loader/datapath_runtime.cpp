@@ -50,13 +50,28 @@ void DatapathRuntime::attach() {
     announce_timer_ = loop::make_timer();
     LinkInfo nic = link_by_name(node_.interface);
     nic_mac_ = nic.mac;
-    datapath_ = std::make_unique<Datapath>(
-        DatapathOptions{.interface = node_.interface, .pin_dir = node_.pin_dir(), .xdp_mode = node_.xdp_mode});
+    const KernelFeatures kernel = probe_kernel();
+    plan_ = plan_attach(node_.tc_attach, node_.redirect_peer, kernel);
+    log_info("kernel probed", {{"release", kernel.release},
+                               {"tcx", kernel.tcx ? "yes" : "no"},
+                               {"tcx_probe", kernel.tcx_detail},
+                               {"redirect_peer", kernel.redirect_peer ? "yes" : "no"},
+                               {"tc_attach", to_string(plan_.tc) + " (tcAttach " + to_string(node_.tc_attach) + ")"},
+                               {"pod_delivery", plan_.redirect_peer ? "redirect_peer" : "veth transmit"}});
+    datapath_ = std::make_unique<Datapath>(DatapathOptions{.interface = node_.interface,
+                                                           .pin_dir = node_.pin_dir(),
+                                                           .xdp_mode = node_.xdp_mode,
+                                                           .tc = plan_.tc,
+                                                           .redirect_peer = plan_.redirect_peer});
+    if (!datapath_->xdp().native_refused.empty())
+        log_warn("native XDP refused by the driver: running generic XDP (slower)",
+                 {{"iface", node_.interface}, {"error", datapath_->xdp().native_refused}});
     log_info("xdp program on the NIC", {{"iface", node_.interface},
                                         {"action", to_string(datapath_->xdp().action)},
                                         {"attach", describe(datapath_->xdp())}});
-    log_info("tc program on the NIC ingress",
-             {{"iface", node_.interface}, {"action", to_string(datapath_->tc_nic_action())}});
+    log_info("tc program on the NIC ingress", {{"iface", node_.interface},
+                                               {"action", to_string(datapath_->tc_nic_action())},
+                                               {"attach", to_string(datapath_->tc_kind())}});
     arp_.emplace(nic.ifindex);
     // The HTTP thread gets fds of its own, so it never shares an object with this thread.
     status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
@@ -97,6 +112,8 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
     DatapathMaps &maps = datapath_->maps();
     bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, dhcp_service_ip(specs));
+    iface.hooks = static_cast<__u8>((plan_.tc == TcHookKind::Tcx ? BPFNET_HOOKS_TCX : 0) |
+                                    (plan_.redirect_peer ? BPFNET_HOOKS_REDIRECT_PEER : 0));
     auto current = maps.iface.lookup(0);
     if (!current || !bytewise_equal(*current, iface))
         maps.iface.update(0, iface);
@@ -113,13 +130,18 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
             log_info("tc program on the backend veth",
                      {{"ifindex", std::to_string(spec.location->ifindex)}, {"action", to_string(action)}});
     }
+    // The backend table says how each backend is reached; without the helper it is never "peer".
+    std::vector<ServiceSpec> effective = specs;
+    for (ServiceSpec &spec : effective)
+        if (spec.location)
+            spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
     Applied applied;
-    applied.report = reconcile(maps, desired_state(specs));
+    applied.report = reconcile(maps, desired_state(effective));
     for (const bpfnet_backend &gone : applied.report.departed) {
         int ifindex = static_cast<int>(gone.ifindex);
         if (wanted.contains(ifindex))
             continue;
-        Datapath::detach_pod_hook(ifindex);
+        datapath_->detach_pod_hook(ifindex);
         hooked_.erase(ifindex);
     }
 

@@ -9,6 +9,7 @@
 #include "config.hpp"
 #include "datapath.hpp"
 #include "desired_state.hpp"
+#include "kernel_probe.hpp"
 #include "loader_status.hpp"
 #include "maps/unique_fd.hpp"
 
@@ -75,6 +76,7 @@ private:
     Config node_;
     LoaderStatus &status_;
     std::unique_ptr<Datapath> datapath_;
+    AttachPlan plan_;
     std::optional<ArpSender> arp_;
     MacAddress nic_mac_{};
     bool announce_all_on_first_apply_ = false;

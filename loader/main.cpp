@@ -34,7 +34,9 @@ struct KubernetesFlags {
     std::vector<std::string> allowed_namespaces;
     std::vector<std::string> allowed_cidrs;
     unsigned lease_duration_s = 15;
-    std::string xdp_mode = "native";
+    std::string xdp_mode = "auto";
+    std::string tc_attach = "auto";
+    std::string redirect_peer = "auto";
     std::string pin_root{bpfnet::kDefaultPinRoot};
 };
 
@@ -55,8 +57,16 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->check(CLI::Range(2u, 3600u))
         ->capture_default_str()
         ->group(group);
-    app.add_option("--xdp-mode", k.xdp_mode, "native or generic")
-        ->check(CLI::IsMember({"native", "generic"}))
+    app.add_option("--xdp-mode", k.xdp_mode, "auto (native where the driver supports it), native or generic")
+        ->check(CLI::IsMember({"auto", "native", "generic"}))
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--tc-attach", k.tc_attach, "auto (tcx links where the kernel has them), tcx or clsact")
+        ->check(CLI::IsMember({"auto", "tcx", "clsact"}))
+        ->capture_default_str()
+        ->group(group);
+    app.add_option("--redirect-peer", k.redirect_peer, "auto (where the kernel has it) or off")
+        ->check(CLI::IsMember({"auto", "off"}))
         ->capture_default_str()
         ->group(group);
     app.add_option("--pin-root", k.pin_root, "bpffs directory for the pins")->capture_default_str()->group(group);
@@ -86,7 +96,10 @@ std::pair<bpfnet::Config, bpfnet::k8s::KubernetesOptions> kubernetes_settings(Ku
     node.interface = k.interface;
     node.subnet_be = subnet->first;
     node.prefix_len = subnet->second;
-    node.xdp_mode = k.xdp_mode == "generic" ? bpfnet::XdpMode::Generic : bpfnet::XdpMode::Native;
+    // The spellings were checked by CLI11 (IsMember) against the same names the config file takes.
+    node.xdp_mode = bpfnet::parse_xdp_mode(k.xdp_mode).value_or(bpfnet::XdpMode::Auto);
+    node.tc_attach = bpfnet::parse_tc_attach(k.tc_attach).value_or(bpfnet::TcAttach::Auto);
+    node.redirect_peer = bpfnet::parse_redirect_peer(k.redirect_peer).value_or(bpfnet::RedirectPeer::Auto);
     while (k.pin_root.size() > 1 && k.pin_root.back() == '/')
         k.pin_root.pop_back();
     node.pin_root = k.pin_root;

@@ -50,7 +50,8 @@ bool config_file_touched(const UniqueFd &inotify, const std::string &config_path
 }
 
 bool datapath_identity_changed(const Config &a, const Config &b) {
-    return a.interface != b.interface || a.pin_root != b.pin_root || a.xdp_mode != b.xdp_mode;
+    return a.interface != b.interface || a.pin_root != b.pin_root || a.xdp_mode != b.xdp_mode ||
+           a.tc_attach != b.tc_attach || a.redirect_peer != b.redirect_peer;
 }
 
 } // namespace
@@ -96,9 +97,11 @@ void StandaloneLoader::reload_config(bool forced) {
     if (next == config_ && !forced && status_.ready())
         return;
     if (datapath_identity_changed(next, config_)) {
-        log_error("interface, pinRoot and xdpMode cannot change while running; restart the loader",
-                  {{"config", config_path_}});
-        reload_failed("config not applied: interface, pinRoot and xdpMode cannot change while running");
+        log_error(
+            "interface, pinRoot, xdpMode, tcAttach and redirectPeer cannot change while running; restart the loader",
+            {{"config", config_path_}});
+        reload_failed(
+            "config not applied: interface, pinRoot, xdpMode, tcAttach and redirectPeer cannot change while running");
         return;
     }
     if (forced)

@@ -47,12 +47,16 @@ struct bpfnet_iface {
 	__u32 nic_ifindex;
 	__u8 nic_mac[6];
 	__u8 dhcp_max_hops; /* relayed requests with more hops are dropped (RFC 1542 4.1.1) */
-	__u8 pad;
-	__be32 subnet_be; /* provisioning subnet; service IPs and hosts live here */
+	__u8 hooks;	    /* BPFNET_HOOKS_*: how the loader attached on this kernel; read by bpfnetctl */
+	__be32 subnet_be;   /* provisioning subnet; service IPs and hosts live here */
 	__be32 subnet_mask_be;
 	__be32 dhcp_service_ip_be;  /* the service IP whose DHCP port takes broadcast DHCP; 0: none */
 	__u64 heartbeat_timeout_ns; /* ARP answers stop when the loader's heartbeat is older */
 };
+
+/* What the loader chose by probing the kernel at start (bpfnet_iface.hooks). */
+#define BPFNET_HOOKS_TCX	   (1u << 0) /* TC programs attached as tcx links (6.6+); else clsact filters */
+#define BPFNET_HOOKS_REDIRECT_PEER (1u << 1) /* the kernel has bpf_redirect_peer (5.10+) and it is used */
 
 /* heartbeat (array, one entry): CLOCK_MONOTONIC ns of the loader's last heartbeat (bpf_ktime_get_ns). */
 struct bpfnet_heartbeat {

@@ -275,9 +275,7 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 		return TC_ACT_SHOT;
 	}
 	decide(BPFNET_CTR_DHCP_REQUEST_RELAYED);
-	if (backend->flags & BPFNET_BACKEND_REDIRECT_PEER)
-		return bpf_redirect_peer(backend->ifindex, 0);
-	return bpf_redirect(backend->ifindex, 0);
+	return deliver_to_backend(backend);
 }
 
 /* Where RFC 2131 4.1 says a reply relayed by us goes, at L3 and L2. */

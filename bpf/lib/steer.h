@@ -6,6 +6,29 @@
 #include "parse.h"
 #include "maps.h"
 
+/*
+ * A packet that is not bpfnet's: TC_ACT_UNSPEC hands it on (TCX_NEXT under tcx, the next filter under
+ * clsact), so a CNI's programs on the same hook still see it. TC_ACT_OK would end both chains here.
+ */
+#define BPFNET_TC_NEXT TC_ACT_UNSPEC
+
+/*
+ * Set by the loader before the object is loaded, from its probe of the running kernel: whether
+ * bpf_redirect_peer exists (5.10+). A constant to the verifier, so on a kernel without the helper the
+ * call is dead code and never checked; the programs still load and deliver through the veth's transmit
+ * path instead.
+ */
+const volatile __u8 kernel_has_redirect_peer = 1;
+
+/* Into the backend pod: straight into its namespace when the kernel and the device allow, else through
+ * the host side of its veth. */
+static __always_inline long deliver_to_backend(const struct bpfnet_backend *backend)
+{
+	if (kernel_has_redirect_peer && (backend->flags & BPFNET_BACKEND_REDIRECT_PEER))
+		return bpf_redirect_peer(backend->ifindex, 0);
+	return bpf_redirect(backend->ifindex, 0);
+}
+
 struct steer_target {
 	__be32 backend_ip;
 	__be16 backend_port;

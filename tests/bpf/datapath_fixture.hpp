@@ -23,7 +23,8 @@ const char *name(Program program);
 
 // Verdicts as the kernel returns them.
 inline constexpr int kXdpDrop = 1, kXdpPass = 2, kXdpTx = 3;
-inline constexpr int kTcOk = 0, kTcShot = 2, kTcRedirect = 7;
+// kTcNext: TC_ACT_UNSPEC, "not ours, the next program decides" (TCX_NEXT under tcx).
+inline constexpr int kTcNext = -1, kTcShot = 2, kTcRedirect = 7;
 
 // Kernels refuse BPF_PROG_TEST_RUN on frames shorter than some minimum (6.18: Ethernet + IPv4 header for TC,
 // Ethernet for XDP). Such runts are then reported as refused rather than run.

@@ -52,7 +52,7 @@ SERVICE_NS=metal3
 SERVICE_NAME=ironic
 STANDIN_PY=$E2E_REPO/tests/k8s/apiserver_standin.py
 PROBE_PY=$E2E_DIR/failover_probe.py
-SYSTEM_PYTHON=/usr/bin/python3
+SYSTEM_PYTHON=${SYSTEM_PYTHON:-/usr/bin/python3}
 
 cluster_host() { ip netns exec "$CLUSTER_HOST" "$@"; }
 

@@ -39,6 +39,8 @@ E2E_VETH=vethpod
 E2E_VETH_MAC=02:00:00:00:01:01
 E2E_PIN_ROOT=/sys/fs/bpf/bpfnet
 E2E_PIN_DIR=$E2E_PIN_ROOT/$E2E_NIC
+# Debian's python (bpftool JSON, probes): not a virtualenv's that may come first in PATH.
+SYSTEM_PYTHON=${SYSTEM_PYTHON:-/usr/bin/python3}
 
 E2E_PASSED=0
 E2E_FAILED=0
@@ -292,11 +294,19 @@ topology_create() {
 # backend), in xdpMode MODE (default native), each --port appended to the port list (an empty TARGETPORT
 # means the same port; KIND is plain, tftp or dhcp), EXTRA_YAML (top-level keys) at the end.
 write_config() {
-    local xdp_mode=native extra_ports="" name proto port target kind
+    local xdp_mode=native extra_ports="" name proto port target kind kernel_choices=""
     while [ $# -gt 0 ]; do
         case $1 in
         --xdp-mode)
             xdp_mode=$2
+            shift 2
+            ;;
+        --tc-attach)
+            kernel_choices+="tcAttach: $2"$'\n'
+            shift 2
+            ;;
+        --redirect-peer)
+            kernel_choices+="redirectPeer: $2"$'\n'
             shift 2
             ;;
         --port)
@@ -316,7 +326,7 @@ serviceIP: $E2E_SERVICE_IP
 subnet: $E2E_SUBNET
 pinRoot: $E2E_PIN_ROOT
 xdpMode: $xdp_mode
-ports:
+${kernel_choices}ports:
   - name: http
     protocol: tcp
     port: 80
@@ -329,6 +339,49 @@ ${extra_ports}backend:
   veth: auto
 $extra
 EOF
+}
+
+# tc_hook_of DEV: bpfnet's TC program on DEV's ingress in the node namespace, read without bpfnetctl: through
+# bpftool from our tcx link's pin when there is one, else from tc's filter list. Sets TC_PROG_ID (0: none)
+# and TC_ATTACH (tcx, clsact or none).
+TC_PROG_ID=0
+TC_ATTACH=none
+tc_hook_of() {
+    local ifindex pin
+    ifindex=$(ip -n "$E2E_NODE" -o link show "$1" | cut -d: -f1)
+    pin=$E2E_PIN_DIR/tcx_ingress_$ifindex
+    if [ -e "$pin" ]; then
+        TC_ATTACH=tcx
+        TC_PROG_ID=$(bpftool -j link show pinned "$pin" | "$SYSTEM_PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["prog_id"])')
+        return
+    fi
+    TC_PROG_ID=$(ip netns exec "$E2E_NODE" tc filter show dev "$1" ingress 2>/dev/null | grep -oE 'id [0-9]+' | head -n1 | awk '{ print $2 }')
+    TC_ATTACH=clsact
+    [ -n "$TC_PROG_ID" ] || { TC_ATTACH=none; TC_PROG_ID=0; }
+}
+
+# tc_prog_id DEV: prints TC_PROG_ID of tc_hook_of.
+tc_prog_id() {
+    tc_hook_of "$1"
+    echo "$TC_PROG_ID"
+}
+
+# kernel_has_tcx: the kernel release is 6.6 or later, where the loader's probe must find tcx links.
+kernel_has_tcx() {
+    local major minor
+    IFS=. read -r major minor _ <<<"$(uname -r)"
+    [ "$major" -gt 6 ] || { [ "$major" = 6 ] && [ "${minor%%[^0-9]*}" -ge 6 ]; }
+}
+
+# tc_links_left: bpfnet TC programs still held by BPF links anywhere (a tcx link that outlived its pin).
+tc_links_left() {
+    bpftool -j link show | "$SYSTEM_PYTHON" -c '
+import json, subprocess, sys
+names = {p["id"]: p.get("name", "") for p in json.loads(subprocess.run(["bpftool", "-j", "prog", "show"],
+         capture_output=True, text=True, check=True).stdout)}
+left = [f"link {l['id']} runs {names.get(l.get('prog_id'))}" for l in json.load(sys.stdin)
+        if names.get(l.get("prog_id"), "").startswith("tc_") and names[l["prog_id"]].endswith("_ingress")]
+print("; ".join(left))'
 }
 
 # replace_file NEW FILE: renames NEW over FILE in one rename(2), as editors and ConfigMap updates do, so a

@@ -142,11 +142,6 @@ has_line_matching() {
 
 node_ifindex() { ip -n "$E2E_NODE" -o link show "$1" | cut -d: -f1; }
 
-# The program id of our filter on a device's ingress, from tc itself (0 when there is none).
-tc_filter_id() {
-    ip netns exec "$E2E_NODE" tc filter show dev "$1" ingress 2>/dev/null |
-        grep -oE 'id [0-9]+' | head -n1 | awk '{ print $2 } END { if (NR == 0) print 0 }'
-}
 
 # xdp_prog_id IFACE: the id of bpfnet's XDP program on IFACE. Where libxdp's dispatcher loads (found by the
 # kernel matrix on Debian's 6.1 and 6.12), the program attached to the link is the dispatcher and bpfnet's is
@@ -193,18 +188,22 @@ case_status() {
     nic_index=$(node_ifindex "$E2E_NIC")
     veth_index=$(node_ifindex "$E2E_VETH")
     xdp_id=$(xdp_prog_id "$E2E_NIC")
-    tc_id=$(tc_filter_id "$E2E_NIC")
-    pod_id=$(tc_filter_id "$E2E_VETH")
+    tc_hook_of "$E2E_NIC"
+    tc_id=$TC_PROG_ID
+    local attach=$TC_ATTACH attach_text="clsact filter"
+    [ "$attach" = tcx ] && attach_text="tcx link"
+    pod_id=$(tc_prog_id "$E2E_VETH")
     ctl_ok status status || return 1
-    has_line status "interface   $E2E_NIC (ifindex $nic_index, mac $E2E_NIC_MAC)" || return 1
-    has_line status "subnet      $E2E_SUBNET" || return 1
-    has_line_matching status "^xdp         xdp_nic \\(id $xdp_id\\), native, (plain attach \\(no dispatcher\\)|via libxdp dispatcher)$" || return 1
-    has_line status "tc ingress  tc_nic_ingress (id $tc_id)" || return 1
-    has_line_matching status '^heartbeat   fresh: [0-9.]+ s ago \(timeout 5\.0 s\)$' || return 1
-    has_line status "service IP  $E2E_SERVICE_IP: active (owner), answering ARP" || return 1
-    has_line status "dhcp relay  for $E2E_SERVICE_IP" || return 1
-    has_line status "backend     $E2E_POD_IP on $E2E_VETH (ifindex $veth_index), pod hook tc_pod_ingress" || return 1
-    has_line status "conflicts   none seen" || return 1
+    has_line status "interface     $E2E_NIC (ifindex $nic_index, mac $E2E_NIC_MAC)" || return 1
+    has_line status "subnet        $E2E_SUBNET" || return 1
+    has_line_matching status "^xdp           xdp_nic \\(id $xdp_id\\), native, (plain attach \\(no dispatcher\\)|via libxdp dispatcher)$" || return 1
+    has_line status "tc ingress    tc_nic_ingress (id $tc_id), $attach_text" || return 1
+    has_line status "pod delivery  bpf_redirect_peer" || return 1
+    has_line_matching status '^heartbeat     fresh: [0-9.]+ s ago \(timeout 5\.0 s\)$' || return 1
+    has_line status "service IP    $E2E_SERVICE_IP: active (owner), answering ARP" || return 1
+    has_line status "dhcp relay    for $E2E_SERVICE_IP" || return 1
+    has_line status "backend       $E2E_POD_IP on $E2E_VETH (ifindex $veth_index), pod hook tc_pod_ingress ($attach)" || return 1
+    has_line status "conflicts     none seen" || return 1
 
     ctl_ok status-json --output json status || return 1
     json_expect status-json "d['interface'] == {'name': '$E2E_NIC', 'ifindex': $nic_index, 'mac': '$E2E_NIC_MAC'}" || return 1
@@ -212,14 +211,15 @@ case_status() {
     json_expect status-json "d['hooks']['xdp']['attached'] and d['hooks']['xdp']['program'] == 'xdp_nic' and
         d['hooks']['xdp']['program_id'] == $xdp_id and d['hooks']['xdp']['mode'] == 'native' and
         isinstance(d['hooks']['xdp']['dispatcher'], bool)" || return 1
-    json_expect status-json "d['hooks']['tc_ingress'] == {'attached': True, 'program': 'tc_nic_ingress', 'program_id': $tc_id}" || return 1
+    json_expect status-json "d['hooks']['tc_ingress'] == {'attached': True, 'program': 'tc_nic_ingress', 'program_id': $tc_id, 'attach': '$attach'}" || return 1
+    json_expect status-json "d['pod_delivery'] == 'redirect_peer'" || return 1
     json_expect status-json "d['heartbeat']['state'] == 'fresh' and 0 <= d['heartbeat']['age_seconds'] <= 5 and
         d['heartbeat']['timeout_seconds'] == 5.0" || return 1
     json_expect status-json "d['service_ips'] == [{'ip': '$E2E_SERVICE_IP', 'active': True, 'answering_arp': True}]" || return 1
     json_expect status-json "d['backends'] == [{'ip': '$E2E_POD_IP', 'veth': '$E2E_VETH', 'ifindex': $veth_index,
-        'pod_hook': {'attached': True, 'program': 'tc_pod_ingress', 'program_id': $pod_id}}]" || return 1
+        'pod_hook': {'attached': True, 'program': 'tc_pod_ingress', 'program_id': $pod_id, 'attach': '$attach'}}]" || return 1
     json_expect status-json "d['conflicts'] == {'seen': 0, 'entries': []}" || return 1
-    log "xdp id $xdp_id, tc ids $tc_id (nic) $pod_id (veth); $(grep heartbeat "$OUT/status.out")"
+    log "xdp id $xdp_id, tc ids $tc_id (nic) $pod_id (veth) as $attach; $(grep heartbeat "$OUT/status.out")"
 }
 
 # The ports of the configuration: http 80 -> 8080 and iperf 5201 from write_config, dhcp 67 and tftp 69.
@@ -463,8 +463,8 @@ EOF
         [('$E2E_SERVICE_IP', '$OTHER_MAC')] and 0 <= d['conflicts']['entries'][0]['age_seconds'] < 5" || return 1
     json_expect status-conflict "d['service_ips'][0]['active']" || return 1
     ctl_ok status-conflict-table status || return 1
-    has_line_matching status-conflict-table "^conflicts   [1-9][0-9]* seen \\(arp_conflict\\)\$" || return 1
-    has_line_matching status-conflict-table "^conflict    $E2E_SERVICE_IP claimed by $OTHER_MAC, [0-9.]+ s ago\$" || return 1
+    has_line_matching status-conflict-table "^conflicts     [1-9][0-9]* seen \\(arp_conflict\\)\$" || return 1
+    has_line_matching status-conflict-table "^conflict      $E2E_SERVICE_IP claimed by $OTHER_MAC, [0-9.]+ s ago\$" || return 1
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -478,6 +478,7 @@ maps_snapshot() {
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["service_ips"], d["backends"])' \
         "$OUT/snapshot-status.out"
     ip netns exec "$E2E_NODE" tc filter show dev "$E2E_VETH" ingress
+    echo "veth TC program $(tc_prog_id "$E2E_VETH") ($TC_ATTACH)"
 }
 
 # i. Bad arguments and missing datapaths: the documented exit code, one line on stderr, nothing changed.
@@ -554,7 +555,7 @@ case_backend_clear() {
         d['backends'] == []" || return 1
     ctl_ok clear-backends backends -o json || return 1
     json_expect clear-backends "d == {'backends': []}" || return 1
-    if [ "$(tc_filter_id "$E2E_VETH")" != 0 ]; then
+    if [ "$(tc_prog_id "$E2E_VETH")" != 0 ]; then
         E2E_REASON="the pod hook is still on $E2E_VETH after backend clear"
         return 1
     fi
@@ -585,7 +586,7 @@ case_backend_set() {
     json_expect set-services "d == $SERVICES_JSON" || return 1
     ctl_ok set-status status -o json || return 1
     json_expect set-status "d['service_ips'][0]['active'] and d['backends'][0]['pod_hook']['attached'] and
-        d['backends'][0]['pod_hook']['program_id'] == $(tc_filter_id "$E2E_VETH")" || return 1
+        d['backends'][0]['pod_hook']['program_id'] == $(tc_prog_id "$E2E_VETH")" || return 1
     if ! wait_for 10 http_works; then
         E2E_REASON="HTTP does not work 10 s after backend set"
         return 1
@@ -624,7 +625,7 @@ case_set_needs_pod_program() {
     heartbeat_stale() { ctl stale-status status -o json && json_expect stale-status "d['heartbeat']['state'] == 'stale'"; }
     wait_for 8 heartbeat_stale || { E2E_REASON="heartbeat not stale 8 s after the loader stopped"; return 1; }
     ctl_ok stale-status-table status || return 1
-    has_line_matching stale-status-table '^heartbeat   STALE: [0-9.]+ s ago \(timeout 5\.0 s\): loader not running, no ARP answers$' || return 1
+    has_line_matching stale-status-table '^heartbeat     STALE: [0-9.]+ s ago \(timeout 5\.0 s\): loader not running, no ARP answers$' || return 1
     log "$(head -n1 "$OUT/noloader-set.err")"
 
     loader_start "$CONFIG" "$LOGS/loader-2.log" || return 1

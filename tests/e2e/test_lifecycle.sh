@@ -474,6 +474,35 @@ case_backend_gone() {
     log "still running, heartbeat advancing: ${line#*msg=}"
 }
 
+# n. xdpMode auto (the default) on a device whose driver has no native XDP (loopback): the loader logs the
+# driver's refusal, runs generic XDP instead and serves; its teardown leaves the device clean.
+case_xdp_auto_fallback() {
+    local config=$CONF_DIR/loopback.yaml log=$LOGS/loader-loopback.log pid
+    printf '%s\n' "interface: lo" "serviceIP: $E2E_SERVICE_IP" "subnet: $E2E_SUBNET" "pinRoot: $E2E_PIN_ROOT" \
+        "ports:" "  - name: http" "    protocol: tcp" "    port: 80" >"$config"
+    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$config" --metrics-address '' >"$log" 2>&1 &
+    pid=$!
+    E2E_PIDS+=("$pid")
+    if ! wait_for 10 grep -q 'xdp program on the NIC' "$log"; then
+        E2E_REASON="the loader on lo did not attach: $(tail -n 3 "$log")"
+        return 1
+    fi
+    local refused attach link
+    refused=$(grep -F 'native XDP refused' "$log")
+    attach=$(grep -F 'xdp program on the NIC' "$log")
+    link=$(ip -n "$E2E_NODE" link show lo)
+    stop_pid "$pid"
+    if [[ $refused != *level=warn* ]] || [[ $attach != *'attach="generic '* ]] || [[ $link != *xdpgeneric* ]]; then
+        E2E_REASON="auto on lo: warning '$refused', attach '$attach', link: $(echo "$link" | head -n1)"
+        return 1
+    fi
+    local out
+    out=$(run_loader --config "$config" --teardown 2>&1) || { E2E_REASON="teardown on lo: $out"; return 1; }
+    link=$(ip -n "$E2E_NODE" link show lo)
+    [[ $link != *xdp* ]] || { E2E_REASON="XDP left on lo after teardown: $link"; return 1; }
+    log "${refused#*msg=}"
+}
+
 # ---------------------------------------------------------------------------------------------------
 
 log "loader: $LOADER"
@@ -490,5 +519,6 @@ run_case "i. SIGHUP with an invalid config is rejected and the running state kep
 run_case "j. liveness gate: after SIGKILL, ARP answered until the heartbeat timeout only; steering goes on" case_liveness_gate
 run_case "l. generic XDP attaches as xdpgeneric, announces the resumed service IP and steers HTTP" case_generic_xdp
 run_case "m. backend veth deleted, then SIGHUP: error naming backend.veth, loader keeps running" case_backend_gone
+run_case "n. xdpMode auto on a device without native XDP runs generic XDP and says why" case_xdp_auto_fallback
 
 finish

@@ -75,6 +75,9 @@ nothing_attached() {
     [ -n "$(ip netns exec "$E2E_NODE" tc filter show dev "$E2E_VETH" ingress 2>/dev/null)" ] &&
         what+="tc filter on $E2E_VETH ingress; "
     [ -e "$E2E_PIN_DIR" ] && what+="pin dir $E2E_PIN_DIR exists; "
+    local links
+    links=$(tc_links_left)
+    [ -n "$links" ] && what+="tcx links: $links; "
     if [ -n "$what" ]; then
         E2E_REASON="left behind: $what"
         return 1
@@ -249,6 +252,97 @@ case_restart() {
     fi
 }
 
+# expect_tc_attach KIND: the NIC's and the veth's TC programs are attached as KIND (tcx or clsact), each
+# exactly once: no program of ours is left on the other kind.
+expect_tc_attach() {
+    local dev filters
+    for dev in "$E2E_NIC" "$E2E_VETH"; do
+        tc_hook_of "$dev"
+        if [ "$TC_ATTACH" != "$1" ] || [ "$TC_PROG_ID" = 0 ]; then
+            E2E_REASON="$dev: TC program attached as '$TC_ATTACH' (id $TC_PROG_ID), want $1"
+            return 1
+        fi
+        filters=$(ip netns exec "$E2E_NODE" tc filter show dev "$dev" ingress 2>/dev/null)
+        if [ "$1" = tcx ] && [ -n "$filters" ]; then
+            E2E_REASON="$dev: a clsact filter is left next to the tcx link: $filters"
+            return 1
+        fi
+    done
+    local links
+    links=$(tc_links_left)
+    if [ "$1" = clsact ] && [ -n "$links" ]; then
+        E2E_REASON="tcx links left next to the clsact filters: $links"
+        return 1
+    fi
+}
+
+http_from_host() {
+    local out
+    out=$(host curl -sS --max-time 5 "http://$E2E_SERVICE_IP/" 2>&1)
+    [ "$out" = "$E2E_HOST_IP" ] || { E2E_REASON="HTTP through the service IP: '$out'"; return 1; }
+}
+
+# Restarts the loader with CONFIG and extra kernel choices (write_config options).
+restart_with() {
+    local log=$1
+    shift
+    loader_stop TERM
+    write_config "$@" "$CONFIG" || return 1
+    loader_start "$CONFIG" "$LOGS/$log" || return 1
+}
+
+# f. The loader probes the kernel at start and logs what it found and chose: tcx links where the kernel
+# has them (6.6+), else clsact filters. A restart with tcAttach clsact and redirectPeer off moves both hooks
+# onto clsact filters and delivers into the pod through its veth; back on auto, onto tcx again. Service
+# traffic works each way. Where the kernel has no tcx, tcAttach tcx is refused with the reason.
+case_attach_choices() {
+    local probed expected=clsact
+    kernel_has_tcx && expected=tcx
+    probed=$(grep -F 'kernel probed' "$LOADER_LOG")
+    if [[ $probed != *"tc_attach=\"$expected (tcAttach auto)\""* ]] || [[ $probed != *redirect_peer=yes* ]] ||
+        [[ $probed != *pod_delivery=redirect_peer* ]]; then
+        E2E_REASON="kernel $(uname -r): want $expected and redirect_peer, the loader logged: $probed"
+        return 1
+    fi
+    expect_tc_attach "$expected" || return 1
+    log "kernel $(uname -r): ${probed#*msg=}"
+
+    # Only the delivery changes: the same instructions with another load-time constant, so the running
+    # programs are replaced (not adopted) and the pod is reached through its veth.
+    restart_with loader-veth.log --redirect-peer off || return 1
+    probed=$(grep -F 'kernel probed' "$LOADER_LOG")
+    [[ $probed == *'pod_delivery="veth transmit"'* ]] || { E2E_REASON="redirectPeer off, the loader logged: $probed"; return 1; }
+    local tc_action
+    tc_action=$(grep -F 'tc program on the NIC ingress' "$LOADER_LOG")
+    [[ $tc_action == *action=replaced* ]] || { E2E_REASON="redirectPeer off: the TC program was not replaced: $tc_action"; return 1; }
+    expect_tc_attach "$expected" || return 1
+    wait_for 5 service_reachable && http_from_host || return 1
+    log "redirectPeer off: programs replaced, HTTP answered through the veth"
+
+    restart_with loader-clsact.log --tc-attach clsact || return 1
+    expect_tc_attach clsact || return 1
+    wait_for 5 service_reachable && http_from_host || return 1
+    log "tcAttach clsact: $(grep -F 'tc program on the NIC ingress' "$LOADER_LOG" | sed 's/.*msg=//'); HTTP answered"
+
+    if [ "$expected" = tcx ]; then
+        restart_with loader-auto.log || return 1
+        expect_tc_attach tcx || return 1
+    else
+        local out rc
+        write_config --tc-attach tcx "$CONFIG"
+        out=$(run_loader --config "$CONFIG" 2>&1)
+        rc=$?
+        if [ "$rc" = 0 ] || [[ $out != *"has no tcx links"* ]]; then
+            E2E_REASON="tcAttach tcx on $(uname -r): exit $rc: $(echo "$out" | tail -n 2)"
+            return 1
+        fi
+        log "tcAttach tcx refused: $(echo "$out" | grep -m1 'has no tcx')"
+        restart_with loader-auto.log || return 1
+        expect_tc_attach clsact || return 1
+    fi
+    wait_for 5 service_reachable && http_from_host || return 1
+}
+
 # g. --teardown removes the programs from the NIC and the pod's veth, and the pins.
 case_teardown() {
     loader_stop TERM
@@ -289,6 +383,7 @@ run_case "iperf3 host->pod and pod->host through service IP:5201" case_iperf
 run_case "pod connects to host agent as the service IP (neighbour miss path)" case_pod_to_host
 run_case "unlisted port is dropped silently and counted" case_unlisted_port
 run_case "loader restart keeps a running transfer and adopts the programs" case_restart
+run_case "the kernel probe picks the TC attach; clsact and veth delivery on request, and back" case_attach_choices
 run_case "teardown removes programs, filters and pins" case_teardown
 
 finish

@@ -38,12 +38,13 @@ StatusView sample_status() {
     status.subnet_be = ip("198.18.0.0");
     status.subnet_mask_be = ip("255.255.255.0");
     status.dhcp_service_ip_be = ip("198.18.0.2");
-    status.xdp = {true, "xdp_nic", 41, "native", false};
-    status.tc_ingress = {true, "tc_nic_ingress", 42, "", std::nullopt};
+    status.xdp = {true, "xdp_nic", 41, "native", false, ""};
+    status.tc_ingress = {true, "tc_nic_ingress", 42, "", std::nullopt, "tcx"};
+    status.redirect_peer = true;
     status.heartbeat_age_seconds = 0.31;
     status.heartbeat_timeout_seconds = 5;
     status.service_ips = {{ip("198.18.0.2"), true}};
-    status.backends = {{ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt}}};
+    status.backends = {{ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
     status.conflicts_seen = 2;
     status.conflicts = {{ip("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
     return status;
@@ -51,16 +52,17 @@ StatusView sample_status() {
 
 TEST(CliStatus, TableShowsEveryFact) {
     EXPECT_EQ(rendered(print_status_table, sample_status()),
-              "interface   prov0 (ifindex 2, mac 02:00:00:00:00:01)\n"
-              "subnet      198.18.0.0/24\n"
-              "xdp         xdp_nic (id 41), native, plain attach (no dispatcher)\n"
-              "tc ingress  tc_nic_ingress (id 42)\n"
-              "heartbeat   fresh: 0.3 s ago (timeout 5.0 s)\n"
-              "service IP  198.18.0.2: active (owner), answering ARP\n"
-              "dhcp relay  for 198.18.0.2\n"
-              "backend     198.18.100.2 on vethpod (ifindex 3), pod hook tc_pod_ingress\n"
-              "conflicts   2 seen (arp_conflict)\n"
-              "conflict    198.18.0.2 claimed by 02:00:00:00:00:66, 1.5 s ago\n");
+              "interface     prov0 (ifindex 2, mac 02:00:00:00:00:01)\n"
+              "subnet        198.18.0.0/24\n"
+              "xdp           xdp_nic (id 41), native, plain attach (no dispatcher)\n"
+              "tc ingress    tc_nic_ingress (id 42), tcx link\n"
+              "pod delivery  bpf_redirect_peer\n"
+              "heartbeat     fresh: 0.3 s ago (timeout 5.0 s)\n"
+              "service IP    198.18.0.2: active (owner), answering ARP\n"
+              "dhcp relay    for 198.18.0.2\n"
+              "backend       198.18.100.2 on vethpod (ifindex 3), pod hook tc_pod_ingress (tcx)\n"
+              "conflicts     2 seen (arp_conflict)\n"
+              "conflict      198.18.0.2 claimed by 02:00:00:00:00:66, 1.5 s ago\n");
 }
 
 TEST(CliStatus, JsonShape) {
@@ -69,11 +71,12 @@ TEST(CliStatus, JsonShape) {
         R"({"interface":{"name":"prov0","ifindex":2,"mac":"02:00:00:00:00:01"},)"
         R"("subnet":"198.18.0.0/24","dhcp_service_ip":"198.18.0.2",)"
         R"("hooks":{"xdp":{"attached":true,"program":"xdp_nic","program_id":41,"mode":"native","dispatcher":false},)"
-        R"("tc_ingress":{"attached":true,"program":"tc_nic_ingress","program_id":42}},)"
+        R"("tc_ingress":{"attached":true,"program":"tc_nic_ingress","program_id":42,"attach":"tcx"}},)"
+        R"("pod_delivery":"redirect_peer",)"
         R"("heartbeat":{"state":"fresh","age_seconds":0.31,"timeout_seconds":5.0},)"
         R"("service_ips":[{"ip":"198.18.0.2","active":true,"answering_arp":true}],)"
         R"("backends":[{"ip":"198.18.100.2","veth":"vethpod","ifindex":3,)"
-        R"("pod_hook":{"attached":true,"program":"tc_pod_ingress","program_id":43}}],)"
+        R"("pod_hook":{"attached":true,"program":"tc_pod_ingress","program_id":43,"attach":"tcx"}}],)"
         R"("conflicts":{"seen":2,"entries":[{"service_ip":"198.18.0.2","mac":"02:00:00:00:00:66","age_seconds":1.5}]}})");
 }
 
@@ -87,7 +90,7 @@ TEST(CliStatus, StaleHeartbeatMeansNoArpAnswersEvenWhenActive) {
     EXPECT_EQ(json["service_ips"][0]["active"], true);
     EXPECT_EQ(json["service_ips"][0]["answering_arp"], false);
     std::string table = rendered(print_status_table, status);
-    EXPECT_NE(table.find("heartbeat   STALE: 7.5 s ago (timeout 5.0 s): loader not running, no ARP answers\n"),
+    EXPECT_NE(table.find("heartbeat     STALE: 7.5 s ago (timeout 5.0 s): loader not running, no ARP answers\n"),
               std::string::npos)
         << table;
     EXPECT_NE(table.find("active (owner), NOT answering ARP (heartbeat not fresh)"), std::string::npos) << table;
@@ -104,13 +107,13 @@ TEST(CliStatus, NothingAttachedNoBackendNeverHeartbeat) {
     status.conflicts.clear();
     status.dhcp_service_ip_be = 0;
     std::string table = rendered(print_status_table, status);
-    EXPECT_NE(table.find("xdp         NOT ATTACHED\n"), std::string::npos) << table;
-    EXPECT_NE(table.find("tc ingress  NOT ATTACHED\n"), std::string::npos) << table;
-    EXPECT_NE(table.find("heartbeat   never written (timeout 5.0 s): no ARP answers\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("xdp           NOT ATTACHED\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("tc ingress    NOT ATTACHED\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("heartbeat     never written (timeout 5.0 s): no ARP answers\n"), std::string::npos) << table;
     EXPECT_NE(table.find("198.18.0.2: inactive"), std::string::npos) << table;
-    EXPECT_NE(table.find("backend     none: service traffic is dropped (drop_no_backend)\n"), std::string::npos);
-    EXPECT_NE(table.find("conflicts   none seen\n"), std::string::npos) << table;
-    EXPECT_NE(table.find("dhcp relay  off\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("backend       none: service traffic is dropped (drop_no_backend)\n"), std::string::npos);
+    EXPECT_NE(table.find("conflicts     none seen\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("dhcp relay    off\n"), std::string::npos) << table;
 
     Json json = status_json(status);
     EXPECT_EQ(json["hooks"]["xdp"].dump(),

@@ -174,7 +174,9 @@ TEST(ConfigParse, MinimalConfigGetsDefaults) {
 
     EXPECT_EQ(config.pin_root, BPFNET_DEFAULT_PIN_ROOT);
     EXPECT_EQ(config.pin_dir(), BPFNET_DEFAULT_PIN_ROOT "/prov0");
-    EXPECT_EQ(config.xdp_mode, XdpMode::Native);
+    EXPECT_EQ(config.xdp_mode, XdpMode::Auto);
+    EXPECT_EQ(config.tc_attach, TcAttach::Auto);
+    EXPECT_EQ(config.redirect_peer, RedirectPeer::Auto);
     EXPECT_EQ(config.heartbeat_interval, std::chrono::milliseconds(1000));
     EXPECT_EQ(config.heartbeat_timeout, std::chrono::milliseconds(5000));
     EXPECT_EQ(config.garp_count, 3u);
@@ -359,9 +361,24 @@ TEST(ConfigValidation, PinRootMustBeAbsolute) {
     EXPECT_TRUE(Rejected(minimal_with("pinRoot: /sys/fs/bpf/../x\n"), "pinRoot", "must not contain \"..\""));
 }
 
-TEST(ConfigValidation, XdpModeMustBeNativeOrGeneric) {
-    EXPECT_TRUE(
-        Rejected(minimal_with("xdpMode: offload\n"), "xdpMode", "must be one of: native, generic; got \"offload\""));
+TEST(ConfigValidation, XdpModeMustBeAutoNativeOrGeneric) {
+    EXPECT_TRUE(Rejected(minimal_with("xdpMode: offload\n"), "xdpMode",
+                         "must be one of: auto, native, generic; got \"offload\""));
+}
+
+TEST(ConfigValidation, KernelDependentChoicesTakeTheirSpellingsOnly) {
+    EXPECT_EQ(parse(minimal_with("tcAttach: clsact\n")).tc_attach, TcAttach::Clsact);
+    EXPECT_EQ(parse(minimal_with("tcAttach: tcx\n")).tc_attach, TcAttach::Tcx);
+    EXPECT_EQ(parse(minimal_with("redirectPeer: off\n")).redirect_peer, RedirectPeer::Off);
+    EXPECT_EQ(parse(minimal_with("xdpMode: generic\n")).xdp_mode, XdpMode::Generic);
+    EXPECT_TRUE(Rejected(minimal_with("tcAttach: ingress\n"), "tcAttach",
+                         "must be one of: auto, tcx, clsact; got \"ingress\""));
+    EXPECT_TRUE(Rejected(minimal_with("redirectPeer: on\n"), "redirectPeer", "must be one of: auto, off; got \"on\""));
+    // The command-line flags take the same spellings.
+    EXPECT_EQ(parse_tc_attach("tcx"), TcAttach::Tcx);
+    EXPECT_EQ(parse_tc_attach("TCX"), std::nullopt);
+    EXPECT_EQ(parse_xdp_mode("auto"), XdpMode::Auto);
+    EXPECT_EQ(parse_redirect_peer("off"), RedirectPeer::Off);
 }
 
 TEST(ConfigValidation, HeartbeatIntervalRange) {
@@ -515,7 +532,7 @@ TEST_F(ConfigFile, LoadsFileAndNamesItInErrors) {
         load_config_file(path_);
         FAIL() << "accepted";
     } catch (const ConfigError &e) {
-        EXPECT_EQ(std::string(e.what()), path_ + ":6: xdpMode: must be one of: native, generic; got \"fast\"");
+        EXPECT_EQ(std::string(e.what()), path_ + ":6: xdpMode: must be one of: auto, native, generic; got \"fast\"");
     }
 }
 

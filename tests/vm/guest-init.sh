@@ -21,7 +21,14 @@ for fs in "proc /proc" "sysfs /sys" "devtmpfs /dev" "tmpfs /tmp" "tmpfs /run" "t
     /bin/busybox mount -t "$1" "$1" "/host$2" || echo "init: cannot mount $1 on /host$2"
 done
 /bin/busybox mount -t bpf bpf /host/sys/fs/bpf
+/bin/busybox mkdir -p /host/dev/pts /host/dev/shm
 /bin/busybox mount -t devpts devpts /host/dev/pts 2>/dev/null
+/bin/busybox mount -t tmpfs tmpfs /host/dev/shm
+# What udev would create: bash's process substitution (<(...)) opens /dev/fd/N.
+/bin/busybox ln -sf /proc/self/fd /host/dev/fd
+/bin/busybox ln -sf /proc/self/fd/0 /host/dev/stdin
+/bin/busybox ln -sf /proc/self/fd/1 /host/dev/stdout
+/bin/busybox ln -sf /proc/self/fd/2 /host/dev/stderr
 repo=$(/bin/busybox sed -n 's/.*bpfnet.repo=\([^ ]*\).*/\1/p' /proc/cmdline)
 suites=$(/bin/busybox sed -n 's/.*bpfnet.suites=\([^ ]*\).*/\1/p' /proc/cmdline)
 build=$(/bin/busybox sed -n 's/.*bpfnet.build=\([^ ]*\).*/\1/p' /proc/cmdline)
