@@ -124,11 +124,19 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
     for (const ServiceSpec &spec : specs) {
         if (!spec.location || !wanted.insert(spec.location->ifindex).second || hooked_.contains(spec.location->ifindex))
             continue;
+        // Timed: it is on the failover path (the service IP goes active only after it), and a tcx attach
+        // waits for an RCU grace period.
+        const auto started = std::chrono::steady_clock::now();
         HookAction action = datapath_->attach_pod_hook(spec.location->ifindex);
+        const auto took =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
         hooked_.insert(spec.location->ifindex);
         if (action != HookAction::Adopted)
             log_info("tc program on the backend veth",
-                     {{"ifindex", std::to_string(spec.location->ifindex)}, {"action", to_string(action)}});
+                     {{"ifindex", std::to_string(spec.location->ifindex)},
+                      {"action", to_string(action)},
+                      {"attach", to_string(datapath_->tc_kind())},
+                      {"took_ms", std::to_string(static_cast<double>(took.count()) / 1000.0)}});
     }
     // The backend table says how each backend is reached; without the helper it is never "peer".
     std::vector<ServiceSpec> effective = specs;

@@ -5,6 +5,7 @@
 #include "event_loop.hpp"
 #include "http_server.hpp"
 #include "k8s/controller.hpp"
+#include "kernel_probe.hpp"
 #include "log.hpp"
 #include "standalone.hpp"
 
@@ -149,6 +150,18 @@ int run_kubernetes(const KubernetesFlags &flags, const std::optional<bpfnet::Lis
     }
 }
 
+// --probe-kernel: what this node's kernel offers and what the loader would choose with the defaults.
+int print_kernel_probe() {
+    const bpfnet::KernelFeatures kernel = bpfnet::probe_kernel();
+    const bpfnet::AttachPlan plan = bpfnet::plan_attach(bpfnet::TcAttach::Auto, bpfnet::RedirectPeer::Auto, kernel);
+    std::printf("release %s\n", kernel.release.c_str());
+    std::printf("tcx %s (%s)\n", kernel.tcx ? "yes" : "no", kernel.tcx_detail.c_str());
+    std::printf("redirect_peer %s\n", kernel.redirect_peer ? "yes" : "no");
+    std::printf("tc_attach %s\n", bpfnet::to_string(plan.tc).c_str());
+    std::printf("pod_delivery %s\n", plan.redirect_peer ? "redirect_peer" : "veth");
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -157,6 +170,7 @@ int main(int argc, char **argv) {
     std::string level = "info";
     bool check_only = false;
     bool teardown = false;
+    bool probe_kernel = false;
     std::string metrics_address = kDefaultMetricsAddress;
     KubernetesFlags kubernetes;
     auto *config_option = app.add_option("-c,--config", config_path, "configuration file (docs/config.md)");
@@ -164,12 +178,16 @@ int main(int argc, char **argv) {
         ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
     app.add_flag("--check", check_only, "validate the configuration (or the Kubernetes mode flags) and exit");
     app.add_flag("--teardown", teardown, "detach the programs and remove the pinned maps, then exit");
+    app.add_flag("--probe-kernel", probe_kernel,
+                 "print what this kernel offers (tcx, bpf_redirect_peer) and the automatic choices, then exit");
     app.add_option("--metrics-address", metrics_address,
                    "HOST:PORT of /metrics, /healthz and /readyz (docs/observability.md); '' disables them")
         ->capture_default_str();
     add_kubernetes_flags(app, kubernetes);
     try {
         app.parse(argc, argv);
+        if (probe_kernel)
+            return print_kernel_probe();
         if (kubernetes.enabled && (config_option->count() > 0 || teardown))
             throw CLI::ValidationError("--kubernetes", "cannot be combined with --config or --teardown");
         if (!kubernetes.enabled && config_option->count() == 0)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Sets up this machine (Debian packages), builds bpfnet and runs every test: unit, BPF packet tables and the
-# network-namespace end-to-end suites. Needs root. The BPF programs are built and their packet tables run
-# with both supported compilers (clang-14 and clang-16).
+# network-namespace end-to-end suites on this machine's kernel, then the same BPF and end-to-end suites in
+# VMs booting Debian's 6.1 and 6.12 kernels (tests/vm/run.sh, the kernel matrix). Needs root. The BPF
+# programs are built and their packet tables run with both supported compilers (clang-14 and clang-16).
+#
+#   env: BPFNET_TEST_VM=0  skip the kernel matrix (a quicker run while developing; CI always runs it)
 #
 # All root tests run inside a private sandbox (`unshare --net --mount`): its network namespace holds only
 # lo, and each end-to-end script builds its own namespaces inside it. Nothing touches the machine's own
@@ -36,3 +39,13 @@ sandboxed ctest --test-dir "$top/build-clang16" -L bpf --output-on-failure
 
 echo "== all tests (unit, bpf, k8s, e2e), programs from clang-14"
 sandboxed ctest --test-dir "$top/build" --output-on-failure
+
+if [ "${BPFNET_TEST_VM:-1}" = 0 ]; then
+  echo "== kernel matrix skipped (BPFNET_TEST_VM=0)"
+  exit 0
+fi
+# QEMU guests with no network device: nothing here can reach the machine's interfaces.
+echo "== kernel matrix self-check: a datapath with a bounds check removed must be refused on every kernel"
+"$top/tests/vm/run.sh" --self-check
+echo "== kernel matrix: the bpf and e2e suites on Debian's 6.1 and 6.12 kernels"
+"$top/tests/vm/run.sh"

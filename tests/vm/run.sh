@@ -5,7 +5,10 @@
 # failed or was skipped (with the reason) and what the kernel offers; exits 1 if anything failed on any
 # kernel, 2 on a usage or set-up error.
 #
-#   usage: tests/vm/run.sh [--kernels "6.1 6.12"] [--suites bpf,e2e_steering] [--build DIR]
+#   usage: tests/vm/run.sh [--kernels "6.1 6.12"] [--suites bpf,e2e] [--build DIR] [--jobs N]
+#            --suites  comma-separated: bpf (the BPF_PROG_TEST_RUN tables, each build tree), e2e (every
+#                      tests/e2e/test_*.sh), or single e2e_NAME suites (default: bpf,e2e)
+#            --jobs    kernels booted at once (default 2: the guests spend much of their time waiting)
 #          tests/vm/run.sh --self-check [--kernels ...]
 #            builds the datapath with one bounds check removed (cmake -DBPFNET_BROKEN_BOUNDS_CHECK=ON, in
 #            build-broken/) and runs the bpf suite with it: passes only if it FAILS on every kernel, which
@@ -22,7 +25,8 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 kernels="6.1 6.12"
-suites="bpf,e2e_steering,e2e_coexist"
+suites="bpf,e2e"
+jobs=2
 build=$repo/build
 self_check=0
 while [ $# -gt 0 ]; do
@@ -31,7 +35,8 @@ while [ $# -gt 0 ]; do
     --kernels) kernels=$2; shift 2 ;;
     --suites) suites=$2; shift 2 ;;
     --build) build=$(realpath "$2"); shift 2 ;;
-    *) echo "usage: $0 [--kernels \"6.1 6.12\"] [--suites bpf,e2e_NAME,...] [--build DIR]" >&2; exit 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    *) echo "usage: $0 [--kernels \"6.1 6.12\"] [--suites bpf,e2e,e2e_NAME,...] [--build DIR] [--jobs N]" >&2; exit 2 ;;
     esac
 done
 cache=${BPFNET_VM_CACHE:-/var/cache/bpfnet-vm}
@@ -142,18 +147,16 @@ accel() {
 # Set-up waits of the e2e suites (E2E_TIME_SCALE): emulation starts servers several times slower.
 time_scale() { if [ "${BPFNET_VM_ACCEL:-tcg}" = kvm ]; then echo 1; else echo 5; fi; }
 
-failed=0
-summary=()
-for series in $kernels; do
-    pkg=$(package_for "$series") || { echo "vm: unknown kernel series $series" >&2; exit 2; }
-    [ -n "$pkg" ] || { echo "vm: apt knows no package for kernel $series (apt-get update?)" >&2; exit 2; }
-    fetch "$pkg" || { echo "vm: cannot fetch $pkg" >&2; exit 2; }
+# run_kernel SERIES: boots one kernel of the matrix with the suites; writes $out/summary-SERIES (one line)
+# and $out/report-SERIES (what the guest reported), and returns 1 if anything failed.
+run_kernel() {
+    local series=$1 pkg vmlinuz kver
+    pkg=$(package_for "$series")
     vmlinuz=$(ls "$cache/$pkg"/boot/vmlinuz-* | head -n1)
     kver=${vmlinuz##*/vmlinuz-}
-    initramfs "$pkg" "$kver" || { echo "vm: cannot build the initramfs for $kver" >&2; exit 2; }
-    results=$out/results-$series.log
-    console=$out/console-$series.log
+    local results=$out/results-$series.log console=$out/console-$series.log report=$out/report-$series
     log "booting $kver ($(accel | awk '{print $2}')): suites $suites"
+    local t0 qrc wall
     t0=$(date +%s)
     # shellcheck disable=SC2046
     timeout "$timeout_s" qemu-system-x86_64 -machine q35 $(accel) -m 2048 -smp 2 -display none -no-reboot \
@@ -163,20 +166,46 @@ for series in $kernels; do
         -virtfs local,path=/,mount_tag=host0,security_model=none,readonly=on,multidevs=remap >/dev/null 2>&1
     qrc=$?
     wall=$(($(date +%s) - t0))
-    sed -n 's/^\(KERNEL\|PROBE\|RESULT\) /  \1 /p' "$results"
+    {
+        echo "== $series ($kver)"
+        sed -n 's/^\(KERNEL\|PROBE\|RESULT\) /  \1 /p' "$results"
+    } >"$report"
     if ! grep -q '^DONE' "$results"; then
-        echo "  the guest did not finish (qemu status $qrc); last console lines:"
-        tail -n 15 "$console" | sed 's/^/    /'
-        failed=1
-        summary+=("$series ($kver): did not finish, ${wall}s")
-        continue
+        {
+            echo "  the guest did not finish (qemu status $qrc); last console lines:"
+            tail -n 15 "$console" | sed 's/^/    /'
+        } >>"$report"
+        echo "$series ($kver): did not finish, ${wall}s" >"$out/summary-$series"
+        return 1
     fi
+    local n_fail n_pass n_skip
     n_fail=$(grep -c '^RESULT [^ ]* fail' "$results")
     n_pass=$(grep -c '^RESULT [^ ]* pass' "$results")
     n_skip=$(grep -c '^RESULT [^ ]* skip' "$results")
-    [ "$n_fail" = 0 ] || failed=1
-    grep '^# ' "$results" | head -n 80
-    summary+=("$series ($kver): $n_pass passed, $n_fail failed, $n_skip skipped, ${wall}s")
+    grep '^# ' "$results" | head -n 200 >>"$report"
+    echo "$series ($kver): $n_pass passed, $n_fail failed, $n_skip skipped, ${wall}s" >"$out/summary-$series"
+    [ "$n_fail" = 0 ]
+}
+
+# Downloads and initramfs images first, one at a time (they share the cache); then the guests.
+for series in $kernels; do
+    pkg=$(package_for "$series") || { echo "vm: unknown kernel series $series" >&2; exit 2; }
+    [ -n "$pkg" ] || { echo "vm: apt knows no package for kernel $series (apt-get update?)" >&2; exit 2; }
+    fetch "$pkg" || { echo "vm: cannot fetch $pkg" >&2; exit 2; }
+    vmlinuz=$(ls "$cache/$pkg"/boot/vmlinuz-* | head -n1)
+    initramfs "$pkg" "${vmlinuz##*/vmlinuz-}" || { echo "vm: cannot build the initramfs for $series" >&2; exit 2; }
+done
+for series in $kernels; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    { run_kernel "$series"; echo $? >"$out/status-$series"; } &
+done
+wait
+failed=0
+summary=()
+for series in $kernels; do
+    [ "$(cat "$out/status-$series" 2>/dev/null)" = 0 ] || failed=1
+    cat "$out/report-$series" 2>/dev/null
+    summary+=("$(cat "$out/summary-$series" 2>/dev/null || echo "$series: no result")")
 done
 echo "kernel matrix (logs in $out):"
 printf '  %s\n' "${summary[@]}"
