@@ -166,11 +166,7 @@ Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nu
     bool fresh_pins = !std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_IFACE);
     ensure_pin_dir(options.pin_dir);
 
-    skel_.reset(bpfnet_bpf__open());
-    if (!skel_)
-        throw SystemError("bpfnet_bpf__open", errno);
-    skel_->rodata->kernel_has_redirect_peer = options.redirect_peer;
-    set_pin_paths(skel_->obj, options.pin_dir);
+    open_object();
 
     std::vector<std::function<void()>> rollback;
     if (fresh_pins)
@@ -193,6 +189,15 @@ Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nu
         }
         throw;
     }
+}
+
+// A fresh, unloaded object: its maps to be pinned (or re-used) under the pin directory, its constants set.
+void Datapath::open_object() {
+    skel_.reset(bpfnet_bpf__open());
+    if (!skel_)
+        throw SystemError("bpfnet_bpf__open", errno);
+    skel_->rodata->kernel_has_redirect_peer = options_.redirect_peer;
+    set_pin_paths(skel_->obj, options_.pin_dir);
 }
 
 void Datapath::unpin_maps() {
@@ -254,6 +259,9 @@ void Datapath::load_and_attach_xdp(XdpMode mode) {
         if (e.code().value() != EOPNOTSUPP)
             throw;
         xdp_.native_refused = e.what();
+        // The failed attempt left the object loaded (as a dispatcher component where libxdp tried one):
+        // the generic attach starts from a fresh one, which re-uses the maps it pinned.
+        open_object();
         attach_xdp_program(XdpMode::Generic);
     }
 }

@@ -58,6 +58,7 @@ public:
     static void remove(const DatapathOptions &options);
 
 private:
+    void open_object();
     void load_and_attach_xdp(XdpMode mode);
     void attach_xdp_program(XdpMode mode);
     bool same_program(int attached_prog_fd, int our_prog_fd) const;

@@ -494,7 +494,9 @@ EOF
 # port_dropped PORT [SECONDS]: a connection to service IP:PORT times out (no RST, no answer) and
 # drop_not_allowed counts it; DROPPED_DETAIL says by how much.
 port_dropped() {
-    local port=$1 seconds=${2:-1} before after rc out
+    local port=$1 seconds before after rc out
+    # Under emulation (E2E_TIME_SCALE) curl may need longer than the timeout just to start and send.
+    seconds=$(awk -v s="${2:-1}" -v k="${E2E_TIME_SCALE:-1}" 'BEGIN { print s * k }')
     before=$(counter drop_not_allowed)
     is_number "$before" || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
     out=$(host curl -sS --max-time "$seconds" "http://$E2E_SERVICE_IP:$port/" 2>&1)

@@ -560,7 +560,7 @@ case_backend_clear() {
         return 1
     fi
     local out rc
-    out=$(host curl -sS --max-time 2 "http://$E2E_SERVICE_IP/" 2>&1)
+    out=$(host curl -sS --max-time $((2 * ${E2E_TIME_SCALE:-1})) "http://$E2E_SERVICE_IP/" 2>&1)
     rc=$?
     after=$(counter_json drop_no_backend)
     if [ "$rc" = 0 ]; then
@@ -568,7 +568,9 @@ case_backend_clear() {
         return 1
     fi
     if ! is_number "$after" || [ "$after" -le "$before" ]; then
-        E2E_REASON="drop_no_backend did not rise ($before -> $after); curl exit $rc"
+        # What the host did with its SYN: its neighbour entry for the service IP, and where the datapath's
+        # counters moved (a SYN that never left the host counts nowhere).
+        E2E_REASON="drop_no_backend did not rise ($before -> $after); curl exit $rc; host neighbour: $(host ip neigh show "$E2E_SERVICE_IP"); stats: $(ctl_ok clear-stats stats -o json && tr -d '\n ' <"$OUT/clear-stats.out" | head -c 600)"
         return 1
     fi
     log "after clear: curl exit $rc, drop_no_backend $before -> $after"

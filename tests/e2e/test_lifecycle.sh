@@ -122,7 +122,8 @@ case_gratuitous_arp() {
         return 1
     fi
     local watch_log=$LOGS/arp-watch.log
-    bg_in_ns "$E2E_HOST" "$watch_log" python3 "$ARP_PROBE" --watch 3 eth0 "$E2E_SERVICE_IP"
+    # Long enough for the loader to start and announce, also under emulation (E2E_TIME_SCALE).
+    bg_in_ns "$E2E_HOST" "$watch_log" python3 "$ARP_PROBE" --watch $((3 * ${E2E_TIME_SCALE:-1})) eth0 "$E2E_SERVICE_IP"
     local watch_pid=$BG_PID
     if ! wait_for 5 grep -q '^listening' "$watch_log"; then
         E2E_REASON="the ARP capture did not start: $(head -c 300 "$watch_log")"
