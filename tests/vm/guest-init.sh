@@ -16,9 +16,24 @@ if ! /bin/busybox mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose ho
     echo "FATAL cannot mount the host's root over 9p" >"$out"
     /bin/busybox poweroff -f
 fi
+repo=$(/bin/busybox sed -n 's/.*bpfnet.repo=\([^ ]*\).*/\1/p' /proc/cmdline)
+suites=$(/bin/busybox sed -n 's/.*bpfnet.suites=\([^ ]*\).*/\1/p' /proc/cmdline)
+build=$(/bin/busybox sed -n 's/.*bpfnet.build=\([^ ]*\).*/\1/p' /proc/cmdline)
+scale=$(/bin/busybox sed -n 's/.*bpfnet.scale=\([^ ]*\).*/\1/p' /proc/cmdline)
+# The checkout (and a build tree outside it) may sit below a directory that gets a fresh tmpfs next (a CI
+# checkout under /tmp): held by bind mounts first, put back at the same paths after.
+/bin/busybox mkdir -p /keep/repo /keep/build
+/bin/busybox mount -o bind "/host$repo" /keep/repo
+/bin/busybox mount -o bind "/host$build" /keep/build
 for fs in "proc /proc" "sysfs /sys" "devtmpfs /dev" "tmpfs /tmp" "tmpfs /run" "tmpfs /var/tmp" "tmpfs /root"; do
     set -- $fs
     /bin/busybox mount -t "$1" "$1" "/host$2" || echo "init: cannot mount $1 on /host$2"
+done
+for kept in "repo $repo" "build $build"; do
+    set -- $kept
+    if [ ! -d "/host$2" ] || [ -z "$(/bin/busybox ls -A "/host$2")" ]; then
+        /bin/busybox mkdir -p "/host$2" && /bin/busybox mount -o bind "/keep/$1" "/host$2"
+    fi
 done
 /bin/busybox mount -t bpf bpf /host/sys/fs/bpf
 /bin/busybox mkdir -p /host/dev/pts /host/dev/shm
@@ -29,10 +44,6 @@ done
 /bin/busybox ln -sf /proc/self/fd/0 /host/dev/stdin
 /bin/busybox ln -sf /proc/self/fd/1 /host/dev/stdout
 /bin/busybox ln -sf /proc/self/fd/2 /host/dev/stderr
-repo=$(/bin/busybox sed -n 's/.*bpfnet.repo=\([^ ]*\).*/\1/p' /proc/cmdline)
-suites=$(/bin/busybox sed -n 's/.*bpfnet.suites=\([^ ]*\).*/\1/p' /proc/cmdline)
-build=$(/bin/busybox sed -n 's/.*bpfnet.build=\([^ ]*\).*/\1/p' /proc/cmdline)
-scale=$(/bin/busybox sed -n 's/.*bpfnet.scale=\([^ ]*\).*/\1/p' /proc/cmdline)
 /bin/busybox chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOME=/root LANG=C.UTF-8 /bin/bash "$repo/tests/vm/guest.sh" "$repo" "$suites" "$build" "${scale:-1}" >"$out" 2>&1
 /bin/busybox sync

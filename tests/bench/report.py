@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+"""Turns the benchmarks' raw results into the report: Markdown for people, JSON for machines.
+
+Each benchmark writes one JSON file into the results directory:
+
+    {"benchmark": "tcp_bulk",
+     "tables": [{"title": "Bulk TCP, host -> pod (iperf3)", "unit": "Gbit/s", "better": "higher",
+                 "baseline": "plain routing",
+                 "series": {"bpfnet": [9.1, 9.3, ...], "plain routing": [9.4, 9.2, ...]},
+                 "paired": true,
+                 "notes": "iperf3 -t 3; candidate and baseline alternate, 10 pairs"}]}
+
+"paired" says that the values at one index were measured side by side (one round of alternating runs), so
+the ratio is taken per round and its spread shows how much the machine drifted; otherwise the ratio is
+that of the medians. Nothing here judges a number: the report states medians, spread and ratios.
+
+    report.py RESULTS_DIR OUT_PREFIX      writes OUT_PREFIX.md and OUT_PREFIX.json
+"""
+
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+
+def quantile(values, q):
+    """Nearest-rank quantile of a non-empty list (the spread of 10-30 runs; no interpolation)."""
+    ordered = sorted(values)
+    return ordered[round(q * (len(ordered) - 1))]
+
+
+def summarize(values):
+    return {
+        "n": len(values),
+        "median": statistics.median(values),
+        "p10": quantile(values, 0.1),
+        "p90": quantile(values, 0.9),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+def ratios(table):
+    """Per candidate: the ratio to the baseline, per round when paired, with its spread."""
+    base = table["series"][table["baseline"]]
+    out = {}
+    for name, values in table["series"].items():
+        if name == table["baseline"] or not values or not base:
+            continue
+        if table.get("paired") and len(values) == len(base):
+            per_round = [v / b for v, b in zip(values, base) if b]
+            out[name] = {"kind": "per round", **summarize(per_round)}
+        else:
+            out[name] = {"kind": "of medians", "median": statistics.median(values) / statistics.median(base)}
+    return out
+
+
+def analyse(table):
+    result = dict(table)
+    result["summary"] = {name: summarize(values) for name, values in table["series"].items() if values}
+    result["ratios"] = ratios(table)
+    return result
+
+
+def command_version(argv, pattern=None):
+    """First line of a tool's version output (or of the line containing pattern); None when absent."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = done.stdout + done.stderr
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    if pattern:
+        lines = [l for l in lines if pattern in l]
+    return lines[0] if lines else None
+
+
+def debian_version(package):
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def machine_facts():
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
+    except OSError:
+        pass
+    memory_gib = None
+    try:
+        with open("/proc/meminfo") as f:
+            kib = next(int(l.split()[1]) for l in f if l.startswith("MemTotal"))
+            memory_gib = round(kib / 1024 / 1024, 1)
+    except (OSError, StopIteration):
+        pass
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    commit = command_version(["git", "-C", top, "describe", "--always", "--dirty"])
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": platform.release(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memory_gib": memory_gib,
+        "bpfnet_commit": commit,
+        "versions": {
+            "clang-14": command_version(["clang-14", "--version"], "version"),
+            "clang-16": command_version(["clang-16", "--version"], "version"),
+            "libbpf": debian_version("libbpf1"),
+            "libxdp": debian_version("libxdp1"),
+            "dnsmasq": command_version(["dnsmasq", "--version"], "version"),
+            "haproxy": command_version(["haproxy", "-v"], "version"),
+            "nftables": command_version(["nft", "--version"]),
+            "iperf3": command_version(["iperf3", "--version"], "iperf"),
+            "sockperf": debian_version("sockperf"),
+            "perfdhcp (kea)": debian_version("kea-admin"),
+        },
+    }
+
+
+def fmt(value):
+    if value is None:
+        return "-"
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def table_markdown(table):
+    lines = [f"### {table['title']}", ""]
+    better = "higher is better" if table.get("better") == "higher" else "lower is better"
+    lines.append(f"Unit: {table['unit']} ({better}); baseline: {table['baseline']}.")
+    lines.append("")
+    lines.append(f"| | median {table['unit']} | p10-p90 | runs | ratio to {table['baseline']} | ratio p10-p90 |")
+    lines.append("|---|---|---|---|---|---|")
+    for name, s in table["summary"].items():
+        ratio = table["ratios"].get(name)
+        if name == table["baseline"]:
+            ratio_text, spread = "1 (baseline)", ""
+        elif ratio and ratio["kind"] == "per round":
+            ratio_text, spread = fmt(ratio["median"]), f"{fmt(ratio['p10'])}-{fmt(ratio['p90'])}"
+        elif ratio:
+            ratio_text, spread = fmt(ratio["median"]) + " (of medians)", ""
+        else:
+            ratio_text, spread = "-", ""
+        lines.append(f"| {name} | {fmt(s['median'])} | {fmt(s['p10'])}-{fmt(s['p90'])} | {s['n']} | "
+                     f"{ratio_text} | {spread} |")
+    if table.get("notes"):
+        lines += ["", table["notes"]]
+    lines.append("")
+    return lines
+
+
+def render_markdown(report):
+    facts = report["machine"]
+    lines = ["# bpfnet benchmark report", ""]
+    lines.append(f"{facts['date']}; kernel {facts['kernel']}; {facts['cpus']} CPUs ({facts['cpu']}); "
+                 f"{facts['memory_gib']} GiB; bpfnet {facts['bpfnet_commit']}.")
+    lines.append("")
+    lines.append("Versions: " + "; ".join(f"{k} {v}" for k, v in facts["versions"].items() if v) + ".")
+    lines += ["", "Numbers are medians with the 10th-90th percentile spread. Ratios are candidate / baseline; a "
+              "paired ratio is taken per round of side-by-side runs. No number here is a pass/fail verdict.", ""]
+    for bench in report["benchmarks"]:
+        lines.append(f"## {bench['benchmark']}")
+        lines.append("")
+        if bench.get("error"):
+            lines += [f"Could not run: {bench['error']}", ""]
+        for table in bench["tables"]:
+            lines += table_markdown(table)
+    return "\n".join(lines) + "\n"
+
+
+def build_report(results_dir):
+    benchmarks = []
+    for name in sorted(os.listdir(results_dir)):
+        if not name.endswith(".json"):
+            continue
+        with open(os.path.join(results_dir, name)) as f:
+            raw = json.load(f)
+        raw["tables"] = [analyse(t) for t in raw.get("tables", [])]
+        benchmarks.append(raw)
+    return {"machine": machine_facts(), "benchmarks": benchmarks}
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    report = build_report(argv[1])
+    with open(argv[2] + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+    with open(argv[2] + ".md", "w") as f:
+        f.write(render_markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
