@@ -18,6 +18,8 @@ packages=(
   python3-yaml
   # the kernel matrix (tests/vm): QEMU, and the tools that build the guest's initramfs
   qemu-system-x86 cpio kmod xz-utils
+  # benchmarks (tests/bench): the alternatives bpfnet is measured against, and load generators
+  haproxy nftables sockperf kea-admin
 )
 
 if [ "$(id -u)" -ne 0 ]; then

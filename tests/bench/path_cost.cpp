@@ -1,9 +1,11 @@
-// Per-path cost of the datapath programs, in ns per packet, through BPF_PROG_TEST_RUN: each path is run
-// alternately with the trivial floor program of its hook (XDP_PASS / TC_ACT_OK), one packet per run so that
-// rewriting paths always see a fresh input, and reported as medians with spread and as the difference and
-// ratio to the floor. Not a test: nothing here passes or fails on time.
+// Per-path cost of the datapath programs, in ns per packet, through BPF_PROG_TEST_RUN, against the trivial
+// floor program of each hook (XDP_PASS / TC_ACT_OK). One packet per run, so that rewriting paths always see
+// a fresh input. Each round runs, per hook, the floor and every path of that hook RUNS times each, in an
+// order that rotates from round to round; a round's value is the median of its runs. The report gives
+// the medians over the rounds and each path's ratio to the floor of the same round. Not a test: nothing
+// here passes or fails on time.
 //
-//   bench_path_cost [--runs N] [--json FILE]
+//   bench_path_cost [--rounds R] [--runs N] [--json FILE]   (defaults 20, 1000; FILE: tests/bench/report.py)
 #include "bpfnet.skel.h"
 #include "floor.skel.h"
 #include "tests/bpf/packet.hpp"
@@ -12,10 +14,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,8 +33,15 @@ using namespace bpfnet::test::world;
 struct Path {
     const char *name;
     int prog_fd;
-    int floor_fd;
     Bytes frame;
+};
+
+// The paths of one hook and the floor program they are measured against.
+struct Hook {
+    const char *title;
+    const char *floor_name;
+    int floor_fd;
+    std::vector<Path> paths;
 };
 
 struct Stats {
@@ -84,18 +96,47 @@ Bytes from_pod(Packet p) {
     return p.macs(veth_mac, pod_mac).bytes();
 }
 
+double block_median(int prog_fd, const Bytes &frame, int runs) {
+    std::vector<double> v;
+    v.reserve(static_cast<size_t>(runs));
+    for (int i = 0; i < runs; i++)
+        v.push_back(run_once(prog_fd, frame));
+    return stats(std::move(v)).median;
+}
+
+// Per round, the floor and every path of the hook, rotating the order: the floor with each path's frame
+// (a floor does not look at the packet, so its frame does not matter; the first path's is used).
+std::map<std::string, std::vector<double>> measure(const Hook &hook, int rounds, int runs) {
+    std::map<std::string, std::vector<double>> series;
+    const size_t n = hook.paths.size() + 1;
+    for (int round = 0; round < rounds; round++) {
+        for (size_t k = 0; k < n; k++) {
+            const size_t which = (k + static_cast<size_t>(round)) % n;
+            if (which == hook.paths.size())
+                series[hook.floor_name].push_back(block_median(hook.floor_fd, hook.paths.front().frame, runs));
+            else
+                series[hook.paths[which].name].push_back(
+                    block_median(hook.paths[which].prog_fd, hook.paths[which].frame, runs));
+        }
+    }
+    return series;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-    int runs = 20000;
+    int rounds = 20;
+    int runs = 1000;
     std::string json_path;
     for (int i = 1; i < argc; i++) {
-        if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
+        if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
             json_path = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--runs N] [--json FILE]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--rounds R] [--runs N] [--json FILE]\n", argv[0]);
             return 2;
         }
     }
@@ -114,49 +155,62 @@ int main(int argc, char **argv) {
     int xdp_floor = bpf_program__fd(floor->progs.xdp_floor);
     int tc_floor = bpf_program__fd(floor->progs.tc_floor);
 
-    std::vector<Path> paths = {
-        {"xdp pass-through (not a service IP)", xdp, xdp_floor,
-         from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385}))},
-        {"xdp ARP reply", xdp, xdp_floor, arp(1, broadcast, host_mac, host_ip, zero_mac, service_ip)},
-        {"xdp listed port, on to tc", xdp, xdp_floor, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}))},
-        {"xdp drop (unlisted port)", xdp, xdp_floor, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22}))},
-        {"tc nic pass-through (not a service IP)", tc_nic, tc_floor,
-         from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385}))},
-        {"tc nic DNAT listed port + redirect_peer", tc_nic, tc_floor,
-         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}))},
-        {"tc nic DNAT recorded flow + redirect_peer", tc_nic, tc_floor,
-         from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port}))},
-        {"tc pod reverse SNAT (reply) + redirect", tc_pod, tc_floor,
-         from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000}))},
-        {"tc pod SNAT pod-initiated flow + redirect", tc_pod, tc_floor,
-         from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}))},
-        {"tc nic DHCP relay request (broadcast DISCOVER)", tc_nic, tc_floor, discover_frame()},
-        {"tc pod DHCP relay reply (OFFER, server id rewritten)", tc_pod, tc_floor, offer_frame()},
+    const Bytes tcp_other = from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385}));
+    const Bytes tcp_listed = from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}));
+    std::vector<Hook> hooks = {
+        {"XDP on the NIC",
+         "floor (XDP_PASS)",
+         xdp_floor,
+         {{"pass-through (not a service IP)", xdp, tcp_other},
+          {"ARP reply", xdp, arp(1, broadcast, host_mac, host_ip, zero_mac, service_ip)},
+          {"listed port, on to tc", xdp, tcp_listed},
+          {"drop (unlisted port)", xdp, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22}))}}},
+        {"TC on the NIC ingress",
+         "floor (TC_ACT_OK)",
+         tc_floor,
+         {{"pass-through (not a service IP)", tc_nic, tcp_other},
+          {"DNAT listed port + redirect_peer", tc_nic, tcp_listed},
+          {"DNAT recorded flow + redirect_peer", tc_nic,
+           from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port}))},
+          {"DHCP relay request (broadcast DISCOVER)", tc_nic, discover_frame()}}},
+        {"TC on the pod veth",
+         "floor (TC_ACT_OK)",
+         tc_floor,
+         {{"reverse SNAT (reply) + redirect", tc_pod, from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000}))},
+          {"SNAT pod-initiated flow + redirect", tc_pod, from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}))},
+          {"DHCP relay reply (OFFER, server id rewritten)", tc_pod, offer_frame()}}},
     };
+    // Warm: the pod-initiated path records its flow once, so every measured run sees the same state.
+    for (const Hook &hook : hooks)
+        for (const Path &path : hook.paths)
+            run_once(path.prog_fd, path.frame);
 
-    std::printf("| path | ns/packet median (p10-p90) | floor median | path - floor | ratio to floor |\n");
-    std::printf("|---|---|---|---|---|\n");
-    std::string json = "[";
-    for (const Path &path : paths) {
-        std::vector<double> candidate, baseline;
-        run_once(path.prog_fd, path.frame); // warm: records the pod-initiated flow once
-        for (int i = 0; i < runs; i++) {
-            baseline.push_back(run_once(path.floor_fd, path.frame));
-            candidate.push_back(run_once(path.prog_fd, path.frame));
+    nlohmann::ordered_json tables = nlohmann::ordered_json::array();
+    for (const Hook &hook : hooks) {
+        auto series = measure(hook, rounds, runs);
+        const std::vector<double> &floor_values = series[hook.floor_name];
+        std::printf("\n%s\n\n| path | ns/packet (median of rounds) | floor | ratio to floor |\n|---|---|---|---|\n",
+                    hook.title);
+        nlohmann::ordered_json table = {{"title", std::string(hook.title) + ": ns per packet"},
+                                        {"unit", "ns"},
+                                        {"better", "lower"},
+                                        {"baseline", hook.floor_name},
+                                        {"paired", true}};
+        table["series"][hook.floor_name] = floor_values;
+        for (const Path &path : hook.paths) {
+            const std::vector<double> &values = series[path.name];
+            const double median = stats(values).median, floor_median = stats(floor_values).median;
+            std::printf("| %s | %.0f | %.0f | %.2f |\n", path.name, median, floor_median, median / floor_median);
+            table["series"][path.name] = values;
         }
-        Stats c = stats(candidate), b = stats(baseline);
-        std::printf("| %s | %.0f (%.0f-%.0f) | %.0f | %.0f | %.2f |\n", path.name, c.median, c.p10, c.p90, b.median,
-                    c.median - b.median, c.median / b.median);
-        char entry[512];
-        std::snprintf(entry, sizeof(entry),
-                      "%s{\"path\":\"%s\",\"median_ns\":%.1f,\"p10_ns\":%.1f,\"p90_ns\":%.1f,\"floor_median_ns\":%.1f}",
-                      json.size() > 1 ? "," : "", path.name, c.median, c.p10, c.p90, b.median);
-        json += entry;
+        table["notes"] = std::to_string(rounds) + " rounds; per round, each program " + std::to_string(runs) +
+                         " runs of one packet (BPF_PROG_TEST_RUN, repeat 1, kernel-measured), in rotating order; a "
+                         "round's value is the median of its runs.";
+        tables.push_back(table);
     }
-    json += "]\n";
     if (!json_path.empty())
-        std::ofstream(json_path) << json;
-    std::printf("\n%d alternating runs per path, one packet per BPF_PROG_TEST_RUN (kernel-measured duration).\n", runs);
+        std::ofstream(json_path) << nlohmann::ordered_json{{"benchmark", "path_cost"}, {"tables", tables}}.dump(1)
+                                 << "\n";
     floor_bpf__destroy(floor);
     bpfnet_bpf__destroy(skel);
     return 0;

@@ -15,12 +15,17 @@ the ratio is taken per round and its spread shows how much the machine drifted; 
 that of the medians. Nothing here judges a number: the report states medians, spread and ratios.
 
     report.py RESULTS_DIR OUT_PREFIX      writes OUT_PREFIX.md and OUT_PREFIX.json
+    report.py table FILE BENCHMARK --title T --unit U --better higher|lower --baseline NAME [--paired]
+              [--notes TEXT] --series NAME=V1,V2,... [--series ...]
+                                          appends one table to FILE (created if missing): what the
+                                          benchmark scripts call
 """
 
 import datetime
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -75,7 +80,10 @@ def command_version(argv, pattern=None):
     lines = [l.strip() for l in text.splitlines() if l.strip()]
     if pattern:
         lines = [l for l in lines if pattern in l]
-    return lines[0] if lines else None
+    if not lines:
+        return None
+    version = re.search(r"\d+\.\d+(\.\d+)?", lines[0])
+    return version.group(0) if version else lines[0]
 
 
 def debian_version(package):
@@ -102,7 +110,11 @@ def machine_facts():
     except (OSError, StopIteration):
         pass
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    commit = command_version(["git", "-C", top, "describe", "--always", "--dirty"])
+    try:
+        commit = subprocess.run(["git", "-C", top, "describe", "--always", "--dirty"], capture_output=True, text=True,
+                                timeout=10).stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        commit = None
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "kernel": platform.release(),
@@ -143,7 +155,7 @@ def table_markdown(table):
     better = "higher is better" if table.get("better") == "higher" else "lower is better"
     lines.append(f"Unit: {table['unit']} ({better}); baseline: {table['baseline']}.")
     lines.append("")
-    lines.append(f"| | median {table['unit']} | p10-p90 | runs | ratio to {table['baseline']} | ratio p10-p90 |")
+    lines.append(f"| | median {table['unit']} | p10-p90 | rounds | ratio to {table['baseline']} | ratio p10-p90 |")
     lines.append("|---|---|---|---|---|---|")
     for name, s in table["summary"].items():
         ratio = table["ratios"].get(name)
@@ -189,12 +201,47 @@ def build_report(results_dir):
             continue
         with open(os.path.join(results_dir, name)) as f:
             raw = json.load(f)
+        if not isinstance(raw, dict) or "benchmark" not in raw:
+            continue  # not a benchmark's result (an earlier report written next to them, say)
         raw["tables"] = [analyse(t) for t in raw.get("tables", [])]
         benchmarks.append(raw)
     return {"machine": machine_facts(), "benchmarks": benchmarks}
 
 
+def add_table(argv):
+    import argparse
+    parser = argparse.ArgumentParser(prog="report.py table")
+    parser.add_argument("file")
+    parser.add_argument("benchmark")
+    parser.add_argument("--title", required=True)
+    parser.add_argument("--unit", required=True)
+    parser.add_argument("--better", choices=["higher", "lower"], required=True)
+    parser.add_argument("--baseline", required=True)
+    parser.add_argument("--paired", action="store_true")
+    parser.add_argument("--notes", default="")
+    parser.add_argument("--series", action="append", required=True, help="NAME=V1,V2,...")
+    args = parser.parse_args(argv)
+    series = {}
+    for item in args.series:
+        name, _, values = item.rpartition("=")
+        series[name] = [float(v) for v in values.replace(" ", ",").split(",") if v]
+    if args.baseline not in series:
+        parser.error(f"the baseline {args.baseline!r} is not among the series")
+    try:
+        with open(args.file) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        data = {"benchmark": args.benchmark, "tables": []}
+    data["tables"].append({"title": args.title, "unit": args.unit, "better": args.better, "baseline": args.baseline,
+                           "paired": args.paired, "series": series, "notes": args.notes})
+    with open(args.file, "w") as f:
+        json.dump(data, f, indent=1)
+    return 0
+
+
 def main(argv):
+    if len(argv) > 1 and argv[1] == "table":
+        return add_table(argv[2:])
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2

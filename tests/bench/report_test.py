@@ -62,5 +62,27 @@ class Rendering(unittest.TestCase):
         self.assertEqual([b["benchmark"] for b in data["benchmarks"]], ["small_packets", "tcp_bulk"])
 
 
+class AddingTables(unittest.TestCase):
+    def test_tables_accumulate_in_one_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "tcp.json")
+            for title in ("host -> pod", "pod -> host"):
+                self.assertEqual(report.main(["report.py", "table", path, "tcp_bulk", "--title", title, "--unit",
+                                              "Gbit/s", "--better", "higher", "--baseline", "plain routing",
+                                              "--paired", "--series", "bpfnet=9,10", "--series",
+                                              "plain routing=10 10"]), 0)
+            with open(path) as f:
+                data = json.load(f)
+        self.assertEqual(data["benchmark"], "tcp_bulk")
+        self.assertEqual([t["title"] for t in data["tables"]], ["host -> pod", "pod -> host"])
+        self.assertEqual(data["tables"][0]["series"], {"bpfnet": [9.0, 10.0], "plain routing": [10.0, 10.0]})
+        self.assertTrue(data["tables"][0]["paired"])
+
+    def test_a_baseline_that_is_not_a_series_is_refused(self):
+        with tempfile.TemporaryDirectory() as d, self.assertRaises(SystemExit):
+            report.main(["report.py", "table", os.path.join(d, "x.json"), "x", "--title", "t", "--unit", "u",
+                         "--better", "lower", "--baseline", "nope", "--series", "a=1"])
+
+
 if __name__ == "__main__":
     unittest.main()
