@@ -330,7 +330,9 @@ case_attach_choices() {
     else
         local out rc
         write_config --tc-attach tcx "$CONFIG"
-        out=$(run_loader --config "$CONFIG" 2>&1)
+        # The loader of the previous step still runs (and holds the metrics port): this one must fail on
+        # tcAttach alone, before it touches anything.
+        out=$(run_loader --config "$CONFIG" --metrics-address '' 2>&1)
         rc=$?
         if [ "$rc" = 0 ] || [[ $out != *"has no tcx links"* ]]; then
             E2E_REASON="tcAttach tcx on $(uname -r): exit $rc: $(echo "$out" | tail -n 2)"
