@@ -1,4 +1,5 @@
 #include "cli/hooks.hpp"
+#include "loader/program_info.hpp"
 #include "loader/tc_hook.hpp"
 
 #include "maps/bpfnet_maps.h"
@@ -18,16 +19,6 @@ namespace bpfnet::cli {
 
 namespace {
 
-struct ProgramInfo {
-    __u32 id = 0;
-    __u32 type = 0;
-    std::string name;
-    std::string tag;
-    std::vector<__u32> map_ids;
-
-    bool uses_map(__u32 map_id) const { return std::find(map_ids.begin(), map_ids.end(), map_id) != map_ids.end(); }
-};
-
 // Invalid when the program went away between listing and opening it.
 UniqueFd prog_fd_by_id(__u32 id) {
     int fd = bpf_prog_get_fd_by_id(id);
@@ -36,30 +27,6 @@ UniqueFd prog_fd_by_id(__u32 id) {
     if (errno == ENOENT)
         return UniqueFd();
     throw SystemError("bpf_prog_get_fd_by_id " + std::to_string(id), errno);
-}
-
-ProgramInfo program_info(int prog_fd) {
-    bpf_prog_info info{};
-    __u32 len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
-        throw SystemError("bpf_obj_get_info_by_fd (program)", errno);
-    ProgramInfo out;
-    out.id = info.id;
-    out.type = info.type;
-    out.name.assign(info.name, strnlen(info.name, sizeof(info.name)));
-    out.tag.assign(reinterpret_cast<const char *>(info.tag), sizeof(info.tag));
-    // The map ids take a second call with room for them.
-    out.map_ids.resize(info.nr_map_ids);
-    if (!out.map_ids.empty()) {
-        bpf_prog_info with_maps{};
-        with_maps.nr_map_ids = static_cast<__u32>(out.map_ids.size());
-        with_maps.map_ids = reinterpret_cast<__u64>(out.map_ids.data());
-        len = sizeof(with_maps);
-        if (bpf_obj_get_info_by_fd(prog_fd, &with_maps, &len) != 0)
-            throw SystemError("bpf_obj_get_info_by_fd (program maps)", errno);
-        out.map_ids.resize(std::min<size_t>(with_maps.nr_map_ids, out.map_ids.size()));
-    }
-    return out;
 }
 
 // The hook state for program `id` if it belongs to this datapath; not attached otherwise.

@@ -4,6 +4,7 @@
 #include "log.hpp"
 #include "maps/system_error.hpp"
 #include "netlink.hpp"
+#include "program_info.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -24,51 +25,6 @@
 namespace bpfnet {
 
 namespace {
-
-using ProgTag = std::array<unsigned char, BPF_TAG_SIZE>;
-
-ProgTag prog_tag(int prog_fd) {
-    bpf_prog_info info{};
-    __u32 len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
-        throw SystemError("bpf_obj_get_info_by_fd (program)", errno);
-    ProgTag tag{};
-    std::memcpy(tag.data(), info.tag, tag.size());
-    return tag;
-}
-
-// The program's read-only data (its load-time constants, such as kernel_has_redirect_peer) as the kernel
-// holds it; empty when it has none. The tag covers the instructions only, not these values.
-std::vector<unsigned char> prog_rodata(int prog_fd) {
-    bpf_prog_info info{};
-    __u32 len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0)
-        throw SystemError("bpf_obj_get_info_by_fd (program)", errno);
-    std::vector<__u32> ids(info.nr_map_ids);
-    bpf_prog_info with_maps{};
-    with_maps.nr_map_ids = static_cast<__u32>(ids.size());
-    with_maps.map_ids = reinterpret_cast<__u64>(ids.data());
-    len = sizeof(with_maps);
-    if (!ids.empty() && bpf_obj_get_info_by_fd(prog_fd, &with_maps, &len) != 0)
-        throw SystemError("bpf_obj_get_info_by_fd (program maps)", errno);
-    for (__u32 id : ids) {
-        int fd = bpf_map_get_fd_by_id(id);
-        if (fd < 0)
-            continue;
-        UniqueFd map(fd);
-        bpf_map_info map_info{};
-        __u32 map_len = sizeof(map_info);
-        if (bpf_obj_get_info_by_fd(map.get(), &map_info, &map_len) != 0 ||
-            !std::string_view(map_info.name).ends_with(".rodata"))
-            continue;
-        std::vector<unsigned char> value(map_info.value_size);
-        const __u32 key = 0;
-        if (bpf_map_lookup_elem(map.get(), &key, value.data()) != 0)
-            throw SystemError("bpf_map_lookup_elem (.rodata)", errno);
-        return value;
-    }
-    return {};
-}
 
 // libbpf and libxdp return negative error codes; turn one into an exception naming the call.
 void check(int err, const std::string &call) {
@@ -281,8 +237,8 @@ void Datapath::attach_xdp_program(XdpMode mode) {
 // An attached program is adopted when it is the one this object would load: same instructions (tag) and
 // same load-time constants.
 bool Datapath::same_program(int attached_prog_fd, int our_prog_fd) const {
-    return prog_tag(attached_prog_fd) == prog_tag(our_prog_fd) &&
-           prog_rodata(attached_prog_fd) == prog_rodata(our_prog_fd);
+    const ProgramInfo attached = program_info(attached_prog_fd), ours = program_info(our_prog_fd);
+    return attached.tag == ours.tag && program_rodata(attached) == program_rodata(ours);
 }
 
 void Datapath::attach_nic_tc() {

@@ -32,10 +32,9 @@ void probe_tcx(KernelFeatures &features) {
         features.tcx_detail = std::string("cannot load a probe program: ") + std::strerror(errno);
         return;
     }
-    int link = bpf_link_create(prog.get(), 0, kBpfTcxIngress, nullptr);
-    int err = link < 0 ? -link : 0;
-    if (link >= 0)
-        UniqueFd stray(link); // cannot happen (there is no device 0); closed again if it ever does
+    // An fd (a link on a device 0) cannot happen; the UniqueFd closes it if it ever does.
+    UniqueFd link(bpf_link_create(prog.get(), 0, kBpfTcxIngress, nullptr));
+    int err = link.valid() ? 0 : -link.get();
     features.tcx = err == ENODEV;
     features.tcx_detail = features.tcx ? "tcx link accepted (no device given: ENODEV)"
                                        : std::string("tcx link refused: ") + std::strerror(err);
