@@ -38,34 +38,18 @@ done
 [ -x "$BLOB_SERVER" ] || { echo "bulk_tcp: $BLOB_SERVER is not built" >&2; exit 2; }
 sandbox_reexec "$@"
 
-PLAIN_IP=198.18.100.3
-NFT_IP=198.18.0.3
+# shellcheck source=paths.sh
+source "$top/tests/bench/paths.sh"
 HAPROXY_IP=198.18.0.4
-NODE_IP=198.18.0.1
-declare -A TARGET=([bpfnet]=$E2E_SERVICE_IP ["plain routing"]=$PLAIN_IP ["nftables DNAT"]=$NFT_IP [HAProxy]=$HAPROXY_IP)
+declare -A TARGET
+for name in "${!PATH_TARGET[@]}"; do TARGET[$name]=${PATH_TARGET[$name]}; done
+TARGET[HAProxy]=$HAPROXY_IP
 # The HTTP port on each path: the service maps 80 -> 8080; the others reach the pod's 8080 as it is.
 declare -A HTTP_PORT=([bpfnet]=80 ["plain routing"]=8080 ["nftables DNAT"]=8080 [HAProxy]=8080)
 CANDIDATES=(bpfnet "plain routing" "nftables DNAT" HAProxy)
 
-topology_create >/dev/null
-ip -n "$E2E_POD" addr add "$PLAIN_IP/24" dev eth0
-ip -n "$E2E_NODE" addr add "$NODE_IP/24" dev "$E2E_NIC"
-ip -n "$E2E_NODE" addr add "$NFT_IP/32" dev "$E2E_NIC"
+paths_create
 ip -n "$E2E_NODE" addr add "$HAPROXY_IP/32" dev "$E2E_NIC"
-ip netns exec "$E2E_NODE" sysctl -qw net.ipv4.ip_forward=1
-ip -n "$E2E_HOST" route add 198.18.100.0/24 via "$NODE_IP"
-
-# nftables: DNAT to the pod for NFT_IP's ports, conntrack undoing it on the way back. To the pod's second
-# address: its replies from the backend address would be bpfnet's (its pod hook SNATs the backend's
-# traffic to the LAN), as they are from a pod that is a bpfnet backend.
-ip netns exec "$E2E_NODE" nft -f - <<EOF || die "nftables rules"
-table ip bench {
-    chain prerouting {
-        type nat hook prerouting priority dstnat;
-        ip daddr $NFT_IP tcp dport { 5201, 8080 } dnat to $PLAIN_IP
-    }
-}
-EOF
 
 # HAProxy in the node namespace: TCP for iperf3, HTTP (a reverse proxy, as ironic-proxy) for the blob.
 cat >"$E2E_TMP/haproxy.cfg" <<EOF
@@ -92,8 +76,6 @@ backend pod_images
 EOF
 bg_in_ns "$E2E_NODE" "$E2E_TMP/logs/haproxy.log" haproxy -db -f "$E2E_TMP/haproxy.cfg"
 
-write_config "$E2E_TMP/conf/bpfnet.yaml"
-loader_start "$E2E_TMP/conf/bpfnet.yaml" "$E2E_TMP/logs/loader.log" >/dev/null || die "$E2E_REASON"
 bg_in_ns "$E2E_POD" "$E2E_TMP/logs/iperf.log" iperf3 -s
 bg_in_ns "$E2E_POD" "$E2E_TMP/logs/blob.log" "$BLOB_SERVER" 0.0.0.0 8080 "$BLOB_MIB"
 for name in "${CANDIDATES[@]}"; do
