@@ -19,7 +19,7 @@ packages=(
   # the kernel matrix (tests/vm): QEMU, and the tools that build the guest's initramfs
   qemu-system-x86 cpio kmod xz-utils
   # benchmarks (tests/bench): the alternatives bpfnet is measured against, and load generators
-  haproxy nftables sockperf kea-admin
+  haproxy nftables sockperf kea-admin atftp atftpd
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -46,3 +46,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
 else
   echo "setup.sh: all packages present"
 fi
+# ...nor at this machine's next boot: the server packages enable their units when installed (atftpd's
+# socket unit would own UDP 69 of the host). Removing the .wants links is what `systemctl disable` does,
+# and works where systemd is not running.
+for unit in atftpd.socket atftpd.service haproxy.service iperf3.service ironic-api.service \
+  kea-dhcp4-server.service prometheus.service; do
+  rm -f /etc/systemd/system/*.wants/"$unit"
+done

@@ -18,7 +18,8 @@ usage: failover_probe.py probe IFACE SERVICE_IP --seconds S [--every SECONDS] [-
            stand-in's --commit-log), a move starts instead when the stand-in committed the first
            EndpointSlice change after TIME: when the API server had the endpoint ready on the new node. For each move, prints the time
            from the move to the first HTTP answer from NAME and to the first offer in its range, and the
-           longest gap without any HTTP answer around it; then median and worst (JSON on the last line).
+           longest gap without any HTTP answer around it; then median and worst, and every move's three
+           times (JSON on the last line).
            Exit 1 when a move never got an answer from its new pod.
 
 Run the probe inside the network namespace of IFACE (ip netns exec NS failover_probe.py ...).
@@ -190,7 +191,7 @@ def analyze(args):
         return {"median_s": statistics.median(values), "worst_s": max(values), "count": len(values)}
 
     report = {"moves": len(results), "http": summary("http_s"), "dhcp": summary("dhcp_s"),
-              "http_gap": summary("http_gap_s")}
+              "http_gap": summary("http_gap_s"), "per_move": results}
     print(json.dumps(report))
     return 0 if ok and results else 1
 
