@@ -5,9 +5,15 @@
 // the medians over the rounds and each path's ratio to the floor of the same round. Not a test: nothing
 // here passes or fails on time.
 //
-//   bench_path_cost [--rounds R] [--runs N] [--json FILE]   (defaults 20, 1000; FILE: tests/bench/report.py)
+// With --scale, instead: the paths that look up or learn table entries, with the flows and neighbours
+// tables filled to 10, 1,000 and 100,000 entries (three copies of the datapath side by side, one per
+// size, in rotating order; tests/bench/tables.hpp), and the 10-entry copy as the baseline.
+//
+//   bench_path_cost [--scale] [--rounds R] [--runs N] [--json FILE]   (defaults 20, 1000; FILE:
+//                                                                      tests/bench/report.py)
 #include "bpfnet.skel.h"
 #include "floor.skel.h"
+#include "tests/bench/tables.hpp"
 #include "tests/bpf/packet.hpp"
 #include "tests/bpf/world.hpp"
 
@@ -68,6 +74,18 @@ double run_once(int prog_fd, const Bytes &frame) {
     return static_cast<double>(opts.duration);
 }
 
+__u32 verdict_of(int prog_fd, const Bytes &frame) {
+    Bytes out(frame.size() + 256);
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame.data(), .data_out = out.data(),
+                .data_size_in = static_cast<__u32>(frame.size()), .data_size_out = static_cast<__u32>(out.size()),
+                .repeat = 1);
+    if (bpf_prog_test_run_opts(prog_fd, &opts) != 0) {
+        std::perror("BPF_PROG_TEST_RUN");
+        std::exit(1);
+    }
+    return opts.retval;
+}
+
 Bytes from_host(Packet p) {
     return p.macs(nic_mac, host_mac).bytes();
 }
@@ -122,23 +140,110 @@ std::map<std::string, std::vector<double>> measure(const Hook &hook, int rounds,
     return series;
 }
 
+// One copy of the datapath with its tables filled to a size.
+struct Copy {
+    std::string name;
+    bpfnet_bpf *skel;
+};
+
+// A path measured at every table size: which program, and the frame.
+struct ScalePath {
+    const char *name;
+    int (*prog)(const bpfnet_bpf *);
+    Bytes frame;
+};
+
+nlohmann::ordered_json scale_tables(int rounds, int runs) {
+    const std::vector<std::pair<size_t, std::string>> sizes = {
+        {10, "10 entries"}, {1000, "1,000 entries"}, {100000, "100,000 offered (tables full)"}};
+    std::vector<Copy> copies;
+    std::string held = "Entries held (flows / neighbours):";
+    for (const auto &[count, name] : sizes) {
+        bpfnet_bpf *skel = bpfnet_bpf__open_and_load();
+        if (!skel) {
+            std::fprintf(stderr, "cannot load the BPF object (root needed): %s\n", std::strerror(errno));
+            std::exit(1);
+        }
+        DatapathMaps maps = DatapathMaps::from_object(skel->obj);
+        bench::fill_tables(maps, count);
+        fill_world(maps); // last: the world's entries are the most recent, never the LRU's victims
+        held += " " + name + ": " + std::to_string(maps.flows.entries().size()) + " / " +
+                std::to_string(maps.neighbours.entries().size()) + ";";
+        copies.push_back({name, skel});
+    }
+    const std::vector<ScalePath> paths = {
+        {"TC NIC: DNAT of a recorded flow (flows lookup)",
+         [](const bpfnet_bpf *s) { return bpf_program__fd(s->progs.tc_nic_ingress); },
+         from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port}))},
+        {"TC pod: reverse SNAT of a reply (neighbour lookup)",
+         [](const bpfnet_bpf *s) { return bpf_program__fd(s->progs.tc_pod_ingress); },
+         from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000}))},
+        {"TC pod: SNAT of a pod-initiated flow (flows and neighbour lookups)",
+         [](const bpfnet_bpf *s) { return bpf_program__fd(s->progs.tc_pod_ingress); },
+         from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}))},
+        {"XDP: ARP reply (neighbour learned)", [](const bpfnet_bpf *s) { return bpf_program__fd(s->progs.xdp_nic); },
+         arp(1, broadcast, host_mac, host_ip, zero_mac, service_ip)},
+    };
+    nlohmann::ordered_json tables = nlohmann::ordered_json::array();
+    for (const ScalePath &path : paths) {
+        // The same verdict from every copy, or the sizes are not measuring the same path.
+        const __u32 verdict = verdict_of(path.prog(copies.front().skel), path.frame);
+        for (const Copy &copy : copies)
+            if (verdict_of(path.prog(copy.skel), path.frame) != verdict) {
+                std::fprintf(stderr, "%s: another verdict with %s\n", path.name, copy.name.c_str());
+                std::exit(1);
+            }
+        std::map<std::string, std::vector<double>> series;
+        for (int round = 0; round < rounds; round++)
+            for (size_t k = 0; k < copies.size(); k++) {
+                const Copy &copy = copies[(k + static_cast<size_t>(round)) % copies.size()];
+                series[copy.name].push_back(block_median(path.prog(copy.skel), path.frame, runs));
+            }
+        nlohmann::ordered_json table = {{"title", std::string(path.name) + ": ns per packet by table size"},
+                                        {"unit", "ns"},
+                                        {"better", "lower"},
+                                        {"baseline", copies.front().name},
+                                        {"paired", true}};
+        for (const Copy &copy : copies)
+            table["series"][copy.name] = series[copy.name];
+        table["notes"] = std::to_string(rounds) + " rounds; per round, each copy " + std::to_string(runs) +
+                         " runs of one packet in rotating order; a round's value is the median of its runs. " + held +
+                         " the tables hold " + std::to_string(BPFNET_MAX_FLOWS) + " / " +
+                         std::to_string(BPFNET_MAX_NEIGHBOURS) + " (LRU: the oldest go).";
+        tables.push_back(table);
+    }
+    for (Copy &copy : copies)
+        bpfnet_bpf__destroy(copy.skel);
+    return tables;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
     int rounds = 20;
     int runs = 1000;
     std::string json_path;
+    bool scale = false;
     for (int i = 1; i < argc; i++) {
-        if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc)
+        if (!std::strcmp(argv[i], "--scale"))
+            scale = true;
+        else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
             json_path = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--rounds R] [--runs N] [--json FILE]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--scale] [--rounds R] [--runs N] [--json FILE]\n", argv[0]);
             return 2;
         }
+    }
+    if (scale) {
+        nlohmann::ordered_json tables = scale_tables(rounds, runs);
+        if (!json_path.empty())
+            std::ofstream(json_path) << nlohmann::ordered_json{{"benchmark", "scale"}, {"tables", tables}}.dump(1)
+                                     << "\n";
+        return 0;
     }
     bpfnet_bpf *skel = bpfnet_bpf__open_and_load();
     floor_bpf *floor = floor_bpf__open_and_load();

@@ -55,10 +55,12 @@ def ratios(table):
     for name, values in table["series"].items():
         if name == table["baseline"] or not values or not base:
             continue
+        # A baseline of 0 (nothing dropped, say) has no ratio: those rounds, or the whole table, go without.
         if table.get("paired") and len(values) == len(base):
             per_round = [v / b for v, b in zip(values, base) if b]
-            out[name] = {"kind": "per round", **summarize(per_round)}
-        else:
+            if per_round:
+                out[name] = {"kind": "per round", **summarize(per_round)}
+        elif statistics.median(base):
             out[name] = {"kind": "of medians", "median": statistics.median(values) / statistics.median(base)}
     return out
 
@@ -133,6 +135,8 @@ def machine_facts():
             "iperf3": command_version(["iperf3", "--version"], "iperf"),
             "sockperf": debian_version("sockperf"),
             "perfdhcp (kea)": debian_version("kea-admin"),
+            "atftp/atftpd": debian_version("atftpd"),
+            "curl": command_version(["curl", "--version"], "curl"),
         },
     }
 
@@ -175,6 +179,22 @@ def table_markdown(table):
     return lines
 
 
+def summary_markdown(report):
+    """One row per table: each candidate's median ratio to the baseline (per round where paired)."""
+    lines = ["## Summary", "", "| benchmark | measurement | better | baseline | ratios to the baseline |",
+             "|---|---|---|---|---|"]
+    for bench in report["benchmarks"]:
+        if bench.get("error"):
+            lines.append(f"| {bench['benchmark']} | could not run | | | |")
+        for table in bench["tables"]:
+            ratios = "; ".join(f"{name} {fmt(r['median'])}" for name, r in table["ratios"].items()) or "-"
+            lines.append(f"| {bench['benchmark']} | {table['title']} | {table.get('better', '')} | "
+                         f"{table['baseline']} ({fmt(table['summary'][table['baseline']]['median'])} {table['unit']}) "
+                         f"| {ratios} |" if table["baseline"] in table["summary"] else
+                         f"| {bench['benchmark']} | {table['title']} | | {table['baseline']} | {ratios} |")
+    return lines + [""]
+
+
 def render_markdown(report):
     facts = report["machine"]
     lines = ["# bpfnet benchmark report", ""]
@@ -184,6 +204,7 @@ def render_markdown(report):
     lines.append("Versions: " + "; ".join(f"{k} {v}" for k, v in facts["versions"].items() if v) + ".")
     lines += ["", "Numbers are medians with the 10th-90th percentile spread. Ratios are candidate / baseline; a "
               "paired ratio is taken per round of side-by-side runs. No number here is a pass/fail verdict.", ""]
+    lines += summary_markdown(report)
     for bench in report["benchmarks"]:
         lines.append(f"## {bench['benchmark']}")
         lines.append("")

@@ -37,6 +37,14 @@ class Arithmetic(unittest.TestCase):
         self.assertNotIn("plain routing", analysed["ratios"])
         self.assertEqual(analysed["summary"]["bpfnet"]["n"], 4)
 
+    def test_a_zero_baseline_gives_no_ratio_but_the_medians_stay(self):
+        zero = dict(table(), series={"bpfnet": [0.0, 1.0], "plain routing": [0.0, 0.0]})
+        for paired in (True, False):
+            analysed = report.analyse(dict(zero, paired=paired))
+            self.assertEqual(analysed["ratios"], {})
+            self.assertEqual(analysed["summary"]["bpfnet"]["median"], 0.5)
+            self.assertIn("| bpfnet | 0.500 |", "\n".join(report.table_markdown(analysed)))
+
     def test_unpaired_ratio_is_of_medians(self):
         analysed = report.analyse(table(paired=False))
         self.assertEqual(analysed["ratios"]["bpfnet"], {"kind": "of medians", "median": 0.95})

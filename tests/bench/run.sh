@@ -11,9 +11,16 @@
 #     --only   run only these benchmarks (names below)
 #     --out    where the results and the report go (default ./bench-report-<date>)
 #
-# Benchmarks:
-#   path_cost   ns per packet of every datapath path vs a trivial XDP_PASS / TC_ACT_OK program
-#   bulk_tcp    iperf3 both ways and an HTTP image download: bpfnet vs plain routing, nftables DNAT, HAProxy
+# Benchmarks (each script's header says exactly what it measures and how):
+#   path_cost    ns per packet of every datapath path vs a trivial XDP_PASS / TC_ACT_OK program
+#   packet_rate  64-byte UDP from an in-kernel generator: bpfnet vs nftables DNAT vs plain routing
+#   bulk_tcp     iperf3 both ways and an HTTP image download: bpfnet vs plain routing, nftables DNAT, HAProxy
+#   latency      TCP and UDP ping-pong p50/p99 (sockperf): bpfnet vs nftables DNAT vs plain routing
+#   dhcp_leases  many machines' DHCP exchanges: bpfnet's relay vs dnsmasq's relay vs dnsmasq on the LAN;
+#                perfdhcp as a relay on the LAN to the service IP
+#   tftp_fetch   a boot image by TFTP (default, blksize, windowsize): bpfnet vs plain routing
+#   failover     backend moves by bpfnetctl, config reload and Kubernetes: first answers, longest gaps
+#   scale        flows/neighbours tables at 10, 1,000, 100,000 entries: per-packet cost, loader memory
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +41,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 out=$(realpath -m "${out:-bench-report-$(date -u +%Y%m%d-%H%M)}")
 mkdir -p "$out/results" "$out/logs"
+rm -f "$out"/results/*.json # a reused directory: the report is of this run only
 
 "$top/scripts/setup.sh" || exit 2
 build=$top/build
@@ -43,24 +51,52 @@ cmake -S "$top" -B "$build" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebIn
     exit 2
 }
 
+# Rounds are the pairs each comparison gets (at least 10 in a full run); --quick only checks the chain.
 if [ "$quick" = 1 ]; then
     PATH_COST_ARGS=(--rounds 5 --runs 200)
+    PACKET_RATE_ARGS=(3 300000)
     BULK_ARGS=(3 1)
+    BLOB_MIB=128
+    LATENCY_ARGS=(3 1)
+    DHCP_ARGS=(3 1)
+    TFTP_ARGS=(3 2)
+    FAILOVER_ARGS=(4)
+    SCALE_ARGS=(2)
 else
     PATH_COST_ARGS=(--rounds 20 --runs 1000)
+    PACKET_RATE_ARGS=(10 2000000)
     BULK_ARGS=(10 3)
+    BLOB_MIB=512
+    LATENCY_ARGS=(10 2)
+    DHCP_ARGS=(10 2)
+    TFTP_ARGS=(10 8)
+    FAILOVER_ARGS=(20)
+    SCALE_ARGS=(10)
 fi
+export BUILD=$build
 
 run_path_cost() { "$build/tests/bench/bench_path_cost" "${PATH_COST_ARGS[@]}" --json "$1"; }
-run_bulk_tcp() { BUILD=$build BLOB_MIB=$([ "$quick" = 1 ] && echo 128 || echo 512) \
-    "$top/tests/bench/bulk_tcp.sh" "${BULK_ARGS[@]}" "$1"; }
+run_packet_rate() { "$top/tests/bench/packet_rate.sh" "${PACKET_RATE_ARGS[@]}" "$1"; }
+run_bulk_tcp() { BLOB_MIB=$BLOB_MIB "$top/tests/bench/bulk_tcp.sh" "${BULK_ARGS[@]}" "$1"; }
+run_latency() { "$top/tests/bench/latency.sh" "${LATENCY_ARGS[@]}" "$1"; }
+run_dhcp_leases() { "$top/tests/bench/dhcp_leases.sh" "${DHCP_ARGS[@]}" "$1"; }
+run_tftp_fetch() { "$top/tests/bench/tftp_fetch.sh" "${TFTP_ARGS[@]}" "$1"; }
+run_failover() { "$top/tests/bench/failover.sh" "${FAILOVER_ARGS[@]}" "$1"; }
+run_scale() { "$top/tests/bench/scale.sh" "${SCALE_ARGS[@]}" "$1"; }
 
-BENCHMARKS=(path_cost bulk_tcp)
+BENCHMARKS=(path_cost packet_rate bulk_tcp latency dhcp_leases tftp_fetch failover scale)
+if [ -n "$only" ]; then
+    for name in ${only//,/ }; do
+        [[ " ${BENCHMARKS[*]} " == *" $name "* ]] || { echo "bench: no benchmark named $name (${BENCHMARKS[*]})" >&2; exit 2; }
+    done
+fi
 failed=()
+index=0
 for name in "${BENCHMARKS[@]}"; do
+    index=$((index + 1))
     [ -z "$only" ] || [[ ",$only," == *",$name,"* ]] || continue
     echo "== $name"
-    result=$out/results/$name.json
+    result=$out/results/$(printf '%02d' "$index")-$name.json # the report keeps this order
     t0=$(date +%s)
     if "run_$name" "$result" >"$out/logs/$name.log" 2>&1 && [ -s "$result" ]; then
         echo "   done in $(($(date +%s) - t0)) s"
