@@ -4,7 +4,9 @@
 # VMs booting Debian's 6.1 and 6.12 kernels (tests/vm/run.sh, the kernel matrix). Needs root. The BPF
 # programs are built and their packet tables run with both supported compilers (clang-14 and clang-16).
 #
-#   env: BPFNET_TEST_VM=0  skip the kernel matrix (a quicker run while developing; CI always runs it)
+#   env: BPFNET_TEST_VM=0     skip the kernel matrix (a quicker run while developing; CI always runs it)
+#        BPFNET_TEST_BENCH=0  skip the benchmarks' quick run (it checks that every benchmark still runs;
+#                             its numbers are never judged)
 #
 # All root tests run inside a private sandbox (`unshare --net --mount`): its network namespace holds only
 # lo, and each end-to-end script builds its own namespaces inside it. Nothing touches the machine's own
@@ -39,6 +41,11 @@ sandboxed ctest --test-dir "$top/build-clang16" -L bpf --output-on-failure
 
 echo "== all tests (unit, bpf, k8s, e2e), programs from clang-14"
 sandboxed ctest --test-dir "$top/build" --output-on-failure
+
+if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then
+  echo "== benchmarks, quick run: each one must still run (the numbers are not judged)"
+  "$top/tests/bench/run.sh" --quick --out "$top/build/bench-quick"
+fi
 
 if [ "${BPFNET_TEST_VM:-1}" = 0 ]; then
   echo "== kernel matrix skipped (BPFNET_TEST_VM=0)"
