@@ -62,7 +62,12 @@ Stats stats(std::vector<double> v) {
     return {at(0.10), at(0.50), at(0.90)};
 }
 
-double run_once(int prog_fd, const Bytes &frame) {
+struct Run {
+    double ns;
+    __u32 verdict;
+};
+
+Run run_packet(int prog_fd, const Bytes &frame) {
     Bytes out(frame.size() + 256);
     LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame.data(), .data_out = out.data(),
                 .data_size_in = static_cast<__u32>(frame.size()), .data_size_out = static_cast<__u32>(out.size()),
@@ -71,19 +76,15 @@ double run_once(int prog_fd, const Bytes &frame) {
         std::perror("BPF_PROG_TEST_RUN");
         std::exit(1);
     }
-    return static_cast<double>(opts.duration);
+    return {static_cast<double>(opts.duration), opts.retval};
+}
+
+double run_once(int prog_fd, const Bytes &frame) {
+    return run_packet(prog_fd, frame).ns;
 }
 
 __u32 verdict_of(int prog_fd, const Bytes &frame) {
-    Bytes out(frame.size() + 256);
-    LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame.data(), .data_out = out.data(),
-                .data_size_in = static_cast<__u32>(frame.size()), .data_size_out = static_cast<__u32>(out.size()),
-                .repeat = 1);
-    if (bpf_prog_test_run_opts(prog_fd, &opts) != 0) {
-        std::perror("BPF_PROG_TEST_RUN");
-        std::exit(1);
-    }
-    return opts.retval;
+    return run_packet(prog_fd, frame).verdict;
 }
 
 Bytes from_host(Packet p) {

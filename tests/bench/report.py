@@ -111,14 +111,19 @@ def machine_facts():
             memory_gib = round(kib / 1024 / 1024, 1)
     except (OSError, StopIteration):
         pass
+    # run.sh records the commit and the time the run started: the checkout may move on while it runs.
+    commit = os.environ.get("BPFNET_BENCH_COMMIT")
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    try:
-        commit = subprocess.run(["git", "-C", top, "describe", "--always", "--dirty"], capture_output=True, text=True,
-                                timeout=10).stdout.strip() or None
-    except (OSError, subprocess.TimeoutExpired):
-        commit = None
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "-C", top, "describe", "--always", "--dirty"], capture_output=True,
+                                    text=True, timeout=10).stdout.strip() or None
+        except (OSError, subprocess.TimeoutExpired):
+            commit = None
+    date = os.environ.get("BPFNET_BENCH_STARTED") or \
+        datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return {
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": date,
         "kernel": platform.release(),
         "cpu": cpu,
         "cpus": os.cpu_count(),
@@ -198,7 +203,7 @@ def summary_markdown(report):
 def render_markdown(report):
     facts = report["machine"]
     lines = ["# bpfnet benchmark report", ""]
-    lines.append(f"{facts['date']}; kernel {facts['kernel']}; {facts['cpus']} CPUs ({facts['cpu']}); "
+    lines.append(f"Run started {facts['date']}; kernel {facts['kernel']}; {facts['cpus']} CPUs ({facts['cpu']}); "
                  f"{facts['memory_gib']} GiB; bpfnet {facts['bpfnet_commit']}.")
     lines.append("")
     lines.append("Versions: " + "; ".join(f"{k} {v}" for k, v in facts["versions"].items() if v) + ".")

@@ -43,6 +43,11 @@ out=$(realpath -m "${out:-bench-report-$(date -u +%Y%m%d-%H%M)}")
 mkdir -p "$out/results" "$out/logs"
 rm -f "$out"/results/*.json # a reused directory: the report is of this run only
 
+# What the report names as the code measured and when: taken now, before the checkout can move on.
+BPFNET_BENCH_COMMIT=$(git -C "$top" describe --always --dirty 2>/dev/null || true)
+BPFNET_BENCH_STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
+export BPFNET_BENCH_COMMIT BPFNET_BENCH_STARTED
+
 "$top/scripts/setup.sh" || exit 2
 build=$top/build
 cmake -S "$top" -B "$build" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
