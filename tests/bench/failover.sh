@@ -11,9 +11,11 @@
 #                   EndpointSlice changes at the API server stand-in; the Lease moves the service IP (and
 #                   its ARP answers) to the new node. "Ready" is the stand-in's commit of the EndpointSlice.
 # Each way is a probe session of its own (the loader compares the parsed file, so config moves must
-# alternate the pods themselves, and a bpfnetctl move in between could leave the file unchanged). Per move: seconds to the first HTTP answer from the new pod, to
-# the first DHCP offer from its range, and the longest HTTP gap; for ARP, the longest run of unanswered
-# who-has over each session (in standalone mode the node never changes, so ARP never should go quiet).
+# alternate the pods themselves, and a bpfnetctl move in between could leave the file unchanged).
+# Per move: the time to the first HTTP answer from the new pod and to the first DHCP offer from its
+# range, and the longest times without an HTTP answer (a new TCP connection each try) and without a DHCP
+# offer; for ARP, the longest time between answered who-has over each session (in standalone mode the
+# node that answers never changes).
 # Not a test: it fails only if a run could not be made (or a move never got an answer: that is reported).
 # Needs root; sandboxes itself.
 #
@@ -167,8 +169,9 @@ ms() { awk -v s="$1" 'BEGIN { printf "%.1f", s * 1000 }'; }
 REPORT=$top/tests/bench/report.py
 rm -f "$RESULTS_FILE"
 declare -A TITLE=([http_s]="first HTTP answer from the new pod" [dhcp_s]="first DHCP offer from the new pod's range"
-    [http_gap_s]="longest HTTP gap around a move")
-for key in http_s dhcp_s http_gap_s; do
+    [http_gap_s]="longest time without an HTTP answer after a move"
+    [dhcp_gap_s]="longest time without a DHCP offer after a move")
+for key in http_s dhcp_s http_gap_s dhcp_gap_s; do
     "$SYSTEM_PYTHON" "$REPORT" table "$RESULTS_FILE" failover --title "Failover: ${TITLE[$key]}" --unit ms --better lower \
         --baseline bpfnetctl --series "bpfnetctl=$(series bpfnetctl "$key")" \
         --series "config reload=$(series "config reload" "$key")" --series "Kubernetes=$(series Kubernetes "$key")" \

@@ -16,10 +16,10 @@ usage: failover_probe.py probe IFACE SERVICE_IP --seconds S [--every SECONDS] [-
            MOVES_LOG has one line per move: "TIME NAME FIRST LAST": at TIME the backend moved to
            the pod NAME, whose DHCP server offers addresses FIRST..LAST. With COMMIT_LOG (the API server
            stand-in's --commit-log), a move starts instead when the stand-in committed the first
-           EndpointSlice change after TIME: when the API server had the endpoint ready on the new node. For each move, prints the time
-           from the move to the first HTTP answer from NAME and to the first offer in its range, and the
-           longest gap without any HTTP answer around it; then median and worst, and every move's three
-           times (JSON on the last line).
+           EndpointSlice change after TIME: when the API server had the endpoint ready on the new node.
+           For each move, prints the time from the move to the first HTTP answer from NAME and to the
+           first offer in its range, and the longest gaps without any HTTP answer and without any DHCP
+           offer after it; then medians and worst cases, and every move's figures (JSON, last line).
            Exit 1 when a move never got an answer from its new pod.
 
 Run the probe inside the network namespace of IFACE (ip netns exec NS failover_probe.py ...).
@@ -175,14 +175,15 @@ def analyze(args):
         http = next((t[0] - t0 for t in window if t[1] == "http" and t[2] == name), None)
         dhcp = next((t[0] - t0 for t in window if t[1] == "dhcp" and t[2] != "-"
                      and first <= ip_value(t[2]) <= last), None)
-        # The longest run of failed HTTP tries from the move on, measured between answered tries.
-        answered = [t0] + [t[0] for t in window if t[1] == "http" and t[2] != "-"]
-        gap = max((b - a for a, b in zip(answered, answered[1:])), default=None)
+        # The longest run of failed tries from the move on, measured between answered tries.
+        gap = longest_gap(t0, window, "http")
+        dhcp_gap = longest_gap(t0, window, "dhcp")
         if http is None or dhcp is None:
             ok = False
-        results.append({"move": n + 1, "to": name, "http_s": http, "dhcp_s": dhcp, "http_gap_s": gap})
-        print("move %2d -> %s: first HTTP answer %s, first DHCP offer %s, longest HTTP gap %s" % (
-            n + 1, name, fmt(http), fmt(dhcp), fmt(gap)))
+        results.append({"move": n + 1, "to": name, "http_s": http, "dhcp_s": dhcp, "http_gap_s": gap,
+                        "dhcp_gap_s": dhcp_gap})
+        print("move %2d -> %s: first HTTP answer %s, first DHCP offer %s, longest HTTP gap %s, DHCP gap %s" % (
+            n + 1, name, fmt(http), fmt(dhcp), fmt(gap), fmt(dhcp_gap)))
 
     def summary(key):
         values = [r[key] for r in results if r[key] is not None]
@@ -191,9 +192,15 @@ def analyze(args):
         return {"median_s": statistics.median(values), "worst_s": max(values), "count": len(values)}
 
     report = {"moves": len(results), "http": summary("http_s"), "dhcp": summary("dhcp_s"),
-              "http_gap": summary("http_gap_s"), "per_move": results}
+              "http_gap": summary("http_gap_s"), "dhcp_gap": summary("dhcp_gap_s"), "per_move": results}
     print(json.dumps(report))
     return 0 if ok and results else 1
+
+
+def longest_gap(t0, window, kind):
+    """The longest time between answered tries of KIND (an HTTP answer, a DHCP offer) from the move at t0."""
+    answered = [t0] + [t[0] for t in window if t[1] == kind and t[2] != "-"]
+    return max((b - a for a, b in zip(answered, answered[1:])), default=None)
 
 
 def fmt(value):
