@@ -155,10 +155,10 @@ REPORT=$top/tests/bench/report.py
 rm -f "$RESULTS_FILE"
 # table KIND METRIC TITLE UNIT BETTER NOTES PATH...
 table() {
-    local kind=$1 metric=$2 title=$3 unit=$4 better=$5 notes=$6 args=() path
+    local kind=$1 title=$3 unit=$4 better=$5 notes=$6 args=() path
+    local -n values=$2
     shift 6
     for path in "$@"; do
-        local -n values=$metric
         args+=(--series "$path=${values[$kind,$path]}")
     done
     "$SYSTEM_PYTHON" "$REPORT" table "$RESULTS_FILE" dhcp_leases --title "$title" --unit "$unit" --better "$better" \

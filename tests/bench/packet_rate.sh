@@ -40,8 +40,6 @@ table ip sink {
     }
 }
 EOF
-HOST_MAC=$(mac_of "$E2E_HOST" eth0)
-NIC_MAC=$(mac_of "$E2E_NODE" "$E2E_NIC")
 
 delivered() {
     ip netns exec "$E2E_POD" nft -j list counter ip sink delivered |
@@ -53,7 +51,7 @@ print(next(o["counter"]["packets"] for o in json.load(sys.stdin)["nftables"] if 
 measure() {
     local before after sent
     before=$(delivered)
-    sent=$(ip netns exec "$E2E_HOST" "$FLOOD" --ifname eth0 --src-mac "$HOST_MAC" --dst-mac "$NIC_MAC" \
+    sent=$(ip netns exec "$E2E_HOST" "$FLOOD" --ifname eth0 --src-mac "$E2E_HOST_MAC" --dst-mac "$E2E_NIC_MAC" \
         --src "$E2E_HOST_IP" --dst "${PATH_TARGET[$1]}" --dport "$SINK_PORT" --count "$FRAMES") || return 1
     sleep 0.2 # what is still in the veth's ring when the generator returns
     after=$(delivered)

@@ -40,6 +40,3 @@ NFT
     write_config "$@" "$E2E_TMP/conf/bpfnet.yaml"
     loader_start "$E2E_TMP/conf/bpfnet.yaml" "$E2E_TMP/logs/loader.log" >/dev/null || die "$E2E_REASON"
 }
-
-# mac_of NS DEV: the MAC address of DEV in namespace NS.
-mac_of() { ip -n "$1" -j link show "$2" | "$SYSTEM_PYTHON" -c 'import json, sys; print(json.load(sys.stdin)[0]["address"])'; }

@@ -193,10 +193,11 @@ def summary_markdown(report):
             lines.append(f"| {bench['benchmark']} | could not run | | | |")
         for table in bench["tables"]:
             ratios = "; ".join(f"{name} {fmt(r['median'])}" for name, r in table["ratios"].items()) or "-"
-            lines.append(f"| {bench['benchmark']} | {table['title']} | {table.get('better', '')} | "
-                         f"{table['baseline']} ({fmt(table['summary'][table['baseline']]['median'])} {table['unit']}) "
-                         f"| {ratios} |" if table["baseline"] in table["summary"] else
-                         f"| {bench['benchmark']} | {table['title']} | | {table['baseline']} | {ratios} |")
+            baseline = table["baseline"]
+            if baseline in table["summary"]:
+                baseline += f" ({fmt(table['summary'][baseline]['median'])} {table['unit']})"
+            lines.append(f"| {bench['benchmark']} | {table['title']} | {table.get('better', '')} | {baseline} "
+                         f"| {ratios} |")
     return lines + [""]
 
 
