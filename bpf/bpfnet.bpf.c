@@ -2,9 +2,10 @@
 /*
  * bpfnet's datapath: three programs sharing one set of maps.
  *
- *   xdp_nic         XDP on the provisioning NIC: ARP for the service IPs, neighbour learning, and the
- *                   drop of everything sent to a service IP that nothing allows.
- *   tc_nic_ingress  TC ingress on the NIC: DNAT of allowed packets into the backend pod.
+ *   xdp_nic         XDP on the provisioning NIC: neighbour learning, and the drop of everything sent to
+ *                   a service IP that nothing allows.
+ *   tc_nic_ingress  TC ingress on the NIC: the ARP responder, DNAT of allowed packets into the backend
+ *                   pod, the DHCP relay.
  *   tc_pod_ingress  TC ingress on the host side of the pod's veth: the way back to the LAN, as the
  *                   service IP.
  *
@@ -77,7 +78,7 @@ int xdp_nic(struct xdp_md *ctx)
 	if (!cfg || !eth)
 		goto pass;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
-		return traced_xdp(handle_arp(eth, data_end, cfg));
+		return xdp_observe_arp(eth, data_end, cfg);
 	if (eth->h_proto != bpf_htons(ETH_P_IP))
 		goto pass;
 
@@ -101,17 +102,21 @@ static __always_inline void pull_headers(struct __sk_buff *skb)
 		bpf_skb_pull_data(skb, skb->len < HEADERS_MAX_LEN ? skb->len : HEADERS_MAX_LEN);
 }
 
-/* The IPv4 header of an Ethernet frame in a TC program, with the headers pulled into the linear part. */
-static __always_inline struct iphdr *tc_parse_ipv4(struct __sk_buff *skb, void **data, void **data_end,
-						   struct ethhdr **eth)
+/* The Ethernet header of a frame in a TC program, with the headers pulled into the linear part. */
+static __always_inline struct ethhdr *tc_parse_eth(struct __sk_buff *skb, void **data, void **data_end)
 {
 	pull_headers(skb);
 	*data = (void *)(long)skb->data;
 	*data_end = (void *)(long)skb->data_end;
-	*eth = parse_eth(*data, *data_end);
-	if (!*eth || (*eth)->h_proto != bpf_htons(ETH_P_IP))
+	return parse_eth(*data, *data_end);
+}
+
+/* The IPv4 header of an Ethernet frame in a TC program. */
+static __always_inline struct iphdr *tc_parse_ipv4(struct ethhdr *eth, void *data_end)
+{
+	if (!eth || eth->h_proto != bpf_htons(ETH_P_IP))
 		return NULL;
-	return parse_ipv4_fixed(*eth, *data_end);
+	return parse_ipv4_fixed(eth, data_end);
 }
 
 #define TFTP_PORT 69
@@ -164,6 +169,20 @@ static __always_inline int traced_tc(struct __sk_buff *skb, int verdict)
 {
 	trace_end_skb(skb);
 	return verdict;
+}
+
+/* ARP at TC ingress: a who-has for a service IP is answered (or declined) here, everything else passes. */
+static __always_inline int tc_arp(struct __sk_buff *skb, struct ethhdr *eth, void *data_end,
+				  const struct bpfnet_iface *cfg)
+{
+	struct arp_ipv4 *arp = parse_arp_ipv4(eth, data_end);
+	struct bpfnet_service_ip *service = arp ? arp_service_asked(arp) : NULL;
+
+	if (!service)
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_NIC);
+	trace_addresses(arp->sender_ip, arp->target_ip, 0, eth->h_source);
+	return traced_tc(skb, tc_answer_arp(eth, arp, service, cfg));
 }
 
 /* A broadcast on the LAN is ours only when it is a DHCP request and this node owns the DHCP service IP. */
@@ -241,11 +260,15 @@ SEC("tc")
 int tc_nic_ingress(struct __sk_buff *skb)
 {
 	void *data, *data_end;
-	struct ethhdr *eth;
 	struct bpfnet_iface *cfg = iface_config();
-	struct iphdr *ip = tc_parse_ipv4(skb, &data, &data_end, &eth);
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
 
-	if (!cfg || !ip)
+	if (!cfg || !eth)
+		return BPFNET_TC_NEXT;
+	if (eth->h_proto == bpf_htons(ETH_P_ARP))
+		return tc_arp(skb, eth, data_end, cfg);
+	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
+	if (!ip)
 		return BPFNET_TC_NEXT;
 	if (ip->daddr == 0xffffffff) {
 		struct ipv4_packet pkt = {};
@@ -339,9 +362,9 @@ SEC("tc")
 int tc_pod_ingress(struct __sk_buff *skb)
 {
 	void *data, *data_end;
-	struct ethhdr *eth;
 	struct bpfnet_iface *cfg = iface_config();
-	struct iphdr *ip = tc_parse_ipv4(skb, &data, &data_end, &eth);
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
 
 	if (!cfg || !ip)
 		return BPFNET_TC_NEXT;

@@ -163,6 +163,8 @@ void print_status_table(std::ostream &out, const StatusView &status) {
     list.add("subnet", format_prefix(status.subnet_be, status.subnet_mask_be));
     list.add("xdp", describe_hook(status.xdp));
     list.add("tc ingress", describe_hook(status.tc_ingress));
+    list.add("arp", status.tc_ingress.attached ? "answered at tc ingress, out of the NIC's egress (every NIC kind)"
+                                               : "not answered: tc ingress is not attached");
     list.add("pod delivery", status.redirect_peer ? "bpf_redirect_peer"
                                                   : "through the veth (no bpf_redirect_peer, or redirectPeer off)");
     list.add("heartbeat", describe_heartbeat(status));
@@ -209,6 +211,7 @@ Json status_json(const StatusView &status) {
     xdp["dispatcher"] = status.xdp.dispatcher ? Json(*status.xdp.dispatcher) : Json(nullptr);
     json["hooks"] = {{"xdp", xdp}, {"tc_ingress", tc_hook_json(status.tc_ingress)}};
     json["pod_delivery"] = status.redirect_peer ? "redirect_peer" : "veth";
+    json["arp_responder"] = status.tc_ingress.attached ? Json("tc_egress") : Json(nullptr);
 
     json["heartbeat"] = {
         {"state", heartbeat_name(status.heartbeat())},

@@ -45,6 +45,11 @@ DatapathRuntime::~DatapathRuntime() {
     }
 }
 
+// How the service IPs' ARP is answered, for the log; bpfnetctl status says the same.
+constexpr const char *kArpResponder =
+    "tc ingress, answers sent out of the NIC's egress (reaches the LAN on every NIC kind; XDP_TX would be lost on "
+    "a veth whose peer runs no XDP program)";
+
 void DatapathRuntime::attach() {
     heartbeat_timer_ = loop::make_timer();
     announce_timer_ = loop::make_timer();
@@ -71,7 +76,8 @@ void DatapathRuntime::attach() {
                                         {"attach", describe(datapath_->xdp())}});
     log_info("tc program on the NIC ingress", {{"iface", node_.interface},
                                                {"action", to_string(datapath_->tc_nic_action())},
-                                               {"attach", to_string(datapath_->tc_kind())}});
+                                               {"attach", to_string(datapath_->tc_kind())},
+                                               {"arp_responder", kArpResponder}});
     arp_.emplace(nic.ifindex);
     // The HTTP thread gets fds of its own, so it never shares an object with this thread.
     status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));

@@ -21,10 +21,9 @@ if [ "${BPFNET_E2E_SANDBOX:-}" != 1 ]; then
   "$top/scripts/setup.sh"
   echo "== building bpfnet"
   cmake -S "$top" -B "$build" >/dev/null
-  cmake --build "$build" -j "$(nproc)" --target bpfnet-loader bpfnetctl xdp_pass_bpf >/dev/null
+  cmake --build "$build" -j "$(nproc)" --target bpfnet-loader bpfnetctl >/dev/null
 fi
 
-export XDP_PASS_OBJ="$build/tests/e2e/xdp_pass.bpf.o"
 LOADER="$build/loader/bpfnet-loader"
 CTL="$build/cli/bpfnetctl"
 # shellcheck source=../tests/e2e/lib.sh

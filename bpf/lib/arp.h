@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* ARP responder for the service IPs (packet walk 1) and neighbour learning from ARP. */
+/* ARP responder for the service IPs (packet walk 1, at TC ingress) and what XDP learns from ARP. */
 #ifndef BPFNET_ARP_H
 #define BPFNET_ARP_H
 
 #include <linux/bpf.h>
 #include "parse.h"
 #include "maps.h"
+#include "steer.h"
 #include "trace.h"
 
 /* Turns a who-has for the service IP into the is-at answer, in place, from the NIC's MAC. */
@@ -22,43 +23,74 @@ static __always_inline void arp_make_reply(struct ethhdr *eth, struct arp_ipv4 *
 	arp->sender_ip = service_ip;
 }
 
-static __always_inline int handle_arp(struct ethhdr *eth, void *data_end, const struct bpfnet_iface *cfg)
+/*
+ * What an ARP frame tells the datapath, whoever it is for: where its sender is (remembered for the
+ * reverse path), or, when it claims a service IP this node answers for, another owner on the LAN (a
+ * conflict). Standby nodes list the IP too, and see the owner's claims: not a conflict.
+ */
+static __always_inline void arp_observe(const struct arp_ipv4 *arp, const struct bpfnet_iface *cfg)
+{
+	__be32 sender = arp->sender_ip;
+	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &sender);
+
+	if (!claimed) {
+		learn_neighbour(cfg, sender, arp->sender_mac);
+		return;
+	}
+	if ((claimed->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
+	    !mac_equal(arp->sender_mac, cfg->nic_mac))
+		report_conflict(sender, arp->sender_mac);
+}
+
+/* The service IP a who-has asks for, or NULL when it asks for something else or is no request. */
+static __always_inline struct bpfnet_service_ip *arp_service_asked(const struct arp_ipv4 *arp)
+{
+	__be32 target = arp->target_ip;
+
+	if (arp->op != bpf_htons(BPFNET_ARPOP_REQUEST))
+		return NULL;
+	return bpf_map_lookup_elem(&service_ips, &target);
+}
+
+/*
+ * XDP sees every ARP frame first and learns from it; it never answers. An answer sent with XDP_TX is lost
+ * on a veth whose peer runs no XDP program (metal3-dev-env's `ironicendpoint`, a kind node's eth0), so
+ * the who-has for a service IP goes on to tc_nic_ingress, which answers from the NIC's egress on every
+ * kind of device. Counted there, not here.
+ */
+static __always_inline int xdp_observe_arp(struct ethhdr *eth, void *data_end, const struct bpfnet_iface *cfg)
 {
 	struct arp_ipv4 *arp = parse_arp_ipv4(eth, data_end);
 
-	if (!arp)
-		return XDP_PASS;
-
-	__be32 target = arp->target_ip;
-	struct bpfnet_service_ip *service = bpf_map_lookup_elem(&service_ips, &target);
-	/* A host asking for (or announcing) any address tells us where it is; remember it for the
-	 * reverse path. A claim on a service IP that this node answers for is another owner on the LAN:
-	 * a conflict. Standby nodes list the IP too, and see the owner's claims: not a conflict. */
-	__be32 sender = arp->sender_ip;
-	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &sender);
-	if (claimed) {
-		if ((claimed->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
-		    !mac_equal(arp->sender_mac, cfg->nic_mac))
-			report_conflict(sender, arp->sender_mac);
-	} else {
-		learn_neighbour(cfg, sender, arp->sender_mac);
+	if (arp) {
+		arp_observe(arp, cfg);
+		if (arp_service_asked(arp))
+			return XDP_PASS;
 	}
+	count(BPFNET_CTR_PASS);
+	return XDP_PASS;
+}
 
-	if (!service || arp->op != bpf_htons(BPFNET_ARPOP_REQUEST)) {
-		count(BPFNET_CTR_PASS);
-		return XDP_PASS;
-	}
+/*
+ * The ARP responder (packet walk 1), at TC ingress, for a who-has asking for service: when this node owns
+ * the IP and its loader is alive, the request is turned into the is-at answer in place and sent out of the
+ * NIC's egress, the way every other frame of this node leaves. Otherwise it is handed on to the kernel.
+ */
+static __always_inline int tc_answer_arp(struct ethhdr *eth, struct arp_ipv4 *arp,
+					 const struct bpfnet_service_ip *service,
+					 const struct bpfnet_iface *cfg)
+{
 	if (!(service->flags & BPFNET_SERVICE_IP_ACTIVE)) {
 		decide(BPFNET_CTR_ARP_NOT_ACTIVE);
-		return XDP_PASS;
+		return BPFNET_TC_NEXT;
 	}
 	if (!loader_alive(cfg)) {
 		decide(BPFNET_CTR_ARP_STALE_HEARTBEAT);
-		return XDP_PASS;
+		return BPFNET_TC_NEXT;
 	}
 	arp_make_reply(eth, arp, cfg->nic_mac);
 	decide(BPFNET_CTR_ARP_REPLY);
-	return XDP_TX;
+	return bpf_redirect(cfg->nic_ifindex, 0);
 }
 
 #endif /* BPFNET_ARP_H */

@@ -29,7 +29,6 @@ BLOB_MIB=${BLOB_MIB:-512}
 BUILD=${BUILD:-$top/build}
 LOADER=$BUILD/loader/bpfnet-loader
 BLOB_SERVER=$BUILD/tests/bench/bench_http_blob_server
-export XDP_PASS_OBJ=${XDP_PASS_OBJ:-$BUILD/tests/e2e/xdp_pass.bpf.o}
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 for tool in iperf3 nft haproxy curl; do

@@ -34,7 +34,6 @@ WINDOW=16
 EXCHANGES=${DHCP_EXCHANGES:-1000}
 SATURATE=20000 # exchanges/s asked for: more than any of the paths answers here
 STEADY=200
-export XDP_PASS_OBJ=${XDP_PASS_OBJ:-$BUILD/tests/e2e/xdp_pass.bpf.o}
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 # shellcheck source=../e2e/dhcp.sh

@@ -28,7 +28,6 @@ RESULTS_FILE=$(realpath -m "${2:-failover.json}")
 BUILD=${BUILD:-$top/build}
 LOADER=$BUILD/loader/bpfnet-loader
 BPFNETCTL=$BUILD/cli/bpfnetctl
-export XDP_PASS_OBJ=${XDP_PASS_OBJ:-$BUILD/tests/e2e/xdp_pass.bpf.o}
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 # shellcheck source=../e2e/dhcp.sh

@@ -19,7 +19,6 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 EVENTS=${1:-10000}
 IDLE_S=${2:-10}
 LOADER=${3:-$top/build/loader/bpfnet-loader}
-export XDP_PASS_OBJ=${XDP_PASS_OBJ:-$top/build/tests/e2e/xdp_pass.bpf.o}
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 LOADER=$(realpath "$LOADER")

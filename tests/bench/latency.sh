@@ -15,7 +15,6 @@ SECONDS_PER_RUN=${2:-2}
 RESULTS_FILE=$(realpath -m "${3:-latency.json}")
 BUILD=${BUILD:-$top/build}
 LOADER=$BUILD/loader/bpfnet-loader
-export XDP_PASS_OBJ=${XDP_PASS_OBJ:-$BUILD/tests/e2e/xdp_pass.bpf.o}
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 for tool in sockperf nft; do

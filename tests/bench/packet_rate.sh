@@ -19,7 +19,6 @@ RESULTS_FILE=$(realpath -m "${3:-packet_rate.json}")
 BUILD=${BUILD:-$top/build}
 LOADER=$BUILD/loader/bpfnet-loader
 FLOOD=$BUILD/tests/bench/bench_udp_flood
-export XDP_PASS_OBJ=${XDP_PASS_OBJ:-$BUILD/tests/e2e/xdp_pass.bpf.o}
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 command -v nft >/dev/null || { echo "packet_rate: nft is not installed (scripts/setup.sh installs it)" >&2; exit 2; }

@@ -21,7 +21,6 @@ LOADER=$BUILD/loader/bpfnet-loader
 BPFNETCTL=$BUILD/cli/bpfnetctl
 FILL=$BUILD/tests/bench/bench_fill_tables
 PATH_COST=$BUILD/tests/bench/bench_path_cost
-export XDP_PASS_OBJ=${XDP_PASS_OBJ:-$BUILD/tests/e2e/xdp_pass.bpf.o}
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 for tool in "$BPFNETCTL" "$FILL" "$PATH_COST"; do

@@ -19,7 +19,6 @@ SIZE_MIB=${2:-8}
 RESULTS_FILE=$(realpath -m "${3:-tftp_fetch.json}")
 BUILD=${BUILD:-$top/build}
 LOADER=$BUILD/loader/bpfnet-loader
-export XDP_PASS_OBJ=${XDP_PASS_OBJ:-$BUILD/tests/e2e/xdp_pass.bpf.o}
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 # shellcheck source=../e2e/dhcp.sh

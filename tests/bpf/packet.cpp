@@ -221,6 +221,12 @@ Bytes arp(uint16_t op, const Mac &eth_dst, const Mac &sender_mac, const std::str
     return b;
 }
 
+Bytes padded(Bytes frame, size_t length) {
+    if (frame.size() < length)
+        frame.resize(length, 0);
+    return frame;
+}
+
 Bytes truncated(Bytes frame, size_t length) {
     frame.resize(length);
     return frame;

@@ -74,6 +74,9 @@ struct Dhcp {
 Bytes arp(uint16_t op, const Mac &eth_dst, const Mac &sender_mac, const std::string &sender_ip, const Mac &target_mac,
           const std::string &target_ip);
 
+// The frame with zero bytes appended up to length: Ethernet's padding of short frames to 60 bytes.
+Bytes padded(Bytes frame, size_t length);
+
 // Offsets in a frame built without IP options.
 inline constexpr size_t kIpOffset = 14;
 inline constexpr size_t kL4Offset = 34;

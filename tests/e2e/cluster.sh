@@ -57,8 +57,7 @@ SYSTEM_PYTHON=${SYSTEM_PYTHON:-/usr/bin/python3}
 cluster_host() { ip netns exec "$CLUSTER_HOST" "$@"; }
 
 cluster_topology_create() {
-    local xdp_pass node ns
-    xdp_pass=$(xdp_pass_object) || die "no xdp_pass object"
+    local node ns
     for ns in "$CLUSTER_LAN" "$CLUSTER_HOST" "${NODE_NS[@]}" "${POD_NS[@]}"; do
         ip netns add "$ns" || die "ip netns add $ns"
         ip -n "$ns" link set lo up
@@ -70,7 +69,6 @@ cluster_topology_create() {
     ip -n "$CLUSTER_LAN" link add lan-host type veth peer name eth0 address "$E2E_HOST_MAC" netns "$CLUSTER_HOST" ||
         die "host LAN veth"
     ip -n "$CLUSTER_HOST" addr add "$E2E_HOST_IP/24" dev eth0
-    ip netns exec "$CLUSTER_HOST" ethtool -K eth0 tx off >/dev/null || die "ethtool -K eth0 tx off"
     ip -n "$CLUSTER_HOST" link set eth0 up
     ip -n "$CLUSTER_LAN" link set lan-host master br0 up
 
@@ -79,8 +77,6 @@ cluster_topology_create() {
         ns=${NODE_NS[$node]}
         ip -n "$ns" link add "$E2E_NIC" address "${NIC_MAC[$node]}" type veth peer name "lan-$node" netns "$CLUSTER_LAN" ||
             die "$node LAN veth"
-        # XDP_TX on prov0 (ARP answers) reaches the bridge only when the bridge port has an XDP program.
-        ip -n "$CLUSTER_LAN" link set dev "lan-$node" xdpdrv obj "$xdp_pass" sec xdp || die "xdp_pass on lan-$node"
         ip -n "$CLUSTER_LAN" link set "lan-$node" master br0 up
         ip -n "$ns" link set "$E2E_NIC" up
 

@@ -9,14 +9,23 @@
 # even when the test itself is killed. All addresses are in 198.18.0.0/15; no interface of the
 # machine is ever touched.
 #
-# Topology (fixed addresses and MACs):
+# Topology (fixed addresses and MACs): the provisioning LAN is a Linux bridge with several hosts on it, as
+# users' LANs are (/work/shared/testing.md, "Test worlds are users' worlds"). Every LAN device keeps its
+# default offloads, no peer runs an XDP program, no neighbour entry is static: the datapath must cope.
 #
-#   e2e-host (bare-metal host)        e2e-node (control-plane node)          e2e-pod (Ironic pod)
-#   eth0 198.18.0.10/24  <-- veth --> prov0 (no IP; the provisioning NIC)
-#   02:00:00:00:00:10                 02:00:00:00:00:01
-#   xdp_pass (native)                 vethpod 198.18.100.1/24 <-- veth --> eth0 198.18.100.2/24
-#                                     02:00:00:00:01:01                    02:00:00:00:01:02
-#                                                                          default via 198.18.100.1
+#   e2e-host (bare-metal host)  eth0 198.18.0.10/24 02:00:00:00:00:10 ─┐
+#   e2e-host2 (another host)    eth0 198.18.0.6/24  02:00:00:00:00:06 ─┼─ br-prov ─┐ (E2E_LAN_SHAPE=switch:
+#   e2e-host3 (another host)    eth0 198.18.0.7/24  02:00:00:00:00:07 ─┘           │  the bridge in e2e-lan)
+#                                                                                  │
+#   e2e-node (control-plane node)  prov0 (no IP; the provisioning NIC) <── veth ───┘ lan-node, a bridge port
+#                                  02:00:00:00:00:01
+#                                  vethpod 198.18.100.1/24 <-- veth --> e2e-pod (Ironic pod) eth0 198.18.100.2/24
+#                                  02:00:00:00:01:01                    02:00:00:00:01:02, default via .1
+#
+# E2E_LAN_SHAPE=devenv puts the bridge in the node's namespace instead, as metal3-dev-env does (the node's
+# provisioning interface `ironicendpoint` is a veth whose peer `ironic-peer` is a port of the
+# `provisioning` bridge beside it). Either way the NIC is a veth whose peer is a bridge port with no XDP
+# program: XDP_TX from it is lost, and the peers' frames carry partial checksums.
 #
 # The node has no route to 198.18.0.0/24: only the datapath connects the pod and the LAN.
 
@@ -24,10 +33,15 @@ E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 E2E_REPO=$(cd "$E2E_DIR/../.." && pwd)
 
 E2E_HOST=e2e-host
+E2E_LAN=e2e-lan
+E2E_LAN_SHAPE=${E2E_LAN_SHAPE:-switch} # switch: the bridge in its own namespace; devenv: in the node's
+E2E_BRIDGE=br-prov
 E2E_NODE=e2e-node
 E2E_POD=e2e-pod
 E2E_HOST_IP=198.18.0.10
 E2E_HOST_MAC=02:00:00:00:00:10
+# Other hosts on the LAN: namespace, address, MAC. They only live there, as the rest of a rack does.
+E2E_BYSTANDERS=("e2e-host2 198.18.0.6 02:00:00:00:00:06" "e2e-host3 198.18.0.7 02:00:00:00:00:07")
 E2E_NIC=prov0
 E2E_NIC_MAC=02:00:00:00:00:01
 E2E_SERVICE_IP=198.18.0.2
@@ -152,7 +166,7 @@ e2e_cleanup() {
         wait "$pid" 2>/dev/null
     done
     local ns
-    for ns in "$E2E_POD" "$E2E_HOST" "$E2E_NODE" "${E2E_NAMESPACES[@]}"; do
+    for ns in "$E2E_POD" "$E2E_HOST" "$E2E_NODE" "$E2E_LAN" "${E2E_NAMESPACES[@]}"; do
         ip netns del "$ns" 2>/dev/null
     done
     umount /sys/fs/bpf 2>/dev/null
@@ -228,7 +242,8 @@ pid_alive() { ! pid_gone "$1"; }
 # ---------------------------------------------------------------------------------------------------
 # Topology
 
-# The XDP_PASS program for the host's eth0: from XDP_PASS_OBJ, else the build tree, else compiled here.
+# An XDP_PASS program, the "other XDP program" of the coexistence suite (another tool's XDP program on the
+# provisioning NIC itself): from XDP_PASS_OBJ, else the build tree, else compiled here.
 xdp_pass_object() {
     local obj=${XDP_PASS_OBJ:-$E2E_REPO/build/tests/e2e/xdp_pass.bpf.o}
     if [ -f "$obj" ]; then
@@ -250,26 +265,59 @@ xdp_pass_object() {
     echo "$obj"
 }
 
-topology_create() {
-    local xdp_pass
-    xdp_pass=$(xdp_pass_object) || die "no xdp_pass object"
+# lan_bridge_create NS: the LAN's bridge in namespace NS, as a distribution creates one (STP off, defaults).
+lan_bridge_create() {
+    ip -n "$1" link add "$E2E_BRIDGE" type bridge || die "create bridge $E2E_BRIDGE in $1"
+    ip -n "$1" link set "$E2E_BRIDGE" up
+}
 
-    local ns
+# lan_host_attach NS IP MAC BRIDGE_NS: gives host namespace NS an eth0 that is a veth into the LAN bridge
+# (in BRIDGE_NS, port lan-NAME), with default offloads.
+lan_host_attach() {
+    local ns=$1 ip=$2 mac=$3 bridge_ns=$4
+    ip -n "$bridge_ns" link add "lan-${ns#e2e-}" type veth peer name eth0 address "$mac" netns "$ns" ||
+        die "LAN veth for $ns"
+    ip -n "$bridge_ns" link set "lan-${ns#e2e-}" master "$E2E_BRIDGE" up
+    ip -n "$ns" addr add "$ip/24" dev eth0
+    ip -n "$ns" link set eth0 up
+}
+
+# The namespace that holds the LAN bridge in this shape.
+lan_bridge_ns() {
+    if [ "$E2E_LAN_SHAPE" = devenv ]; then echo "$E2E_NODE"; else echo "$E2E_LAN"; fi
+}
+
+topology_create() {
+    case $E2E_LAN_SHAPE in
+    switch | devenv) ;;
+    *) die "E2E_LAN_SHAPE=$E2E_LAN_SHAPE: want switch or devenv" ;;
+    esac
+    local ns bridge_ns entry name ip mac
+    bridge_ns=$(lan_bridge_ns)
     for ns in "$E2E_HOST" "$E2E_NODE" "$E2E_POD"; do
         ip netns add "$ns" || die "ip netns add $ns"
         ip -n "$ns" link set lo up
     done
+    if [ "$E2E_LAN_SHAPE" = switch ]; then
+        ip netns add "$E2E_LAN" || die "ip netns add $E2E_LAN"
+        ip -n "$E2E_LAN" link set lo up
+    fi
+    lan_bridge_create "$bridge_ns"
 
-    # The provisioning LAN: created inside the node namespace, its peer moved straight into the host's.
-    ip -n "$E2E_NODE" link add "$E2E_NIC" address "$E2E_NIC_MAC" type veth \
-        peer name eth0 address "$E2E_HOST_MAC" netns "$E2E_HOST" || die "create LAN veth"
-    ip -n "$E2E_HOST" addr add "$E2E_HOST_IP/24" dev eth0
-    # Native XDP on prov0 makes the peer's partial checksums visible: offload off on the LAN side.
-    ip netns exec "$E2E_HOST" ethtool -K eth0 tx off >/dev/null || die "ethtool -K eth0 tx off"
-    ip -n "$E2E_HOST" link set eth0 up
-    # XDP_TX on prov0 (ARP answers) only reaches eth0 when eth0 has an XDP program of its own.
-    ip -n "$E2E_HOST" link set dev eth0 xdpdrv obj "$xdp_pass" sec xdp || die "attach xdp_pass to host eth0"
+    # The provisioning NIC: a veth whose peer is a port of the LAN bridge.
+    ip -n "$E2E_NODE" link add "$E2E_NIC" address "$E2E_NIC_MAC" type veth peer name lan-node netns "$bridge_ns" ||
+        die "create the node's LAN veth"
+    ip -n "$bridge_ns" link set lan-node master "$E2E_BRIDGE" up
     ip -n "$E2E_NODE" link set "$E2E_NIC" up
+
+    lan_host_attach "$E2E_HOST" "$E2E_HOST_IP" "$E2E_HOST_MAC" "$bridge_ns"
+    for entry in "${E2E_BYSTANDERS[@]}"; do
+        read -r name ip mac <<<"$entry"
+        ip netns add "$name" || die "ip netns add $name"
+        E2E_NAMESPACES+=("$name")
+        ip -n "$name" link set lo up
+        lan_host_attach "$name" "$ip" "$mac" "$bridge_ns"
+    done
 
     # The pod, routed CNI style.
     ip -n "$E2E_NODE" link add "$E2E_VETH" address "$E2E_VETH_MAC" type veth \
@@ -283,22 +331,23 @@ topology_create() {
     if ip -n "$E2E_NODE" route get "$E2E_HOST_IP" >/dev/null 2>&1; then
         die "the node has a route to $E2E_HOST_IP; only the datapath may connect pod and LAN"
     fi
-    log "topology up: host $E2E_HOST_IP <-> node $E2E_NIC <-> pod $E2E_POD_IP (xdp_pass: $xdp_pass)"
+    log "topology up ($E2E_LAN_SHAPE): host $E2E_HOST_IP and ${#E2E_BYSTANDERS[@]} more on $E2E_BRIDGE <-> node $E2E_NIC <-> pod $E2E_POD_IP"
 }
 
 # ---------------------------------------------------------------------------------------------------
 # The loader
 
-# write_config [--xdp-mode MODE] [--port NAME:PROTOCOL:PORT[:TARGETPORT[:KIND]]]... FILE [EXTRA_YAML]: the
-# standard configuration of docs/config.md for this topology (tcp 80 -> pod 8080, tcp 5201, the pod as
-# backend), in xdpMode MODE (default native), each --port appended to the port list (an empty TARGETPORT
-# means the same port; KIND is plain, tftp or dhcp), EXTRA_YAML (top-level keys) at the end.
+# write_config [--xdp-mode MODE] [--tc-attach K] [--redirect-peer R] [--port NAME:PROTOCOL:PORT[:TARGETPORT[:KIND]]]...
+# FILE [EXTRA_YAML]: the standard configuration of docs/config.md for this topology (tcp 80 -> pod 8080,
+# tcp 5201, the pod as backend), with the loader's defaults for what is not given (xdpMode auto, as a new
+# user's file has it), each --port appended to the port list (an empty TARGETPORT means the same port; KIND
+# is plain, tftp or dhcp), EXTRA_YAML (top-level keys) at the end.
 write_config() {
-    local xdp_mode=native extra_ports="" name proto port target kind kernel_choices=""
+    local extra_ports="" name proto port target kind kernel_choices=""
     while [ $# -gt 0 ]; do
         case $1 in
         --xdp-mode)
-            xdp_mode=$2
+            kernel_choices+="xdpMode: $2"$'\n'
             shift 2
             ;;
         --tc-attach)
@@ -325,7 +374,6 @@ interface: $E2E_NIC
 serviceIP: $E2E_SERVICE_IP
 subnet: $E2E_SUBNET
 pinRoot: $E2E_PIN_ROOT
-xdpMode: $xdp_mode
 ${kernel_choices}ports:
   - name: http
     protocol: tcp

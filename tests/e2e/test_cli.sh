@@ -199,6 +199,7 @@ case_status() {
     has_line_matching status "^xdp           xdp_nic \\(id $xdp_id\\), native, (plain attach \\(no dispatcher\\)|via libxdp dispatcher)$" || return 1
     has_line status "tc ingress    tc_nic_ingress (id $tc_id), $attach_text" || return 1
     has_line status "pod delivery  bpf_redirect_peer" || return 1
+    has_line status "arp           answered at tc ingress, out of the NIC's egress (every NIC kind)" || return 1
     has_line_matching status '^heartbeat     fresh: [0-9.]+ s ago \(timeout 5\.0 s\)$' || return 1
     has_line status "service IP    $E2E_SERVICE_IP: active (owner), answering ARP" || return 1
     has_line status "dhcp relay    for $E2E_SERVICE_IP" || return 1
@@ -213,6 +214,7 @@ case_status() {
         isinstance(d['hooks']['xdp']['dispatcher'], bool)" || return 1
     json_expect status-json "d['hooks']['tc_ingress'] == {'attached': True, 'program': 'tc_nic_ingress', 'program_id': $tc_id, 'attach': '$attach'}" || return 1
     json_expect status-json "d['pod_delivery'] == 'redirect_peer'" || return 1
+    json_expect status-json "d['arp_responder'] == 'tc_egress'" || return 1
     json_expect status-json "d['heartbeat']['state'] == 'fresh' and 0 <= d['heartbeat']['age_seconds'] <= 5 and
         d['heartbeat']['timeout_seconds'] == 5.0" || return 1
     json_expect status-json "d['service_ips'] == [{'ip': '$E2E_SERVICE_IP', 'active': True, 'answering_arp': True}]" || return 1

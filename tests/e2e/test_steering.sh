@@ -116,6 +116,33 @@ start_good_loader() {
     log "service IP answers after $(since "$started") s; host neighbour: $(ip -n "$E2E_HOST" neigh show "$E2E_SERVICE_IP")"
 }
 
+# ARP: every host on the bridge that asks for the service IP gets the NIC's MAC, at once, every time. The NIC
+# is a veth whose peer is a bridge port without an XDP program, as metal3-dev-env's: an answer sent with
+# XDP_TX would be lost there (the loader's gratuitous ARP would still fill a half-resolved entry after a
+# while, so only a direct probe shows whether requests are answered).
+case_arp_every_host() {
+    local entry ns answers before after mode
+    local hosts=("$E2E_HOST")
+    for entry in "${E2E_BYSTANDERS[@]}"; do
+        hosts+=("${entry%% *}")
+    done
+    mode=$(grep -o 'msg="xdp program on the NIC".*' "$LOADER_LOG" | grep -o 'attach="[^"]*"')
+    before=$(counter arp_reply)
+    for ns in "${hosts[@]}"; do
+        answers=$(ip netns exec "$ns" "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.2 --count 3 eth0 "$E2E_SERVICE_IP")
+        if [ "$(grep -c "answered $E2E_NIC_MAC\$" <<<"$answers")" != 3 ]; then
+            E2E_REASON="$ns: not every who-has for $E2E_SERVICE_IP answered by $E2E_NIC_MAC (xdp $mode): $(tr '\n' ';' <<<"$answers")"
+            return 1
+        fi
+    done
+    after=$(counter arp_reply)
+    if [ $((after - before)) -lt $((3 * ${#hosts[@]})) ]; then
+        E2E_REASON="arp_reply went $before -> $after for $((3 * ${#hosts[@]})) requests"
+        return 1
+    fi
+    log "${#hosts[@]} hosts x 3 who-has answered by $E2E_NIC_MAC (xdp $mode; arp_reply $before -> $after)"
+}
+
 # a. HTTP to the service IP on 80 reaches the pod on 8080, which sees the host's own address.
 case_http() {
     local out rc
@@ -380,6 +407,7 @@ if ! start_good_loader; then
 fi
 log "loader ready"
 
+run_case "every host on the LAN bridge gets ARP answers for the service IP (veth NIC, default xdpMode)" case_arp_every_host
 run_case "http to service IP:80 reaches pod:8080 with client address kept" case_http
 run_case "iperf3 host->pod and pod->host through service IP:5201" case_iperf
 run_case "pod connects to host agent as the service IP (neighbour miss path)" case_pod_to_host
