@@ -23,6 +23,7 @@
 #include "lib/steer.h"
 #include "lib/nat.h"
 #include "lib/dhcp.h"
+#include "lib/tftp.h"
 #include "lib/trace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -117,33 +118,6 @@ static __always_inline struct iphdr *tc_parse_ipv4(struct ethhdr *eth, void *dat
 	if (!eth || eth->h_proto != bpf_htons(ETH_P_IP))
 		return NULL;
 	return parse_ipv4_fixed(eth, data_end);
-}
-
-#define TFTP_PORT 69
-#define TFTP_RRQ  1
-#define TFTP_WRQ  2
-
-/* What a TFTP packet was, for the trace: its opcode, and for a read or write request the file name. */
-static __always_inline void tftp_trace_details(struct __sk_buff *skb, struct trace_scratch *s)
-{
-	__u32 off = s->l4_off + sizeof(struct udphdr);
-	__be16 opcode;
-
-	if (off + sizeof(opcode) > s->l4_end || bpf_skb_load_bytes(skb, off, &opcode, sizeof(opcode)))
-		return;
-	s->rec.tftp_op = (__u8)bpf_ntohs(opcode);
-	if (s->rec.tftp_op != TFTP_RRQ && s->rec.tftp_op != TFTP_WRQ)
-		return;
-	off += sizeof(opcode);
-	if (off >= s->l4_end)
-		return;
-	__u32 len = s->l4_end - off; /* at least 1 */
-	if (len > sizeof(s->rec.tftp_file))
-		len = sizeof(s->rec.tftp_file);
-	/* Restate 1 <= len <= 64 where the verifier sees it: clang would otherwise fold the clamp away. */
-	asm volatile("%[len] += -1; %[len] &= 63; %[len] += 1" : [len] "+r"(len));
-	bpf_skb_load_bytes(skb, off, s->rec.tftp_file, len);
-	s->rec.tftp_file[sizeof(s->rec.tftp_file) - 1] = 0; /* the name is NUL-terminated in the packet */
 }
 
 /* Sends the record of a TC decision, with the DHCP or TFTP details of the packet it was made for. */
@@ -246,6 +220,8 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 		decide(BPFNET_CTR_DROP_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
+	if (target.kind == BPFNET_KIND_TFTP)
+		tftp_clamp_blksize(skb, pkt.l4_off, pkt.l4_end, backend->mtu);
 	if (nat_rewrite(skb, &pkt, NAT_DESTINATION, daddr, target.backend_ip, pkt.dport,
 			target.backend_port) ||
 	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {

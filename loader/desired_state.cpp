@@ -15,6 +15,7 @@ bpfnet_backend backend_entry(__be32 service_ip_be, const BackendLocation &where)
     std::copy(where.host_mac.begin(), where.host_mac.end(), entry.host_mac);
     entry.service_ip_be = service_ip_be;
     entry.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
+    entry.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));
     return entry;
 }
 

@@ -35,6 +35,7 @@ struct BackendLocation {
     MacAddress pod_mac{};
     MacAddress host_mac{};
     bool redirect_peer = false;
+    unsigned mtu = 0; // of the host side of the veth, which a CNI sets to the pod's MTU
 
     bool operator==(const BackendLocation &) const = default;
 };

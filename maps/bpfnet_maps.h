@@ -117,6 +117,8 @@ struct bpfnet_backend {
 	__u8 host_mac[6];     /* the host side of the veth */
 	__be32 service_ip_be; /* the address the pod's own connections to the LAN leave with */
 	__u32 flags;
+	__u16 mtu; /* of the host side of the pod's veth (the pod's MTU): TFTP blocks are clamped to fit it */
+	__u8 pad[2];
 };
 
 /*
@@ -185,9 +187,14 @@ enum bpfnet_counter {
 	BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN, /* a reply named the pod in option 54 or siaddr: rewritten */
 	BPFNET_CTR_DHCP_SERVER_ID_RESTORED, /* a request named the service IP: the server's own id restored */
 	BPFNET_CTR_DHCP_OPTIONS_MALFORMED,  /* option list broken: delivered without option rewriting */
-	BPFNET_CTR_DROP_DHCP_MALFORMED,	    /* BOOTP header truncated, wrong op or inconsistent */
-	BPFNET_CTR_DROP_DHCP_HOPS,	    /* hops above the limit */
+	BPFNET_CTR_TFTP_BLKSIZE_CLAMPED,    /* a read request asked for blocks the pod's MTU cannot carry */
+	BPFNET_CTR_ICMP_ERROR_TO_POD,	/* an ICMP error about a steered packet, translated into the pod */
+	BPFNET_CTR_ICMP_ERROR_TO_LAN,	/* the pod's ICMP error about a steered packet, sent as the service IP
+					 */
+	BPFNET_CTR_DROP_DHCP_MALFORMED, /* BOOTP header truncated, wrong op or inconsistent */
+	BPFNET_CTR_DROP_DHCP_HOPS,	/* hops above the limit */
 	BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY, /* giaddr set to an address off the provisioning subnet */
+	BPFNET_CTR_DROP_ICMP_UNMATCHED,	    /* an ICMP error about no packet the datapath steered */
 	BPFNET_CTR_DROP_REWRITE_FAILED,	    /* a helper refused to rewrite the packet */
 	BPFNET_CTR_MAX
 };

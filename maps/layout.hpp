@@ -18,7 +18,7 @@ static_assert(sizeof(bpfnet_service_key) == 8);
 static_assert(sizeof(bpfnet_service) == 8);
 static_assert(sizeof(bpfnet_backend_port_key) == 8);
 static_assert(sizeof(bpfnet_backend_port) == 8);
-static_assert(sizeof(bpfnet_backend) == 24);
+static_assert(sizeof(bpfnet_backend) == 28);
 static_assert(sizeof(bpfnet_flow_key) == 16);
 static_assert(sizeof(bpfnet_flow) == 8);
 static_assert(sizeof(bpfnet_neighbour) == 8);
@@ -57,9 +57,13 @@ inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
     "dhcp_server_id_rewritten",
     "dhcp_server_id_restored",
     "dhcp_options_malformed",
+    "tftp_blksize_clamped",
+    "icmp_error_to_pod",
+    "icmp_error_to_lan",
     "drop_dhcp_malformed",
     "drop_dhcp_hops",
     "drop_dhcp_foreign_relay",
+    "drop_icmp_unmatched",
     "drop_rewrite_failed",
 };
 static_assert(counter_names.back() == "drop_rewrite_failed" && BPFNET_CTR_DROP_REWRITE_FAILED == BPFNET_CTR_MAX - 1,

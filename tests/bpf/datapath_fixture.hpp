@@ -42,6 +42,7 @@ public:
     void set_service_ip_active(bool active);
     void set_heartbeat_age_seconds(int seconds);
     void remove_backend();
+    void set_backend_mtu(uint16_t mtu);
 
 protected:
     void SetUp() override;

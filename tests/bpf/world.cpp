@@ -61,6 +61,7 @@ void fill_world(DatapathMaps &maps) {
     copy_mac(backend.host_mac, world::veth_mac);
     backend.service_ip_be = ip(world::service_ip);
     backend.flags = BPFNET_BACKEND_REDIRECT_PEER;
+    backend.mtu = world::pod_mtu;
     maps.backends.update(ip(world::pod_ip), backend);
 
     bpfnet_neighbour neighbour{};

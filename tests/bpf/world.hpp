@@ -26,6 +26,7 @@ inline const std::string pod_ip = "198.18.100.2";
 inline const std::string other_pod_ip = "198.18.100.3";
 inline constexpr int nic_ifindex = 10;
 inline constexpr int veth_ifindex = 20;
+inline constexpr uint16_t pod_mtu = 1450; // a VXLAN pod network: TFTP blocks of at most 1450 - 32 = 1418 fit
 // A flow the reverse path recorded earlier: the pod's UDP port 33333 talks to host port 40000.
 inline constexpr uint16_t flow_pod_port = 33333;
 inline constexpr uint16_t flow_host_port = 40000;

@@ -22,6 +22,8 @@
 #                                  vethpod 198.18.100.1/24 <-- veth --> e2e-pod (Ironic pod) eth0 198.18.100.2/24
 #                                  02:00:00:00:01:01                    02:00:00:00:01:02, default via .1
 #
+# E2E_POD_MTU=N gives the pod's veth (both ends) MTU N, as a CNI over an overlay does (VXLAN: 1450).
+#
 # E2E_LAN_SHAPE=devenv puts the bridge in the node's namespace instead, as metal3-dev-env does (the node's
 # provisioning interface `ironicendpoint` is a veth whose peer `ironic-peer` is a port of the
 # `provisioning` bridge beside it). Either way the NIC is a veth whose peer is a bridge port with no XDP
@@ -327,11 +329,17 @@ topology_create() {
     ip -n "$E2E_POD" addr add "$E2E_POD_IP/24" dev eth0
     ip -n "$E2E_POD" link set eth0 up
     ip -n "$E2E_POD" route add default via "$E2E_POD_GW" || die "pod default route"
+    # A pod network with a smaller MTU than the LAN's, as a CNI sets up over an overlay (VXLAN: 1450):
+    # both ends of the pod's veth.
+    if [ -n "${E2E_POD_MTU:-}" ]; then
+        ip -n "$E2E_NODE" link set "$E2E_VETH" mtu "$E2E_POD_MTU" || die "pod veth MTU $E2E_POD_MTU"
+        ip -n "$E2E_POD" link set eth0 mtu "$E2E_POD_MTU" || die "pod eth0 MTU $E2E_POD_MTU"
+    fi
 
     if ip -n "$E2E_NODE" route get "$E2E_HOST_IP" >/dev/null 2>&1; then
         die "the node has a route to $E2E_HOST_IP; only the datapath may connect pod and LAN"
     fi
-    log "topology up ($E2E_LAN_SHAPE): host $E2E_HOST_IP and ${#E2E_BYSTANDERS[@]} more on $E2E_BRIDGE <-> node $E2E_NIC <-> pod $E2E_POD_IP"
+    log "topology up ($E2E_LAN_SHAPE${E2E_POD_MTU:+, pod MTU $E2E_POD_MTU}): host $E2E_HOST_IP and ${#E2E_BYSTANDERS[@]} more on $E2E_BRIDGE <-> node $E2E_NIC <-> pod $E2E_POD_IP"
 }
 
 # ---------------------------------------------------------------------------------------------------
