@@ -24,6 +24,7 @@
 #include "lib/nat.h"
 #include "lib/dhcp.h"
 #include "lib/tftp.h"
+#include "lib/icmp.h"
 #include "lib/trace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -39,13 +40,34 @@ static __always_inline struct bpfnet_service_ip *service_ip_for(const struct bpf
 	return bpf_map_lookup_elem(&service_ips, &ip);
 }
 
+/* An ICMP error to a service IP passes on to TC when it quotes a packet the datapath sent from there. */
+static __always_inline int xdp_filter_icmp_error(struct xdp_md *ctx, const struct ipv4_packet *pkt,
+						 __be32 daddr)
+{
+	struct icmp_error e;
+	struct steer_target target;
+
+	if (icmp_error_read(ctx, 1, pkt, &e)) {
+		decide(BPFNET_CTR_DROP_PROTOCOL); /* an echo request, or an error about nothing we send */
+		return XDP_DROP;
+	}
+	if (e.inner_saddr != daddr || icmp_quote_from_service(&e, &target)) {
+		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
+		return XDP_DROP;
+	}
+	return XDP_PASS; /* tc_nic_ingress translates it */
+}
+
 /* For packets to a service IP: keep what a listed port or recorded flow allows, drop the rest. */
-static __always_inline int xdp_filter_service_traffic(void *data, void *data_end, struct ethhdr *eth,
-						      struct iphdr *ip, const struct bpfnet_iface *cfg)
+static __always_inline int xdp_filter_service_traffic(struct xdp_md *ctx, void *data, void *data_end,
+						      struct ethhdr *eth, struct iphdr *ip,
+						      const struct bpfnet_iface *cfg)
 {
 	struct ipv4_packet pkt = {};
 	enum parse_verdict verdict = ipv4_validate(data, data_end, data_end - data, eth, ip, &pkt);
 
+	if (verdict == PARSE_OTHER_PROTOCOL && ip->protocol == IPPROTO_ICMP)
+		return xdp_filter_icmp_error(ctx, &pkt, ip->daddr);
 	if (verdict != PARSE_OK) {
 		decide(drop_reason(verdict));
 		return XDP_DROP;
@@ -88,7 +110,7 @@ int xdp_nic(struct xdp_md *ctx)
 		goto pass;
 	trace_begin(BPFNET_HOOK_XDP_NIC);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	return traced_xdp(xdp_filter_service_traffic(data, data_end, eth, ip, cfg));
+	return traced_xdp(xdp_filter_service_traffic(ctx, data, data_end, eth, ip, cfg));
 pass:
 	count(BPFNET_CTR_PASS);
 	return XDP_PASS;
@@ -190,6 +212,37 @@ static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const str
 	return dhcp_relay_request(skb, pkt, cfg, service_ip, &target);
 }
 
+/* An ICMP error about a packet the datapath sent as the service IP, translated into the backend's pod. */
+static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+					     __be32 daddr)
+{
+	struct icmp_error e;
+	struct steer_target target;
+
+	if (icmp_error_read(skb, 0, pkt, &e)) {
+		decide(BPFNET_CTR_DROP_PROTOCOL);
+		return TC_ACT_SHOT;
+	}
+	if (e.inner_saddr != daddr || icmp_quote_from_service(&e, &target)) {
+		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
+		return TC_ACT_SHOT;
+	}
+	trace_steered(target.backend_ip, target.backend_port, BPFNET_KIND_PLAIN);
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
+	if (!backend) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	if (icmp_error_rewrite(skb, pkt, &e, NAT_DESTINATION, daddr, target.backend_ip, e.inner_sport,
+			       target.backend_port) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
+	return deliver_to_backend(backend);
+}
+
 /* A packet from the LAN for a service IP: DNAT into the pod, relay, or drop (walks 2, 3, 4, 6). */
 static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, void *data_end,
 					  struct ethhdr *eth, struct iphdr *ip,
@@ -198,13 +251,15 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 	/* XDP has already dropped what is not allowed; checked again so TC is safe on its own. */
 	struct ipv4_packet pkt = {};
 	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
+	__be32 saddr = ip->saddr;
+	__be32 daddr = ip->daddr;
+	if (verdict == PARSE_OTHER_PROTOCOL && pkt.proto == IPPROTO_ICMP)
+		return icmp_error_to_pod(skb, &pkt, daddr);
 	if (verdict != PARSE_OK) {
 		decide(drop_reason(verdict));
 		return TC_ACT_SHOT;
 	}
 	trace_ports(&pkt);
-	__be32 saddr = ip->saddr;
-	__be32 daddr = ip->daddr;
 	struct steer_target target;
 	if (steer_lookup(&pkt, saddr, daddr, &target) != 0) {
 		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
@@ -281,6 +336,41 @@ static __always_inline void record_flow(const struct ipv4_packet *pkt, __be32 ho
 	count(BPFNET_CTR_FLOW_CREATED);
 }
 
+/* The backend's ICMP error about a packet the datapath delivered to it, sent to the LAN as the service IP. */
+static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+					     const struct bpfnet_iface *cfg,
+					     const struct bpfnet_backend *backend, __be32 saddr, __be32 daddr)
+{
+	struct icmp_error e;
+	__be32 service_ip;
+	__be16 service_port;
+
+	if (icmp_error_read(skb, 0, pkt, &e)) {
+		decide(BPFNET_CTR_DROP_BACKEND_PROTOCOL);
+		return TC_ACT_SHOT;
+	}
+	if (e.inner_daddr != saddr || icmp_quote_to_backend(&e, backend, &service_ip, &service_port)) {
+		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
+		return TC_ACT_SHOT;
+	}
+	trace_steered(service_ip, service_port, BPFNET_KIND_PLAIN);
+	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, &daddr);
+	if (!neighbour) {
+		report_neighbour_miss(daddr, service_ip);
+		decide(BPFNET_CTR_NEIGHBOUR_MISS);
+		return TC_ACT_SHOT;
+	}
+	__u8 host_mac[6];
+	mac_copy(host_mac, neighbour->mac);
+	if (icmp_error_rewrite(skb, pkt, &e, NAT_SOURCE, saddr, service_ip, e.inner_dport, service_port) ||
+	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(BPFNET_CTR_ICMP_ERROR_TO_LAN);
+	return bpf_redirect(cfg->nic_ifindex, 0);
+}
+
 /* A packet from a backend to the provisioning LAN: reverse SNAT, relay reply, or flow (walks 2-5). */
 static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, void *data_end,
 					  struct ethhdr *eth, struct iphdr *ip,
@@ -291,6 +381,8 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 	__be32 daddr = ip->daddr;
 	struct ipv4_packet pkt = {};
 	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
+	if (verdict == PARSE_OTHER_PROTOCOL && pkt.proto == IPPROTO_ICMP)
+		return icmp_error_to_lan(skb, &pkt, cfg, backend, saddr, daddr);
 	if (verdict != PARSE_OK) {
 		decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
 						       : drop_reason(verdict));

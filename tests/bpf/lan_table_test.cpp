@@ -32,6 +32,18 @@ Packet rrq_to(const std::string &to, const Bytes &request) {
     return Packet::udp({host_ip, 40000}, {to, 69}).payload(request);
 }
 
+constexpr uint8_t kUnreachable = 3, kPortUnreachable = 3, kFragmentationNeeded = 4, kTimeExceeded = 11;
+const std::string router_ip = other_lan_ip; // a router on the LAN, on the way to a host behind it
+
+// A TFTP DATA packet of a recorded flow, as it left the NIC (from the service IP) and as the pod sent it.
+Packet flow_data_from(const std::string &from) {
+    return Packet::udp({from, flow_pod_port}, {host_ip, flow_host_port}).payload(std::string(512, 'd'));
+}
+// The pod's reply to the Ironic API client, from a listed port with translation (8080 behind 80).
+Packet api_reply_from(const std::string &from, uint16_t port) {
+    return Packet::tcp({from, port}, {host_ip, 40000});
+}
+
 std::vector<Row> rows() {
     return {
         // A pod MTU of 1450 (world::pod_mtu) carries TFTP blocks of 1450 - 20 - 8 - 4 = 1418 bytes.
@@ -98,6 +110,117 @@ std::vector<Row> rows() {
          [](DatapathTest &d) {
              d.set_backend_mtu(1500);
          }},
+
+        // ICMP errors from the LAN about packets the datapath sent as the service IP: into the pod, the quote
+        // translated back to what the pod sent.
+        {"xdp: host's port unreachable about a recorded flow's datagram: passed on to tc",
+         Program::XdpNic,
+         from_host(Packet::icmp_error(host_ip, service_ip, kUnreachable, kPortUnreachable, flow_data_from(service_ip))),
+         kXdpPass,
+         std::nullopt,
+         {}},
+        {"tc nic: host's port unreachable about a recorded flow's datagram: into the pod, quote translated",
+         Program::TcNic,
+         from_host(Packet::icmp_error(host_ip, service_ip, kUnreachable, kPortUnreachable, flow_data_from(service_ip))),
+         kTcRedirect,
+         into_pod(Packet::icmp_error(host_ip, pod_ip, kUnreachable, kPortUnreachable, flow_data_from(pod_ip))),
+         {BPFNET_CTR_ICMP_ERROR_TO_POD}},
+        {"tc nic: router's fragmentation needed (MTU 1400) about a reply from 80: to the pod, quoting 8080",
+         Program::TcNic,
+         from_host(Packet::icmp_error(router_ip, service_ip, kUnreachable, kFragmentationNeeded,
+                                      api_reply_from(service_ip, 80), 1400)),
+         kTcRedirect,
+         into_pod(Packet::icmp_error(router_ip, pod_ip, kUnreachable, kFragmentationNeeded,
+                                     api_reply_from(pod_ip, 8080), 1400)),
+         {BPFNET_CTR_ICMP_ERROR_TO_POD}},
+        {"tc nic: time exceeded about a datagram without UDP checksum: translated, quoted checksum stays 0",
+         Program::TcNic,
+         from_host(Packet::icmp_error(router_ip, service_ip, kTimeExceeded, 0,
+                                      flow_data_from(service_ip).udp_checksum_none())),
+         kTcRedirect,
+         into_pod(Packet::icmp_error(router_ip, pod_ip, kTimeExceeded, 0, flow_data_from(pod_ip).udp_checksum_none())),
+         {BPFNET_CTR_ICMP_ERROR_TO_POD}},
+        {"xdp: ICMP error about a port the service IP never sent from: dropped, unmatched",
+         Program::XdpNic,
+         from_host(Packet::icmp_error(host_ip, service_ip, kUnreachable, kPortUnreachable,
+                                      Packet::udp({service_ip, 4444}, {host_ip, 5555}))),
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_ICMP_UNMATCHED}},
+        {"xdp: ICMP error to the service IP quoting another sender: dropped, unmatched",
+         Program::XdpNic,
+         from_host(
+             Packet::icmp_error(host_ip, service_ip, kUnreachable, kPortUnreachable, flow_data_from(other_lan_ip))),
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_ICMP_UNMATCHED}},
+        {"tc nic: ICMP error about a port the service IP never sent from: dropped, unmatched",
+         Program::TcNic,
+         from_host(Packet::icmp_error(host_ip, service_ip, kUnreachable, kPortUnreachable,
+                                      Packet::udp({service_ip, 4444}, {host_ip, 5555}))),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_ICMP_UNMATCHED}},
+        {"tc nic: ICMP error about the relay's DHCP reply: not the pod's packet, dropped",
+         Program::TcNic,
+         from_host(Packet::icmp_error(host_ip, service_ip, kUnreachable, kPortUnreachable,
+                                      Packet::udp({service_ip, 67}, {host_ip, 68}))),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_ICMP_UNMATCHED}},
+        {"xdp: echo request to the service IP: dropped (protocol)",
+         Program::XdpNic,
+         from_host(Packet::icmp_echo(host_ip, service_ip)),
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_PROTOCOL}},
+        {"xdp: ICMP error whose IP length runs past the frame (cut inside the quote): dropped, malformed",
+         Program::XdpNic,
+         truncated(from_host(Packet::icmp_error(host_ip, service_ip, kUnreachable, kPortUnreachable,
+                                                flow_data_from(service_ip))),
+                   14 + 20 + 8 + 20 + 2),
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_MALFORMED}},
+
+        // The pod's ICMP errors about packets the datapath delivered to it: to the LAN as the service IP.
+        {"tc pod: pod's port unreachable about a datagram to TFTP 69: sent as the service IP, quote translated",
+         Program::TcPod,
+         from_pod(Packet::icmp_error(pod_ip, host_ip, kUnreachable, kPortUnreachable,
+                                     Packet::udp({host_ip, 40000}, {pod_ip, 69}))),
+         kTcRedirect,
+         to_host(Packet::icmp_error(service_ip, host_ip, kUnreachable, kPortUnreachable,
+                                    Packet::udp({host_ip, 40000}, {service_ip, 69}))),
+         {BPFNET_CTR_ICMP_ERROR_TO_LAN}},
+        {"tc pod: pod's error about a TCP segment to 8080: the quote names service port 80",
+         Program::TcPod,
+         from_pod(Packet::icmp_error(pod_ip, host_ip, kUnreachable, kPortUnreachable,
+                                     Packet::tcp({host_ip, 40000}, {pod_ip, 8080}))),
+         kTcRedirect,
+         to_host(Packet::icmp_error(service_ip, host_ip, kUnreachable, kPortUnreachable,
+                                    Packet::tcp({host_ip, 40000}, {service_ip, 80}))),
+         {BPFNET_CTR_ICMP_ERROR_TO_LAN}},
+        {"tc pod: pod's port unreachable about a recorded flow's datagram: the service IP's",
+         Program::TcPod,
+         from_pod(Packet::icmp_error(pod_ip, host_ip, kUnreachable, kPortUnreachable,
+                                     Packet::udp({host_ip, flow_host_port}, {pod_ip, flow_pod_port}))),
+         kTcRedirect,
+         to_host(Packet::icmp_error(service_ip, host_ip, kUnreachable, kPortUnreachable,
+                                    Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port}))),
+         {BPFNET_CTR_ICMP_ERROR_TO_LAN}},
+        {"tc pod: pod's ICMP error about a port nothing steered: dropped, unmatched (the pod IP never leaks)",
+         Program::TcPod,
+         from_pod(Packet::icmp_error(pod_ip, host_ip, kUnreachable, kPortUnreachable,
+                                     Packet::udp({host_ip, 40000}, {pod_ip, 7777}))),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_ICMP_UNMATCHED}},
+        {"tc pod: pod's echo request to a LAN host: dropped (protocol)",
+         Program::TcPod,
+         from_pod(Packet::icmp_echo(pod_ip, host_ip)),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_BACKEND_PROTOCOL}},
     };
 }
 

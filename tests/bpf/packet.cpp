@@ -77,6 +77,18 @@ Packet Packet::icmp_echo(const std::string &from, const std::string &to) {
     return p;
 }
 
+Packet Packet::icmp_error(const std::string &from, const std::string &to, uint8_t type, uint8_t code,
+                          const Packet &about, uint32_t rest) {
+    Packet p = icmp_echo(from, to);
+    p.icmp_type_ = type;
+    p.icmp_code_ = code;
+    p.icmp_rest_ = rest;
+    Bytes quoted = about.bytes();
+    size_t ihl = static_cast<size_t>(quoted.at(14) & 0x0f) * 4;
+    p.payload_.assign(quoted.begin() + 14, quoted.begin() + static_cast<long>(14 + ihl + 8));
+    return p;
+}
+
 Packet &Packet::macs(const Mac &dst, const Mac &src) {
     dst_mac_ = dst;
     src_mac_ = src;
@@ -133,8 +145,9 @@ Bytes Packet::bytes() const {
     size_t l4 = ipo + ihl;
     std::copy(payload_.begin(), payload_.end(), b.begin() + static_cast<long>(l4 + l4_header));
     if (proto_ == kIcmp) {
-        b[l4] = 8; // echo request
-        put16(b, l4 + 4, 0x4242);
+        b[l4] = icmp_type_;
+        b[l4 + 1] = icmp_code_;
+        put32be(b, l4 + 4, htonl(icmp_rest_));
         put16(b, l4 + 2, fold(sum16(&b[l4], l4_len)));
         return b;
     }

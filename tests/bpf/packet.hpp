@@ -31,6 +31,10 @@ public:
     static Packet tcp(const Endpoint &from, const Endpoint &to);
     static Packet udp(const Endpoint &from, const Endpoint &to);
     static Packet icmp_echo(const std::string &from, const std::string &to);
+    // An ICMP error (RFC 792) quoting `about`: its IP header and the first 8 bytes of its data. rest is
+    // the header's last word (RFC 1191: the next-hop MTU in its low 16 bits for "fragmentation needed").
+    static Packet icmp_error(const std::string &from, const std::string &to, uint8_t type, uint8_t code,
+                             const Packet &about, uint32_t rest = 0);
 
     Packet &macs(const Mac &dst, const Mac &src);
     Packet &payload(const std::string &text);
@@ -51,6 +55,9 @@ private:
     bool more_fragments_ = false;
     bool udp_no_checksum_ = false;
     uint8_t tcp_flags_ = 0x18; // PSH|ACK
+    uint8_t icmp_type_ = 8;    // echo request
+    uint8_t icmp_code_ = 0;
+    uint32_t icmp_rest_ = 0x42420000; // echo: identifier 0x4242, sequence 0
     std::string payload_ = "bpfnet";
 };
 

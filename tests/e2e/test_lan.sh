@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The LANs users really have, end to end: the pod network's MTU is smaller than the LAN's (1450, as over a
 # VXLAN overlay) while the hosts on the bridge ask for what a 1500-byte LAN carries. TFTP at the block size
-# PXE ROMs ask for (1468) from servers that cap it (dnsmasq) and that do not (atftpd), and a large HTTP
-# download, all through the service IP with default offloads everywhere.
+# PXE ROMs ask for (1468) from servers that cap it (dnsmasq) and that do not (atftpd), a large HTTP
+# download, and ICMP errors about steered packets both ways (refused ports, path MTU discovery), all
+# through the service IP with default offloads everywhere.
 #
 #   usage: test_lan.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
 #   env:   E2E_LAN_SHAPE   switch (default) or devenv (lib.sh)
@@ -105,6 +106,65 @@ case_http_download() {
     fi
 }
 
+# ICMP errors about steered packets reach the other side translated.
+CLOSED_PORT=7000 # listed (udp), and nothing in the pod listens on it
+POD_SPORT=41000  # the pod's own datagrams leave from here
+
+# The pod sends to a host port where nothing listens: the host's kernel answers port unreachable to the
+# service IP; translated, it reaches the pod's socket.
+case_icmp_host_refuses() {
+    local before out
+    before=$(counter icmp_error_to_pod)
+    out=$(pod python3 "$E2E_DIR/udp_refused.py" --sport "$POD_SPORT" "$E2E_HOST_IP" 9)
+    if [ "$out" != refused ]; then
+        E2E_REASON="pod -> host:9 (closed): '$out', want refused (icmp_error_to_pod $before -> $(counter icmp_error_to_pod), drop_icmp_unmatched $(counter drop_icmp_unmatched), drop_protocol $(counter drop_protocol))"
+        return 1
+    fi
+    log "the pod's socket saw ECONNREFUSED; icmp_error_to_pod $before -> $(counter icmp_error_to_pod)"
+}
+
+# A host sends to a listed UDP port where nothing in the pod listens: the pod's port unreachable leaves as
+# the service IP's, and the host's socket sees it.
+case_icmp_pod_refuses() {
+    local before out
+    before=$(counter icmp_error_to_lan)
+    out=$(host python3 "$E2E_DIR/udp_refused.py" "$E2E_SERVICE_IP" "$CLOSED_PORT")
+    if [ "$out" != refused ]; then
+        E2E_REASON="host -> service IP:$CLOSED_PORT (nothing listens in the pod): '$out', want refused (icmp_error_to_lan $before -> $(counter icmp_error_to_lan), drop_icmp_unmatched $(counter drop_icmp_unmatched))"
+        return 1
+    fi
+    log "the host's socket saw ECONNREFUSED from the service IP; icmp_error_to_lan $before -> $(counter icmp_error_to_lan)"
+}
+
+# Path MTU discovery through the service IP: a router on the LAN (here the host's namespace speaking for
+# one) says the pod's datagram to the host needs fragmenting for a 1300-byte hop. The quote names the
+# service IP; translated, the pod's kernel learns the path MTU for the host.
+case_icmp_fragmentation_needed() {
+    local route
+    # A socket bound to the quoted port, for the error to be taken; its datagram records the flow.
+    bg_in_ns "$E2E_POD" "$LOGS/pmtu-socket.log" python3 -c "
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('0.0.0.0', $POD_SPORT + 1)); s.sendto(b'x' * 64, ('$E2E_HOST_IP', 9)); time.sleep(30)"
+    local sock_pid=$BG_PID
+    wait_for 5 pod_udp_bound $((POD_SPORT + 1)) || {
+        E2E_REASON="the pod's socket did not bind"
+        return 1
+    }
+    host python3 "$E2E_DIR/icmp_send.py" --to "$E2E_SERVICE_IP" --mtu 1300 \
+        --quote "$E2E_SERVICE_IP:$((POD_SPORT + 1))-$E2E_HOST_IP:9"
+    if ! wait_for 3 pod_route_mtu_is 1300; then
+        route=$(pod ip route get "$E2E_HOST_IP")
+        stop_pid "$sock_pid"
+        E2E_REASON="the pod's route to $E2E_HOST_IP did not learn MTU 1300: $route (icmp_error_to_pod $(counter icmp_error_to_pod), drop_icmp_unmatched $(counter drop_icmp_unmatched))"
+        return 1
+    fi
+    stop_pid "$sock_pid"
+    log "pod route: $(pod ip route get "$E2E_HOST_IP" | tr -s " \n" " ")"
+}
+pod_udp_bound() { pod ss -Hunl "sport = :$1" | grep -q .; }
+pod_route_mtu_is() { pod ip route get "$E2E_HOST_IP" | grep -q "mtu $1"; }
+
 # ---------------------------------------------------------------------------------------------------
 
 topology_create
@@ -112,11 +172,14 @@ mkdir -p "$ROOT"
 head -c $((IMAGE_MIB * 1024 * 1024)) /dev/urandom >"$ROOT/image"
 head -c $((64 * 1024 * 1024)) /dev/urandom >"$ROOT/big"
 bg_in_ns "$E2E_POD" "$LOGS/http.log" python3 -m http.server --bind 0.0.0.0 --directory "$ROOT" 8080
-write_config --port tftp:udp:69::tftp "$CONFIG"
+write_config --port tftp:udp:69::tftp --port closed:udp:$CLOSED_PORT "$CONFIG"
 loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
 wait_for 10 pod_listens 8080 || die "pod HTTP server did not start"
 
 run_case "pod MTU 1450: atftpd serves blksize 1468 requests, clamped to 1418 on the way in" case_tftp_atftpd
 run_case "pod MTU 1450: dnsmasq serves blksize 1468 requests through the clamp" case_tftp_dnsmasq
 run_case "pod MTU 1450: 64 MiB over HTTP through the service IP" case_http_download
+run_case "ICMP: a host's port unreachable reaches the pod's socket" case_icmp_host_refuses
+run_case "ICMP: the pod's port unreachable reaches the host as the service IP's" case_icmp_pod_refuses
+run_case "ICMP: fragmentation needed through the service IP sets the pod's path MTU" case_icmp_fragmentation_needed
 finish

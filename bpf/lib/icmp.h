@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * ICMP errors about steered packets (RFC 792, RFC 1191). A host's "port unreachable" for a TFTP transfer,
+ * or a router's "fragmentation needed" for the pod's TCP segment, quotes the packet as it was on the LAN
+ * (from the service IP); the pod's own errors quote the packet as the pod received it (to the pod's
+ * address). Each is translated like the packet it quotes, outer and inner headers together, so the other
+ * side's stack matches it to its socket: path MTU discovery and refused ports work through the service IP.
+ *
+ * The outer address is rewritten as in the flow's NAT; in the quote, the opposite side (the quote travelled
+ * the other way) gets the same address change and the port change. Every checksum stays right: the
+ * quoted IP header's checksum with its address, the quoted UDP checksum (when it has one) with both, and
+ * the ICMP checksum with every quoted byte that changed. (A quoted address change and its IP header
+ * checksum change cancel out in the ICMP checksum.)
+ */
+#ifndef BPFNET_ICMP_H
+#define BPFNET_ICMP_H
+
+#include "parse.h"
+#include "maps.h"
+#include "nat.h"
+#include "steer.h"
+
+#define ICMP_DEST_UNREACH  3
+#define ICMP_TIME_EXCEEDED 11
+#define ICMP_PARAMETERPROB 12
+#define ICMP_HEADER_LEN	   8
+#define IP_OFFSET_MASK	   0x1fff /* fragment offset, without the flags */
+
+/* An ICMP error and the packet it quotes: the IP header and the first 8 bytes of its data (RFC 792). */
+struct icmp_error {
+	__u32 icmp_off; /* from the start of the frame */
+	__u32 inner_l3_off;
+	__u32 inner_l4_off;
+	__be32 inner_saddr;
+	__be32 inner_daddr;
+	__be16 inner_sport;
+	__be16 inner_dport;
+	__be16 inner_udp_check; /* of a quoted UDP datagram; 0 for TCP, or a datagram without checksum */
+	__u8 inner_proto;
+};
+
+/* The ICMP header and the fixed part of the quoted IP header, read in one call. */
+struct icmp_error_head {
+	__u8 type;
+	__u8 code;
+	__be16 check;
+	__be32 rest; /* unused, or the next-hop MTU (RFC 1191) */
+	struct iphdr ip;
+};
+
+/* Copies len bytes at off out of the packet: an XDP or a TC program's (xdp is a constant once inlined). */
+static __always_inline long load_packet_bytes(void *ctx, int xdp, __u32 off, void *to, __u32 len)
+{
+	if (xdp)
+		return bpf_xdp_load_bytes(ctx, off, to, len);
+	return bpf_skb_load_bytes(ctx, off, to, len);
+}
+
+/*
+ * Reads the ICMP error in pkt (validated by ipv4_validate as some other protocol) and what it quotes.
+ * Returns -1 for anything but a destination unreachable, time exceeded or parameter problem message quoting
+ * the start of a TCP or UDP packet with its ports.
+ */
+static __always_inline int icmp_error_read(void *ctx, int xdp, const struct ipv4_packet *pkt,
+					   struct icmp_error *e)
+{
+	struct icmp_error_head head;
+	__be16 quoted[4]; /* source port, destination port, and for UDP length and checksum */
+
+	if (pkt->proto != IPPROTO_ICMP || pkt->l4_off + sizeof(head) > pkt->l4_end ||
+	    load_packet_bytes(ctx, xdp, pkt->l4_off, &head, sizeof(head)))
+		return -1;
+	if (head.type != ICMP_DEST_UNREACH && head.type != ICMP_TIME_EXCEEDED &&
+	    head.type != ICMP_PARAMETERPROB)
+		return -1;
+	if (head.ip.version != 4 || head.ip.ihl < 5 ||
+	    (head.ip.protocol != IPPROTO_TCP && head.ip.protocol != IPPROTO_UDP) ||
+	    (head.ip.frag_off & bpf_htons(IP_OFFSET_MASK))) /* a later fragment quotes no ports */
+		return -1;
+	e->icmp_off = pkt->l4_off;
+	e->inner_l3_off = pkt->l4_off + ICMP_HEADER_LEN;
+	e->inner_l4_off = e->inner_l3_off + head.ip.ihl * 4;
+	if (e->inner_l4_off + sizeof(quoted) > pkt->l4_end ||
+	    load_packet_bytes(ctx, xdp, e->inner_l4_off, quoted, sizeof(quoted)))
+		return -1;
+	e->inner_proto = head.ip.protocol;
+	e->inner_saddr = head.ip.saddr;
+	e->inner_daddr = head.ip.daddr;
+	e->inner_sport = quoted[0];
+	e->inner_dport = quoted[1];
+	e->inner_udp_check = head.ip.protocol == IPPROTO_UDP ? quoted[3] : 0;
+	return 0;
+}
+
+/*
+ * An error from the LAN about a packet the datapath sent as the service IP (the quote's source): the
+ * backend endpoint that packet came from, through a recorded flow or a listed port's reverse translation.
+ * Returns -1 when the datapath sent no such packet.
+ */
+static __always_inline int icmp_quote_from_service(const struct icmp_error *e, struct steer_target *target)
+{
+	struct bpfnet_flow_key fkey = {
+		.remote_ip_be = e->inner_daddr,
+		.service_ip_be = e->inner_saddr,
+		.remote_port_be = e->inner_dport,
+		.service_port_be = e->inner_sport,
+		.proto = e->inner_proto,
+	};
+	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
+	if (flow) {
+		target->backend_ip = flow->backend_ip_be;
+		target->backend_port = flow->backend_port_be;
+		return 0;
+	}
+	struct bpfnet_service_key skey = {
+		.service_ip_be = e->inner_saddr,
+		.port_be = e->inner_sport,
+		.proto = e->inner_proto,
+	};
+	struct bpfnet_service *service = bpf_map_lookup_elem(&services, &skey);
+	/* The relay's DHCP replies are not the server's packets: an error about one is not for the pod. */
+	if (!service || service->kind == BPFNET_KIND_DHCP || !service->backend_ip_be)
+		return -1;
+	target->backend_ip = service->backend_ip_be;
+	target->backend_port = service->backend_port_be;
+	return 0;
+}
+
+/*
+ * The pod's error about a packet the datapath delivered to it (the quote's destination, the backend): the
+ * service IP and port the host sent it to. Returns -1 when no listed port or recorded flow explains it.
+ */
+static __always_inline int icmp_quote_to_backend(const struct icmp_error *e,
+						 const struct bpfnet_backend *backend, __be32 *service_ip,
+						 __be16 *service_port)
+{
+	struct bpfnet_backend_port_key bkey = {
+		.backend_ip_be = e->inner_daddr, .port_be = e->inner_dport, .proto = e->inner_proto};
+	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	if (listed) {
+		if (listed->kind == BPFNET_KIND_DHCP)
+			return -1;
+		*service_ip = listed->service_ip_be;
+		*service_port = listed->service_port_be;
+		return 0;
+	}
+	/* Flows keep the port: the pod's side of the flow is the service IP's. */
+	struct bpfnet_flow_key fkey = {
+		.remote_ip_be = e->inner_saddr,
+		.service_ip_be = backend->service_ip_be,
+		.remote_port_be = e->inner_sport,
+		.service_port_be = e->inner_dport,
+		.proto = e->inner_proto,
+	};
+	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
+	if (!flow || flow->backend_ip_be != e->inner_daddr || flow->backend_port_be != e->inner_dport)
+		return -1;
+	*service_ip = backend->service_ip_be;
+	*service_port = e->inner_dport;
+	return 0;
+}
+
+/* A UDP checksum after an address and a port it covers changed; 0 (no checksum) stays 0. */
+static __always_inline __be16 udp_check_after(__be16 check, __be32 from_ip, __be32 to_ip, __be16 from_port,
+					      __be16 to_port)
+{
+	struct {
+		__be32 ip;
+		__be16 port;
+		__u16 zero;
+	} from = {from_ip, from_port, 0}, to = {to_ip, to_port, 0};
+
+	if (!check)
+		return 0;
+	__s64 sum = bpf_csum_diff((__be32 *)&from, sizeof(from), (__be32 *)&to, sizeof(to), (__u16)~check);
+	__u32 folded = (__u32)sum;
+	folded = (folded & 0xffff) + (folded >> 16);
+	folded = (folded & 0xffff) + (folded >> 16);
+	__be16 result = (__be16)~folded;
+	return result ? result : 0xffff;
+}
+
+/*
+ * Rewrites an ICMP error: the outer address on side `outer` from_ip -> to_ip, and in the quote the
+ * opposite side's address (from_ip -> to_ip) and port (from_port -> to_port). Packet pointers are invalid
+ * afterwards. Returns 0, or -1 when a helper refused.
+ */
+static __always_inline int icmp_error_rewrite(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+					      const struct icmp_error *e, enum nat_side outer, __be32 from_ip,
+					      __be32 to_ip, __be16 from_port, __be16 to_port)
+{
+	int quote_source = outer == NAT_DESTINATION;
+	__u32 icmp_check = e->icmp_off + offsetof(struct icmp_error_head, check);
+	__u32 quote_ip = e->inner_l3_off +
+			 (quote_source ? offsetof(struct iphdr, saddr) : offsetof(struct iphdr, daddr));
+	__u32 quote_port = e->inner_l4_off + (quote_source ? 0 : sizeof(__be16));
+	__u32 outer_ip =
+		pkt->l3_off + (quote_source ? offsetof(struct iphdr, daddr) : offsetof(struct iphdr, saddr));
+
+	if (e->inner_udp_check) {
+		__be16 check = udp_check_after(e->inner_udp_check, from_ip, to_ip, from_port, to_port);
+		if (bpf_l4_csum_replace(skb, icmp_check, e->inner_udp_check, check, sizeof(check)) ||
+		    bpf_skb_store_bytes(skb, e->inner_l4_off + offsetof(struct udphdr, check), &check,
+					sizeof(check), 0))
+			return -1;
+	}
+	if (bpf_l3_csum_replace(skb, e->inner_l3_off + offsetof(struct iphdr, check), from_ip, to_ip, 4) ||
+	    bpf_skb_store_bytes(skb, quote_ip, &to_ip, 4, 0) ||
+	    bpf_l4_csum_replace(skb, icmp_check, from_port, to_port, sizeof(to_port)) ||
+	    bpf_skb_store_bytes(skb, quote_port, &to_port, sizeof(to_port), 0) ||
+	    bpf_l3_csum_replace(skb, pkt->l3_off + offsetof(struct iphdr, check), from_ip, to_ip, 4) ||
+	    bpf_skb_store_bytes(skb, outer_ip, &to_ip, 4, 0))
+		return -1;
+	return 0;
+}
+
+#endif /* BPFNET_ICMP_H */
