@@ -294,7 +294,12 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	struct bpfnet_iface *cfg = iface_config();
 	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
 
-	if (!cfg || !eth)
+	/*
+	 * A frame of a VLAN, on the VLAN's parent device: the kernel has moved its tag into the skb before TC
+	 * and hands it to the VLAN's sub-interface after TC. It belongs to that sub-interface (the interface
+	 * to configure), never to the parent: steered from here it would carry its tag into the pod.
+	 */
+	if (!cfg || !eth || skb->vlan_present)
 		return BPFNET_TC_NEXT;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
 		return tc_arp(skb, eth, data_end, cfg);

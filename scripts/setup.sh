@@ -16,8 +16,9 @@ packages=(
   libcpp-httplib-dev prometheus
   # Kubernetes mode: the manifest test (PyYAML from Debian)
   python3-yaml
-  # the kernel matrix (tests/vm): QEMU, and the tools that build the guest's initramfs
-  qemu-system-x86 cpio kmod xz-utils
+  # the kernel matrix (tests/vm): QEMU, and the tools that build the guest's initramfs; iPXE ROMs for the
+  # PXE-booting guest of tests/e2e/test_firmware.sh
+  qemu-system-x86 cpio kmod xz-utils ipxe-qemu
   # benchmarks (tests/bench): the alternatives bpfnet is measured against, and load generators
   haproxy nftables sockperf kea-admin atftp atftpd
 )

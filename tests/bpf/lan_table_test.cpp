@@ -111,6 +111,35 @@ std::vector<Row> rows() {
              d.set_backend_mtu(1500);
          }},
 
+        // A VLAN's frames as the parent device of a VLAN sub-interface sees them (interface: prov0 on a
+        // trunk, instead of prov0.100): the datapath reads untagged Ethernet only, and hands tagged frames to
+        // the kernel untouched, which gives them to the sub-interface. So the interface must be the one
+        // where the provisioning network arrives untagged (docs/config.md, "interface").
+        {"xdp: 802.1Q-tagged who-has for the service IP: passed untouched, not learned from",
+         Program::XdpNic,
+         vlan_tagged(arp(1, broadcast, host_mac, unknown_host_ip, zero_mac, service_ip), 100),
+         kXdpPass,
+         std::nullopt,
+         {BPFNET_CTR_PASS}},
+        {"tc nic: 802.1Q-tagged who-has for the service IP: handed on, not answered",
+         Program::TcNic,
+         vlan_tagged(arp(1, broadcast, host_mac, unknown_host_ip, zero_mac, service_ip), 100),
+         kTcNext,
+         std::nullopt,
+         {}},
+        {"xdp: 802.1Q-tagged TCP to an unlisted port of the service IP: passed untouched, not dropped",
+         Program::XdpNic,
+         vlan_tagged(from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22})), 100),
+         kXdpPass,
+         std::nullopt,
+         {BPFNET_CTR_PASS}},
+        {"tc nic: 802.1Q-tagged TCP to a listed port: handed on, not steered",
+         Program::TcNic,
+         vlan_tagged(from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385})), 100),
+         kTcNext,
+         std::nullopt,
+         {}},
+
         // ICMP errors from the LAN about packets the datapath sent as the service IP: into the pod, the quote
         // translated back to what the pod sent.
         {"xdp: host's port unreachable about a recorded flow's datagram: passed on to tc",

@@ -234,6 +234,12 @@ Bytes arp(uint16_t op, const Mac &eth_dst, const Mac &sender_mac, const std::str
     return b;
 }
 
+Bytes vlan_tagged(Bytes frame, uint16_t vid) {
+    const Bytes tag = {0x81, 0x00, static_cast<uint8_t>((vid >> 8) & 0x0f), static_cast<uint8_t>(vid & 0xff)};
+    frame.insert(frame.begin() + 12, tag.begin(), tag.end());
+    return frame;
+}
+
 Bytes padded(Bytes frame, size_t length) {
     if (frame.size() < length)
         frame.resize(length, 0);

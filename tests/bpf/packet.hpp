@@ -81,6 +81,10 @@ struct Dhcp {
 Bytes arp(uint16_t op, const Mac &eth_dst, const Mac &sender_mac, const std::string &sender_ip, const Mac &target_mac,
           const std::string &target_ip);
 
+// The frame with an 802.1Q tag (TPID 0x8100, priority 0, VLAN vid) after its MAC addresses: as the parent
+// device of a VLAN sub-interface receives it from a trunk.
+Bytes vlan_tagged(Bytes frame, uint16_t vid);
+
 // The frame with zero bytes appended up to length: Ethernet's padding of short frames to 60 bytes.
 Bytes padded(Bytes frame, size_t length);
 

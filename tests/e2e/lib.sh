@@ -22,6 +22,11 @@
 #                                  vethpod 198.18.100.1/24 <-- veth --> e2e-pod (Ironic pod) eth0 198.18.100.2/24
 #                                  02:00:00:00:01:01                    02:00:00:00:01:02, default via .1
 #
+# E2E_VLAN=ID makes the LAN a VLAN on a vlan_filtering bridge, as a switch with a trunk to the node does: the
+# hosts' ports carry VLAN ID untagged (access ports), the node's port carries it tagged, and the node's
+# provisioning interface is the 802.1Q sub-interface prov0.ID on its veth prov0 (kernels without 802.1Q
+# devices or bridge VLAN filtering skip the suite).
+#
 # E2E_POD_MTU=N gives the pod's veth (both ends) MTU N, as a CNI over an overlay does (VXLAN: 1450).
 #
 # E2E_LAN_SHAPE=devenv puts the bridge in the node's namespace instead, as metal3-dev-env does (the node's
@@ -44,7 +49,10 @@ E2E_HOST_IP=198.18.0.10
 E2E_HOST_MAC=02:00:00:00:00:10
 # Other hosts on the LAN: namespace, address, MAC. They only live there, as the rest of a rack does.
 E2E_BYSTANDERS=("e2e-host2 198.18.0.6 02:00:00:00:00:06" "e2e-host3 198.18.0.7 02:00:00:00:00:07")
-E2E_NIC=prov0
+# E2E_VLAN=ID: the provisioning network is VLAN ID on a vlan_filtering bridge; the node's veth (prov0)
+# is a trunk port and the loader's interface is the 802.1Q sub-interface prov0.ID.
+E2E_NIC_PARENT=prov0
+E2E_NIC=prov0${E2E_VLAN:+.$E2E_VLAN}
 E2E_NIC_MAC=02:00:00:00:00:01
 E2E_SERVICE_IP=198.18.0.2
 E2E_SUBNET=198.18.0.0/24
@@ -267,10 +275,34 @@ xdp_pass_object() {
     echo "$obj"
 }
 
-# lan_bridge_create NS: the LAN's bridge in namespace NS, as a distribution creates one (STP off, defaults).
+# lan_bridge_create NS: the LAN's bridge in namespace NS, as a distribution creates one (STP off, defaults);
+# with E2E_VLAN, VLAN-aware.
 lan_bridge_create() {
-    ip -n "$1" link add "$E2E_BRIDGE" type bridge || die "create bridge $E2E_BRIDGE in $1"
+    if [ -n "${E2E_VLAN:-}" ]; then
+        ip -n "$1" link add "$E2E_BRIDGE" type bridge vlan_filtering 1 2>/dev/null || skip_suite "no bridge VLAN filtering in this kernel"
+    else
+        ip -n "$1" link add "$E2E_BRIDGE" type bridge || die "create bridge $E2E_BRIDGE in $1"
+    fi
     ip -n "$1" link set "$E2E_BRIDGE" up
+}
+
+# lan_port_vlan NS PORT tagged|access: with E2E_VLAN, PORT of the bridge in NS carries only that VLAN: tagged
+# (a trunk to the node) or untagged (a host's access port).
+lan_port_vlan() {
+    [ -n "${E2E_VLAN:-}" ] || return 0
+    local ns=$1 port=$2 how=$3
+    ip netns exec "$ns" bridge vlan del dev "$port" vid 1 || die "bridge vlan del $port vid 1"
+    if [ "$how" = tagged ]; then
+        ip netns exec "$ns" bridge vlan add dev "$port" vid "$E2E_VLAN" || die "bridge vlan add $port (tagged)"
+    else
+        ip netns exec "$ns" bridge vlan add dev "$port" vid "$E2E_VLAN" pvid untagged || die "bridge vlan add $port (access)"
+    fi
+}
+
+# skip_suite REASON: the kernel lacks what this variant needs: the suite is skipped (exit 77), not failed.
+skip_suite() {
+    echo "e2e: $1; skipped" >&2
+    exit 77
 }
 
 # lan_host_attach NS IP MAC BRIDGE_NS: gives host namespace NS an eth0 that is a veth into the LAN bridge
@@ -280,6 +312,7 @@ lan_host_attach() {
     ip -n "$bridge_ns" link add "lan-${ns#e2e-}" type veth peer name eth0 address "$mac" netns "$ns" ||
         die "LAN veth for $ns"
     ip -n "$bridge_ns" link set "lan-${ns#e2e-}" master "$E2E_BRIDGE" up
+    lan_port_vlan "$bridge_ns" "lan-${ns#e2e-}" access
     ip -n "$ns" addr add "$ip/24" dev eth0
     ip -n "$ns" link set eth0 up
 }
@@ -306,11 +339,18 @@ topology_create() {
     fi
     lan_bridge_create "$bridge_ns"
 
-    # The provisioning NIC: a veth whose peer is a port of the LAN bridge.
-    ip -n "$E2E_NODE" link add "$E2E_NIC" address "$E2E_NIC_MAC" type veth peer name lan-node netns "$bridge_ns" ||
+    # The provisioning NIC: a veth whose peer is a port of the LAN bridge (with E2E_VLAN, the veth is a trunk
+    # and the NIC its 802.1Q sub-interface).
+    ip -n "$E2E_NODE" link add "$E2E_NIC_PARENT" address "$E2E_NIC_MAC" type veth peer name lan-node netns "$bridge_ns" ||
         die "create the node's LAN veth"
     ip -n "$bridge_ns" link set lan-node master "$E2E_BRIDGE" up
-    ip -n "$E2E_NODE" link set "$E2E_NIC" up
+    lan_port_vlan "$bridge_ns" lan-node tagged
+    ip -n "$E2E_NODE" link set "$E2E_NIC_PARENT" up
+    if [ -n "${E2E_VLAN:-}" ]; then
+        ip -n "$E2E_NODE" link add link "$E2E_NIC_PARENT" name "$E2E_NIC" address "$E2E_NIC_MAC" type vlan id "$E2E_VLAN" \
+            2>/dev/null || skip_suite "no 802.1Q VLAN devices in this kernel"
+        ip -n "$E2E_NODE" link set "$E2E_NIC" up
+    fi
 
     lan_host_attach "$E2E_HOST" "$E2E_HOST_IP" "$E2E_HOST_MAC" "$bridge_ns"
     for entry in "${E2E_BYSTANDERS[@]}"; do
@@ -339,7 +379,7 @@ topology_create() {
     if ip -n "$E2E_NODE" route get "$E2E_HOST_IP" >/dev/null 2>&1; then
         die "the node has a route to $E2E_HOST_IP; only the datapath may connect pod and LAN"
     fi
-    log "topology up ($E2E_LAN_SHAPE${E2E_POD_MTU:+, pod MTU $E2E_POD_MTU}): host $E2E_HOST_IP and ${#E2E_BYSTANDERS[@]} more on $E2E_BRIDGE <-> node $E2E_NIC <-> pod $E2E_POD_IP"
+    log "topology up ($E2E_LAN_SHAPE${E2E_VLAN:+, VLAN $E2E_VLAN on $E2E_NIC}${E2E_POD_MTU:+, pod MTU $E2E_POD_MTU}): host $E2E_HOST_IP and ${#E2E_BYSTANDERS[@]} more on $E2E_BRIDGE <-> node $E2E_NIC <-> pod $E2E_POD_IP"
 }
 
 # ---------------------------------------------------------------------------------------------------

@@ -74,14 +74,29 @@ run_bpf() {
     done
 }
 
+# run_e2e e2e_NAME[@VARIANT]: tests/e2e/test_NAME.sh, on one of lib.sh's LAN variants: vlan (the provisioning
+# network as VLAN 100 on a vlan_filtering bridge, the NIC an 802.1Q sub-interface) or devenv (the bridge in
+# the node's namespace).
 run_e2e() {
-    local name=$1 script=$repo/tests/e2e/test_${1#e2e_}.sh t0 rc
+    local name=$1 base=${1%@*} variant="" t0 rc
+    [ "$base" = "$name" ] || variant=${name#*@}
+    local script=$repo/tests/e2e/test_${base#e2e_}.sh
+    local lan=()
+    case $variant in
+    "") ;;
+    vlan) lan=(E2E_VLAN=100) ;;
+    devenv) lan=(E2E_LAN_SHAPE=devenv) ;;
+    *)
+        echo "RESULT $name fail 0 unknown variant $variant"
+        return
+        ;;
+    esac
     t0=$(now)
     # Under emulation the Kubernetes suite moves the pod 4 times instead of 20 (each move is spaced out by
     # the time scale): the same checks, in a tenth of the time.
     local moves=20
     [ "$time_scale" = 1 ] || moves=4
-    XDP_PASS_OBJ=$build/tests/e2e/xdp_pass.bpf.o E2E_TIME_SCALE=$time_scale K8S_MOVES=$moves \
+    env "${lan[@]}" XDP_PASS_OBJ=$build/tests/e2e/xdp_pass.bpf.o E2E_TIME_SCALE=$time_scale K8S_MOVES=$moves \
         bash "$script" "$build/loader/bpfnet-loader" >"$log/$name.log" 2>&1
     rc=$?
     case $rc in

@@ -7,7 +7,8 @@
 #
 #   usage: tests/vm/run.sh [--kernels "6.1 6.12"] [--suites bpf,e2e] [--build DIR] [--jobs N]
 #            --suites  comma-separated: bpf (the BPF_PROG_TEST_RUN tables, each build tree), e2e (every
-#                      tests/e2e/test_*.sh), or single e2e_NAME suites. Default: bpf and the suites whose
+#                      tests/e2e/test_*.sh), or single e2e_NAME suites (e2e_NAME@vlan, e2e_NAME@devenv: on that
+#                      LAN variant of tests/e2e/lib.sh). Default: bpf and the suites whose
 #                      subject is the datapath on the kernel ($DATAPATH_SUITES); the control-plane suites
 #                      (Ironic, the PXE walk, Kubernetes mode) exercise the same datapath paths and take
 #                      5-10 min each under emulation: --suites bpf,e2e runs them too.
@@ -16,6 +17,10 @@
 #            builds the datapath with one bounds check removed (cmake -DBPFNET_BROKEN_BOUNDS_CHECK=ON, in
 #            build-broken/) and runs the bpf suite with it: passes only if it FAILS on every kernel, which
 #            shows that each guest really verifies and runs the project's programs.
+#          tests/vm/run.sh --agent-ramdisk DIR
+#            writes DIR/vmlinuz (the newest Debian 6.12 kernel) and DIR/initrd.img, a ramdisk whose /init
+#            (tests/vm/agent-init.sh) brings up a virtio NIC and calls Ironic as the ramdisk agent does: what
+#            tests/e2e/test_firmware.sh serves to a PXE-booting QEMU guest.
 #   env:   BPFNET_VM_CACHE  where kernel packages, unpacked kernels and initramfs images are kept
 #                           (default /var/cache/bpfnet-vm); a warm cache downloads nothing
 #          BPFNET_VM_TIMEOUT seconds one guest may run (default 2400)
@@ -28,14 +33,16 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 kernels="6.1 6.12"
-DATAPATH_SUITES="e2e_steering,e2e_lifecycle,e2e_pxe,e2e_lan,e2e_cli,e2e_coexist,e2e_privileges,e2e_metrics"
+DATAPATH_SUITES="e2e_steering,e2e_steering@vlan,e2e_lifecycle,e2e_pxe,e2e_pxe@vlan,e2e_lan,e2e_cli,e2e_coexist,e2e_privileges,e2e_metrics"
 suites="bpf,$DATAPATH_SUITES"
 jobs=1
 build=$repo/build
 self_check=0
+agent_dir=""
 while [ $# -gt 0 ]; do
     case $1 in
     --self-check) self_check=1; shift ;;
+    --agent-ramdisk) agent_dir=$2; shift 2 ;;
     --kernels) kernels=$2; shift 2 ;;
     --suites) suites=$2; shift 2 ;;
     --build) build=$(realpath "$2"); shift 2 ;;
@@ -50,16 +57,19 @@ mkdir -p "$cache"
 for tool in qemu-system-x86_64 cpio modinfo dpkg-deb apt-get; do
     command -v "$tool" >/dev/null || { echo "vm: $tool is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
 done
-if [ "$self_check" = 1 ]; then
+log() { echo "# [vm] $*"; }
+
+if [ -n "$agent_dir" ]; then
+    # Only the kernel and the ramdisk: no build tree needed.
+    :
+elif [ "$self_check" = 1 ]; then
     build=$repo/build-broken
     suites=bpf
     cmake -S "$repo" -B "$build" -DBPF_CLANG=clang-14 -DBPFNET_BROKEN_BOUNDS_CHECK=ON >/dev/null &&
         cmake --build "$build" -j"$(nproc)" --target bpf_tests xdp_pass_bpf >/dev/null ||
         { echo "vm: cannot build the broken datapath" >&2; exit 2; }
 fi
-[ -x "$build/tests/bpf/bpf_tests" ] || { echo "vm: $build is not built" >&2; exit 2; }
-
-log() { echo "# [vm] $*"; }
+[ -n "$agent_dir" ] || [ -x "$build/tests/bpf/bpf_tests" ] || { echo "vm: $build is not built" >&2; exit 2; }
 
 # package_for SERIES: the newest Debian kernel image package of SERIES.
 package_for() {
@@ -85,8 +95,10 @@ fetch() {
     fi
 }
 
-# The modules the guest needs, with everything they depend on, in load order.
-WANTED="virtio virtio_ring virtio_pci netfs fscache 9pnet 9pnet_virtio 9p veth sch_ingress cls_bpf act_bpf bridge"
+# The modules the matrix's guest needs, with everything they depend on, in load order; and the agent
+# ramdisk's (its virtio NIC).
+WANTED="virtio virtio_ring virtio_pci netfs fscache 9pnet 9pnet_virtio 9p veth sch_ingress cls_bpf act_bpf bridge 8021q"
+AGENT_WANTED="virtio virtio_ring virtio_pci virtio_net af_packet"
 
 module_file() { find "$1" -name "$2.ko" -o -name "$2.ko.xz" -o -name "$2.ko.zst" | head -n1; }
 
@@ -105,10 +117,12 @@ add_module() {
     ORDER+=("$file")
 }
 
-# initramfs PACKAGE KVER: $cache/PACKAGE.cpio.gz, rebuilt when guest-init.sh changed.
+# initramfs PACKAGE KVER [INIT IMAGE MODULES]: an initramfs with busybox, INIT as /init and MODULES (default:
+# the matrix's guest, tests/vm/guest-init.sh, $cache/PACKAGE.cpio.gz, $WANTED), rebuilt when INIT or the
+# module list changed.
 initramfs() {
-    local pkg=$1 kver=$2 image=$cache/$1.cpio.gz
-    if [ -f "$image" ] && [ "$image" -nt "$repo/tests/vm/guest-init.sh" ]; then
+    local pkg=$1 kver=$2 init=${3:-$repo/tests/vm/guest-init.sh} image=${4:-$cache/$1.cpio.gz} modules=${5:-$WANTED}
+    if [ -f "$image" ] && [ "$image" -nt "$init" ] && [ "$(cat "$image.modules" 2>/dev/null)" = "$modules" ]; then
         return 0
     fi
     local root
@@ -119,11 +133,11 @@ initramfs() {
     for lib in $(ldd /bin/busybox | grep -oE '/[^ ]+'); do
         cp "$lib" "$root$lib"
     done
-    cp "$repo/tests/vm/guest-init.sh" "$root/init"
+    cp "$init" "$root/init"
     ADDED=()
     ORDER=()
     local m
-    for m in $WANTED; do
+    for m in $modules; do
         add_module "$cache/$pkg/lib/modules/$kver" "$m"
     done
     : >"$root/modules.order"
@@ -138,6 +152,7 @@ initramfs() {
         echo "$base" >>"$root/modules.order"
     done
     (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$image.tmp" && mv "$image.tmp" "$image"
+    echo "$modules" >"$image.modules"
     rm -rf "$root"
     log "initramfs for $kver: ${#ORDER[@]} modules"
 }
@@ -200,6 +215,19 @@ run_kernel() {
     echo "$series ($kver): $n_pass passed, $n_fail failed, $n_skip skipped, ${wall}s" >"$out/summary-$series"
     [ "$n_fail" = 0 ]
 }
+
+if [ -n "$agent_dir" ]; then
+    pkg=$(package_for 6.12)
+    [ -n "$pkg" ] || { echo "vm: apt knows no 6.12 kernel package (apt-get update?)" >&2; exit 2; }
+    fetch "$pkg" || { echo "vm: cannot fetch $pkg" >&2; exit 2; }
+    vmlinuz=$(ls "$cache/$pkg"/boot/vmlinuz-* | head -n1)
+    mkdir -p "$agent_dir"
+    initramfs "$pkg" "${vmlinuz##*/vmlinuz-}" "$repo/tests/vm/agent-init.sh" "$cache/$pkg.agent.cpio.gz" "$AGENT_WANTED" ||
+        { echo "vm: cannot build the agent ramdisk" >&2; exit 2; }
+    cp "$vmlinuz" "$agent_dir/vmlinuz" && cp "$cache/$pkg.agent.cpio.gz" "$agent_dir/initrd.img" || exit 2
+    rmdir "$out"
+    exit 0
+fi
 
 # Downloads and initramfs images first, one at a time (they share the cache); then the guests.
 for series in $kernels; do
