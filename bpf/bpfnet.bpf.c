@@ -359,14 +359,9 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct
 		return TC_ACT_SHOT;
 	}
 	trace_steered(service_ip, service_port, BPFNET_KIND_PLAIN);
-	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, &daddr);
-	if (!neighbour) {
-		report_neighbour_miss(daddr, service_ip);
-		decide(BPFNET_CTR_NEIGHBOUR_MISS);
-		return TC_ACT_SHOT;
-	}
 	__u8 host_mac[6];
-	mac_copy(host_mac, neighbour->mac);
+	if (lan_host_mac(daddr, service_ip, host_mac))
+		return TC_ACT_SHOT;
 	if (icmp_error_rewrite(skb, pkt, &e, NAT_SOURCE, saddr, service_ip, e.inner_dport, service_port) ||
 	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
@@ -413,14 +408,9 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 	if (!listed)
 		record_flow(&pkt, daddr, service_ip, saddr);
 
-	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, &daddr);
-	if (!neighbour) {
-		report_neighbour_miss(daddr, service_ip);
-		decide(BPFNET_CTR_NEIGHBOUR_MISS);
-		return TC_ACT_SHOT;
-	}
 	__u8 host_mac[6];
-	mac_copy(host_mac, neighbour->mac);
+	if (lan_host_mac(daddr, service_ip, host_mac))
+		return TC_ACT_SHOT;
 
 	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip, pkt.sport, service_port) ||
 	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {

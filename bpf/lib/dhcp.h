@@ -326,13 +326,8 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 		dhcp_client_address(&head, &to_ip, to_mac);
 		to_port = bpf_htons(DHCP_CLIENT_PORT);
 	} else {
-		struct bpfnet_neighbour *relay = bpf_map_lookup_elem(&neighbours, &daddr);
-		if (!relay) {
-			report_neighbour_miss(daddr, service_ip);
-			decide(BPFNET_CTR_NEIGHBOUR_MISS);
+		if (lan_host_mac(daddr, service_ip, to_mac))
 			return TC_ACT_SHOT;
-		}
-		mac_copy(to_mac, relay->mac);
 	}
 
 	trace_steered(to_ip, to_port, BPFNET_KIND_DHCP);

@@ -5,6 +5,7 @@
 
 #include "parse.h"
 #include "maps.h"
+#include "trace.h"
 
 /*
  * A packet that is not bpfnet's: TC_ACT_UNSPEC hands it on (TCX_NEXT under tcx, the next filter under
@@ -70,6 +71,23 @@ static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 sa
 		return 0;
 	}
 	return -1;
+}
+
+/*
+ * The MAC of a LAN host for a packet on its way out. On a miss the loader is asked to resolve it (an ARP
+ * request from service_ip) and the packet is counted as a neighbour miss, for the caller to drop.
+ */
+static __always_inline int lan_host_mac(__be32 host, __be32 service_ip, __u8 *mac)
+{
+	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, &host);
+
+	if (!neighbour) {
+		report_neighbour_miss(host, service_ip);
+		decide(BPFNET_CTR_NEIGHBOUR_MISS);
+		return -1;
+	}
+	mac_copy(mac, neighbour->mac);
+	return 0;
 }
 
 /* Maps a failed validation to the drop counter that names it. */

@@ -111,6 +111,44 @@ std::vector<Row> rows() {
              d.set_backend_mtu(1500);
          }},
 
+        // Frames from peers with checksum offload (veth, virtio): the L4 checksum field holds only the
+        // pseudo-header sum, as native XDP sees it. XDP never judges an L4 checksum; it steers by ports.
+        // (TC rewrites through the kernel's helpers, which follow the skb's checksum state; test-run's skbs
+        // are never CHECKSUM_PARTIAL, so the e2e suites, on default offloads, carry that part.)
+        {"xdp: TCP with a partial checksum to a listed port: passed on to tc untouched",
+         Program::XdpNic,
+         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}).partial_checksum()),
+         kXdpPass,
+         std::nullopt,
+         {}},
+        {"xdp: UDP with a partial checksum on a recorded flow: passed on to tc untouched",
+         Program::XdpNic,
+         from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port}).partial_checksum()),
+         kXdpPass,
+         std::nullopt,
+         {}},
+        {"xdp: TCP with a partial checksum to an unlisted port: dropped as not allowed, not as malformed",
+         Program::XdpNic,
+         from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22}).partial_checksum()),
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_NOT_ALLOWED}},
+
+        // IPv4 fragments are never steered: only the first carries the ports (the TFTP clamp above keeps
+        // servers from sending them).
+        {"xdp: a later fragment (offset 1480) to the service IP: dropped, counted",
+         Program::XdpNic,
+         from_host(Packet::udp({host_ip, 40000}, {service_ip, 69}).fragment_offset(185)),
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_FRAGMENT}},
+        {"tc pod: the pod's first fragment of a datagram too big for its MTU: dropped, counted",
+         Program::TcPod,
+         from_pod(Packet::udp({pod_ip, 69}, {host_ip, 40000}).more_fragments()),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_FRAGMENT}},
+
         // A VLAN's frames as the parent device of a VLAN sub-interface sees them (interface: prov0 on a
         // trunk, instead of prov0.100): the datapath reads untagged Ethernet only, and hands tagged frames to
         // the kernel untouched, which gives them to the sub-interface. So the interface must be the one

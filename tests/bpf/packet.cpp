@@ -110,6 +110,14 @@ Packet &Packet::more_fragments() {
     more_fragments_ = true;
     return *this;
 }
+Packet &Packet::fragment_offset(uint16_t eight_byte_units) {
+    fragment_offset_ = eight_byte_units;
+    return *this;
+}
+Packet &Packet::partial_checksum() {
+    partial_checksum_ = true;
+    return *this;
+}
 Packet &Packet::udp_checksum_none() {
     udp_no_checksum_ = true;
     return *this;
@@ -132,8 +140,9 @@ Bytes Packet::bytes() const {
     size_t ipo = 14;
     b[ipo] = static_cast<uint8_t>(0x40 | (ihl / 4));
     put16(b, ipo + 2, static_cast<uint16_t>(ihl + l4_len));
-    put16(b, ipo + 4, 0x1234);                            // identification
-    put16(b, ipo + 6, more_fragments_ ? 0x2000 : 0x4000); // MF, or DF
+    put16(b, ipo + 4, 0x1234);                                                   // identification
+    uint16_t flags = more_fragments_ ? 0x2000 : (fragment_offset_ ? 0 : 0x4000); // MF, or DF
+    put16(b, ipo + 6, static_cast<uint16_t>(flags | (fragment_offset_ & 0x1fff)));
     b[ipo + 8] = 64;
     b[ipo + 9] = proto_;
     put32be(b, ipo + 12, saddr_);
@@ -172,6 +181,10 @@ Bytes Packet::bytes() const {
     uint32_t acc = sum16(&b[ipo + 12], 8);
     acc += proto_;
     acc += static_cast<uint32_t>(l4_len);
+    if (partial_checksum_) {
+        put16(b, csum_off, static_cast<uint16_t>(~fold(acc))); // fold() complements: undo it
+        return b;
+    }
     uint16_t csum = fold(sum16(&b[l4], l4_len, acc));
     if (proto_ == kUdp && csum == 0)
         csum = 0xffff; // RFC 768: a computed 0 is sent as all ones

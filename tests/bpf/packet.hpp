@@ -39,9 +39,13 @@ public:
     Packet &macs(const Mac &dst, const Mac &src);
     Packet &payload(const std::string &text);
     Packet &payload(const Bytes &bytes);
-    Packet &ip_options(size_t words); // IHL = 5 + words, options filled with NOPs (type 1)
-    Packet &more_fragments();         // MF flag set
-    Packet &udp_checksum_none();      // UDP checksum 0: "no checksum" (RFC 768)
+    Packet &ip_options(size_t words);                   // IHL = 5 + words, options filled with NOPs (type 1)
+    Packet &more_fragments();                           // MF flag set
+    Packet &fragment_offset(uint16_t eight_byte_units); // a later fragment (DF clear)
+    // The L4 checksum field as a sender with checksum offload leaves it (CHECKSUM_PARTIAL): the folded
+    // pseudo-header sum only, for the NIC (or the receiving veth's peer) to complete.
+    Packet &partial_checksum();
+    Packet &udp_checksum_none(); // UDP checksum 0: "no checksum" (RFC 768)
     Packet &tcp_flags(uint8_t flags);
 
     Bytes bytes() const;
@@ -53,6 +57,8 @@ private:
     uint8_t proto_ = 0;
     size_t option_words_ = 0;
     bool more_fragments_ = false;
+    uint16_t fragment_offset_ = 0;
+    bool partial_checksum_ = false;
     bool udp_no_checksum_ = false;
     uint8_t tcp_flags_ = 0x18; // PSH|ACK
     uint8_t icmp_type_ = 8;    // echo request

@@ -11,14 +11,7 @@ import socket
 import struct
 import sys
 
-
-def checksum(data):
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
+from dhcp_send import checksum  # the Internet checksum (RFC 1071), beside this script
 
 
 def endpoint(text):

@@ -664,6 +664,23 @@ run_case() {
     log "case $name took $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
 }
 
+# run_step NAME FUNCTION: run_case for one step of a walk whose steps build on each other (a boot): once a
+# step failed, the later ones are reported as not ok without running.
+E2E_STEP_FAILED=0
+run_step() {
+    if [ "$E2E_STEP_FAILED" = 1 ]; then
+        run_case "$1" step_after_failure
+        return
+    fi
+    local before=$E2E_FAILED
+    run_case "$1" "$2"
+    [ "$E2E_FAILED" = "$before" ] || E2E_STEP_FAILED=1
+}
+step_after_failure() {
+    E2E_REASON="an earlier step failed"
+    return 1
+}
+
 # Prints the tally and exits: non-zero when anything failed (or nothing ran).
 finish() {
     echo "$E2E_PASSED passed, $E2E_FAILED failed"

@@ -173,26 +173,12 @@ topology_create
 firmware_setup || die "set-up failed: $E2E_REASON"
 guest_start
 
-failed=0
-after_failure() {
-    E2E_REASON="an earlier stage failed"
-    return 1
-}
-stage_case() { # stage_case NAME FUNCTION: each stage runs only if the ones before it passed
-    if [ "$failed" = 1 ]; then
-        run_case "$1" after_failure
-        return
-    fi
-    local before=$E2E_FAILED
-    run_case "$1" "$2"
-    [ "$E2E_FAILED" = "$before" ] || failed=1
-}
-stage_case "firmware: DHCP lease through the relay (iPXE)" case_dhcp
-stage_case "firmware: iPXE script over TFTP from the service IP" case_tftp
-stage_case "firmware: kernel over HTTP from the image server" case_http_kernel
-stage_case "firmware: ramdisk over HTTP from the image server" case_http_ramdisk
-stage_case "booted ramdisk: DHCP lease" case_agent_lease
-stage_case "booted ramdisk: Ironic lookup by MAC through the service IP" case_agent_lookup
-stage_case "booted ramdisk: heartbeat accepted, from the guest's address" case_agent_heartbeat
+run_step "firmware: DHCP lease through the relay (iPXE)" case_dhcp
+run_step "firmware: iPXE script over TFTP from the service IP" case_tftp
+run_step "firmware: kernel over HTTP from the image server" case_http_kernel
+run_step "firmware: ramdisk over HTTP from the image server" case_http_ramdisk
+run_step "booted ramdisk: DHCP lease" case_agent_lease
+run_step "booted ramdisk: Ironic lookup by MAC through the service IP" case_agent_lookup
+run_step "booted ramdisk: heartbeat accepted, from the guest's address" case_agent_heartbeat
 log "guest console: $CONSOLE"
 finish

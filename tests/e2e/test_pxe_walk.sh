@@ -27,25 +27,10 @@ done
 topology_create
 walk_setup || die "set-up failed: $E2E_REASON"
 
-walk_failed=0
-step() { # step NAME FUNCTION
-    if [ "$walk_failed" = 1 ]; then
-        run_case "$1" skip_after_failure
-        return
-    fi
-    local failed_before=$E2E_FAILED
-    run_case "$1" "$2"
-    [ "$E2E_FAILED" = "$failed_before" ] || walk_failed=1
-}
-skip_after_failure() {
-    E2E_REASON="an earlier step failed"
-    return 1
-}
-
-step "1. DHCP lease through the relay: server id, next server and boot file are the service IP's" walk_lease
-step "2. TFTP boot file from the next server, byte for byte" walk_tftp
-step "3. HTTP boot script and image from the image server, byte for byte" walk_http
-step "4. Ironic lookup by MAC returns the node and its agent token" walk_lookup
-step "5. heartbeat with the token is accepted (202)" walk_heartbeat
-step "6. the pod calls the agent on the host and is seen as the service IP" walk_agent_call
+run_step "1. DHCP lease through the relay: server id, next server and boot file are the service IP's" walk_lease
+run_step "2. TFTP boot file from the next server, byte for byte" walk_tftp
+run_step "3. HTTP boot script and image from the image server, byte for byte" walk_http
+run_step "4. Ironic lookup by MAC returns the node and its agent token" walk_lookup
+run_step "5. heartbeat with the token is accepted (202)" walk_heartbeat
+run_step "6. the pod calls the agent on the host and is seen as the service IP" walk_agent_call
 finish
