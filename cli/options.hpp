@@ -4,6 +4,7 @@
 #pragma once
 
 #include "maps/bpfnet_maps.h"
+#include "maps/pin_layout.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -18,7 +19,7 @@ struct GlobalOptions {
     std::string pin_root = BPFNET_DEFAULT_PIN_ROOT;
     std::string output = "table"; // as given; see output_format()
 
-    std::string pin_dir() const { return pin_root + "/" + interface; }
+    std::string pin_dir() const { return interface_pin_dir(pin_root, interface); }
     OutputFormat output_format() const;
 };
 

@@ -10,6 +10,8 @@
 #ifndef BPFNET_LOADER_CONFIG_HPP
 #define BPFNET_LOADER_CONFIG_HPP
 
+#include "maps/pin_layout.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -82,8 +84,8 @@ struct Config {
     std::optional<Backend> backend; /* absent: service traffic is dropped until a backend is set */
 
     uint32_t subnet_mask_be() const;
-    /* Where this interface's maps and programs are pinned: <pin root>/<interface>. */
-    std::string pin_dir() const { return pin_root + "/" + interface; }
+    /* Where this interface's maps and programs are pinned: <pin root>/<interface> (maps/pin_layout.hpp). */
+    std::string pin_dir() const { return interface_pin_dir(pin_root, interface); }
 
     bool operator==(const Config &) const = default;
 };

@@ -62,7 +62,7 @@ E2E_POD_GW=198.18.100.1
 E2E_VETH=vethpod
 E2E_VETH_MAC=02:00:00:00:01:01
 E2E_PIN_ROOT=/sys/fs/bpf/bpfnet
-E2E_PIN_DIR=$E2E_PIN_ROOT/$E2E_NIC
+E2E_PIN_DIR=$E2E_PIN_ROOT/${E2E_NIC//./:} # bpffs refuses dots: maps/pin_layout.hpp
 # Debian's python (bpftool JSON, probes): not a virtualenv's that may come first in PATH.
 SYSTEM_PYTHON=${SYSTEM_PYTHON:-/usr/bin/python3}
 

@@ -169,6 +169,16 @@ backend:
     EXPECT_EQ(config.pin_dir(), "/sys/fs/bpf/test/prov0");
 }
 
+// bpffs refuses names with a dot, and VLAN sub-interfaces are named prov0.100: the pin directory writes the
+// dot as ':', which no interface name holds, so the loader and bpfnetctl agree and no two interfaces collide.
+TEST(ConfigParse, VlanInterfacePinsWithoutDots) {
+    Config config = parse(minimal_with(""));
+    config.interface = "prov0.100";
+    EXPECT_EQ(config.pin_dir(), BPFNET_DEFAULT_PIN_ROOT "/prov0:100");
+    EXPECT_EQ(interface_pin_dir("/sys/fs/bpf/x", "bond0.4.12"), "/sys/fs/bpf/x/bond0:4:12");
+    EXPECT_NE(interface_pin_dir("/r", "prov0.100"), interface_pin_dir("/r", "prov0_100"));
+}
+
 TEST(ConfigParse, MinimalConfigGetsDefaults) {
     const Config config = parse(minimal_with(""));
 

@@ -1,0 +1,17 @@
+// Where an interface's maps and programs are pinned, for the loader and bpfnetctl alike.
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+namespace bpfnet {
+
+// <pin root>/<interface>, with each '.' of the interface name written as ':'. bpffs refuses names with a
+// dot (reserved for its own use), and a VLAN sub-interface is usually named prov0.100; interface names
+// never hold a ':' (the kernel's dev_valid_name()), so no two interfaces share a directory.
+inline std::string interface_pin_dir(const std::string &pin_root, std::string interface) {
+    std::replace(interface.begin(), interface.end(), '.', ':');
+    return pin_root + "/" + interface;
+}
+
+} // namespace bpfnet
