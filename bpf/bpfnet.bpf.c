@@ -29,6 +29,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+#define VLAN_ID_MASK 0x0fff /* of the 802.1Q tag control information */
+
 /* Headers the TC programs read: Ethernet, IPv4 with the longest options, the fixed TCP header. */
 #define HEADERS_MAX_LEN (sizeof(struct ethhdr) + 60 + sizeof(struct tcphdr))
 
@@ -297,9 +299,10 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	/*
 	 * A frame of a VLAN, on the VLAN's parent device: the kernel has moved its tag into the skb before TC
 	 * and hands it to the VLAN's sub-interface after TC. It belongs to that sub-interface (the interface
-	 * to configure), never to the parent: steered from here it would carry its tag into the pod.
+	 * to configure), never to the parent: steered from here it would carry its tag into the pod. A
+	 * priority tag (VLAN id 0) marks untagged traffic, which is ours.
 	 */
-	if (!cfg || !eth || skb->vlan_present)
+	if (!cfg || !eth || (skb->vlan_present && (skb->vlan_tci & VLAN_ID_MASK)))
 		return BPFNET_TC_NEXT;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
 		return tc_arp(skb, eth, data_end, cfg);
