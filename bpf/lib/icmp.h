@@ -94,36 +94,19 @@ static __always_inline int icmp_error_read(void *ctx, int xdp, const struct ipv4
 
 /*
  * An error from the LAN about a packet the datapath sent as the service IP (the quote's source): the
- * backend endpoint that packet came from, through a recorded flow or a listed port's reverse translation.
+ * backend endpoint that packet came from. The host's answer to that packet would have been steered by a
+ * recorded flow or a listed port, so the quote, turned around, is looked up as that answer would be.
  * Returns -1 when the datapath sent no such packet.
  */
 static __always_inline int icmp_quote_from_service(const struct icmp_error *e, struct steer_target *target)
 {
-	struct bpfnet_flow_key fkey = {
-		.remote_ip_be = e->inner_daddr,
-		.service_ip_be = e->inner_saddr,
-		.remote_port_be = e->inner_dport,
-		.service_port_be = e->inner_sport,
-		.proto = e->inner_proto,
-	};
-	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
-	if (flow) {
-		target->backend_ip = flow->backend_ip_be;
-		target->backend_port = flow->backend_port_be;
-		return 0;
-	}
-	struct bpfnet_service_key skey = {
-		.service_ip_be = e->inner_saddr,
-		.port_be = e->inner_sport,
-		.proto = e->inner_proto,
-	};
-	struct bpfnet_service *service = bpf_map_lookup_elem(&services, &skey);
-	/* The relay's DHCP replies are not the server's packets: an error about one is not for the pod. */
-	if (!service || service->kind == BPFNET_KIND_DHCP || !service->backend_ip_be)
+	struct ipv4_packet answer = {
+		.sport = e->inner_dport, .dport = e->inner_sport, .proto = e->inner_proto};
+
+	if (steer_lookup(&answer, e->inner_daddr, e->inner_saddr, target))
 		return -1;
-	target->backend_ip = service->backend_ip_be;
-	target->backend_port = service->backend_port_be;
-	return 0;
+	/* The relay's DHCP replies are not the server's packets: an error about one is not for the pod. */
+	return target->kind == BPFNET_KIND_DHCP || !target->backend_ip ? -1 : 0;
 }
 
 /*
