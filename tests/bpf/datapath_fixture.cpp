@@ -1,6 +1,7 @@
 #include "datapath_fixture.hpp"
 
 #include "bpfnet.skel.h"
+#include "loaded_datapath.hpp"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -36,8 +37,9 @@ void DatapathTest::SetUp() {
     if (geteuid() != 0)
         GTEST_SKIP() << "BPF_PROG_TEST_RUN needs root (label bpf)";
     libbpf_set_print(silent_libbpf);
-    skel_ = {bpfnet_bpf__open_and_load(), bpfnet_bpf__destroy};
+    skel_ = loaded_datapath();
     ASSERT_NE(skel_, nullptr) << "bpfnet_bpf__open_and_load: " << strerror(errno);
+    ASSERT_NO_THROW(reset_maps(*skel_));
     maps_.emplace(DatapathMaps::from_object(skel_->obj));
     fill_world(*maps_);
     events_ = {ring_buffer__new(
@@ -50,12 +52,13 @@ void DatapathTest::SetUp() {
                    this, nullptr),
                ring_buffer__free};
     ASSERT_NE(events_, nullptr);
+    drain_events(); // what earlier cases left in the ring is theirs
 }
 
 void DatapathTest::TearDown() {
     events_.reset();
     maps_.reset();
-    skel_.reset();
+    skel_ = nullptr;
 }
 
 RunResult DatapathTest::run(Program program, const Bytes &frame) {

@@ -1,4 +1,4 @@
-// Loads bpfnet's BPF object (no attach, no pins) and runs its programs on test frames through
+// Runs bpfnet's BPF programs (loaded once per process, no attach, no pins) on test frames through
 // BPF_PROG_TEST_RUN, with the maps set to a known "world" before each case.
 #pragma once
 
@@ -52,7 +52,7 @@ protected:
     std::vector<__u64> counters();
     std::vector<bpfnet_event> drain_events();
 
-    std::unique_ptr<bpfnet_bpf, void (*)(bpfnet_bpf *)> skel_{nullptr, nullptr};
+    bpfnet_bpf *skel_ = nullptr; // loaded once per process (loaded_datapath.hpp), maps reset per case
     std::optional<DatapathMaps> maps_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_{nullptr, nullptr};
     std::vector<bpfnet_event> received_;

@@ -3,6 +3,7 @@
 #include "bpfnet.skel.h"
 #include "loader/config.hpp"
 #include "loader/desired_state.hpp"
+#include "tests/bpf/loaded_datapath.hpp"
 #include "tests/bpf/packet.hpp"
 
 #include <arpa/inet.h>
@@ -19,8 +20,9 @@ protected:
     void SetUp() override {
         if (geteuid() != 0)
             GTEST_SKIP() << "loading BPF maps needs root (label bpf)";
-        skel_.reset(bpfnet_bpf__open_and_load());
+        skel_ = test::loaded_datapath();
         ASSERT_NE(skel_, nullptr);
+        ASSERT_NO_THROW(test::reset_maps(*skel_)); // reconcile starts from freshly loaded, empty maps
         maps_.emplace(DatapathMaps::from_object(skel_->obj));
         config_ = parse_config(R"(
 interface: prov0
@@ -39,7 +41,7 @@ backend:
         here_.redirect_peer = true;
     }
 
-    std::unique_ptr<bpfnet_bpf, void (*)(bpfnet_bpf *)> skel_{nullptr, bpfnet_bpf__destroy};
+    bpfnet_bpf *skel_ = nullptr;
     std::optional<DatapathMaps> maps_;
     Config config_;
     BackendLocation here_;

@@ -21,6 +21,7 @@ protected:
             return;
         trace_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.trace), on_record, this, nullptr));
         ASSERT_NE(trace_, nullptr);
+        records(); // what earlier cases left in the ring is theirs
     }
     void TearDown() override {
         trace_.reset();
