@@ -74,8 +74,11 @@ static __always_inline int xdp_filter_service_traffic(struct xdp_md *ctx, void *
 		decide(drop_reason(verdict));
 		return XDP_DROP;
 	}
-	learn_neighbour(cfg, ip->saddr, eth->h_source);
 	trace_ports(&pkt);
+	if (!in_provisioning_subnet(cfg, ip->saddr)) {
+		decide(BPFNET_CTR_DROP_OFF_SUBNET);
+		return XDP_DROP;
+	}
 
 	struct steer_target target;
 	if (steer_lookup(&pkt, ip->saddr, ip->daddr, &target) != 0) {
@@ -147,7 +150,7 @@ static __always_inline struct iphdr *tc_parse_ipv4(struct ethhdr *eth, void *dat
 /* Sends the record of a TC decision, with the DHCP or TFTP details of the packet it was made for. */
 static __always_inline void trace_end_skb(struct __sk_buff *skb)
 {
-	struct trace_scratch *s = tracing();
+	struct trace_scratch *s = trace_finish();
 
 	if (!s || s->rec.decision >= BPFNET_CTR_MAX)
 		return;
@@ -206,6 +209,11 @@ static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const str
 	struct steer_target target;
 
 	trace_ports(pkt);
+	if (!loader_alive(cfg)) {
+		/* Like ARP: a node whose loader stopped must not answer while another may own the IP. */
+		decide(BPFNET_CTR_DHCP_STALE_HEARTBEAT);
+		return BPFNET_TC_NEXT;
+	}
 	if (steer_lookup(pkt, pkt->ip->saddr, service_ip, &target) != 0 || target.kind != BPFNET_KIND_DHCP) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND); /* the DHCP port is not listed any more */
 		return TC_ACT_SHOT;
@@ -245,6 +253,27 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct
 	return deliver_to_backend(backend);
 }
 
+/* DNAT into the backend's pod (walks 3, 4 and 6). */
+static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct ipv4_packet *pkt, __be32 daddr,
+					    const struct steer_target *target)
+{
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
+	if (!backend) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	if (target->kind == BPFNET_KIND_TFTP)
+		tftp_clamp_blksize(skb, pkt->l4_off, pkt->l4_end, backend->mtu);
+	if (nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, target->backend_ip, pkt->dport,
+			target->backend_port) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(target->path);
+	return deliver_to_backend(backend);
+}
+
 /* A packet from the LAN for a service IP: DNAT into the pod, relay, or drop (walks 2, 3, 4, 6). */
 static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, void *data_end,
 					  struct ethhdr *eth, struct iphdr *ip,
@@ -262,31 +291,34 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 		return TC_ACT_SHOT;
 	}
 	trace_ports(&pkt);
+	/* The way back leaves only onto the provisioning subnet (tc_pod_ingress): nothing else gets in. */
+	if (!in_provisioning_subnet(cfg, saddr)) {
+		decide(BPFNET_CTR_DROP_OFF_SUBNET);
+		return TC_ACT_SHOT;
+	}
 	struct steer_target target;
 	if (steer_lookup(&pkt, saddr, daddr, &target) != 0) {
 		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
 		return TC_ACT_SHOT;
 	}
 	trace_steered(target.backend_ip, target.backend_port, target.kind);
-	/* Unicast to the DHCP port: renewals, and requests from relays on the LAN. */
-	if (target.kind == BPFNET_KIND_DHCP)
-		return dhcp_relay_request(skb, &pkt, cfg, daddr, &target);
+	__u8 sender_mac[6]; /* the rewrite below moves the packet */
+	mac_copy(sender_mac, eth->h_source);
 
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
-	if (!backend) {
-		decide(BPFNET_CTR_DROP_NO_BACKEND);
+	/* Unicast to the DHCP port: renewals, and requests from relays on the LAN. */
+	if (target.kind == BPFNET_KIND_DHCP && !loader_alive(cfg)) {
+		decide(BPFNET_CTR_DHCP_STALE_HEARTBEAT);
 		return TC_ACT_SHOT;
 	}
-	if (target.kind == BPFNET_KIND_TFTP)
-		tftp_clamp_blksize(skb, pkt.l4_off, pkt.l4_end, backend->mtu);
-	if (nat_rewrite(skb, &pkt, NAT_DESTINATION, daddr, target.backend_ip, pkt.dport,
-			target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
-		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return TC_ACT_SHOT;
-	}
-	decide(target.path);
-	return deliver_to_backend(backend);
+	int action = target.kind == BPFNET_KIND_DHCP ? dhcp_relay_request(skb, &pkt, cfg, daddr, &target)
+							 : steer_to_backend(skb, &pkt, daddr, &target);
+	if (action != TC_ACT_REDIRECT)
+		return action;
+	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
+	if (target.unconfirmed)
+		confirm_flow(&pkt, saddr, daddr, &target);
+	learn_neighbour(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED);
+	return action;
 }
 
 SEC("tc")
@@ -324,7 +356,11 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg));
 }
 
-/* Records the pod's side of a connection so the host's answers find their way back (walks 3 and 5). */
+/*
+ * Records the pod's side of a connection so the host's answers find their way back (walks 3 and 5). A new
+ * flow waits in flows_unconfirmed until the host answers (confirm_flow); the pod moving a known flow to
+ * another backend port is trusted and updated in place.
+ */
 static __always_inline void record_flow(const struct ipv4_packet *pkt, __be32 host, __be32 service_ip,
 					__be32 backend_ip)
 {
@@ -335,12 +371,17 @@ static __always_inline void record_flow(const struct ipv4_packet *pkt, __be32 ho
 		.service_port_be = pkt->sport,
 		.proto = pkt->proto,
 	};
+	struct bpfnet_flow flow = {.backend_ip_be = backend_ip, .backend_port_be = pkt->sport};
 	struct bpfnet_flow *known = bpf_map_lookup_elem(&flows, &key);
+	if (known) {
+		if (known->backend_ip_be != backend_ip || known->backend_port_be != pkt->sport)
+			bpf_map_update_elem(&flows, &key, &flow, BPF_EXIST);
+		return;
+	}
+	known = bpf_map_lookup_elem(&flows_unconfirmed, &key);
 	if (known && known->backend_ip_be == backend_ip && known->backend_port_be == pkt->sport)
 		return;
-
-	struct bpfnet_flow flow = {.backend_ip_be = backend_ip, .backend_port_be = pkt->sport};
-	bpf_map_update_elem(&flows, &key, &flow, BPF_ANY);
+	bpf_map_update_elem(&flows_unconfirmed, &key, &flow, BPF_ANY);
 	count(BPFNET_CTR_FLOW_CREATED);
 }
 
@@ -408,12 +449,12 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
 	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
 	trace_steered(service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
-	if (!listed)
-		record_flow(&pkt, daddr, service_ip, saddr);
 
 	__u8 host_mac[6];
 	if (lan_host_mac(daddr, service_ip, host_mac))
-		return TC_ACT_SHOT;
+		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
+	if (!listed)
+		record_flow(&pkt, daddr, service_ip, saddr);
 
 	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip, pkt.sport, service_port) ||
 	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {

@@ -26,8 +26,7 @@ void sort_flows(FlowEntries &entries) {
         return std::make_tuple(ntohl(k.remote_ip_be), ntohs(k.remote_port_be), ntohl(k.service_ip_be),
                                ntohs(k.service_port_be), k.proto);
     };
-    std::sort(entries.begin(), entries.end(),
-              [&](const auto &a, const auto &b) { return key(a.first) < key(b.first); });
+    std::sort(entries.begin(), entries.end(), [&](const auto &a, const auto &b) { return key(a.key) < key(b.key); });
 }
 
 template <typename Entries>
@@ -83,9 +82,12 @@ void run_flows(Context &context, const FlowArgs &args) {
         filter.port = parse_port(args.port, "--port");
     DatapathMaps maps = context.open_datapath();
     FlowEntries entries;
-    for (const auto &entry : maps.flows.entries())
-        if (filter.matches(entry.first))
-            entries.push_back(entry);
+    for (const auto &[key, flow] : maps.flows.entries())
+        if (filter.matches(key))
+            entries.push_back({key, flow, true});
+    for (const auto &[key, flow] : maps.flows_unconfirmed.entries())
+        if (filter.matches(key))
+            entries.push_back({key, flow, false});
     if (context.json())
         print_json(context.out, flows_json(std::move(entries)));
     else
@@ -158,25 +160,27 @@ Json backends_json(std::vector<BackendRow> rows) {
 
 void print_flows_table(std::ostream &out, FlowEntries entries) {
     sort_flows(entries);
-    TextTable table({"HOST", "", "SERVICE", "PROTO", "BACKEND"});
-    for (const auto &[key, flow] : entries)
+    TextTable table({"HOST", "", "SERVICE", "PROTO", "BACKEND", "STATE"});
+    for (const auto &[key, flow, confirmed] : entries)
         table.add_row({format_endpoint(key.remote_ip_be, key.remote_port_be), "<->",
                        format_endpoint(key.service_ip_be, key.service_port_be), format_protocol(key.proto),
-                       format_endpoint(flow.backend_ip_be, flow.backend_port_be)});
+                       format_endpoint(flow.backend_ip_be, flow.backend_port_be),
+                       confirmed ? "confirmed" : "unconfirmed"});
     table.print(out);
 }
 
 Json flows_json(FlowEntries entries) {
     sort_flows(entries);
     Json list = Json::array();
-    for (const auto &[key, flow] : entries)
+    for (const auto &[key, flow, confirmed] : entries)
         list.push_back({{"host_ip", format_ipv4(key.remote_ip_be)},
                         {"host_port", ntohs(key.remote_port_be)},
                         {"service_ip", format_ipv4(key.service_ip_be)},
                         {"service_port", ntohs(key.service_port_be)},
                         {"protocol", format_protocol(key.proto)},
                         {"backend_ip", format_ipv4(flow.backend_ip_be)},
-                        {"backend_port", ntohs(flow.backend_port_be)}});
+                        {"backend_port", ntohs(flow.backend_port_be)},
+                        {"confirmed", confirmed}});
     return {{"flows", list}};
 }
 

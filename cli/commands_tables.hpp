@@ -14,7 +14,13 @@
 namespace bpfnet::cli {
 
 using ServiceEntries = std::vector<std::pair<bpfnet_service_key, bpfnet_service>>;
-using FlowEntries = std::vector<std::pair<bpfnet_flow_key, bpfnet_flow>>;
+// A flow and its table: confirmed (the host answered; in flows) or still waiting (flows_unconfirmed).
+struct FlowRow {
+    bpfnet_flow_key key{};
+    bpfnet_flow flow{};
+    bool confirmed = true;
+};
+using FlowEntries = std::vector<FlowRow>;
 using NeighbourEntries = std::vector<std::pair<__be32, bpfnet_neighbour>>;
 
 struct BackendRow {

@@ -138,6 +138,9 @@ void write_tables(Exposition &out, const DatapathSnapshot &dp) {
     out.sample("bpfnet_flows", {}, dp.flows);
     out.family("bpfnet_flows_capacity", "gauge", "Size of the flows table.");
     out.sample("bpfnet_flows_capacity", {}, uint64_t{BPFNET_MAX_FLOWS});
+    out.family("bpfnet_flows_unconfirmed", "gauge",
+               "Flows the pod opened that the host has not answered yet (LRU, apart from the flows table).");
+    out.sample("bpfnet_flows_unconfirmed", {}, dp.flows_unconfirmed);
     out.family("bpfnet_neighbours", "gauge", "Entries in use in the neighbours table (host IP -> MAC).");
     out.sample("bpfnet_neighbours", {}, dp.neighbours);
     out.family("bpfnet_neighbours_capacity", "gauge", "Size of the neighbours table.");
@@ -291,6 +294,7 @@ DatapathSnapshot read_datapath(const DatapathMaps &maps, uint64_t now_ns) {
     std::copy_n(counters.begin(), std::min(counters.size(), dp.counters.size()), dp.counters.begin());
     dp.service_ips = read_service_ips(maps);
     dp.flows = count_entries(maps.flows, BPFNET_MAX_FLOWS);
+    dp.flows_unconfirmed = count_entries(maps.flows_unconfirmed, BPFNET_MAX_UNCONFIRMED_FLOWS);
     dp.neighbours = count_entries(maps.neighbours, BPFNET_MAX_NEIGHBOURS);
     if (auto hb = maps.heartbeat.lookup(0); hb && hb->monotonic_ns != 0)
         dp.heartbeat_age_seconds = seconds_between(hb->monotonic_ns, now_ns);

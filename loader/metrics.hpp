@@ -33,6 +33,7 @@ struct DatapathSnapshot {
     std::array<uint64_t, BPFNET_CTR_MAX> counters{}; // indexed by enum bpfnet_counter, summed over CPUs
     std::vector<ServiceIpState> service_ips;
     uint64_t flows = 0;
+    uint64_t flows_unconfirmed = 0;
     uint64_t neighbours = 0;
     std::optional<double> heartbeat_age_seconds; // nullopt: no heartbeat written yet
     double heartbeat_timeout_seconds = 0;

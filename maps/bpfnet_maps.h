@@ -20,6 +20,7 @@
 #define BPFNET_MAP_BACKEND_PORTS "backend_ports"
 #define BPFNET_MAP_BACKENDS	 "backends"
 #define BPFNET_MAP_FLOWS	 "flows"
+#define BPFNET_MAP_FLOWS_UNCONFIRMED "flows_unconfirmed"
 #define BPFNET_MAP_NEIGHBOURS	 "neighbours"
 #define BPFNET_MAP_COUNTERS	 "counters"
 #define BPFNET_MAP_EVENTS	 "events"
@@ -33,6 +34,9 @@
 #define BPFNET_MAX_SERVICES	256
 #define BPFNET_MAX_BACKENDS	64
 #define BPFNET_MAX_FLOWS	65536
+/* Flows the host has not answered yet: a LAN host that makes the pod open flows to spoofed addresses
+ * (a TFTP read request per flow) churns this table, never the confirmed one. */
+#define BPFNET_MAX_UNCONFIRMED_FLOWS 16384
 #define BPFNET_MAX_NEIGHBOURS	4096
 #define BPFNET_MAX_DHCP_SERVERS 64
 #define BPFNET_EVENTS_BYTES	(64 * 1024)
@@ -125,6 +129,9 @@ struct bpfnet_backend {
  * flows (LRU hash): connections the datapath learned on the reverse path: the pod's own connections
  * to hosts and replies from ephemeral server ports (TFTP). Keyed as the host's packets arrive on the
  * NIC (remote = host, local = service IP), so the host's next packet is DNATed with one lookup.
+ * flows_unconfirmed (LRU hash, same layout): a flow starts there when the pod sends its first packet and
+ * moves to flows when the host's first answer is accepted. A host that never answers (a spoofed request
+ * made the pod open the flow) never takes a place in flows.
  */
 struct bpfnet_flow_key {
 	__be32 remote_ip_be;
@@ -140,7 +147,11 @@ struct bpfnet_flow {
 	__u8 pad[2];
 };
 
-/* neighbours (LRU hash): key = host IP (__be32) on the provisioning LAN -> its MAC, learned from ARP. */
+/*
+ * neighbours (LRU hash): key = host IP (__be32) on the provisioning LAN -> its MAC. Learned from ARP, which
+ * may change an entry, and from packets the datapath accepted, which may only add one; written by the
+ * loader when it resolved a miss.
+ */
 struct bpfnet_neighbour {
 	__u8 mac[6];
 	__u8 pad[2];
@@ -168,11 +179,14 @@ enum bpfnet_counter {
 	BPFNET_CTR_ARP_STALE_HEARTBEAT,	     /* owner, but the loader's heartbeat is stale: not answered */
 	BPFNET_CTR_ARP_CONFLICT,	     /* another MAC claims a service IP (ARP reply or announcement) */
 	BPFNET_CTR_NEIGHBOUR_LEARNED,	     /* a new or changed neighbour entry was written */
+	BPFNET_CTR_NEIGHBOUR_REFUSED,	     /* a frame offered a MAC or address never learned (multicast...) */
+	BPFNET_CTR_NEIGHBOUR_KEPT, /* a packet from a known host's address, another MAC: entry kept */
 	BPFNET_CTR_DNAT_SERVICE,	     /* host -> listed port, steered to the backend */
 	BPFNET_CTR_DNAT_FLOW,		     /* host -> recorded flow, steered to the backend */
 	BPFNET_CTR_SNAT_REPLY,		     /* backend reply from a listed port, sent as the service IP */
 	BPFNET_CTR_SNAT_FLOW,		     /* backend packet on a recorded flow, sent as the service IP */
-	BPFNET_CTR_FLOW_CREATED,	     /* a new flow was recorded on the reverse path */
+	BPFNET_CTR_FLOW_CREATED,	     /* a new flow was recorded on the reverse path (unconfirmed) */
+	BPFNET_CTR_FLOW_CONFIRMED, /* the host answered an unconfirmed flow: it moved to flows */
 	BPFNET_CTR_NEIGHBOUR_MISS,	     /* reverse path had no MAC for the host: reported, dropped */
 	BPFNET_CTR_EVENT_LOST,		     /* the events ring buffer was full */
 	BPFNET_CTR_DROP_NOT_ALLOWED,	     /* to a service IP, no listed port and no recorded flow */
@@ -187,6 +201,7 @@ enum bpfnet_counter {
 	BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN, /* a reply named the pod in option 54 or siaddr: rewritten */
 	BPFNET_CTR_DHCP_SERVER_ID_RESTORED, /* a request named the service IP: the server's own id restored */
 	BPFNET_CTR_DHCP_OPTIONS_MALFORMED,  /* option list broken: delivered without option rewriting */
+	BPFNET_CTR_DHCP_STALE_HEARTBEAT, /* a DHCP request, the loader's heartbeat stale: not relayed */
 	BPFNET_CTR_TFTP_BLKSIZE_CLAMPED,    /* a read request asked for blocks the pod's MTU cannot carry */
 	BPFNET_CTR_ICMP_ERROR_TO_POD,	/* an ICMP error about a steered packet, translated into the pod */
 	BPFNET_CTR_ICMP_ERROR_TO_LAN,	/* the pod's ICMP error about a steered packet, sent as the service IP
@@ -195,6 +210,7 @@ enum bpfnet_counter {
 	BPFNET_CTR_DROP_DHCP_HOPS,	/* hops above the limit */
 	BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY, /* giaddr set to an address off the provisioning subnet */
 	BPFNET_CTR_DROP_ICMP_UNMATCHED,	    /* an ICMP error about no packet the datapath steered */
+	BPFNET_CTR_DROP_OFF_SUBNET, /* to a service IP from off the provisioning subnet: no way back */
 	BPFNET_CTR_DROP_REWRITE_FAILED,	    /* a helper refused to rewrite the packet */
 	BPFNET_CTR_MAX
 };

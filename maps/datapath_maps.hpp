@@ -18,6 +18,7 @@ struct DatapathMaps {
     PinnedMap<bpfnet_backend_port_key, bpfnet_backend_port> backend_ports;
     PinnedMap<__be32, bpfnet_backend> backends;
     PinnedMap<bpfnet_flow_key, bpfnet_flow> flows;
+    PinnedMap<bpfnet_flow_key, bpfnet_flow> flows_unconfirmed;
     PinnedMap<__be32, bpfnet_neighbour> neighbours;
     PinnedMap<__be32, bpfnet_dhcp_server> dhcp_servers;
     PinnedMap<__be32, bpfnet_conflict> conflicts;
@@ -33,6 +34,7 @@ struct DatapathMaps {
             .backend_ports = decltype(backend_ports)::open(pin_dir, BPFNET_MAP_BACKEND_PORTS),
             .backends = decltype(backends)::open(pin_dir, BPFNET_MAP_BACKENDS),
             .flows = decltype(flows)::open(pin_dir, BPFNET_MAP_FLOWS),
+            .flows_unconfirmed = decltype(flows_unconfirmed)::open(pin_dir, BPFNET_MAP_FLOWS_UNCONFIRMED),
             .neighbours = decltype(neighbours)::open(pin_dir, BPFNET_MAP_NEIGHBOURS),
             .dhcp_servers = decltype(dhcp_servers)::open(pin_dir, BPFNET_MAP_DHCP_SERVERS),
             .conflicts = decltype(conflicts)::open(pin_dir, BPFNET_MAP_CONFLICTS),
@@ -58,6 +60,7 @@ struct DatapathMaps {
             .backend_ports = {fd_of(BPFNET_MAP_BACKEND_PORTS), BPFNET_MAP_BACKEND_PORTS},
             .backends = {fd_of(BPFNET_MAP_BACKENDS), BPFNET_MAP_BACKENDS},
             .flows = {fd_of(BPFNET_MAP_FLOWS), BPFNET_MAP_FLOWS},
+            .flows_unconfirmed = {fd_of(BPFNET_MAP_FLOWS_UNCONFIRMED), BPFNET_MAP_FLOWS_UNCONFIRMED},
             .neighbours = {fd_of(BPFNET_MAP_NEIGHBOURS), BPFNET_MAP_NEIGHBOURS},
             .dhcp_servers = {fd_of(BPFNET_MAP_DHCP_SERVERS), BPFNET_MAP_DHCP_SERVERS},
             .conflicts = {fd_of(BPFNET_MAP_CONFLICTS), BPFNET_MAP_CONFLICTS},

@@ -58,6 +58,13 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BPFNET_MAX_UNCONFIRMED_FLOWS);
+	__type(key, struct bpfnet_flow_key);
+	__type(value, struct bpfnet_flow);
+} flows_unconfirmed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, BPFNET_MAX_NEIGHBOURS);
 	__type(key, __be32);
 	__type(value, struct bpfnet_neighbour);
@@ -133,14 +140,53 @@ static __always_inline int loader_alive(const struct bpfnet_iface *cfg)
 	return bpf_ktime_get_ns() - hb->monotonic_ns <= cfg->heartbeat_timeout_ns;
 }
 
-/* Learns where a LAN host is, writing only when the entry is new or changed. */
-static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be32 ip, const __u8 *mac)
+/*
+ * Whether a frame may teach the datapath that ip is at mac (the trust model in docs/design.md): only a LAN
+ * host's own unicast address. Never a broadcast or multicast MAC, a service IP, the subnet's network or
+ * broadcast address, or anything off the subnet: the reverse path would send the pod's packets there.
+ */
+static __always_inline int neighbour_acceptable(const struct bpfnet_iface *cfg, __be32 ip, const __u8 *mac)
+{
+	__u32 host_mask = bpf_ntohl(~cfg->subnet_mask_be);
+	__u32 host_part = bpf_ntohl(ip) & host_mask;
+
+	/* A /31 or /32 has no network or broadcast address (RFC 3021). */
+	if (host_mask >= 3 && (host_part == 0 || host_part == host_mask))
+		return 0;
+	if (mac[0] & 1) /* the group bit: broadcast and multicast */
+		return 0;
+	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
+		return 0;
+	return !bpf_map_lookup_elem(&service_ips, &ip);
+}
+
+/* How a frame may change the neighbour table. */
+enum neighbour_source {
+	NEIGHBOUR_FROM_ARP,	 /* ARP: adds or changes an entry, as the kernel's neighbour code does */
+	NEIGHBOUR_FROM_ACCEPTED, /* a packet the datapath accepted: adds an entry, never changes one */
+};
+
+/*
+ * Learns where a LAN host is, writing only when the entry is new or (from ARP) changed. Callers pass
+ * only frames the datapath keeps: a dropped frame changes no state.
+ */
+static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be32 ip, const __u8 *mac,
+					    enum neighbour_source source)
 {
 	if (ip == 0 || !in_provisioning_subnet(cfg, ip))
+		return; /* ARP probes (sender 0.0.0.0) and other subnets: nothing to learn */
+	if (!neighbour_acceptable(cfg, ip, mac)) {
+		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
 		return;
+	}
 	struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, &ip);
 	if (known && mac_equal(known->mac, mac))
 		return;
+	if (known && source != NEIGHBOUR_FROM_ARP) {
+		/* Anyone can put another host's address on a packet; only ARP moves a host. */
+		count(BPFNET_CTR_NEIGHBOUR_KEPT);
+		return;
+	}
 
 	struct bpfnet_neighbour entry = {};
 	mac_copy(entry.mac, mac);

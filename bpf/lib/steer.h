@@ -33,14 +33,49 @@ static __always_inline long deliver_to_backend(const struct bpfnet_backend *back
 struct steer_target {
 	__be32 backend_ip;
 	__be16 backend_port;
+	__u8 kind;	  /* enum bpfnet_port_kind of the listed port; plain for flows */
+	__u8 unconfirmed; /* a flow the host answers for the first time: confirm_flow() once accepted */
 	enum bpfnet_counter path; /* BPFNET_CTR_DNAT_SERVICE or BPFNET_CTR_DNAT_FLOW */
-	__u8 kind;		  /* enum bpfnet_port_kind of the listed port; plain for flows */
 };
 
-/* Returns 0 and fills target when the packet may reach a backend; -1 when nothing allows it. */
+/* A flow as the host's packets arrive from the LAN (remote = host, local = service IP). */
+static __always_inline struct bpfnet_flow_key flow_key_from_lan(const struct ipv4_packet *pkt, __be32 saddr,
+								__be32 daddr)
+{
+	struct bpfnet_flow_key key = {
+		.remote_ip_be = saddr,
+		.service_ip_be = daddr,
+		.remote_port_be = pkt->sport,
+		.service_port_be = pkt->dport,
+		.proto = pkt->proto,
+	};
+	return key;
+}
+
+/*
+ * Returns 0 and fills target when the packet may reach a backend; -1 when nothing allows it. A recorded
+ * flow comes before a listed port: when the pod called a host from a port that is also listed (from 443,
+ * say), the host's answers belong to that call, not to the listed port's backend.
+ */
 static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 saddr, __be32 daddr,
 					struct steer_target *target)
 {
+	struct bpfnet_flow_key fkey = flow_key_from_lan(pkt, saddr, daddr);
+	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
+
+	target->unconfirmed = 0;
+	if (!flow) {
+		flow = bpf_map_lookup_elem(&flows_unconfirmed, &fkey);
+		target->unconfirmed = flow != NULL;
+	}
+	if (flow) {
+		target->backend_ip = flow->backend_ip_be;
+		target->backend_port = flow->backend_port_be;
+		target->path = BPFNET_CTR_DNAT_FLOW;
+		target->kind = BPFNET_KIND_PLAIN;
+		return 0;
+	}
+
 	struct bpfnet_service_key skey = {
 		.service_ip_be = daddr,
 		.port_be = pkt->dport,
@@ -54,23 +89,20 @@ static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 sa
 		target->kind = service->kind;
 		return 0;
 	}
-
-	struct bpfnet_flow_key fkey = {
-		.remote_ip_be = saddr,
-		.service_ip_be = daddr,
-		.remote_port_be = pkt->sport,
-		.service_port_be = pkt->dport,
-		.proto = pkt->proto,
-	};
-	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
-	if (flow) {
-		target->backend_ip = flow->backend_ip_be;
-		target->backend_port = flow->backend_port_be;
-		target->path = BPFNET_CTR_DNAT_FLOW;
-		target->kind = BPFNET_KIND_PLAIN;
-		return 0;
-	}
 	return -1;
+}
+
+/* The host answered a flow the pod opened, and the answer was accepted: the flow takes its place in flows. */
+static __always_inline void confirm_flow(const struct ipv4_packet *pkt, __be32 saddr, __be32 daddr,
+					 const struct steer_target *target)
+{
+	struct bpfnet_flow_key key = flow_key_from_lan(pkt, saddr, daddr);
+	struct bpfnet_flow flow = {.backend_ip_be = target->backend_ip, .backend_port_be = target->backend_port};
+
+	if (bpf_map_update_elem(&flows, &key, &flow, BPF_ANY) == 0) {
+		bpf_map_delete_elem(&flows_unconfirmed, &key);
+		count(BPFNET_CTR_FLOW_CONFIRMED);
+	}
 }
 
 /*

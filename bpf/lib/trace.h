@@ -103,10 +103,23 @@ static __always_inline void trace_steered(__be32 to_addr, __be16 to_port, __u8 k
 	s->kind = kind;
 }
 
+/*
+ * The record of the packet that ends now, closed so that it is sent at most once: a later packet that
+ * begins no record (ARP that is not for us, a pass) never sends this one again.
+ */
+static __always_inline struct trace_scratch *trace_finish(void)
+{
+	struct trace_scratch *s = tracing();
+
+	if (s)
+		s->active = 0;
+	return s;
+}
+
 /* Sends the record of an XDP decision; pass-through traffic is not a decision and is never traced. */
 static __always_inline void trace_end_xdp(void)
 {
-	struct trace_scratch *s = tracing();
+	struct trace_scratch *s = trace_finish();
 
 	if (!s || s->rec.decision >= BPFNET_CTR_MAX || s->rec.decision == BPFNET_CTR_PASS)
 		return;

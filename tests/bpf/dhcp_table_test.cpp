@@ -126,7 +126,7 @@ std::vector<Row> rows() {
          from_host(Packet::udp({client_ip, 68}, {service_ip, 67}).payload(renewal.bytes())),
          kTcRedirect,
          into_server(relayed(renewal)),
-         {BPFNET_CTR_DHCP_REQUEST_RELAYED}},
+         {BPFNET_CTR_DHCP_REQUEST_RELAYED, BPFNET_CTR_NEIGHBOUR_LEARNED}}, // accepted: the client is learned
         {"request from a relay on the LAN keeps its giaddr",
          Program::TcNic,
          from_host(Packet::udp({lan_relay_ip, 67}, {service_ip, 67}).payload(via_lan_relay.bytes())),
@@ -184,12 +184,12 @@ std::vector<Row> rows() {
          kXdpPass,
          std::nullopt,
          {BPFNET_CTR_PASS}},
-        {"xdp passes a renewal to the DHCP port and learns the client",
+        {"xdp passes a renewal to the DHCP port and learns nothing before TC accepts it",
          Program::XdpNic,
          Packet::udp({client_ip, 68}, {service_ip, 67}).payload(renewal.bytes()).macs(nic_mac, client_mac).bytes(),
          kXdpPass,
          std::nullopt,
-         {BPFNET_CTR_NEIGHBOUR_LEARNED}},
+         {}},
 
         // Server -> client.
         {"OFFER unicast to chaddr/yiaddr, server id and siaddr hidden",

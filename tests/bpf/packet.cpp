@@ -275,6 +275,15 @@ Bytes with_u16(Bytes frame, size_t offset, uint16_t value) {
     return frame;
 }
 
+Bytes from_hex(const std::string &hex_digits) {
+    if (hex_digits.size() % 2 != 0)
+        throw std::invalid_argument("from_hex: odd number of digits");
+    Bytes out;
+    for (size_t i = 0; i < hex_digits.size(); i += 2)
+        out.push_back(static_cast<uint8_t>(std::stoul(hex_digits.substr(i, 2), nullptr, 16)));
+    return out;
+}
+
 std::string hex(const Bytes &frame) {
     std::ostringstream out;
     char buf[4];

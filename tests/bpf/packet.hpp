@@ -104,6 +104,7 @@ Bytes with_byte(Bytes frame, size_t offset, uint8_t value);
 Bytes with_u16(Bytes frame, size_t offset, uint16_t host_order_value);
 
 std::string hex(const Bytes &frame);
+Bytes from_hex(const std::string &hex_digits); // a frame as a report quotes it
 // First differing offset and both bytes, for a readable failure.
 std::string describe_difference(const Bytes &got, const Bytes &want);
 

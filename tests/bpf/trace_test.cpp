@@ -111,6 +111,26 @@ TEST_F(TraceTest, PassThroughTrafficIsNotTraced) {
     EXPECT_TRUE(records().empty());
 }
 
+// A frame that begins no record (ARP that asks for no service IP, on either NIC program) never sends the
+// last packet's record again, with tracing on or switched off since.
+TEST_F(TraceTest, AFrameThatBeginsNoRecordNeverResendsTheLastOne) {
+    set_tracing(true);
+    run(Program::TcNic, tftp_read_request("pxelinux.0"));
+    ASSERT_EQ(records().size(), 1u);
+    Bytes other_arp = arp(1, broadcast, host_mac, host_ip, zero_mac, other_lan_ip);
+    run(Program::XdpNic, other_arp);
+    run(Program::TcNic, other_arp);
+    EXPECT_TRUE(records().empty());
+
+    run(Program::TcNic, tftp_read_request("pxelinux.0"));
+    ASSERT_EQ(records().size(), 1u);
+    set_tracing(false);
+    run(Program::XdpNic, other_arp);
+    run(Program::TcNic, other_arp);
+    run(Program::TcNic, tftp_read_request("pxelinux.0"));
+    EXPECT_TRUE(records().empty());
+}
+
 TEST_F(TraceTest, ReplyToTheHostIsTracedWithItsServiceAddress) {
     set_tracing(true);
     run(Program::TcPod, from_pod(Packet::tcp({pod_ip, 8080}, {host_ip, 40000})));

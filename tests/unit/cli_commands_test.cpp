@@ -189,8 +189,7 @@ TEST(CliBackends, TableAndJson) {
               R"("veth_mac":"02:00:00:00:01:01","redirect":"plain","egress_service_ip":"198.18.0.2"}]})");
 }
 
-std::pair<bpfnet_flow_key, bpfnet_flow> flow(const char *host, __u16 host_port, __u16 service_port, __u8 proto,
-                                             __u16 backend_port) {
+FlowRow flow(const char *host, __u16 host_port, __u16 service_port, __u8 proto, __u16 backend_port) {
     bpfnet_flow_key key{};
     key.remote_ip_be = ip(host);
     key.remote_port_be = htons(host_port);
@@ -200,23 +199,25 @@ std::pair<bpfnet_flow_key, bpfnet_flow> flow(const char *host, __u16 host_port, 
     bpfnet_flow value{};
     value.backend_ip_be = ip("198.18.100.2");
     value.backend_port_be = htons(backend_port);
-    return {key, value};
+    return {key, value, true};
 }
 
 TEST(CliFlows, TableAndJson) {
     FlowEntries entries = {flow("198.18.0.10", 9999, 41000, 6, 41000), flow("198.18.0.10", 2048, 55123, 17, 55123)};
+    entries[1].confirmed = false;
     EXPECT_EQ(rendered(print_flows_table, entries),
-              "HOST                   SERVICE           PROTO  BACKEND\n"
-              "198.18.0.10:2048  <->  198.18.0.2:55123  udp    198.18.100.2:55123\n"
-              "198.18.0.10:9999  <->  198.18.0.2:41000  tcp    198.18.100.2:41000\n");
+              "HOST                   SERVICE           PROTO  BACKEND             STATE\n"
+              "198.18.0.10:2048  <->  198.18.0.2:55123  udp    198.18.100.2:55123  unconfirmed\n"
+              "198.18.0.10:9999  <->  198.18.0.2:41000  tcp    198.18.100.2:41000  confirmed\n");
     EXPECT_EQ(flows_json({entries[0]}).dump(),
               R"({"flows":[{"host_ip":"198.18.0.10","host_port":9999,"service_ip":"198.18.0.2",)"
-              R"("service_port":41000,"protocol":"tcp","backend_ip":"198.18.100.2","backend_port":41000}]})");
+              R"("service_port":41000,"protocol":"tcp","backend_ip":"198.18.100.2","backend_port":41000,)"
+              R"("confirmed":true}]})");
 }
 
 TEST(CliFlows, FilterByHostAndByEitherPort) {
-    auto a = flow("198.18.0.10", 9999, 41000, 6, 41000).first;
-    auto b = flow("198.18.0.11", 2048, 55123, 17, 55123).first;
+    auto a = flow("198.18.0.10", 9999, 41000, 6, 41000).key;
+    auto b = flow("198.18.0.11", 2048, 55123, 17, 55123).key;
     FlowFilter none;
     EXPECT_TRUE(none.matches(a));
     FlowFilter host{ip("198.18.0.11"), std::nullopt};

@@ -1,0 +1,237 @@
+// A hostile LAN (docs/design.md, "Trust model"): any host may send any frame, and none may change where the
+// datapath sends another host's traffic. Each case is a frame a host on the LAN can send, with what it
+// must not achieve; the rows check verdicts and counters, the sequences what the maps remember afterwards.
+#include "table.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+
+namespace bpfnet::test {
+namespace {
+
+using namespace world;
+
+const Mac spoofer_mac = mac("02:00:00:00:00:66");
+
+// The frame of the report: a TCP SYN from "198.18.0.10" (the known host) to port 22 of the service IP (not
+// listed), sent by another machine (02:00:00:00:00:66).
+const char *const kSpoofedSynToUnlistedPort =
+    "02000000000102000000006608004500002e4242400040066c57c612000ac61200029c40001600001000000020005002ffff2902"
+    "00006270666e6574";
+
+Bytes tftp_read_request(const std::string &from_ip, const Mac &from_mac, uint16_t port = 2070) {
+    std::string request = std::string("\0\1", 2) + "pxelinux.0" + '\0' + "octet" + '\0';
+    return Packet::udp({from_ip, port}, {service_ip, 69}).payload(request).macs(nic_mac, from_mac).bytes();
+}
+
+Bytes renewal_from(const std::string &client) {
+    Dhcp d;
+    d.chaddr = client_mac;
+    d.ciaddr = client;
+    d.option(53, Bytes{3});
+    return Packet::udp({client, 68}, {service_ip, 67}).payload(d.bytes()).macs(nic_mac, client_mac).bytes();
+}
+
+Bytes discover() {
+    Dhcp d;
+    d.chaddr = client_mac;
+    d.option(53, Bytes{1});
+    return Packet::udp({"0.0.0.0", 68}, {broadcast_ip, 67}).payload(d.bytes()).macs(broadcast, client_mac).bytes();
+}
+
+void stale_heartbeat(DatapathTest &d) {
+    d.set_heartbeat_age_seconds(60);
+}
+
+std::vector<Row> rows() {
+    const Bytes from_outside = from_host(Packet::tcp({outside_ip, 40000}, {service_ip, 6385}).tcp_flags(0x02));
+    return {
+        {"the report's spoofed SYN to an unlisted port is dropped by xdp",
+         Program::XdpNic,
+         from_hex(kSpoofedSynToUnlistedPort),
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_NOT_ALLOWED}},
+        {"the report's spoofed SYN to an unlisted port is dropped by tc",
+         Program::TcNic,
+         from_hex(kSpoofedSynToUnlistedPort),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_NOT_ALLOWED}},
+        {"a spoofed TFTP request from a known host's address is served, the host's MAC is kept",
+         Program::TcNic,
+         tftp_read_request(host_ip, spoofer_mac),
+         kTcRedirect,
+         into_pod(Packet::udp({host_ip, 2070}, {pod_ip, 69})
+                      .payload(std::string("\0\1", 2) + "pxelinux.0" + '\0' + "octet" + '\0')),
+         {BPFNET_CTR_DNAT_SERVICE, BPFNET_CTR_NEIGHBOUR_KEPT}},
+        {"a TFTP request from a broadcast source MAC is served, the MAC never learned",
+         Program::TcNic,
+         tftp_read_request(unknown_host_ip, broadcast),
+         kTcRedirect,
+         into_pod(Packet::udp({unknown_host_ip, 2070}, {pod_ip, 69})
+                      .payload(std::string("\0\1", 2) + "pxelinux.0" + '\0' + "octet" + '\0')),
+         {BPFNET_CTR_DNAT_SERVICE, BPFNET_CTR_NEIGHBOUR_REFUSED}},
+        {"xdp: from off the provisioning subnet to a listed port: dropped, there is no way back",
+         Program::XdpNic,
+         from_outside,
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_OFF_SUBNET}},
+        {"tc nic: from off the provisioning subnet to a listed port: dropped",
+         Program::TcNic,
+         from_outside,
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_OFF_SUBNET}},
+        {"broadcast DISCOVER while the loader's heartbeat is stale: not relayed",
+         Program::TcNic,
+         discover(),
+         kTcNext,
+         std::nullopt,
+         {BPFNET_CTR_DHCP_STALE_HEARTBEAT},
+         stale_heartbeat},
+        {"unicast renewal while the loader's heartbeat is stale: not relayed",
+         Program::TcNic,
+         renewal_from(client_ip),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DHCP_STALE_HEARTBEAT},
+         stale_heartbeat},
+    };
+}
+
+INSTANTIATE_TEST_SUITE_P(HostileLan, DatapathTable, ::testing::ValuesIn(rows()), row_test_name);
+
+class HostileLan : public DatapathTest {
+protected:
+    std::optional<Mac> neighbour(const std::string &address) {
+        auto entry = maps_->neighbours.lookup(ip(address));
+        if (!entry)
+            return std::nullopt;
+        Mac out;
+        std::copy(entry->mac, entry->mac + 6, out.begin());
+        return out;
+    }
+    bool confirmed(const bpfnet_flow_key &key) { return maps_->flows.lookup(key).has_value(); }
+    bool unconfirmed(const bpfnet_flow_key &key) { return maps_->flows_unconfirmed.lookup(key).has_value(); }
+};
+
+bpfnet_flow_key flow_key(const std::string &host, uint16_t host_port, uint16_t service_port, uint8_t proto) {
+    bpfnet_flow_key key{};
+    key.remote_ip_be = ip(host);
+    key.service_ip_be = ip(service_ip);
+    key.remote_port_be = htons(host_port);
+    key.service_port_be = htons(service_port);
+    key.proto = proto;
+    return key;
+}
+
+// The report's frame, through both NIC programs: dropped, and the host it names still has its own MAC.
+TEST_F(HostileLan, ADroppedFrameChangesNoNeighbour) {
+    Bytes frame = from_hex(kSpoofedSynToUnlistedPort);
+    EXPECT_EQ(run(Program::XdpNic, frame).retval, kXdpDrop);
+    EXPECT_EQ(run(Program::TcNic, frame).retval, kTcShot);
+    EXPECT_EQ(neighbour(host_ip), host_mac);
+}
+
+// An accepted packet may add a host the datapath has not seen, never move one it knows: a spoofed TFTP
+// request in the name of 198.18.0.10 must not send the pod's answers (the transfer) to the spoofer.
+TEST_F(HostileLan, AnAcceptedPacketAddsANewHostButNeverMovesAKnownOne) {
+    EXPECT_EQ(run(Program::TcNic, tftp_read_request(host_ip, spoofer_mac)).retval, kTcRedirect);
+    EXPECT_EQ(neighbour(host_ip), host_mac);
+    auto data = run(Program::TcPod, from_pod(Packet::udp({pod_ip, 51000}, {host_ip, 2070})));
+    EXPECT_EQ(data.retval, kTcRedirect);
+    Bytes want = to_host(Packet::udp({service_ip, 51000}, {host_ip, 2070}), host_mac);
+    EXPECT_EQ(data.out, want) << describe_difference(data.out, want);
+
+    Mac newcomer = mac("02:00:00:00:00:77");
+    EXPECT_EQ(run(Program::TcNic, tftp_read_request(unknown_host_ip, newcomer)).retval, kTcRedirect);
+    EXPECT_EQ(neighbour(unknown_host_ip), newcomer);
+}
+
+// ARP is how a host moves (a new NIC, a failover): it may change an entry, but only to a unicast MAC.
+TEST_F(HostileLan, ArpMovesAHostOnlyToAUnicastMac) {
+    Mac moved = mac("02:00:00:00:00:12");
+    run(Program::XdpNic, arp(1, broadcast, moved, host_ip, zero_mac, service_ip));
+    EXPECT_EQ(neighbour(host_ip), moved);
+    for (const Mac &group : {broadcast, mac("01:00:5e:00:00:01"), mac("33:33:00:00:00:01"), zero_mac}) {
+        run(Program::XdpNic, arp(1, broadcast, group, host_ip, zero_mac, service_ip));
+        EXPECT_EQ(neighbour(host_ip), moved) << hex(Bytes(group.begin(), group.end()));
+    }
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_REFUSED], 4u);
+}
+
+// Addresses that are never a host: the subnet's network and broadcast addresses, a service IP.
+TEST_F(HostileLan, NetworkBroadcastAndServiceAddressesAreNeverLearned) {
+    Mac someone = mac("02:00:00:00:00:13");
+    for (const char *address : {"198.18.0.0", "198.18.0.255"}) {
+        run(Program::XdpNic, arp(1, broadcast, someone, address, zero_mac, service_ip));
+        run(Program::TcNic, tftp_read_request(address, someone));
+        EXPECT_FALSE(neighbour(address).has_value()) << address;
+    }
+    run(Program::XdpNic, arp(2, nic_mac, someone, service_ip, nic_mac, host_ip));
+    EXPECT_FALSE(neighbour(service_ip).has_value());
+}
+
+// A flow the pod opens waits in flows_unconfirmed; the host's first accepted answer moves it to flows.
+TEST_F(HostileLan, AFlowIsConfirmedByTheHostsAcceptedAnswer) {
+    auto key = flow_key(host_ip, 2070, 51000, kUdp);
+    run(Program::TcPod, from_pod(Packet::udp({pod_ip, 51000}, {host_ip, 2070})));
+    EXPECT_TRUE(unconfirmed(key));
+    EXPECT_FALSE(confirmed(key));
+
+    Bytes ack = from_host(Packet::udp({host_ip, 2070}, {service_ip, 51000}));
+    EXPECT_EQ(run(Program::XdpNic, ack).retval, kXdpPass);
+    EXPECT_TRUE(unconfirmed(key)) << "XDP only filters; TC decides";
+
+    remove_backend(); // an answer that is dropped confirms nothing
+    EXPECT_EQ(run(Program::TcNic, ack).retval, kTcShot);
+    EXPECT_TRUE(unconfirmed(key));
+    fill_world(*maps_);
+
+    auto in = run(Program::TcNic, ack);
+    EXPECT_EQ(in.retval, kTcRedirect);
+    Bytes want = into_pod(Packet::udp({host_ip, 2070}, {pod_ip, 51000}));
+    EXPECT_EQ(in.out, want) << describe_difference(in.out, want);
+    EXPECT_TRUE(confirmed(key));
+    EXPECT_FALSE(unconfirmed(key));
+    EXPECT_EQ(counters()[BPFNET_CTR_FLOW_CONFIRMED], 1u);
+}
+
+// Spoofed requests make the pod open flows to hosts that never answer: however many, they churn the
+// unconfirmed table and leave the confirmed flows (the honest transfers) where they are.
+TEST_F(HostileLan, UnansweredFlowsNeverEvictConfirmedOnes) {
+    auto honest = flow_key(host_ip, flow_host_port, flow_pod_port, kUdp); // the world's confirmed flow
+    ASSERT_TRUE(confirmed(honest));
+    const int flood = BPFNET_MAX_UNCONFIRMED_FLOWS + BPFNET_MAX_FLOWS / 4;
+    for (int i = 0; i < flood; i++) {
+        uint16_t pod_port = static_cast<uint16_t>(1024 + i % 60000);
+        uint16_t host_port = static_cast<uint16_t>(1024 + i / 60000);
+        run(Program::TcPod, from_pod(Packet::udp({pod_ip, pod_port}, {host_ip, host_port})));
+    }
+    EXPECT_TRUE(confirmed(honest));
+    auto in = run(Program::TcNic, from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port})));
+    EXPECT_EQ(in.retval, kTcRedirect);
+    EXPECT_LE(maps_->flows_unconfirmed.entries().size(), size_t{BPFNET_MAX_UNCONFIRMED_FLOWS});
+}
+
+// The pod called a host from port 80, which is also a listed service port (80 -> 8080): the host's answer
+// to service:80 belongs to that call, not to the listed port's backend.
+TEST_F(HostileLan, AListedPortDoesNotShadowThePodsOwnCall) {
+    auto out = run(Program::TcPod, from_pod(Packet::tcp({pod_ip, 80}, {host_ip, 9999}).tcp_flags(0x02)));
+    EXPECT_EQ(out.retval, kTcRedirect);
+    auto in = run(Program::TcNic, from_host(Packet::tcp({host_ip, 9999}, {service_ip, 80}).tcp_flags(0x12)));
+    EXPECT_EQ(in.retval, kTcRedirect);
+    Bytes want = into_pod(Packet::tcp({host_ip, 9999}, {pod_ip, 80}).tcp_flags(0x12));
+    EXPECT_EQ(in.out, want) << describe_difference(in.out, want);
+
+    // Another host's connection to the listed port still reaches its backend port.
+    auto listed = run(Program::TcNic, from_host(Packet::tcp({unknown_host_ip, 9999}, {service_ip, 80})));
+    want = into_pod(Packet::tcp({unknown_host_ip, 9999}, {pod_ip, 8080}));
+    EXPECT_EQ(listed.out, want) << describe_difference(listed.out, want);
+}
+
+} // namespace
+} // namespace bpfnet::test
