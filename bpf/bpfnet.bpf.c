@@ -254,8 +254,8 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct
 }
 
 /* DNAT into the backend's pod (walks 3, 4 and 6). */
-static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct ipv4_packet *pkt, __be32 daddr,
-					    const struct steer_target *target)
+static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+					    __be32 daddr, const struct steer_target *target)
 {
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
 	if (!backend) {
@@ -311,7 +311,7 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 		return TC_ACT_SHOT;
 	}
 	int action = target.kind == BPFNET_KIND_DHCP ? dhcp_relay_request(skb, &pkt, cfg, daddr, &target)
-							 : steer_to_backend(skb, &pkt, daddr, &target);
+						     : steer_to_backend(skb, &pkt, daddr, &target);
 	if (action != TC_ACT_REDIRECT)
 		return action;
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */

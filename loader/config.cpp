@@ -337,13 +337,6 @@ std::string format_subnet(const Subnet &subnet) {
     return format_ipv4(subnet.network_be) + "/" + std::to_string(subnet.prefix_len);
 }
 
-std::optional<uint32_t> parse_ipv4(const std::string &text) {
-    in_addr addr{};
-    if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
-        return std::nullopt;
-    return addr.s_addr;
-}
-
 uint32_t read_ipv4(const Field &field) {
     const std::string text = read_string(field);
     const std::optional<uint32_t> ip_be = parse_ipv4(text);
@@ -392,16 +385,11 @@ Subnet read_subnet(const Field &field) {
     return subnet;
 }
 
-/* The hosts reach the service IP directly on the LAN, so it must be a usable host address there. */
-uint32_t read_service_ip(const Field &field, const Subnet &subnet) {
-    const uint32_t ip_be = read_unicast_ipv4(field);
-    const std::string where = "subnet " + format_subnet(subnet);
-    if (!contains(subnet, ip_be))
-        field.fail(format_ipv4(ip_be) + " is not inside " + where);
-    if (ip_be == subnet.network_be)
-        field.fail(format_ipv4(ip_be) + " is the network address of " + where);
-    if (ip_be == (subnet.network_be | ~mask_be(subnet.prefix_len)))
-        field.fail(format_ipv4(ip_be) + " is the broadcast address of " + where);
+/* An address hosts on the LAN reach directly (the service IP, a relay agent): a usable host address there. */
+uint32_t read_lan_host_ip(const Field &field, const Subnet &subnet) {
+    const uint32_t ip_be = read_ipv4(field);
+    if (const auto problem = lan_host_problem(ip_be, subnet.network_be, subnet.prefix_len))
+        field.fail(*problem);
     return ip_be;
 }
 
@@ -434,10 +422,32 @@ void read_gratuitous_arp(const Field &field, Config &config) {
         config.garp_interval = read_millis(*interval, kGarpIntervalMs);
 }
 
+/* Relay agents on the LAN (routers forwarding other segments' DHCP): the server's replies go to them. */
+std::vector<uint32_t> read_dhcp_relays(const Field &field, const Config &config) {
+    if (!field.node.IsSequence())
+        field.fail("must be a list of relay agent addresses, got " + describe(field.node));
+    if (field.node.size() > BPFNET_MAX_DHCP_RELAYS)
+        field.fail("must list at most " + std::to_string(BPFNET_MAX_DHCP_RELAYS) + " relays, got " +
+                   std::to_string(field.node.size()));
+    std::vector<uint32_t> relays;
+    for (size_t i = 0; i < field.node.size(); i++) {
+        const Field item = field.item(i);
+        const uint32_t ip_be = read_lan_host_ip(item, {config.subnet_be, config.prefix_len});
+        if (ip_be == config.service_ip_be)
+            item.fail(format_ipv4(ip_be) + " is the service IP: the datapath itself is the relay there");
+        if (std::find(relays.begin(), relays.end(), ip_be) != relays.end())
+            item.fail(format_ipv4(ip_be) + " is listed twice");
+        relays.push_back(ip_be);
+    }
+    return relays;
+}
+
 void read_dhcp_relay(const Field &field, Config &config) {
-    const Mapping relay(field, {"maxHops"});
+    const Mapping relay(field, {"maxHops", "relays"});
     if (const auto hops = relay.find("maxHops"))
         config.dhcp_max_hops = static_cast<uint8_t>(read_integer(*hops, kDhcpMaxHops));
+    if (const auto relays = relay.find("relays"))
+        config.dhcp_relays = read_dhcp_relays(*relays, config);
 }
 
 /* DHCP and TFTP get special handling in the datapath that only makes sense for UDP. */
@@ -546,7 +556,7 @@ Config read_config(const Field &root) {
     const Subnet subnet = read_subnet(document.require("subnet"));
     config.subnet_be = subnet.network_be;
     config.prefix_len = subnet.prefix_len;
-    config.service_ip_be = read_service_ip(document.require("serviceIP"), subnet);
+    config.service_ip_be = read_lan_host_ip(document.require("serviceIP"), subnet);
     if (const auto pin_root = document.find("pinRoot"))
         config.pin_root = read_pin_root(*pin_root);
     if (const auto xdp_mode = document.find("xdpMode"))
@@ -641,6 +651,27 @@ Config parse_config(std::string_view yaml_text, std::string_view source_name) {
 
 Config load_config_file(const std::string &path) {
     return parse_config(read_config_text(path), path);
+}
+
+std::optional<uint32_t> parse_ipv4(const std::string &text) {
+    in_addr addr{};
+    if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
+        return std::nullopt;
+    return addr.s_addr;
+}
+
+std::optional<std::string> lan_host_problem(uint32_t ip_be, uint32_t network_be, uint8_t prefix_len) {
+    const Subnet subnet{network_be, prefix_len};
+    const std::string where = "subnet " + format_subnet(subnet);
+    if (const auto reason = non_unicast_reason(ip_be))
+        return "must be a unicast address, got " + format_ipv4(ip_be) + ", " + *reason;
+    if (!contains(subnet, ip_be))
+        return format_ipv4(ip_be) + " is not inside " + where;
+    if (prefix_len <= 30 && ip_be == network_be)
+        return format_ipv4(ip_be) + " is the network address of " + where;
+    if (prefix_len <= 30 && ip_be == (network_be | ~mask_be(prefix_len)))
+        return format_ipv4(ip_be) + " is the broadcast address of " + where;
+    return std::nullopt;
 }
 
 std::string format_ipv4(uint32_t be) {

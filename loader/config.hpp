@@ -80,6 +80,7 @@ struct Config {
     uint32_t garp_count = kDefaultGarpCount; /* gratuitous ARPs sent on taking ownership */
     std::chrono::milliseconds garp_interval = kDefaultGarpInterval;
     uint8_t dhcp_max_hops = BPFNET_DHCP_DEFAULT_MAX_HOPS; /* relayed DHCP requests with more hops are dropped */
+    std::vector<uint32_t> dhcp_relays; /* relay agents on the LAN whose giaddr is accepted (docs/design.md) */
     std::vector<PortRule> ports;
     std::optional<Backend> backend; /* absent: service traffic is dropped until a backend is set */
 
@@ -117,6 +118,12 @@ Config load_config_file(const std::string &path);
 
 /* Dotted quad of an address in network byte order. */
 std::string format_ipv4(uint32_t be);
+std::optional<uint32_t> parse_ipv4(const std::string &text); /* dotted quad -> network byte order */
+/*
+ * Why ip_be cannot be a host on the provisioning subnet (network_be/prefix_len): outside it, its network or
+ * broadcast address, or not unicast at all. nullopt when it can. Shared by the config file and the flags.
+ */
+std::optional<std::string> lan_host_problem(uint32_t ip_be, uint32_t network_be, uint8_t prefix_len);
 
 /* "aa:bb:cc:dd:ee:ff" of the 6 bytes at mac. */
 std::string format_mac(const uint8_t *mac);

@@ -81,10 +81,10 @@ void ensure_pin_dir(const std::string &pin_dir) {
 
 // Every map the object pins, and so every file a teardown removes.
 constexpr const char *kMapNames[] = {
-    BPFNET_MAP_IFACE,         BPFNET_MAP_HEARTBEAT,     BPFNET_MAP_SERVICE_IPS, BPFNET_MAP_SERVICES,
-    BPFNET_MAP_BACKEND_PORTS, BPFNET_MAP_BACKENDS,      BPFNET_MAP_FLOWS,       BPFNET_MAP_FLOWS_UNCONFIRMED,
-    BPFNET_MAP_NEIGHBOURS,    BPFNET_MAP_COUNTERS,      BPFNET_MAP_EVENTS,      BPFNET_MAP_DHCP_SERVERS,
-    BPFNET_MAP_CONFLICTS,     BPFNET_MAP_TRACE_CONTROL, BPFNET_MAP_TRACE};
+    BPFNET_MAP_IFACE,         BPFNET_MAP_HEARTBEAT, BPFNET_MAP_SERVICE_IPS,   BPFNET_MAP_SERVICES,
+    BPFNET_MAP_BACKEND_PORTS, BPFNET_MAP_BACKENDS,  BPFNET_MAP_FLOWS,         BPFNET_MAP_FLOWS_UNCONFIRMED,
+    BPFNET_MAP_NEIGHBOURS,    BPFNET_MAP_COUNTERS,  BPFNET_MAP_EVENTS,        BPFNET_MAP_DHCP_SERVERS,
+    BPFNET_MAP_DHCP_RELAYS,   BPFNET_MAP_CONFLICTS, BPFNET_MAP_TRACE_CONTROL, BPFNET_MAP_TRACE};
 
 // Pins the maps of the shared layout, so a restarted loader and bpfnetctl find them. Maps private to the
 // programs (the trace scratch space) stay unpinned and go away with the programs.

@@ -104,12 +104,27 @@ void DatapathRuntime::write_heartbeat() {
     datapath_->maps().heartbeat.update(0, bpfnet_heartbeat{monotonic_ns()});
 }
 
+namespace {
+
+// The relay agents whose giaddr the datapath accepts: exactly the configured ones, written only on change.
+void sync_dhcp_relays(DatapathMaps &maps, const std::vector<uint32_t> &relays) {
+    for (const auto &[ip_be, entry] : maps.dhcp_relays.entries())
+        if (std::find(relays.begin(), relays.end(), ip_be) == relays.end())
+            maps.dhcp_relays.erase(ip_be);
+    for (uint32_t ip_be : relays)
+        if (!maps.dhcp_relays.lookup(ip_be))
+            maps.dhcp_relays.update(ip_be, bpfnet_dhcp_relay{});
+}
+
+} // namespace
+
 DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::vector<ServiceSpec> &specs) {
     std::lock_guard lock(mutex_);
     bool new_interval = node.heartbeat_interval != node_.heartbeat_interval;
     node_.subnet_be = node.subnet_be;
     node_.prefix_len = node.prefix_len;
     node_.dhcp_max_hops = node.dhcp_max_hops;
+    node_.dhcp_relays = node.dhcp_relays;
     node_.heartbeat_interval = node.heartbeat_interval;
     node_.heartbeat_timeout = node.heartbeat_timeout;
     node_.garp_count = node.garp_count;
@@ -123,6 +138,7 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
     auto current = maps.iface.lookup(0);
     if (!current || !bytewise_equal(*current, iface))
         maps.iface.update(0, iface);
+    sync_dhcp_relays(maps, node_.dhcp_relays);
 
     // The reverse path must be in place before a service IP is announced. A veth this process has already
     // hooked is not asked again: in Kubernetes mode apply() runs on every tick.

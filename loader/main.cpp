@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -34,6 +35,7 @@ struct KubernetesFlags {
     std::string node_name;
     std::vector<std::string> allowed_namespaces;
     std::vector<std::string> allowed_cidrs;
+    std::vector<std::string> dhcp_relays;
     unsigned lease_duration_s = 15;
     std::string xdp_mode = "auto";
     std::string tc_attach = "auto";
@@ -54,6 +56,10 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->delimiter(',')
         ->group(group);
     app.add_option("--allowed-cidrs", k.allowed_cidrs, "CIDRs service IPs must lie in")->delimiter(',')->group(group);
+    app.add_option("--dhcp-relays", k.dhcp_relays,
+                   "DHCP relay agents on the provisioning LAN whose giaddr is accepted (default: none)")
+        ->delimiter(',')
+        ->group(group);
     app.add_option("--lease-duration", k.lease_duration_s, "seconds a Lease holder's claim lasts without renewal")
         ->check(CLI::Range(2u, 3600u))
         ->capture_default_str()
@@ -97,6 +103,18 @@ std::pair<bpfnet::Config, bpfnet::k8s::KubernetesOptions> kubernetes_settings(Ku
     node.interface = k.interface;
     node.subnet_be = subnet->first;
     node.prefix_len = subnet->second;
+    for (const std::string &text : k.dhcp_relays) {
+        auto relay = bpfnet::parse_ipv4(text);
+        if (!relay)
+            throw std::invalid_argument("--dhcp-relays: '" + text + "' is not an IPv4 address");
+        if (auto problem = bpfnet::lan_host_problem(*relay, node.subnet_be, node.prefix_len))
+            throw std::invalid_argument("--dhcp-relays: " + *problem);
+        if (std::find(node.dhcp_relays.begin(), node.dhcp_relays.end(), *relay) != node.dhcp_relays.end())
+            throw std::invalid_argument("--dhcp-relays: " + text + " is listed twice");
+        node.dhcp_relays.push_back(*relay);
+    }
+    if (node.dhcp_relays.size() > BPFNET_MAX_DHCP_RELAYS)
+        throw std::invalid_argument("--dhcp-relays: at most " + std::to_string(BPFNET_MAX_DHCP_RELAYS) + " relays");
     // The spellings were checked by CLI11 (IsMember) against the same names the config file takes.
     node.xdp_mode = bpfnet::parse_xdp_mode(k.xdp_mode).value_or(bpfnet::XdpMode::Auto);
     node.tc_attach = bpfnet::parse_tc_attach(k.tc_attach).value_or(bpfnet::TcAttach::Auto);

@@ -13,34 +13,36 @@
 #include <linux/types.h>
 
 /* Map names: the BPF object's map names and the file names under the per-interface pin directory. */
-#define BPFNET_MAP_IFACE	 "iface"
-#define BPFNET_MAP_HEARTBEAT	 "heartbeat"
-#define BPFNET_MAP_SERVICE_IPS	 "service_ips"
-#define BPFNET_MAP_SERVICES	 "services"
-#define BPFNET_MAP_BACKEND_PORTS "backend_ports"
-#define BPFNET_MAP_BACKENDS	 "backends"
-#define BPFNET_MAP_FLOWS	 "flows"
+#define BPFNET_MAP_IFACE	     "iface"
+#define BPFNET_MAP_HEARTBEAT	     "heartbeat"
+#define BPFNET_MAP_SERVICE_IPS	     "service_ips"
+#define BPFNET_MAP_SERVICES	     "services"
+#define BPFNET_MAP_BACKEND_PORTS     "backend_ports"
+#define BPFNET_MAP_BACKENDS	     "backends"
+#define BPFNET_MAP_FLOWS	     "flows"
 #define BPFNET_MAP_FLOWS_UNCONFIRMED "flows_unconfirmed"
-#define BPFNET_MAP_NEIGHBOURS	 "neighbours"
-#define BPFNET_MAP_COUNTERS	 "counters"
-#define BPFNET_MAP_EVENTS	 "events"
-#define BPFNET_MAP_DHCP_SERVERS	 "dhcp_servers"
-#define BPFNET_MAP_CONFLICTS	 "conflicts"
-#define BPFNET_MAP_TRACE_CONTROL "trace_control"
-#define BPFNET_MAP_TRACE	 "trace"
+#define BPFNET_MAP_NEIGHBOURS	     "neighbours"
+#define BPFNET_MAP_COUNTERS	     "counters"
+#define BPFNET_MAP_EVENTS	     "events"
+#define BPFNET_MAP_DHCP_SERVERS	     "dhcp_servers"
+#define BPFNET_MAP_DHCP_RELAYS	     "dhcp_relays"
+#define BPFNET_MAP_CONFLICTS	     "conflicts"
+#define BPFNET_MAP_TRACE_CONTROL     "trace_control"
+#define BPFNET_MAP_TRACE	     "trace"
 
 /* Table sizes. Flows and neighbours are LRU maps: under pressure the least recently used entry goes. */
-#define BPFNET_MAX_SERVICE_IPS	16
-#define BPFNET_MAX_SERVICES	256
-#define BPFNET_MAX_BACKENDS	64
-#define BPFNET_MAX_FLOWS	65536
+#define BPFNET_MAX_SERVICE_IPS	     16
+#define BPFNET_MAX_SERVICES	     256
+#define BPFNET_MAX_BACKENDS	     64
+#define BPFNET_MAX_FLOWS	     65536
 /* Flows the host has not answered yet: a LAN host that makes the pod open flows to spoofed addresses
  * (a TFTP read request per flow) churns this table, never the confirmed one. */
 #define BPFNET_MAX_UNCONFIRMED_FLOWS 16384
-#define BPFNET_MAX_NEIGHBOURS	4096
-#define BPFNET_MAX_DHCP_SERVERS 64
-#define BPFNET_EVENTS_BYTES	(64 * 1024)
-#define BPFNET_TRACE_BYTES	(256 * 1024)
+#define BPFNET_MAX_NEIGHBOURS	     4096
+#define BPFNET_MAX_DHCP_SERVERS	     64
+#define BPFNET_MAX_DHCP_RELAYS	     16
+#define BPFNET_EVENTS_BYTES	     (64 * 1024)
+#define BPFNET_TRACE_BYTES	     (256 * 1024)
 
 /* DHCP relay (RFC 1542): the default hop limit, and the most the loader accepts (the RFC's hard limit). */
 #define BPFNET_DHCP_DEFAULT_MAX_HOPS 4
@@ -169,49 +171,59 @@ struct bpfnet_dhcp_server {
 };
 
 /*
+ * dhcp_relays (hash): key = IP (__be32) of a DHCP relay agent on the provisioning LAN that the operator
+ * configured (dhcpRelay.relays, --dhcp-relays). Only these may put their address in giaddr: the server's
+ * replies go to giaddr, so an unlisted one would let any host have other hosts' replies sent to it.
+ */
+struct bpfnet_dhcp_relay {
+	__u32 flags; /* none yet */
+};
+
+/*
  * counters (per-CPU array): one slot per steering decision. Paths first, then drops by reason. The
  * names (bpfnet_counter_names in maps/counters.hpp) are what bpfnetctl and the metrics show.
  */
 enum bpfnet_counter {
-	BPFNET_CTR_PASS = 0,		     /* not for a service IP: handed to the kernel untouched */
-	BPFNET_CTR_ARP_REPLY,		     /* answered who-has for a service IP */
-	BPFNET_CTR_ARP_NOT_ACTIVE,	     /* who-has for a service IP this node does not own: passed */
-	BPFNET_CTR_ARP_STALE_HEARTBEAT,	     /* owner, but the loader's heartbeat is stale: not answered */
-	BPFNET_CTR_ARP_CONFLICT,	     /* another MAC claims a service IP (ARP reply or announcement) */
-	BPFNET_CTR_NEIGHBOUR_LEARNED,	     /* a new or changed neighbour entry was written */
-	BPFNET_CTR_NEIGHBOUR_REFUSED,	     /* a frame offered a MAC or address never learned (multicast...) */
-	BPFNET_CTR_NEIGHBOUR_KEPT, /* a packet from a known host's address, another MAC: entry kept */
-	BPFNET_CTR_DNAT_SERVICE,	     /* host -> listed port, steered to the backend */
-	BPFNET_CTR_DNAT_FLOW,		     /* host -> recorded flow, steered to the backend */
-	BPFNET_CTR_SNAT_REPLY,		     /* backend reply from a listed port, sent as the service IP */
-	BPFNET_CTR_SNAT_FLOW,		     /* backend packet on a recorded flow, sent as the service IP */
-	BPFNET_CTR_FLOW_CREATED,	     /* a new flow was recorded on the reverse path (unconfirmed) */
-	BPFNET_CTR_FLOW_CONFIRMED, /* the host answered an unconfirmed flow: it moved to flows */
-	BPFNET_CTR_NEIGHBOUR_MISS,	     /* reverse path had no MAC for the host: reported, dropped */
-	BPFNET_CTR_EVENT_LOST,		     /* the events ring buffer was full */
-	BPFNET_CTR_DROP_NOT_ALLOWED,	     /* to a service IP, no listed port and no recorded flow */
-	BPFNET_CTR_DROP_PROTOCOL,	     /* to a service IP, neither TCP, UDP nor ARP */
-	BPFNET_CTR_DROP_MALFORMED,	     /* to a service IP, headers truncated or inconsistent */
-	BPFNET_CTR_DROP_FRAGMENT,	     /* to a service IP, an IP fragment (ports not trustworthy) */
-	BPFNET_CTR_DROP_NO_BACKEND,	     /* listed port or flow, but its backend is not on this node */
-	BPFNET_CTR_DROP_BACKEND_PROTOCOL,    /* backend -> provisioning LAN, neither TCP nor UDP */
-	BPFNET_CTR_DROP_HAIRPIN,	     /* backend -> a service IP (hairpin): not supported yet */
-	BPFNET_CTR_DHCP_REQUEST_RELAYED,     /* client (or LAN relay) -> server, relayed into the pod */
-	BPFNET_CTR_DHCP_REPLY_RELAYED,	     /* server -> client (or LAN relay), delivered per RFC 2131 4.1 */
+	BPFNET_CTR_PASS = 0,		  /* not for a service IP: handed to the kernel untouched */
+	BPFNET_CTR_ARP_REPLY,		  /* answered who-has for a service IP */
+	BPFNET_CTR_ARP_NOT_ACTIVE,	  /* who-has for a service IP this node does not own: passed */
+	BPFNET_CTR_ARP_STALE_HEARTBEAT,	  /* owner, but the loader's heartbeat is stale: not answered */
+	BPFNET_CTR_ARP_CONFLICT,	  /* another MAC claims a service IP (ARP reply or announcement) */
+	BPFNET_CTR_NEIGHBOUR_LEARNED,	  /* a new or changed neighbour entry was written */
+	BPFNET_CTR_NEIGHBOUR_REFUSED,	  /* a frame offered a MAC or address never learned (multicast...) */
+	BPFNET_CTR_NEIGHBOUR_KEPT,	  /* a packet from a known host's address, another MAC: entry kept */
+	BPFNET_CTR_DNAT_SERVICE,	  /* host -> listed port, steered to the backend */
+	BPFNET_CTR_DNAT_FLOW,		  /* host -> recorded flow, steered to the backend */
+	BPFNET_CTR_SNAT_REPLY,		  /* backend reply from a listed port, sent as the service IP */
+	BPFNET_CTR_SNAT_FLOW,		  /* backend packet on a recorded flow, sent as the service IP */
+	BPFNET_CTR_FLOW_CREATED,	  /* a new flow was recorded on the reverse path (unconfirmed) */
+	BPFNET_CTR_FLOW_CONFIRMED,	  /* the host answered an unconfirmed flow: it moved to flows */
+	BPFNET_CTR_NEIGHBOUR_MISS,	  /* reverse path had no MAC for the host: reported, dropped */
+	BPFNET_CTR_EVENT_LOST,		  /* the events ring buffer was full */
+	BPFNET_CTR_DROP_NOT_ALLOWED,	  /* to a service IP, no listed port and no recorded flow */
+	BPFNET_CTR_DROP_PROTOCOL,	  /* to a service IP, neither TCP, UDP nor ARP */
+	BPFNET_CTR_DROP_MALFORMED,	  /* to a service IP, headers truncated or inconsistent */
+	BPFNET_CTR_DROP_FRAGMENT,	  /* to a service IP, an IP fragment (ports not trustworthy) */
+	BPFNET_CTR_DROP_NO_BACKEND,	  /* listed port or flow, but its backend is not on this node */
+	BPFNET_CTR_DROP_BACKEND_PROTOCOL, /* backend -> provisioning LAN, neither TCP nor UDP */
+	BPFNET_CTR_DROP_HAIRPIN,	  /* backend -> a service IP (hairpin): not supported yet */
+	BPFNET_CTR_DHCP_REQUEST_RELAYED,  /* client (or LAN relay) -> server, relayed into the pod */
+	BPFNET_CTR_DHCP_REPLY_RELAYED,	  /* server -> client (or LAN relay), delivered per RFC 2131 4.1 */
 	BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN, /* a reply named the pod in option 54 or siaddr: rewritten */
 	BPFNET_CTR_DHCP_SERVER_ID_RESTORED, /* a request named the service IP: the server's own id restored */
 	BPFNET_CTR_DHCP_OPTIONS_MALFORMED,  /* option list broken: delivered without option rewriting */
-	BPFNET_CTR_DHCP_STALE_HEARTBEAT, /* a DHCP request, the loader's heartbeat stale: not relayed */
+	BPFNET_CTR_DHCP_STALE_HEARTBEAT,    /* a DHCP request, the loader's heartbeat stale: not relayed */
 	BPFNET_CTR_TFTP_BLKSIZE_CLAMPED,    /* a read request asked for blocks the pod's MTU cannot carry */
 	BPFNET_CTR_ICMP_ERROR_TO_POD,	/* an ICMP error about a steered packet, translated into the pod */
 	BPFNET_CTR_ICMP_ERROR_TO_LAN,	/* the pod's ICMP error about a steered packet, sent as the service IP
 					 */
 	BPFNET_CTR_DROP_DHCP_MALFORMED, /* BOOTP header truncated, wrong op or inconsistent */
 	BPFNET_CTR_DROP_DHCP_HOPS,	/* hops above the limit */
-	BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY, /* giaddr set to an address off the provisioning subnet */
-	BPFNET_CTR_DROP_ICMP_UNMATCHED,	    /* an ICMP error about no packet the datapath steered */
-	BPFNET_CTR_DROP_OFF_SUBNET, /* to a service IP from off the provisioning subnet: no way back */
-	BPFNET_CTR_DROP_REWRITE_FAILED,	    /* a helper refused to rewrite the packet */
+	BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY, /* giaddr set to an address that is no configured relay */
+	BPFNET_CTR_DROP_DHCP_OFF_SUBNET, /* a reply to unicast to ciaddr/yiaddr off the provisioning subnet */
+	BPFNET_CTR_DROP_ICMP_UNMATCHED,	 /* an ICMP error about no packet the datapath steered */
+	BPFNET_CTR_DROP_OFF_SUBNET,	 /* to a service IP from off the provisioning subnet: no way back */
+	BPFNET_CTR_DROP_REWRITE_FAILED,	 /* a helper refused to rewrite the packet */
 	BPFNET_CTR_MAX
 };
 

@@ -21,6 +21,7 @@ struct DatapathMaps {
     PinnedMap<bpfnet_flow_key, bpfnet_flow> flows_unconfirmed;
     PinnedMap<__be32, bpfnet_neighbour> neighbours;
     PinnedMap<__be32, bpfnet_dhcp_server> dhcp_servers;
+    PinnedMap<__be32, bpfnet_dhcp_relay> dhcp_relays;
     PinnedMap<__be32, bpfnet_conflict> conflicts;
     PinnedMap<__u32, bpfnet_trace_control> trace_control;
     CounterMap counters;
@@ -37,6 +38,7 @@ struct DatapathMaps {
             .flows_unconfirmed = decltype(flows_unconfirmed)::open(pin_dir, BPFNET_MAP_FLOWS_UNCONFIRMED),
             .neighbours = decltype(neighbours)::open(pin_dir, BPFNET_MAP_NEIGHBOURS),
             .dhcp_servers = decltype(dhcp_servers)::open(pin_dir, BPFNET_MAP_DHCP_SERVERS),
+            .dhcp_relays = decltype(dhcp_relays)::open(pin_dir, BPFNET_MAP_DHCP_RELAYS),
             .conflicts = decltype(conflicts)::open(pin_dir, BPFNET_MAP_CONFLICTS),
             .trace_control = decltype(trace_control)::open(pin_dir, BPFNET_MAP_TRACE_CONTROL),
             .counters = CounterMap::open(pin_dir),
@@ -63,6 +65,7 @@ struct DatapathMaps {
             .flows_unconfirmed = {fd_of(BPFNET_MAP_FLOWS_UNCONFIRMED), BPFNET_MAP_FLOWS_UNCONFIRMED},
             .neighbours = {fd_of(BPFNET_MAP_NEIGHBOURS), BPFNET_MAP_NEIGHBOURS},
             .dhcp_servers = {fd_of(BPFNET_MAP_DHCP_SERVERS), BPFNET_MAP_DHCP_SERVERS},
+            .dhcp_relays = {fd_of(BPFNET_MAP_DHCP_RELAYS), BPFNET_MAP_DHCP_RELAYS},
             .conflicts = {fd_of(BPFNET_MAP_CONFLICTS), BPFNET_MAP_CONFLICTS},
             .trace_control = {fd_of(BPFNET_MAP_TRACE_CONTROL), BPFNET_MAP_TRACE_CONTROL},
             .counters = {fd_of(BPFNET_MAP_COUNTERS), BPFNET_MAP_COUNTERS},

@@ -27,6 +27,7 @@ static_assert(sizeof(bpfnet_conflict) == 16);
 static_assert(sizeof(bpfnet_trace_control) == 8);
 static_assert(sizeof(bpfnet_trace) == 112);
 static_assert(sizeof(bpfnet_dhcp_server) == 8);
+static_assert(sizeof(bpfnet_dhcp_relay) == 4);
 static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 24);
 static_assert(offsetof(bpfnet_iface, dhcp_service_ip_be) == 20);
 
@@ -67,6 +68,7 @@ inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
     "drop_dhcp_malformed",
     "drop_dhcp_hops",
     "drop_dhcp_foreign_relay",
+    "drop_dhcp_off_subnet",
     "drop_icmp_unmatched",
     "drop_off_subnet",
     "drop_rewrite_failed",

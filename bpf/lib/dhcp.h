@@ -228,6 +228,11 @@ done:
 		count(BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN);
 }
 
+static __always_inline int dhcp_relay_configured(__be32 giaddr)
+{
+	return bpf_map_lookup_elem(&dhcp_relays, &giaddr) != NULL;
+}
+
 /*
  * Client (or a relay on the LAN) -> server. Sets giaddr to the service IP when no relay did, counts the
  * hop, and sends the request into the pod from service IP:67 to backend:port.
@@ -253,8 +258,8 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 		decide(BPFNET_CTR_DROP_DHCP_HOPS);
 		return TC_ACT_SHOT;
 	}
-	/* Replies go to giaddr: only a relay this node can reach on the LAN may stay in it. */
-	if (head.giaddr && !in_provisioning_subnet(cfg, head.giaddr)) {
+	/* Replies go to giaddr: only a relay the operator configured may stay in it. */
+	if (head.giaddr && !dhcp_relay_configured(head.giaddr)) {
 		decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 		return TC_ACT_SHOT;
 	}
@@ -278,10 +283,13 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	return deliver_to_backend(backend);
 }
 
-/* Where RFC 2131 4.1 says a reply relayed by us goes, at L3 and L2. */
+/*
+ * Where RFC 2131 4.1 says a reply relayed by us goes, at L3 and L2. A group MAC in chaddr cannot name one
+ * client: such a reply is broadcast, like one whose client asked for it.
+ */
 static __always_inline void dhcp_client_address(const struct bootp_head *head, __be32 *ip, __u8 *mac)
 {
-	int chaddr_usable = head->htype == BOOTP_HTYPE_ETHERNET && head->hlen == 6;
+	int chaddr_usable = head->htype == BOOTP_HTYPE_ETHERNET && head->hlen == 6 && !(head->chaddr[0] & 1);
 
 	if (head->ciaddr && chaddr_usable) {
 		*ip = head->ciaddr;
@@ -317,19 +325,29 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 		decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 		return TC_ACT_SHOT;
 	}
-	dhcp_hide_backend(skb, pkt, &head, saddr, service_ip);
-
+	/* Where it goes is settled before anything in it changes: a reply that goes nowhere is left alone. */
 	__be32 to_ip = daddr;
 	__be16 to_port = bpf_htons(DHCP_SERVER_PORT);
 	__u8 to_mac[6];
 	if (bpf_map_lookup_elem(&service_ips, &daddr)) {
 		dhcp_client_address(&head, &to_ip, to_mac);
 		to_port = bpf_htons(DHCP_CLIENT_PORT);
+		/* A client on this LAN has its address on this LAN: anything else would leave via a router.
+		 */
+		if (to_ip != 0xffffffff && !in_provisioning_subnet(cfg, to_ip)) {
+			decide(BPFNET_CTR_DROP_DHCP_OFF_SUBNET);
+			return TC_ACT_SHOT;
+		}
 	} else {
+		if (!dhcp_relay_configured(daddr)) {
+			decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
+			return TC_ACT_SHOT;
+		}
 		if (lan_host_mac(daddr, service_ip, to_mac))
 			return TC_ACT_SHOT;
 	}
 
+	dhcp_hide_backend(skb, pkt, &head, saddr, service_ip);
 	trace_steered(to_ip, to_port, BPFNET_KIND_DHCP);
 	if (nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
 	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, to_ip, pkt->dport, to_port) ||

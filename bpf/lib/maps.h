@@ -79,6 +79,13 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BPFNET_MAX_DHCP_RELAYS);
+	__type(key, __be32);
+	__type(value, struct bpfnet_dhcp_relay);
+} dhcp_relays SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, BPFNET_MAX_SERVICE_IPS);
 	__type(key, __be32);
 	__type(value, struct bpfnet_conflict);
@@ -211,15 +218,34 @@ static __always_inline void report_neighbour_miss(__be32 ip, __be32 service_ip)
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/* Another MAC claims a service IP: remembered per IP, counted, and reported to the loader. */
+/*
+ * Conflict reports may fill only half of the events ring. The other half stays free for neighbour misses,
+ * which the pod's traffic waits on: a flood of forged claims on a service IP (any host can send them)
+ * costs reports, never a host's connection.
+ */
+#define EVENTS_CONFLICT_BYTES (BPFNET_EVENTS_BYTES / 2)
+
+/*
+ * Another MAC claims a service IP: remembered per IP (always the latest), counted, and reported to the
+ * loader once per IP and MAC per second (2^30 ns); the loader logs and records an Event at most every
+ * 10 s anyway.
+ */
 static __always_inline void report_conflict(__be32 service_ip, const __u8 *mac)
 {
-	struct bpfnet_conflict seen = {.last_seen_ns = bpf_ktime_get_ns()};
+	__u64 now = bpf_ktime_get_ns();
+	struct bpfnet_conflict *known = bpf_map_lookup_elem(&conflicts, &service_ip);
+	int report = !known || !mac_equal(known->mac, mac) || (known->last_seen_ns >> 30) != (now >> 30);
+	struct bpfnet_conflict seen = {.last_seen_ns = now};
 
 	mac_copy(seen.mac, mac);
 	bpf_map_update_elem(&conflicts, &service_ip, &seen, BPF_ANY);
 	count(BPFNET_CTR_ARP_CONFLICT);
-
+	if (!report)
+		return;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= EVENTS_CONFLICT_BYTES) {
+		count(BPFNET_CTR_EVENT_LOST);
+		return;
+	}
 	struct bpfnet_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		count(BPFNET_CTR_EVENT_LOST);

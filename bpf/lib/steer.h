@@ -97,7 +97,8 @@ static __always_inline void confirm_flow(const struct ipv4_packet *pkt, __be32 s
 					 const struct steer_target *target)
 {
 	struct bpfnet_flow_key key = flow_key_from_lan(pkt, saddr, daddr);
-	struct bpfnet_flow flow = {.backend_ip_be = target->backend_ip, .backend_port_be = target->backend_port};
+	struct bpfnet_flow flow = {.backend_ip_be = target->backend_ip,
+				   .backend_port_be = target->backend_port};
 
 	if (bpf_map_update_elem(&flows, &key, &flow, BPF_ANY) == 0) {
 		bpf_map_delete_elem(&flows_unconfirmed, &key);

@@ -76,6 +76,9 @@ std::vector<Row> rows() {
     over_limit.hops = dhcp_max_hops + 1;
     Dhcp foreign_relay = request(kDiscover);
     foreign_relay.giaddr = outside_ip;
+    Dhcp plain_host_relay = request(kDiscover); // a host that is no configured relay names itself
+    plain_host_relay.giaddr = other_lan_ip;
+    plain_host_relay.hops = 1;
     Dhcp wrong_op = request(kDiscover);
     wrong_op.op = 2;
 
@@ -93,6 +96,12 @@ std::vector<Row> rows() {
     broken[240 + 3 + 6 + 1] = 200; // the length byte of option 61
     Dhcp to_lan_relay = reply(kOffer);
     to_lan_relay.giaddr = lan_relay_ip;
+    Dhcp to_plain_host = reply(kOffer);
+    to_plain_host.giaddr = other_lan_ip;
+    Dhcp ack_off_subnet = reply(kAck); // a client claiming an address behind a router
+    ack_off_subnet.ciaddr = "203.0.113.7";
+    Dhcp offer_group_chaddr = reply(kOffer);
+    offer_group_chaddr.chaddr = mac("01:00:5e:00:00:07");
     Dhcp unknown_relay = reply(kOffer);
     unknown_relay.giaddr = "198.18.0.77"; // not where the server sent it
 
@@ -127,7 +136,7 @@ std::vector<Row> rows() {
          kTcRedirect,
          into_server(relayed(renewal)),
          {BPFNET_CTR_DHCP_REQUEST_RELAYED, BPFNET_CTR_NEIGHBOUR_LEARNED}}, // accepted: the client is learned
-        {"request from a relay on the LAN keeps its giaddr",
+        {"request from a configured relay on the LAN keeps its giaddr",
          Program::TcNic,
          from_host(Packet::udp({lan_relay_ip, 67}, {service_ip, 67}).payload(via_lan_relay.bytes())),
          kTcRedirect,
@@ -148,6 +157,12 @@ std::vector<Row> rows() {
         {"request with a giaddr off the provisioning subnet dropped",
          Program::TcNic,
          broadcast_from_client(foreign_relay),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY}},
+        {"request naming a plain host as giaddr (no configured relay) dropped",
+         Program::TcNic,
+         broadcast_from_client(plain_host_relay),
          kTcShot,
          std::nullopt,
          {BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY}},
@@ -233,6 +248,24 @@ std::vector<Row> rows() {
          from_server(to_lan_relay, lan_relay_ip),
          kTcRedirect,
          to_host(Packet::udp({service_ip, 67}, {lan_relay_ip, 67}).payload(hidden(to_lan_relay).bytes())),
+         {BPFNET_CTR_DHCP_REPLY_RELAYED, BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN}},
+        {"reply for a LAN address that is no configured relay dropped",
+         Program::TcPod,
+         from_server(to_plain_host, other_lan_ip),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY}},
+        {"ACK to a ciaddr off the provisioning subnet dropped, untouched",
+         Program::TcPod,
+         from_server(ack_off_subnet),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_DHCP_OFF_SUBNET}},
+        {"OFFER whose chaddr is a group MAC broadcast",
+         Program::TcPod,
+         from_server(offer_group_chaddr),
+         kTcRedirect,
+         to_client(hidden(offer_group_chaddr), broadcast_ip, broadcast),
          {BPFNET_CTR_DHCP_REPLY_RELAYED, BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN}},
         {"reply whose giaddr is not where it was sent dropped",
          Program::TcPod,

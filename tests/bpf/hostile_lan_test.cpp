@@ -233,5 +233,36 @@ TEST_F(HostileLan, AListedPortDoesNotShadowThePodsOwnCall) {
     EXPECT_EQ(listed.out, want) << describe_difference(listed.out, want);
 }
 
+// A flood of forged claims on the service IP (4,000 ARP replies, each from another MAC) is reported only
+// until half of the events ring is used: the neighbour miss that follows still reaches the loader.
+TEST_F(HostileLan, AConflictFloodNeverCrowdsOutANeighbourMiss) {
+    for (int i = 0; i < 4000; i++) {
+        Mac claimer = {0x02, 0x00, 0x00, 0x01, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+        run(Program::XdpNic, arp(2, broadcast, claimer, service_ip, zero_mac, service_ip));
+    }
+    EXPECT_EQ(counters()[BPFNET_CTR_ARP_CONFLICT], 4000u);
+    EXPECT_GT(counters()[BPFNET_CTR_EVENT_LOST], 0u) << "the flood was larger than the conflicts' half";
+
+    run(Program::TcPod, from_pod(Packet::tcp({pod_ip, 45000}, {unknown_host_ip, 9999}).tcp_flags(0x02)));
+    auto events = drain_events();
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().type, BPFNET_EVENT_NEIGHBOUR_MISS);
+    EXPECT_EQ(events.back().ip_be, ip(unknown_host_ip));
+    EXPECT_LE(events.size() - 1, BPFNET_EVENTS_BYTES / 2 / (8 + sizeof(bpfnet_event)) + 1);
+}
+
+// One claimer repeating itself is reported once per second, however often it sends.
+TEST_F(HostileLan, ARepeatedClaimIsReportedOncePerSecond) {
+    Mac claimer = mac("02:00:00:00:00:99");
+    for (int i = 0; i < 4000; i++)
+        run(Program::XdpNic, arp(2, broadcast, claimer, service_ip, zero_mac, service_ip));
+    size_t conflicts = 0;
+    for (const bpfnet_event &ev : drain_events())
+        conflicts += ev.type == BPFNET_EVENT_CONFLICT;
+    EXPECT_GE(conflicts, 1u);
+    EXPECT_LE(conflicts, 3u) << "one per second; the loop may cross a second boundary or two";
+    EXPECT_EQ(counters()[BPFNET_CTR_ARP_CONFLICT], 4000u);
+}
+
 } // namespace
 } // namespace bpfnet::test

@@ -64,6 +64,8 @@ void fill_world(DatapathMaps &maps) {
     backend.mtu = world::pod_mtu;
     maps.backends.update(ip(world::pod_ip), backend);
 
+    maps.dhcp_relays.update(ip(world::lan_relay_ip), bpfnet_dhcp_relay{});
+
     bpfnet_neighbour neighbour{};
     copy_mac(neighbour.mac, world::host_mac);
     maps.neighbours.update(ip(world::host_ip), neighbour);

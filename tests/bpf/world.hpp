@@ -33,7 +33,7 @@ inline constexpr uint16_t flow_host_port = 40000;
 // A PXE client on the LAN, and a DHCP relay agent (another router) on the LAN.
 inline const Mac client_mac = mac("52:54:00:12:34:56");
 inline const std::string client_ip = "198.18.0.150";
-inline const std::string lan_relay_ip = host_ip; // its MAC is known: host_mac
+inline const std::string lan_relay_ip = host_ip; // a configured relay (dhcp_relays); its MAC is known: host_mac
 inline const std::string broadcast_ip = "255.255.255.255";
 inline constexpr uint8_t dhcp_max_hops = 4;
 } // namespace world

@@ -419,6 +419,26 @@ TEST(ConfigValidation, GratuitousArpRanges) {
     EXPECT_EQ(parse(minimal_with("gratuitousARP:\n  count: 0\n")).garp_count, 0u);
 }
 
+TEST(ConfigValidation, DhcpRelaysAreHostsOnTheProvisioningSubnet) {
+    EXPECT_TRUE(parse(minimal_with("")).dhcp_relays.empty()) << "no relay is trusted by default";
+    EXPECT_EQ(parse(minimal_with("dhcpRelay:\n  relays: [198.18.0.1, 198.18.0.254]\n")).dhcp_relays,
+              (std::vector<uint32_t>{ip("198.18.0.1"), ip("198.18.0.254")}));
+    EXPECT_TRUE(Rejected(minimal_with("dhcpRelay:\n  relays: [203.0.113.1]\n"), "dhcpRelay.relays[0]",
+                         "203.0.113.1 is not inside subnet 198.18.0.0/24"));
+    EXPECT_TRUE(Rejected(minimal_with("dhcpRelay:\n  relays: [198.18.0.1, 198.18.0.255]\n"), "dhcpRelay.relays[1]",
+                         "is the broadcast address of subnet 198.18.0.0/24"));
+    EXPECT_TRUE(
+        Rejected(minimal_with("dhcpRelay:\n  relays: [198.18.0.2]\n"), "dhcpRelay.relays[0]", "is the service IP"));
+    EXPECT_TRUE(Rejected(minimal_with("dhcpRelay:\n  relays: [198.18.0.1, 198.18.0.1]\n"), "dhcpRelay.relays[1]",
+                         "listed twice"));
+    EXPECT_TRUE(Rejected(minimal_with("dhcpRelay:\n  relays: 198.18.0.1\n"), "dhcpRelay.relays",
+                         "must be a list of relay agent addresses"));
+    std::string many = "dhcpRelay:\n  relays: [";
+    for (int i = 1; i <= BPFNET_MAX_DHCP_RELAYS + 1; i++)
+        many += (i > 1 ? ", 198.18.0." : "198.18.0.") + std::to_string(i + 2);
+    EXPECT_TRUE(Rejected(minimal_with(many + "]\n"), "dhcpRelay.relays", "at most 16 relays, got 17"));
+}
+
 /* ---- ports ---- */
 
 TEST(ConfigValidation, PortsMustListOneToMaxServices) {

@@ -120,7 +120,7 @@ TEST(Metrics, HelpAndTypeOncePerFamily) {
             EXPECT_FALSE(finished.contains(sample_name(line))) << line;
         }
     }
-    EXPECT_EQ(help.size(), 14u);
+    EXPECT_EQ(help.size(), 15u);
     for (const auto &[name, n] : help) {
         EXPECT_EQ(n, 1) << name;
         EXPECT_EQ(type[name], 1) << name;
