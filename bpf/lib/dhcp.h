@@ -193,16 +193,24 @@ static __always_inline void dhcp_restore_server_id(struct __sk_buff *skb, const 
 		count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
 }
 
-/* Replaces the pod's address with the service IP where a reply names it as the server. */
-static __always_inline void dhcp_hide_backend(struct __sk_buff *skb, const struct ipv4_packet *pkt,
-					      const struct bootp_head *head, __be32 backend_ip,
-					      __be32 service_ip)
+/*
+ * Replaces the pod's address with the service IP where a reply names it as the server; l4_off and l4_end
+ * locate the UDP datagram. A global function: the verifier checks its option walk once, on its own,
+ * instead of again on each way a reply can leave.
+ */
+__noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __be32 backend_ip,
+				 __be32 service_ip)
 {
+	struct ipv4_packet reply = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
+	const struct ipv4_packet *pkt = &reply;
+	__be32 siaddr = 0;
 	int rewritten = 0;
 
-	if (head->siaddr == backend_ip) {
+	if (!skb || bpf_skb_load_bytes(skb, bootp_offset(pkt) + BOOTP_SIADDR, &siaddr, 4))
+		return 0;
+	if (siaddr == backend_ip) {
 		if (udp_store_csum(skb, pkt, bootp_offset(pkt) + BOOTP_SIADDR, (const __u8 *)&service_ip, 4))
-			return;
+			return 0;
 		rewritten = 1;
 	}
 
@@ -226,6 +234,7 @@ static __always_inline void dhcp_hide_backend(struct __sk_buff *skb, const struc
 done:
 	if (rewritten)
 		count(BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN);
+	return rewritten;
 }
 
 static __always_inline int dhcp_relay_configured(__be32 giaddr)
@@ -347,7 +356,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 			return TC_ACT_SHOT;
 	}
 
-	dhcp_hide_backend(skb, pkt, &head, saddr, service_ip);
+	dhcp_hide_backend(skb, pkt->l4_off, pkt->l4_end, saddr, service_ip);
 	trace_steered(to_ip, to_port, BPFNET_KIND_DHCP);
 	if (nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
 	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, to_ip, pkt->dport, to_port) ||
