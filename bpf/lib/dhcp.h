@@ -37,8 +37,13 @@
 #define DHCP_OPT_MESSAGE_TYPE 53
 #define DHCP_OPT_SERVER_ID    54
 #define DHCP_OPT_END	      255
-/* The option walk is bounded; a list it cannot finish is treated as malformed and never rewritten. */
-#define DHCP_MAX_OPTIONS      96
+#define DHCP_OPT_OVERLOAD     52
+#define BOOTP_SNAME	      44  /* 64 bytes; options when option 52 says 2 or 3 */
+#define BOOTP_FILE	      108 /* 128 bytes; options when option 52 says 1 or 3 */
+/* The option walk copies this much of a message (more than a relayed message on a 1500-byte LAN carries). */
+#define DHCP_SCAN	      2048
+/* Copies of option 54 rewritten in one message; a message with more is malformed and left untouched. */
+#define DHCP_MAX_SERVER_IDS   8
 
 /* The fixed part of a BOOTP message up to chaddr, as read in one call. */
 struct bootp_head {
@@ -113,44 +118,201 @@ static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ip
 }
 
 /*
- * Finds option 54's value (its offset) and the message type (option 53); returns -1 for a list that is
- * broken, has no end, or is too long to walk.
+ * The option walk (RFC 2131 section 4.1, RFC 2132 section 9.3): the options field, then, when option 52
+ * says so, the `file` and the `sname` fields, each ending with END. Every copy of option 54 is found, so
+ * none keeps the pod's address; pads are bytes like any other, so no padding exhausts a budget.
  */
-static __always_inline int dhcp_find_options(struct __sk_buff *skb, const struct ipv4_packet *pkt,
-					     __u32 *value_off, __u8 *msg_type)
+enum dhcp_area { DHCP_AREA_OPTIONS, DHCP_AREA_FILE, DHCP_AREA_SNAME, DHCP_AREA_DONE };
+
+struct dhcp_walk {
+	__u8 bytes[DHCP_SCAN];		   /* the BOOTP message from its first byte */
+	__u32 n;			   /* how many bytes were copied */
+	__u32 pos;			   /* the next option, in bytes[] */
+	__u32 end;			   /* the end of the area being walked */
+	__u32 area;			   /* enum dhcp_area */
+	__u32 overload;			   /* option 52's value: 1 file, 2 sname, 3 both */
+	__u32 ids;			   /* copies of option 54 found */
+	__u32 id_off[DHCP_MAX_SERVER_IDS]; /* where each copy's value is, in bytes[] */
+	__u8 msg_type;			   /* option 53, 0 if none */
+	__u8 broken;			   /* a length runs past its area, an area has no END, too many ids */
+	__u8 pad[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dhcp_walk);
+} dhcp_walk_scratch SEC(".maps");
+
+static __always_inline struct dhcp_walk *dhcp_walk_state(void)
 {
-	__u32 pos = bootp_offset(pkt) + BOOTP_OPTIONS;
-	__u32 end = pkt->l4_end;
+	__u32 key = 0;
 
-	*value_off = 0;
-	*msg_type = 0;
-	for (int i = 0; i < DHCP_MAX_OPTIONS; i++) {
-		__u8 opt[2];
+	return bpf_map_lookup_elem(&dhcp_walk_scratch, &key);
+}
 
-		if (pos >= end || bpf_skb_load_bytes(skb, pos, opt, 1))
-			return -1;
-		if (opt[0] == DHCP_OPT_PAD) {
-			pos++;
-			continue;
-		}
-		if (opt[0] == DHCP_OPT_END)
-			return 0;
-		if (pos + 2 > end || bpf_skb_load_bytes(skb, pos, opt, 2))
-			return -1;
-		__u32 next = pos + 2 + opt[1];
-		if (next > end)
-			return -1;
-		if (opt[0] == DHCP_OPT_SERVER_ID) {
-			if (opt[1] != 4)
-				return -1;
-			*value_off = pos + 2;
-		}
-		if (opt[0] == DHCP_OPT_MESSAGE_TYPE && opt[1] == 1 &&
-		    bpf_skb_load_bytes(skb, pos + 2, msg_type, 1))
-			return -1;
-		pos = next;
+static __always_inline __u8 dhcp_byte(const struct dhcp_walk *w, __u32 at)
+{
+	return w->bytes[at & (DHCP_SCAN - 1)];
+}
+
+/* An area ended with END: on to the next one option 52 names, or done. Returns the bpf_loop verdict. */
+static __always_inline long dhcp_next_area(struct dhcp_walk *w)
+{
+	if (w->area == DHCP_AREA_OPTIONS && (w->overload & 1)) {
+		w->area = DHCP_AREA_FILE;
+		w->pos = BOOTP_FILE;
+		w->end = BOOTP_FILE + 128;
+		return 0;
 	}
-	return -1;
+	if (w->area != DHCP_AREA_SNAME && (w->overload & 2)) {
+		w->area = DHCP_AREA_SNAME;
+		w->pos = BOOTP_SNAME;
+		w->end = BOOTP_SNAME + 64;
+		return 0;
+	}
+	w->area = DHCP_AREA_DONE;
+	return 1;
+}
+
+/* One option of the walk, at w->pos. A bpf_loop callback: verified apart, the state in the per-CPU copy. */
+static long dhcp_option_step(__u32 index, void *unused)
+{
+	struct dhcp_walk *w = dhcp_walk_state();
+
+	(void)index;
+	(void)unused;
+	if (!w || w->area == DHCP_AREA_DONE)
+		return 1;
+	__u32 pos = w->pos;
+	if (pos >= w->end || pos >= DHCP_SCAN) {
+		w->broken = 1; /* every area ends with END */
+		return 1;
+	}
+	__u8 code = dhcp_byte(w, pos);
+	if (code == DHCP_OPT_PAD) {
+		w->pos = pos + 1;
+		return 0;
+	}
+	if (code == DHCP_OPT_END)
+		return dhcp_next_area(w);
+	__u32 len = pos + 1 < w->end ? dhcp_byte(w, pos + 1) : 0;
+	__u32 next = pos + 2 + len;
+	if (pos + 1 >= w->end || next > w->end) {
+		w->broken = 1;
+		return 1;
+	}
+	if (code == DHCP_OPT_SERVER_ID) {
+		if (len != 4 || w->ids >= DHCP_MAX_SERVER_IDS) {
+			w->broken = 1;
+			return 1;
+		}
+		w->id_off[w->ids & (DHCP_MAX_SERVER_IDS - 1)] = pos + 2;
+		w->ids++;
+	} else if (code == DHCP_OPT_MESSAGE_TYPE && len == 1) {
+		w->msg_type = dhcp_byte(w, pos + 2);
+	} else if (code == DHCP_OPT_OVERLOAD && len == 1 && w->area == DHCP_AREA_OPTIONS) {
+		w->overload = dhcp_byte(w, pos + 2) & 3;
+	}
+	w->pos = next;
+	return 0;
+}
+
+enum dhcp_walk_result { DHCP_WALK_DONE = 0, DHCP_WALK_NO_OPTIONS = 1, DHCP_WALK_BROKEN = -1 };
+
+/*
+ * Copies the BOOTP message of the UDP datagram at [l4_off, l4_end) into the per-CPU walk and walks its
+ * options. DHCP_WALK_NO_OPTIONS for plain BOOTP (no magic cookie) or a message that cannot be read.
+ */
+static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end,
+					     struct dhcp_walk *w)
+{
+	__u32 off = l4_off + sizeof(struct udphdr);
+
+	if (l4_end > 0xffff || off + BOOTP_OPTIONS > l4_end)
+		return DHCP_WALK_NO_OPTIONS;
+	__u32 n = l4_end - off;
+	if (n > DHCP_SCAN)
+		n = DHCP_SCAN;
+	/* Restate 1 <= n <= DHCP_SCAN where the verifier sees it. */
+	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
+	if (bpf_skb_load_bytes(skb, off, w->bytes, n))
+		return DHCP_WALK_NO_OPTIONS;
+	__be32 cookie;
+	__builtin_memcpy(&cookie, &w->bytes[BOOTP_COOKIE], sizeof(cookie));
+	if (cookie != bpf_htonl(DHCP_MAGIC_COOKIE))
+		return DHCP_WALK_NO_OPTIONS;
+	w->n = n;
+	w->pos = BOOTP_OPTIONS;
+	w->end = n;
+	w->area = DHCP_AREA_OPTIONS;
+	w->overload = 0;
+	w->ids = 0;
+	w->msg_type = 0;
+	w->broken = 0;
+	/* Each step takes at least one byte or ends an area. */
+	bpf_loop(DHCP_SCAN + 3, dhcp_option_step, NULL, 0);
+	return w->broken || w->area != DHCP_AREA_DONE ? DHCP_WALK_BROKEN : DHCP_WALK_DONE;
+}
+
+/* The walk of a message the relay rewrites, or NULL: a broken list is counted and left as it is. */
+static __always_inline struct dhcp_walk *dhcp_walk_for_rewrite(struct __sk_buff *skb, __u32 l4_off,
+							       __u32 l4_end)
+{
+	struct dhcp_walk *w = dhcp_walk_state();
+
+	if (!w)
+		return NULL;
+	int result = dhcp_walk_options(skb, l4_off, l4_end, w);
+	if (result == DHCP_WALK_BROKEN)
+		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
+	return result == DHCP_WALK_DONE ? w : NULL;
+}
+
+/* The message type (option 53) for the trace, 0 if none can be read. A global function, verified once. */
+__noinline int dhcp_message_type(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end)
+{
+	struct dhcp_walk *w = dhcp_walk_state();
+
+	if (!skb || !w || dhcp_walk_options(skb, l4_off, l4_end, w) != DHCP_WALK_DONE)
+		return 0;
+	return w->msg_type;
+}
+
+/* The value of copy i of option 54. */
+static __always_inline __be32 dhcp_server_id(const struct dhcp_walk *w, __u32 i)
+{
+	__u32 at = w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)];
+	__be32 id;
+
+	/* Masked into bytes[]; the four bytes may reach past it into the rest of the per-CPU value. */
+	__builtin_memcpy(&id, &w->bytes[at & (DHCP_SCAN - 1)], sizeof(id));
+	return id;
+}
+
+/*
+ * Writes to over every copy of option 54 that names from, in the datagram at l4_off; returns how many were
+ * rewritten. The walk's offsets are from the start of the BOOTP message.
+ */
+static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const struct dhcp_walk *w,
+						   __u32 l4_off, __u32 l4_end, __be32 from, __be32 to)
+{
+	struct ipv4_packet pkt = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
+	__u32 bootp = l4_off + sizeof(struct udphdr);
+	int rewritten = 0;
+
+	for (__u32 i = 0; i < DHCP_MAX_SERVER_IDS; i++) {
+		if (i >= w->ids)
+			break;
+		if (dhcp_server_id(w, i) != from)
+			continue;
+		__u32 at = w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)] & (DHCP_SCAN - 1);
+		if (udp_store_csum(skb, &pkt, bootp + at, (const __u8 *)&to, 4))
+			return rewritten;
+		rewritten++;
+	}
+	return rewritten;
 }
 
 /* Learns the identifier a DHCP server names itself with, writing only when it is new or changed. */
@@ -167,30 +329,24 @@ static __always_inline void remember_server_id(__be32 backend_ip, __be32 server_
 /*
  * A client answers with the server identifier it was given (the service IP) in REQUEST, DECLINE and
  * RELEASE. A server that names itself with its own (pod) address would ignore such a request as meant for
- * another server, so the relay hands it its own identifier again.
+ * another server, so the relay hands it its own identifier again, in every copy. A global function, like
+ * dhcp_hide_backend.
  */
-static __always_inline void dhcp_restore_server_id(struct __sk_buff *skb, const struct ipv4_packet *pkt,
-						   __be32 backend_ip, __be32 service_ip)
+__noinline int dhcp_restore_server_id(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __be32 backend_ip,
+				      __be32 service_ip)
 {
 	struct bpfnet_dhcp_server *server = bpf_map_lookup_elem(&dhcp_servers, &backend_ip);
-	if (!server || server->server_id_be == service_ip)
-		return;
-	__be32 own_id = server->server_id_be;
 
-	__be32 cookie = 0;
-	if (bpf_skb_load_bytes(skb, bootp_offset(pkt) + BOOTP_COOKIE, &cookie, 4) ||
-	    cookie != bpf_htonl(DHCP_MAGIC_COOKIE))
-		return;
-	__u32 server_id_off;
-	__u8 msg_type;
-	if (dhcp_find_options(skb, pkt, &server_id_off, &msg_type) != 0) {
-		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
-		return;
-	}
-	__be32 named = 0;
-	if (server_id_off && !bpf_skb_load_bytes(skb, server_id_off, &named, 4) && named == service_ip &&
-	    !udp_store_csum(skb, pkt, server_id_off, (const __u8 *)&own_id, 4))
+	if (!skb || !server || server->server_id_be == service_ip)
+		return 0;
+	__be32 own_id = server->server_id_be;
+	struct dhcp_walk *w = dhcp_walk_for_rewrite(skb, l4_off, l4_end);
+	if (!w)
+		return 0;
+	int restored = dhcp_replace_server_ids(skb, w, l4_off, l4_end, service_ip, own_id);
+	if (restored)
 		count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
+	return restored;
 }
 
 /*
@@ -214,22 +370,11 @@ __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_e
 		rewritten = 1;
 	}
 
-	__be32 cookie = 0;
-	if (bpf_skb_load_bytes(skb, bootp_offset(pkt) + BOOTP_COOKIE, &cookie, 4) ||
-	    cookie != bpf_htonl(DHCP_MAGIC_COOKIE))
-		goto done; /* plain BOOTP: no options to look at */
-
-	__u32 server_id_off;
-	__u8 msg_type;
-	if (dhcp_find_options(skb, pkt, &server_id_off, &msg_type) != 0) {
-		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
-		goto done;
-	}
-	__be32 server_id = 0;
-	if (!server_id_off || bpf_skb_load_bytes(skb, server_id_off, &server_id, 4))
-		goto done;
-	remember_server_id(backend_ip, server_id);
-	if (server_id == backend_ip && !udp_store_csum(skb, pkt, server_id_off, (const __u8 *)&service_ip, 4))
+	struct dhcp_walk *w = dhcp_walk_for_rewrite(skb, l4_off, l4_end);
+	if (!w || w->ids == 0)
+		goto done; /* plain BOOTP, a broken list (counted), or no identifier */
+	remember_server_id(backend_ip, dhcp_server_id(w, 0));
+	if (dhcp_replace_server_ids(skb, w, l4_off, l4_end, backend_ip, service_ip))
 		rewritten = 1;
 done:
 	if (rewritten)
@@ -273,7 +418,7 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 		return TC_ACT_SHOT;
 	}
 
-	dhcp_restore_server_id(skb, pkt, target->backend_ip, service_ip);
+	dhcp_restore_server_id(skb, pkt->l4_off, pkt->l4_end, target->backend_ip, service_ip);
 
 	__u8 hlen_hops[2] = {head.hlen, (__u8)(head.hops + 1)};
 	if (udp_store_csum(skb, pkt, bootp_offset(pkt) + BOOTP_HLEN_HOPS, hlen_hops, 2) ||
@@ -373,14 +518,13 @@ static __always_inline void dhcp_trace_details(struct __sk_buff *skb, struct tra
 {
 	struct ipv4_packet pkt = {.l4_off = s->l4_off, .l4_end = s->l4_end};
 	struct bootp_head head;
-	__u32 server_id_off;
 
 	if (bootp_read(skb, &pkt, &head))
 		return;
 	s->rec.dhcp_xid_be = head.xid;
 	if (head.htype == BOOTP_HTYPE_ETHERNET && head.hlen == 6)
 		mac_copy(s->rec.mac, head.chaddr);
-	dhcp_find_options(skb, &pkt, &server_id_off, &s->rec.dhcp_type);
+	s->rec.dhcp_type = (__u8)dhcp_message_type(skb, s->l4_off, s->l4_end);
 }
 
 #endif /* BPFNET_DHCP_H */

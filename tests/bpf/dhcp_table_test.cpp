@@ -62,6 +62,12 @@ Bytes from_server(const Dhcp &d, const std::string &to = service_ip) {
 Bytes to_client(const Dhcp &d, const std::string &ip, const Mac &mac) {
     return Packet::udp({service_ip, 67}, {ip, 68}).payload(d.bytes()).macs(mac, nic_mac).bytes();
 }
+// A raw reply message as the client must get it, with siaddr (which reply() sets to the pod) hidden.
+Bytes to_client_bytes(Bytes message) {
+    Bytes service = Dhcp().option(kServerId, service_ip).options[0].second;
+    std::copy(service.begin(), service.end(), message.begin() + 20);
+    return Packet::udp({service_ip, 67}, {client_ip, 68}).payload(message).macs(client_mac, nic_mac).bytes();
+}
 
 std::vector<Row> rows() {
     const Dhcp discover = request(kDiscover);
@@ -102,6 +108,10 @@ std::vector<Row> rows() {
     ack_off_subnet.ciaddr = "203.0.113.7";
     Dhcp offer_group_chaddr = reply(kOffer);
     offer_group_chaddr.chaddr = mac("01:00:5e:00:00:07");
+    Dhcp two_server_ids = reply(kOffer); // a second copy of option 54 must not keep the pod's address
+    two_server_ids.option(kServerId, pod_ip);
+    Dhcp padded_server_id = reply(kOffer); // 100 pads, then option 54: bytes, not options, bound the walk
+    padded_server_id.options.insert(padded_server_id.options.begin() + 1, 100, {0, Bytes{}});
     Dhcp unknown_relay = reply(kOffer);
     unknown_relay.giaddr = "198.18.0.77"; // not where the server sent it
 
@@ -249,6 +259,18 @@ std::vector<Row> rows() {
          kTcRedirect,
          to_host(Packet::udp({service_ip, 67}, {lan_relay_ip, 67}).payload(hidden(to_lan_relay).bytes())),
          {BPFNET_CTR_DHCP_REPLY_RELAYED, BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN}},
+        {"every copy of option 54 naming the pod is rewritten",
+         Program::TcPod,
+         from_server(two_server_ids),
+         kTcRedirect,
+         to_client(hidden(two_server_ids), client_ip, client_mac),
+         {BPFNET_CTR_DHCP_REPLY_RELAYED, BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN}},
+        {"option 54 after 100 pad bytes is rewritten",
+         Program::TcPod,
+         from_server(padded_server_id),
+         kTcRedirect,
+         to_client(hidden(padded_server_id), client_ip, client_mac),
+         {BPFNET_CTR_DHCP_REPLY_RELAYED, BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN}},
         {"reply for a LAN address that is no configured relay dropped",
          Program::TcPod,
          from_server(to_plain_host, other_lan_ip),
@@ -308,6 +330,46 @@ TEST_F(DatapathTest, RequestGetsBackTheIdentifierTheServerNamesItselfWith) {
     Bytes want_frame = into_server(want);
     EXPECT_EQ(relayed_request.out, want_frame) << describe_difference(relayed_request.out, want_frame);
     EXPECT_EQ(counters()[BPFNET_CTR_DHCP_SERVER_ID_RESTORED], 1u);
+}
+
+// Option 52 (RFC 2132 9.3): options that do not fit the options field continue in `file` (1), `sname` (2) or
+// both (3), each area ending with END. Option 54 there must be rewritten like anywhere else.
+Bytes overloaded_reply(uint8_t overload, const std::string &server_id) {
+    Dhcp d = reply(kOffer);
+    d.options.erase(d.options.begin() + 1); // option 54 moves out of the options field
+    d.option(52, Bytes{overload});
+    Bytes message = d.bytes();
+    Bytes id = Dhcp().option(kServerId, server_id).options[0].second;
+    Bytes in_area = {kServerId, 4, id[0], id[1], id[2], id[3], 255};
+    if (overload == 3)      // file holds only END (the rest pads), sname the identifier
+        message[108] = 255; // the file area is walked before sname
+    std::copy(in_area.begin(), in_area.end(), message.begin() + (overload == 1 ? 108 : 44));
+    return message;
+}
+
+TEST_F(DatapathTest, OptionOverloadedIntoFileOrSnameIsRewritten) {
+    for (uint8_t overload : {uint8_t{1}, uint8_t{2}, uint8_t{3}}) {
+        Bytes sent = overloaded_reply(overload, pod_ip);
+        auto out = run(Program::TcPod, from_pod(Packet::udp({pod_ip, 67}, {service_ip, 67}).payload(sent)));
+        EXPECT_EQ(out.retval, kTcRedirect);
+        Bytes want = to_client_bytes(overloaded_reply(overload, service_ip));
+        EXPECT_EQ(out.out, want) << "overload " << int{overload} << describe_difference(out.out, want);
+    }
+    EXPECT_EQ(counters()[BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN], 3u);
+}
+
+// A REQUEST naming the service IP twice: the server gets its own identifier back in both copies.
+TEST_F(DatapathTest, EveryCopyOfTheServiceIpInARequestIsRestored) {
+    ASSERT_EQ(run(Program::TcPod, from_server(reply(kOffer))).retval, kTcRedirect);
+    Dhcp select = request(3);
+    select.option(kServerId, service_ip);
+    select.option(kServerId, service_ip);
+    auto relayed_request = run(Program::TcNic, broadcast_from_client(select));
+    Dhcp want = relayed(request(3));
+    want.option(kServerId, pod_ip);
+    want.option(kServerId, pod_ip);
+    Bytes want_frame = into_server(want);
+    EXPECT_EQ(relayed_request.out, want_frame) << describe_difference(relayed_request.out, want_frame);
 }
 
 // dnsmasq with --dhcp-proxy names the service IP itself: its requests pass with option 54 untouched.

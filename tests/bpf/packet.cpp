@@ -219,6 +219,8 @@ Bytes Dhcp::bytes() const {
     put32be(b, 236, htonl(0x63825363)); // magic cookie
     for (const auto &[code, value] : options) {
         b.push_back(code);
+        if (code == 0)
+            continue; // PAD is one byte (RFC 2132 3.1)
         b.push_back(static_cast<uint8_t>(value.size()));
         b.insert(b.end(), value.begin(), value.end());
     }
