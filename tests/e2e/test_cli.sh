@@ -361,7 +361,7 @@ case_flows() {
 f = [f for f in json.load(open(sys.argv[1]))["flows"] if f["protocol"] == "udp"][0]
 print(f["host_port"], f["service_port"])' "$OUT/flows-json.out")
     ctl_ok flows flows || return 1
-    has_line_matching flows "^$E2E_HOST_IP:$host_port +<-> +$E2E_SERVICE_IP:$service_port +udp +$E2E_POD_IP:$service_port\$" || return 1
+    has_line_matching flows "^$E2E_HOST_IP:$host_port +<-> +$E2E_SERVICE_IP:$service_port +udp +$E2E_POD_IP:$service_port +confirmed\$" || return 1
     ctl_ok flows-port flows -o json --port "$service_port" || return 1
     json_expect flows-port "len(d['flows']) == 1 and d['flows'][0]['host_port'] == $host_port" || return 1
     ctl_ok flows-host flows -o json --host "$E2E_HOST_IP" --port "$host_port" || return 1
