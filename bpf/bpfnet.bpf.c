@@ -317,7 +317,7 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
 	if (target.unconfirmed)
 		confirm_flow(&pkt, saddr, daddr, &target);
-	learn_neighbour(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED);
+	learn_neighbour(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
 	return action;
 }
 

@@ -228,6 +228,7 @@ int DatapathRuntime::on_ring_event(void *ctx, void *data, size_t size) {
 void DatapathRuntime::handle_event(const bpfnet_event &event) {
     switch (event.type) {
     case BPFNET_EVENT_NEIGHBOUR_MISS:
+    case BPFNET_EVENT_NEIGHBOUR_VERIFY: // its ARP answer confirms or corrects what a packet claimed
         resolve_neighbour(event.ip_be, event.service_ip_be);
         break;
     case BPFNET_EVENT_CONFLICT:

@@ -229,8 +229,9 @@ enum bpfnet_counter {
 
 /* events (ring buffer): what the datapath asks the loader to do, or tells it. */
 enum bpfnet_event_type {
-	BPFNET_EVENT_NEIGHBOUR_MISS = 1, /* resolve ip_be with an ARP request from the service IP */
-	BPFNET_EVENT_CONFLICT = 2,	 /* mac claims service_ip_be: another owner on the LAN */
+	BPFNET_EVENT_NEIGHBOUR_MISS = 1,   /* resolve ip_be with an ARP request from the service IP */
+	BPFNET_EVENT_CONFLICT = 2,	   /* mac claims service_ip_be: another owner on the LAN */
+	BPFNET_EVENT_NEIGHBOUR_VERIFY = 3, /* ip_be was learned from a packet, not ARP: confirm it by ARP */
 };
 struct bpfnet_event {
 	__u32 type;

@@ -34,7 +34,7 @@ static __always_inline void arp_observe(const struct arp_ipv4 *arp, const struct
 	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &sender);
 
 	if (!claimed) {
-		learn_neighbour(cfg, sender, arp->sender_mac, NEIGHBOUR_FROM_ARP);
+		learn_neighbour(cfg, sender, arp->sender_mac, NEIGHBOUR_FROM_ARP, 0);
 		return;
 	}
 	if ((claimed->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&

@@ -167,6 +167,38 @@ static __always_inline int neighbour_acceptable(const struct bpfnet_iface *cfg, 
 	return !bpf_map_lookup_elem(&service_ips, &ip);
 }
 
+/*
+ * Reports that are not neighbour misses (conflicts, checks of learned neighbours) may fill only half of
+ * the events ring. The other half stays free for neighbour misses, which the pod's traffic waits on: a
+ * flood of forged frames (any host can send them) costs reports, never a host's connection.
+ */
+#define EVENTS_LOW_PRIORITY_BYTES (BPFNET_EVENTS_BYTES / 2)
+
+static __always_inline int events_room_for_low_priority(void)
+{
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < EVENTS_LOW_PRIORITY_BYTES)
+		return 1;
+	count(BPFNET_CTR_EVENT_LOST);
+	return 0;
+}
+
+static __always_inline void report_event(__u32 type, __be32 ip, __be32 service_ip, const __u8 *mac)
+{
+	struct bpfnet_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+
+	if (!ev) {
+		count(BPFNET_CTR_EVENT_LOST);
+		return;
+	}
+	ev->type = type;
+	ev->ip_be = ip;
+	ev->service_ip_be = service_ip;
+	for (int i = 0; i < 6; i++)
+		ev->mac[i] = mac ? mac[i] : 0;
+	ev->pad[0] = ev->pad[1] = 0;
+	bpf_ringbuf_submit(ev, 0);
+}
+
 /* How a frame may change the neighbour table. */
 enum neighbour_source {
 	NEIGHBOUR_FROM_ARP,	 /* ARP: adds or changes an entry, as the kernel's neighbour code does */
@@ -175,10 +207,12 @@ enum neighbour_source {
 
 /*
  * Learns where a LAN host is, writing only when the entry is new or (from ARP) changed. Callers pass
- * only frames the datapath keeps: a dropped frame changes no state.
+ * only frames the datapath keeps: a dropped frame changes no state. A host added from a packet (for
+ * service_ip) is checked by the loader with an ARP request, whose answer, like any ARP, may correct it: a
+ * packet in a new host's name holds its entry only until the host answers.
  */
 static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be32 ip, const __u8 *mac,
-					    enum neighbour_source source)
+					    enum neighbour_source source, __be32 service_ip)
 {
 	if (ip == 0 || !in_provisioning_subnet(cfg, ip))
 		return; /* ARP probes (sender 0.0.0.0) and other subnets: nothing to learn */
@@ -199,31 +233,14 @@ static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be
 	mac_copy(entry.mac, mac);
 	bpf_map_update_elem(&neighbours, &ip, &entry, BPF_ANY);
 	count(BPFNET_CTR_NEIGHBOUR_LEARNED);
+	if (source == NEIGHBOUR_FROM_ACCEPTED && events_room_for_low_priority())
+		report_event(BPFNET_EVENT_NEIGHBOUR_VERIFY, ip, service_ip, mac);
 }
 
 static __always_inline void report_neighbour_miss(__be32 ip, __be32 service_ip)
 {
-	struct bpfnet_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-
-	if (!ev) {
-		count(BPFNET_CTR_EVENT_LOST);
-		return;
-	}
-	ev->type = BPFNET_EVENT_NEIGHBOUR_MISS;
-	ev->ip_be = ip;
-	ev->service_ip_be = service_ip;
-	for (int i = 0; i < 6; i++)
-		ev->mac[i] = 0;
-	ev->pad[0] = ev->pad[1] = 0;
-	bpf_ringbuf_submit(ev, 0);
+	report_event(BPFNET_EVENT_NEIGHBOUR_MISS, ip, service_ip, NULL);
 }
-
-/*
- * Conflict reports may fill only half of the events ring. The other half stays free for neighbour misses,
- * which the pod's traffic waits on: a flood of forged claims on a service IP (any host can send them)
- * costs reports, never a host's connection.
- */
-#define EVENTS_CONFLICT_BYTES (BPFNET_EVENTS_BYTES / 2)
 
 /*
  * Another MAC claims a service IP: remembered per IP (always the latest), counted, and reported to the
@@ -240,23 +257,8 @@ static __always_inline void report_conflict(__be32 service_ip, const __u8 *mac)
 	mac_copy(seen.mac, mac);
 	bpf_map_update_elem(&conflicts, &service_ip, &seen, BPF_ANY);
 	count(BPFNET_CTR_ARP_CONFLICT);
-	if (!report)
-		return;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= EVENTS_CONFLICT_BYTES) {
-		count(BPFNET_CTR_EVENT_LOST);
-		return;
-	}
-	struct bpfnet_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		count(BPFNET_CTR_EVENT_LOST);
-		return;
-	}
-	ev->type = BPFNET_EVENT_CONFLICT;
-	ev->ip_be = service_ip;
-	ev->service_ip_be = service_ip;
-	mac_copy(ev->mac, mac);
-	ev->pad[0] = ev->pad[1] = 0;
-	bpf_ringbuf_submit(ev, 0);
+	if (report && events_room_for_low_priority())
+		report_event(BPFNET_EVENT_CONFLICT, service_ip, service_ip, mac);
 }
 
 #endif /* BPFNET_BPF_MAPS_H */

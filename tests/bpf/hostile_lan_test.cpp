@@ -146,9 +146,21 @@ TEST_F(HostileLan, AnAcceptedPacketAddsANewHostButNeverMovesAKnownOne) {
     Bytes want = to_host(Packet::udp({service_ip, 51000}, {host_ip, 2070}), host_mac);
     EXPECT_EQ(data.out, want) << describe_difference(data.out, want);
 
+    EXPECT_TRUE(drain_events().empty()) << "nothing new learned, nothing to check";
+
+    // A host never seen is added, and the loader is asked to check it by ARP: the host's answer (ARP may
+    // change an entry) corrects a packet sent in its name by another machine.
     Mac newcomer = mac("02:00:00:00:00:77");
     EXPECT_EQ(run(Program::TcNic, tftp_read_request(unknown_host_ip, newcomer)).retval, kTcRedirect);
     EXPECT_EQ(neighbour(unknown_host_ip), newcomer);
+    auto events = drain_events();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].type, BPFNET_EVENT_NEIGHBOUR_VERIFY);
+    EXPECT_EQ(events[0].ip_be, ip(unknown_host_ip));
+    EXPECT_EQ(events[0].service_ip_be, ip(service_ip));
+    Mac real = mac("02:00:00:00:00:78");
+    run(Program::XdpNic, arp(2, nic_mac, real, unknown_host_ip, nic_mac, service_ip)); // the check's answer
+    EXPECT_EQ(neighbour(unknown_host_ip), real);
 }
 
 // ARP is how a host moves (a new NIC, a failover): it may change an entry, but only to a unicast MAC.
