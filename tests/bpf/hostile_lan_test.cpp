@@ -217,7 +217,7 @@ TEST_F(HostileLan, AFlowIsConfirmedByTheHostsAcceptedAnswer) {
 TEST_F(HostileLan, UnansweredFlowsNeverEvictConfirmedOnes) {
     auto honest = flow_key(host_ip, flow_host_port, flow_pod_port, kUdp); // the world's confirmed flow
     ASSERT_TRUE(confirmed(honest));
-    const int flood = BPFNET_MAX_UNCONFIRMED_FLOWS + BPFNET_MAX_FLOWS / 4;
+    const int flood = BPFNET_MAX_FLOWS + BPFNET_MAX_UNCONFIRMED_FLOWS; // more than both tables hold
     for (int i = 0; i < flood; i++) {
         uint16_t pod_port = static_cast<uint16_t>(1024 + i % 60000);
         uint16_t host_port = static_cast<uint16_t>(1024 + i / 60000);
