@@ -364,13 +364,8 @@ int tc_nic_ingress(struct __sk_buff *skb)
 static __always_inline void record_flow(const struct ipv4_packet *pkt, __be32 host, __be32 service_ip,
 					__be32 backend_ip)
 {
-	struct bpfnet_flow_key key = {
-		.remote_ip_be = host,
-		.service_ip_be = service_ip,
-		.remote_port_be = pkt->dport,
-		.service_port_be = pkt->sport,
-		.proto = pkt->proto,
-	};
+	/* The pod's packet goes to the host: its destination is the host's side of the flow. */
+	struct bpfnet_flow_key key = flow_key(host, pkt->dport, service_ip, pkt->sport, pkt->proto);
 	struct bpfnet_flow flow = {.backend_ip_be = backend_ip, .backend_port_be = pkt->sport};
 	struct bpfnet_flow *known = bpf_map_lookup_elem(&flows, &key);
 	if (known) {

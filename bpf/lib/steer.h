@@ -38,18 +38,25 @@ struct steer_target {
 	enum bpfnet_counter path; /* BPFNET_CTR_DNAT_SERVICE or BPFNET_CTR_DNAT_FLOW */
 };
 
-/* A flow as the host's packets arrive from the LAN (remote = host, local = service IP). */
+/* A flow, keyed as the host's packets arrive from the LAN (remote = host, local = service IP). */
+static __always_inline struct bpfnet_flow_key flow_key(__be32 host, __be16 host_port, __be32 service_ip,
+						       __be16 service_port, __u8 proto)
+{
+	struct bpfnet_flow_key key = {
+		.remote_ip_be = host,
+		.service_ip_be = service_ip,
+		.remote_port_be = host_port,
+		.service_port_be = service_port,
+		.proto = proto,
+	};
+	return key;
+}
+
+/* The flow of a packet from the LAN: saddr is the host, daddr the service IP. */
 static __always_inline struct bpfnet_flow_key flow_key_from_lan(const struct ipv4_packet *pkt, __be32 saddr,
 								__be32 daddr)
 {
-	struct bpfnet_flow_key key = {
-		.remote_ip_be = saddr,
-		.service_ip_be = daddr,
-		.remote_port_be = pkt->sport,
-		.service_port_be = pkt->dport,
-		.proto = pkt->proto,
-	};
-	return key;
+	return flow_key(saddr, pkt->sport, daddr, pkt->dport, pkt->proto);
 }
 
 /*
