@@ -37,7 +37,7 @@ HONEST=20
 NEWCOMER_IP=198.18.0.8 # a host that has not talked to the service IP yet
 NEWCOMER_MAC=02:00:00:00:00:08
 E2E_BYSTANDERS+=("e2e-newcomer $NEWCOMER_IP $NEWCOMER_MAC")
-for i in $(seq 1 $HONEST); do
+for i in $(seq 1 "$HONEST"); do
     E2E_BYSTANDERS+=("e2e-h$i 198.18.0.$((100 + i)) 02:00:00:00:05:$(printf %02x "$i")")
 done
 AGENT_PORT=9999
@@ -99,7 +99,7 @@ case_new_host_is_checked_by_arp() {
 case_flood_leaves_confirmed_flows() {
     local go=$E2E_TMP/go sources="" i flows_before created_before out
     rm -f "$go"
-    for i in $(seq 1 $HONEST); do
+    for i in $(seq 1 "$HONEST"); do
         sources+="${sources:+,}198.18.0.$((100 + i))"
         # Accepts one connection, waits for the go file, then speaks first.
         bg_in_ns "e2e-h$i" "$LOGS/idle-$i.log" "$SYSTEM_PYTHON" -c "
@@ -110,14 +110,14 @@ c, _ = s.accept()
 while not os.path.exists('$go'): time.sleep(0.05)
 c.sendall(b'host $i\n'); time.sleep(30)"
     done
-    for i in $(seq 1 $HONEST); do
+    for i in $(seq 1 "$HONEST"); do
         wait_for 5 ns_tcp_listens "e2e-h$i" 7100 || {
-            E2E_REASON="host e2e-h$i does not listen on 7100: $(ip netns exec "e2e-h$i" ss -Htln | tr '\n' ' ') $(head -c 300 "$LOGS/idle-$i.log") ps: $(ps -eo pid,stat,args | grep -c "[7]100")"
+            E2E_REASON="host e2e-h$i does not listen on 7100: $(ip netns exec "e2e-h$i" ss -Htln | tr '\n' ' ') $(head -c 300 "$LOGS/idle-$i.log")"
             return 1
         }
     done
     # Each host has talked to the service IP (as an agent's heartbeat does), so the datapath knows it.
-    for i in $(seq 1 $HONEST); do
+    for i in $(seq 1 "$HONEST"); do
         ip netns exec "e2e-h$i" curl -sS --max-time 5 -o /dev/null "http://$E2E_SERVICE_IP/" || {
             E2E_REASON="host e2e-h$i could not reach the service IP"
             return 1
