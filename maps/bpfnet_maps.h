@@ -181,7 +181,7 @@ struct bpfnet_dhcp_relay {
 
 /*
  * counters (per-CPU array): one slot per steering decision. Paths first, then drops by reason. The
- * names (bpfnet_counter_names in maps/counters.hpp) are what bpfnetctl and the metrics show.
+ * names (counter_names in maps/layout.hpp) are what bpfnetctl and the metrics show.
  */
 enum bpfnet_counter {
 	BPFNET_CTR_PASS = 0,		  /* not for a service IP: handed to the kernel untouched */

@@ -31,8 +31,12 @@ static __always_inline void arp_make_reply(struct ethhdr *eth, struct arp_ipv4 *
 static __always_inline void arp_observe(const struct arp_ipv4 *arp, const struct bpfnet_iface *cfg)
 {
 	__be32 sender = arp->sender_ip;
-	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &sender);
 
+	/* Only requests and replies say where their sender is, as for the kernel's ARP (RARP and the rest do
+	 * not): any other opcode would let a frame the kernel ignores move a host. */
+	if (arp->op != bpf_htons(BPFNET_ARPOP_REQUEST) && arp->op != bpf_htons(BPFNET_ARPOP_REPLY))
+		return;
+	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &sender);
 	if (!claimed) {
 		learn_neighbour(cfg, sender, arp->sender_mac, NEIGHBOUR_FROM_ARP, 0);
 		return;

@@ -163,6 +163,25 @@ TEST_F(HostileLan, AnAcceptedPacketAddsANewHostButNeverMovesAKnownOne) {
     EXPECT_EQ(neighbour(unknown_host_ip), real);
 }
 
+// Only requests and replies tell where a host is, as for the kernel's ARP: a frame of another opcode (RARP's
+// 3 and 4, or nonsense), which the kernel ignores, moves nobody and claims nothing. Found by the fuzzer.
+TEST_F(HostileLan, OnlyArpRequestsAndRepliesMoveAHost) {
+    Mac spoofer = mac("02:00:00:00:00:66");
+    for (int op : {0, 3, 4, 8, 0x2000}) {
+        auto opcode = static_cast<uint16_t>(op);
+        EXPECT_EQ(run(Program::XdpNic, arp(opcode, broadcast, spoofer, host_ip, zero_mac, service_ip)).retval,
+                  kXdpPass);
+        EXPECT_EQ(neighbour(host_ip), host_mac) << "ARP opcode " << op;
+        run(Program::XdpNic, arp(opcode, broadcast, spoofer, service_ip, zero_mac, service_ip));
+    }
+    EXPECT_FALSE(neighbour(unknown_host_ip).has_value());
+    run(Program::XdpNic, arp(3, broadcast, spoofer, unknown_host_ip, zero_mac, service_ip));
+    EXPECT_FALSE(neighbour(unknown_host_ip).has_value());
+    EXPECT_EQ(counters()[BPFNET_CTR_ARP_CONFLICT], 0u);
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 0u);
+    EXPECT_FALSE(maps_->conflicts.lookup(ip(service_ip)).has_value());
+}
+
 // ARP is how a host moves (a new NIC, a failover): it may change an entry, but only to a unicast MAC.
 TEST_F(HostileLan, ArpMovesAHostOnlyToAUnicastMac) {
     Mac moved = mac("02:00:00:00:00:12");

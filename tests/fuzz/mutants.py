@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Shows that the fuzzer can fail: each mutant is bpfnet's datapath with one deliberate bug (a missing bounds
+check, a swapped port, a broken checksum update, a trust-model rule dropped), built from a copy of the sources
+and run through bpfnet-fuzz. Every mutant must load (the verifier cannot see these bugs) and the fuzzer must
+report violations for it; a mutant that survives fails this test.
+
+usage: mutants.py --fuzz BIN --source DIR --clang CLANG --include DIR [--frames N] [--seed S] [--only NAME]
+"""
+import argparse
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# (name, file under bpf/, the original text, the mutant's text). Each original must occur exactly once.
+MUTANTS = [
+    ("bounds: IPv4 total length not checked against the frame", "lib/parse.h",
+     "ip_len < ihl_bytes || ip_len > frame_ip_bytes)",
+     "ip_len < ihl_bytes)"),
+    ("bounds: UDP length not checked against the IP packet", "lib/parse.h",
+     "if (udp_len < sizeof(*udp) || udp_len > ip_len - ihl_bytes)",
+     "if (udp_len < sizeof(*udp))"),
+    ("bounds: BOOTP message shorter than its fixed header read anyway", "lib/dhcp.h",
+     "if (pkt->l4_end < off + BOOTP_OPTIONS)\n\t\treturn -1;",
+     "if (pkt->l4_end < off + 4)\n\t\treturn -1;"),
+    ("bounds: the DHCP option walk reads past the end of an area", "lib/dhcp.h",
+     "if (pos >= w->end || pos >= DHCP_SCAN) {",
+     "if (pos >= DHCP_SCAN) {"),
+    ("swapped port: the DNAT writes the source port", "lib/nat.h",
+     "__u32 port_off = pkt->l4_off + (side == NAT_SOURCE ? 0 : sizeof(__be16));",
+     "__u32 port_off = pkt->l4_off + (side == NAT_SOURCE ? sizeof(__be16) : 0);"),
+    ("swapped port: flows recorded with the ports the wrong way round", "bpfnet.bpf.c",
+     "struct bpfnet_flow_key key = flow_key(host, pkt->dport, service_ip, pkt->sport, pkt->proto);",
+     "struct bpfnet_flow_key key = flow_key(host, pkt->sport, service_ip, pkt->dport, pkt->proto);"),
+    # (Dropping BPF_F_PSEUDO_HDR would not be seen: it matters only for CHECKSUM_PARTIAL skbs, which a test
+    # run cannot make; the end-to-end suites run with partial checksums.)
+    ("checksum: the IPv4 header checksum not updated", "lib/nat.h",
+     "bpf_l3_csum_replace(skb, pkt->l3_off + offsetof(struct iphdr, check), old_ip, new_ip,\n\t\t\t\t\t4) ||",
+     ""),
+    ("checksum: a UDP checksum of 0 no longer kept at 0", "lib/nat.h",
+     "__u64 zero_stays = pkt->proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;",
+     "__u64 zero_stays = 0;"),
+    ("checksum: DHCP field rewrite updates the checksum with the bytes swapped", "lib/dhcp.h",
+     "__u16 to = (__u16)(new[i] | new[i + 1] << 8);",
+     "__u16 to = (__u16)(new[i] << 8 | new[i + 1]);"),
+    ("checksum: the ICMP checksum misses the quoted port", "lib/icmp.h",
+     "bpf_l4_csum_replace(skb, icmp_check, from_port, to_port, sizeof(to_port)) ||",
+     ""),
+    ("trust: a packet may move a known host", "lib/maps.h",
+     "if (known && source != NEIGHBOUR_FROM_ARP) {",
+     "if (0) {"),
+    ("trust: a dropped frame teaches a neighbour", "bpfnet.bpf.c",
+     "\tif (!in_provisioning_subnet(cfg, saddr)) {\n\t\tdecide(BPFNET_CTR_DROP_OFF_SUBNET);",
+     "\tlearn_neighbour(cfg, saddr, eth->h_source, NEIGHBOUR_FROM_ACCEPTED, daddr);\n"
+     "\tif (!in_provisioning_subnet(cfg, saddr)) {\n\t\tdecide(BPFNET_CTR_DROP_OFF_SUBNET);"),
+    ("trust: broadcast DHCP relayed with the loader dead", "bpfnet.bpf.c",
+     "\tif (!loader_alive(cfg)) {\n\t\t/* Like ARP",
+     "\tif (0) {\n\t\t/* Like ARP"),
+    ("trust: a giaddr kept from any host", "lib/dhcp.h",
+     "if (head.giaddr && !dhcp_relay_configured(head.giaddr)) {",
+     "if (0) {"),
+]
+
+
+def build(source: pathlib.Path, workdir: pathlib.Path, clang: str, include: str, mutant) -> pathlib.Path:
+    tree = workdir / "src"
+    if tree.exists():
+        shutil.rmtree(tree)
+    shutil.copytree(source / "bpf", tree / "bpf")
+    shutil.copytree(source / "maps", tree / "maps")
+    name, rel, original, replacement = mutant
+    path = tree / "bpf" / rel
+    text = path.read_text()
+    if text.count(original) != 1:
+        raise SystemExit(f"mutants.py: '{name}': the original text occurs {text.count(original)} times in bpf/{rel}")
+    path.write_text(text.replace(original, replacement))
+    obj = workdir / "mutant.bpf.o"
+    subprocess.run([clang, "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-variable", "-Wno-unused-function",
+                    "-target", "bpf", "-D__TARGET_ARCH_x86", f"-I{include}", f"-I{tree / 'maps'}",
+                    f"-I{tree / 'bpf'}", "-c", str(tree / "bpf" / "bpfnet.bpf.c"), "-o", str(obj)], check=True)
+    return obj
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fuzz", required=True)
+    ap.add_argument("--source", required=True, type=pathlib.Path)
+    ap.add_argument("--clang", required=True)
+    ap.add_argument("--include", required=True)
+    ap.add_argument("--frames", type=int, default=200000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only")
+    args = ap.parse_args()
+
+    survivors = []
+    with tempfile.TemporaryDirectory(prefix="bpfnet-mutants-") as tmp:
+        for mutant in MUTANTS:
+            name = mutant[0]
+            if args.only and args.only not in name:
+                continue
+            obj = build(args.source, pathlib.Path(tmp), args.clang, args.include, mutant)
+            run = subprocess.run([args.fuzz, "--object", str(obj), "--frames", str(args.frames), "--seed",
+                                  str(args.seed), "--examples", "1"], capture_output=True, text=True)
+            violations = next((line.split(":")[1].strip() for line in run.stdout.splitlines()
+                               if line.strip().startswith("violations:")), "?")
+            kinds = [line.strip()[2:] for line in run.stdout.splitlines() if line.startswith("  - ")]
+            if run.returncode == 1:
+                print(f"caught   {name}: {violations} violations ({'; '.join(kinds)})")
+            elif run.returncode == 0:
+                print(f"SURVIVED {name}: the fuzzer found nothing")
+                survivors.append(name)
+            else:
+                print(f"ERROR    {name}: bpfnet-fuzz exited {run.returncode}\n{run.stderr}")
+                survivors.append(name)
+    if survivors:
+        print(f"mutants.py: {len(survivors)} mutant(s) not caught", file=sys.stderr)
+        return 1
+    print("mutants.py: every mutant caught")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
