@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Sets up this machine (Debian packages), builds bpfnet and runs every test: unit, BPF packet tables and the
-# network-namespace end-to-end suites on this machine's kernel, then the same BPF and end-to-end suites in
-# VMs booting Debian's 6.1 and 6.12 kernels (tests/vm/run.sh, the kernel matrix). Needs root. The BPF
-# programs are built and their packet tables run with both supported compilers (clang-14 and clang-16).
+# Sets up this machine (Debian packages), builds bpfnet and runs every test: unit, BPF packet tables, the
+# fuzzer's quick mode (10^6 frames per program against the reference model, and its source mutants) and the
+# network-namespace end-to-end suites on this machine's kernel, then the same BPF, fuzz and end-to-end suites
+# in VMs booting Debian's 6.1 and 6.12 kernels (tests/vm/run.sh, the kernel matrix). Needs root. The BPF
+# programs are built, and their packet tables and the fuzzer run, with both supported compilers (clang-14
+# and clang-16).
 #
 #   env: BPFNET_TEST_VM=0     skip the kernel matrix (a quicker run while developing; CI always runs it)
 #        BPFNET_TEST_BENCH=0  skip the benchmarks' quick run (it checks that every benchmark still runs;
@@ -36,10 +38,10 @@ build "$top/build-clang16" clang-16
 # The sandbox's loopback is brought up for the tests that talk to a local stand-in (the Kubernetes API).
 sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "$@"' sandboxed "$@"; }
 
-echo "== BPF packet tables, programs from clang-16"
-sandboxed ctest --test-dir "$top/build-clang16" -L bpf --output-on-failure
+echo "== BPF packet tables and the fuzzer's quick mode, programs from clang-16"
+sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure
 
-echo "== all tests (unit, bpf, k8s, e2e), programs from clang-14"
+echo "== all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14"
 sandboxed ctest --test-dir "$top/build" --output-on-failure
 
 if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then

@@ -106,17 +106,19 @@ Bytes ethernet(const Mac &dst, const Mac &src, uint16_t type, const Bytes &paylo
     return f;
 }
 
-Bytes ipv4_packet(Ip saddr, Ip daddr, uint8_t proto, const Bytes &l4, uint8_t ttl) {
-    Bytes p(20);
-    p[0] = 0x45;
-    put16(p, 2, static_cast<uint16_t>(20 + l4.size()));
+Bytes ipv4_packet(Ip saddr, Ip daddr, uint8_t proto, const Bytes &l4, size_t option_words) {
+    size_t header = 20 + 4 * option_words;
+    Bytes p(header, 1); // options: NOPs (RFC 791 type 1), so every header length is a valid one
+    p[0] = static_cast<uint8_t>(0x40 | header / 4);
+    put16(p, 2, static_cast<uint16_t>(header + l4.size()));
     put16(p, 4, 0x4242);
     put16(p, 6, 0x4000); // DF
-    p[8] = ttl;
+    p[8] = 64;
     p[9] = proto;
+    put16(p, 10, 0);
     put_ip(p, 12, saddr);
     put_ip(p, 16, daddr);
-    put16(p, 10, internet_checksum(p.data(), 20));
+    put16(p, 10, internet_checksum(p.data(), header));
     append(p, l4);
     return p;
 }
@@ -156,6 +158,11 @@ Bytes icmp_message(uint8_t type, uint8_t code, uint32_t rest, const Bytes &data)
     append(m, data);
     put16(m, 2, internet_checksum(m.data(), m.size()));
     return m;
+}
+
+// Now and then with IP options: every offset past the IP header moves.
+Bytes FrameGenerator::ip_packet(Ip saddr, Ip daddr, uint8_t proto, const Bytes &l4) {
+    return ipv4_packet(saddr, daddr, proto, l4, chance(0.1) ? 1 + below(10) : 0);
 }
 
 Ip FrameGenerator::lan_source() {
@@ -333,7 +340,7 @@ GeneratedFrame FrameGenerator::lan_to_service() {
                              : udp_datagram(saddr, daddr, sport, dport, payload, chance(0.1));
     if (chance(0.03))
         proto = static_cast<uint8_t>(below(256)); // SCTP, GRE, whatever a host sends
-    return {ethernet(kNicMac, lan_mac(), 0x0800, ipv4_packet(saddr, daddr, proto, l4)), false, "lan to service"};
+    return {ethernet(kNicMac, lan_mac(), 0x0800, ip_packet(saddr, daddr, proto, l4)), false, "lan to service"};
 }
 
 GeneratedFrame FrameGenerator::lan_dhcp() {
@@ -345,7 +352,7 @@ GeneratedFrame FrameGenerator::lan_dhcp() {
     Bytes msg = dhcp_message(1, ipv4(pick(giaddrs)));
     Port sport = htons(chance(0.8) ? 68 : 67);
     Bytes l4 = udp_datagram(saddr, daddr, sport, htons(chance(0.95) ? 67 : 68), msg, chance(0.05));
-    return {ethernet(broadcast ? kBroadcast : kNicMac, lan_mac(), 0x0800, ipv4_packet(saddr, daddr, kUdp, l4)), false,
+    return {ethernet(broadcast ? kBroadcast : kNicMac, lan_mac(), 0x0800, ip_packet(saddr, daddr, kUdp, l4)), false,
             "lan dhcp"};
 }
 
@@ -364,12 +371,12 @@ GeneratedFrame FrameGenerator::lan_icmp_error() {
     // The packet the datapath sent from the service IP, as the host (or a router) quotes it.
     Bytes inner_l4 = proto == kUdp ? udp_datagram(service, host, sport, dport, random_payload(20), chance(0.2))
                                    : tcp_segment(service, host, sport, dport, {}, 0x18);
-    Bytes quote = ipv4_packet(service, host, proto, inner_l4);
+    Bytes quote = ip_packet(service, host, proto, inner_l4);
     quote.resize(std::min(quote.size(), static_cast<size_t>(chance(0.5) ? 28 : 20 + below(inner_l4.size() + 1))));
     static const std::vector<uint8_t> types = {3, 3, 11, 12, 8, 0, 5};
     Bytes icmp = icmp_message(pick(types), static_cast<uint8_t>(below(5)), chance(0.3) ? 1300 : 0, quote);
     Ip from = chance(0.8) ? host : ipv4("198.19.0.1"); // a router off the subnet, for "fragmentation needed"
-    return {ethernet(kNicMac, lan_mac(), 0x0800, ipv4_packet(from, service, kIcmp, icmp)), false, "lan icmp error"};
+    return {ethernet(kNicMac, lan_mac(), 0x0800, ip_packet(from, service, kIcmp, icmp)), false, "lan icmp error"};
 }
 
 GeneratedFrame FrameGenerator::pod_to_lan() {
@@ -385,7 +392,7 @@ GeneratedFrame FrameGenerator::pod_to_lan() {
                              : udp_datagram(pod, host, sport, dport, random_payload(40), chance(0.1));
     if (chance(0.03))
         proto = static_cast<uint8_t>(below(256));
-    return {ethernet(kVethMac, kPodMac, 0x0800, ipv4_packet(pod, host, proto, l4)), true, "pod to lan"};
+    return {ethernet(kVethMac, kPodMac, 0x0800, ip_packet(pod, host, proto, l4)), true, "pod to lan"};
 }
 
 GeneratedFrame FrameGenerator::pod_dhcp_reply() {
@@ -396,7 +403,7 @@ GeneratedFrame FrameGenerator::pod_dhcp_reply() {
     Ip daddr = chance(0.9) ? giaddr : lan_source();
     Bytes msg = dhcp_message(2, giaddr);
     Bytes l4 = udp_datagram(pod, daddr, htons(67), htons(chance(0.95) ? 67 : 68), msg, chance(0.05));
-    return {ethernet(kVethMac, kPodMac, 0x0800, ipv4_packet(pod, daddr, kUdp, l4)), true, "pod dhcp reply"};
+    return {ethernet(kVethMac, kPodMac, 0x0800, ip_packet(pod, daddr, kUdp, l4)), true, "pod dhcp reply"};
 }
 
 GeneratedFrame FrameGenerator::pod_icmp_error() {
@@ -417,10 +424,10 @@ GeneratedFrame FrameGenerator::pod_icmp_error() {
     // The packet the pod received (to its own address), as its stack quotes it.
     Bytes inner_l4 = proto == kUdp ? udp_datagram(host, pod, hport, pport, random_payload(20), chance(0.2))
                                    : tcp_segment(host, pod, hport, pport, {}, 0x18);
-    Bytes quote = ipv4_packet(host, pod, proto, inner_l4);
+    Bytes quote = ip_packet(host, pod, proto, inner_l4);
     quote.resize(std::min(quote.size(), static_cast<size_t>(28 + below(64))));
     Bytes icmp = icmp_message(chance(0.8) ? 3 : static_cast<uint8_t>(below(16)), 3, 0, quote);
-    return {ethernet(kVethMac, kPodMac, 0x0800, ipv4_packet(pod, host, kIcmp, icmp)), true, "pod icmp error"};
+    return {ethernet(kVethMac, kPodMac, 0x0800, ip_packet(pod, host, kIcmp, icmp)), true, "pod icmp error"};
 }
 
 GeneratedFrame FrameGenerator::garbage() {

@@ -61,6 +61,7 @@ private:
     Mac lan_mac();
     Port pick_port(const std::vector<uint16_t> &ports);
     Bytes random_payload(size_t max);
+    Bytes ip_packet(Ip saddr, Ip daddr, uint8_t proto, const Bytes &l4);
     Bytes tftp_request();
     Bytes dhcp_message(uint8_t op, Ip giaddr);
     Bytes dhcp_options();
@@ -78,7 +79,7 @@ private:
 
 // Frame assembly with correct lengths and checksums (RFC 791, 768, 793, 792), for the generator and tests.
 Bytes ethernet(const Mac &dst, const Mac &src, uint16_t type, const Bytes &payload);
-Bytes ipv4_packet(Ip saddr, Ip daddr, uint8_t proto, const Bytes &l4, uint8_t ttl = 64);
+Bytes ipv4_packet(Ip saddr, Ip daddr, uint8_t proto, const Bytes &l4, size_t option_words = 0);
 Bytes udp_datagram(Ip saddr, Ip daddr, Port sport, Port dport, const Bytes &payload, bool no_checksum = false);
 Bytes tcp_segment(Ip saddr, Ip daddr, Port sport, Port dport, const Bytes &payload, uint8_t flags);
 Bytes icmp_message(uint8_t type, uint8_t code, uint32_t rest, const Bytes &data);

@@ -6,7 +6,7 @@
 #   PROBE <name> <value> [detail]       what this kernel offers (the loader's choices depend on it)
 #   RESULT <suite> pass|fail|skip <seconds> [reason]
 #   DONE
-#   usage: guest.sh REPO SUITES [BUILD [TIME_SCALE]]   SUITES: comma-separated bpf, e2e (all of tests/e2e),
+#   usage: guest.sh REPO SUITES [BUILD [TIME_SCALE]]   SUITES: comma-separated bpf, fuzz, e2e (all of tests/e2e),
 #                                         e2e_<name> (tests/e2e/test_<name>.sh);
 #                                         BUILD: the build tree (default REPO/build)
 set -u
@@ -74,6 +74,22 @@ run_bpf() {
     done
 }
 
+# The fuzzer's frames through this kernel's programs and helpers, checked against the reference model (a
+# tenth of the host tier's quick mode: TCG runs it 10-20x slower).
+run_fuzz() {
+    local t0 rc fuzz=$build/tests/fuzz/bpfnet-fuzz
+    [ -x "$fuzz" ] || return 0
+    t0=$(now)
+    (cd /tmp && "$fuzz" --frames "${BPFNET_VM_FUZZ_FRAMES:-100000}") >"$log/fuzz.log" 2>&1
+    rc=$?
+    if [ $rc = 0 ]; then
+        echo "RESULT fuzz pass $(took "$t0") $(grep -m1 '^  all ' "$log/fuzz.log" | tr -s ' ' | cut -d' ' -f3-9)"
+    else
+        echo "RESULT fuzz fail $(took "$t0") $(grep -m1 'violations:' "$log/fuzz.log" | tr -s ' ')"
+        sed 's/^/# /' "$log/fuzz.log" | head -n 60
+    fi
+}
+
 # run_e2e e2e_NAME[@VARIANT]: tests/e2e/test_NAME.sh, on one of lib.sh's LAN variants: vlan (the provisioning
 # network as VLAN 100 on a vlan_filtering bridge, the NIC an 802.1Q sub-interface) or devenv (the bridge in
 # the node's namespace).
@@ -115,6 +131,7 @@ IFS=, read -ra list <<<"$suites"
 for suite in "${list[@]}"; do
     case $suite in
     bpf) run_bpf ;;
+    fuzz) run_fuzz ;;
     e2e)
         for script in "$repo"/tests/e2e/test_*.sh; do
             name=${script##*/test_}

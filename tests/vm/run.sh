@@ -6,9 +6,10 @@
 # kernel, 2 on a usage or set-up error.
 #
 #   usage: tests/vm/run.sh [--kernels "6.1 6.12"] [--suites bpf,e2e] [--build DIR] [--jobs N]
-#            --suites  comma-separated: bpf (the BPF_PROG_TEST_RUN tables, each build tree), e2e (every
-#                      tests/e2e/test_*.sh), or single e2e_NAME suites (e2e_NAME@vlan, e2e_NAME@devenv: on that
-#                      LAN variant of tests/e2e/lib.sh). Default: bpf and the suites whose
+#            --suites  comma-separated: bpf (the BPF_PROG_TEST_RUN tables, each build tree), fuzz (bpfnet-fuzz,
+#                      10^5 frames per program), e2e (every tests/e2e/test_*.sh), or single e2e_NAME suites
+#                      (e2e_NAME@vlan, e2e_NAME@devenv: on that LAN variant of tests/e2e/lib.sh). Default: bpf,
+#                      fuzz and the suites whose
 #                      subject is the datapath on the kernel ($DATAPATH_SUITES); the control-plane suites
 #                      (Ironic, the PXE walk, Kubernetes mode) exercise the same datapath paths and take
 #                      5-10 min each under emulation: --suites bpf,e2e runs them too.
@@ -34,7 +35,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 kernels="6.1 6.12"
 DATAPATH_SUITES="e2e_steering,e2e_steering@vlan,e2e_lifecycle,e2e_pxe,e2e_pxe@vlan,e2e_lan,e2e_cli,e2e_coexist,e2e_privileges,e2e_metrics"
-suites="bpf,$DATAPATH_SUITES"
+suites="bpf,fuzz,$DATAPATH_SUITES"
 jobs=1
 build=$repo/build
 self_check=0
