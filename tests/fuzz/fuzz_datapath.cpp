@@ -140,7 +140,7 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
     copy_mac(iface.nic_mac, c.nic_mac);
     iface.subnet_be = c.subnet;
     iface.subnet_mask_be = c.mask;
-    iface.heartbeat_timeout_ns = 5'000'000'000ull;
+    iface.heartbeat_timeout_ns = 3600'000'000'000ull; // alive stays alive however slow the machine
     iface.dhcp_service_ip_be = c.dhcp_service_ip;
     iface.dhcp_max_hops = c.dhcp_max_hops;
     m.iface.update(0, iface);
@@ -173,8 +173,8 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
 
 // The switches that change between batches: the loader alive or not, the service IP owned or not.
 void write_switches(DatapathMaps &m, const ModelConfig &c) {
-    __u64 now = monotonic_ns();
-    m.heartbeat.update(0, bpfnet_heartbeat{c.loader_alive ? now : now - 60'000'000'000ull});
+    // A dead loader: no heartbeat at all (a time long past could lie before this machine booted).
+    m.heartbeat.update(0, bpfnet_heartbeat{c.loader_alive ? monotonic_ns() : 0});
     for (const auto &[ip, active] : c.service_ips)
         m.service_ips.update(ip, bpfnet_service_ip{active ? BPFNET_SERVICE_IP_ACTIVE : 0u});
 }
