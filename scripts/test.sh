@@ -25,6 +25,9 @@ fi
 
 "$top/scripts/setup.sh"
 
+echo "== lint: formatting (clang-format-14) and shellcheck"
+"$top/scripts/lint.sh"
+
 build() { # build DIR BPF_CLANG
   cmake -S "$top" -B "$1" -DBPF_CLANG="$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$1" -j "$jobs"

@@ -48,6 +48,7 @@ CONFIG=$E2E_TMP/conf/bpfnet.yaml
 topology_create >/dev/null
 # perfdhcp is a relay agent on the LAN: the operator lists it, or its giaddr is refused (docs/config.md).
 write_config --port "dhcp:udp:67::dhcp" "$CONFIG" "dhcpRelay: {relays: [$E2E_HOST_IP]}"
+# shellcheck disable=SC2054 # the commas are inside one dnsmasq argument
 SERVER_ARGS=(--no-ping --dhcp-range="$POOL_FIRST,$POOL_LAST,$DHCP_NETMASK,$DHCP_LEASE_TIME"
     --dhcp-option=3,"$DHCP_ROUTER" --dhcp-boot="$DHCP_BOOT_FILE,,$E2E_SERVICE_IP")
 dnsmasq_run "$E2E_POD" "$E2E_TMP/dnsmasq-pod" --dhcp-proxy "${SERVER_ARGS[@]}" || die "$E2E_REASON"

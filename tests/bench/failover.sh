@@ -129,12 +129,12 @@ standalone_session() {
     log "$method: $(echo "${RESULT[$method]}" | cut -c1-160); longest ARP gap ${ARP_GAP[$method]} s"
 }
 
-CURRENT=pod-a
+CURRENT="pod-a"
 standalone_session bpfnetctl
 # The file still names pod-a: from pod-a, the config session's first move (to pod-b) changes it.
 if [ "$CURRENT" != pod-a ]; then
     move_by bpfnetctl pod-a
-    CURRENT=pod-a
+    CURRENT="pod-a"
     sleep "$GAP"
 fi
 standalone_session "config reload"

@@ -15,6 +15,7 @@
 PLAIN_IP=198.18.100.3
 NFT_IP=198.18.0.3
 NODE_IP=198.18.0.1
+# shellcheck disable=SC2034 # read by the benchmarks that source this file
 declare -A PATH_TARGET=([bpfnet]=$E2E_SERVICE_IP ["plain routing"]=$PLAIN_IP ["nftables DNAT"]=$NFT_IP)
 
 # paths_create [write_config options...]: the topology, the plain route, the nftables DNAT, and the loader

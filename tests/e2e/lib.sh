@@ -442,6 +442,7 @@ EOF
 # and TC_ATTACH (tcx, clsact or none).
 TC_PROG_ID=0
 TC_ATTACH=none
+# shellcheck disable=SC2034 # TC_ATTACH is read by the suites (test_cli.sh)
 tc_hook_of() {
     local ifindex pin
     ifindex=$(ip -n "$E2E_NODE" -o link show "$1" | cut -d: -f1)
@@ -608,6 +609,7 @@ port_dropped() {
     fi
     DROPPED_DETAIL="drop_not_allowed $before -> $after"
 }
+# shellcheck disable=SC2034 # read by the suites after expect_dropped
 DROPPED_DETAIL=""
 
 # counter NAME: the sum over CPUs of one slot of the counters map; NAME is a bpfnet_counter without its

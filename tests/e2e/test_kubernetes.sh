@@ -38,7 +38,7 @@ HEARTBEAT_TIMEOUT_S=5 # the loader's default heartbeat timeout
 LEASE_S=3             # --lease-duration given by k8s_loader_start
 
 # The node serving now (the pod's node in the current EndpointSlice).
-CURRENT=node-a
+CURRENT="node-a"
 other() { [ "$1" = node-a ] && echo node-b || echo node-a; }
 
 serves() { [ "$(who_serves)" = "${POD_NAME[$1]}" ] && [ "$(arp_owner)" = "${NIC_MAC[$1]}" ]; }

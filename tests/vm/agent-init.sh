@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # /init of the ramdisk that tests/e2e/test_firmware.sh serves to a PXE-booting QEMU guest (built by
 # tests/vm/run.sh --agent-ramdisk). It does what the Ironic Python Agent does first after the firmware handed
 # over: bring up the NIC, take a DHCP lease, look the machine up in Ironic by its MAC and heartbeat with the
@@ -14,8 +15,8 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /usr/share/udhcpc
 
 report() { echo "AGENT $1 $2 $(cut -d' ' -f1 /proc/uptime)s $3" >/dev/console; }
-done_now() {
-    report done ok ""
+finish() {
+    report "done" ok ""
     sync
     poweroff -f
 }
@@ -31,7 +32,7 @@ for m in $(cat /modules.order); do
     insmod "/modules/$m" 2>/dev/null
 done
 ip link set lo up
-ip link set eth0 up || { report nic fail "no eth0"; done_now; }
+ip link set eth0 up || { report nic fail "no eth0"; finish; }
 mac=$(cat /sys/class/net/eth0/address)
 report nic ok "eth0 $mac"
 
@@ -47,7 +48,7 @@ chmod +x /usr/share/udhcpc/default.script
 if ! udhcpc -i eth0 -q -n -t 5 -T 2 -s /usr/share/udhcpc/default.script >/tmp/udhcpc.log 2>&1 ||
     [ ! -s /tmp/lease ]; then
     report lease fail "no DHCP lease: $(tail -n 2 /tmp/udhcpc.log | tr '\n' ' ') hook: $(tr '\n' ' ' </tmp/hook.log 2>&1)"
-    done_now
+    finish
 fi
 read -r ip server_id </tmp/lease
 report lease ok "ip=$ip server_id=$server_id"
@@ -57,14 +58,14 @@ api="http://$service:6385"
 version="X-OpenStack-Ironic-API-Version: 1.82"
 if ! timeout 10 wget -q -O /tmp/lookup --header "$version" "$api/v1/lookup?addresses=$mac" 2>/tmp/wget.log; then
     report lookup fail "GET $api/v1/lookup failed: $(tr '\n' ' ' </tmp/wget.log)"
-    done_now
+    finish
 fi
 # The answer is JSON: {"node": {"uuid": ...}, "config": {"agent_token": ...}}; busybox has no JSON reader.
 uuid=$(tr ',{}' '\n\n\n' </tmp/lookup | sed -n 's/^ *"uuid": *"\([^"]*\)".*/\1/p' | head -n1)
 token=$(tr ',{}' '\n\n\n' </tmp/lookup | sed -n 's/^ *"agent_token": *"\([^"]*\)".*/\1/p' | head -n1)
 if [ -z "$uuid" ] || [ -z "$token" ]; then
     report lookup fail "no node or token in: $(head -c 200 /tmp/lookup)"
-    done_now
+    finish
 fi
 report lookup ok "node=$uuid"
 
@@ -75,4 +76,4 @@ if timeout 10 wget -q -O /tmp/heartbeat --header "$version" --header "Content-Ty
 else
     report heartbeat fail "POST $api/v1/heartbeat/$uuid refused: $(tr '\n' ' ' </tmp/wget.log)"
 fi
-done_now
+finish

@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # /init of the VM tier's initramfs (tests/vm/run.sh builds it): loads the modules the tests need, mounts the
 # host's root read-only over 9p, and runs tests/vm/guest.sh chrooted into it, with its output on the second
 # serial port (the host reads it from a file). Then powers off; a missing "DONE" line means the guest died.
