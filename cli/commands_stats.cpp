@@ -11,12 +11,12 @@
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 namespace bpfnet::cli {
 
 namespace {
-
-constexpr std::string_view kDropPrefix = "drop_";
 
 struct StatsArgs {
     bool watch = false;
@@ -24,36 +24,43 @@ struct StatsArgs {
     std::string count;
 };
 
-void add_rows(TextTable &table, const CounterValues &totals, const std::vector<double> *rates, bool drops) {
-    for (size_t i = 0; i < totals.size() && i < counter_names.size(); i++) {
-        std::string name(counter_names[i]);
-        if (is_drop_counter(name) != drops)
+void add_rows(TextTable &table, const CounterValues &totals, const std::vector<double> *rates, CounterKind kind) {
+    for (size_t i = 0; i < totals.size() && i < counter_table.size(); i++) {
+        if (counter_table[i].kind != kind)
             continue;
-        std::vector<std::string> row{drops ? drop_reason(name) : name, std::to_string(totals[i])};
+        std::vector<std::string> row{std::string(counter_label(counter_table[i])), std::to_string(totals[i])};
         if (rates)
             row.push_back(format_rate((*rates)[i]));
         table.add_row(std::move(row));
     }
 }
 
-Json group(const CounterValues &totals, bool drops) {
+// The JSON groups: "drops" and "events" by kind. "paths" keeps what it listed before events had a group of
+// their own (docs/cli.md: keys are only added): every counter not named drop_*, events included.
+bool in_json_group(const CounterInfo &counter, std::string_view group) {
+    if (group == "paths")
+        return !counter.name.starts_with("drop_");
+    return counter.kind == (group == "drops" ? CounterKind::Drop : CounterKind::Event);
+}
+
+template <typename Value>
+Json json_group(const std::vector<Value> &values, std::string_view group) {
     Json object = Json::object();
-    for (size_t i = 0; i < totals.size() && i < counter_names.size(); i++) {
-        std::string name(counter_names[i]);
-        if (is_drop_counter(name) == drops)
-            object[drops ? drop_reason(name) : name] = totals[i];
-    }
+    for (size_t i = 0; i < values.size() && i < counter_table.size(); i++)
+        if (in_json_group(counter_table[i], group)) {
+            if constexpr (std::is_floating_point_v<Value>)
+                object[std::string(counter_label(counter_table[i]))] = std::round(values[i] * 1000) / 1000;
+            else
+                object[std::string(counter_label(counter_table[i]))] = values[i];
+        }
     return object;
 }
 
-Json rate_group(const std::vector<double> &rates, bool drops) {
-    Json object = Json::object();
-    for (size_t i = 0; i < rates.size() && i < counter_names.size(); i++) {
-        std::string name(counter_names[i]);
-        if (is_drop_counter(name) == drops)
-            object[drops ? drop_reason(name) : name] = std::round(rates[i] * 1000) / 1000;
-    }
-    return object;
+template <typename Value>
+Json json_groups(const std::vector<Value> &values) {
+    return {{"paths", json_group(values, "paths")},
+            {"drops", json_group(values, "drops")},
+            {"events", json_group(values, "events")}};
 }
 
 // A refresh on a terminal redraws in place; into a pipe or file the samples follow one another.
@@ -110,14 +117,6 @@ void run_stats(Context &context, const StatsArgs &args) {
 
 } // namespace
 
-bool is_drop_counter(const std::string &name) {
-    return name.starts_with(kDropPrefix);
-}
-
-std::string drop_reason(const std::string &name) {
-    return is_drop_counter(name) ? name.substr(kDropPrefix.size()) : name;
-}
-
 std::vector<double> counter_rates(const CounterValues &before, const CounterValues &after, double seconds) {
     std::vector<double> rates(after.size(), 0.0);
     for (size_t i = 0; i < after.size() && i < before.size(); i++)
@@ -127,40 +126,44 @@ std::vector<double> counter_rates(const CounterValues &before, const CounterValu
 }
 
 void print_stats_table(std::ostream &out, const CounterValues &totals, const std::vector<double> *rates) {
-    std::vector<std::string> path_headers{"PATH", "COUNT"};
-    std::vector<std::string> drop_headers{"DROP REASON", "COUNT"};
-    if (rates) {
-        path_headers.push_back("PER SECOND");
-        drop_headers.push_back("PER SECOND");
+    std::vector<TextTable> sections;
+    for (auto [kind, header] : {std::pair{CounterKind::Path, "PATH"}, std::pair{CounterKind::Drop, "DROP REASON"},
+                                std::pair{CounterKind::Event, "EVENT"}}) {
+        std::vector<std::string> headers{header, "COUNT"};
+        if (rates)
+            headers.push_back("PER SECOND");
+        sections.emplace_back(headers);
+        add_rows(sections.back(), totals, rates, kind);
     }
-    TextTable paths(path_headers);
-    TextTable drops(drop_headers);
-    add_rows(paths, totals, rates, false);
-    add_rows(drops, totals, rates, true);
-    // Both sections share their column widths, so they read as one table.
-    std::vector<size_t> widths = paths.column_widths();
-    std::vector<size_t> drop_widths = drops.column_widths();
-    for (size_t i = 0; i < widths.size(); i++)
-        widths[i] = std::max(widths[i], drop_widths[i]);
-    paths.print(out, widths);
-    out << '\n';
-    drops.print(out, widths);
+    // The sections share their column widths, so they read as one table.
+    std::vector<size_t> widths = sections.front().column_widths();
+    for (const TextTable &section : sections) {
+        std::vector<size_t> own = section.column_widths();
+        for (size_t i = 0; i < widths.size(); i++)
+            widths[i] = std::max(widths[i], own[i]);
+    }
+    for (size_t i = 0; i < sections.size(); i++) {
+        if (i > 0)
+            out << '\n';
+        sections[i].print(out, widths);
+    }
 }
 
 Json stats_json(const CounterValues &totals) {
-    return {{"paths", group(totals, false)}, {"drops", group(totals, true)}};
+    return json_groups(totals);
 }
 
 Json stats_watch_json(const CounterValues &totals, const std::vector<double> &rates, double seconds) {
     Json json = stats_json(totals);
     json["interval_seconds"] = json_seconds(seconds);
-    json["rates"] = {{"paths", rate_group(rates, false)}, {"drops", rate_group(rates, true)}};
+    json["rates"] = json_groups(rates);
     return json;
 }
 
 void add_stats_command(CLI::App &app, CommandSet &commands) {
     auto args = std::make_shared<StatsArgs>();
-    auto *sub = app.add_subcommand("stats", "every datapath counter, summed over CPUs: paths and drops by reason");
+    auto *sub =
+        app.add_subcommand("stats", "every datapath counter, summed over CPUs: paths, drops by reason, and events");
     auto *watch_flag = sub->add_flag("-w,--watch", args->watch, "refresh every --interval, with rates per second");
     sub->add_option("--interval", args->interval, "seconds between refreshes (with --watch)")
         ->capture_default_str()

@@ -1,5 +1,6 @@
-// `bpfnetctl stats`: every datapath counter, summed over CPUs, as paths (what the datapath did) and drops
-// (by reason: the counter name without "drop_"). `--watch` samples every interval and adds rates per second.
+// `bpfnetctl stats`: every datapath counter, summed over CPUs, by kind (maps/bpfnet_maps.h, BPFNET_COUNTERS):
+// paths (what the datapath did with packets), drops (by reason: the counter name without "drop_") and events
+// along a path. `--watch` samples every interval and adds rates per second.
 #pragma once
 
 #include "cli/output.hpp"
@@ -15,9 +16,6 @@ namespace bpfnet::cli {
 
 // Indexed by enum bpfnet_counter.
 using CounterValues = std::vector<__u64>;
-
-bool is_drop_counter(const std::string &name);
-std::string drop_reason(const std::string &name); // "drop_not_allowed" -> "not_allowed"
 
 // Per second between two samples `seconds` apart; a counter that went down (datapath re-created) is 0.
 std::vector<double> counter_rates(const CounterValues &before, const CounterValues &after, double seconds);

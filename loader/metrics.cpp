@@ -14,8 +14,6 @@ namespace bpfnet {
 
 namespace {
 
-constexpr std::string_view kDropPrefix = "drop_";
-
 struct Label {
     std::string_view name;
     std::string value;
@@ -109,19 +107,24 @@ void write_build_info(Exposition &out, const MetricsSnapshot &snapshot) {
     out.sample("bpfnet_loader_ready", {}, uint64_t{snapshot.ready ? 1u : 0u});
 }
 
-// Each counter slot is a path or, with the drop_ prefix, a drop reason: two families, so "all drops" is one
-// sum() and a dashboard never mistakes a drop for a delivered packet.
+// One family per kind of counter (maps/bpfnet_maps.h, BPFNET_COUNTERS), so "all drops" is one sum(), a
+// dashboard never mistakes a drop for a delivered packet, and events along a path are not packets.
+void write_counter_family(Exposition &out, const DatapathSnapshot &dp, CounterKind kind, std::string_view family,
+                          std::string_view label, std::string_view help) {
+    out.family(family, "counter", help);
+    for (size_t i = 0; i < counter_table.size(); i++)
+        if (counter_table[i].kind == kind)
+            out.sample(family, {{label, std::string(counter_label(counter_table[i]))}}, dp.counters[i]);
+}
+
 void write_counters(Exposition &out, const DatapathSnapshot &dp) {
-    out.family("bpfnet_datapath_packets_total", "counter",
-               "Packets by the path the datapath took for them (decision), summed over CPUs and hooks.");
-    for (size_t i = 0; i < counter_names.size(); i++)
-        if (!counter_names[i].starts_with(kDropPrefix))
-            out.sample("bpfnet_datapath_packets_total", {{"decision", std::string(counter_names[i])}}, dp.counters[i]);
-    out.family("bpfnet_datapath_drops_total", "counter", "Packets the datapath dropped, by reason.");
-    for (size_t i = 0; i < counter_names.size(); i++)
-        if (counter_names[i].starts_with(kDropPrefix))
-            out.sample("bpfnet_datapath_drops_total",
-                       {{"reason", std::string(counter_names[i].substr(kDropPrefix.size()))}}, dp.counters[i]);
+    write_counter_family(out, dp, CounterKind::Path, "bpfnet_datapath_packets_total", "decision",
+                         "Packets by the path the datapath took for them (decision), summed over CPUs and hooks.");
+    write_counter_family(out, dp, CounterKind::Drop, "bpfnet_datapath_drops_total", "reason",
+                         "Packets the datapath dropped, by reason.");
+    write_counter_family(out, dp, CounterKind::Event, "bpfnet_datapath_events_total", "event",
+                         "Things the datapath did along a packet's path (neighbours learned, flows recorded, "
+                         "rewrites), by event.");
 }
 
 void write_service_ips(Exposition &out, const DatapathSnapshot &dp) {

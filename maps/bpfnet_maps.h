@@ -2,7 +2,7 @@
 /*
  * The one map layout shared by the BPF programs (bpf/) and the C++ control plane (loader/, cli/).
  * Every key, value and constant that crosses the kernel boundary lives here, so the two sides cannot
- * drift apart; maps/layout_asserts.hpp pins the sizes on the C++ side.
+ * drift apart; maps/layout.hpp pins the sizes on the C++ side.
  *
  * Byte order: fields named *_be are in network byte order (as they appear in packets); all other
  * integers are in host byte order.
@@ -180,52 +180,85 @@ struct bpfnet_dhcp_relay {
 };
 
 /*
- * counters (per-CPU array): one slot per steering decision. Paths first, then drops by reason. The
- * names (counter_names in maps/layout.hpp) are what bpfnetctl and the metrics show.
+ * counters (per-CPU array): one slot per counter, declared once here and nowhere else. Each entry is
+ * X(ID, name, kind, help): BPFNET_CTR_<ID> is its slot, `name` what bpfnetctl and the metrics show, and
+ * `kind` what it counts:
+ *   PATH   a way a packet went (steered, relayed, answered, handed on)
+ *   DROP   why a packet was dropped; shown without the drop_ prefix as a drop reason
+ *   EVENT  something that happened along a path (a neighbour learned, a flow recorded, a rewrite)
+ * maps/layout.hpp derives the C++ tables from it, and tests/unit/counter_table_test.cpp checks that
+ * docs/observability.md lists every counter under its kind. A new counter is one line here and one row
+ * there.
  */
-enum bpfnet_counter {
-	BPFNET_CTR_PASS = 0,		  /* not for a service IP: handed to the kernel untouched */
-	BPFNET_CTR_ARP_REPLY,		  /* answered who-has for a service IP */
-	BPFNET_CTR_ARP_NOT_ACTIVE,	  /* who-has for a service IP this node does not own: passed */
-	BPFNET_CTR_ARP_STALE_HEARTBEAT,	  /* owner, but the loader's heartbeat is stale: not answered */
-	BPFNET_CTR_ARP_CONFLICT,	  /* another MAC claims a service IP (ARP reply or announcement) */
-	BPFNET_CTR_NEIGHBOUR_LEARNED,	  /* a new or changed neighbour entry was written */
-	BPFNET_CTR_NEIGHBOUR_REFUSED,	  /* a frame offered a MAC or address never learned (multicast...) */
-	BPFNET_CTR_NEIGHBOUR_KEPT,	  /* a packet from a known host's address, another MAC: entry kept */
-	BPFNET_CTR_DNAT_SERVICE,	  /* host -> listed port, steered to the backend */
-	BPFNET_CTR_DNAT_FLOW,		  /* host -> recorded flow, steered to the backend */
-	BPFNET_CTR_SNAT_REPLY,		  /* backend reply from a listed port, sent as the service IP */
-	BPFNET_CTR_SNAT_FLOW,		  /* backend packet on a recorded flow, sent as the service IP */
-	BPFNET_CTR_FLOW_CREATED,	  /* a new flow was recorded on the reverse path (unconfirmed) */
-	BPFNET_CTR_FLOW_CONFIRMED,	  /* the host answered an unconfirmed flow: it moved to flows */
-	BPFNET_CTR_NEIGHBOUR_MISS,	  /* reverse path had no MAC for the host: reported, dropped */
-	BPFNET_CTR_EVENT_LOST,		  /* the events ring buffer was full */
-	BPFNET_CTR_DROP_NOT_ALLOWED,	  /* to a service IP, no listed port and no recorded flow */
-	BPFNET_CTR_DROP_PROTOCOL,	  /* to a service IP, neither TCP, UDP nor ARP */
-	BPFNET_CTR_DROP_MALFORMED,	  /* to a service IP, headers truncated or inconsistent */
-	BPFNET_CTR_DROP_FRAGMENT,	  /* to a service IP, an IP fragment (ports not trustworthy) */
-	BPFNET_CTR_DROP_NO_BACKEND,	  /* listed port or flow, but its backend is not on this node */
-	BPFNET_CTR_DROP_BACKEND_PROTOCOL, /* backend -> provisioning LAN, neither TCP nor UDP */
-	BPFNET_CTR_DROP_HAIRPIN,	  /* backend -> a service IP (hairpin): not supported yet */
-	BPFNET_CTR_DHCP_REQUEST_RELAYED,  /* client (or LAN relay) -> server, relayed into the pod */
-	BPFNET_CTR_DHCP_REPLY_RELAYED,	  /* server -> client (or LAN relay), delivered per RFC 2131 4.1 */
-	BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN, /* a reply named the pod in option 54 or siaddr: rewritten */
-	BPFNET_CTR_DHCP_SERVER_ID_RESTORED, /* a request named the service IP: the server's own id restored */
-	BPFNET_CTR_DHCP_OPTIONS_MALFORMED,  /* option list broken: delivered without option rewriting */
-	BPFNET_CTR_DHCP_STALE_HEARTBEAT,    /* a DHCP request, the loader's heartbeat stale: not relayed */
-	BPFNET_CTR_TFTP_BLKSIZE_CLAMPED,    /* a read request asked for blocks the pod's MTU cannot carry */
-	BPFNET_CTR_ICMP_ERROR_TO_POD,	/* an ICMP error about a steered packet, translated into the pod */
-	BPFNET_CTR_ICMP_ERROR_TO_LAN,	/* the pod's ICMP error about a steered packet, sent as the service IP
-					 */
-	BPFNET_CTR_DROP_DHCP_MALFORMED, /* BOOTP header truncated, wrong op or inconsistent */
-	BPFNET_CTR_DROP_DHCP_HOPS,	/* hops above the limit */
-	BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY, /* giaddr set to an address that is no configured relay */
-	BPFNET_CTR_DROP_DHCP_OFF_SUBNET, /* a reply to unicast to ciaddr/yiaddr off the provisioning subnet */
-	BPFNET_CTR_DROP_ICMP_UNMATCHED,	 /* an ICMP error about no packet the datapath steered */
-	BPFNET_CTR_DROP_OFF_SUBNET,	 /* to a service IP from off the provisioning subnet: no way back */
-	BPFNET_CTR_DROP_REWRITE_FAILED,	 /* a helper refused to rewrite the packet */
-	BPFNET_CTR_MAX
-};
+#define BPFNET_COUNTERS(X)                                                                                   \
+	X(PASS, "pass", PATH, "not for a service IP: handed to the kernel untouched")                        \
+	X(ARP_REPLY, "arp_reply", PATH, "answered a who-has for a service IP")                               \
+	X(ARP_NOT_ACTIVE, "arp_not_active", PATH, "who-has for a service IP this node does not own: passed") \
+	X(ARP_STALE_HEARTBEAT, "arp_stale_heartbeat", PATH,                                                  \
+	  "this node owns the IP but the loader's heartbeat is stale: not answered")                         \
+	X(ARP_CONFLICT, "arp_conflict", EVENT,                                                               \
+	  "another MAC claims a service IP (ARP reply or announcement)")                                     \
+	X(NEIGHBOUR_LEARNED, "neighbour_learned", EVENT, "a new or changed neighbour entry was written")     \
+	X(NEIGHBOUR_REFUSED, "neighbour_refused", EVENT,                                                     \
+	  "a frame offered a neighbour never learned (group or zero MAC, network, broadcast or service "     \
+	  "address)")                                                                                        \
+	X(NEIGHBOUR_KEPT, "neighbour_kept", EVENT,                                                           \
+	  "an accepted packet came from a known host's address with another MAC: the entry is kept")         \
+	X(DNAT_SERVICE, "dnat_service", PATH, "host -> listed port, steered to the backend")                 \
+	X(DNAT_FLOW, "dnat_flow", PATH, "host -> recorded flow, steered to the backend")                     \
+	X(SNAT_REPLY, "snat_reply", PATH, "backend reply from a listed port, sent as the service IP")        \
+	X(SNAT_FLOW, "snat_flow", PATH, "backend packet on a recorded flow, sent as the service IP")         \
+	X(FLOW_CREATED, "flow_created", EVENT, "a new flow was recorded on the reverse path (unconfirmed)")  \
+	X(FLOW_CONFIRMED, "flow_confirmed", EVENT,                                                           \
+	  "the host answered an unconfirmed flow: it moved to flows")                                        \
+	X(NEIGHBOUR_MISS, "neighbour_miss", DROP,                                                            \
+	  "the reverse path had no MAC for the host: reported, dropped")                                     \
+	X(EVENT_LOST, "event_lost", EVENT, "the events or trace ring buffer was full")                       \
+	X(DROP_NOT_ALLOWED, "drop_not_allowed", DROP,                                                        \
+	  "to a service IP, no listed port and no recorded flow")                                            \
+	X(DROP_PROTOCOL, "drop_protocol", DROP, "to a service IP, neither TCP, UDP, ARP nor an ICMP error")  \
+	X(DROP_MALFORMED, "drop_malformed", DROP, "to a service IP, headers truncated or inconsistent")      \
+	X(DROP_FRAGMENT, "drop_fragment", DROP, "to a service IP, an IP fragment (ports not trustworthy)")   \
+	X(DROP_NO_BACKEND, "drop_no_backend", DROP,                                                          \
+	  "listed port or flow, but its backend is not on this node")                                        \
+	X(DROP_BACKEND_PROTOCOL, "drop_backend_protocol", DROP,                                              \
+	  "backend -> provisioning LAN, neither TCP nor UDP")                                                \
+	X(DROP_HAIRPIN, "drop_hairpin", DROP, "backend -> a service IP (hairpin): not supported yet")        \
+	X(DHCP_REQUEST_RELAYED, "dhcp_request_relayed", PATH,                                                \
+	  "client (or LAN relay) -> server, relayed into the pod")                                           \
+	X(DHCP_REPLY_RELAYED, "dhcp_reply_relayed", PATH,                                                    \
+	  "server -> client (or LAN relay), delivered per RFC 2131 4.1")                                     \
+	X(DHCP_SERVER_ID_REWRITTEN, "dhcp_server_id_rewritten", EVENT,                                       \
+	  "a reply named the pod in option 54 or siaddr: rewritten to the service IP")                       \
+	X(DHCP_SERVER_ID_RESTORED, "dhcp_server_id_restored", EVENT,                                         \
+	  "a request named the service IP: the server's own identifier restored")                            \
+	X(DHCP_OPTIONS_MALFORMED, "dhcp_options_malformed", EVENT,                                           \
+	  "option list broken: delivered without option rewriting")                                          \
+	X(DHCP_STALE_HEARTBEAT, "dhcp_stale_heartbeat", PATH,                                                \
+	  "a DHCP request, the loader's heartbeat stale: not relayed (broadcasts handed on, unicast "        \
+	  "dropped)")                                                                                        \
+	X(TFTP_BLKSIZE_CLAMPED, "tftp_blksize_clamped", EVENT,                                               \
+	  "a TFTP read request asked for blocks the pod's MTU cannot carry: blksize lowered")                \
+	X(ICMP_ERROR_TO_POD, "icmp_error_to_pod", PATH,                                                      \
+	  "an ICMP error about a steered packet, translated into the pod")                                   \
+	X(ICMP_ERROR_TO_LAN, "icmp_error_to_lan", PATH,                                                      \
+	  "the pod's ICMP error about a steered packet, sent as the service IP")                             \
+	X(DROP_DHCP_MALFORMED, "drop_dhcp_malformed", DROP,                                                  \
+	  "BOOTP header truncated, wrong op or inconsistent")                                                \
+	X(DROP_DHCP_HOPS, "drop_dhcp_hops", DROP, "a relayed DHCP request with more hops than the limit")    \
+	X(DROP_DHCP_FOREIGN_RELAY, "drop_dhcp_foreign_relay", DROP,                                          \
+	  "giaddr set to an address that is no configured relay")                                            \
+	X(DROP_DHCP_OFF_SUBNET, "drop_dhcp_off_subnet", DROP,                                                \
+	  "a reply to unicast to ciaddr or yiaddr off the provisioning subnet")                              \
+	X(DROP_ICMP_UNMATCHED, "drop_icmp_unmatched", DROP,                                                  \
+	  "an ICMP error about no packet the datapath steered")                                              \
+	X(DROP_OFF_SUBNET, "drop_off_subnet", DROP,                                                          \
+	  "to a service IP from off the provisioning subnet: no way back")                                   \
+	X(DROP_REWRITE_FAILED, "drop_rewrite_failed", DROP, "a kernel helper refused to rewrite the packet")
+
+#define BPFNET_COUNTER_SLOT(id, name, kind, help) BPFNET_CTR_##id,
+enum bpfnet_counter { BPFNET_COUNTERS(BPFNET_COUNTER_SLOT) BPFNET_CTR_MAX };
+#undef BPFNET_COUNTER_SLOT
 
 /* events (ring buffer): what the datapath asks the loader to do, or tells it. */
 enum bpfnet_event_type {

@@ -31,49 +31,42 @@ static_assert(sizeof(bpfnet_dhcp_relay) == 4);
 static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 24);
 static_assert(offsetof(bpfnet_iface, dhcp_service_ip_be) == 20);
 
-// Indexed by enum bpfnet_counter; the order must follow the enum.
-inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = {
-    "pass",
-    "arp_reply",
-    "arp_not_active",
-    "arp_stale_heartbeat",
-    "arp_conflict",
-    "neighbour_learned",
-    "neighbour_refused",
-    "neighbour_kept",
-    "dnat_service",
-    "dnat_flow",
-    "snat_reply",
-    "snat_flow",
-    "flow_created",
-    "flow_confirmed",
-    "neighbour_miss",
-    "event_lost",
-    "drop_not_allowed",
-    "drop_protocol",
-    "drop_malformed",
-    "drop_fragment",
-    "drop_no_backend",
-    "drop_backend_protocol",
-    "drop_hairpin",
-    "dhcp_request_relayed",
-    "dhcp_reply_relayed",
-    "dhcp_server_id_rewritten",
-    "dhcp_server_id_restored",
-    "dhcp_options_malformed",
-    "dhcp_stale_heartbeat",
-    "tftp_blksize_clamped",
-    "icmp_error_to_pod",
-    "icmp_error_to_lan",
-    "drop_dhcp_malformed",
-    "drop_dhcp_hops",
-    "drop_dhcp_foreign_relay",
-    "drop_dhcp_off_subnet",
-    "drop_icmp_unmatched",
-    "drop_off_subnet",
-    "drop_rewrite_failed",
+// What a counter counts (BPFNET_COUNTERS in bpfnet_maps.h): a path a packet took, why one was dropped, or
+// an event along a path.
+enum class CounterKind { Path, Drop, Event };
+
+struct CounterInfo {
+    std::string_view name; // as bpfnetctl and the metrics show it
+    CounterKind kind;
+    std::string_view help;
 };
-static_assert(counter_names.back() == "drop_rewrite_failed" && BPFNET_CTR_DROP_REWRITE_FAILED == BPFNET_CTR_MAX - 1,
-              "counter_names must list every enum bpfnet_counter in order");
+
+// Indexed by enum bpfnet_counter, derived from the one table in bpfnet_maps.h.
+inline constexpr std::array<CounterInfo, BPFNET_CTR_MAX> counter_table = {{
+#define BPFNET_COUNTER_INFO(id, name, kind, help) {name, CounterKind::kind##_KIND, help},
+#define PATH_KIND Path
+#define DROP_KIND Drop
+#define EVENT_KIND Event
+    BPFNET_COUNTERS(BPFNET_COUNTER_INFO)
+#undef BPFNET_COUNTER_INFO
+#undef PATH_KIND
+#undef DROP_KIND
+#undef EVENT_KIND
+}};
+
+inline constexpr std::array<std::string_view, BPFNET_CTR_MAX> counter_names = [] {
+    std::array<std::string_view, BPFNET_CTR_MAX> names{};
+    for (size_t i = 0; i < names.size(); i++)
+        names[i] = counter_table[i].name;
+    return names;
+}();
+
+// The label a counter has among its kind: a drop reason is named without the drop_ prefix.
+constexpr std::string_view counter_label(const CounterInfo &counter) {
+    constexpr std::string_view prefix = "drop_";
+    if (counter.kind == CounterKind::Drop && counter.name.starts_with(prefix))
+        return counter.name.substr(prefix.size());
+    return counter.name;
+}
 
 } // namespace bpfnet

@@ -252,37 +252,40 @@ CounterValues sample_counters() {
     return values;
 }
 
-TEST(CliStats, DropsAreTheCountersNamedDropAndShowTheirReason) {
-    EXPECT_TRUE(is_drop_counter("drop_no_backend"));
-    EXPECT_FALSE(is_drop_counter("dhcp_request_relayed"));
-    EXPECT_FALSE(is_drop_counter("neighbour_miss"));
-    EXPECT_EQ(drop_reason("drop_no_backend"), "no_backend");
-}
-
-TEST(CliStats, JsonHasEveryCounterOnceGroupedAsPathsAndDrops) {
+// Drops and events are grouped by kind (maps/bpfnet_maps.h); "paths" keeps every counter not named drop_*, as
+// before events had a group (docs/cli.md: JSON keys are only added).
+TEST(CliStats, JsonGroupsPathsDropsAndEvents) {
     Json json = stats_json(sample_counters());
-    ASSERT_EQ(json.size(), 2u);
-    EXPECT_EQ(json["paths"].size() + json["drops"].size(), static_cast<size_t>(BPFNET_CTR_MAX));
-    for (size_t i = 0; i < counter_names.size(); i++) {
-        std::string name(counter_names[i]);
-        const Json &group = is_drop_counter(name) ? json["drops"] : json["paths"];
-        ASSERT_TRUE(group.contains(drop_reason(name))) << name;
+    ASSERT_EQ(json.size(), 3u);
+    for (size_t i = 0; i < counter_table.size(); i++) {
+        std::string label(counter_label(counter_table[i]));
+        bool named_drop = counter_table[i].name.starts_with("drop_");
+        EXPECT_EQ(json["paths"].contains(label), !named_drop) << label;
+        EXPECT_EQ(json["drops"].contains(label), counter_table[i].kind == CounterKind::Drop) << label;
+        EXPECT_EQ(json["events"].contains(label), counter_table[i].kind == CounterKind::Event) << label;
     }
     EXPECT_EQ(json["paths"]["pass"], 100);
     EXPECT_EQ(json["paths"]["dnat_service"], 7);
     EXPECT_EQ(json["paths"]["dhcp_request_relayed"], 2);
     EXPECT_EQ(json["drops"]["not_allowed"], 3);
     EXPECT_EQ(json["drops"]["no_backend"], 0);
-    // The order is the counters' order: paths start with pass, drops with not_allowed.
+    EXPECT_TRUE(json["drops"].contains("neighbour_miss")) << "a neighbour miss drops the packet";
+    EXPECT_TRUE(json["events"].contains("flow_created"));
+    // The order is the counters' order: paths start with pass, drops with neighbour_miss.
     EXPECT_EQ(json["paths"].begin().key(), "pass");
-    EXPECT_EQ(json["drops"].begin().key(), "not_allowed");
+    EXPECT_EQ(json["drops"].begin().key(), "neighbour_miss");
+    EXPECT_EQ(json["events"].begin().key(), "arp_conflict");
 }
 
-TEST(CliStats, TableHasAPathAndADropSection) {
+TEST(CliStats, TableHasAPathADropAndAnEventSection) {
     std::string table = rendered(print_stats_table, sample_counters(), nullptr);
     EXPECT_EQ(table.rfind("PATH ", 0), 0u) << table;
     EXPECT_NE(table.find("\npass                      100\n"), std::string::npos) << table;
-    EXPECT_NE(table.find("\n\nDROP REASON               COUNT\nnot_allowed               3\n"), std::string::npos)
+    EXPECT_NE(
+        table.find("\n\nDROP REASON               COUNT\nneighbour_miss            0\nnot_allowed               3\n"),
+        std::string::npos)
+        << table;
+    EXPECT_NE(table.find("\n\nEVENT                     COUNT\narp_conflict              0\n"), std::string::npos)
         << table;
     EXPECT_EQ(table.find("drop_"), std::string::npos) << table;
 }

@@ -63,7 +63,7 @@ TEST(Metrics, ExactLinesForKnownSnapshot) {
              R"(bpfnet_build_info{version="0.1.0"} 1)",
              "bpfnet_loader_ready 1",
              R"(bpfnet_datapath_packets_total{decision="dnat_service"} 7)",
-             R"(bpfnet_datapath_packets_total{decision="arp_conflict"} 2)",
+             R"(bpfnet_datapath_events_total{event="arp_conflict"} 2)",
              R"(bpfnet_datapath_drops_total{reason="not_allowed"} 3)",
              R"(bpfnet_service_ip_active{service_ip="198.18.0.2"} 1)",
              R"(bpfnet_service_ip_active{service_ip="198.18.0.3"} 0)",
@@ -78,24 +78,39 @@ TEST(Metrics, ExactLinesForKnownSnapshot) {
              R"(bpfnet_conflict_age_seconds{service_ip="198.18.0.2"} 1.5)",
              "# TYPE bpfnet_datapath_packets_total counter",
              "# TYPE bpfnet_datapath_drops_total counter",
+             "# TYPE bpfnet_datapath_events_total counter",
              "# TYPE bpfnet_flows gauge",
          })
         EXPECT_TRUE(has_line(text, line)) << "missing line: " << line << "\nin:\n" << text;
     EXPECT_EQ(text.back(), '\n');
 }
 
-// Drop reasons go to their own family without the prefix; every other slot is a path.
-TEST(Metrics, EveryCounterOnceInItsFamily) {
+// Each counter in the family of its kind (maps/bpfnet_maps.h), exactly once; drop reasons without the prefix.
+TEST(Metrics, EveryCounterOnceInTheFamilyOfItsKind) {
     std::string text = format_metrics(known_snapshot());
-    for (size_t i = 0; i < counter_names.size(); i++) {
-        std::string_view name = counter_names[i];
+    auto family = [](CounterKind kind) -> std::string {
+        switch (kind) {
+        case CounterKind::Path:
+            return R"(bpfnet_datapath_packets_total{decision=")";
+        case CounterKind::Drop:
+            return R"(bpfnet_datapath_drops_total{reason=")";
+        case CounterKind::Event:
+            return R"(bpfnet_datapath_events_total{event=")";
+        }
+        return "?";
+    };
+    for (size_t i = 0; i < counter_table.size(); i++) {
         std::string value = " " + std::to_string(known_snapshot().datapath->counters[i]);
-        std::string line = name.starts_with("drop_")
-                               ? R"(bpfnet_datapath_drops_total{reason=")" + std::string(name.substr(5)) + "\"}"
-                               : R"(bpfnet_datapath_packets_total{decision=")" + std::string(name) + "\"}";
-        EXPECT_TRUE(has_line(text, line + value)) << line + value;
+        std::string line = family(counter_table[i].kind) + std::string(counter_label(counter_table[i])) + "\"}" + value;
+        EXPECT_TRUE(has_line(text, line)) << line;
+        std::string label = "\"" + std::string(counter_label(counter_table[i])) + "\"}";
+        size_t first = text.find(label), second = first == std::string::npos ? first : text.find(label, first + 1);
+        EXPECT_EQ(second, std::string::npos) << label << " in two families";
     }
     EXPECT_EQ(text.find(R"(decision="drop_)"), std::string::npos);
+    EXPECT_TRUE(has_line(text, R"(bpfnet_datapath_drops_total{reason="neighbour_miss"} )" +
+                                   std::to_string(known_snapshot().datapath->counters[BPFNET_CTR_NEIGHBOUR_MISS])))
+        << "a neighbour miss drops the packet";
 }
 
 // HELP and TYPE exactly once per family, before its samples, and each family's samples together.
@@ -120,7 +135,7 @@ TEST(Metrics, HelpAndTypeOncePerFamily) {
             EXPECT_FALSE(finished.contains(sample_name(line))) << line;
         }
     }
-    EXPECT_EQ(help.size(), 15u);
+    EXPECT_EQ(help.size(), 16u); // the events family is the 16th
     for (const auto &[name, n] : help) {
         EXPECT_EQ(n, 1) << name;
         EXPECT_EQ(type[name], 1) << name;
