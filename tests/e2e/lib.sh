@@ -612,9 +612,9 @@ port_dropped() {
 # shellcheck disable=SC2034 # read by the suites after expect_dropped
 DROPPED_DETAIL=""
 
-# counter NAME: the sum over CPUs of one slot of the counters map; NAME is a bpfnet_counter without its
-# BPFNET_CTR_ prefix, in lower case (drop_not_allowed). Slots are read from maps/bpfnet_maps.h, so the
-# test follows the enum.
+# counter NAME: the sum over CPUs of one slot of the counters map; NAME is a counter's name in
+# BPFNET_COUNTERS (maps/bpfnet_maps.h, e.g. drop_not_allowed), whose order gives the slots: the tests follow
+# the one declaration.
 counter() {
     local json
     json=$(bpftool -j map dump pinned "$E2E_PIN_DIR/counters" 2>/dev/null) || return 1
@@ -625,9 +625,8 @@ E2E_COUNTER_PY='
 import json, re, sys
 header, name = sys.argv[1], sys.argv[2]
 text = open(header).read()
-body = re.search(r"enum bpfnet_counter\s*\{(.*?)\};", text, re.S).group(1)
-body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
-names = [m.group(1).lower() for m in re.finditer(r"BPFNET_CTR_(\w+)", body)]
+body = re.search(r"#define BPFNET_COUNTERS\(X\)(.*?)\n\n", text, re.S).group(1)
+names = re.findall(r"X\(\s*\w+,\s*\"(\w+)\"", body)  # the slots, in order
 if name not in names:
     sys.exit("unknown counter " + name)
 slot = names.index(name)
