@@ -46,7 +46,6 @@ ip link set vetha up
 ip link set vethb up
 
 ip route add blackhole 198.18.200.0/24
-ip neigh add 198.18.100.3 lladdr 02:00:00:00:01:03 dev vethpod nud permanent
 
 status=0
 "$probe" /run/netns/nlh-pod || status=$?
