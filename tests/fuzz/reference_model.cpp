@@ -311,6 +311,29 @@ void ReferenceModel::translate_icmp_error(Ctx &c, const IcmpError &error, bool o
     }
 }
 
+// Walk 4's allow decision: a recorded flow (confirmed, then unconfirmed) comes before a listed port.
+std::optional<ReferenceModel::Steering> ReferenceModel::steering(const FlowKey &key) const {
+    if (auto it = st_.flows.find(key); it != st_.flows.end())
+        return Steering{it->second, BPFNET_KIND_PLAIN, false, BPFNET_CTR_DNAT_FLOW};
+    if (auto it = st_.flows_unconfirmed.find(key); it != st_.flows_unconfirmed.end())
+        return Steering{it->second, BPFNET_KIND_PLAIN, true, BPFNET_CTR_DNAT_FLOW};
+    auto s = cfg_.services.find({key.service_ip, key.service_port, key.proto});
+    if (s == cfg_.services.end())
+        return std::nullopt;
+    return Steering{{s->second.backend_ip, s->second.backend_port}, s->second.kind, false, BPFNET_CTR_DNAT_SERVICE};
+}
+
+// "ICMP errors": an error to service_ip is ours when it quotes a packet sent from there that the host's answer
+// would have been steered back for (not a relayed DHCP reply); the backend endpoint that packet came from.
+std::optional<FlowTarget> ReferenceModel::quoted_target(const IcmpError &error, Ip service_ip) const {
+    if (error.inner_saddr != service_ip)
+        return std::nullopt;
+    auto to = steering({error.inner_daddr, error.inner_saddr, error.inner_dport, error.inner_sport, error.inner_proto});
+    if (!to || to->kind == BPFNET_KIND_DHCP || to->target.backend_ip == 0)
+        return std::nullopt;
+    return to->target;
+}
+
 bool ReferenceModel::in_subnet(Ip ip) const {
     return (ip & cfg_.mask) == cfg_.subnet;
 }
@@ -419,39 +442,7 @@ Expectation ReferenceModel::xdp_nic(const Bytes &f) {
         auto error = read_icmp_error(f, c.p);
         if (!error)
             return drop(BPFNET_CTR_DROP_PROTOCOL);
-        FlowTarget target;
-        uint8_t kind;
-        Ipv4 answer;
-        answer.saddr = error->inner_daddr;
-        answer.daddr = error->inner_saddr;
-        answer.sport = error->inner_dport;
-        answer.dport = error->inner_sport;
-        answer.proto = error->inner_proto;
-        bool explained = error->inner_saddr == c.p.daddr;
-        if (explained) {
-            bool unconfirmed;
-            auto found = [&]() -> bool {
-                FlowKey key{answer.saddr, answer.daddr, answer.sport, answer.dport, answer.proto};
-                if (auto it = st_.flows.find(key); it != st_.flows.end()) {
-                    target = it->second;
-                    kind = BPFNET_KIND_PLAIN;
-                    return true;
-                }
-                if (auto it = st_.flows_unconfirmed.find(key); it != st_.flows_unconfirmed.end()) {
-                    target = it->second;
-                    kind = BPFNET_KIND_PLAIN;
-                    return true;
-                }
-                auto s = cfg_.services.find({answer.daddr, answer.dport, answer.proto});
-                if (s == cfg_.services.end())
-                    return false;
-                target = {s->second.backend_ip, s->second.backend_port};
-                kind = s->second.kind;
-                return true;
-            }();
-            (void)unconfirmed;
-            explained = found && kind != BPFNET_KIND_DHCP && target.backend_ip != 0;
-        }
+        bool explained = quoted_target(*error, c.p.daddr).has_value();
         if (!explained)
             return drop(BPFNET_CTR_DROP_ICMP_UNMATCHED);
         c.note("icmp error passed");
@@ -461,9 +452,7 @@ Expectation ReferenceModel::xdp_nic(const Bytes &f) {
         return drop(drop_reason(c.p.verdict));
     if (!in_subnet(c.p.saddr))
         return drop(BPFNET_CTR_DROP_OFF_SUBNET);
-    FlowKey key{c.p.saddr, c.p.daddr, c.p.sport, c.p.dport, c.p.proto};
-    if (!st_.flows.contains(key) && !st_.flows_unconfirmed.contains(key) &&
-        !cfg_.services.contains({c.p.daddr, c.p.dport, c.p.proto}))
+    if (!steering({c.p.saddr, c.p.daddr, c.p.sport, c.p.dport, c.p.proto}))
         return drop(BPFNET_CTR_DROP_NOT_ALLOWED);
     c.note("allowed");
     return c.e; // passed to TC, no decision of its own
@@ -542,23 +531,13 @@ int ReferenceModel::relay_broadcast_dhcp(Ctx &c) {
         return kTcNext;
     }
     Ip service_ip = cfg_.dhcp_service_ip;
-    FlowKey key{c.p.saddr, service_ip, c.p.sport, c.p.dport, kUdp};
-    std::optional<FlowTarget> target;
-    uint8_t kind = BPFNET_KIND_PLAIN;
-    if (auto it = st_.flows.find(key); it != st_.flows.end())
-        target = it->second;
-    else if (auto u = st_.flows_unconfirmed.find(key); u != st_.flows_unconfirmed.end())
-        target = u->second;
-    else if (auto s = cfg_.services.find({service_ip, c.p.dport, kUdp}); s != cfg_.services.end()) {
-        target = FlowTarget{s->second.backend_ip, s->second.backend_port};
-        kind = s->second.kind;
-    }
-    if (!target || kind != BPFNET_KIND_DHCP) {
+    auto to = steering({c.p.saddr, service_ip, c.p.sport, c.p.dport, kUdp});
+    if (!to || to->kind != BPFNET_KIND_DHCP) {
         c.decide(BPFNET_CTR_DROP_NO_BACKEND);
         c.e.bytes_matter = false;
         return kTcShot;
     }
-    int verdict = relay_dhcp_request(c, service_ip, *target);
+    int verdict = relay_dhcp_request(c, service_ip, to->target);
     if (verdict == kTcShot)
         c.e.bytes_matter = false;
     return verdict;
@@ -577,23 +556,12 @@ int ReferenceModel::steer_from_lan(Ctx &c, const Bytes &f) {
         return kTcShot;
     }
     FlowKey key{c.p.saddr, c.p.daddr, c.p.sport, c.p.dport, c.p.proto};
-    FlowTarget target;
-    uint8_t kind = BPFNET_KIND_PLAIN;
-    bool unconfirmed = false;
-    uint32_t path = BPFNET_CTR_DNAT_FLOW;
-    if (auto it = st_.flows.find(key); it != st_.flows.end()) {
-        target = it->second;
-    } else if (auto u = st_.flows_unconfirmed.find(key); u != st_.flows_unconfirmed.end()) {
-        target = u->second;
-        unconfirmed = true;
-    } else if (auto s = cfg_.services.find({c.p.daddr, c.p.dport, c.p.proto}); s != cfg_.services.end()) {
-        target = {s->second.backend_ip, s->second.backend_port};
-        kind = s->second.kind;
-        path = BPFNET_CTR_DNAT_SERVICE;
-    } else {
+    auto to = steering(key);
+    if (!to) {
         c.decide(BPFNET_CTR_DROP_NOT_ALLOWED);
         return kTcShot;
     }
+    const auto &[target, kind, unconfirmed, path] = *to;
     Mac sender = mac_at(f, 6);
     int verdict;
     if (kind == BPFNET_KIND_DHCP) {
@@ -742,20 +710,8 @@ int ReferenceModel::icmp_error_to_pod(Ctx &c) {
         c.decide(BPFNET_CTR_DROP_PROTOCOL);
         return kTcShot;
     }
-    FlowKey key{error->inner_daddr, error->inner_saddr, error->inner_dport, error->inner_sport, error->inner_proto};
-    std::optional<FlowTarget> target;
-    uint8_t kind = BPFNET_KIND_PLAIN;
-    if (error->inner_saddr == c.p.daddr) {
-        if (auto it = st_.flows.find(key); it != st_.flows.end())
-            target = it->second;
-        else if (auto u = st_.flows_unconfirmed.find(key); u != st_.flows_unconfirmed.end())
-            target = u->second;
-        else if (auto s = cfg_.services.find({key.service_ip, key.service_port, key.proto}); s != cfg_.services.end()) {
-            target = FlowTarget{s->second.backend_ip, s->second.backend_port};
-            kind = s->second.kind;
-        }
-    }
-    if (!target || kind == BPFNET_KIND_DHCP || target->backend_ip == 0) {
+    auto target = quoted_target(*error, c.p.daddr);
+    if (!target) {
         c.decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
         return kTcShot;
     }

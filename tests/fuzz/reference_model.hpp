@@ -140,6 +140,15 @@ private:
     ModelState st_;
     std::set<Ip> arp_moves_;
 
+    // Where a packet from the LAN to a service IP goes (walk 4): a flow or a listed port.
+    struct Steering {
+        FlowTarget target;
+        uint8_t kind;
+        bool unconfirmed;
+        uint32_t path; // BPFNET_CTR_DNAT_FLOW or _SERVICE
+    };
+    std::optional<Steering> steering(const FlowKey &key) const;
+    std::optional<FlowTarget> quoted_target(const IcmpError &error, Ip service_ip) const;
     bool in_subnet(Ip ip) const;
     bool neighbour_acceptable(Ip ip, const Mac &mac) const;
     void learn_neighbour(Ctx &c, Ip ip, const Mac &mac, bool from_arp, Ip service_ip);
