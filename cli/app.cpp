@@ -29,6 +29,9 @@ void add_global_options(CLI::App &app, GlobalOptions &options) {
         ->capture_default_str();
     app.add_option("--pin-root", options.pin_root, "bpffs directory the loader pins under (its config's pinRoot)")
         ->capture_default_str();
+    app.add_option("--control-socket", options.control_socket,
+                   "the loader's control socket, for backend set/clear (its config's controlSocket; default "
+                   "/run/bpfnet/<interface>.sock)");
     app.add_option("-o,--output", options.output, "table or json")->capture_default_str();
 }
 

@@ -1,38 +1,27 @@
 // `bpfnetctl backend set IP [--veth NAME]` and `backend clear`: standalone mode's manual switch of the pod
-// that backs the service IPs. The maps are written by the loader's own code (desired_state, reconcile),
-// fed with the loader's configuration as the maps tell it, so the result is exactly what the loader would
-// write for a config naming that backend. Lasts until the loader re-applies its config (see docs/cli.md).
+// that backs the service IPs. bpfnetctl does not write the maps itself: it asks the running loader, the
+// one writer of the interface's maps, through its control socket (loader/control_socket.hpp); the loader
+// checks the request with its config's rules, locates the pod and applies it like a reload. Lasts until the
+// loader applies its config again (see docs/cli.md).
 #pragma once
 
-#include "cli/commands_tables.hpp"
-#include "loader/config.hpp"
-#include "loader/desired_state.hpp"
+#include "cli/errors.hpp"
+#include "loader/control_socket.hpp"
 
-#include <optional>
+#include <nlohmann/json.hpp>
+
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace bpfnet::cli {
 
-// What the maps hold of the loader's configuration.
-struct DatapathContents {
-    bpfnet_iface iface{};
-    std::vector<std::pair<__be32, bpfnet_service_ip>> service_ips;
-    ServiceEntries services;
-};
+// The request sent for `backend set` (veth may be empty: found by the loader through the route to ip).
+nlohmann::json backend_set_request(const std::string &ip, const std::string &veth);
+nlohmann::json backend_clear_request();
 
-// One Config per service IP, with its listed ports (protocol, port, target port, kind) and the subnet, in
-// the order their backend entries are preferred: the DHCP service IP first, then by address. Port names
-// are not in the maps and stay empty.
-std::vector<Config> configs_from_maps(const DatapathContents &contents, const std::optional<Backend> &backend);
+// The exit code for a request the loader refused, by the kind it gave.
+ExitCode exit_code_for(ControlFailure::Kind kind);
 
-// The maps' desired state with `backend` (located at `where`) behind every service IP, or with no backend.
-// The backend's egress service IP is that of the first config (see configs_from_maps).
-DesiredState desired_from_maps(const DatapathContents &contents, const std::optional<Backend> &backend,
-                               const std::optional<BackendLocation> &where);
-
-// Why ip cannot be a backend of this datapath (the loader's config rules), or empty when it can.
-std::string backend_ip_problem(const DatapathContents &contents, __be32 ip_be);
+// The one-line report of a set or clear from the loader's result object (docs/cli.md).
+std::string describe_backend_change(const nlohmann::json &result);
 
 } // namespace bpfnet::cli

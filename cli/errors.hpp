@@ -14,7 +14,8 @@ enum class ExitCode : int {
     NoDatapath = 3,         // no pinned maps for the interface: bpfnet is not attached there (or --pin-root is wrong)
     Permission = 4,         // the maps or the kernel refused us: run as root (CAP_BPF, CAP_NET_ADMIN)
     InvalidArgument = 5,    // a value is wrong: not an IPv4 address, a port outside 1-65535, a bad interval
-    BackendUnavailable = 6, // backend set: the veth or the pod's MAC cannot be found, or no pod program is loaded
+    BackendUnavailable = 6, // backend set: the loader cannot find the pod's veth or MAC
+    NoLoader = 7,           // backend set/clear: no bpfnet-loader serves the control socket (the datapath exists)
 };
 
 int to_int(ExitCode code);

@@ -77,19 +77,4 @@ std::string parse_interface_name(const std::string &text, const std::string &wha
     return text;
 }
 
-std::string non_unicast_reason(uint32_t ip_be) {
-    uint32_t ip = ntohl(ip_be);
-    if (ip == 0)
-        return "the unspecified address";
-    if (ip == 0xffffffffu)
-        return "the broadcast address";
-    if ((ip >> 28) == 0xe)
-        return "a multicast address";
-    if ((ip >> 24) == 127)
-        return "a loopback address";
-    if ((ip >> 28) == 0xf)
-        return "a reserved (class E) address";
-    return "";
-}
-
 } // namespace bpfnet::cli

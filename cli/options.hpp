@@ -17,6 +17,7 @@ enum class OutputFormat { Table, JsonLines };
 struct GlobalOptions {
     std::string interface = "prov0";
     std::string pin_root = BPFNET_DEFAULT_PIN_ROOT;
+    std::string control_socket;   // empty: the loader's default for the interface (/run/bpfnet/<interface>.sock)
     std::string output = "table"; // as given; see output_format()
 
     std::string pin_dir() const { return interface_pin_dir(pin_root, interface); }
@@ -30,8 +31,5 @@ uint16_t parse_port(const std::string &text, const std::string &what);          
 std::chrono::milliseconds parse_interval(const std::string &text, const std::string &what); // seconds, > 0
 unsigned parse_count(const std::string &text, const std::string &what);                     // >= 1
 std::string parse_interface_name(const std::string &text, const std::string &what);
-
-// Why an address cannot be a pod's (unicast) address, or empty when it can.
-std::string non_unicast_reason(uint32_t ip_be);
 
 } // namespace bpfnet::cli

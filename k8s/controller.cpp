@@ -67,10 +67,19 @@ KubernetesLoader::~KubernetesLoader() {
             watcher->stop();
 }
 
+void KubernetesLoader::claim() {
+    if (control_)
+        return;
+    link_by_name(node_.interface); // a missing NIC is reported before the kernel is changed
+    runtime_.claim();
+    control_.emplace(node_.control_socket_path());
+}
+
 void KubernetesLoader::start() {
     api_ = std::make_unique<ApiClient>(load_cluster_config(options_.kubeconfig));
     link_by_name(node_.interface); // a missing NIC is reported before the kernel is changed
     wake_ = loop::make_eventfd();
+    claim(); // a second loader on this interface is refused before anything changes
     runtime_.attach();
     auto on_change = [this](const Snapshot &) {
         wake();
@@ -97,13 +106,26 @@ bool KubernetesLoader::synced() const {
     return services_->synced() && slices_->synced() && leases_->synced();
 }
 
+namespace {
+
+// bpfnetctl backend set/clear: in this mode the Service's EndpointSlice names the backend, and a manual
+// change would be undone by the next reconcile pass (and would fight the Lease holder's).
+nlohmann::json refuse_control(const ControlRequest &request) {
+    throw ControlFailure(ControlFailure::Kind::Refused,
+                         "this bpfnet-loader runs in Kubernetes mode: '" + request.body["command"].get<std::string>() +
+                             "' is for standalone mode; here the backend is the ready endpoint of the Service's "
+                             "EndpointSlice (move the pod, or scale the Deployment)");
+}
+
+} // namespace
+
 int KubernetesLoader::run() {
     epoll_ = loop::make_epoll();
     signals_ = loop::signal_fd();
     tick_ = loop::make_timer();
     const auto tick = std::min<std::chrono::milliseconds>(renew_period(options_.lease_duration), kMaxTick);
     loop::arm_timer(tick_, tick, tick);
-    for (int fd : {signals_.get(), wake_.get(), tick_.get()})
+    for (int fd : {signals_.get(), wake_.get(), tick_.get(), control_->fd()})
         loop::add(epoll_, fd);
     runtime_.start([this](__be32 service_ip, const std::string &mac) {
         {
@@ -131,6 +153,9 @@ int KubernetesLoader::run() {
                 // renews them before they expire, without a gap.
                 log_info("stopping; datapath left running", {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
                 return 0;
+            } else if (fd == control_->fd()) {
+                control_->serve_pending(refuse_control);
+                continue;
             } else {
                 loop::drain(fd == wake_.get() ? wake_ : tick_);
                 if (fd == tick_.get())
@@ -305,11 +330,15 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
             continue;
         try {
             candidate.location = locate_backend(Backend{candidate.endpoint->ip_be, ""});
-        } catch (const std::exception &e) {
+        } catch (const BackendNotFound &e) {
+            // detail(): the config file's field names mean nothing to a Service's reader.
             std::string note = "the ready endpoint " + format_ipv4(candidate.endpoint->ip_be) + " runs on node " +
-                               options_.node_name + " but its pod cannot be reached from the datapath: " + e.what();
+                               options_.node_name + " but its pod cannot be reached from the datapath: " + e.detail();
             report_once(candidate.object, candidate.service.key(), warning_event("BackendNotFound", "Locate", note));
-            log_warn("backend not found", {{"service", candidate.service.key()}, {"error", e.what()}});
+            log_warn("backend not found", {{"service", candidate.service.key()}, {"error", e.detail()}});
+            continue;
+        } catch (const std::exception &e) {
+            log_warn("backend not located", {{"service", candidate.service.key()}, {"error", e.what()}});
             continue;
         }
         posted_.erase(candidate.service.key() + "|BackendNotFound");

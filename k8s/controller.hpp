@@ -22,6 +22,7 @@
 #include "k8s/lease.hpp"
 #include "k8s/service_model.hpp"
 #include "loader/config.hpp"
+#include "loader/control_socket.hpp"
 #include "loader/datapath_runtime.hpp"
 #include "loader/loader_status.hpp"
 #include "maps/unique_fd.hpp"
@@ -55,6 +56,8 @@ public:
     KubernetesLoader(const KubernetesLoader &) = delete;
     KubernetesLoader &operator=(const KubernetesLoader &) = delete;
 
+    // Becomes the interface's one writer (the pin directory's lock, the control socket); see StandaloneLoader.
+    void claim();
     // Reads the cluster configuration and attaches the datapath (which keeps serving whatever its maps
     // hold until the first reconcile). Throws ConfigError / runtime errors with nothing half attached.
     void start();
@@ -95,6 +98,7 @@ private:
     KubernetesOptions options_;
     LoaderStatus &status_;
     DatapathRuntime runtime_;
+    std::optional<ControlServer> control_; // answers bpfnetctl: backends come from EndpointSlices here
     std::unique_ptr<ApiClient> api_;
     std::unique_ptr<Watcher> services_, slices_, leases_;
     UniqueFd epoll_, signals_, wake_, tick_;

@@ -5,6 +5,11 @@
 
 namespace bpfnet {
 
+BackendNotFound::BackendNotFound(std::string detail, bool found_by_route, bool naming_veth_helps)
+    : std::runtime_error(std::string("backend.veth: ") + (found_by_route ? "auto: " : "") + detail +
+                         (naming_veth_helps ? "; name the veth in backend.veth" : "")),
+      detail_(std::move(detail)), naming_veth_helps_(naming_veth_helps) {}
+
 namespace {
 
 LinkInfo backend_link(const Backend &backend) {
@@ -12,24 +17,24 @@ LinkInfo backend_link(const Backend &backend) {
         try {
             return link_by_name(backend.veth);
         } catch (const SystemError &e) {
-            throw BackendNotFound("backend.veth: interface " + backend.veth + " not found (" + e.what() + ")");
+            throw BackendNotFound("interface " + backend.veth + " not found (" + e.what() + ")", false, false);
         }
     }
     LinkInfo link;
     try {
         link = link_by_index(route_oif(backend.ip_be));
     } catch (const SystemError &e) {
-        throw BackendNotFound("backend.veth: auto: no route to backend " + format_ipv4(backend.ip_be) + " (" +
-                              e.what() + "); name the veth in backend.veth");
+        throw BackendNotFound("no route to backend " + format_ipv4(backend.ip_be) + " (" + e.what() + ")", true, true);
     }
     // Behind a bridge (flannel, the CNI bridge plugin) the route names the bridge, not the pod's veth: the
     // datapath would redirect into the bridge and its reverse hook would see every pod's traffic. Refused
     // rather than half working.
     if (link.kind == "bridge")
-        throw BackendNotFound("backend.veth: auto: the route to backend " + format_ipv4(backend.ip_be) +
-                              " goes through bridge " + link.name +
-                              " (a bridge CNI); bpfnet needs a routed CNI, where the route to a pod names the pod's "
-                              "veth (Calico, Cilium, kube-router), or the veth named in backend.veth");
+        throw BackendNotFound(
+            "the route to backend " + format_ipv4(backend.ip_be) + " goes through bridge " + link.name +
+                " (a bridge CNI); bpfnet needs a routed CNI, where the route to a pod names the pod's "
+                "veth (Calico, Cilium, kube-router), or the veth named explicitly",
+            true, false);
     return link;
 }
 
@@ -48,9 +53,9 @@ BackendLocation locate_backend(const Backend &backend) {
     if (!pod_mac)
         pod_mac = neighbour_mac(link.ifindex, backend.ip_be);
     if (!pod_mac)
-        throw BackendNotFound("backend.veth: " + link.name +
-                              " is not a veth and the kernel has no neighbour entry for " + format_ipv4(backend.ip_be) +
-                              ": cannot learn the pod's MAC");
+        throw BackendNotFound(link.name + " is not a veth and the kernel has no neighbour entry for " +
+                                  format_ipv4(backend.ip_be) + ": cannot learn the pod's MAC",
+                              false, false);
     where.pod_mac = *pod_mac;
     return where;
 }

@@ -6,12 +6,22 @@
 #include "desired_state.hpp"
 
 #include <stdexcept>
+#include <string>
 
 namespace bpfnet {
 
-// The backend cannot be located; what() names the config field and what is wrong with it.
+// The backend cannot be located. what() speaks the config file's language (it names backend.veth); detail()
+// says what is wrong without naming a field, for the other ways a backend is given (bpfnetctl backend set,
+// an EndpointSlice); naming_veth_helps() when giving the veth explicitly would get around it.
 class BackendNotFound : public std::runtime_error {
-    using std::runtime_error::runtime_error;
+public:
+    BackendNotFound(std::string detail, bool found_by_route, bool naming_veth_helps);
+    const std::string &detail() const { return detail_; }
+    bool naming_veth_helps() const { return naming_veth_helps_; }
+
+private:
+    std::string detail_;
+    bool naming_veth_helps_;
 };
 
 BackendLocation locate_backend(const Backend &backend);

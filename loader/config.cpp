@@ -305,6 +305,18 @@ std::string read_pin_root(const Field &field) {
     return root;
 }
 
+/* A Unix socket path must fit sockaddr_un.sun_path (108 bytes with its NUL). */
+std::string read_control_socket(const Field &field) {
+    std::string path = read_string(field);
+    if (!path.starts_with('/') || path.ends_with('/'))
+        field.fail("must be the absolute path of a socket file, got " + quoted(path));
+    if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < ' ' || c == 0x7f; }))
+        field.fail("must not contain control characters");
+    if (path.size() > 107)
+        field.fail("must be at most 107 bytes long (a Unix socket path), got " + std::to_string(path.size()));
+    return path;
+}
+
 /* Like Kubernetes port names: they end up in metrics labels and bpfnetctl output. */
 std::string read_port_name(const Field &field) {
     const std::string name = read_string(field);
@@ -357,13 +369,6 @@ std::optional<std::string> non_unicast_reason(uint32_t ip_be) {
     if ((ip >> 28) == 0xe)
         return "a multicast address";
     return std::nullopt;
-}
-
-uint32_t read_unicast_ipv4(const Field &field) {
-    const uint32_t ip_be = read_ipv4(field);
-    if (const auto reason = non_unicast_reason(ip_be))
-        field.fail("must be a unicast address, got " + format_ipv4(ip_be) + ", " + *reason);
-    return ip_be;
 }
 
 Subnet read_subnet(const Field &field) {
@@ -529,14 +534,10 @@ std::vector<PortRule> read_ports(const Field &field) {
 Backend read_backend(const Field &field, const Config &config) {
     const Mapping section(field, {"ip", "veth"});
     const Field ip = section.require("ip");
-    Backend backend{read_unicast_ipv4(ip), ""};
-    const Subnet subnet{config.subnet_be, config.prefix_len};
-    if (backend.ip_be == config.service_ip_be)
-        ip.fail("must not be the service IP " + format_ipv4(backend.ip_be) +
-                ": it is the pod's own address on the pod network");
-    if (contains(subnet, backend.ip_be))
-        ip.fail(format_ipv4(backend.ip_be) + " is inside subnet " + format_subnet(subnet) +
-                ": the pod lives on the pod network, not on the provisioning LAN");
+    Backend backend{read_ipv4(ip), ""};
+    if (const auto problem =
+            backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
+        ip.fail(*problem);
 
     if (const auto veth = section.find("veth")) {
         const std::string name = read_interface_name(*veth);
@@ -549,8 +550,8 @@ Backend read_backend(const Field &field, const Config &config) {
 }
 
 Config read_config(const Field &root) {
-    const Mapping document(root, {"interface", "serviceIP", "subnet", "pinRoot", "xdpMode", "tcAttach", "redirectPeer",
-                                  "heartbeat", "gratuitousARP", "dhcpRelay", "ports", "backend"});
+    const Mapping document(root, {"interface", "serviceIP", "subnet", "pinRoot", "controlSocket", "xdpMode", "tcAttach",
+                                  "redirectPeer", "heartbeat", "gratuitousARP", "dhcpRelay", "ports", "backend"});
     Config config;
     config.interface = read_interface_name(document.require("interface"));
     const Subnet subnet = read_subnet(document.require("subnet"));
@@ -559,6 +560,8 @@ Config read_config(const Field &root) {
     config.service_ip_be = read_lan_host_ip(document.require("serviceIP"), subnet);
     if (const auto pin_root = document.find("pinRoot"))
         config.pin_root = read_pin_root(*pin_root);
+    if (const auto control_socket = document.find("controlSocket"))
+        config.control_socket = read_control_socket(*control_socket);
     if (const auto xdp_mode = document.find("xdpMode"))
         config.xdp_mode = read_choice(*xdp_mode, kXdpModes);
     if (const auto tc_attach = document.find("tcAttach"))
@@ -639,6 +642,14 @@ uint32_t Config::subnet_mask_be() const {
     return mask_be(prefix_len);
 }
 
+std::string default_control_socket(const std::string &interface) {
+    return std::string(kDefaultControlDir) + "/" + interface + ".sock";
+}
+
+std::string Config::control_socket_path() const {
+    return control_socket.empty() ? default_control_socket(interface) : control_socket;
+}
+
 Config parse_config(std::string_view yaml_text, std::string_view source_name) {
     const Field root{source_name, "", load_single_document(yaml_text, source_name), YAML::Mark::null_mark()};
     try {
@@ -658,6 +669,19 @@ std::optional<uint32_t> parse_ipv4(const std::string &text) {
     if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
         return std::nullopt;
     return addr.s_addr;
+}
+
+std::optional<std::string> backend_ip_problem(uint32_t ip_be, const std::vector<uint32_t> &service_ips,
+                                              uint32_t network_be, uint8_t prefix_len) {
+    const Subnet subnet{network_be, prefix_len};
+    if (const auto reason = non_unicast_reason(ip_be))
+        return "must be a unicast address, got " + format_ipv4(ip_be) + ", " + *reason;
+    if (std::find(service_ips.begin(), service_ips.end(), ip_be) != service_ips.end())
+        return "must not be the service IP " + format_ipv4(ip_be) + ": it is the pod's own address on the pod network";
+    if (contains(subnet, ip_be))
+        return format_ipv4(ip_be) + " is inside subnet " + format_subnet(subnet) +
+               ": the pod lives on the pod network, not on the provisioning LAN";
+    return std::nullopt;
 }
 
 std::optional<std::string> lan_host_problem(uint32_t ip_be, uint32_t network_be, uint8_t prefix_len) {

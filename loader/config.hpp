@@ -61,6 +61,10 @@ struct Backend {
 
 /* Defaults for the optional fields; docs/config.md lists the same values. */
 inline constexpr std::string_view kDefaultPinRoot = BPFNET_DEFAULT_PIN_ROOT;
+/* The loader's control socket (loader/control_socket.hpp): <control dir>/<interface>.sock, the interface name
+ * as the kernel spells it. */
+inline constexpr std::string_view kDefaultControlDir = "/run/bpfnet";
+std::string default_control_socket(const std::string &interface);
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
 inline constexpr uint32_t kDefaultGarpCount = 3;
@@ -72,6 +76,7 @@ struct Config {
     uint32_t subnet_be = 0; /* network address of the provisioning subnet */
     uint8_t prefix_len = 0;
     std::string pin_root{kDefaultPinRoot}; /* absolute, without a trailing '/' */
+    std::string control_socket;            /* empty: /run/bpfnet/<interface>.sock (loader/control_socket.hpp) */
     XdpMode xdp_mode = XdpMode::Auto;
     TcAttach tc_attach = TcAttach::Auto;
     RedirectPeer redirect_peer = RedirectPeer::Auto;
@@ -87,6 +92,8 @@ struct Config {
     uint32_t subnet_mask_be() const;
     /* Where this interface's maps and programs are pinned: <pin root>/<interface> (maps/pin_layout.hpp). */
     std::string pin_dir() const { return interface_pin_dir(pin_root, interface); }
+    /* Where bpfnetctl reaches this loader: control_socket, or the default for the interface. */
+    std::string control_socket_path() const;
 
     bool operator==(const Config &) const = default;
 };
@@ -124,6 +131,13 @@ std::optional<uint32_t> parse_ipv4(const std::string &text); /* dotted quad -> n
  * broadcast address, or not unicast at all. nullopt when it can. Shared by the config file and the flags.
  */
 std::optional<std::string> lan_host_problem(uint32_t ip_be, uint32_t network_be, uint8_t prefix_len);
+/*
+ * Why ip_be cannot be the backend pod's address behind service_ips on the provisioning subnet: not unicast,
+ * one of the service IPs, or inside the subnet (the pod lives on the pod network). nullopt when it can. The
+ * one rule for the config file's backend.ip and for `bpfnetctl backend set` (checked by the loader).
+ */
+std::optional<std::string> backend_ip_problem(uint32_t ip_be, const std::vector<uint32_t> &service_ips,
+                                              uint32_t network_be, uint8_t prefix_len);
 
 /* "aa:bb:cc:dd:ee:ff" of the 6 bytes at mac. */
 std::string format_mac(const uint8_t *mac);

@@ -50,7 +50,13 @@ constexpr const char *kArpResponder =
     "tc ingress, answers sent out of the NIC's egress (reaches the LAN on every NIC kind; XDP_TX would be lost on "
     "a veth whose peer runs no XDP program)";
 
+void DatapathRuntime::claim() {
+    if (!lock_.held())
+        lock_ = PinDirLock(node_.pin_dir());
+}
+
 void DatapathRuntime::attach() {
+    claim();
     heartbeat_timer_ = loop::make_timer();
     announce_timer_ = loop::make_timer();
     LinkInfo nic = link_by_name(node_.interface);
@@ -143,9 +149,14 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
     // The reverse path must be in place before a service IP is announced. A veth this process has already
     // hooked is not asked again: in Kubernetes mode apply() runs on every tick.
     std::set<int> wanted;
+    Applied applied;
     for (const ServiceSpec &spec : specs) {
-        if (!spec.location || !wanted.insert(spec.location->ifindex).second || hooked_.contains(spec.location->ifindex))
+        if (!spec.location || !wanted.insert(spec.location->ifindex).second)
             continue;
+        if (hooked_.contains(spec.location->ifindex)) {
+            applied.pod_hooks[spec.location->ifindex] = HookAction::Adopted;
+            continue;
+        }
         // Timed: it is on the failover path (the service IP goes active only after it), and a tcx attach
         // waits for an RCU grace period.
         const auto started = std::chrono::steady_clock::now();
@@ -153,6 +164,7 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
         const auto took =
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
         hooked_.insert(spec.location->ifindex);
+        applied.pod_hooks[spec.location->ifindex] = action;
         if (action != HookAction::Adopted)
             log_info("tc program on the backend veth",
                      {{"ifindex", std::to_string(spec.location->ifindex)},
@@ -165,7 +177,6 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
     for (ServiceSpec &spec : effective)
         if (spec.location)
             spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
-    Applied applied;
     applied.report = reconcile(maps, desired_state(effective));
     for (const bpfnet_backend &gone : applied.report.departed) {
         int ifindex = static_cast<int>(gone.ifindex);
@@ -173,6 +184,7 @@ DatapathRuntime::Applied DatapathRuntime::apply(const Config &node, const std::v
             continue;
         datapath_->detach_pod_hook(ifindex);
         hooked_.erase(ifindex);
+        applied.detached.push_back(ifindex);
     }
 
     if (!heartbeat_running_) {

@@ -12,6 +12,8 @@
 #include "kernel_probe.hpp"
 #include "loader_status.hpp"
 #include "maps/unique_fd.hpp"
+#include "pin_lock.hpp"
+#include "tc_hook.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -42,6 +44,9 @@ public:
     DatapathRuntime(const DatapathRuntime &) = delete;
     DatapathRuntime &operator=(const DatapathRuntime &) = delete;
 
+    // Takes the pin directory's lock (PinDirLock): from here on this process is the interface's one writer.
+    // Throws PinDirBusy naming the holder. attach() claims it when the mode has not done so first.
+    void claim();
     // Attaches (or adopts) the datapath and publishes its maps. Throws with nothing half attached. The
     // heartbeat goes on at once when it was fresh (a restart), else it starts with the first apply().
     void attach();
@@ -51,6 +56,9 @@ public:
     struct Applied {
         ReconcileReport report;
         std::vector<__be32> announced;
+        // The pod hook of every backend veth in `specs`: what this call did, or Adopted when it was in place.
+        std::map<int, HookAction> pod_hooks;
+        std::vector<int> detached; // veths whose pod hook left with their backend
     };
     // Brings the maps to `specs` (pod hooks first, then the maps, then the hooks of departed backends) and
     // announces the service IPs that became active. Thread-safe. The first call after attach() announces
@@ -75,6 +83,7 @@ private:
 
     Config node_;
     LoaderStatus &status_;
+    PinDirLock lock_;
     std::unique_ptr<Datapath> datapath_;
     AttachPlan plan_;
     std::optional<ArpSender> arp_;

@@ -41,6 +41,7 @@ struct KubernetesFlags {
     std::string tc_attach = "auto";
     std::string redirect_peer = "auto";
     std::string pin_root{bpfnet::kDefaultPinRoot};
+    std::string control_socket; // empty: /run/bpfnet/<interface>.sock
 };
 
 void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
@@ -77,6 +78,9 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->capture_default_str()
         ->group(group);
     app.add_option("--pin-root", k.pin_root, "bpffs directory for the pins")->capture_default_str()->group(group);
+    app.add_option("--control-socket", k.control_socket,
+                   "where bpfnetctl reaches the loader (default: /run/bpfnet/<interface>.sock)")
+        ->group(group);
 }
 
 // The node's datapath settings and the Service policy from the flags; throws std::invalid_argument naming
@@ -122,6 +126,9 @@ std::pair<bpfnet::Config, bpfnet::k8s::KubernetesOptions> kubernetes_settings(Ku
     while (k.pin_root.size() > 1 && k.pin_root.back() == '/')
         k.pin_root.pop_back();
     node.pin_root = k.pin_root;
+    if (!k.control_socket.empty() && (k.control_socket[0] != '/' || k.control_socket.size() > 107))
+        throw std::invalid_argument("--control-socket must be an absolute path of at most 107 bytes");
+    node.control_socket = k.control_socket;
 
     bpfnet::k8s::KubernetesOptions options;
     options.kubeconfig = k.kubeconfig;
@@ -154,6 +161,7 @@ int run_kubernetes(const KubernetesFlags &flags, const std::optional<bpfnet::Lis
     try {
         bpfnet::LoaderStatus status;
         bpfnet::k8s::KubernetesLoader loader(settings.first, settings.second, status);
+        loader.claim();
         std::optional<bpfnet::HttpServer> http;
         if (listen)
             http.emplace(*listen, status, BPFNET_VERSION);
@@ -250,8 +258,10 @@ int main(int argc, char **argv) {
             loader.teardown();
             return 0;
         }
+        // A second loader for this interface is refused first, naming the running one (not as "port in use").
         // Listening before start() lets the probes answer (not ready) while the datapath is attached, and a
         // port in use stops the loader before it touches the kernel.
+        loader.claim();
         std::optional<bpfnet::HttpServer> http;
         if (listen)
             http.emplace(*listen, status, BPFNET_VERSION);

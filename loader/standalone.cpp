@@ -6,6 +6,7 @@
 #include "maps/system_error.hpp"
 #include "netlink.hpp"
 
+#include <net/if.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
@@ -50,8 +51,8 @@ bool config_file_touched(const UniqueFd &inotify, const std::string &config_path
 }
 
 bool datapath_identity_changed(const Config &a, const Config &b) {
-    return a.interface != b.interface || a.pin_root != b.pin_root || a.xdp_mode != b.xdp_mode ||
-           a.tc_attach != b.tc_attach || a.redirect_peer != b.redirect_peer;
+    return a.interface != b.interface || a.pin_root != b.pin_root || a.control_socket != b.control_socket ||
+           a.xdp_mode != b.xdp_mode || a.tc_attach != b.tc_attach || a.redirect_peer != b.redirect_peer;
 }
 
 } // namespace
@@ -61,24 +62,131 @@ StandaloneLoader::StandaloneLoader(std::string config_path, Config config, Loade
 
 StandaloneLoader::~StandaloneLoader() = default;
 
-void StandaloneLoader::start() {
-    // Everything that can be checked without changing the kernel is checked first.
-    link_by_name(config_.interface);
+void StandaloneLoader::claim() {
+    if (control_)
+        return;
+    // What can be checked without changing anything is checked first: no pin directory is made for an
+    // interface that is not there, or for a config whose backend cannot be found.
+    nic_ifindex_ = link_by_name(config_.interface).ifindex;
     if (config_.backend)
         locate_backend(*config_.backend);
+    runtime_.claim();
+    control_.emplace(config_.control_socket_path());
+}
+
+void StandaloneLoader::start() {
+    // The pin directory's lock and the control socket come before the datapath, so a second loader is
+    // refused with nothing touched.
+    claim();
     runtime_.attach();
     apply(config_);
 }
 
-void StandaloneLoader::apply(const Config &config) {
-    std::optional<BackendLocation> backend;
-    if (config.backend)
-        backend = locate_backend(*config.backend);
-    auto applied = runtime_.apply(config, service_specs(config, backend));
-    log_info("maps reconciled", {{"writes", std::to_string(applied.report.upserts)},
-                                 {"removals", std::to_string(applied.report.removals)},
+StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
+    Change change;
+    if (config.backend) {
+        change.where = locate_backend(*config.backend);
+        // A route that leads back out of the NIC would steer the LAN's requests back onto the LAN.
+        if (change.where->ifindex == nic_ifindex_)
+            throw BackendNotFound("the route to backend " + format_ipv4(config.backend->ip_be) +
+                                      " leaves through the provisioning interface " + config.interface,
+                                  config.backend->veth.empty(), true);
+    }
+    change.applied = runtime_.apply(config, service_specs(config, change.where));
+    log_info("maps reconciled", {{"writes", std::to_string(change.applied.report.upserts)},
+                                 {"removals", std::to_string(change.applied.report.removals)},
                                  {"service_ip", format_ipv4(config.service_ip_be)},
                                  {"backend", config.backend ? format_ipv4(config.backend->ip_be) : "none"}});
+    return change;
+}
+
+namespace {
+
+std::string interface_name(int ifindex) {
+    char name[IF_NAMESIZE] = {};
+    return if_indextoname(static_cast<unsigned>(ifindex), name) ? name : "";
+}
+
+nlohmann::json interface_json(int ifindex) {
+    std::string name = interface_name(ifindex);
+    return name.empty() ? nlohmann::json() : nlohmann::json(name);
+}
+
+// bpfnetctl's documented spelling: a hook already in place (adopted) is "already_attached".
+std::string pod_hook_name(HookAction action) {
+    return action == HookAction::Adopted ? "already_attached" : to_string(action);
+}
+
+// The reply to backend_set / backend_clear, as docs/cli.md documents bpfnetctl's JSON.
+nlohmann::json change_json(const Config &config, const std::optional<BackendLocation> &where,
+                           const DatapathRuntime::Applied &applied) {
+    nlohmann::json json;
+    json["backend"] = nullptr;
+    json["pod_hook"] = nullptr;
+    if (config.backend && where) {
+        json["backend"] = {{"ip", format_ipv4(config.backend->ip_be)},
+                           {"veth", interface_json(where->ifindex)},
+                           {"ifindex", where->ifindex}};
+        if (auto hook = applied.pod_hooks.find(where->ifindex); hook != applied.pod_hooks.end())
+            json["pod_hook"] = pod_hook_name(hook->second);
+    }
+    json["service_ips"] = nlohmann::json::array({format_ipv4(config.service_ip_be)});
+    json["writes"] = applied.report.upserts;
+    json["removals"] = applied.report.removals;
+    json["announced"] = nlohmann::json::array();
+    for (__be32 ip : applied.announced)
+        json["announced"].push_back(format_ipv4(ip));
+    json["gratuitous_arps"] = config.garp_count;
+    json["detached_pod_hooks"] = nlohmann::json::array();
+    for (int ifindex : applied.detached)
+        json["detached_pod_hooks"].push_back({{"ifindex", ifindex}, {"veth", interface_json(ifindex)}});
+    return json;
+}
+
+} // namespace
+
+Backend StandaloneLoader::requested_backend(const nlohmann::json &request) const {
+    using Kind = ControlFailure::Kind;
+    if (!request.contains("ip") || !request["ip"].is_string())
+        throw ControlFailure(Kind::BadRequest, "backend_set needs \"ip\", a string");
+    const std::string text = request["ip"];
+    const auto ip_be = parse_ipv4(text);
+    if (!ip_be)
+        throw ControlFailure(Kind::InvalidArgument, "backend IP '" + text + "' is not an IPv4 address");
+    if (auto problem = backend_ip_problem(*ip_be, {config_.service_ip_be}, config_.subnet_be, config_.prefix_len))
+        throw ControlFailure(Kind::InvalidArgument, "backend IP: " + *problem);
+    Backend backend{*ip_be, request.value("veth", "")};
+    if (backend.veth == config_.interface)
+        throw ControlFailure(Kind::InvalidArgument,
+                             "veth: must be the pod's veth, not the provisioning interface " + config_.interface);
+    return backend;
+}
+
+nlohmann::json StandaloneLoader::control(const ControlRequest &request) {
+    using Kind = ControlFailure::Kind;
+    const std::string command = request.body["command"];
+    Config next = config_;
+    if (command == "backend_set")
+        next.backend = requested_backend(request.body);
+    else if (command == "backend_clear")
+        next.backend.reset();
+    else
+        throw ControlFailure(Kind::BadRequest,
+                             "unknown command '" + command + "': this loader takes backend_set and backend_clear");
+    Change change;
+    try {
+        change = apply(next);
+    } catch (const BackendNotFound &e) {
+        throw ControlFailure(Kind::BackendUnavailable,
+                             "cannot locate backend " + format_ipv4(next.backend->ip_be) + ": " + e.detail() +
+                                 (e.naming_veth_helps() ? "; name the pod's veth with --veth" : ""));
+    }
+    config_ = std::move(next);
+    log_info("backend changed through the control socket",
+             {{"backend", config_.backend ? format_ipv4(config_.backend->ip_be) : "none"},
+              {"peer_pid", std::to_string(request.peer_pid)},
+              {"lasts_until", "the config is applied again (SIGHUP, file change, restart)"}});
+    return change_json(config_, change.where, change.applied);
 }
 
 void StandaloneLoader::reload_config(bool forced) {
@@ -97,11 +205,11 @@ void StandaloneLoader::reload_config(bool forced) {
     if (next == config_ && !forced && status_.ready())
         return;
     if (datapath_identity_changed(next, config_)) {
-        log_error(
-            "interface, pinRoot, xdpMode, tcAttach and redirectPeer cannot change while running; restart the loader",
-            {{"config", config_path_}});
-        reload_failed(
-            "config not applied: interface, pinRoot, xdpMode, tcAttach and redirectPeer cannot change while running");
+        log_error("interface, pinRoot, controlSocket, xdpMode, tcAttach and redirectPeer cannot change while running; "
+                  "restart the loader",
+                  {{"config", config_path_}});
+        reload_failed("config not applied: interface, pinRoot, controlSocket, xdpMode, tcAttach and redirectPeer "
+                      "cannot change while running");
         return;
     }
     if (forced)
@@ -127,7 +235,7 @@ int StandaloneLoader::run() {
     epoll_ = loop::make_epoll();
     signals_ = loop::signal_fd();
     inotify_ = watch_config_dir(config_path_);
-    for (int fd : {signals_.get(), inotify_.get()})
+    for (int fd : {signals_.get(), inotify_.get(), control_->fd()})
         loop::add(epoll_, fd);
     runtime_.start();
     // start() attached and reconciled; with the heartbeat and the event consumer running, it serves.
@@ -151,12 +259,16 @@ int StandaloneLoader::run() {
             } else if (fd == inotify_.get()) {
                 if (config_file_touched(inotify_, config_path_))
                     reload_config(false);
+            } else if (fd == control_->fd()) {
+                control_->serve_pending([this](const ControlRequest &request) { return control(request); });
             }
         }
     }
 }
 
 void StandaloneLoader::teardown() {
+    // Not under a running loader: it would re-create what is removed, or serve from maps that are gone.
+    PinDirLock lock(config_.pin_dir());
     Datapath::remove(
         DatapathOptions{.interface = config_.interface, .pin_dir = config_.pin_dir(), .xdp_mode = config_.xdp_mode});
     log_info("datapath removed", {{"iface", config_.interface}, {"pins", config_.pin_dir()}});

@@ -2,11 +2,13 @@
 #pragma once
 
 #include "config.hpp"
+#include "control_socket.hpp"
 #include "datapath_runtime.hpp"
 #include "desired_state.hpp"
 #include "loader_status.hpp"
 #include "maps/unique_fd.hpp"
 
+#include <optional>
 #include <string>
 
 namespace bpfnet {
@@ -18,6 +20,10 @@ public:
     StandaloneLoader(std::string config_path, Config config, LoaderStatus &status);
     ~StandaloneLoader();
 
+    // Checks the interface and the backend, then becomes the interface's one writer: the pin directory's
+    // lock and the control socket. Throws (BackendNotFound, PinDirBusy naming the holder) with nothing
+    // changed. start() does it when the caller has not.
+    void claim();
     // Attaches (or adopts) the datapath and fills the maps. Throws on failure, with nothing half attached.
     void start();
     // Serves until SIGTERM or SIGINT; returns the process exit code.
@@ -26,7 +32,16 @@ public:
     void teardown();
 
 private:
-    void apply(const Config &config);
+    struct Change {
+        DatapathRuntime::Applied applied;
+        std::optional<BackendLocation> where;
+    };
+    // Locates the config's backend (before any map changes) and brings the datapath to the config.
+    Change apply(const Config &config);
+    // A request on the control socket (bpfnetctl backend set/clear): the running config with another
+    // backend, applied like a reload. Lasts until the config is applied again (SIGHUP, file change, restart).
+    nlohmann::json control(const ControlRequest &request);
+    Backend requested_backend(const nlohmann::json &request) const;
     // Re-reads the file and applies it if valid; `forced` (SIGHUP) also re-applies an unchanged one.
     void reload_config(bool forced);
     void reload_failed(const std::string &reason);
@@ -35,6 +50,8 @@ private:
     Config config_;
     LoaderStatus &status_;
     DatapathRuntime runtime_;
+    int nic_ifindex_ = 0;
+    std::optional<ControlServer> control_;
     UniqueFd epoll_, signals_, inotify_;
 };
 

@@ -153,6 +153,9 @@ sandbox_setup() {
     mount -t tmpfs -o mode=0755 e2e-netns /run/netns || die "mount tmpfs on /run/netns"
     mkdir -p /sys/fs/bpf 2>/dev/null || true
     mount -t bpf bpf /sys/fs/bpf || die "mount bpffs on /sys/fs/bpf"
+    # The loaders' control sockets (/run/bpfnet/<interface>.sock): private, like the pins.
+    mkdir -p /run/bpfnet
+    mount -t tmpfs -o mode=0700 e2e-control /run/bpfnet || die "mount tmpfs on /run/bpfnet"
     E2E_TMP=$(mktemp -d /tmp/bpfnet-e2e.XXXXXX) || die "mktemp"
     mkdir -p "$E2E_TMP/conf" "$E2E_TMP/logs"
     trap e2e_cleanup EXIT
@@ -180,6 +183,7 @@ e2e_cleanup() {
         ip netns del "$ns" 2>/dev/null
     done
     umount /sys/fs/bpf 2>/dev/null
+    umount /run/bpfnet 2>/dev/null
     umount /run/netns 2>/dev/null
     if [ -n "$E2E_TMP" ] && [ -d "$E2E_TMP" ]; then
         if [ -n "${E2E_KEEP_TMP:-}" ]; then

@@ -3,8 +3,9 @@
 # read command in table and JSON form checked against the topology's known values, `stats` deltas after one
 # DHCP exchange and one HTTP request matched exactly against what a capture on the host saw, a flow from a
 # TFTP transfer, a conflicting MAC, bad arguments and their exit codes (nothing changed), and the backend
-# switch: `backend clear` drops the service traffic, `backend set` brings it back, a loader reload re-applies
-# the config's backend, and `backend set` refuses when no pod program is loaded.
+# switch through the loader's control socket: `backend clear` drops the service traffic, `backend set` brings
+# it back, a loader reload re-applies the config's backend, both refuse without a loader (and as another
+# user), and a second loader or a teardown under the running one is refused naming it.
 #
 #   usage: test_cli.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
 #   env:   BPFNETCTL     bpfnetctl to test (default: cli/bpfnetctl next to the loader's build directory)
@@ -58,6 +59,7 @@ EXIT_NO_DATAPATH=3
 EXIT_PERMISSION=4
 EXIT_INVALID=5
 EXIT_BACKEND_UNAVAILABLE=6
+EXIT_NO_LOADER=7
 
 # ---------------------------------------------------------------------------------------------------
 # bpfnetctl and its output
@@ -525,6 +527,9 @@ case_bad_arguments() {
         fi
     done
     log "as nobody: $(cat "$OUT/not-root-status.err")"
+    log "as nobody: $(cat "$OUT/not-root-backend-clear.err")"
+    grep -q "control socket" "$OUT/not-root-backend-clear.err" ||
+        { E2E_REASON="backend clear as nobody: $(cat "$OUT/not-root-backend-clear.err")"; return 1; }
 
     after=$(maps_snapshot) || { E2E_REASON="cannot snapshot the maps"; return 1; }
     if [ "$before" != "$after" ]; then
@@ -533,8 +538,36 @@ case_bad_arguments() {
     fi
 }
 
+# i2. One writer per interface: a second loader for the same interface, and a teardown under the running
+# loader, are refused naming the running one's pid, and change nothing.
+case_one_loader_per_interface() {
+    local before after out rc
+    before=$(maps_snapshot) || { E2E_REASON="cannot snapshot the maps"; return 1; }
+    for what in second teardown; do
+        if [ "$what" = second ]; then
+            out=$(timeout 20 nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$CONFIG" 2>&1)
+        else
+            out=$(timeout 20 nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$CONFIG" --teardown 2>&1)
+        fi
+        rc=$?
+        if [ "$rc" != 1 ] || [[ $out != *"is held by another bpfnet-loader (pid $LOADER_PID: "*"bpfnet-loader --config"* ]]; then
+            E2E_REASON="$what loader: exit $rc, want 1 naming pid $LOADER_PID: $out"
+            return 1
+        fi
+    done
+    log "second loader: $out"
+    after=$(maps_snapshot) || { E2E_REASON="cannot snapshot the maps"; return 1; }
+    if [ "$before" != "$after" ]; then
+        E2E_REASON="a refused loader changed the datapath: $(diff <(echo "$before") <(echo "$after") | tr '\n' '|')"
+        return 1
+    fi
+    [ -S "/run/bpfnet/$E2E_NIC.sock" ] || { E2E_REASON="the running loader's control socket is gone"; return 1; }
+    pid_gone "$LOADER_PID" && { E2E_REASON="the running loader died"; return 1; }
+    http_works || { E2E_REASON="HTTP does not work after the refused loaders"; return 1; }
+}
+
 # ---------------------------------------------------------------------------------------------------
-# Cases: backend set / clear
+# Cases: backend set / clear (through the loader's control socket)
 
 counter_json() {
     ctl counter-now stats -o json || return 1
@@ -597,6 +630,8 @@ case_backend_set() {
         E2E_REASON="HTTP does not work 10 s after backend set"
         return 1
     fi
+    grep -q '"backend changed through the control socket"' "$LOADER_LOG" ||
+        { E2E_REASON="the loader did not log the change"; return 1; }
     ctl_ok set-again backend set "$E2E_POD_IP" --veth "$E2E_VETH" || return 1
     has_line_matching set-again "^backend $E2E_POD_IP on $E2E_VETH now serves $E2E_SERVICE_IP; pod hook already_attached; 0 map writes, 0 removals\$" || return 1
     has_line set-again "note: bpfnet-loader re-applies its config's backend on SIGHUP, a config change or a restart" || return 1
@@ -615,17 +650,19 @@ case_reload_restores() {
     wait_for 10 http_works || { E2E_REASON="HTTP does not work after the reload"; return 1; }
 }
 
-# m. Without a loader and with no veth carrying the pod program, there is no program to attach: backend
-# set refuses and changes nothing. status shows the heartbeat going stale. A new loader restores everything.
-case_set_needs_pod_program() {
+# m. Without a loader nobody writes the maps: backend set and clear say there is no loader (the socket went
+# with it) and change nothing. status shows the heartbeat going stale. A new loader restores everything.
+case_backend_needs_the_loader() {
     loader_stop TERM
-    ctl_ok noloader-clear backend clear || return 1
+    [ -e "/run/bpfnet/$E2E_NIC.sock" ] && { E2E_REASON="the stopped loader left its control socket"; return 1; }
     local before
     before=$(maps_snapshot) || { E2E_REASON="cannot snapshot the maps"; return 1; }
-    ctl_fails noloader-set "$EXIT_BACKEND_UNAVAILABLE" backend set "$E2E_POD_IP" || return 1
-    grep -q "bpfnet-loader" "$OUT/noloader-set.err" || { E2E_REASON="$(cat "$OUT/noloader-set.err")"; return 1; }
+    ctl_fails noloader-clear "$EXIT_NO_LOADER" backend clear || return 1
+    ctl_fails noloader-set "$EXIT_NO_LOADER" backend set "$E2E_POD_IP" || return 1
+    grep -q "no bpfnet-loader serves /run/bpfnet/$E2E_NIC.sock" "$OUT/noloader-set.err" ||
+        { E2E_REASON="$(cat "$OUT/noloader-set.err")"; return 1; }
     if [ "$(maps_snapshot)" != "$before" ]; then
-        E2E_REASON="the refused backend set changed the datapath"
+        E2E_REASON="a refused backend command changed the datapath"
         return 1
     fi
     heartbeat_stale() { ctl stale-status status -o json && json_expect stale-status "d['heartbeat']['state'] == 'stale'"; }
@@ -662,9 +699,10 @@ run_case "stats --watch: rates, JSON lines" case_stats_watch
 run_case "trace: DHCP exchange by client MAC, TFTP request with its file, off again afterwards" case_trace
 run_case "status shows a conflicting MAC" case_conflict
 run_case "bad arguments: exit codes, one line, nothing changed" case_bad_arguments
+run_case "one loader per interface: a second loader and a teardown are refused naming it" case_one_loader_per_interface
 run_case "backend clear: HTTP dropped as drop_no_backend" case_backend_clear
 run_case "backend set: HTTP works again" case_backend_set
 run_case "a loader reload re-applies the config's backend" case_reload_restores
-run_case "backend set refuses without a pod program; stale heartbeat" case_set_needs_pod_program
+run_case "backend set/clear refuse without a loader; stale heartbeat" case_backend_needs_the_loader
 run_case "no datapath after teardown" case_teardown
 finish

@@ -27,6 +27,9 @@ source "$E2E_DIR/dhcp.sh"
 source "$E2E_DIR/cluster.sh"
 
 loader_argument "$@"
+BPFNETCTL=$(realpath "${BPFNETCTL:-$(dirname "$LOADER")/../cli/bpfnetctl}" 2>/dev/null) || true
+[ -x "$BPFNETCTL" ] || { echo "e2e: no bpfnetctl at ${BPFNETCTL:-?} (build it, or set BPFNETCTL)" >&2; exit 2; }
+export BPFNETCTL
 
 sandbox_reexec "$@"
 
@@ -113,6 +116,15 @@ case_serve() {
     standby=$(node_metric node-b 'bpfnet_k8s_services{state="standby"}')
     [ "$served" = 1 ] && [ "$standby" = 1 ] ||
         { E2E_REASON="metrics: node-a served='$served', node-b standby='$standby' (want 1 and 1)"; return 1; }
+    # bpfnetctl backend set/clear are for standalone mode: this loader refuses them and nothing changes.
+    local refusal rc
+    refusal=$(nsenter --net="/run/netns/${NODE_NS[node-a]}" "$BPFNETCTL" -i "$E2E_NIC" --pin-root "$E2E_PIN_ROOT/node-a" \
+        --control-socket /run/bpfnet/node-a.sock backend clear 2>&1)
+    rc=$?
+    [ "$rc" = 1 ] && [[ $refusal == *"runs in Kubernetes mode"*EndpointSlice* ]] ||
+        { E2E_REASON="bpfnetctl backend clear on node-a: exit $rc: $refusal"; return 1; }
+    serves node-a || { E2E_REASON="node-a stopped serving after the refused backend clear"; return 1; }
+    log "backend clear refused: $refusal"
     loaders_alive
 }
 

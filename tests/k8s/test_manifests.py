@@ -233,6 +233,16 @@ class DaemonSet(unittest.TestCase):
         host_paths = {v["hostPath"]["path"] for v in volumes.values() if "hostPath" in v}
         self.assertEqual(host_paths, {"/sys/fs/bpf"}, "only bpffs comes from the host")
 
+    def test_control_socket_directory_writable(self):
+        # The root filesystem is read-only and the loader will not start without its control socket
+        # (/run/bpfnet/<interface>.sock, loader/control_socket.hpp).
+        self.assertTrue(self.loader["securityContext"].get("readOnlyRootFilesystem"))
+        volumes = {v["name"]: v for v in self.pod.get("volumes") or []}
+        mounts = [m for m in self.loader.get("volumeMounts") or [] if m.get("mountPath") == "/run/bpfnet"]
+        self.assertEqual(len(mounts), 1, "no writable mount at /run/bpfnet")
+        self.assertFalse(mounts[0].get("readOnly", False))
+        self.assertIn("emptyDir", volumes[mounts[0]["name"]])
+
     def test_rolling_update_and_shutdown(self):
         strategy = self.ds["spec"]["updateStrategy"]
         self.assertEqual(strategy["type"], "RollingUpdate")

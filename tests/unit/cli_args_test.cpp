@@ -104,11 +104,11 @@ TEST(CliExitCodes, ErrnoAndExceptionsMapToDistinctCodes) {
     // Every code is distinct.
     std::vector<int> codes;
     for (ExitCode c : {ExitCode::Ok, ExitCode::Failure, ExitCode::Usage, ExitCode::NoDatapath, ExitCode::Permission,
-                       ExitCode::InvalidArgument, ExitCode::BackendUnavailable})
+                       ExitCode::InvalidArgument, ExitCode::BackendUnavailable, ExitCode::NoLoader})
         codes.push_back(to_int(c));
     std::sort(codes.begin(), codes.end());
     EXPECT_EQ(std::adjacent_find(codes.begin(), codes.end()), codes.end());
-    EXPECT_EQ(codes, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(codes, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 TEST(CliRun, UnknownOptionsCommandsAndMissingArgumentsAreUsageErrors) {
@@ -149,6 +149,20 @@ TEST(CliRun, NoDatapathForTheInterface) {
                    "nosuchif0");
     expect_failure(run_cli({"--pin-root", kEmptyPinRoot, "-i", "nosuchif0", "backend", "set", "198.18.100.2"}),
                    ExitCode::NoDatapath, "nosuchif0");
+}
+
+// A datapath without a loader: backend set and clear have nobody to ask, and say so (they never write the
+// maps themselves).
+TEST(CliRun, BackendCommandsNeedTheLoader) {
+    const std::string root = std::filesystem::temp_directory_path() / ("bpfnetctl-test-" + std::to_string(getpid()));
+    std::filesystem::create_directories(root + "/prov9");
+    const std::string socket = root + "/prov9.sock";
+    for (std::vector<std::string> command :
+         {std::vector<std::string>{"backend", "clear"}, std::vector<std::string>{"backend", "set", "198.18.100.2"}}) {
+        command.insert(command.begin(), {"--pin-root", root, "-i", "prov9", "--control-socket", socket});
+        expect_failure(run_cli(command), ExitCode::NoLoader, "no bpfnet-loader serves " + socket);
+    }
+    std::filesystem::remove_all(root);
 }
 
 TEST(CliRun, GlobalOptionsAlsoAfterTheCommand) {

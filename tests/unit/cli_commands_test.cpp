@@ -314,132 +314,41 @@ TEST(CliStats, WatchShowsRatesPerSecond) {
     EXPECT_NE(table.find("\nnot_allowed               4      0.5\n"), std::string::npos) << table;
 }
 
-// ---- backend set / clear: the loader's desired state, from what the maps say ----
+// ---- backend set / clear: the request sent to the loader and the report of its answer ----
 
-Config loader_config() {
-    return parse_config(R"(
-interface: prov0
-serviceIP: 198.18.0.2
-subnet: 198.18.0.0/24
-dhcpRelay: {maxHops: 6}
-ports:
-  - {name: dhcp, protocol: udp, port: 67, kind: dhcp}
-  - {name: tftp, protocol: udp, port: 69, kind: tftp}
-  - {name: http, protocol: tcp, port: 80, targetPort: 8080}
-backend:
-  ip: 198.18.100.2
-)",
-                        "test.yaml");
+TEST(CliBackend, RequestsNameTheCommandAndOnlyTheGivenFields) {
+    EXPECT_EQ(backend_set_request("198.18.100.2", ""), Json::parse(R"({"command":"backend_set","ip":"198.18.100.2"})"));
+    EXPECT_EQ(backend_set_request("198.18.100.2", "veth1"),
+              Json::parse(R"({"command":"backend_set","ip":"198.18.100.2","veth":"veth1"})"));
+    EXPECT_EQ(backend_clear_request(), Json::parse(R"({"command":"backend_clear"})"));
 }
 
-BackendLocation location(int ifindex) {
-    BackendLocation where;
-    where.ifindex = ifindex;
-    where.pod_mac = {2, 0, 0, 0, 1, 2};
-    where.host_mac = {2, 0, 0, 0, 1, 1};
-    where.redirect_peer = true;
-    return where;
+TEST(CliBackend, TheLoadersRefusalsKeepTheirExitCodes) {
+    EXPECT_EQ(exit_code_for(ControlFailure::Kind::InvalidArgument), ExitCode::InvalidArgument);
+    EXPECT_EQ(exit_code_for(ControlFailure::Kind::BackendUnavailable), ExitCode::BackendUnavailable);
+    EXPECT_EQ(exit_code_for(ControlFailure::Kind::PermissionDenied), ExitCode::Permission);
+    EXPECT_EQ(exit_code_for(ControlFailure::Kind::Refused), ExitCode::Failure);
+    EXPECT_EQ(exit_code_for(ControlFailure::Kind::BadRequest), ExitCode::Failure);
 }
 
-// The maps as the loader leaves them for `config`, located at `where` (or with no backend).
-DatapathContents contents_written_by_loader(const Config &config, const std::optional<BackendLocation> &where) {
-    DesiredState state = desired_state(config, where);
-    DatapathContents contents;
-    contents.iface = iface_entry(config, 2, {2, 0, 0, 0, 0, 1});
-    contents.service_ips.assign(state.service_ips.begin(), state.service_ips.end());
-    contents.services.assign(state.services.begin(), state.services.end());
-    return contents;
+TEST(CliBackend, SetReportNamesBackendVethHookWritesAndAnnouncements) {
+    Json result = Json::parse(R"({"backend":{"ip":"198.18.100.2","veth":"vethpod","ifindex":7},
+        "pod_hook":"attached","service_ips":["198.18.0.2"],"writes":9,"removals":0,
+        "announced":["198.18.0.2"],"gratuitous_arps":3,"detached_pod_hooks":[{"ifindex":5,"veth":null}]})");
+    EXPECT_EQ(describe_backend_change(result),
+              "backend 198.18.100.2 on vethpod now serves 198.18.0.2; pod hook attached; 9 map writes, 0 removals; "
+              "pod hook removed from ifindex 5; announced with 3 gratuitous ARPs\n"
+              "note: bpfnet-loader re-applies its config's backend on SIGHUP, a config change or a restart");
 }
 
-template <typename K, typename V>
-void expect_same_table(const Table<K, V> &got, const Table<K, V> &want, const char *what) {
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (const auto &[key, value] : want) {
-        auto it = got.find(key);
-        ASSERT_NE(it, got.end()) << what;
-        EXPECT_TRUE(bytewise_equal(it->second, value)) << what;
-    }
-}
-
-void expect_same_state(const DesiredState &got, const DesiredState &want) {
-    expect_same_table(got.service_ips, want.service_ips, "service_ips");
-    expect_same_table(got.services, want.services, "services");
-    expect_same_table(got.backend_ports, want.backend_ports, "backend_ports");
-    expect_same_table(got.backends, want.backends, "backends");
-}
-
-TEST(CliBackend, ConfigFromTheMapsCarriesPortsTargetPortsKindsAndSubnet) {
-    Config config = loader_config();
-    auto configs = configs_from_maps(contents_written_by_loader(config, location(3)), config.backend);
-    ASSERT_EQ(configs.size(), 1u);
-    EXPECT_EQ(configs[0].service_ip_be, config.service_ip_be);
-    EXPECT_EQ(configs[0].subnet_be, config.subnet_be);
-    EXPECT_EQ(configs[0].prefix_len, 24);
-    EXPECT_EQ(configs[0].dhcp_max_hops, 6);
-    ASSERT_EQ(configs[0].ports.size(), 3u);
-    // Sorted by protocol, then port; names are not in the maps.
-    EXPECT_EQ(configs[0].ports[0].port, 80);
-    EXPECT_EQ(configs[0].ports[0].target_port, 8080);
-    EXPECT_EQ(configs[0].ports[1].kind, PortKind::Dhcp);
-    EXPECT_EQ(configs[0].ports[2].kind, PortKind::Tftp);
-}
-
-TEST(CliBackend, SetAfterClearRestoresWhatTheLoaderWrote) {
-    Config config = loader_config();
-    DatapathContents cleared = contents_written_by_loader(config, std::nullopt);
-    // With no backend the target ports survive in the service entries, so a set can rebuild them.
-    expect_same_state(desired_from_maps(cleared, config.backend, location(3)), desired_state(config, location(3)));
-}
-
-TEST(CliBackend, ClearIsWhatTheLoaderWritesForAConfigWithoutBackend) {
-    Config config = loader_config();
-    DatapathContents live = contents_written_by_loader(config, location(3));
-    Config without = config;
-    without.backend.reset();
-    expect_same_state(desired_from_maps(live, std::nullopt, std::nullopt), desired_state(without, std::nullopt));
-}
-
-TEST(CliBackend, MovingToAnotherPodPointsEveryServiceAtIt) {
-    Config config = loader_config();
-    DatapathContents live = contents_written_by_loader(config, location(3));
-    Backend other{ip("198.18.101.7"), "vethother"};
-    DesiredState state = desired_from_maps(live, other, location(9));
-    ASSERT_EQ(state.services.size(), 3u);
-    for (const auto &[key, value] : state.services)
-        EXPECT_EQ(value.backend_ip_be, other.ip_be);
-    ASSERT_EQ(state.backends.size(), 1u);
-    EXPECT_EQ(state.backends.begin()->first, other.ip_be);
-    EXPECT_EQ(state.backends.begin()->second.ifindex, 9u);
-}
-
-TEST(CliBackend, SeveralServiceIpsShareTheBackendWhoseEgressIsTheDhcpServiceIp) {
-    Config config = loader_config();
-    DatapathContents live = contents_written_by_loader(config, location(3));
-    Config second = config;
-    second.service_ip_be = ip("198.18.0.1"); // lower than the DHCP one: the order must not come from the address
-    second.ports = {{"api", Protocol::Tcp, 6385, 6385, PortKind::Plain}};
-    DesiredState extra = desired_state(second, location(3));
-    live.service_ips.insert(live.service_ips.end(), extra.service_ips.begin(), extra.service_ips.end());
-    live.services.insert(live.services.end(), extra.services.begin(), extra.services.end());
-
-    DesiredState state = desired_from_maps(live, config.backend, location(3));
-    EXPECT_EQ(state.service_ips.size(), 2u);
-    EXPECT_EQ(state.services.size(), 4u);
-    EXPECT_EQ(state.backend_ports.size(), 4u);
-    ASSERT_EQ(state.backends.size(), 1u);
-    EXPECT_EQ(state.backends.begin()->second.service_ip_be, config.service_ip_be);
-}
-
-TEST(CliBackend, IpProblemsFollowTheLoadersRules) {
-    DatapathContents live = contents_written_by_loader(loader_config(), location(3));
-    EXPECT_EQ(backend_ip_problem(live, ip("198.18.100.2")), "");
-    EXPECT_NE(backend_ip_problem(live, ip("198.18.0.2")).find("is a service IP"), std::string::npos);
-    EXPECT_NE(backend_ip_problem(live, ip("198.18.0.50")).find("inside the provisioning subnet 198.18.0.0/24"),
-              std::string::npos);
-    EXPECT_NE(backend_ip_problem(live, ip("0.0.0.0")).find("unspecified"), std::string::npos);
-    EXPECT_NE(backend_ip_problem(live, ip("224.0.0.5")).find("multicast"), std::string::npos);
-    EXPECT_NE(backend_ip_problem(live, ip("255.255.255.255")).find("broadcast"), std::string::npos);
-    EXPECT_NE(backend_ip_problem(live, ip("127.0.0.1")).find("loopback"), std::string::npos);
+TEST(CliBackend, ClearReportNamesTheInactiveServiceIps) {
+    Json result = Json::parse(R"({"backend":null,"pod_hook":null,"service_ips":["198.18.0.2","198.18.0.3"],
+        "writes":4,"removals":5,"announced":[],"gratuitous_arps":3,
+        "detached_pod_hooks":[{"ifindex":7,"veth":"vethpod"}]})");
+    EXPECT_EQ(describe_backend_change(result),
+              "backend cleared: 198.18.0.2, 198.18.0.3 inactive, listed ports dropped (drop_no_backend); 4 map "
+              "writes, 5 removals; pod hook removed from vethpod\n"
+              "note: bpfnet-loader re-applies its config's backend on SIGHUP, a config change or a restart");
 }
 
 } // namespace
