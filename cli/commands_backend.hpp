@@ -1,12 +1,12 @@
 // `bpfnetctl backend set IP [--veth NAME]` and `backend clear`: standalone mode's manual switch of the pod
 // that backs the service IPs. bpfnetctl does not write the maps itself: it asks the running loader, the
-// one writer of the interface's maps, through its control socket (loader/control_socket.hpp); the loader
+// one writer of the interface's maps, through its control socket (core/control_socket.hpp); the loader
 // checks the request with its config's rules, locates the pod and applies it like a reload. Lasts until the
 // loader applies its config again (see docs/cli.md).
 #pragma once
 
 #include "cli/errors.hpp"
-#include "loader/control_socket.hpp"
+#include "core/control_socket.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #include "cli/hooks.hpp"
-#include "loader/program_info.hpp"
-#include "loader/tc_hook.hpp"
+#include "core/program_info.hpp"
+#include "core/tc_hook.hpp"
 
 #include "maps/bpfnet_maps.h"
 #include "maps/system_error.hpp"

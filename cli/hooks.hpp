@@ -4,7 +4,7 @@
 // by another datapath, or by another bpfnet, is not ours.
 #pragma once
 
-#include "loader/tc_hook.hpp"
+#include "core/tc_hook.hpp"
 #include "maps/unique_fd.hpp"
 
 #include <linux/types.h>

@@ -69,12 +69,6 @@ void print_json(std::ostream &out, const Json &document) {
     out << document.dump() << '\n';
 }
 
-std::string format_ipv4(__be32 ip_be) {
-    char text[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &ip_be, text, sizeof(text));
-    return text;
-}
-
 Mac to_mac(const __u8 mac[6]) {
     Mac out{};
     std::copy(mac, mac + out.size(), out.begin());

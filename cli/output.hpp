@@ -3,7 +3,8 @@
 // kernel and looks the same in every command.
 #pragma once
 
-#include "loader/config.hpp"
+#include "core/addresses.hpp"
+#include "core/node.hpp"
 
 #include <linux/types.h>
 #include <nlohmann/json.hpp>
@@ -49,7 +50,7 @@ private:
 // One JSON document per line: scripts can read a `--watch` stream line by line.
 void print_json(std::ostream &out, const Json &document);
 
-std::string format_ipv4(__be32 ip_be);
+using bpfnet::format_ipv4; // core/addresses.hpp: one spelling of addresses in every layer
 using bpfnet::format_mac;
 inline std::string format_mac(const Mac &mac) {
     return format_mac(mac.data());

@@ -2,6 +2,7 @@
 
 #include "cli/errors.hpp"
 #include "cli/options.hpp"
+#include "core/addresses.hpp"
 #include "maps/datapath_maps.hpp"
 #include "maps/layout.hpp"
 
@@ -21,18 +22,6 @@ namespace bpfnet::cli {
 namespace {
 
 volatile sig_atomic_t g_stop = 0;
-
-std::string ipv4(__be32 be) {
-    char text[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &be, text, sizeof(text));
-    return text;
-}
-
-std::string mac_text(const __u8 *m) {
-    char text[18];
-    std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-    return text;
-}
 
 std::string_view hook_name(__u8 hook) {
     switch (hook) {
@@ -72,7 +61,7 @@ bool is_tftp(const bpfnet_trace &r) {
 }
 
 std::string endpoint(__be32 addr, __be16 port, __u8 proto) {
-    std::string text = ipv4(addr);
+    std::string text = format_ipv4(addr);
     if (proto == IPPROTO_TCP || proto == IPPROTO_UDP)
         text += ":" + std::to_string(ntohs(port));
     return text;
@@ -172,13 +161,13 @@ std::string trace_line(const bpfnet_trace &r) {
     if (is_dhcp(r)) {
         char xid[16];
         std::snprintf(xid, sizeof(xid), "0x%08x", ntohl(r.dhcp_xid_be));
-        line += " dhcp " + std::string(dhcp_type_name(r.dhcp_type)) + " xid " + xid + " client " + mac_text(r.mac);
+        line += " dhcp " + std::string(dhcp_type_name(r.dhcp_type)) + " xid " + xid + " client " + format_mac(r.mac);
     } else if (is_tftp(r)) {
         line += " tftp " + std::string(tftp_op_name(r.tftp_op));
         if (r.tftp_file[0])
             line += " " + std::string(r.tftp_file, strnlen(r.tftp_file, sizeof(r.tftp_file)));
     } else {
-        line += " mac " + mac_text(r.mac);
+        line += " mac " + format_mac(r.mac);
     }
     return line;
 }
@@ -190,16 +179,16 @@ std::string trace_json(const bpfnet_trace &r) {
         {"hook", hook_name(r.hook)},
         {"decision", decision_name(r.decision)},
         {"protocol", proto_name(r.proto)},
-        {"source", {{"ip", ipv4(r.saddr_be)}, {"port", ntohs(r.sport_be)}}},
-        {"destination", {{"ip", ipv4(r.daddr_be)}, {"port", ntohs(r.dport_be)}}},
-        {"mac", mac_text(r.mac)},
+        {"source", {{"ip", format_ipv4(r.saddr_be)}, {"port", ntohs(r.sport_be)}}},
+        {"destination", {{"ip", format_ipv4(r.daddr_be)}, {"port", ntohs(r.dport_be)}}},
+        {"mac", format_mac(r.mac)},
     };
     if (r.to_addr_be)
-        j["steered_to"] = {{"ip", ipv4(r.to_addr_be)}, {"port", ntohs(r.to_port_be)}};
+        j["steered_to"] = {{"ip", format_ipv4(r.to_addr_be)}, {"port", ntohs(r.to_port_be)}};
     if (is_dhcp(r)) {
         char xid[16];
         std::snprintf(xid, sizeof(xid), "0x%08x", ntohl(r.dhcp_xid_be));
-        j["dhcp"] = {{"type", dhcp_type_name(r.dhcp_type)}, {"xid", xid}, {"client_mac", mac_text(r.mac)}};
+        j["dhcp"] = {{"type", dhcp_type_name(r.dhcp_type)}, {"xid", xid}, {"client_mac", format_mac(r.mac)}};
     }
     if (is_tftp(r))
         j["tftp"] = {{"op", tftp_op_name(r.tftp_op)},

@@ -1,6 +1,6 @@
 #include "k8s/client.hpp"
 
-#include "loader/log.hpp"
+#include "core/log.hpp"
 
 #include <curl/curl.h>
 #include <sys/stat.h>

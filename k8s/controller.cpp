@@ -2,10 +2,10 @@
 
 #include "k8s/json_fields.hpp"
 
-#include "loader/backend_locator.hpp"
-#include "loader/event_loop.hpp"
-#include "loader/log.hpp"
-#include "loader/netlink.hpp"
+#include "core/backend_locator.hpp"
+#include "core/event_loop.hpp"
+#include "core/log.hpp"
+#include "core/netlink.hpp"
 #include "maps/system_error.hpp"
 
 #include <signal.h>
@@ -57,7 +57,7 @@ std::chrono::milliseconds renew_period(std::chrono::seconds duration) {
 
 } // namespace
 
-KubernetesLoader::KubernetesLoader(Config node, KubernetesOptions options, LoaderStatus &status)
+KubernetesLoader::KubernetesLoader(NodeSettings node, KubernetesOptions options, LoaderStatus &status)
     : node_(std::move(node)), options_(std::move(options)), status_(status), runtime_(node_, status) {}
 
 KubernetesLoader::~KubernetesLoader() {
@@ -87,7 +87,7 @@ void KubernetesLoader::start() {
     services_ = std::make_unique<Watcher>(*api_, kServices, on_change);
     slices_ = std::make_unique<Watcher>(*api_, kEndpointSlices, on_change);
     leases_ = std::make_unique<Watcher>(*api_, kLeases, on_change);
-    status_.publish_kubernetes([this] { return metrics(); });
+    status_.publish_mode_metrics([this](MetricsWriter &out) { write_kubernetes_metrics(out, metrics()); });
     log_info("kubernetes mode", {{"server", api_->config().server},
                                  {"node", options_.node_name},
                                  {"class", options_.policy.load_balancer_class},

@@ -17,14 +17,16 @@
 // which keeps serving the last state it was given.
 #pragma once
 
+#include "core/addresses.hpp"
+#include "core/control_socket.hpp"
+#include "core/datapath_runtime.hpp"
+#include "core/loader_status.hpp"
+#include "core/node.hpp"
 #include "k8s/client.hpp"
 #include "k8s/event.hpp"
 #include "k8s/lease.hpp"
+#include "k8s/metrics.hpp"
 #include "k8s/service_model.hpp"
-#include "loader/config.hpp"
-#include "loader/control_socket.hpp"
-#include "loader/datapath_runtime.hpp"
-#include "loader/loader_status.hpp"
 #include "maps/unique_fd.hpp"
 
 #include <atomic>
@@ -50,8 +52,8 @@ struct KubernetesOptions {
 
 class KubernetesLoader {
 public:
-    // node: the NIC and its settings (the service fields are not used). status must outlive the loader.
-    KubernetesLoader(Config node, KubernetesOptions options, LoaderStatus &status);
+    // node: the NIC and its settings. status must outlive the loader.
+    KubernetesLoader(NodeSettings node, KubernetesOptions options, LoaderStatus &status);
     ~KubernetesLoader();
     KubernetesLoader(const KubernetesLoader &) = delete;
     KubernetesLoader &operator=(const KubernetesLoader &) = delete;
@@ -94,7 +96,7 @@ private:
     void report_once(const nlohmann::json &service, const std::string &key, ServiceEvent event);
     void post_event(const nlohmann::json &service, const ServiceEvent &event);
 
-    Config node_;
+    NodeSettings node_;
     KubernetesOptions options_;
     LoaderStatus &status_;
     DatapathRuntime runtime_;

@@ -1,5 +1,7 @@
 #include "k8s/service_model.hpp"
 
+#include "core/service_rules.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -116,11 +118,6 @@ std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out) {
         out.kind = PortKind::Tftp;
     else
         out.kind = PortKind::Plain;
-
-    if (out.kind == PortKind::Dhcp && (out.protocol != Protocol::Udp || out.port != 67))
-        return label + ": a DHCP port must be UDP 67, got " + proto + " " + std::to_string(out.port);
-    if (out.kind == PortKind::Tftp && out.protocol != Protocol::Udp)
-        return label + ": a TFTP port must be UDP, got " + proto;
     return std::nullopt;
 }
 
@@ -203,18 +200,23 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
         return refuse(d, "spec.ports is not a list");
     if (ports->empty())
         return refuse(d, "spec.ports is empty");
-    std::set<std::pair<Protocol, uint16_t>> seen, seen_target;
     std::vector<PortRule> rules;
     for (size_t i = 0; i < ports->size(); ++i) {
         PortRule rule;
         if (auto why = parse_port((*ports)[i], i, rule))
             return refuse(d, *why);
-        if (!seen.insert({rule.protocol, rule.port}).second)
-            return refuse(d, "duplicate port " + proto_name(rule.protocol) + " " + std::to_string(rule.port));
-        if (!seen_target.insert({rule.protocol, rule.target_port}).second)
-            return refuse(d,
-                          "duplicate targetPort " + proto_name(rule.protocol) + " " + std::to_string(rule.target_port));
         rules.push_back(std::move(rule));
+    }
+    // The rules the config file's ports obey too (core/service_rules.hpp), in the same words.
+    auto entry = [](size_t i) {
+        return "spec.ports[" + std::to_string(i) + "]";
+    };
+    if (auto problem = port_rules_problem(rules, entry)) {
+        if (!problem->index)
+            return refuse(d, "spec.ports: " + problem->detail);
+        const PortRule &rule = rules[*problem->index];
+        return refuse(d, entry(*problem->index) + (rule.name.empty() ? "" : " (" + rule.name + ")") + ": " +
+                             problem->detail);
     }
 
     d.outcome = ServiceDecision::Outcome::Accepted;

@@ -3,7 +3,8 @@
 // JSON makes a Service Refused (with a reason for its Event) and makes an EndpointSlice contribute nothing.
 #pragma once
 
-#include "loader/config.hpp"
+#include "core/addresses.hpp"
+#include "core/node.hpp"
 
 #include <nlohmann/json.hpp>
 

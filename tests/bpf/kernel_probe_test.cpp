@@ -2,7 +2,7 @@
 // version); this test checks its answers against the releases that introduced each feature upstream, so
 // in the VM matrix a wrong probe shows up on the kernel where it is wrong. (A vendor kernel that backports
 // tcx would fail here; Debian's 6.1 and 6.12 do not.)
-#include "loader/kernel_probe.hpp"
+#include "core/kernel_probe.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/utsname.h>

@@ -1,8 +1,8 @@
 // The loader's reconcile against real BPF maps: the first run fills them, a repeat writes nothing, a change
 // writes only what changed, and learned state (flows) is never touched.
 #include "bpfnet.skel.h"
-#include "loader/config.hpp"
-#include "loader/desired_state.hpp"
+#include "core/desired_state.hpp"
+#include "standalone/config.hpp"
 #include "tests/bpf/loaded_datapath.hpp"
 #include "tests/bpf/packet.hpp"
 

@@ -6,8 +6,8 @@
 //                  blackhole route 198.18.200.0/24
 //
 // Prints one line per check and "N passed, M failed"; exits non-zero on any failure.
-#include "loader/arp_sender.hpp"
-#include "loader/netlink.hpp"
+#include "core/arp_sender.hpp"
+#include "core/netlink.hpp"
 #include "maps/system_error.hpp"
 
 #include <arpa/inet.h>

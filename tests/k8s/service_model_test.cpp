@@ -174,14 +174,25 @@ TEST(ServiceModel, RefusesProtocolsOtherThanTcpUdp) {
 TEST(ServiceModel, RefusesDuplicatePorts) {
     auto s = make_service();
     s["spec"]["ports"].push_back({{"name", "again"}, {"protocol", "TCP"}, {"port", 6385}, {"targetPort", 9999}});
-    expect_refused(s, "duplicate port TCP 6385");
+    expect_refused(s, "spec.ports[4] (again): tcp port 6385 is already used by spec.ports[0]");
     // Same number on another protocol is fine.
     auto ok = make_service();
     ok["spec"]["ports"].push_back({{"name", "api-udp"}, {"protocol", "UDP"}, {"port", 6385}});
     EXPECT_EQ(decide(ok).outcome, Outcome::Accepted) << decide(ok).reason;
     auto target = make_service();
     target["spec"]["ports"].push_back({{"name", "x"}, {"protocol", "TCP"}, {"port", 80}, {"targetPort", 8084}});
-    expect_refused(target, "duplicate targetPort TCP 8084");
+    expect_refused(target, "spec.ports[4] (x): tcp targetPort 8084 is already used by spec.ports[1]");
+}
+
+// The config file's limit too (core/service_rules.hpp): the services map holds BPFNET_MAX_SERVICES entries.
+TEST(ServiceModel, AtMostAsManyPortsAsTheServicesMapHolds) {
+    auto s = make_service();
+    s["spec"]["ports"] = json::array();
+    for (int port = 1; port <= BPFNET_MAX_SERVICES + 1; port++)
+        s["spec"]["ports"].push_back({{"name", "p" + std::to_string(port)}, {"protocol", "TCP"}, {"port", port}});
+    expect_refused(s, "spec.ports: must list at most 256 ports, got 257");
+    s["spec"]["ports"].erase(s["spec"]["ports"].size() - 1);
+    EXPECT_EQ(decide(s).outcome, Outcome::Accepted) << decide(s).reason;
 }
 
 TEST(ServiceModel, TargetPortNumberDefaultOrNamedRefused) {
@@ -215,22 +226,22 @@ TEST(ServiceModel, PortKindsFromNameOrAppProtocol) {
 TEST(ServiceModel, DhcpMustBeUdp67) {
     auto s = make_service();
     s["spec"]["ports"][2]["port"] = 68;
-    expect_refused(s, "a DHCP port must be UDP 67, got UDP 68");
+    expect_refused(s, "spec.ports[2] (dhcp): dhcp requires port 67, got 68");
     s["spec"]["ports"][2]["port"] = 67;
     s["spec"]["ports"][2]["protocol"] = "TCP";
-    expect_refused(s, "a DHCP port must be UDP 67, got TCP 67");
+    expect_refused(s, "spec.ports[2] (dhcp): dhcp requires protocol udp, got tcp");
     auto app = make_service();
     app["spec"]["ports"][0]["appProtocol"] = "dhcp"; // TCP 6385 marked dhcp
-    expect_refused(app, "a DHCP port must be UDP 67");
+    expect_refused(app, "spec.ports[0] (ironic-api): dhcp requires protocol udp, got tcp");
 }
 
 TEST(ServiceModel, TftpMustBeUdp) {
     auto s = make_service();
     s["spec"]["ports"][3]["protocol"] = "TCP";
-    expect_refused(s, "a TFTP port must be UDP, got TCP");
+    expect_refused(s, "spec.ports[3] (boot): tftp requires protocol udp, got tcp");
     auto named = make_service();
     named["spec"]["ports"][0]["name"] = "tftp"; // TCP 6385 named tftp
-    expect_refused(named, "a TFTP port must be UDP");
+    expect_refused(named, "spec.ports[0] (tftp): tftp requires protocol udp, got tcp");
 }
 
 TEST(ServiceModel, MalformedServicesAreRefusedNeverThrow) {

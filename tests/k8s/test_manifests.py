@@ -235,7 +235,7 @@ class DaemonSet(unittest.TestCase):
 
     def test_control_socket_directory_writable(self):
         # The root filesystem is read-only and the loader will not start without its control socket
-        # (/run/bpfnet/<interface>.sock, loader/control_socket.hpp).
+        # (/run/bpfnet/<interface>.sock, core/control_socket.hpp).
         self.assertTrue(self.loader["securityContext"].get("readOnlyRootFilesystem"))
         volumes = {v["name"]: v for v in self.pod.get("volumes") or []}
         mounts = [m for m in self.loader.get("volumeMounts") or [] if m.get("mountPath") == "/run/bpfnet"]

@@ -1,5 +1,5 @@
 // How the loader attaches, from the config's choices and what the kernel probe found.
-#include "loader/kernel_probe.hpp"
+#include "core/kernel_probe.hpp"
 
 #include <gtest/gtest.h>
 

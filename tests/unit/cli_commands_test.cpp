@@ -4,7 +4,7 @@
 #include "cli/commands_stats.hpp"
 #include "cli/commands_status.hpp"
 #include "cli/commands_tables.hpp"
-#include "loader/desired_state.hpp"
+#include "core/desired_state.hpp"
 #include "maps/layout.hpp"
 
 #include <arpa/inet.h>

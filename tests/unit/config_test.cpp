@@ -3,7 +3,7 @@
  * Unit tests of the standalone config file: one full config parsed to the exact struct, defaults, and
  * one test per validation rule checking that the error names the offending field.
  */
-#include "loader/config.hpp"
+#include "standalone/config.hpp"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -226,7 +226,7 @@ TEST(ConfigParse, SubnetMaskAndHelpers) {
 
 /* The shipped example and the complete examples in the docs must stay valid. */
 TEST(ConfigParse, ExampleConfigAndDocExamplesParse) {
-    const auto example = source_root() / "loader/example-config.yaml";
+    const auto example = source_root() / "standalone/example-config.yaml";
     const auto docs = source_root() / "docs/config.md";
     if (!std::filesystem::exists(example) || !std::filesystem::exists(docs))
         GTEST_SKIP() << "sources not found from " << __FILE__;

@@ -1,8 +1,8 @@
 // The loader's control socket (one writer of the maps) and the pin directory's lock (one loader per
 // interface), on real sockets and real flocks in a temporary directory: requests and their answers, refusals
 // carried to the client with their kind, no loader, a stale socket, a second server, and who may connect.
-#include "loader/control_socket.hpp"
-#include "loader/pin_lock.hpp"
+#include "core/control_socket.hpp"
+#include "core/pin_lock.hpp"
 #include "maps/system_error.hpp"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // What the loader wants in the maps for a given configuration, and the diff that gets it there.
-#include "loader/config.hpp"
-#include "loader/desired_state.hpp"
+#include "core/desired_state.hpp"
+#include "standalone/config.hpp"
 #include "tests/bpf/packet.hpp"
 
 #include <arpa/inet.h>

@@ -1,0 +1,84 @@
+#include "core/addresses.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace bpfnet {
+
+std::string format_ipv4(uint32_t be) {
+    char text[INET_ADDRSTRLEN];
+    in_addr addr{};
+    addr.s_addr = be;
+    inet_ntop(AF_INET, &addr, text, sizeof(text));
+    return text;
+}
+
+std::optional<uint32_t> parse_ipv4(const std::string &text) {
+    in_addr addr{};
+    if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
+        return std::nullopt;
+    return addr.s_addr;
+}
+
+std::string format_mac(const uint8_t *mac) {
+    char text[18];
+    std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+    return text;
+}
+
+uint32_t prefix_mask_be(unsigned prefix_len) {
+    if (prefix_len == 0)
+        return 0;
+    return htonl(~uint32_t{0} << (32 - std::min(prefix_len, 32u)));
+}
+
+std::string format_prefix(uint32_t network_be, uint8_t prefix_len) {
+    return format_ipv4(network_be) + "/" + std::to_string(prefix_len);
+}
+
+bool in_prefix(uint32_t ip_be, uint32_t network_be, uint8_t prefix_len) {
+    return (ip_be & prefix_mask_be(prefix_len)) == network_be;
+}
+
+std::optional<std::string> non_unicast_reason(uint32_t ip_be) {
+    const uint32_t ip = ntohl(ip_be);
+    if (ip == 0xffffffff)
+        return "the limited broadcast address";
+    if ((ip >> 24) == 0)
+        return "in 0.0.0.0/8 (\"this network\")";
+    if ((ip >> 24) == 127)
+        return "a loopback address";
+    if ((ip >> 28) == 0xe)
+        return "a multicast address";
+    return std::nullopt;
+}
+
+std::optional<std::string> lan_host_problem(uint32_t ip_be, uint32_t network_be, uint8_t prefix_len) {
+    const std::string where = "subnet " + format_prefix(network_be, prefix_len);
+    if (const auto reason = non_unicast_reason(ip_be))
+        return "must be a unicast address, got " + format_ipv4(ip_be) + ", " + *reason;
+    if (!in_prefix(ip_be, network_be, prefix_len))
+        return format_ipv4(ip_be) + " is not inside " + where;
+    if (prefix_len <= 30 && ip_be == network_be)
+        return format_ipv4(ip_be) + " is the network address of " + where;
+    if (prefix_len <= 30 && ip_be == (network_be | ~prefix_mask_be(prefix_len)))
+        return format_ipv4(ip_be) + " is the broadcast address of " + where;
+    return std::nullopt;
+}
+
+std::optional<std::string> backend_ip_problem(uint32_t ip_be, const std::vector<uint32_t> &service_ips,
+                                              uint32_t network_be, uint8_t prefix_len) {
+    if (const auto reason = non_unicast_reason(ip_be))
+        return "must be a unicast address, got " + format_ipv4(ip_be) + ", " + *reason;
+    if (std::find(service_ips.begin(), service_ips.end(), ip_be) != service_ips.end())
+        return "must not be the service IP " + format_ipv4(ip_be) + ": it is the pod's own address on the pod network";
+    if (in_prefix(ip_be, network_be, prefix_len))
+        return format_ipv4(ip_be) + " is inside subnet " + format_prefix(network_be, prefix_len) +
+               ": the pod lives on the pod network, not on the provisioning LAN";
+    return std::nullopt;
+}
+
+} // namespace bpfnet

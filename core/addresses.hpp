@@ -1,0 +1,40 @@
+// IPv4 addresses as every layer writes and reads them (dotted quads, prefixes, MACs), and the rules about
+// which address may be what on the provisioning LAN. One copy, used by both modes and by bpfnetctl.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bpfnet {
+
+/* Dotted quad of an address in network byte order. */
+std::string format_ipv4(uint32_t be);
+/* Dotted quad (inet_pton's strict form: four decimal octets) to network byte order; nullopt otherwise. */
+std::optional<uint32_t> parse_ipv4(const std::string &text);
+/* "aa:bb:cc:dd:ee:ff" of the 6 bytes at mac. */
+std::string format_mac(const uint8_t *mac);
+
+/* The netmask of a prefix length, in network byte order (0 for /0). */
+uint32_t prefix_mask_be(unsigned prefix_len);
+/* "198.18.0.0/24". */
+std::string format_prefix(uint32_t network_be, uint8_t prefix_len);
+bool in_prefix(uint32_t ip_be, uint32_t network_be, uint8_t prefix_len);
+
+/* Why ip_be can never be a host's address (broadcast, 0.0.0.0/8, loopback, multicast); nullopt when it can. */
+std::optional<std::string> non_unicast_reason(uint32_t ip_be);
+/*
+ * Why ip_be cannot be a host on the provisioning subnet (network_be/prefix_len): outside it, its network or
+ * broadcast address, or not unicast at all. nullopt when it can. Service IPs and DHCP relays obey it.
+ */
+std::optional<std::string> lan_host_problem(uint32_t ip_be, uint32_t network_be, uint8_t prefix_len);
+/*
+ * Why ip_be cannot be the backend pod's address behind service_ips on the provisioning subnet: not unicast,
+ * one of the service IPs, or inside the subnet (the pod lives on the pod network). nullopt when it can. The
+ * one rule for the config file's backend.ip and for `bpfnetctl backend set` (checked by the loader).
+ */
+std::optional<std::string> backend_ip_problem(uint32_t ip_be, const std::vector<uint32_t> &service_ips,
+                                              uint32_t network_be, uint8_t prefix_len);
+
+} // namespace bpfnet

@@ -1,0 +1,63 @@
+#include "core/backend_locator.hpp"
+
+#include "core/netlink.hpp"
+#include "maps/system_error.hpp"
+
+namespace bpfnet {
+
+BackendNotFound::BackendNotFound(std::string detail, bool found_by_route, bool naming_veth_helps)
+    : std::runtime_error(std::string("backend.veth: ") + (found_by_route ? "auto: " : "") + detail +
+                         (naming_veth_helps ? "; name the veth in backend.veth" : "")),
+      detail_(std::move(detail)), naming_veth_helps_(naming_veth_helps) {}
+
+namespace {
+
+LinkInfo backend_link(const Backend &backend) {
+    if (!backend.veth.empty()) {
+        try {
+            return link_by_name(backend.veth);
+        } catch (const SystemError &e) {
+            throw BackendNotFound("interface " + backend.veth + " not found (" + e.what() + ")", false, false);
+        }
+    }
+    LinkInfo link;
+    try {
+        link = link_by_index(route_oif(backend.ip_be));
+    } catch (const SystemError &e) {
+        throw BackendNotFound("no route to backend " + format_ipv4(backend.ip_be) + " (" + e.what() + ")", true, true);
+    }
+    // Behind a bridge (flannel, the CNI bridge plugin) the route names the bridge, not the pod's veth: the
+    // datapath would redirect into the bridge and its reverse hook would see every pod's traffic. Refused
+    // rather than half working.
+    if (link.kind == "bridge")
+        throw BackendNotFound(
+            "the route to backend " + format_ipv4(backend.ip_be) + " goes through bridge " + link.name +
+                " (a bridge CNI); bpfnet needs a routed CNI, where the route to a pod names the pod's "
+                "veth (Calico, Cilium, kube-router), or the veth named explicitly",
+            true, false);
+    return link;
+}
+
+} // namespace
+
+BackendLocation locate_backend(const Backend &backend) {
+    LinkInfo link = backend_link(backend);
+    BackendLocation where;
+    where.ifindex = link.ifindex;
+    where.host_mac = link.mac;
+    where.mtu = link.mtu;
+    // bpf_redirect_peer delivers straight into the pod's namespace: only possible through a veth pair.
+    where.redirect_peer = link.is_veth;
+
+    auto pod_mac = link.is_veth ? peer_mac(link) : std::nullopt;
+    if (!pod_mac)
+        pod_mac = neighbour_mac(link.ifindex, backend.ip_be);
+    if (!pod_mac)
+        throw BackendNotFound(link.name + " is not a veth and the kernel has no neighbour entry for " +
+                                  format_ipv4(backend.ip_be) + ": cannot learn the pod's MAC",
+                              false, false);
+    where.pod_mac = *pod_mac;
+    return where;
+}
+
+} // namespace bpfnet

@@ -1,0 +1,30 @@
+// Finds where the backend pod is attached on this node: the host side of its veth (named in the config,
+// or found through the kernel's route to the pod IP, as routed CNIs set it up) and the MACs on both ends.
+#pragma once
+
+#include "core/addresses.hpp"
+#include "core/desired_state.hpp"
+#include "core/node.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace bpfnet {
+
+// The backend cannot be located. what() speaks the config file's language (it names backend.veth); detail()
+// says what is wrong without naming a field, for the other ways a backend is given (bpfnetctl backend set,
+// an EndpointSlice); naming_veth_helps() when giving the veth explicitly would get around it.
+class BackendNotFound : public std::runtime_error {
+public:
+    BackendNotFound(std::string detail, bool found_by_route, bool naming_veth_helps);
+    const std::string &detail() const { return detail_; }
+    bool naming_veth_helps() const { return naming_veth_helps_; }
+
+private:
+    std::string detail_;
+    bool naming_veth_helps_;
+};
+
+BackendLocation locate_backend(const Backend &backend);
+
+} // namespace bpfnet

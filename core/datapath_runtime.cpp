@@ -1,0 +1,333 @@
+#include "core/datapath_runtime.hpp"
+
+#include "core/event_loop.hpp"
+#include "core/log.hpp"
+#include "core/netlink.hpp"
+#include "maps/system_error.hpp"
+
+#include <bpf/libbpf.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+namespace bpfnet {
+
+namespace {
+
+// A resolution request for the same host is not repeated more often than this.
+constexpr auto kResolutionRetry = std::chrono::milliseconds(200);
+constexpr auto kConflictLogInterval = std::chrono::seconds(10);
+
+using loop::arm_timer;
+using loop::drain;
+
+__u64 monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts); // the clock bpf_ktime_get_ns() reads
+    return static_cast<__u64>(ts.tv_sec) * 1000000000ull + static_cast<__u64>(ts.tv_nsec);
+}
+
+} // namespace
+
+DatapathRuntime::DatapathRuntime(NodeSettings node, LoaderStatus &status)
+    : node_(std::move(node)), status_(status), events_(nullptr, ring_buffer__free) {}
+
+DatapathRuntime::~DatapathRuntime() {
+    if (thread_.joinable()) {
+        uint64_t one = 1;
+        if (::write(stop_.get(), &one, sizeof(one)) != sizeof(one))
+            log_error("cannot stop the datapath thread", {{"error", std::strerror(errno)}});
+        thread_.join();
+    }
+}
+
+// How the service IPs' ARP is answered, for the log; bpfnetctl status says the same.
+constexpr const char *kArpResponder =
+    "tc ingress, answers sent out of the NIC's egress (reaches the LAN on every NIC kind; XDP_TX would be lost on "
+    "a veth whose peer runs no XDP program)";
+
+void DatapathRuntime::claim() {
+    if (!lock_.held())
+        lock_ = PinDirLock(node_.pin_dir());
+}
+
+void DatapathRuntime::attach() {
+    claim();
+    heartbeat_timer_ = loop::make_timer();
+    announce_timer_ = loop::make_timer();
+    LinkInfo nic = link_by_name(node_.interface);
+    nic_mac_ = nic.mac;
+    const KernelFeatures kernel = probe_kernel();
+    plan_ = plan_attach(node_.tc_attach, node_.redirect_peer, kernel);
+    log_info("kernel probed", {{"release", kernel.release},
+                               {"tcx", kernel.tcx ? "yes" : "no"},
+                               {"tcx_probe", kernel.tcx_detail},
+                               {"redirect_peer", kernel.redirect_peer ? "yes" : "no"},
+                               {"tc_attach", to_string(plan_.tc) + " (tcAttach " + to_string(node_.tc_attach) + ")"},
+                               {"pod_delivery", plan_.redirect_peer ? "redirect_peer" : "veth transmit"}});
+    datapath_ = std::make_unique<Datapath>(DatapathOptions{.interface = node_.interface,
+                                                           .pin_dir = node_.pin_dir(),
+                                                           .xdp_mode = node_.xdp_mode,
+                                                           .tc = plan_.tc,
+                                                           .redirect_peer = plan_.redirect_peer});
+    if (!datapath_->xdp().native_refused.empty())
+        log_warn("native XDP refused by the driver: running generic XDP (slower)",
+                 {{"iface", node_.interface}, {"error", datapath_->xdp().native_refused}});
+    log_info("xdp program on the NIC", {{"iface", node_.interface},
+                                        {"action", to_string(datapath_->xdp().action)},
+                                        {"attach", describe(datapath_->xdp())}});
+    log_info("tc program on the NIC ingress", {{"iface", node_.interface},
+                                               {"action", to_string(datapath_->tc_nic_action())},
+                                               {"attach", to_string(datapath_->tc_kind())},
+                                               {"arp_responder", kArpResponder}});
+    arp_.emplace(nic.ifindex);
+    // The HTTP thread gets fds of its own, so it never shares an object with this thread.
+    status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
+    // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
+    // the LAN is told so even though the maps already mark the service IP active.
+    // A fresh heartbeat means a loader confirmed this state moments ago (a restart, an upgrade): keeping it
+    // fresh keeps the service IPs answered even if this process cannot reconcile yet (an API server that is
+    // away). A stale one is not revived before this process has decided the state itself (first apply()).
+    bool fresh = heartbeat_fresh();
+    announce_all_on_first_apply_ = !fresh;
+    if (fresh) {
+        heartbeat_running_ = true;
+        write_heartbeat();
+    }
+}
+
+bool DatapathRuntime::heartbeat_fresh() {
+    auto last = datapath_->maps().heartbeat.lookup(0);
+    auto timeout = static_cast<__u64>(std::chrono::nanoseconds(node_.heartbeat_timeout).count());
+    return last && last->monotonic_ns != 0 && monotonic_ns() - last->monotonic_ns <= timeout;
+}
+
+void DatapathRuntime::write_heartbeat() {
+    datapath_->maps().heartbeat.update(0, bpfnet_heartbeat{monotonic_ns()});
+}
+
+namespace {
+
+// The relay agents whose giaddr the datapath accepts: exactly the configured ones, written only on change.
+void sync_dhcp_relays(DatapathMaps &maps, const std::vector<uint32_t> &relays) {
+    for (const auto &[ip_be, entry] : maps.dhcp_relays.entries())
+        if (std::find(relays.begin(), relays.end(), ip_be) == relays.end())
+            maps.dhcp_relays.erase(ip_be);
+    for (uint32_t ip_be : relays)
+        if (!maps.dhcp_relays.lookup(ip_be))
+            maps.dhcp_relays.update(ip_be, bpfnet_dhcp_relay{});
+}
+
+} // namespace
+
+DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const std::vector<ServiceSpec> &specs) {
+    std::lock_guard lock(mutex_);
+    bool new_interval = node.heartbeat_interval != node_.heartbeat_interval;
+    node_.subnet_be = node.subnet_be;
+    node_.prefix_len = node.prefix_len;
+    node_.dhcp_max_hops = node.dhcp_max_hops;
+    node_.dhcp_relays = node.dhcp_relays;
+    node_.heartbeat_interval = node.heartbeat_interval;
+    node_.heartbeat_timeout = node.heartbeat_timeout;
+    node_.garp_count = node.garp_count;
+    node_.garp_interval = node.garp_interval;
+    if (new_interval && thread_.joinable())
+        arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
+    DatapathMaps &maps = datapath_->maps();
+    bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, dhcp_service_ip(specs));
+    iface.hooks = static_cast<__u8>((plan_.tc == TcHookKind::Tcx ? BPFNET_HOOKS_TCX : 0) |
+                                    (plan_.redirect_peer ? BPFNET_HOOKS_REDIRECT_PEER : 0));
+    auto current = maps.iface.lookup(0);
+    if (!current || !bytewise_equal(*current, iface))
+        maps.iface.update(0, iface);
+    sync_dhcp_relays(maps, node_.dhcp_relays);
+
+    // The reverse path must be in place before a service IP is announced. A veth this process has already
+    // hooked is not asked again: in Kubernetes mode apply() runs on every tick.
+    std::set<int> wanted;
+    Applied applied;
+    for (const ServiceSpec &spec : specs) {
+        if (!spec.location || !wanted.insert(spec.location->ifindex).second)
+            continue;
+        if (hooked_.contains(spec.location->ifindex)) {
+            applied.pod_hooks[spec.location->ifindex] = HookAction::Adopted;
+            continue;
+        }
+        // Timed: it is on the failover path (the service IP goes active only after it), and a tcx attach
+        // waits for an RCU grace period.
+        const auto started = std::chrono::steady_clock::now();
+        HookAction action = datapath_->attach_pod_hook(spec.location->ifindex);
+        const auto took =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+        hooked_.insert(spec.location->ifindex);
+        applied.pod_hooks[spec.location->ifindex] = action;
+        if (action != HookAction::Adopted)
+            log_info("tc program on the backend veth",
+                     {{"ifindex", std::to_string(spec.location->ifindex)},
+                      {"action", to_string(action)},
+                      {"attach", to_string(datapath_->tc_kind())},
+                      {"took_ms", std::to_string(static_cast<double>(took.count()) / 1000.0)}});
+    }
+    // The backend table says how each backend is reached; without the helper it is never "peer".
+    std::vector<ServiceSpec> effective = specs;
+    for (ServiceSpec &spec : effective)
+        if (spec.location)
+            spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
+    applied.report = reconcile(maps, desired_state(effective));
+    for (const bpfnet_backend &gone : applied.report.departed) {
+        int ifindex = static_cast<int>(gone.ifindex);
+        if (wanted.contains(ifindex))
+            continue;
+        datapath_->detach_pod_hook(ifindex);
+        hooked_.erase(ifindex);
+        applied.detached.push_back(ifindex);
+    }
+
+    if (!heartbeat_running_) {
+        heartbeat_running_ = true;
+        write_heartbeat();
+    }
+    applied.announced = applied.report.activated;
+    if (announce_all_on_first_apply_) {
+        announce_all_on_first_apply_ = false;
+        applied.announced.clear();
+        for (const auto &[ip, entry] : maps.service_ips.entries())
+            if (entry.flags & BPFNET_SERVICE_IP_ACTIVE)
+                applied.announced.push_back(ip);
+    }
+    announce(applied.announced);
+    return applied;
+}
+
+void DatapathRuntime::recheck_hooks() {
+    std::lock_guard lock(mutex_);
+    hooked_.clear();
+}
+
+void DatapathRuntime::announce(const std::vector<__be32> &service_ips) {
+    if (service_ips.empty() || node_.garp_count == 0)
+        return;
+    // A round already under way restarts with the new IPs added: each IP gets the full count.
+    for (__be32 ip : service_ips)
+        if (std::find(announcing_.begin(), announcing_.end(), ip) == announcing_.end())
+            announcing_.push_back(ip);
+    announcements_left_ = node_.garp_count;
+    send_next_announcement();
+    if (announcements_left_ > 0)
+        arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
+}
+
+void DatapathRuntime::send_next_announcement() {
+    for (__be32 ip : announcing_)
+        arp_->send_gratuitous(ip, nic_mac_);
+    log_debug("gratuitous ARP sent", {{"left", std::to_string(announcements_left_ - 1)}});
+    if (--announcements_left_ == 0) {
+        announcing_.clear();
+        arm_timer(announce_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+    }
+}
+
+int DatapathRuntime::on_ring_event(void *ctx, void *data, size_t size) {
+    if (size >= sizeof(bpfnet_event))
+        static_cast<DatapathRuntime *>(ctx)->handle_event(*static_cast<const bpfnet_event *>(data));
+    return 0;
+}
+
+void DatapathRuntime::handle_event(const bpfnet_event &event) {
+    switch (event.type) {
+    case BPFNET_EVENT_NEIGHBOUR_MISS:
+    case BPFNET_EVENT_NEIGHBOUR_VERIFY: // its ARP answer confirms or corrects what a packet claimed
+        resolve_neighbour(event.ip_be, event.service_ip_be);
+        break;
+    case BPFNET_EVENT_CONFLICT:
+        report_conflict(event.service_ip_be, event.mac);
+        break;
+    default:
+        break;
+    }
+}
+
+void DatapathRuntime::resolve_neighbour(__be32 host, __be32 service_ip) {
+    auto now = std::chrono::steady_clock::now();
+    auto &last = last_resolution_[host];
+    if (now - last < kResolutionRetry)
+        return;
+    last = now;
+    arp_->send_request(service_ip, nic_mac_, host);
+    log_debug("neighbour miss: ARP request sent", {{"host", format_ipv4(host)}});
+    if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
+        last_resolution_.clear();
+}
+
+// Another MAC claiming the service IP means two owners on one LAN (a pivot gone wrong, a second cluster):
+// hosts may reach either. Logged at most once per interval per IP, so a flood cannot drown the log.
+void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
+    auto now = std::chrono::steady_clock::now();
+    auto &last = last_conflict_log_[service_ip];
+    if (last != std::chrono::steady_clock::time_point{} && now - last < kConflictLogInterval)
+        return;
+    last = now;
+    std::string text = format_mac(mac);
+    log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ipv4(service_ip)}, {"mac", text}});
+    if (on_conflict_)
+        on_conflict_(service_ip, text);
+}
+
+void DatapathRuntime::start(ConflictHandler on_conflict) {
+    on_conflict_ = std::move(on_conflict);
+    epoll_ = loop::make_epoll();
+    stop_ = loop::make_eventfd();
+    events_.reset(ring_buffer__new(datapath_->events_fd(), on_ring_event, this, nullptr));
+    if (!events_)
+        throw SystemError("ring_buffer__new", errno);
+    {
+        std::lock_guard lock(mutex_);
+        arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
+        if (announcements_left_ > 0)
+            arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
+    }
+    for (int fd : {stop_.get(), heartbeat_timer_.get(), announce_timer_.get(), ring_buffer__epoll_fd(events_.get())})
+        loop::add(epoll_, fd);
+    thread_ = std::thread([this] { serve(); });
+}
+
+void DatapathRuntime::serve() {
+    for (;;) {
+        std::vector<int> ready;
+        try {
+            ready = loop::wait(epoll_);
+        } catch (const std::exception &e) {
+            // Without this thread the heartbeat goes stale and the datapath stops answering ARP: the
+            // safe failure. Readiness says why.
+            log_error("datapath thread stopped", {{"error", e.what()}});
+            status_.set_not_ready(std::string("datapath thread stopped: ") + e.what());
+            return;
+        }
+        for (int fd : ready) {
+            if (fd == stop_.get())
+                return;
+            std::lock_guard lock(mutex_);
+            try {
+                if (fd == heartbeat_timer_.get()) {
+                    drain(heartbeat_timer_);
+                    if (heartbeat_running_)
+                        write_heartbeat();
+                } else if (fd == announce_timer_.get()) {
+                    drain(announce_timer_);
+                    if (announcements_left_ > 0)
+                        send_next_announcement();
+                } else {
+                    ring_buffer__consume(events_.get());
+                }
+            } catch (const std::exception &e) {
+                log_error("datapath thread", {{"error", e.what()}});
+            }
+        }
+    }
+}
+
+} // namespace bpfnet

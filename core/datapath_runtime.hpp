@@ -1,0 +1,107 @@
+// The part of the loader that keeps an attached datapath alive, whatever decides its desired state (the config
+// file in standalone mode, the Kubernetes API in Kubernetes mode): the heartbeat that keeps the ARP liveness
+// gate open, gratuitous ARP when a service IP becomes active here, and the datapath's events (neighbour
+// misses resolved by ARP, conflicts reported). It runs on a thread of its own, so a slow API server or a
+// blocking call in the mode's loop can never let the heartbeat go stale while the process is alive.
+#pragma once
+
+#include "core/addresses.hpp"
+#include "core/arp_sender.hpp"
+#include "core/datapath.hpp"
+#include "core/desired_state.hpp"
+#include "core/kernel_probe.hpp"
+#include "core/loader_status.hpp"
+#include "core/node.hpp"
+#include "core/pin_lock.hpp"
+#include "core/tc_hook.hpp"
+#include "maps/unique_fd.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+struct ring_buffer;
+
+namespace bpfnet {
+
+class DatapathRuntime {
+public:
+    // Called on the runtime's thread when the datapath sees another MAC claim one of our active service IPs
+    // (at most once per IP per interval); mac is "aa:bb:cc:dd:ee:ff".
+    using ConflictHandler = std::function<void(__be32 service_ip, const std::string &mac)>;
+
+    // node: the NIC, pin root, control socket, XDP mode, heartbeat and announcement timings. status must
+    // outlive the runtime.
+    DatapathRuntime(NodeSettings node, LoaderStatus &status);
+    ~DatapathRuntime(); // stops the thread; the datapath stays attached
+    DatapathRuntime(const DatapathRuntime &) = delete;
+    DatapathRuntime &operator=(const DatapathRuntime &) = delete;
+
+    // Takes the pin directory's lock (PinDirLock): from here on this process is the interface's one writer.
+    // Throws PinDirBusy naming the holder. attach() claims it when the mode has not done so first.
+    void claim();
+    // Attaches (or adopts) the datapath and publishes its maps. Throws with nothing half attached. The
+    // heartbeat goes on at once when it was fresh (a restart), else it starts with the first apply().
+    void attach();
+    // Starts the heartbeat, announcement and event thread.
+    void start(ConflictHandler on_conflict = {});
+
+    struct Applied {
+        ReconcileReport report;
+        std::vector<__be32> announced;
+        // The pod hook of every backend veth in `specs`: what this call did, or Adopted when it was in place.
+        std::map<int, HookAction> pod_hooks;
+        std::vector<int> detached; // veths whose pod hook left with their backend
+    };
+    // Brings the maps to `specs` (pod hooks first, then the maps, then the hooks of departed backends) and
+    // announces the service IPs that became active. Thread-safe. The first call after attach() announces
+    // every active IP when the datapath had gone stale (its ARP answers had stopped). `node` replaces the
+    // node settings (subnet, DHCP hops, heartbeat and announcement timings; not the interface, pin root or
+    // XDP mode, which only a restart changes).
+    Applied apply(const NodeSettings &node, const std::vector<ServiceSpec> &specs);
+    // The next apply() checks every backend's pod hook in the kernel again (after SIGHUP: someone may have
+    // removed a filter by hand).
+    void recheck_hooks();
+
+private:
+    bool heartbeat_fresh();
+    void write_heartbeat();
+    void announce(const std::vector<__be32> &service_ips);
+    void send_next_announcement();
+    void handle_event(const struct bpfnet_event &event);
+    void resolve_neighbour(__be32 host, __be32 service_ip);
+    void report_conflict(__be32 service_ip, const __u8 *mac);
+    static int on_ring_event(void *ctx, void *data, size_t size);
+    void serve(); // the thread
+
+    NodeSettings node_;
+    LoaderStatus &status_;
+    PinDirLock lock_;
+    std::unique_ptr<Datapath> datapath_;
+    AttachPlan plan_;
+    std::optional<ArpSender> arp_;
+    MacAddress nic_mac_{};
+    bool announce_all_on_first_apply_ = false;
+    bool heartbeat_running_ = false; // written every interval: from attach() when it was fresh, else from apply()
+    std::set<int> hooked_;           // backend veths whose pod hook this process attached or adopted
+    ConflictHandler on_conflict_;
+
+    std::mutex mutex_; // everything below, and the maps, between apply() and the thread
+    UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_;
+    std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
+    std::vector<__be32> announcing_;
+    uint32_t announcements_left_ = 0;
+    std::map<__be32, std::chrono::steady_clock::time_point> last_resolution_;
+    std::map<__be32, std::chrono::steady_clock::time_point> last_conflict_log_;
+    std::thread thread_;
+};
+
+} // namespace bpfnet

@@ -1,0 +1,143 @@
+#include "core/desired_state.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+
+namespace bpfnet {
+
+namespace {
+
+bpfnet_backend backend_entry(__be32 service_ip_be, const BackendLocation &where) {
+    bpfnet_backend entry{};
+    entry.ifindex = static_cast<__u32>(where.ifindex);
+    std::copy(where.pod_mac.begin(), where.pod_mac.end(), entry.pod_mac);
+    std::copy(where.host_mac.begin(), where.host_mac.end(), entry.host_mac);
+    entry.service_ip_be = service_ip_be;
+    entry.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
+    entry.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));
+    return entry;
+}
+
+void add_port(DesiredState &state, __be32 service_ip_be, const PortRule &rule, __be32 backend_ip) {
+    auto proto = static_cast<__u8>(rule.protocol);
+    auto kind = static_cast<__u8>(rule.kind);
+    bpfnet_service_key skey{};
+    skey.service_ip_be = service_ip_be;
+    skey.port_be = htons(rule.port);
+    skey.proto = proto;
+    bpfnet_service service{};
+    service.backend_ip_be = backend_ip;
+    service.backend_port_be = htons(rule.target_port);
+    service.kind = kind;
+    state.services.emplace(skey, service);
+
+    if (backend_ip == 0)
+        return;
+    bpfnet_backend_port_key bkey{};
+    bkey.backend_ip_be = backend_ip;
+    bkey.port_be = htons(rule.target_port);
+    bkey.proto = proto;
+    bpfnet_backend_port reverse{};
+    reverse.service_ip_be = service_ip_be;
+    reverse.service_port_be = htons(rule.port);
+    reverse.kind = kind;
+    state.backend_ports.emplace(bkey, reverse);
+}
+
+template <typename K, typename V>
+size_t apply_upserts(PinnedMap<K, V> &map, const TableDiff<K, V> &diff) {
+    for (const auto &[key, value] : diff.upserts)
+        map.update(key, value);
+    return diff.upserts.size();
+}
+
+template <typename K, typename V>
+size_t apply_removals(PinnedMap<K, V> &map, const TableDiff<K, V> &diff) {
+    for (const auto &key : diff.removals)
+        map.erase(key);
+    return diff.removals.size();
+}
+
+} // namespace
+
+DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
+    DesiredState state;
+    for (const ServiceSpec &spec : specs) {
+        bool here = spec.backend_ip_be != 0 && spec.location.has_value();
+        __be32 backend_ip = here ? spec.backend_ip_be : 0;
+        auto &ip = state.service_ips[spec.service_ip_be];
+        if (here)
+            ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
+        for (const PortRule &rule : spec.ports)
+            add_port(state, spec.service_ip_be, rule, backend_ip);
+        if (here)
+            state.backends.emplace(backend_ip, backend_entry(spec.service_ip_be, *spec.location));
+    }
+    return state;
+}
+
+__be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs) {
+    auto lists_dhcp = [](const ServiceSpec &spec) {
+        return std::any_of(spec.ports.begin(), spec.ports.end(),
+                           [](const PortRule &rule) { return rule.kind == PortKind::Dhcp; });
+    };
+    __be32 listed = 0;
+    for (const ServiceSpec &spec : specs) {
+        if (!lists_dhcp(spec))
+            continue;
+        if (spec.location)
+            return spec.service_ip_be;
+        if (listed == 0)
+            listed = spec.service_ip_be;
+    }
+    return listed;
+}
+
+bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAddress &nic_mac,
+                         __be32 dhcp_service_ip_be) {
+    bpfnet_iface entry{};
+    entry.nic_ifindex = static_cast<__u32>(nic_ifindex);
+    std::copy(nic_mac.begin(), nic_mac.end(), entry.nic_mac);
+    entry.subnet_be = node.subnet_be;
+    entry.subnet_mask_be = node.subnet_mask_be();
+    entry.dhcp_max_hops = node.dhcp_max_hops;
+    // Broadcast DHCP has no service IP in it: it is relayed for the service IP that lists the DHCP port.
+    entry.dhcp_service_ip_be = dhcp_service_ip_be;
+    entry.heartbeat_timeout_ns =
+        static_cast<__u64>(std::chrono::duration_cast<std::chrono::nanoseconds>(node.heartbeat_timeout).count());
+    return entry;
+}
+
+ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {
+    auto service_ips = diff_table(maps.service_ips.entries(), desired.service_ips);
+    auto services = diff_table(maps.services.entries(), desired.services);
+    auto backend_ports = diff_table(maps.backend_ports.entries(), desired.backend_ports);
+    auto current_backends = maps.backends.entries();
+    auto backends = diff_table(current_backends, desired.backends);
+
+    ReconcileReport report;
+    for (const auto &[ip, entry] : service_ips.upserts) {
+        auto before = maps.service_ips.lookup(ip);
+        bool was_active = before && (before->flags & BPFNET_SERVICE_IP_ACTIVE);
+        if ((entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !was_active)
+            report.activated.push_back(ip);
+    }
+    for (const auto &[ip, entry] : current_backends) {
+        auto it = desired.backends.find(ip);
+        if (it == desired.backends.end() || it->second.ifindex != entry.ifindex)
+            report.departed.push_back(entry);
+    }
+
+    report.upserts += apply_upserts(maps.backends, backends);
+    report.upserts += apply_upserts(maps.backend_ports, backend_ports);
+    report.upserts += apply_upserts(maps.services, services);
+    report.upserts += apply_upserts(maps.service_ips, service_ips);
+    report.removals += apply_removals(maps.service_ips, service_ips);
+    report.removals += apply_removals(maps.services, services);
+    report.removals += apply_removals(maps.backend_ports, backend_ports);
+    report.removals += apply_removals(maps.backends, backends);
+    return report;
+}
+
+} // namespace bpfnet

@@ -1,0 +1,105 @@
+// What the maps should hold, computed from the mode-neutral desired state (the node's settings, each service
+// IP's ports and the pod behind them, wherever it came from), and the smallest set of map writes that gets
+// the live maps there. Pure functions: unit-tested without a kernel.
+#pragma once
+
+#include "core/netlink.hpp"
+#include "core/node.hpp"
+#include "maps/bpfnet_maps.h"
+#include "maps/datapath_maps.hpp"
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfnet {
+
+// Map keys are plain structs with explicit padding: ordering them by their bytes is exact.
+template <typename T>
+struct BytewiseLess {
+    bool operator()(const T &a, const T &b) const { return std::memcmp(&a, &b, sizeof(T)) < 0; }
+};
+template <typename T>
+bool bytewise_equal(const T &a, const T &b) {
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+template <typename K, typename V>
+using Table = std::map<K, V, BytewiseLess<K>>;
+
+// Where the backend pod is attached on this node, as found in the kernel.
+struct BackendLocation {
+    int ifindex = 0; // host side of the pod's veth
+    MacAddress pod_mac{};
+    MacAddress host_mac{};
+    bool redirect_peer = false;
+    unsigned mtu = 0; // of the host side of the veth, which a CNI sets to the pod's MTU
+
+    bool operator==(const BackendLocation &) const = default;
+};
+
+struct DesiredState {
+    Table<__be32, bpfnet_service_ip> service_ips;
+    Table<bpfnet_service_key, bpfnet_service> services;
+    Table<bpfnet_backend_port_key, bpfnet_backend_port> backend_ports;
+    Table<__be32, bpfnet_backend> backends;
+};
+
+// One service IP's listed ports and, when this node serves it, the backend pod that gets its traffic.
+struct ServiceSpec {
+    __be32 service_ip_be = 0;
+    std::vector<PortRule> ports;
+    __be32 backend_ip_be = 0;                // 0: no backend here
+    std::optional<BackendLocation> location; // set exactly when backend_ip_be is
+
+    bool operator==(const ServiceSpec &) const = default;
+};
+
+// A service IP is active (answers ARP) exactly when a backend is located on this node; without one the
+// ports stay listed with no backend, so their traffic is dropped and counted as drop_no_backend. Several
+// specs may share a service IP (disjoint ports); it is active when any of them has a backend.
+DesiredState desired_state(const std::vector<ServiceSpec> &specs);
+// dhcp_service_ip_be: the service IP broadcast DHCP is relayed for (0: none).
+bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAddress &nic_mac,
+                         __be32 dhcp_service_ip_be);
+// The service IP of the first spec with a DHCP port, preferring one this node serves; 0 when none lists one.
+__be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs);
+
+template <typename K, typename V>
+struct TableDiff {
+    std::vector<std::pair<K, V>> upserts; // new or changed
+    std::vector<K> removals;
+    bool empty() const { return upserts.empty() && removals.empty(); }
+};
+
+template <typename K, typename V>
+TableDiff<K, V> diff_table(const std::vector<std::pair<K, V>> &current, const Table<K, V> &desired) {
+    TableDiff<K, V> diff;
+    Table<K, V> live(current.begin(), current.end());
+    for (const auto &[key, value] : desired) {
+        auto it = live.find(key);
+        if (it == live.end() || !bytewise_equal(it->second, value))
+            diff.upserts.emplace_back(key, value);
+    }
+    for (const auto &[key, value] : live)
+        if (!desired.contains(key))
+            diff.removals.push_back(key);
+    return diff;
+}
+
+struct ReconcileReport {
+    size_t upserts = 0;
+    size_t removals = 0;
+    std::vector<__be32> activated;        // service IPs that became active: announce them
+    std::vector<bpfnet_backend> departed; // backends no longer here: their veth hook can go
+};
+
+// Brings the maps to the desired state with the fewest writes. New state is written before anything
+// points at it (backends, then ports, then service IPs) and removed in the reverse order, so a packet
+// never finds a reference to an entry that is not there yet.
+ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired);
+
+} // namespace bpfnet

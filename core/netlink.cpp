@@ -1,0 +1,319 @@
+#include "core/netlink.hpp"
+
+#include "maps/system_error.hpp"
+
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+namespace bpfnet {
+namespace {
+
+// Large enough for any single link, route or neighbour message; libmnl reports ENOSPC rather than
+// silently truncating if one ever is not.
+constexpr size_t kReceiveBufferSize = 32 * 1024;
+
+std::string ipv4_text(uint32_t ip_be) {
+    std::array<char, INET_ADDRSTRLEN> text{};
+    inet_ntop(AF_INET, &ip_be, text.data(), text.size());
+    return text.data();
+}
+
+// The attributes of a message or nest indexed by type, each validated on access, so a short or malformed
+// attribute reads as absent instead of being read past its end.
+template <uint16_t MaxType>
+class Attributes {
+public:
+    Attributes(const nlmsghdr &message, size_t family_header_size) {
+        mnl_attr_parse(&message, static_cast<unsigned>(family_header_size), collect, this);
+    }
+    explicit Attributes(const nlattr &nest) { mnl_attr_parse_nested(&nest, collect, this); }
+
+    std::optional<uint32_t> u32(uint16_t type) const {
+        if (!valid(type, MNL_TYPE_U32))
+            return std::nullopt;
+        return mnl_attr_get_u32(table_[type]);
+    }
+    std::optional<int32_t> s32(uint16_t type) const {
+        if (auto value = u32(type))
+            return static_cast<int32_t>(*value);
+        return std::nullopt;
+    }
+    std::optional<std::string> string(uint16_t type) const {
+        if (!valid(type, MNL_TYPE_NUL_STRING))
+            return std::nullopt;
+        return std::string(mnl_attr_get_str(table_[type]));
+    }
+    std::span<const uint8_t> bytes(uint16_t type) const {
+        if (type > MaxType || table_[type] == nullptr)
+            return {};
+        return {static_cast<const uint8_t *>(mnl_attr_get_payload(table_[type])),
+                mnl_attr_get_payload_len(table_[type])};
+    }
+    const nlattr *nest(uint16_t type) const { return valid(type, MNL_TYPE_NESTED) ? table_[type] : nullptr; }
+
+private:
+    static int collect(const nlattr *attribute, void *data) {
+        auto &self = *static_cast<Attributes *>(data);
+        uint16_t type = mnl_attr_get_type(attribute);
+        if (type <= MaxType) // newer kernels may send types this build does not know: skip them
+            self.table_[type] = attribute;
+        return MNL_CB_OK;
+    }
+    bool valid(uint16_t type, mnl_attr_data_type data_type) const {
+        return type <= MaxType && table_[type] != nullptr && mnl_attr_validate(table_[type], data_type) >= 0;
+    }
+
+    std::array<const nlattr *, MaxType + 1> table_{};
+};
+
+// One request message: the netlink header, the family header (ifinfomsg, rtmsg, ndmsg) and attributes.
+class Request {
+public:
+    explicit Request(uint16_t type) : header_(mnl_nlmsg_put_header(buffer_.data())) {
+        header_->nlmsg_type = type;
+        // The ack is what tells us the reply is complete, and it carries the errno when there is none.
+        header_->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+    }
+    Request(const Request &) = delete;
+    Request &operator=(const Request &) = delete;
+
+    template <typename FamilyHeader>
+    FamilyHeader &put_family_header() {
+        return *static_cast<FamilyHeader *>(mnl_nlmsg_put_extra_header(header_, sizeof(FamilyHeader)));
+    }
+    nlmsghdr *header() { return header_; }
+
+private:
+    // Requests hold one family header and at most an interface name plus an address or two.
+    alignas(nlmsghdr) std::array<char, 256> buffer_{};
+    nlmsghdr *header_;
+};
+
+// A NETLINK_ROUTE socket used for exactly one request, so every message it receives answers that request
+// and sequence numbers need no checking.
+class RouteSocket {
+public:
+    explicit RouteSocket(const std::string &context) : socket_(mnl_socket_open(NETLINK_ROUTE)) {
+        if (socket_ == nullptr)
+            throw_errno(context + ": socket(NETLINK_ROUTE)");
+        if (mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) < 0) {
+            int err = errno;
+            mnl_socket_close(socket_);
+            throw SystemError(context + ": bind(NETLINK_ROUTE)", err);
+        }
+        // Extended acks add the kernel's own reason to an errno ("Unsupported attribute ..."). Kernels
+        // without them send plain acks, so a failure to enable them changes nothing else.
+        int enable = 1;
+        mnl_socket_setsockopt(socket_, NETLINK_EXT_ACK, &enable, sizeof(enable));
+    }
+    ~RouteSocket() { mnl_socket_close(socket_); }
+    RouteSocket(const RouteSocket &) = delete;
+    RouteSocket &operator=(const RouteSocket &) = delete;
+
+    // Sends `request` and returns the one message of `reply_type` the kernel answers with, copied out of
+    // the receive buffer. A kernel error (the errno in the ack) is thrown.
+    std::vector<char> query(Request &request, uint16_t reply_type, const std::string &context) {
+        if (mnl_socket_sendto(socket_, request.header(), request.header()->nlmsg_len) < 0)
+            throw_errno(context);
+        std::vector<char> buffer(kReceiveBufferSize);
+        std::vector<char> reply;
+        for (;;) {
+            ssize_t received = mnl_socket_recvfrom(socket_, buffer.data(), buffer.size());
+            if (received < 0)
+                throw_errno(context);
+            int remaining = static_cast<int>(received);
+            for (auto *message = reinterpret_cast<const nlmsghdr *>(buffer.data()); mnl_nlmsg_ok(message, remaining);
+                 message = mnl_nlmsg_next(message, &remaining)) {
+                if (message->nlmsg_type == NLMSG_ERROR) {
+                    throw_if_error(*message, context);
+                    if (reply.empty())
+                        throw SystemError(context + ": acknowledged without a reply", ENODATA);
+                    return reply;
+                }
+                if (message->nlmsg_type == reply_type) {
+                    const char *bytes = reinterpret_cast<const char *>(message);
+                    reply.assign(bytes, bytes + message->nlmsg_len);
+                }
+            }
+        }
+    }
+
+private:
+    static void throw_if_error(const nlmsghdr &message, const std::string &context) {
+        if (message.nlmsg_len < mnl_nlmsg_size(sizeof(nlmsgerr)))
+            throw SystemError(context + ": truncated netlink error", EBADMSG);
+        const auto &error = *static_cast<const nlmsgerr *>(mnl_nlmsg_get_payload(&message));
+        if (error.error != 0)
+            throw SystemError(context + kernel_reason(message, error), -error.error);
+    }
+
+    // The NLMSGERR_ATTR_MSG text of an extended ack, if any. Its attributes follow the echoed request,
+    // which the kernel shortens to the bare header when it sets NLM_F_CAPPED.
+    static std::string kernel_reason(const nlmsghdr &message, const nlmsgerr &error) {
+        if ((message.nlmsg_flags & NLM_F_ACK_TLVS) == 0)
+            return {};
+        size_t offset = sizeof(nlmsgerr);
+        if ((message.nlmsg_flags & NLM_F_CAPPED) == 0)
+            offset += error.msg.nlmsg_len - sizeof(nlmsghdr);
+        auto reason = Attributes<NLMSGERR_ATTR_MAX>(message, offset).string(NLMSGERR_ATTR_MSG);
+        return reason ? " (" + *reason + ")" : std::string();
+    }
+
+    mnl_socket *socket_;
+};
+
+const nlmsghdr &as_message(const std::vector<char> &bytes) {
+    return *reinterpret_cast<const nlmsghdr *>(bytes.data());
+}
+
+std::optional<MacAddress> as_mac(std::span<const uint8_t> bytes) {
+    MacAddress mac{};
+    if (bytes.size() != mac.size())
+        return std::nullopt;
+    std::ranges::copy(bytes, mac.begin());
+    return mac;
+}
+
+std::string link_kind(const Attributes<IFLA_MAX> &attributes) {
+    const nlattr *link_info = attributes.nest(IFLA_LINKINFO);
+    if (link_info == nullptr)
+        return {};
+    return std::string(Attributes<IFLA_INFO_MAX>(*link_info).string(IFLA_INFO_KIND).value_or(""));
+}
+
+// A parsed RTM_NEWLINK, plus the namespace id the kernel echoes when it answered for another namespace.
+struct LinkReply {
+    LinkInfo link;
+    std::optional<int32_t> target_netnsid;
+};
+
+LinkReply parse_link(const nlmsghdr &message) {
+    const auto &ifi = *static_cast<const ifinfomsg *>(mnl_nlmsg_get_payload(&message));
+    Attributes<IFLA_MAX> attributes(message, sizeof(ifinfomsg));
+    std::string kind = link_kind(attributes);
+    bool is_veth = kind == "veth";
+    // For a veth, IFLA_LINK is the peer's ifindex, and IFLA_LINK_NETNSID appears only when the peer lives in
+    // another namespace (the kernel allocates an id for it on the spot if there was none).
+    return LinkReply{
+        .link = {.ifindex = ifi.ifi_index,
+                 .name = attributes.string(IFLA_IFNAME).value_or(""),
+                 .mac = as_mac(attributes.bytes(IFLA_ADDRESS)).value_or(MacAddress{}),
+                 .is_veth = is_veth,
+                 .peer_ifindex = is_veth ? attributes.s32(IFLA_LINK).value_or(-1) : -1,
+                 .peer_netnsid = is_veth ? attributes.s32(IFLA_LINK_NETNSID).value_or(-1) : -1,
+                 .up = (ifi.ifi_flags & IFF_UP) != 0,
+                 .mtu = attributes.u32(IFLA_MTU).value_or(0),
+                 .kind = kind},
+        .target_netnsid = attributes.s32(IFLA_TARGET_NETNSID),
+    };
+}
+
+LinkReply query_link(Request &request, const std::string &context) {
+    return parse_link(as_message(RouteSocket(context).query(request, RTM_NEWLINK, context)));
+}
+
+void put_link_header(Request &request, int ifindex) {
+    auto &ifi = request.put_family_header<ifinfomsg>();
+    ifi.ifi_family = AF_UNSPEC;
+    ifi.ifi_index = ifindex;
+}
+
+// Runs `query`, turning the one errno that means "not there" into nullopt.
+template <typename Query>
+auto unless_absent(std::errc absent, const Query &query) -> std::optional<decltype(query())> {
+    try {
+        return query();
+    } catch (const SystemError &error) {
+        if (error.code() == absent)
+            return std::nullopt;
+        throw;
+    }
+}
+
+} // namespace
+
+LinkInfo link_by_name(const std::string &name) {
+    std::string context = "RTM_GETLINK " + name;
+    // The kernel caps IFLA_IFNAME at IFNAMSIZ - 1 anyway; checking here keeps the request buffer bounded.
+    if (name.size() >= IFNAMSIZ)
+        throw SystemError(context, ENAMETOOLONG);
+    Request request(RTM_GETLINK);
+    put_link_header(request, 0); // ifindex 0: the kernel looks the link up by IFLA_IFNAME
+    mnl_attr_put_strz(request.header(), IFLA_IFNAME, name.c_str());
+    return query_link(request, context).link;
+}
+
+LinkInfo link_by_index(int ifindex) {
+    Request request(RTM_GETLINK);
+    put_link_header(request, ifindex);
+    return query_link(request, "RTM_GETLINK ifindex " + std::to_string(ifindex)).link;
+}
+
+std::optional<MacAddress> peer_mac(const LinkInfo &veth) {
+    if (!veth.is_veth)
+        return std::nullopt;
+    std::string context = "RTM_GETLINK peer ifindex " + std::to_string(veth.peer_ifindex) + " of " + veth.name;
+    Request request(RTM_GETLINK);
+    put_link_header(request, veth.peer_ifindex);
+    bool other_netns = veth.peer_netnsid >= 0;
+    if (other_netns) {
+        context += " in netnsid " + std::to_string(veth.peer_netnsid);
+        mnl_attr_put_u32(request.header(), IFLA_TARGET_NETNSID, static_cast<uint32_t>(veth.peer_netnsid));
+    }
+    // ENODEV: the pair was deleted since `veth` was read.
+    auto reply = unless_absent(std::errc::no_such_device, [&] { return query_link(request, context); });
+    if (!reply)
+        return std::nullopt;
+    // A kernel that does not know IFLA_TARGET_NETNSID ignores it and answers with whatever link has that
+    // ifindex in our own namespace; only a reply that echoes the id really comes from the peer's namespace.
+    if (other_netns && reply->target_netnsid != veth.peer_netnsid)
+        throw SystemError(context + ": kernel ignored IFLA_TARGET_NETNSID", EOPNOTSUPP);
+    if (reply->link.mac == MacAddress{})
+        return std::nullopt;
+    return reply->link.mac;
+}
+
+int route_oif(uint32_t dst_be) {
+    std::string context = "RTM_GETROUTE " + ipv4_text(dst_be);
+    Request request(RTM_GETROUTE);
+    auto &rtm = request.put_family_header<rtmsg>();
+    rtm.rtm_family = AF_INET;
+    rtm.rtm_dst_len = 32;
+    mnl_attr_put_u32(request.header(), RTA_DST, dst_be);
+    // Unreachable, blackhole and prohibit routes make the kernel answer with an error, which query() throws.
+    auto reply = RouteSocket(context).query(request, RTM_NEWROUTE, context);
+    auto oif = Attributes<RTA_MAX>(as_message(reply), sizeof(rtmsg)).u32(RTA_OIF);
+    if (!oif)
+        throw SystemError(context + ": route has no output interface", EHOSTUNREACH);
+    return static_cast<int>(*oif);
+}
+
+std::optional<MacAddress> neighbour_mac(int ifindex, uint32_t ip_be) {
+    std::string context = "RTM_GETNEIGH " + ipv4_text(ip_be) + " on ifindex " + std::to_string(ifindex);
+    // A single-entry get (kernel >= 5.0) rather than a dump: the kernel does the lookup by (ifindex, address).
+    Request request(RTM_GETNEIGH);
+    auto &ndm = request.put_family_header<ndmsg>();
+    ndm.ndm_family = AF_INET;
+    ndm.ndm_ifindex = ifindex;
+    mnl_attr_put_u32(request.header(), NDA_DST, ip_be);
+    // ENOENT is the kernel's answer for "no entry".
+    auto reply = unless_absent(std::errc::no_such_file_or_directory,
+                               [&] { return RouteSocket(context).query(request, RTM_NEWNEIGH, context); });
+    if (!reply)
+        return std::nullopt;
+    const nlmsghdr &message = as_message(*reply);
+    // DELAY and PROBE are stale entries being reconfirmed: their address is still the last one confirmed.
+    // INCOMPLETE and FAILED have no usable address; NOARP entries are not learned from the wire.
+    constexpr uint16_t kUsableStates = NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT;
+    if ((static_cast<const ndmsg *>(mnl_nlmsg_get_payload(&message))->ndm_state & kUsableStates) == 0)
+        return std::nullopt;
+    return as_mac(Attributes<NDA_MAX>(message, sizeof(ndmsg)).bytes(NDA_LLADDR));
+}
+
+} // namespace bpfnet

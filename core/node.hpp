@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The mode-neutral description of what this node's datapath is for, as the core takes it from either mode
+ * (standalone/ reads it from the config file, k8s/ from flags and API objects): the node's settings
+ * (NodeSettings), each service IP's listed ports (PortRule) and the pod behind them (Backend). The core
+ * knows no YAML and no Kubernetes; the desired state it writes is computed from these (desired_state.hpp).
+ */
+#ifndef BPFNET_CORE_NODE_HPP
+#define BPFNET_CORE_NODE_HPP
+
+#include "maps/bpfnet_maps.h"
+#include "maps/pin_layout.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bpfnet {
+
+/* Values match enum bpfnet_proto, so they go into map keys unchanged. */
+enum class Protocol : uint8_t { Tcp = 6, Udp = 17 };
+
+/* Values match enum bpfnet_port_kind. */
+enum class PortKind : uint8_t { Plain = 0, Tftp = 1, Dhcp = 2 };
+
+/* auto: native where the driver supports it, else generic (logged). */
+enum class XdpMode { Auto, Native, Generic };
+
+/* How the TC programs attach. auto: tcx links where the kernel has them (6.6+), else clsact filters. */
+enum class TcAttach { Auto, Tcx, Clsact };
+
+/* auto: deliver into the pod with bpf_redirect_peer where the kernel has it (5.10+); off: always through
+ * the host side of the pod's veth (slower; for a kernel whose helper misbehaves). */
+enum class RedirectPeer { Auto, Off };
+
+/* One listed port of a service IP and the pod port it is steered to. Ports in host byte order. */
+struct PortRule {
+    std::string name;
+    Protocol protocol = Protocol::Tcp;
+    uint16_t port = 0;
+    uint16_t target_port = 0; /* equals port unless the service translates it */
+    PortKind kind = PortKind::Plain;
+
+    bool operator==(const PortRule &) const = default;
+};
+
+/* The pod that backs a service IP. */
+struct Backend {
+    uint32_t ip_be = 0;
+    std::string veth; /* host side of the pod's veth; empty = found through the route to ip */
+
+    bool operator==(const Backend &) const = default;
+};
+
+/* Defaults for the optional settings; docs/config.md lists the same values. */
+inline constexpr std::string_view kDefaultPinRoot = BPFNET_DEFAULT_PIN_ROOT;
+/* The loader's control socket (core/control_socket.hpp): <control dir>/<interface>.sock. */
+inline constexpr std::string_view kDefaultControlDir = "/run/bpfnet";
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
+inline constexpr uint32_t kDefaultGarpCount = 3;
+inline constexpr std::chrono::milliseconds kDefaultGarpInterval{200};
+
+std::string default_control_socket(const std::string &interface);
+
+/* The provisioning NIC and how the datapath on it behaves, whatever decides the services. */
+struct NodeSettings {
+    std::string interface;  /* the provisioning NIC */
+    uint32_t subnet_be = 0; /* network address of the provisioning subnet */
+    uint8_t prefix_len = 0;
+    std::string pin_root{kDefaultPinRoot}; /* absolute, without a trailing '/' */
+    std::string control_socket;            /* empty: default_control_socket(interface) */
+    XdpMode xdp_mode = XdpMode::Auto;
+    TcAttach tc_attach = TcAttach::Auto;
+    RedirectPeer redirect_peer = RedirectPeer::Auto;
+    std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
+    std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
+    uint32_t garp_count = kDefaultGarpCount; /* gratuitous ARPs sent on taking ownership */
+    std::chrono::milliseconds garp_interval = kDefaultGarpInterval;
+    uint8_t dhcp_max_hops = BPFNET_DHCP_DEFAULT_MAX_HOPS; /* relayed DHCP requests with more hops are dropped */
+    std::vector<uint32_t> dhcp_relays; /* relay agents on the LAN whose giaddr is accepted (docs/design.md) */
+
+    uint32_t subnet_mask_be() const;
+    /* Where this interface's maps and programs are pinned: <pin root>/<interface> (maps/pin_layout.hpp). */
+    std::string pin_dir() const { return interface_pin_dir(pin_root, interface); }
+    /* Where bpfnetctl reaches this loader: control_socket, or the default for the interface. */
+    std::string control_socket_path() const;
+
+    bool operator==(const NodeSettings &) const = default;
+};
+
+/* The spellings used in the config file, the flags and bpfnetctl: "tcp", "udp"; "plain", "tftp", "dhcp";
+ * "auto", "native", "generic"; "auto", "tcx", "clsact"; "auto", "off". */
+std::string to_string(Protocol protocol);
+std::string to_string(PortKind kind);
+std::string to_string(XdpMode mode);
+std::string to_string(TcAttach attach);
+std::string to_string(RedirectPeer redirect_peer);
+
+/* Every spelling of T, in order (for "must be one of: ..."); specialised for the five enums above. */
+template <typename T>
+std::vector<std::string_view> spellings();
+
+/* Parses the spellings above; nullopt for anything else. */
+std::optional<Protocol> parse_protocol(std::string_view text);
+std::optional<PortKind> parse_port_kind(std::string_view text);
+std::optional<XdpMode> parse_xdp_mode(std::string_view text);
+std::optional<TcAttach> parse_tc_attach(std::string_view text);
+std::optional<RedirectPeer> parse_redirect_peer(std::string_view text);
+
+} // namespace bpfnet
+
+#endif /* BPFNET_CORE_NODE_HPP */

@@ -1,0 +1,40 @@
+// Kubernetes mode's command line: its flags (added to the loader's CLI11 app) and the node settings and
+// Service policy they stand for, as given (spellings are checked by CLI11, the rest by kubernetes_settings). Checked
+// here, so `bpfnet-loader --kubernetes ... --check` and a start refuse the same flags in the same words.
+#pragma once
+
+#include "core/node.hpp"
+#include "k8s/controller.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfnet::k8s {
+
+struct KubernetesFlags {
+    bool enabled = false;
+    std::string kubeconfig;
+    std::string interface;
+    std::string subnet;
+    std::string node_name;
+    std::vector<std::string> allowed_namespaces;
+    std::vector<std::string> allowed_cidrs;
+    std::vector<std::string> dhcp_relays;
+    unsigned lease_duration_s = 15;
+    std::string xdp_mode = "auto";
+    std::string tc_attach = "auto";
+    std::string redirect_peer = "auto";
+    std::string pin_root{kDefaultPinRoot};
+    std::string control_socket; // empty: /run/bpfnet/<interface>.sock
+};
+
+void add_kubernetes_flags(CLI::App &app, KubernetesFlags &flags);
+
+// The node's datapath settings and the Service policy from the flags; throws std::invalid_argument naming
+// the flag.
+std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags flags);
+
+} // namespace bpfnet::k8s

@@ -1,0 +1,43 @@
+#include "k8s/metrics.hpp"
+
+namespace bpfnet::k8s {
+
+void write_kubernetes_metrics(MetricsWriter &out, const KubernetesState &k8s) {
+    using Field = uint64_t WatchState::*;
+    const struct {
+        const char *name;
+        const char *help;
+        Field field;
+    } watch_families[] = {
+        {"bpfnet_k8s_lists_total", "Full lists of a resource (at start, and after 410 Gone or a failure).",
+         &WatchState::lists},
+        {"bpfnet_k8s_watch_requests_total", "Watch requests started (each reconnect is one).",
+         &WatchState::watch_requests},
+        {"bpfnet_k8s_watch_events_total", "ADDED, MODIFIED and DELETED events applied.", &WatchState::events},
+        {"bpfnet_k8s_watch_expired_total", "Watches answered 410 Gone (resourceVersion too old): re-listed.",
+         &WatchState::expired},
+        {"bpfnet_k8s_bad_input_total", "Malformed or unexpected answers from the API server, skipped.",
+         &WatchState::bad_input},
+        {"bpfnet_k8s_failures_total",
+         "Failed lists and watches (API server unreachable or refusing), each retried "
+         "after a backoff.",
+         &WatchState::failures},
+    };
+    for (const auto &family : watch_families) {
+        out.family(family.name, "counter", family.help);
+        for (const WatchState &w : k8s.watches)
+            out.sample(family.name, {{"resource", w.resource}}, w.*family.field);
+    }
+    out.family("bpfnet_k8s_reconciles_total", "counter", "Reconcile passes (one per batch of changes or tick).");
+    out.sample("bpfnet_k8s_reconciles_total", {}, k8s.reconciles);
+    out.family("bpfnet_k8s_services", "gauge",
+               "Services of bpfnet's class: served by this node, standby (accepted, served elsewhere or nowhere), "
+               "refused.");
+    out.sample("bpfnet_k8s_services", {{"state", "served"}}, k8s.services_served);
+    out.sample("bpfnet_k8s_services", {{"state", "standby"}}, k8s.services_standby);
+    out.sample("bpfnet_k8s_services", {{"state", "refused"}}, k8s.services_refused);
+    out.family("bpfnet_k8s_leases_held", "gauge", "Leases this node holds (one per Service it serves).");
+    out.sample("bpfnet_k8s_leases_held", {}, k8s.leases_held);
+}
+
+} // namespace bpfnet::k8s

@@ -1,0 +1,37 @@
+// Kubernetes mode's own /metrics families (bpfnet_k8s_*, docs/observability.md): the watches of the API
+// server and what the last reconcile pass decided. Written through the core's MetricsWriter, after the
+// datapath's families, by the function the controller publishes (LoaderStatus::publish_mode_metrics).
+#pragma once
+
+#include "core/metrics.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bpfnet::k8s {
+
+// One list-then-watch of the API server.
+struct WatchState {
+    std::string resource; // "services", "endpointslices", "leases"
+    uint64_t lists = 0;
+    uint64_t watch_requests = 0;
+    uint64_t events = 0;
+    uint64_t expired = 0;   // 410 Gone: re-listed
+    uint64_t bad_input = 0; // malformed or unexpected answers skipped
+    uint64_t failures = 0;  // failed lists and watches (each followed by a backoff)
+};
+
+// What the last reconcile pass decided.
+struct KubernetesState {
+    std::vector<WatchState> watches;
+    uint64_t reconciles = 0;
+    uint64_t services_served = 0;  // accepted, and served by this node (it holds the Lease)
+    uint64_t services_standby = 0; // accepted, served elsewhere or nowhere
+    uint64_t services_refused = 0; // of our class, refused (an Event says why)
+    uint64_t leases_held = 0;
+};
+
+void write_kubernetes_metrics(MetricsWriter &out, const KubernetesState &k8s);
+
+} // namespace bpfnet::k8s

@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Parsing and validation of the standalone loader's config file (format: docs/config.md).
+ *
+ * The document is walked by hand rather than with yaml-cpp's as<T>() conversions: those accept
+ * quoted numbers, hex and YAML 1.1 spellings, and they do not know which field they are reading, so
+ * they could neither reject a typo nor say where it is.
+ */
+#include "standalone/config.hpp"
+
+#include "core/service_rules.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <system_error>
+#include <utility>
+
+#include <yaml-cpp/yaml.h>
+
+namespace bpfnet {
+
+namespace {
+
+struct Range {
+    int64_t min;
+    int64_t max;
+};
+
+/* Limits; docs/config.md lists the same values. */
+constexpr size_t kMaxInterfaceNameLen = 15; /* IFNAMSIZ - 1 */
+constexpr Range kPrefixLen{8, 30};          /* /31 and /32 leave no room for hosts beside the service IP */
+constexpr Range kHeartbeatIntervalMs{100, 60000};
+constexpr int64_t kMaxHeartbeatTimeoutMs = 600000;
+constexpr Range kGarpCount{0, 20};
+constexpr Range kGarpIntervalMs{10, 10000};
+constexpr Range kDhcpMaxHops{1, BPFNET_DHCP_MAX_HOPS_LIMIT}; /* RFC 1542 4.1.1: never more than 16 */
+constexpr Range kPortNumber{1, 65535};
+constexpr size_t kMaxPortNameLen = 63;
+constexpr std::string_view kAutoVeth = "auto";
+/* A config is a few hundred bytes; the cap keeps a wrong path (say /dev/zero) from eating memory. */
+constexpr size_t kMaxConfigBytes = 1 << 20;
+
+std::optional<int> line_of(const YAML::Mark &mark) {
+    if (mark.is_null())
+        return std::nullopt;
+    return mark.line + 1;
+}
+
+std::string quoted(std::string_view text) {
+    return "\"" + std::string(text) + "\"";
+}
+
+/*
+ * A plain scalar is written without quotes or tag; yaml-cpp tags those "?", quoted ones "!" and
+ * explicitly tagged ones with the full tag. Only plain (or !!int) scalars may be numbers.
+ */
+bool is_plain(const YAML::Node &node) {
+    return node.IsScalar() && node.Tag() == "?";
+}
+
+bool may_be_integer(const YAML::Node &node) {
+    return is_plain(node) || (node.IsScalar() && node.Tag() == "tag:yaml.org,2002:int");
+}
+
+/* How a value looks in the document, for "got ..." in error messages. */
+std::string describe(const YAML::Node &node) {
+    switch (node.Type()) {
+    case YAML::NodeType::Map:
+        return "a mapping";
+    case YAML::NodeType::Sequence:
+        return "a list";
+    case YAML::NodeType::Scalar:
+        return (may_be_integer(node) ? "" : "the string ") + quoted(node.Scalar());
+    default:
+        return "null";
+    }
+}
+
+/*
+ * A value in the document and where it is: its path (for example ports[1].port) and the position of
+ * its key. The key rather than the value marks the spot because an empty value's mark points at the
+ * next line.
+ */
+struct Field {
+    std::string_view source;
+    std::string path;
+    YAML::Node node;
+    YAML::Mark mark;
+
+    [[noreturn]] void fail(std::string_view detail) const { throw ConfigError(source, line_of(mark), path, detail); }
+
+    std::string member_path(std::string_view key) const {
+        return path.empty() ? std::string(key) : path + "." + std::string(key);
+    }
+
+    Field member(std::string_view key, const YAML::Node &value, const YAML::Mark &key_mark) const {
+        return {source, member_path(key), value, key_mark};
+    }
+
+    /* An empty list item's mark points at the next line; no line beats a wrong one. */
+    Field item(size_t index) const {
+        const YAML::Node value = node[index];
+        const YAML::Mark where = value.IsNull() ? YAML::Mark::null_mark() : value.Mark();
+        return {source, path + "[" + std::to_string(index) + "]", value, where};
+    }
+};
+
+/*
+ * A mapping whose keys are checked up front: a key the format does not know is a typo, and a key given
+ * twice would otherwise silently lose one of its values.
+ */
+class Mapping {
+public:
+    Mapping(const Field &self, std::initializer_list<std::string_view> known) : self_(self) {
+        if (!self.node.IsMap())
+            self.fail("must be a mapping, got " + describe(self.node));
+        for (const auto &entry : self.node)
+            add_member(entry.first, entry.second, known);
+    }
+
+    /* A field given as null (say "heartbeat:" with nothing under it) counts as absent. */
+    std::optional<Field> find(std::string_view key) const {
+        const auto it = members_.find(std::string(key));
+        if (it == members_.end() || it->second.node.IsNull())
+            return std::nullopt;
+        return it->second;
+    }
+
+    Field require(std::string_view key) const {
+        std::optional<Field> field = find(key);
+        if (!field)
+            locate(key).fail("is required");
+        return *field;
+    }
+
+    /* The field if present, else a stand-in at the mapping's position, for errors about defaults. */
+    Field locate(std::string_view key) const {
+        if (std::optional<Field> field = find(key))
+            return *field;
+        return {self_.source, self_.member_path(key), YAML::Node(), self_.mark};
+    }
+
+private:
+    void add_member(const YAML::Node &key, const YAML::Node &value, std::initializer_list<std::string_view> known) {
+        if (!key.IsScalar())
+            self_.member("<key>", value, key.Mark()).fail("keys must be plain names");
+        const std::string name = key.Scalar();
+        const Field field = self_.member(name, value, key.Mark());
+        if (std::find(known.begin(), known.end(), name) == known.end())
+            field.fail("unknown field; expected one of: " + join(known));
+        const auto [existing, inserted] = members_.emplace(name, field);
+        if (!inserted)
+            field.fail("given more than once (first on line " + std::to_string(existing->second.mark.line + 1) + ")");
+    }
+
+    static std::string join(std::initializer_list<std::string_view> names) {
+        std::string out;
+        for (const std::string_view name : names)
+            out += (out.empty() ? "" : ", ") + std::string(name);
+        return out;
+    }
+
+    Field self_;
+    std::map<std::string, Field> members_;
+};
+
+/* ---- scalar readers ---- */
+
+std::string read_string(const Field &field) {
+    if (!field.node.IsScalar())
+        field.fail("must be a string, got " + describe(field.node));
+    return field.node.Scalar();
+}
+
+/* Plain decimal only: a leading zero means octal in YAML 1.1 and decimal in 1.2, so it is refused. */
+std::optional<int64_t> parse_decimal(std::string_view text) {
+    const std::string_view digits = text.starts_with('-') ? text.substr(1) : text;
+    if (digits.empty() || (digits.size() > 1 && digits.front() == '0'))
+        return std::nullopt;
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size())
+        return std::nullopt;
+    return value;
+}
+
+std::string range_text(Range range) {
+    return std::to_string(range.min) + " and " + std::to_string(range.max);
+}
+
+int64_t read_integer(const Field &field, Range range) {
+    std::optional<int64_t> value;
+    if (may_be_integer(field.node))
+        value = parse_decimal(field.node.Scalar());
+    if (!value)
+        field.fail("must be an integer between " + range_text(range) + ", got " + describe(field.node));
+    if (*value < range.min || *value > range.max)
+        field.fail("must be between " + range_text(range) + ", got " + std::to_string(*value));
+    return *value;
+}
+
+std::chrono::milliseconds read_millis(const Field &field, Range range) {
+    return std::chrono::milliseconds(read_integer(field, range));
+}
+
+uint16_t read_port_number(const Field &field) {
+    return static_cast<uint16_t>(read_integer(field, kPortNumber));
+}
+
+/* One of the spellings core/node.hpp defines for T (the same words the flags and bpfnetctl use). */
+template <typename T>
+T read_choice(const Field &field, std::optional<T> (*parse)(std::string_view)) {
+    const std::string text = read_string(field);
+    if (const std::optional<T> value = parse(text))
+        return *value;
+    std::string names;
+    for (const std::string_view name : spellings<T>())
+        names += (names.empty() ? "" : ", ") + std::string(name);
+    field.fail("must be one of: " + names + "; got " + quoted(text));
+}
+
+/* ---- names and paths ---- */
+
+/* The kernel's dev_valid_name() rules, plus control characters; the name also becomes a directory. */
+std::optional<std::string> interface_name_problem(std::string_view name) {
+    if (name.empty())
+        return "must not be empty";
+    if (name.size() > kMaxInterfaceNameLen)
+        return "must be at most " + std::to_string(kMaxInterfaceNameLen) + " characters";
+    if (name == "." || name == "..")
+        return "must not be \".\" or \"..\"";
+    for (const char c : name) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '/' || c == ':')
+            return std::string("must not contain '") + c + "'";
+        if (byte <= ' ' || byte == 0x7f)
+            return "must not contain whitespace or control characters";
+    }
+    return std::nullopt;
+}
+
+std::string read_interface_name(const Field &field) {
+    const std::string name = read_string(field);
+    if (const auto problem = interface_name_problem(name))
+        field.fail("is not a valid interface name (" + *problem + "), got " + quoted(name));
+    return name;
+}
+
+/* Trailing slashes are dropped so that pin_dir() never holds "//" and equal roots compare equal. */
+std::string read_pin_root(const Field &field) {
+    std::string root = read_string(field);
+    if (!root.starts_with('/'))
+        field.fail("must be an absolute path, got " + quoted(root));
+    while (root.size() > 1 && root.ends_with('/'))
+        root.pop_back();
+    if (root == "/")
+        field.fail("must be a directory below \"/\" (normally on bpffs, e.g. " + std::string(kDefaultPinRoot) + ")");
+    if (root.find("/../") != std::string::npos || root.ends_with("/.."))
+        field.fail("must not contain \"..\", got " + quoted(root));
+    if (std::any_of(root.begin(), root.end(), [](char c) { return static_cast<unsigned char>(c) < ' ' || c == 0x7f; }))
+        field.fail("must not contain control characters");
+    return root;
+}
+
+/* A Unix socket path must fit sockaddr_un.sun_path (108 bytes with its NUL). */
+std::string read_control_socket(const Field &field) {
+    std::string path = read_string(field);
+    if (!path.starts_with('/') || path.ends_with('/'))
+        field.fail("must be the absolute path of a socket file, got " + quoted(path));
+    if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < ' ' || c == 0x7f; }))
+        field.fail("must not contain control characters");
+    if (path.size() > 107)
+        field.fail("must be at most 107 bytes long (a Unix socket path), got " + std::to_string(path.size()));
+    return path;
+}
+
+/* Like Kubernetes port names: they end up in metrics labels and bpfnetctl output. */
+std::string read_port_name(const Field &field) {
+    const std::string name = read_string(field);
+    const bool charset_ok = std::all_of(
+        name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+    if (name.empty() || name.size() > kMaxPortNameLen || !charset_ok)
+        field.fail("must be 1 to " + std::to_string(kMaxPortNameLen) + " characters of a-z, 0-9 and '-', got " +
+                   quoted(name));
+    return name;
+}
+
+/* ---- addresses ---- */
+
+struct Subnet {
+    uint32_t network_be;
+    uint8_t prefix_len;
+};
+
+uint32_t read_ipv4(const Field &field) {
+    const std::string text = read_string(field);
+    const std::optional<uint32_t> ip_be = parse_ipv4(text);
+    if (!ip_be)
+        field.fail("must be an IPv4 address like 198.18.0.2, got " + quoted(text));
+    return *ip_be;
+}
+
+Subnet read_subnet(const Field &field) {
+    const std::string text = read_string(field);
+    const size_t slash = text.find('/');
+    const std::optional<uint32_t> network_be =
+        slash == std::string::npos ? std::nullopt : parse_ipv4(text.substr(0, slash));
+    const std::optional<int64_t> prefix_len =
+        slash == std::string::npos ? std::nullopt : parse_decimal(text.substr(slash + 1));
+    if (!network_be || !prefix_len)
+        field.fail("must be a CIDR like 198.18.0.0/24, got " + quoted(text));
+    if (*prefix_len < kPrefixLen.min || *prefix_len > kPrefixLen.max)
+        field.fail("prefix length must be between " + range_text(kPrefixLen) + ", got " + std::to_string(*prefix_len));
+    const Subnet subnet{*network_be, static_cast<uint8_t>(*prefix_len)};
+    const uint32_t masked_be = subnet.network_be & prefix_mask_be(subnet.prefix_len);
+    if (masked_be != subnet.network_be)
+        field.fail("has host bits set: " + quoted(text) + "; did you mean " +
+                   format_prefix(masked_be, subnet.prefix_len) + "?");
+    return subnet;
+}
+
+/* An address hosts on the LAN reach directly (the service IP, a relay agent): a usable host address there. */
+uint32_t read_lan_host_ip(const Field &field, const Subnet &subnet) {
+    const uint32_t ip_be = read_ipv4(field);
+    if (const auto problem = lan_host_problem(ip_be, subnet.network_be, subnet.prefix_len))
+        field.fail(*problem);
+    return ip_be;
+}
+
+/* ---- sections ---- */
+
+void read_heartbeat(const Field &field, Config &config) {
+    const Mapping heartbeat(field, {"intervalMs", "timeoutMs"});
+    if (const auto interval = heartbeat.find("intervalMs"))
+        config.heartbeat_interval = read_millis(*interval, kHeartbeatIntervalMs);
+    if (const auto timeout = heartbeat.find("timeoutMs"))
+        config.heartbeat_timeout = read_millis(*timeout, {1, kMaxHeartbeatTimeoutMs});
+
+    /* One late heartbeat must not make the node stop answering ARP for the service IP. */
+    const auto min_timeout = 2 * config.heartbeat_interval;
+    if (config.heartbeat_timeout < min_timeout) {
+        const std::string got = heartbeat.find("timeoutMs")
+                                    ? "got " + std::to_string(config.heartbeat_timeout.count())
+                                    : "the default " + std::to_string(kDefaultHeartbeatTimeout.count()) +
+                                          " is too short; set it explicitly";
+        heartbeat.locate("timeoutMs")
+            .fail("must be at least twice heartbeat.intervalMs (" + std::to_string(min_timeout.count()) + "), " + got);
+    }
+}
+
+void read_gratuitous_arp(const Field &field, Config &config) {
+    const Mapping garp(field, {"count", "intervalMs"});
+    if (const auto count = garp.find("count"))
+        config.garp_count = static_cast<uint32_t>(read_integer(*count, kGarpCount));
+    if (const auto interval = garp.find("intervalMs"))
+        config.garp_interval = read_millis(*interval, kGarpIntervalMs);
+}
+
+/* Relay agents on the LAN (routers forwarding other segments' DHCP): the server's replies go to them. */
+std::vector<uint32_t> read_dhcp_relays(const Field &field, const Config &config) {
+    if (!field.node.IsSequence())
+        field.fail("must be a list of relay agent addresses, got " + describe(field.node));
+    if (field.node.size() > BPFNET_MAX_DHCP_RELAYS)
+        field.fail("must list at most " + std::to_string(BPFNET_MAX_DHCP_RELAYS) + " relays, got " +
+                   std::to_string(field.node.size()));
+    std::vector<uint32_t> relays;
+    for (size_t i = 0; i < field.node.size(); i++) {
+        const Field item = field.item(i);
+        const uint32_t ip_be = read_lan_host_ip(item, {config.subnet_be, config.prefix_len});
+        if (ip_be == config.service_ip_be)
+            item.fail(format_ipv4(ip_be) + " is the service IP: the datapath itself is the relay there");
+        if (std::find(relays.begin(), relays.end(), ip_be) != relays.end())
+            item.fail(format_ipv4(ip_be) + " is listed twice");
+        relays.push_back(ip_be);
+    }
+    return relays;
+}
+
+void read_dhcp_relay(const Field &field, Config &config) {
+    const Mapping relay(field, {"maxHops", "relays"});
+    if (const auto hops = relay.find("maxHops"))
+        config.dhcp_max_hops = static_cast<uint8_t>(read_integer(*hops, kDhcpMaxHops));
+    if (const auto relays = relay.find("relays"))
+        config.dhcp_relays = read_dhcp_relays(*relays, config);
+}
+
+PortRule read_port_rule(const Mapping &entry) {
+    PortRule rule;
+    rule.name = read_port_name(entry.require("name"));
+    rule.protocol = read_choice(entry.require("protocol"), parse_protocol);
+    rule.port = read_port_number(entry.require("port"));
+    const auto target_port = entry.find("targetPort");
+    rule.target_port = target_port ? read_port_number(*target_port) : rule.port;
+    if (const auto kind = entry.find("kind"))
+        rule.kind = read_choice(*kind, parse_port_kind);
+    return rule;
+}
+
+std::vector<PortRule> read_ports(const Field &field) {
+    if (!field.node.IsSequence())
+        field.fail("must be a list of ports, got " + describe(field.node));
+    if (field.node.size() == 0)
+        field.fail("must list at least one port");
+
+    std::vector<PortRule> rules;
+    std::vector<Mapping> entries;
+    for (size_t i = 0; i < field.node.size(); i++) {
+        entries.emplace_back(field.item(i),
+                             std::initializer_list<std::string_view>{"name", "protocol", "port", "targetPort", "kind"});
+        rules.push_back(read_port_rule(entries.back()));
+    }
+    /* The rules both modes share (core/service_rules.hpp), reported at the field they concern. */
+    const auto problem =
+        port_rules_problem(rules, [&field](size_t i) { return field.path + "[" + std::to_string(i) + "]"; });
+    if (!problem)
+        return rules;
+    if (!problem->index)
+        field.fail(problem->detail);
+    const Mapping &entry = entries[*problem->index];
+    /* A defaulted targetPort collides too; the message says where the value came from. */
+    const bool defaulted = problem->field == "targetPort" && !entry.find("targetPort");
+    entry.locate(problem->field).fail(problem->detail + (defaulted ? " (defaulted from port)" : ""));
+}
+
+/* The pod lives on the pod network; only the datapath may put the service IP in front of it. */
+Backend read_backend(const Field &field, const Config &config) {
+    const Mapping section(field, {"ip", "veth"});
+    const Field ip = section.require("ip");
+    Backend backend{read_ipv4(ip), ""};
+    if (const auto problem =
+            backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
+        ip.fail(*problem);
+
+    if (const auto veth = section.find("veth")) {
+        const std::string name = read_interface_name(*veth);
+        if (name == config.interface)
+            veth->fail("must be the pod's veth, not the provisioning interface " + quoted(name));
+        if (name != kAutoVeth)
+            backend.veth = name;
+    }
+    return backend;
+}
+
+Config read_config(const Field &root) {
+    const Mapping document(root, {"interface", "serviceIP", "subnet", "pinRoot", "controlSocket", "xdpMode", "tcAttach",
+                                  "redirectPeer", "heartbeat", "gratuitousARP", "dhcpRelay", "ports", "backend"});
+    Config config;
+    config.interface = read_interface_name(document.require("interface"));
+    const Subnet subnet = read_subnet(document.require("subnet"));
+    config.subnet_be = subnet.network_be;
+    config.prefix_len = subnet.prefix_len;
+    config.service_ip_be = read_lan_host_ip(document.require("serviceIP"), subnet);
+    if (const auto pin_root = document.find("pinRoot"))
+        config.pin_root = read_pin_root(*pin_root);
+    if (const auto control_socket = document.find("controlSocket"))
+        config.control_socket = read_control_socket(*control_socket);
+    if (const auto xdp_mode = document.find("xdpMode"))
+        config.xdp_mode = read_choice(*xdp_mode, parse_xdp_mode);
+    if (const auto tc_attach = document.find("tcAttach"))
+        config.tc_attach = read_choice(*tc_attach, parse_tc_attach);
+    if (const auto redirect_peer = document.find("redirectPeer"))
+        config.redirect_peer = read_choice(*redirect_peer, parse_redirect_peer);
+    if (const auto heartbeat = document.find("heartbeat"))
+        read_heartbeat(*heartbeat, config);
+    if (const auto garp = document.find("gratuitousARP"))
+        read_gratuitous_arp(*garp, config);
+    if (const auto relay = document.find("dhcpRelay"))
+        read_dhcp_relay(*relay, config);
+    config.ports = read_ports(document.require("ports"));
+    if (const auto backend = document.find("backend"))
+        config.backend = read_backend(*backend, config);
+    return config;
+}
+
+/* A second document would be ignored by the reader, so it is refused rather than silently dropped. */
+YAML::Node load_single_document(std::string_view yaml_text, std::string_view source_name) {
+    std::vector<YAML::Node> documents;
+    try {
+        documents = YAML::LoadAll(std::string(yaml_text));
+    } catch (const YAML::Exception &e) {
+        throw ConfigError(source_name, line_of(e.mark), "", "invalid YAML: " + e.msg);
+    }
+    if (documents.empty() || documents.front().IsNull())
+        throw ConfigError(source_name, std::nullopt, "", "the config is empty");
+    if (documents.size() > 1)
+        throw ConfigError(source_name, line_of(documents[1].Mark()), "",
+                          "expected one YAML document, found " + std::to_string(documents.size()));
+    return documents.front();
+}
+
+struct FileCloser {
+    void operator()(std::FILE *file) const { std::fclose(file); }
+};
+
+std::string errno_text(int error) {
+    return std::error_code(error, std::generic_category()).message();
+}
+
+std::string read_config_text(const std::string &path) {
+    const std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "re"));
+    if (!file)
+        throw ConfigError(path, std::nullopt, "", "cannot open: " + errno_text(errno));
+    std::string text;
+    char buffer[4096];
+    size_t got;
+    while ((got = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) {
+        text.append(buffer, got);
+        if (text.size() > kMaxConfigBytes)
+            throw ConfigError(path, std::nullopt, "", "larger than " + std::to_string(kMaxConfigBytes) + " bytes");
+    }
+    if (std::ferror(file.get()))
+        throw ConfigError(path, std::nullopt, "", "cannot read: " + errno_text(errno));
+    return text;
+}
+
+std::string error_message(std::string_view source, std::optional<int> line, std::string_view field,
+                          std::string_view detail) {
+    std::string message(source);
+    if (line)
+        message += ":" + std::to_string(*line);
+    message += ": ";
+    if (!field.empty())
+        message += std::string(field) + ": ";
+    return message + std::string(detail);
+}
+
+} // namespace
+
+ConfigError::ConfigError(std::string_view source, std::optional<int> line, std::string_view field,
+                         std::string_view detail)
+    : std::runtime_error(error_message(source, line, field, detail)), field_(field), line_(line) {}
+
+Config parse_config(std::string_view yaml_text, std::string_view source_name) {
+    const Field root{source_name, "", load_single_document(yaml_text, source_name), YAML::Mark::null_mark()};
+    try {
+        return read_config(root);
+    } catch (const YAML::Exception &e) {
+        /* The walk only uses non-throwing accessors; this keeps a yaml-cpp surprise a ConfigError. */
+        throw ConfigError(source_name, line_of(e.mark), "", e.msg);
+    }
+}
+
+Config load_config_file(const std::string &path) {
+    return parse_config(read_config_text(path), path);
+}
+
+} // namespace bpfnet

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The standalone loader's configuration file: what the provisioning service looks like on this node.
+ * The format is documented in docs/config.md; standalone/example-config.yaml is a commented example.
+ *
+ * Parsing is strict on purpose: an unknown key, a wrong type or an out-of-range value is an error that
+ * names the file, the line and the field, because a typo that silently falls back to a default would
+ * expose or hide a provisioning port without anyone noticing.
+ */
+#ifndef BPFNET_STANDALONE_CONFIG_HPP
+#define BPFNET_STANDALONE_CONFIG_HPP
+
+#include "core/addresses.hpp"
+#include "core/desired_state.hpp"
+#include "core/node.hpp"
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bpfnet {
+
+/* The file: the node's settings (NodeSettings, shared with Kubernetes mode) and its one service. */
+struct Config : NodeSettings {
+    uint32_t service_ip_be = 0;
+    std::vector<PortRule> ports;
+    std::optional<Backend> backend; /* absent: service traffic is dropped until a backend is set */
+
+    bool operator==(const Config &) const = default;
+};
+
+/*
+ * A config that cannot be used. what() reads "<source>:<line>: <field>: <detail>"; the line is left out
+ * when it is not known (e.g. a required field that is missing at the top level), the field when the
+ * error concerns the whole file.
+ */
+class ConfigError : public std::runtime_error {
+public:
+    ConfigError(std::string_view source, std::optional<int> line, std::string_view field, std::string_view detail);
+
+    /* The offending field as a path, e.g. "ports[1].targetPort"; empty for whole-file errors. */
+    const std::string &field() const noexcept { return field_; }
+    /* 1-based line number, when known. */
+    std::optional<int> line() const noexcept { return line_; }
+
+private:
+    std::string field_;
+    std::optional<int> line_;
+};
+
+/* Parses and validates a config; source_name is only used in error messages (usually the path). */
+Config parse_config(std::string_view yaml_text, std::string_view source_name);
+
+/* Reads and parses a config file; read errors are ConfigErrors naming the path and the errno text. */
+Config load_config_file(const std::string &path);
+
+/* The config's one service as the core's mode-neutral desired state, with its backend located at `where`
+ * (nullopt: no backend here). */
+std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &where);
+DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &where);
+/* The iface entry for the config: DHCP is relayed for its service IP when its ports list the DHCP port. */
+bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac);
+
+} // namespace bpfnet
+
+#endif /* BPFNET_STANDALONE_CONFIG_HPP */

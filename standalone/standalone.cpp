@@ -1,0 +1,277 @@
+#include "standalone/standalone.hpp"
+
+#include "core/backend_locator.hpp"
+#include "core/event_loop.hpp"
+#include "core/log.hpp"
+#include "core/netlink.hpp"
+#include "maps/system_error.hpp"
+
+#include <net/if.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace bpfnet {
+
+namespace {
+
+// Editors and ConfigMap updates replace the file rather than write it: watch the directory.
+UniqueFd watch_config_dir(const std::string &config_path) {
+    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd < 0)
+        throw SystemError("inotify_init1", errno);
+    UniqueFd owned(fd);
+    std::string dir = std::filesystem::path(config_path).parent_path().string();
+    if (dir.empty())
+        dir = ".";
+    if (inotify_add_watch(fd, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0)
+        throw SystemError("inotify_add_watch " + dir, errno);
+    return owned;
+}
+
+bool config_file_touched(const UniqueFd &inotify, const std::string &config_path) {
+    alignas(inotify_event) char buf[4096];
+    std::string name = std::filesystem::path(config_path).filename().string();
+    bool touched = false;
+    ssize_t len;
+    while ((len = ::read(inotify.get(), buf, sizeof(buf))) > 0) {
+        for (char *p = buf; p < buf + len;) {
+            auto *ev = reinterpret_cast<inotify_event *>(p);
+            // Kubernetes ConfigMap volumes swap a "..data" symlink rather than the file itself.
+            if (ev->len > 0 && (name == ev->name || std::string_view(ev->name) == "..data"))
+                touched = true;
+            p += sizeof(inotify_event) + ev->len;
+        }
+    }
+    return touched;
+}
+
+bool datapath_identity_changed(const Config &a, const Config &b) {
+    return a.interface != b.interface || a.pin_root != b.pin_root || a.control_socket != b.control_socket ||
+           a.xdp_mode != b.xdp_mode || a.tc_attach != b.tc_attach || a.redirect_peer != b.redirect_peer;
+}
+
+} // namespace
+
+StandaloneLoader::StandaloneLoader(std::string config_path, Config config, LoaderStatus &status)
+    : config_path_(std::move(config_path)), config_(std::move(config)), status_(status), runtime_(config_, status) {}
+
+StandaloneLoader::~StandaloneLoader() = default;
+
+void StandaloneLoader::claim() {
+    if (control_)
+        return;
+    // What can be checked without changing anything is checked first: no pin directory is made for an
+    // interface that is not there, or for a config whose backend cannot be found.
+    nic_ifindex_ = link_by_name(config_.interface).ifindex;
+    if (config_.backend)
+        locate_backend(*config_.backend);
+    runtime_.claim();
+    control_.emplace(config_.control_socket_path());
+}
+
+void StandaloneLoader::start() {
+    // The pin directory's lock and the control socket come before the datapath, so a second loader is
+    // refused with nothing touched.
+    claim();
+    runtime_.attach();
+    apply(config_);
+}
+
+StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
+    Change change;
+    if (config.backend) {
+        change.where = locate_backend(*config.backend);
+        // A route that leads back out of the NIC would steer the LAN's requests back onto the LAN.
+        if (change.where->ifindex == nic_ifindex_)
+            throw BackendNotFound("the route to backend " + format_ipv4(config.backend->ip_be) +
+                                      " leaves through the provisioning interface " + config.interface,
+                                  config.backend->veth.empty(), true);
+    }
+    change.applied = runtime_.apply(config, service_specs(config, change.where));
+    log_info("maps reconciled", {{"writes", std::to_string(change.applied.report.upserts)},
+                                 {"removals", std::to_string(change.applied.report.removals)},
+                                 {"service_ip", format_ipv4(config.service_ip_be)},
+                                 {"backend", config.backend ? format_ipv4(config.backend->ip_be) : "none"}});
+    return change;
+}
+
+namespace {
+
+std::string interface_name(int ifindex) {
+    char name[IF_NAMESIZE] = {};
+    return if_indextoname(static_cast<unsigned>(ifindex), name) ? name : "";
+}
+
+nlohmann::json interface_json(int ifindex) {
+    std::string name = interface_name(ifindex);
+    return name.empty() ? nlohmann::json() : nlohmann::json(name);
+}
+
+// bpfnetctl's documented spelling: a hook already in place (adopted) is "already_attached".
+std::string pod_hook_name(HookAction action) {
+    return action == HookAction::Adopted ? "already_attached" : to_string(action);
+}
+
+// The reply to backend_set / backend_clear, as docs/cli.md documents bpfnetctl's JSON.
+nlohmann::json change_json(const Config &config, const std::optional<BackendLocation> &where,
+                           const DatapathRuntime::Applied &applied) {
+    nlohmann::json json;
+    json["backend"] = nullptr;
+    json["pod_hook"] = nullptr;
+    if (config.backend && where) {
+        json["backend"] = {{"ip", format_ipv4(config.backend->ip_be)},
+                           {"veth", interface_json(where->ifindex)},
+                           {"ifindex", where->ifindex}};
+        if (auto hook = applied.pod_hooks.find(where->ifindex); hook != applied.pod_hooks.end())
+            json["pod_hook"] = pod_hook_name(hook->second);
+    }
+    json["service_ips"] = nlohmann::json::array({format_ipv4(config.service_ip_be)});
+    json["writes"] = applied.report.upserts;
+    json["removals"] = applied.report.removals;
+    json["announced"] = nlohmann::json::array();
+    for (__be32 ip : applied.announced)
+        json["announced"].push_back(format_ipv4(ip));
+    json["gratuitous_arps"] = config.garp_count;
+    json["detached_pod_hooks"] = nlohmann::json::array();
+    for (int ifindex : applied.detached)
+        json["detached_pod_hooks"].push_back({{"ifindex", ifindex}, {"veth", interface_json(ifindex)}});
+    return json;
+}
+
+} // namespace
+
+Backend StandaloneLoader::requested_backend(const nlohmann::json &request) const {
+    using Kind = ControlFailure::Kind;
+    if (!request.contains("ip") || !request["ip"].is_string())
+        throw ControlFailure(Kind::BadRequest, "backend_set needs \"ip\", a string");
+    const std::string text = request["ip"];
+    const auto ip_be = parse_ipv4(text);
+    if (!ip_be)
+        throw ControlFailure(Kind::InvalidArgument, "backend IP '" + text + "' is not an IPv4 address");
+    if (auto problem = backend_ip_problem(*ip_be, {config_.service_ip_be}, config_.subnet_be, config_.prefix_len))
+        throw ControlFailure(Kind::InvalidArgument, "backend IP: " + *problem);
+    Backend backend{*ip_be, request.value("veth", "")};
+    if (backend.veth == config_.interface)
+        throw ControlFailure(Kind::InvalidArgument,
+                             "veth: must be the pod's veth, not the provisioning interface " + config_.interface);
+    return backend;
+}
+
+nlohmann::json StandaloneLoader::control(const ControlRequest &request) {
+    using Kind = ControlFailure::Kind;
+    const std::string command = request.body["command"];
+    Config next = config_;
+    if (command == "backend_set")
+        next.backend = requested_backend(request.body);
+    else if (command == "backend_clear")
+        next.backend.reset();
+    else
+        throw ControlFailure(Kind::BadRequest,
+                             "unknown command '" + command + "': this loader takes backend_set and backend_clear");
+    Change change;
+    try {
+        change = apply(next);
+    } catch (const BackendNotFound &e) {
+        throw ControlFailure(Kind::BackendUnavailable,
+                             "cannot locate backend " + format_ipv4(next.backend->ip_be) + ": " + e.detail() +
+                                 (e.naming_veth_helps() ? "; name the pod's veth with --veth" : ""));
+    }
+    config_ = std::move(next);
+    log_info("backend changed through the control socket",
+             {{"backend", config_.backend ? format_ipv4(config_.backend->ip_be) : "none"},
+              {"peer_pid", std::to_string(request.peer_pid)},
+              {"lasts_until", "the config is applied again (SIGHUP, file change, restart)"}});
+    return change_json(config_, change.where, change.applied);
+}
+
+void StandaloneLoader::reload_config(bool forced) {
+    Config next;
+    try {
+        next = load_config_file(config_path_);
+    } catch (const ConfigError &e) {
+        log_error("config rejected; keeping the running configuration", {{"error", e.what()}});
+        reload_failed(std::string("config rejected: ") + e.what());
+        return;
+    }
+    // A file event with unchanged content changes nothing. SIGHUP re-applies even an unchanged file: the
+    // backend can move (a recreated pod gets a new veth) or vanish while the file stays the same. After a
+    // failure even an unchanged file is applied again: reverting the file must make the loader ready again,
+    // and repair what a reconcile that failed half-way left in the maps.
+    if (next == config_ && !forced && status_.ready())
+        return;
+    if (datapath_identity_changed(next, config_)) {
+        log_error("interface, pinRoot, controlSocket, xdpMode, tcAttach and redirectPeer cannot change while running; "
+                  "restart the loader",
+                  {{"config", config_path_}});
+        reload_failed("config not applied: interface, pinRoot, controlSocket, xdpMode, tcAttach and redirectPeer "
+                      "cannot change while running");
+        return;
+    }
+    if (forced)
+        runtime_.recheck_hooks();
+    try {
+        apply(next); // locates the backend before it changes any map
+        config_ = std::move(next);
+        status_.set_ready();
+        log_info("config reloaded", {{"config", config_path_}});
+    } catch (const std::exception &e) {
+        log_error("config not applied; keeping the running configuration", {{"error", e.what()}});
+        reload_failed(std::string("config not applied: ") + e.what());
+    }
+}
+
+// Not ready until a reload succeeds: the datapath keeps serving, but with a state the file no longer
+// describes, which is what the operator (and a DaemonSet rollout) must see.
+void StandaloneLoader::reload_failed(const std::string &reason) {
+    status_.set_not_ready(reason + "; still serving the previous state");
+}
+
+int StandaloneLoader::run() {
+    epoll_ = loop::make_epoll();
+    signals_ = loop::signal_fd();
+    inotify_ = watch_config_dir(config_path_);
+    for (int fd : {signals_.get(), inotify_.get(), control_->fd()})
+        loop::add(epoll_, fd);
+    runtime_.start();
+    // start() attached and reconciled; with the heartbeat and the event consumer running, it serves.
+    status_.set_ready();
+    log_info("serving", {{"iface", config_.interface}, {"service_ip", format_ipv4(config_.service_ip_be)}});
+
+    for (;;) {
+        for (int fd : loop::wait(epoll_)) {
+            if (fd == signals_.get()) {
+                signalfd_siginfo info{};
+                while (::read(signals_.get(), &info, sizeof(info)) == sizeof(info)) {
+                    if (info.ssi_signo == SIGHUP) {
+                        reload_config(true);
+                        continue;
+                    }
+                    // The datapath stays attached: a restarted loader adopts it without dropping a flow.
+                    log_info("stopping; datapath left running",
+                             {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
+                    return 0;
+                }
+            } else if (fd == inotify_.get()) {
+                if (config_file_touched(inotify_, config_path_))
+                    reload_config(false);
+            } else if (fd == control_->fd()) {
+                control_->serve_pending([this](const ControlRequest &request) { return control(request); });
+            }
+        }
+    }
+}
+
+void StandaloneLoader::teardown() {
+    // Not under a running loader: it would re-create what is removed, or serve from maps that are gone.
+    PinDirLock lock(config_.pin_dir());
+    Datapath::remove(
+        DatapathOptions{.interface = config_.interface, .pin_dir = config_.pin_dir(), .xdp_mode = config_.xdp_mode});
+    log_info("datapath removed", {{"iface", config_.interface}, {"pins", config_.pin_dir()}});
+}
+
+} // namespace bpfnet

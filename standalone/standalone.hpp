@@ -1,0 +1,58 @@
+// The loader in standalone mode: desired state from a config file, kept in the maps until SIGTERM.
+#pragma once
+
+#include "core/control_socket.hpp"
+#include "core/datapath_runtime.hpp"
+#include "core/desired_state.hpp"
+#include "core/loader_status.hpp"
+#include "maps/unique_fd.hpp"
+#include "standalone/config.hpp"
+
+#include <optional>
+#include <string>
+
+namespace bpfnet {
+
+class StandaloneLoader {
+public:
+    // status: where the loader reports readiness and publishes its maps for the HTTP endpoints; it must
+    // outlive the loader.
+    StandaloneLoader(std::string config_path, Config config, LoaderStatus &status);
+    ~StandaloneLoader();
+
+    // Checks the interface and the backend, then becomes the interface's one writer: the pin directory's
+    // lock and the control socket. Throws (BackendNotFound, PinDirBusy naming the holder) with nothing
+    // changed. start() does it when the caller has not.
+    void claim();
+    // Attaches (or adopts) the datapath and fills the maps. Throws on failure, with nothing half attached.
+    void start();
+    // Serves until SIGTERM or SIGINT; returns the process exit code.
+    int run();
+    // Removes programs and pins of the configured interface (`--teardown`).
+    void teardown();
+
+private:
+    struct Change {
+        DatapathRuntime::Applied applied;
+        std::optional<BackendLocation> where;
+    };
+    // Locates the config's backend (before any map changes) and brings the datapath to the config.
+    Change apply(const Config &config);
+    // A request on the control socket (bpfnetctl backend set/clear): the running config with another
+    // backend, applied like a reload. Lasts until the config is applied again (SIGHUP, file change, restart).
+    nlohmann::json control(const ControlRequest &request);
+    Backend requested_backend(const nlohmann::json &request) const;
+    // Re-reads the file and applies it if valid; `forced` (SIGHUP) also re-applies an unchanged one.
+    void reload_config(bool forced);
+    void reload_failed(const std::string &reason);
+
+    std::string config_path_;
+    Config config_;
+    LoaderStatus &status_;
+    DatapathRuntime runtime_;
+    int nic_ifindex_ = 0;
+    std::optional<ControlServer> control_;
+    UniqueFd epoll_, signals_, inotify_;
+};
+
+} // namespace bpfnet
