@@ -3,6 +3,7 @@
 #include "maps/system_error.hpp"
 
 #include <fcntl.h>
+#include <unistd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -57,6 +58,9 @@ std::string flock_holder(const std::string &path) {
 }
 
 PinDirLock::PinDirLock(const std::string &pin_dir) {
+    for (std::filesystem::path dir = pin_dir; !dir.empty() && dir != dir.root_path() && !std::filesystem::exists(dir);
+         dir = dir.parent_path())
+        created_.push_back(dir.string());
     std::error_code ec;
     std::filesystem::create_directories(pin_dir, ec);
     if (ec)
@@ -67,6 +71,7 @@ PinDirLock::PinDirLock(const std::string &pin_dir) {
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK)
             throw SystemError("flock " + pin_dir, errno);
+        created_.clear(); // someone else's directory now
         std::string holder = flock_holder(pin_dir);
         throw PinDirBusy(pin_dir + " is held by another bpfnet-loader (" +
                          (holder.empty() ? "its pid is not visible from here" : holder) +
@@ -74,6 +79,28 @@ PinDirLock::PinDirLock(const std::string &pin_dir) {
                          "(bpfnetctl backend set)");
     }
     fd_ = std::move(fd);
+}
+
+PinDirLock &PinDirLock::operator=(PinDirLock &&other) noexcept {
+    if (this != &other) {
+        remove_created_if_empty();
+        fd_ = std::move(other.fd_);
+        created_ = std::move(other.created_);
+    }
+    return *this;
+}
+
+PinDirLock::~PinDirLock() {
+    remove_created_if_empty();
+}
+
+void PinDirLock::remove_created_if_empty() noexcept {
+    // While the lock is held, so no other loader is between its own mkdir and its flock on the same path.
+    for (const std::string &dir : created_)
+        if (::rmdir(dir.c_str()) != 0)
+            break; // not empty (pins, or a sibling interface's directory), or gone already
+    created_.clear();
+    fd_.reset();
 }
 
 } // namespace bpfnet

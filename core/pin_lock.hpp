@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace bpfnet {
 
@@ -22,11 +23,19 @@ public:
     // Creates the directory if needed and locks it; throws PinDirBusy when another process holds it, a
     // SystemError when the directory cannot be created or opened.
     explicit PinDirLock(const std::string &pin_dir);
+    PinDirLock(PinDirLock &&other) noexcept = default;
+    PinDirLock &operator=(PinDirLock &&other) noexcept;
+    // Unlocks, and removes the directories the lock created if they are still empty: a loader that stops
+    // before it pinned anything (a port in use, a refused attach) leaves no trace on bpffs.
+    ~PinDirLock();
 
     bool held() const { return fd_.valid(); }
 
 private:
+    void remove_created_if_empty() noexcept;
+
     UniqueFd fd_;
+    std::vector<std::string> created_; // innermost first
 };
 
 // Who holds a flock on the inode of `path`, as "pid N: command line", from /proc/locks; empty when no holder

@@ -232,8 +232,12 @@ case_conflict() {
 # e. A second loader asked to listen on the same address fails before touching the kernel (exit 1, the
 # address named), and the running one keeps answering: no SO_REUSEPORT sharing of the probes.
 case_port_in_use() {
-    local rc
-    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$CONFIG" --metrics-address "$METRICS_ADDRESS" \
+    local rc other=$E2E_TMP/conf/other-pins.yaml
+    # Another pin root and control socket: the same ones would be refused earlier, by the pin directory's lock
+    # (test_cli.sh, case i2). Here only the address is in use.
+    sed "s|^pinRoot: .*|pinRoot: $E2E_PIN_ROOT/other|" "$CONFIG" >"$other" &&
+        echo "controlSocket: /run/bpfnet/other.sock" >>"$other" || { E2E_REASON="cannot write $other"; return 1; }
+    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$other" --metrics-address "$METRICS_ADDRESS" \
         >"$LOGS/second.out" 2>"$LOGS/second.err" &
     local pid=$!
     E2E_PIDS+=("$pid")
@@ -248,8 +252,8 @@ case_port_in_use() {
         E2E_REASON="second loader: exit $rc, want 1 naming $METRICS_ADDRESS: $(tail -c 300 "$LOGS/second.err")"
         return 1
     fi
-    if grep -q 'xdp program on the NIC' "$LOGS/second.err"; then
-        E2E_REASON="the second loader touched the datapath before failing to listen"
+    if grep -q 'xdp program on the NIC' "$LOGS/second.err" || [ -e "$E2E_PIN_ROOT/other" ] || [ -e /run/bpfnet/other.sock ]; then
+        E2E_REASON="the second loader touched the datapath (or left its pin directory or socket) before failing to listen"
         return 1
     fi
     if ! readyz_is 200; then

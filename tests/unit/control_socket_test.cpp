@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -231,6 +232,20 @@ TEST_F(ControlSocketTest, ASecondHolderOfThePinDirectoryIsRefusedNamingTheFirst)
               kRefusedByLoader);
     first.reset();
     EXPECT_NO_THROW(PinDirLock again(pin_dir));
+}
+
+// A loader that stops before pinning anything leaves no directory behind; one with pins keeps them.
+TEST_F(ControlSocketTest, ThePinDirectoryGoesWithTheLockOnlyWhileEmpty) {
+    const fs::path root = dir_ / "bpf";
+    fs::create_directories(root);
+    { PinDirLock lock((root / "new" / "prov0").string()); }
+    EXPECT_FALSE(fs::exists(root / "new"));
+    EXPECT_TRUE(fs::exists(root)); // only what the lock created goes
+    {
+        PinDirLock lock((root / "pinned" / "prov0").string());
+        std::ofstream(root / "pinned" / "prov0" / "iface") << "pin";
+    }
+    EXPECT_TRUE(fs::exists(root / "pinned" / "prov0" / "iface"));
 }
 
 } // namespace
