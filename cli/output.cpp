@@ -83,28 +83,13 @@ std::string format_prefix(__be32 subnet_be, __be32 mask_be) {
     return format_ipv4(subnet_be) + "/" + std::to_string(__builtin_popcount(ntohl(mask_be)));
 }
 
+// The spellings of core/node.hpp; a number without one (another version's entry) is shown as the number.
 std::string format_protocol(__u8 proto) {
-    switch (proto) {
-    case BPFNET_PROTO_TCP:
-        return "tcp";
-    case BPFNET_PROTO_UDP:
-        return "udp";
-    default:
-        return std::to_string(proto);
-    }
+    return to_string(static_cast<Protocol>(proto));
 }
 
 std::string format_kind(__u8 kind) {
-    switch (kind) {
-    case BPFNET_KIND_PLAIN:
-        return "plain";
-    case BPFNET_KIND_TFTP:
-        return "tftp";
-    case BPFNET_KIND_DHCP:
-        return "dhcp";
-    default:
-        return std::to_string(kind);
-    }
+    return to_string(static_cast<PortKind>(kind));
 }
 
 std::string format_seconds(double seconds) {

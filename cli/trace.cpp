@@ -209,7 +209,7 @@ std::array<uint8_t, 6> parse_mac(const std::string &text, const std::string &wha
 
 void run_trace(Context &context, const TraceOptions &options) {
     DatapathMaps maps = context.open_datapath();
-    const std::string ring = context.options.pin_dir() + "/" BPFNET_MAP_TRACE;
+    const std::string ring = context.options.pin_dir() + "/" BPFNET_MAP_NAME(trace);
     int fd = bpf_obj_get(ring.c_str());
     if (fd < 0)
         throw CliError(exit_code_for_errno(errno), ring + ": " + std::strerror(errno));

@@ -79,12 +79,13 @@ void ensure_pin_dir(const std::string &pin_dir) {
         throw SystemError(pin_dir + " is not on a bpf filesystem (mount -t bpf bpf /sys/fs/bpf)", ENOTSUP);
 }
 
-// Every map the object pins, and so every file a teardown removes.
-constexpr const char *kMapNames[] = {
-    BPFNET_MAP_IFACE,         BPFNET_MAP_HEARTBEAT, BPFNET_MAP_SERVICE_IPS,   BPFNET_MAP_SERVICES,
-    BPFNET_MAP_BACKEND_PORTS, BPFNET_MAP_BACKENDS,  BPFNET_MAP_FLOWS,         BPFNET_MAP_FLOWS_UNCONFIRMED,
-    BPFNET_MAP_NEIGHBOURS,    BPFNET_MAP_COUNTERS,  BPFNET_MAP_EVENTS,        BPFNET_MAP_DHCP_SERVERS,
-    BPFNET_MAP_DHCP_RELAYS,   BPFNET_MAP_CONFLICTS, BPFNET_MAP_TRACE_CONTROL, BPFNET_MAP_TRACE};
+// Every map the object pins, and so every file a teardown removes (maps/bpfnet_maps.h declares them).
+#define BPFNET_TABLE_MAP_NAME(name, key, value) BPFNET_MAP_NAME(name),
+#define BPFNET_RING_MAP_NAME(name) BPFNET_MAP_NAME(name),
+constexpr const char *kMapNames[] = {BPFNET_TABLE_MAPS(BPFNET_TABLE_MAP_NAME) BPFNET_MAP_NAME(BPFNET_COUNTERS_MAP),
+                                     BPFNET_RING_MAPS(BPFNET_RING_MAP_NAME)};
+#undef BPFNET_TABLE_MAP_NAME
+#undef BPFNET_RING_MAP_NAME
 
 // Pins the maps of the shared layout, so a restarted loader and bpfnetctl find them. Maps private to the
 // programs (the trace scratch space) stay unpinned and go away with the programs.
@@ -119,7 +120,7 @@ Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nu
     nic_ifindex_ = link_by_name(options.interface).ifindex;
     // Maps an earlier loader pinned are adopted (and keep their flows); maps this start pins are removed
     // again if the start fails, so a failed start leaves nothing behind.
-    bool fresh_pins = !std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_IFACE);
+    bool fresh_pins = !std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_NAME(iface));
     ensure_pin_dir(options.pin_dir);
 
     open_object();
@@ -134,7 +135,7 @@ Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nu
         attach_nic_tc();
         if (tc_nic_action_ == HookAction::Attached)
             rollback.emplace_back([this] { detach_tc_ingress(nic_ifindex_, options_.pin_dir); });
-        maps_.emplace(DatapathMaps::from_object(skel_->obj));
+        maps_.emplace(DatapathMaps::from_skeleton(*skel_));
     } catch (...) {
         for (auto it = rollback.rbegin(); it != rollback.rend(); ++it) {
             try {
@@ -267,8 +268,8 @@ void Datapath::remove(const DatapathOptions &options) {
             throw;
     }
     // The pod hooks are found through the backends the maps still list.
-    if (std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_BACKENDS)) {
-        auto backends = PinnedMap<__be32, bpfnet_backend>::open(options.pin_dir, BPFNET_MAP_BACKENDS);
+    if (std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_NAME(backends))) {
+        auto backends = PinnedMap<__be32, bpfnet_backend>::open(options.pin_dir, BPFNET_MAP_NAME(backends));
         for (const auto &[ip, backend] : backends.entries())
             detach_tc_ingress(static_cast<int>(backend.ifindex), options.pin_dir);
     }

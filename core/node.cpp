@@ -9,9 +9,10 @@ namespace bpfnet {
 
 static_assert(static_cast<uint8_t>(Protocol::Tcp) == BPFNET_PROTO_TCP);
 static_assert(static_cast<uint8_t>(Protocol::Udp) == BPFNET_PROTO_UDP);
-static_assert(static_cast<uint8_t>(PortKind::Plain) == BPFNET_KIND_PLAIN);
-static_assert(static_cast<uint8_t>(PortKind::Tftp) == BPFNET_KIND_TFTP);
-static_assert(static_cast<uint8_t>(PortKind::Dhcp) == BPFNET_KIND_DHCP);
+#define BPFNET_PORT_KIND_MATCHES(id, cxx, spelling, value)                                                             \
+    static_assert(static_cast<uint8_t>(PortKind::cxx) == BPFNET_KIND_##id);
+BPFNET_PORT_KINDS(BPFNET_PORT_KIND_MATCHES)
+#undef BPFNET_PORT_KIND_MATCHES
 
 namespace {
 
@@ -19,8 +20,9 @@ template <typename T>
 using Spelling = std::pair<std::string_view, T>;
 
 constexpr std::array kProtocols{Spelling<Protocol>{"tcp", Protocol::Tcp}, Spelling<Protocol>{"udp", Protocol::Udp}};
-constexpr std::array kPortKinds{Spelling<PortKind>{"plain", PortKind::Plain},
-                                Spelling<PortKind>{"tftp", PortKind::Tftp}, Spelling<PortKind>{"dhcp", PortKind::Dhcp}};
+#define BPFNET_PORT_KIND_SPELLING(id, cxx, spelling, value) Spelling<PortKind>{#spelling, PortKind::cxx},
+constexpr std::array kPortKinds{BPFNET_PORT_KINDS(BPFNET_PORT_KIND_SPELLING)};
+#undef BPFNET_PORT_KIND_SPELLING
 constexpr std::array kXdpModes{Spelling<XdpMode>{"auto", XdpMode::Auto}, Spelling<XdpMode>{"native", XdpMode::Native},
                                Spelling<XdpMode>{"generic", XdpMode::Generic}};
 constexpr std::array kTcAttaches{Spelling<TcAttach>{"auto", TcAttach::Auto}, Spelling<TcAttach>{"tcx", TcAttach::Tcx},
@@ -38,11 +40,11 @@ std::optional<T> parse_spelling(std::string_view text, const std::array<Spelling
 
 // A value outside the table (a map entry of another version) is shown by number rather than hidden.
 template <typename T, size_t N>
-std::string spelling_of(T value, const std::array<Spelling<T>, N> &spellings, std::string_view unknown_prefix) {
+std::string spelling_of(T value, const std::array<Spelling<T>, N> &spellings) {
     for (const auto &[name, choice] : spellings)
         if (choice == value)
             return std::string(name);
-    return std::string(unknown_prefix) + std::to_string(static_cast<unsigned>(value));
+    return std::to_string(static_cast<unsigned>(value));
 }
 
 template <typename T, size_t N>
@@ -89,19 +91,19 @@ std::string NodeSettings::control_socket_path() const {
 }
 
 std::string to_string(Protocol protocol) {
-    return spelling_of(protocol, kProtocols, "proto-");
+    return spelling_of(protocol, kProtocols);
 }
 std::string to_string(PortKind kind) {
-    return spelling_of(kind, kPortKinds, "kind-");
+    return spelling_of(kind, kPortKinds);
 }
 std::string to_string(XdpMode mode) {
-    return spelling_of(mode, kXdpModes, "xdp-mode-");
+    return spelling_of(mode, kXdpModes);
 }
 std::string to_string(TcAttach attach) {
-    return spelling_of(attach, kTcAttaches, "tc-attach-");
+    return spelling_of(attach, kTcAttaches);
 }
 std::string to_string(RedirectPeer redirect_peer) {
-    return spelling_of(redirect_peer, kRedirectPeers, "redirect-peer-");
+    return spelling_of(redirect_peer, kRedirectPeers);
 }
 
 std::optional<Protocol> parse_protocol(std::string_view text) {

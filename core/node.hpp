@@ -23,8 +23,10 @@ namespace bpfnet {
 /* Values match enum bpfnet_proto, so they go into map keys unchanged. */
 enum class Protocol : uint8_t { Tcp = 6, Udp = 17 };
 
-/* Values match enum bpfnet_port_kind. */
-enum class PortKind : uint8_t { Plain = 0, Tftp = 1, Dhcp = 2 };
+/* Values match enum bpfnet_port_kind; both come from BPFNET_PORT_KINDS (maps/bpfnet_maps.h). */
+#define BPFNET_PORT_KIND_CXX(id, cxx, spelling, value) cxx = value,
+enum class PortKind : uint8_t { BPFNET_PORT_KINDS(BPFNET_PORT_KIND_CXX) };
+#undef BPFNET_PORT_KIND_CXX
 
 /* auto: native where the driver supports it, else generic (logged). */
 enum class XdpMode { Auto, Native, Generic };
@@ -92,8 +94,9 @@ struct NodeSettings {
     bool operator==(const NodeSettings &) const = default;
 };
 
-/* The spellings used in the config file, the flags and bpfnetctl: "tcp", "udp"; "plain", "tftp", "dhcp";
- * "auto", "native", "generic"; "auto", "tcx", "clsact"; "auto", "off". */
+/* The spellings used in the config file, the flags and bpfnetctl: "tcp", "udp"; the port kinds of
+ * BPFNET_PORT_KINDS ("plain", "tftp", "dhcp"); "auto", "native", "generic"; "auto", "tcx", "clsact"; "auto",
+ * "off". A value without a spelling (a map entry of another version) is written as its number. */
 std::string to_string(Protocol protocol);
 std::string to_string(PortKind kind);
 std::string to_string(XdpMode mode);

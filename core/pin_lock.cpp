@@ -3,10 +3,10 @@
 #include "maps/system_error.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>

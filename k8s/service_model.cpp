@@ -112,12 +112,12 @@ std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out) {
             return label + ": appProtocol is not a string";
         app = ap->get<std::string>();
     }
-    if (app == "dhcp" || (app != "tftp" && out.name == "dhcp"))
-        out.kind = PortKind::Dhcp;
-    else if (app == "tftp" || out.name == "tftp")
-        out.kind = PortKind::Tftp;
-    else
-        out.kind = PortKind::Plain;
+    // The kind's word (core/node.hpp, from BPFNET_PORT_KINDS) as appProtocol, else as the port's name.
+    const auto special = [](const std::string &word) -> std::optional<PortKind> {
+        auto kind = parse_port_kind(word);
+        return kind && *kind != PortKind::Plain ? kind : std::nullopt;
+    };
+    out.kind = special(app).value_or(special(out.name).value_or(PortKind::Plain));
     return std::nullopt;
 }
 

@@ -12,23 +12,37 @@
 
 #include <linux/types.h>
 
-/* Map names: the BPF object's map names and the file names under the per-interface pin directory. */
-#define BPFNET_MAP_IFACE	     "iface"
-#define BPFNET_MAP_HEARTBEAT	     "heartbeat"
-#define BPFNET_MAP_SERVICE_IPS	     "service_ips"
-#define BPFNET_MAP_SERVICES	     "services"
-#define BPFNET_MAP_BACKEND_PORTS     "backend_ports"
-#define BPFNET_MAP_BACKENDS	     "backends"
-#define BPFNET_MAP_FLOWS	     "flows"
-#define BPFNET_MAP_FLOWS_UNCONFIRMED "flows_unconfirmed"
-#define BPFNET_MAP_NEIGHBOURS	     "neighbours"
-#define BPFNET_MAP_COUNTERS	     "counters"
-#define BPFNET_MAP_EVENTS	     "events"
-#define BPFNET_MAP_DHCP_SERVERS	     "dhcp_servers"
-#define BPFNET_MAP_DHCP_RELAYS	     "dhcp_relays"
-#define BPFNET_MAP_CONFLICTS	     "conflicts"
-#define BPFNET_MAP_TRACE_CONTROL     "trace_control"
-#define BPFNET_MAP_TRACE	     "trace"
+/*
+ * Every pinned map, declared once. BPFNET_TABLE_MAPS(X) calls X(name, key type, value type) for the maps
+ * read and written as key/value tables; BPFNET_COUNTERS_MAP is the per-CPU counter array
+ * (BPFNET_COUNTERS below); BPFNET_RING_MAPS(X) calls X(name) for the ring buffers. The name is the map's
+ * variable in bpf/lib/maps.h (so the BPF object's and the skeleton's map name), its pin file under
+ * <pinRoot>/<interface>/ and its DatapathMaps member (maps/datapath_maps.hpp), which is built from the
+ * skeleton's typed maps: a map listed here and missing from the object does not compile, and
+ * tests/bpf/map_table_test.cpp fails on a map in the object that is not listed.
+ */
+#define BPFNET_TABLE_MAPS(X)                                                                                 \
+	X(iface, __u32, struct bpfnet_iface)                                                                 \
+	X(heartbeat, __u32, struct bpfnet_heartbeat)                                                         \
+	X(service_ips, __be32, struct bpfnet_service_ip)                                                     \
+	X(services, struct bpfnet_service_key, struct bpfnet_service)                                        \
+	X(backend_ports, struct bpfnet_backend_port_key, struct bpfnet_backend_port)                         \
+	X(backends, __be32, struct bpfnet_backend)                                                           \
+	X(flows, struct bpfnet_flow_key, struct bpfnet_flow)                                                 \
+	X(flows_unconfirmed, struct bpfnet_flow_key, struct bpfnet_flow)                                     \
+	X(neighbours, __be32, struct bpfnet_neighbour)                                                       \
+	X(dhcp_servers, __be32, struct bpfnet_dhcp_server)                                                   \
+	X(dhcp_relays, __be32, struct bpfnet_dhcp_relay)                                                     \
+	X(conflicts, __be32, struct bpfnet_conflict)                                                         \
+	X(trace_control, __u32, struct bpfnet_trace_control)
+#define BPFNET_COUNTERS_MAP    counters
+#define BPFNET_RING_MAPS(X)    X(events) X(trace)
+/* Per-CPU scratch space of the programs: never pinned, never read by C++ (listed so the drift check knows).
+ */
+#define BPFNET_PRIVATE_MAPS(X) X(dhcp_walk_scratch) X(tftp_request_scratch) X(trace_scratch)
+/* A map's name as a string: BPFNET_MAP_NAME(flows) is "flows". */
+#define BPFNET_MAP_NAME_(name) #name
+#define BPFNET_MAP_NAME(name)  BPFNET_MAP_NAME_(name)
 
 /* Table sizes. Flows and neighbours are LRU maps: under pressure the least recently used entry goes. */
 #define BPFNET_MAX_SERVICE_IPS	     16
@@ -80,12 +94,22 @@ enum bpfnet_proto {
 	BPFNET_PROTO_UDP = 17, /* IPPROTO_UDP */
 };
 
-/* What a listed port carries; the datapath treats DHCP specially, the rest is plain DNAT. */
-enum bpfnet_port_kind {
-	BPFNET_KIND_PLAIN = 0, /* TCP or UDP service: DNAT and reverse SNAT */
-	BPFNET_KIND_TFTP = 1,  /* UDP; the server answers from ephemeral ports, recorded as flows */
-	BPFNET_KIND_DHCP = 2,  /* UDP 67; relayed (RFC 1542) */
-};
+/*
+ * What a listed port carries, declared once: X(ID, CxxName, spelling, value). ID makes BPFNET_KIND_<ID>
+ * here; CxxName is bpfnet::PortKind's enumerator and spelling the word of the config file, the Service's
+ * appProtocol (or port name) and bpfnetctl (core/node.cpp builds both from this list).
+ *   plain: TCP or UDP service: DNAT and reverse SNAT
+ *   tftp:  UDP; the server answers from ephemeral ports, recorded as flows; blksize clamped to the pod MTU
+ *   dhcp:  UDP 67; relayed (RFC 1542)
+ */
+#define BPFNET_PORT_KINDS(X)                                                                                 \
+	X(PLAIN, Plain, plain, 0)                                                                            \
+	X(TFTP, Tftp, tftp, 1)                                                                               \
+	X(DHCP, Dhcp, dhcp, 2)
+
+#define BPFNET_PORT_KIND_ENUMERATOR(id, cxx, spelling, value) BPFNET_KIND_##id = value,
+enum bpfnet_port_kind { BPFNET_PORT_KINDS(BPFNET_PORT_KIND_ENUMERATOR) };
+#undef BPFNET_PORT_KIND_ENUMERATOR
 
 /* services (hash): one listed port of a service IP -> the backend endpoint it is steered to. */
 struct bpfnet_service_key {

@@ -120,7 +120,8 @@ public:
         cpus_ = static_cast<size_t>(cpus);
     }
     static CounterMap open(const std::string &pin_dir) {
-        return CounterMap(open_pinned(pin_dir + "/" BPFNET_MAP_COUNTERS), BPFNET_MAP_COUNTERS);
+        return CounterMap(open_pinned(pin_dir + "/" BPFNET_MAP_NAME(BPFNET_COUNTERS_MAP)),
+                          BPFNET_MAP_NAME(BPFNET_COUNTERS_MAP));
     }
 
     __u64 sum(__u32 slot) const {

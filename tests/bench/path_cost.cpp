@@ -165,7 +165,7 @@ nlohmann::ordered_json scale_tables(int rounds, int runs) {
             std::fprintf(stderr, "cannot load the BPF object (root needed): %s\n", std::strerror(errno));
             std::exit(1);
         }
-        DatapathMaps maps = DatapathMaps::from_object(skel->obj);
+        DatapathMaps maps = DatapathMaps::from_skeleton(*skel);
         bench::fill_tables(maps, count);
         fill_world(maps); // last: the world's entries are the most recent, never the LRU's victims
         held += " " + name + ": " + std::to_string(maps.flows.entries().size()) + " / " +
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "cannot load the BPF objects (root needed): %s\n", std::strerror(errno));
         return 1;
     }
-    DatapathMaps maps = DatapathMaps::from_object(skel->obj);
+    DatapathMaps maps = DatapathMaps::from_skeleton(*skel);
     fill_world(maps);
 
     int xdp = bpf_program__fd(skel->progs.xdp_nic);

@@ -40,7 +40,7 @@ void DatapathTest::SetUp() {
     skel_ = loaded_datapath();
     ASSERT_NE(skel_, nullptr) << "bpfnet_bpf__open_and_load: " << strerror(errno);
     ASSERT_NO_THROW(reset_maps(*skel_));
-    maps_.emplace(DatapathMaps::from_object(skel_->obj));
+    maps_.emplace(DatapathMaps::from_skeleton(*skel_));
     fill_world(*maps_);
     events_ = {ring_buffer__new(
                    bpf_map__fd(skel_->maps.events),

@@ -23,7 +23,7 @@ protected:
         skel_ = test::loaded_datapath();
         ASSERT_NE(skel_, nullptr);
         ASSERT_NO_THROW(test::reset_maps(*skel_)); // reconcile starts from freshly loaded, empty maps
-        maps_.emplace(DatapathMaps::from_object(skel_->obj));
+        maps_.emplace(DatapathMaps::from_skeleton(*skel_));
         config_ = parse_config(R"(
 interface: prov0
 serviceIP: 198.18.0.2

@@ -117,12 +117,12 @@ void open_datapath(Datapath &d, const std::string &path) {
             throw std::runtime_error(std::string("ring buffer ") + map_name);
         return rb;
     };
-    d.events.reset(ring(BPFNET_MAP_EVENTS, [](void *ctx, void *data, size_t size) {
+    d.events.reset(ring(BPFNET_MAP_NAME(events), [](void *ctx, void *data, size_t size) {
         if (size >= sizeof(bpfnet_event))
             static_cast<Datapath *>(ctx)->received_events.push_back(*static_cast<bpfnet_event *>(data));
         return 0;
     }));
-    d.trace.reset(ring(BPFNET_MAP_TRACE, [](void *ctx, void *data, size_t size) {
+    d.trace.reset(ring(BPFNET_MAP_NAME(trace), [](void *ctx, void *data, size_t size) {
         if (size >= sizeof(bpfnet_trace))
             static_cast<Datapath *>(ctx)->received_traces.push_back(*static_cast<bpfnet_trace *>(data));
         return 0;
