@@ -181,7 +181,7 @@ static __always_inline int tc_arp(struct __sk_buff *skb, struct ethhdr *eth, voi
 
 	if (!service)
 		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_NIC);
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
 	trace_addresses(arp->sender_ip, arp->target_ip, 0, eth->h_source);
 	return traced_tc(skb, tc_answer_arp(eth, arp, service, cfg));
 }
@@ -245,7 +245,7 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct
 	}
 	if (icmp_error_rewrite(skb, pkt, &e, NAT_DESTINATION, daddr, target.backend_ip, e.inner_sport,
 			       target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -266,7 +266,7 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 		tftp_clamp_blksize(skb, pkt->l4_off, pkt->l4_end, backend->mtu);
 	if (nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, target->backend_ip, pkt->dport,
 			target->backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->host_mac)) {
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -345,13 +345,13 @@ int tc_nic_ingress(struct __sk_buff *skb)
 		struct ipv4_packet pkt = {};
 		if (!broadcast_dhcp_for_us(skb, data, data_end, eth, ip, cfg, &pkt))
 			return BPFNET_TC_NEXT;
-		trace_begin(BPFNET_HOOK_TC_NIC);
+		trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
 		trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
 		return traced_tc(skb, relay_broadcast_dhcp(skb, &pkt, cfg));
 	}
 	if (!service_ip_for(cfg, ip->daddr))
 		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_NIC);
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
 	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg));
 }
@@ -475,7 +475,7 @@ int tc_pod_ingress(struct __sk_buff *skb)
 	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
 	if (!backend || !in_provisioning_subnet(cfg, ip->daddr))
 		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_POD);
+	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
 	return traced_tc(skb, steer_from_pod(skb, data, data_end, eth, ip, cfg, backend));
 }

@@ -35,8 +35,14 @@ void sort_by_ip(Entries &entries) {
               [](const auto &a, const auto &b) { return ntohl(a.first) < ntohl(b.first); });
 }
 
-std::string redirect_mode(const bpfnet_backend &backend) {
-    // peer: bpf_redirect_peer straight into the pod's namespace (veth); plain: bpf_redirect to the device.
+// How packets reach the pod, in the words of `status` (pod_delivery): redirect_peer (bpf_redirect_peer
+// straight into the pod's namespace) or veth (bpf_redirect through the host side of its veth).
+std::string pod_delivery(const bpfnet_backend &backend) {
+    return (backend.flags & BPFNET_BACKEND_REDIRECT_PEER) ? "redirect_peer" : "veth";
+}
+
+// The older spelling of the same choice, kept as the JSON key "redirect" (docs/cli.md promised it).
+std::string redirect_alias(const bpfnet_backend &backend) {
     return (backend.flags & BPFNET_BACKEND_REDIRECT_PEER) ? "peer" : "plain";
 }
 
@@ -136,10 +142,10 @@ Json services_json(ServiceEntries entries) {
 
 void print_backends_table(std::ostream &out, std::vector<BackendRow> rows) {
     std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return ntohl(a.ip_be) < ntohl(b.ip_be); });
-    TextTable table({"BACKEND IP", "VETH", "IFINDEX", "POD MAC", "VETH MAC", "REDIRECT", "EGRESS SERVICE IP"});
+    TextTable table({"BACKEND IP", "VETH", "IFINDEX", "POD MAC", "VETH MAC", "POD DELIVERY", "EGRESS SERVICE IP"});
     for (const auto &row : rows)
         table.add_row({format_ipv4(row.ip_be), row.veth.empty() ? "?" : row.veth, std::to_string(row.entry.ifindex),
-                       format_mac(row.entry.pod_mac), format_mac(row.entry.host_mac), redirect_mode(row.entry),
+                       format_mac(row.entry.pod_mac), format_mac(row.entry.veth_mac), pod_delivery(row.entry),
                        format_ipv4(row.entry.service_ip_be)});
     table.print(out);
 }
@@ -152,8 +158,9 @@ Json backends_json(std::vector<BackendRow> rows) {
                         {"veth", row.veth.empty() ? Json() : Json(row.veth)},
                         {"ifindex", row.entry.ifindex},
                         {"pod_mac", format_mac(row.entry.pod_mac)},
-                        {"veth_mac", format_mac(row.entry.host_mac)},
-                        {"redirect", redirect_mode(row.entry)},
+                        {"veth_mac", format_mac(row.entry.veth_mac)},
+                        {"pod_delivery", pod_delivery(row.entry)},
+                        {"redirect", redirect_alias(row.entry)},
                         {"egress_service_ip", format_ipv4(row.entry.service_ip_be)}});
     return {{"backends", list}};
 }

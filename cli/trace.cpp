@@ -23,13 +23,28 @@ namespace {
 
 volatile sig_atomic_t g_stop = 0;
 
-std::string_view hook_name(__u8 hook) {
+// The program that made the decision: the one name of a hook everywhere (bpf/, logs, status, docs).
+std::string_view program_name(__u8 hook) {
+    switch (hook) {
+    case BPFNET_HOOK_XDP_NIC:
+        return BPFNET_PROG_XDP_NIC;
+    case BPFNET_HOOK_TC_NIC_INGRESS:
+        return BPFNET_PROG_TC_NIC;
+    case BPFNET_HOOK_TC_POD_INGRESS:
+        return BPFNET_PROG_TC_POD;
+    default:
+        return "?";
+    }
+}
+
+// The direction, the JSON key "hook" of earlier versions (docs/cli.md keeps it for scripts).
+std::string_view hook_alias(__u8 hook) {
     switch (hook) {
     case BPFNET_HOOK_XDP_NIC:
         return "xdp-nic";
-    case BPFNET_HOOK_TC_NIC:
+    case BPFNET_HOOK_TC_NIC_INGRESS:
         return "lan->pod";
-    case BPFNET_HOOK_TC_POD:
+    case BPFNET_HOOK_TC_POD_INGRESS:
         return "pod->lan";
     default:
         return "?";
@@ -153,7 +168,7 @@ bool trace_matches(const bpfnet_trace &r, const TraceFilter &filter) {
 }
 
 std::string trace_line(const bpfnet_trace &r) {
-    std::string line = wall_time(r.time_ns) + " " + std::string(hook_name(r.hook)) + " " +
+    std::string line = wall_time(r.time_ns) + " " + std::string(program_name(r.hook)) + " " +
                        std::string(decision_name(r.decision)) + " " + std::string(proto_name(r.proto)) + " " +
                        endpoint(r.saddr_be, r.sport_be, r.proto) + " -> " + endpoint(r.daddr_be, r.dport_be, r.proto);
     if (r.to_addr_be)
@@ -176,7 +191,8 @@ std::string trace_json(const bpfnet_trace &r) {
     nlohmann::json j = {
         {"time", wall_time(r.time_ns)},
         {"monotonic_ns", r.time_ns},
-        {"hook", hook_name(r.hook)},
+        {"program", program_name(r.hook)},
+        {"hook", hook_alias(r.hook)},
         {"decision", decision_name(r.decision)},
         {"protocol", proto_name(r.proto)},
         {"source", {{"ip", format_ipv4(r.saddr_be)}, {"port", ntohs(r.sport_be)}}},

@@ -44,7 +44,7 @@ BackendLocation locate_backend(const Backend &backend) {
     LinkInfo link = backend_link(backend);
     BackendLocation where;
     where.ifindex = link.ifindex;
-    where.host_mac = link.mac;
+    where.veth_mac = link.mac;
     where.mtu = link.mtu;
     // bpf_redirect_peer delivers straight into the pod's namespace: only possible through a veth pair.
     where.redirect_peer = link.is_veth;

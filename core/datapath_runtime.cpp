@@ -68,7 +68,7 @@ void DatapathRuntime::attach() {
                                {"tcx_probe", kernel.tcx_detail},
                                {"redirect_peer", kernel.redirect_peer ? "yes" : "no"},
                                {"tc_attach", to_string(plan_.tc) + " (tcAttach " + to_string(node_.tc_attach) + ")"},
-                               {"pod_delivery", plan_.redirect_peer ? "redirect_peer" : "veth transmit"}});
+                               {"pod_delivery", plan_.redirect_peer ? "redirect_peer" : "veth"}});
     datapath_ = std::make_unique<Datapath>(DatapathOptions{.interface = node_.interface,
                                                            .pin_dir = node_.pin_dir(),
                                                            .xdp_mode = node_.xdp_mode,

@@ -12,7 +12,7 @@ bpfnet_backend backend_entry(__be32 service_ip_be, const BackendLocation &where)
     bpfnet_backend entry{};
     entry.ifindex = static_cast<__u32>(where.ifindex);
     std::copy(where.pod_mac.begin(), where.pod_mac.end(), entry.pod_mac);
-    std::copy(where.host_mac.begin(), where.host_mac.end(), entry.host_mac);
+    std::copy(where.veth_mac.begin(), where.veth_mac.end(), entry.veth_mac);
     entry.service_ip_be = service_ip_be;
     entry.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
     entry.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));

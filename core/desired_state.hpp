@@ -34,7 +34,7 @@ using Table = std::map<K, V, BytewiseLess<K>>;
 struct BackendLocation {
     int ifindex = 0; // host side of the pod's veth
     MacAddress pod_mac{};
-    MacAddress host_mac{};
+    MacAddress veth_mac{}; // the host side of the pod's veth
     bool redirect_peer = false;
     unsigned mtu = 0; // of the host side of the veth, which a CNI sets to the pod's MTU
 

@@ -144,7 +144,7 @@ struct bpfnet_backend_port {
 struct bpfnet_backend {
 	__u32 ifindex;	      /* host side of the pod's veth */
 	__u8 pod_mac[6];      /* the pod's interface */
-	__u8 host_mac[6];     /* the host side of the veth */
+	__u8 veth_mac[6];     /* the host side of the pod's veth (not a bare-metal host: those are "hosts") */
 	__be32 service_ip_be; /* the address the pod's own connections to the LAN leave with */
 	__u32 flags;
 	__u16 mtu; /* of the host side of the pod's veth (the pod's MTU): TFTP blocks are clamped to fit it */
@@ -315,9 +315,9 @@ struct bpfnet_trace_control {
 };
 
 enum bpfnet_hook {
-	BPFNET_HOOK_XDP_NIC = 1, /* XDP on the provisioning NIC */
-	BPFNET_HOOK_TC_NIC = 2,	 /* TC ingress on the NIC: LAN -> pod */
-	BPFNET_HOOK_TC_POD = 3,	 /* TC ingress on the pod's veth: pod -> LAN */
+	BPFNET_HOOK_XDP_NIC = 1,	/* XDP on the provisioning NIC */
+	BPFNET_HOOK_TC_NIC_INGRESS = 2, /* TC ingress on the NIC: LAN -> pod */
+	BPFNET_HOOK_TC_POD_INGRESS = 3, /* TC ingress on the pod's veth: pod -> LAN */
 };
 
 /* trace (ring buffer): one record per steering decision while tracing is on. */

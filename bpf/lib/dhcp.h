@@ -427,7 +427,7 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	    nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
 	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, target->backend_ip, pkt->dport,
 			target->backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->host_mac) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac) ||
 	    /* A broadcast frame stays PACKET_BROADCAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);

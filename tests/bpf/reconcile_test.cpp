@@ -37,7 +37,7 @@ backend:
                                "test.yaml");
         here_.ifindex = 20;
         here_.pod_mac = {2, 0, 0, 0, 1, 2};
-        here_.host_mac = {2, 0, 0, 0, 1, 1};
+        here_.veth_mac = {2, 0, 0, 0, 1, 1};
         here_.redirect_peer = true;
     }
 

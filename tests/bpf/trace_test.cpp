@@ -70,7 +70,7 @@ TEST_F(TraceTest, DhcpRequestShowsTypeXidAndClient) {
     auto got = records();
     ASSERT_EQ(got.size(), 1u);
     const bpfnet_trace &r = got[0];
-    EXPECT_EQ(r.hook, BPFNET_HOOK_TC_NIC);
+    EXPECT_EQ(r.hook, BPFNET_HOOK_TC_NIC_INGRESS);
     EXPECT_EQ(r.decision, BPFNET_CTR_DHCP_REQUEST_RELAYED);
     EXPECT_EQ(r.proto, kUdp);
     EXPECT_EQ(r.dhcp_type, 1); // DISCOVER
@@ -136,7 +136,7 @@ TEST_F(TraceTest, ReplyToTheHostIsTracedWithItsServiceAddress) {
     run(Program::TcPod, from_pod(Packet::tcp({pod_ip, 8080}, {host_ip, 40000})));
     auto got = records();
     ASSERT_EQ(got.size(), 1u);
-    EXPECT_EQ(got[0].hook, BPFNET_HOOK_TC_POD);
+    EXPECT_EQ(got[0].hook, BPFNET_HOOK_TC_POD_INGRESS);
     EXPECT_EQ(got[0].decision, BPFNET_CTR_SNAT_REPLY);
     EXPECT_EQ(got[0].to_addr_be, ip(service_ip));
     EXPECT_EQ(ntohs(got[0].to_port_be), 80);

@@ -58,7 +58,7 @@ void fill_world(DatapathMaps &maps) {
     bpfnet_backend backend{};
     backend.ifindex = world::veth_ifindex;
     copy_mac(backend.pod_mac, world::pod_mac);
-    copy_mac(backend.host_mac, world::veth_mac);
+    copy_mac(backend.veth_mac, world::veth_mac);
     backend.service_ip_be = ip(world::service_ip);
     backend.flags = BPFNET_BACKEND_REDIRECT_PEER;
     backend.mtu = world::pod_mtu;

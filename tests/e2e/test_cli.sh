@@ -256,11 +256,11 @@ case_backends() {
     local veth_index
     veth_index=$(node_ifindex "$E2E_VETH")
     ctl_ok backends backends || return 1
-    has_line backends "BACKEND IP    VETH     IFINDEX  POD MAC            VETH MAC           REDIRECT  EGRESS SERVICE IP" || return 1
-    has_line backends "$E2E_POD_IP  $E2E_VETH  $veth_index        $E2E_POD_MAC  $E2E_VETH_MAC  peer      $E2E_SERVICE_IP" || return 1
+    has_line backends "BACKEND IP    VETH     IFINDEX  POD MAC            VETH MAC           POD DELIVERY   EGRESS SERVICE IP" || return 1
+    has_line backends "$E2E_POD_IP  $E2E_VETH  $veth_index        $E2E_POD_MAC  $E2E_VETH_MAC  redirect_peer  $E2E_SERVICE_IP" || return 1
     ctl_ok backends-json -o json backends || return 1
     json_expect backends-json "d == {'backends': [{'ip': '$E2E_POD_IP', 'veth': '$E2E_VETH', 'ifindex': $veth_index,
-        'pod_mac': '$E2E_POD_MAC', 'veth_mac': '$E2E_VETH_MAC', 'redirect': 'peer', 'egress_service_ip': '$E2E_SERVICE_IP'}]}" || return 1
+        'pod_mac': '$E2E_POD_MAC', 'veth_mac': '$E2E_VETH_MAC', 'pod_delivery': 'redirect_peer', 'redirect': 'peer', 'egress_service_ip': '$E2E_SERVICE_IP'}]}" || return 1
 }
 
 # stats_deltas BEFORE AFTER: "name=delta" for every counter that moved between two `stats -o json`.
@@ -406,6 +406,7 @@ case_trace() {
 types = [(l['hook'], l['dhcp']['type']) for l in lines]
 xids = {l['dhcp']['xid'] for l in lines}
 ok = types == [('lan->pod', 'DISCOVER'), ('pod->lan', 'OFFER'), ('lan->pod', 'REQUEST'), ('pod->lan', 'ACK')]
+ok = ok and [l['program'] for l in lines] == ['tc_nic_ingress', 'tc_pod_ingress'] * 2
 ok = ok and len(xids) == 1 and all(l['dhcp']['client_mac'] == '$E2E_HOST_MAC' for l in lines)
 ok = ok and [l['decision'] for l in lines] == ['dhcp_request_relayed', 'dhcp_reply_relayed'] * 2
 ok = ok and lines[0]['steered_to']['ip'] == '$E2E_POD_IP' and lines[1]['steered_to']['port'] == 68" || return 1
@@ -415,7 +416,7 @@ ok = ok and lines[0]['steered_to']['ip'] == '$E2E_POD_IP' and lines[1]['steered_
     sleep 0.5
     tftp_get "$E2E_HOST" "$E2E_SERVICE_IP" "$DHCP_BOOT_FILE" "$E2E_TMP/trace-downloaded2" || return 1
     wait "$tracer2"
-    has_line_matching trace-tftp "lan->pod dnat_service udp $E2E_HOST_IP:[0-9]+ -> $E2E_SERVICE_IP:69 => $E2E_POD_IP:69 tftp RRQ $DHCP_BOOT_FILE\$" || return 1
+    has_line_matching trace-tftp "tc_nic_ingress dnat_service udp $E2E_HOST_IP:[0-9]+ -> $E2E_SERVICE_IP:69 => $E2E_POD_IP:69 tftp RRQ $DHCP_BOOT_FILE\$" || return 1
     state=$(trace_control_off)
     if [ "$state" != off ]; then
         E2E_REASON="tracing stayed $state after bpfnetctl trace ended"

@@ -156,7 +156,7 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
         bpfnet_backend v{};
         v.ifindex = world::veth_ifindex;
         copy_mac(v.pod_mac, b.pod_mac);
-        copy_mac(v.host_mac, b.veth_mac);
+        copy_mac(v.veth_mac, b.veth_mac);
         v.service_ip_be = b.service_ip;
         v.flags = BPFNET_BACKEND_REDIRECT_PEER;
         v.mtu = b.mtu;

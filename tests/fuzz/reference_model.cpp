@@ -461,7 +461,7 @@ Expectation ReferenceModel::xdp_nic(const Bytes &f) {
 // Walk 1 at TC: the is-at answer, made in place from the who-has, out of the NIC's egress.
 int ReferenceModel::answer_arp(Ctx &c, const Bytes &f) {
     Ip service_ip = raw32(f, kArpTargetIp);
-    c.begin(BPFNET_HOOK_TC_NIC, raw32(f, kArpSenderIp), service_ip);
+    c.begin(BPFNET_HOOK_TC_NIC_INGRESS, raw32(f, kArpSenderIp), service_ip);
     if (!cfg_.service_ips.at(service_ip)) {
         c.decide(BPFNET_CTR_ARP_NOT_ACTIVE);
         return kTcNext;
@@ -508,7 +508,7 @@ Expectation ReferenceModel::tc_nic_ingress(const Bytes &f) {
             c.note("broadcast, not ours");
             return c.e;
         }
-        c.begin(BPFNET_HOOK_TC_NIC, c.p.saddr, c.p.daddr);
+        c.begin(BPFNET_HOOK_TC_NIC_INGRESS, c.p.saddr, c.p.daddr);
         c.e.verdict = relay_broadcast_dhcp(c);
         return c.e;
     }
@@ -517,7 +517,7 @@ Expectation ReferenceModel::tc_nic_ingress(const Bytes &f) {
         return c.e;
     }
     c.p = parse_ipv4(f);
-    c.begin(BPFNET_HOOK_TC_NIC, c.p.saddr, c.p.daddr);
+    c.begin(BPFNET_HOOK_TC_NIC_INGRESS, c.p.saddr, c.p.daddr);
     c.e.verdict = steer_from_lan(c, f);
     if (c.e.verdict != kTcRedirect)
         c.e.bytes_matter = c.e.verdict != kTcShot;
@@ -740,7 +740,7 @@ Expectation ReferenceModel::tc_pod_ingress(const Bytes &f) {
         return c.e;
     }
     c.p = parse_ipv4(f);
-    c.begin(BPFNET_HOOK_TC_POD, saddr, daddr);
+    c.begin(BPFNET_HOOK_TC_POD_INGRESS, saddr, daddr);
     c.e.verdict = steer_from_pod(c, backend->second);
     if (c.e.verdict == kTcShot)
         c.e.bytes_matter = false;

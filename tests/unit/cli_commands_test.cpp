@@ -170,7 +170,7 @@ BackendRow sample_backend() {
     const __u8 pod[6] = {2, 0, 0, 0, 1, 2};
     const __u8 host[6] = {2, 0, 0, 0, 1, 1};
     std::copy(pod, pod + 6, row.entry.pod_mac);
-    std::copy(host, host + 6, row.entry.host_mac);
+    std::copy(host, host + 6, row.entry.veth_mac);
     row.entry.service_ip_be = ip("198.18.0.2");
     row.entry.flags = BPFNET_BACKEND_REDIRECT_PEER;
     row.veth = "vethpod";
@@ -179,14 +179,15 @@ BackendRow sample_backend() {
 
 TEST(CliBackends, TableAndJson) {
     EXPECT_EQ(rendered(print_backends_table, std::vector<BackendRow>{sample_backend()}),
-              "BACKEND IP    VETH     IFINDEX  POD MAC            VETH MAC           REDIRECT  EGRESS SERVICE IP\n"
-              "198.18.100.2  vethpod  3        02:00:00:00:01:02  02:00:00:00:01:01  peer      198.18.0.2\n");
+              "BACKEND IP    VETH     IFINDEX  POD MAC            VETH MAC           POD DELIVERY   EGRESS SERVICE IP\n"
+              "198.18.100.2  vethpod  3        02:00:00:00:01:02  02:00:00:00:01:01  redirect_peer  198.18.0.2\n");
     BackendRow gone = sample_backend();
     gone.veth.clear();
     gone.entry.flags = 0;
     EXPECT_EQ(backends_json({gone}).dump(),
               R"({"backends":[{"ip":"198.18.100.2","veth":null,"ifindex":3,"pod_mac":"02:00:00:00:01:02",)"
-              R"("veth_mac":"02:00:00:00:01:01","redirect":"plain","egress_service_ip":"198.18.0.2"}]})");
+              R"("veth_mac":"02:00:00:00:01:01","pod_delivery":"veth","redirect":"plain",)"
+              R"("egress_service_ip":"198.18.0.2"}]})");
 }
 
 FlowRow flow(const char *host, __u16 host_port, __u16 service_port, __u8 proto, __u16 backend_port) {

@@ -30,7 +30,7 @@ BackendLocation sample_location() {
     BackendLocation where;
     where.ifindex = 20;
     where.pod_mac = {2, 0, 0, 0, 1, 2};
-    where.host_mac = {2, 0, 0, 0, 1, 1};
+    where.veth_mac = {2, 0, 0, 0, 1, 1};
     where.redirect_peer = true;
     return where;
 }
