@@ -103,6 +103,28 @@ loader_argument() {
     fi
 }
 
+# e2e_start [--needs-dhcp] LOADER [ARGS...]: how every suite starts. Takes the loader argument, skips the
+# suite (exit 77) when --needs-dhcp is given and a DHCP client or server is missing, and re-executes the
+# script in its own sandbox (sandbox_reexec). Afterwards CONFIG and LOGS name the suite's config file and
+# log directory. A suite with more to check before the sandbox calls the three steps itself.
+e2e_start() {
+    local needs_dhcp=""
+    if [ "${1:-}" = --needs-dhcp ]; then
+        needs_dhcp=1
+        shift
+    fi
+    loader_argument "$@"
+    if [ -n "$needs_dhcp" ] && [ "$(id -u)" = 0 ] && ! dhcp_available; then
+        echo "e2e: $E2E_REASON; skipped" >&2
+        exit 77
+    fi
+    sandbox_reexec "$@"
+    # shellcheck disable=SC2034 # read by the suites
+    CONFIG=$E2E_TMP/conf/bpfnet.yaml
+    # shellcheck disable=SC2034
+    LOGS=$E2E_TMP/logs
+}
+
 # require_tools TOOL...: inside the sandbox, every tool the script uses is installed.
 require_tools() {
     local tool

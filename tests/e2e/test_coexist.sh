@@ -13,14 +13,10 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
 
-loader_argument "$@"
-
-sandbox_reexec "$@"
+e2e_start "$@"
 
 require_tools xdp-loader curl python3 nsenter
 
-CONFIG=$E2E_TMP/conf/bpfnet.yaml
-LOGS=$E2E_TMP/logs
 
 node_xdp() { nsenter --net="/run/netns/$E2E_NODE" xdp-loader "$@"; }
 

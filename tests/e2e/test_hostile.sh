@@ -22,13 +22,10 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
 
-loader_argument "$@"
-sandbox_reexec "$@"
+e2e_start "$@"
 
 require_tools curl python3 bpftool
 
-CONFIG=$E2E_TMP/conf/bpfnet.yaml
-LOGS=$E2E_TMP/logs
 ROOT=$E2E_TMP/tftp
 SPOOF=$E2E_DIR/spoof.py
 ATTACKER=e2e-host3 # one of lib.sh's bystanders

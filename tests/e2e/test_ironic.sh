@@ -20,9 +20,7 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ironic.sh
 source "$E2E_DIR/ironic.sh"
 
-loader_argument "$@"
-
-sandbox_reexec "$@"
+e2e_start "$@"
 
 # Everything below runs inside the sandbox.
 
@@ -32,8 +30,6 @@ if ! ironic_available; then
     exit 77
 fi
 
-CONFIG=$E2E_TMP/conf/bpfnet.yaml
-LOGS=$E2E_TMP/logs
 HOST_AGENT_PORT=9999
 # What the ramdisk agent sends and expects.
 AGENT_CALLBACK_URL=http://$E2E_HOST_IP:$HOST_AGENT_PORT

@@ -18,8 +18,7 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
 
-loader_argument "$@"
-sandbox_reexec "$@"
+e2e_start "$@"
 
 require_tools curl atftp atftpd dnsmasq python3 bpftool nsenter sha256sum
 
@@ -27,8 +26,6 @@ export E2E_POD_MTU=1450
 # What one unfragmented TFTP DATA packet carries through the pod's MTU: 1450 - IPv4 20 - UDP 8 - TFTP 4.
 FITS_BLKSIZE=1418
 ROM_BLKSIZE=1468 # what iPXE and most PXE ROMs ask for on a 1500-byte LAN
-CONFIG=$E2E_TMP/conf/bpfnet.yaml
-LOGS=$E2E_TMP/logs
 ROOT=$E2E_TMP/tftp
 IMAGE_MIB=4
 

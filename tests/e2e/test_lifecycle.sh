@@ -19,9 +19,7 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
 
-loader_argument "$@"
-
-sandbox_reexec "$@"
+e2e_start "$@"
 
 # Everything below runs inside the sandbox.
 
@@ -29,7 +27,6 @@ require_tools iperf3 curl python3 bpftool ethtool nsenter tc
 
 CONF_DIR=$E2E_TMP/conf
 CONFIG=$CONF_DIR/bpfnet.yaml
-LOGS=$E2E_TMP/logs
 POD_HTTP_PORT=8080
 NEW_PORT=8081 # the port case h adds (tcp 8081 -> pod 8081)
 IPERF_PORT=5201

@@ -17,16 +17,12 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
 
-loader_argument "$@"
-
-sandbox_reexec "$@"
+e2e_start "$@"
 
 # Everything below runs inside the sandbox.
 
 require_tools curl python3 bpftool ethtool nsenter promtool ss
 
-CONFIG=$E2E_TMP/conf/bpfnet.yaml
-LOGS=$E2E_TMP/logs
 POD_HTTP_PORT=8080
 METRICS_ADDRESS=127.0.0.1:9394 # loopback of the node's namespace
 METRICS_URL=http://$METRICS_ADDRESS

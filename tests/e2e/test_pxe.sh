@@ -26,20 +26,12 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
 
-loader_argument "$@"
-if [ "$(id -u)" = 0 ] && ! dhcp_available; then
-    echo "e2e: $E2E_REASON; skipped" >&2
-    exit 77
-fi
-
-sandbox_reexec "$@"
+e2e_start --needs-dhcp "$@"
 
 # Everything below runs inside the sandbox.
 
 require_tools python3 bpftool ethtool nsenter ss sha256sum
 
-CONFIG=$E2E_TMP/conf/bpfnet.yaml
-LOGS=$E2E_TMP/logs
 POD_DNSMASQ=$E2E_TMP/dnsmasq-pod
 LAN_CAPTURE=$E2E_TMP/lan.jsonl
 DHCP_TFTP_ROOT=$E2E_TMP/tftp

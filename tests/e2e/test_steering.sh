@@ -16,16 +16,12 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
 
-loader_argument "$@"
-
-sandbox_reexec "$@"
+e2e_start "$@"
 
 # Everything below runs inside the sandbox.
 
 require_tools iperf3 curl python3 bpftool ethtool nsenter tc
 
-CONFIG=$E2E_TMP/conf/bpfnet.yaml
-LOGS=$E2E_TMP/logs
 POD_HTTP_PORT=8080
 HOST_AGENT_PORT=9999
 IPERF_PORT=5201
