@@ -2,13 +2,14 @@
 // private scratch maps) against the BPF object itself, opened from the skeleton without loading it (no root
 // needed): every map of the object is declared, and each table's key and value sizes are those of the
 // declared C types. The other direction (a declared map missing from the object) does not compile
-// (DatapathMaps::from_skeleton names each one).
+// (DatapathMaps::from_skeleton names each one). docs/design.md's map table is checked against the list too.
 #include "bpfnet.skel.h"
 #include "maps/bpfnet_maps.h"
 #include "maps/datapath_maps.hpp"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -56,6 +57,32 @@ TEST(MapTable, EveryMapOfTheObjectIsDeclaredWithItsKeyAndValueSizes) {
     }
     for (const auto &[name, sizes] : declared)
         EXPECT_TRUE(seen.contains(name)) << name << " is declared but not in the object";
+}
+
+// docs/design.md's "Maps" table lists exactly the pinned maps (the private scratch maps are not pinned).
+TEST(MapTable, TheDesignDocListsEveryPinnedMap) {
+    std::ifstream file(BPFNET_SOURCE_DIR "/docs/design.md");
+    ASSERT_TRUE(file) << "cannot read docs/design.md";
+    std::set<std::string> documented;
+    bool in_maps = false;
+    for (std::string line; std::getline(file, line);) {
+        if (line.starts_with("## "))
+            in_maps = line == "## Maps";
+        // Rows look like "| `flows` | LRU hash, 65536 | ...".
+        if (in_maps && line.starts_with("| `")) {
+            const size_t end = line.find('`', 3);
+            documented.insert(line.substr(3, end - 3));
+        }
+    }
+    std::set<std::string> pinned;
+#define BPFNET_PINNED_TABLE(name, key, value) pinned.insert(BPFNET_MAP_NAME(name));
+#define BPFNET_PINNED_RING(name) pinned.insert(BPFNET_MAP_NAME(name));
+    BPFNET_TABLE_MAPS(BPFNET_PINNED_TABLE)
+    BPFNET_RING_MAPS(BPFNET_PINNED_RING)
+#undef BPFNET_PINNED_TABLE
+#undef BPFNET_PINNED_RING
+    pinned.insert(BPFNET_MAP_NAME(BPFNET_COUNTERS_MAP));
+    EXPECT_EQ(documented, pinned);
 }
 
 } // namespace
