@@ -1,12 +1,12 @@
 #include "cli/commands_status.hpp"
 
 #include "cli/commands.hpp"
+#include "core/netlink.hpp"
 #include "maps/layout.hpp"
 
-#include <net/if.h>
+#include <arpa/inet.h>
 
 #include <algorithm>
-#include <arpa/inet.h>
 
 namespace bpfnet::cli {
 
@@ -18,8 +18,7 @@ double seconds_since(__u64 then_ns, __u64 now_ns) {
 }
 
 std::string if_name(__u32 ifindex) {
-    char name[IF_NAMESIZE] = {};
-    return if_indextoname(ifindex, name) ? name : "";
+    return interface_name(static_cast<int>(ifindex));
 }
 
 bool by_address(__be32 a, __be32 b) {

@@ -1,9 +1,9 @@
 #include "cli/commands_tables.hpp"
 
 #include "cli/commands.hpp"
+#include "core/netlink.hpp"
 
 #include <arpa/inet.h>
-#include <net/if.h>
 
 #include <algorithm>
 #include <memory>
@@ -52,8 +52,7 @@ bool has_backend(const bpfnet_service &service) {
 }
 
 std::string if_name(__u32 ifindex) {
-    char name[IF_NAMESIZE] = {};
-    return if_indextoname(ifindex, name) ? name : "";
+    return interface_name(static_cast<int>(ifindex));
 }
 
 void run_services(Context &context) {

@@ -80,7 +80,7 @@ std::string format_endpoint(__be32 ip_be, __be16 port_be) {
 }
 
 std::string format_prefix(__be32 subnet_be, __be32 mask_be) {
-    return format_ipv4(subnet_be) + "/" + std::to_string(__builtin_popcount(ntohl(mask_be)));
+    return bpfnet::format_prefix(subnet_be, static_cast<uint8_t>(__builtin_popcount(ntohl(mask_be))));
 }
 
 // The spellings of core/node.hpp; a number without one (another version's entry) is shown as the number.

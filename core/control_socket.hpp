@@ -64,7 +64,6 @@ public:
     ControlServer &operator=(const ControlServer &) = delete;
 
     int fd() const { return listener_.get(); }
-    const std::string &path() const { return path_; }
     // Accepts the pending connections (the listener is non-blocking) and answers each with handler. A client
     // that sends nothing within a second is dropped: the loader's loop is never held up by one.
     void serve_pending(const ControlHandler &handler);

@@ -249,6 +249,11 @@ LinkInfo link_by_name(const std::string &name) {
     return query_link(request, context).link;
 }
 
+std::string interface_name(int ifindex) {
+    char name[IF_NAMESIZE] = {};
+    return if_indextoname(static_cast<unsigned>(ifindex), name) ? name : "";
+}
+
 LinkInfo link_by_index(int ifindex) {
     Request request(RTM_GETLINK);
     put_link_header(request, ifindex);

@@ -27,6 +27,8 @@ struct LinkInfo {
 
 LinkInfo link_by_name(const std::string &name);
 LinkInfo link_by_index(int ifindex);
+// The interface's name, for output; empty when the ifindex no longer exists (a pod's veth that went).
+std::string interface_name(int ifindex);
 
 // The MAC of the other end of a veth, also when that end lives in another namespace (IFLA_TARGET_NETNSID,
 // kernel >= 4.20). nullopt if `veth` is not a veth or its peer has no Ethernet address or is gone.

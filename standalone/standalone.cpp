@@ -6,7 +6,6 @@
 #include "core/netlink.hpp"
 #include "maps/system_error.hpp"
 
-#include <net/if.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
@@ -101,11 +100,6 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
 }
 
 namespace {
-
-std::string interface_name(int ifindex) {
-    char name[IF_NAMESIZE] = {};
-    return if_indextoname(static_cast<unsigned>(ifindex), name) ? name : "";
-}
 
 nlohmann::json interface_json(int ifindex) {
     std::string name = interface_name(ifindex);
