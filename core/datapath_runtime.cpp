@@ -51,8 +51,14 @@ constexpr const char *kArpResponder =
     "a veth whose peer runs no XDP program)";
 
 void DatapathRuntime::claim() {
-    if (!lock_.held())
-        lock_ = PinDirLock(node_.pin_dir());
+    if (lock_.held())
+        return;
+    if (!kernel_) {
+        KernelFeatures kernel = probe_kernel();
+        plan_ = plan_attach(node_.tc_attach, node_.redirect_peer, kernel);
+        kernel_ = std::move(kernel);
+    }
+    lock_ = PinDirLock(node_.pin_dir());
 }
 
 void DatapathRuntime::attach() {
@@ -61,8 +67,7 @@ void DatapathRuntime::attach() {
     announce_timer_ = loop::make_timer();
     LinkInfo nic = link_by_name(node_.interface);
     nic_mac_ = nic.mac;
-    const KernelFeatures kernel = probe_kernel();
-    plan_ = plan_attach(node_.tc_attach, node_.redirect_peer, kernel);
+    const KernelFeatures &kernel = *kernel_;
     log_info("kernel probed", {{"release", kernel.release},
                                {"tcx", kernel.tcx ? "yes" : "no"},
                                {"tcx_probe", kernel.tcx_detail},

@@ -45,8 +45,9 @@ public:
     DatapathRuntime(const DatapathRuntime &) = delete;
     DatapathRuntime &operator=(const DatapathRuntime &) = delete;
 
-    // Takes the pin directory's lock (PinDirLock): from here on this process is the interface's one writer.
-    // Throws PinDirBusy naming the holder. attach() claims it when the mode has not done so first.
+    // Probes the kernel and plans the attach (a tcAttach the kernel cannot do is refused here, whoever holds
+    // the pins), then takes the pin directory's lock (PinDirLock): from here on this process is the
+    // interface's one writer. Throws PinDirBusy naming the holder. attach() claims when the mode did not.
     void claim();
     // Attaches (or adopts) the datapath and publishes its maps. Throws with nothing half attached. The
     // heartbeat goes on at once when it was fresh (a restart), else it starts with the first apply().
@@ -86,6 +87,7 @@ private:
     LoaderStatus &status_;
     PinDirLock lock_;
     std::unique_ptr<Datapath> datapath_;
+    std::optional<KernelFeatures> kernel_; // probed by claim()
     AttachPlan plan_;
     std::optional<ArpSender> arp_;
     MacAddress nic_mac_{};
