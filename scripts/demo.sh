@@ -55,7 +55,7 @@ show "bare-metal host  MAC $E2E_HOST_MAC on the provisioning LAN" \
   "Ironic pod       $E2E_POD_IP on the pod network: dnsmasq (DHCP relayed, TFTP), image server, Ironic"
 
 say "Start the pod's servers and bpfnet-loader (standalone) for service IP $E2E_SERVICE_IP"
-quiet walk_setup || fail "$E2E_REASON"
+quiet pxe_walk_setup || fail "$E2E_REASON"
 show "$(grep -o 'msg="xdp program on the NIC".*' "$LOADER_LOG" | head -1)"
 show "$(grep -o 'msg="maps reconciled".*' "$LOADER_LOG" | head -1)"
 show "Ironic answers; node $IRONIC_NODE_UUID enrolled with the host's MAC"

@@ -145,7 +145,7 @@ loader_stop TERM
 
 k8s_out=$E2E_TMP/logs/kubernetes.log
 # A sandbox of its own inside this one (the suite makes its namespaces from a fresh one).
-env -u BPFNET_E2E_SANDBOX K8S_CASES=b,c K8S_MOVES=$MOVES E2E_KEEP_TMP=1 bash "$top/tests/e2e/test_kubernetes.sh" "$LOADER" >"$k8s_out" 2>&1 ||
+env -u BPFNET_E2E_SANDBOX K8S_MOVES=$MOVES E2E_KEEP_TMP=1 bash "$top/tests/e2e/test_kubernetes.sh" "$LOADER" --case serve --case moves >"$k8s_out" 2>&1 ||
     die "the Kubernetes moves could not be run: $(grep -E '^not ok|fatal' "$k8s_out" | head -3)"
 k8s_tmp=$(sed -n 's/.*kept \(\/tmp\/bpfnet-e2e\.[A-Za-z0-9]*\).*/\1/p' "$k8s_out" | tail -n1)
 [ -d "$k8s_tmp" ] || die "the Kubernetes run kept no records"

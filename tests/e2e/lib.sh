@@ -93,14 +93,59 @@ die() {
 # ---------------------------------------------------------------------------------------------------
 # Script start
 
-# loader_argument "$@": LOADER is the bpfnet-loader a test script was given as its first argument; anything
-# else is a usage error (exit 2).
+# loader_argument "$@": LOADER is the bpfnet-loader a test script was given as its first argument. After it,
+# `--case NAME` (repeatable, or NAME,NAME) runs only the cases named; a case's NAME is its function's name
+# without the case_ (or walk_) prefix, and a suite given an unknown NAME lists its cases and exits 2. The
+# suite's set-up still runs, so each case starts from the same world as in a full run. Anything else is a
+# usage error (exit 2).
+E2E_CASES=""
 loader_argument() {
     LOADER=$(realpath "${1:-}" 2>/dev/null) || true
     if [ -z "${1:-}" ] || [ ! -x "$LOADER" ]; then
-        echo "usage: $0 PATH/TO/bpfnet-loader" >&2
+        echo "usage: $0 PATH/TO/bpfnet-loader [--case NAME]..." >&2
         exit 2
     fi
+    shift
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --case=?*) E2E_CASES+=",${1#--case=}" ;;
+        --case)
+            [ -n "${2:-}" ] || { echo "$0: --case needs a case name" >&2; exit 2; }
+            E2E_CASES+=",$2"
+            shift
+            ;;
+        *)
+            echo "$0: unknown argument '$1' (usage: $0 PATH/TO/bpfnet-loader [--case NAME]...)" >&2
+            exit 2
+            ;;
+        esac
+        shift
+    done
+    E2E_CASES=${E2E_CASES#,}
+    check_case_names
+}
+
+# suite_cases: the names of the cases the calling script defines (its case_* and walk_* functions, and those
+# of the tests/e2e files it sources).
+suite_cases() {
+    local files=("$0") sourced
+    # shellcheck disable=SC2016 # the literal $E2E_DIR of the script's source lines
+    while read -r sourced; do
+        files+=("$E2E_DIR/$sourced")
+    done < <(sed -n 's|^source "\$E2E_DIR/\([a-z_]*\.sh\)".*|\1|p' "$0")
+    sed -n 's/^\(case\|walk\)_\([a-z0-9_]*\)() {.*/\2/p' "${files[@]}"
+}
+
+# check_case_names: every --case names a case of the suite, checked before any set-up.
+check_case_names() {
+    local wanted known
+    known=" $(suite_cases | tr '\n' ' ')"
+    for wanted in ${E2E_CASES//,/ }; do
+        if [[ $known != *" $wanted "* ]]; then
+            echo "$0: no case named '$wanted'; its cases:$known" >&2
+            exit 2
+        fi
+    done
 }
 
 # e2e_start [--needs-dhcp] LOADER [ARGS...]: how every suite starts. Takes the loader argument, skips the
@@ -673,8 +718,36 @@ print(total)
 # ---------------------------------------------------------------------------------------------------
 # Results
 
-# run_case NAME FUNCTION: runs one case; FUNCTION returns 0 for a pass, or sets E2E_REASON and returns 1.
+# case_key FUNCTION: the name --case selects a case by (the function without its case_ or walk_ prefix).
+case_key() {
+    local key=${1#case_}
+    echo "${key#walk_}"
+}
+
+# case_selected KEY...: true when no --case was given or one of the KEYs was; a suite can skip set-up that
+# only unselected cases need.
+case_selected() {
+    [ -z "$E2E_CASES" ] && return 0
+    local key
+    for key in "$@"; do
+        [[ ",$E2E_CASES," == *",$key,"* ]] && return 0
+    done
+    return 1
+}
+
+# run_case NAME FUNCTION: runs one case (unless --case selected others); FUNCTION returns 0 for a pass, or
+# sets E2E_REASON and returns 1.
+E2E_CASES_SEEN=""
 run_case() {
+    local name=$1 fn=$2
+    local key
+    key=$(case_key "$fn")
+    E2E_CASES_SEEN+=" $key"
+    case_selected "$key" || return 0
+    run_selected_case "$name" "$fn"
+}
+
+run_selected_case() {
     local name=$1 fn=$2
     local started
     started=$(date +%s.%N)
@@ -692,15 +765,21 @@ run_case() {
 }
 
 # run_step NAME FUNCTION: run_case for one step of a walk whose steps build on each other (a boot): once a
-# step failed, the later ones are reported as not ok without running.
+# step failed, the later ones are reported as not ok without running. `--case STEP` runs the walk up to
+# STEP, since a step alone has nothing to start from (no lease, no token).
 E2E_STEP_FAILED=0
 run_step() {
+    local key
+    key=$(case_key "$2")
+    E2E_CASES_SEEN+=" $key"
+    steps_pending || return 0
+    E2E_STEPS_RUN+=" $key"
     if [ "$E2E_STEP_FAILED" = 1 ]; then
-        run_case "$1" step_after_failure
+        run_selected_case "$1" step_after_failure
         return
     fi
     local before=$E2E_FAILED
-    run_case "$1" "$2"
+    run_selected_case "$1" "$2"
     [ "$E2E_FAILED" = "$before" ] || E2E_STEP_FAILED=1
 }
 step_after_failure() {
@@ -708,8 +787,34 @@ step_after_failure() {
     return 1
 }
 
+# steps_pending: without --case every step runs; with it, steps run until every selected one has.
+E2E_STEPS_RUN=""
+steps_pending() {
+    [ -z "$E2E_CASES" ] && return 0
+    local wanted
+    for wanted in ${E2E_CASES//,/ }; do
+        [[ " $E2E_STEPS_RUN " == *" $wanted "* ]] || return 0
+    done
+    return 1
+}
+
+# unknown_cases: the --case names this suite has no case for (empty when all were found).
+unknown_cases() {
+    local wanted unknown=""
+    for wanted in ${E2E_CASES//,/ }; do
+        [[ " $E2E_CASES_SEEN " == *" $wanted "* ]] || unknown+=" $wanted"
+    done
+    echo "${unknown# }"
+}
+
 # Prints the tally and exits: non-zero when anything failed (or nothing ran).
 finish() {
+    local unknown
+    unknown=$(unknown_cases)
+    if [ -n "$unknown" ]; then
+        echo "$(basename "$0"): no case named: $unknown; its cases:$E2E_CASES_SEEN" >&2
+        exit 2
+    fi
     echo "$E2E_PASSED passed, $E2E_FAILED failed"
     if [ "$E2E_FAILED" -ne 0 ] || [ "$E2E_PASSED" -eq 0 ]; then
         exit 1

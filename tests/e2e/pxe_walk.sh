@@ -4,7 +4,7 @@
 # lookup -> heartbeat -> Ironic calls the agent on the host. Shared by tests/e2e/test_pxe_walk.sh and the
 # demo (scripts/demo.sh). Source after lib.sh, dhcp.sh and ironic.sh.
 #
-#   walk_setup                 servers in the pod (dnsmasq DHCP+TFTP, image server, Ironic with the host
+#   pxe_walk_setup                 servers in the pod (dnsmasq DHCP+TFTP, image server, Ironic with the host
 #                              enrolled), the agent stand-in on the host, and the loader
 #   walk_lease                 udhcpc on the host: WALK_IP, WALK_SERVER_ID, WALK_NEXT_SERVER, WALK_BOOT_FILE;
 #                              the host then uses the leased address, as a ramdisk does
@@ -22,7 +22,7 @@ WALK_AGENT_PORT=9999
 WALK_IMAGE_BYTES=$((8 * 1024 * 1024))
 WALK_TFTP_BYTES=$((1024 * 1024))
 
-walk_setup() {
+pxe_walk_setup() {
     WALK_DIR=$E2E_TMP/walk
     DHCP_TFTP_ROOT=$WALK_DIR/tftp
     WALK_HTTP_ROOT=$WALK_DIR/images

@@ -3,10 +3,9 @@
 # (cluster.sh), each running the loader against an API server stand-in (tests/k8s/apiserver_standin.py),
 # with the Ironic Service of docs/kubernetes.md, its EndpointSlice and one Lease.
 #
-#   usage: test_kubernetes.sh PATH/TO/bpfnet-loader     (as root; it sandboxes itself, see lib.sh)
+#   usage: test_kubernetes.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   K8S_MOVES     how many times case c moves the pod between the nodes (default 20)
 #          E2E_KEEP_TMP  keep the temporary directory (logs, probe records) for inspection
-#          K8S_CASES     run only these cases, e.g. "b,c" (later cases build on the earlier ones)
 #
 # Cases: a. refusals with Events; b. the pod on node A (Lease, ARP, HTTP, DHCP, ingress, Event, metrics);
 # c. K8S_MOVES moves between the nodes with HTTP, DHCP and ARP probes every 10 ms (failover times measured;
@@ -479,19 +478,16 @@ for node in "${NODES[@]}"; do
 done
 MOVES_JSON=""
 
-# K8S_CASES=b,c runs only the cases named (the failover benchmark's moves); later cases start from the
-# state the earlier ones leave, so a selection keeps their order and what they build on.
-case_wanted() { [ -z "${K8S_CASES:-}" ] || [[ ",$K8S_CASES," == *",$1,"* ]]; }
-case_wanted a && run_case "a. Services with a disallowed namespace or IP are refused with an Event; another class is ignored" case_refused
-case_wanted b && run_case "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTTP and DHCP, sets the ingress" case_serve
-case_wanted c && run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case_moves
+run_case "a. Services with a disallowed namespace or IP are refused with an Event; another class is ignored" case_refused
+run_case "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTTP and DHCP, sets the ingress" case_serve
+run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case_moves
 [ -n "$MOVES_JSON" ] && log "failover: $MOVES_JSON"
-case_wanted d && run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner
-case_wanted e && run_case "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case_api_outage
-case_wanted f && run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
-case_wanted g && run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
-case_wanted h && run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
-case_wanted i && run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
-case_wanted j && run_case "j. every API request the loaders sent is granted by the ClusterRole in rbac.yaml" case_rbac
+run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner
+run_case "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case_api_outage
+run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
+run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
+run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
+run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
+run_case "j. every API request the loaders sent is granted by the ClusterRole in rbac.yaml" case_rbac
 
 finish

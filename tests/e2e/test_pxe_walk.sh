@@ -25,7 +25,7 @@ for check in dhcp_available ironic_available; do
 done
 
 topology_create
-walk_setup || die "set-up failed: $E2E_REASON"
+pxe_walk_setup || die "set-up failed: $E2E_REASON"
 
 run_step "1. DHCP lease through the relay: server id, next server and boot file are the service IP's" walk_lease
 run_step "2. TFTP boot file from the next server, byte for byte" walk_tftp
