@@ -7,7 +7,7 @@
 #                   pods on one node, each with HTTP and its own DHCP range)
 #   config reload   standalone loader; the config file is replaced with the other pod as backend (the
 #                   loader's file watch applies it)
-#   Kubernetes      tests/e2e/test_kubernetes.sh cases b and c: the pod moves between two nodes through
+#   Kubernetes      tests/e2e/test_kubernetes.sh --case serve --case moves: the pod moves between two nodes through
 #                   EndpointSlice changes at the API server stand-in; the Lease moves the service IP (and
 #                   its ARP answers) to the new node. "Ready" is the stand-in's commit of the EndpointSlice.
 # Each way is a probe session of its own (the loader compares the parsed file, so config moves must
@@ -141,7 +141,7 @@ standalone_session "config reload"
 loader_stop TERM
 
 # ---------------------------------------------------------------------------------------------------
-# Kubernetes: the e2e suite's cases b and c, its records kept
+# Kubernetes: the e2e suite's cases serve and moves, its records kept
 
 k8s_out=$E2E_TMP/logs/kubernetes.log
 # A sandbox of its own inside this one (the suite makes its namespaces from a fresh one).

@@ -7,7 +7,7 @@
 # it back, a loader reload re-applies the config's backend, both refuse without a loader (and as another
 # user), and a second loader or a teardown under the running one is refused naming it.
 #
-#   usage: test_cli.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
+#   usage: test_cli.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   BPFNETCTL     bpfnetctl to test (default: cli/bpfnetctl next to the loader's build directory)
 #          XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, command outputs) for inspection
@@ -344,6 +344,7 @@ case_traffic_stats() {
 
 # e. neighbours: the host, with its MAC, learned from its ARP and service traffic.
 case_neighbours() {
+    host_introduced || return 1
     ctl_ok neighbours neighbours || return 1
     has_line neighbours "IP           MAC" || return 1
     has_line neighbours "$E2E_HOST_IP  $E2E_HOST_MAC" || return 1
@@ -618,6 +619,7 @@ case_backend_clear() {
 # again with its target port, the service IP is active and announced; HTTP works. Setting it again
 # changes nothing.
 case_backend_set() {
+    case_needs case_backend_clear || return 1
     ctl_ok set -o json backend set "$E2E_POD_IP" || return 1
     json_expect set "d['backend'] == {'ip': '$E2E_POD_IP', 'veth': '$E2E_VETH', 'ifindex': $(node_ifindex "$E2E_VETH")} and
         d['pod_hook'] == 'attached' and d['writes'] > 0 and d['announced'] == ['$E2E_SERVICE_IP'] and

@@ -6,7 +6,7 @@
 # Ironic's lookup and heartbeat as the agent does (tests/vm/agent-init.sh), every step to the service IP.
 # Each stage is a case, reported with the seconds since the guest was started.
 #
-#   usage: test_firmware.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
+#   usage: test_firmware.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   FIRMWARE_BOOT_DIR  vmlinuz and initrd.img to serve (default: tests/vm/run.sh --agent-ramdisk
 #                             builds them from the newest Debian 6.12 kernel, cached in /var/cache/bpfnet-vm)
 #          E2E_KEEP_TMP       keep the temporary directory (console log, server logs)

@@ -4,7 +4,7 @@
 # (version document, lookup by MAC with the agent token, heartbeat), Ironic sees the host's own address,
 # and the pod reaches the host's agent port as the service IP.
 #
-#   usage: test_ironic.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
+#   usage: test_ironic.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, Ironic's database) for inspection
 #          IRONIC_UID    run Ironic as this uid (default 65534, nobody; 0 for root)
@@ -237,10 +237,11 @@ case_agent_callback() {
     log "pod -> $AGENT_CALLBACK_URL answered in $(since "$started") s; the agent saw $out"
 }
 
-# Runs a case, and on failure adds Ironic's and the agent's log tails to the loader's (run_case's).
+# Runs a case as a step of the host's walk (enroll, lookup, heartbeat build on each other, so `--case
+# heartbeat` runs the walk up to it), and on failure adds Ironic's and the agent's log tails to the loader's.
 ironic_case() {
     local failed=$E2E_FAILED
-    run_case "$1" "$2"
+    run_step "$1" "$2"
     if [ "$E2E_FAILED" != "$failed" ]; then
         ironic_dump_log 15
         echo "# --- last lines of host-agent.log ---"

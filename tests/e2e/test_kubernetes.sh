@@ -134,6 +134,7 @@ move_to() {
 }
 
 case_moves() {
+    case_needs case_serve || return 1
     # From: node A serves. The pod moves K8S_MOVES times between the nodes, while the host probes HTTP and
     # DHCP every 10 ms and records every ARP frame about the service IP.
     local probe_log=$E2E_TMP/moves.probe moves_log=$E2E_TMP/moves.log arp_log=$E2E_TMP/moves.arp
@@ -204,6 +205,7 @@ wait_serves() {
 }
 
 case_sigkill_owner() {
+    case_needs case_serve || return 1
     # From: CURRENT serves. Its loader is killed; the datapath goes on until the heartbeat is stale, then
     # stops answering ARP. The pod then moves: the other node takes over once the dead owner's Lease expires.
     local dead=$CURRENT next
@@ -245,6 +247,7 @@ case_sigkill_owner() {
 }
 
 case_api_outage() {
+    case_needs case_serve || return 1
     # From: CURRENT serves. The API server goes away (every loader request cut off) for longer than the
     # Lease and the heartbeat timeout: the datapath keeps serving, also after the owner's loader restarts.
     # Meanwhile the pod moves and the history is compacted, so the other loader's re-watch gets 410 Gone.
@@ -300,6 +303,7 @@ case_api_outage() {
 }
 
 case_bad_responses() {
+    case_needs case_serve || return 1
     # From: CURRENT serves. Objects with fields of the wrong type, malformed watch lines, events of
     # unexpected types, a truncated stream, malformed list and write answers: nothing crashes, the datapath
     # keeps serving, and a later move is still followed.
@@ -347,6 +351,7 @@ case_bad_responses() {
 }
 
 case_shared_ip() {
+    case_needs case_serve || return 1
     # From: CURRENT serves ironic. A second Service, images (TCP 6180 -> 8081), shares the service IP with
     # disjoint ports; its pod runs on the other node: one node cannot steer to both, so neither is served
     # and an Event says why. When images' pod is on the same node, both are served from it.
@@ -377,6 +382,7 @@ case_shared_ip() {
 }
 
 case_pivot() {
+    case_needs case_serve || return 1
     # From: both loaders on cluster c1. Cluster c2 is created with the same Service and no endpoint; node B's
     # loader is moved to c2 (a loader of each cluster on the LAN). c1's endpoint goes away and c2's becomes
     # ready on node B: the service IP moves to cluster c2. Then c1 claims it again (a deliberate double
@@ -423,6 +429,7 @@ case_pivot() {
 }
 
 case_bridge_cni() {
+    case_needs case_pivot || return 1
     # From: node-b serves for cluster c2. The pod is recreated on node-b behind a bridge (a bridge CNI: the
     # route to the pod names cni0, not the pod's veth): refused with an Event that says why, and the service
     # IP is no longer answered.
@@ -448,6 +455,7 @@ case_bridge_cni() {
 }
 
 case_rbac() {
+    case_needs case_pivot || return 1
     # Every request the loaders sent to either stand-in during this test is granted by k8s/manifests/rbac.yaml.
     local check=$E2E_REPO/tests/k8s/check_rbac.py name out
     for name in c1 c2; do

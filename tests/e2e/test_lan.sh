@@ -5,7 +5,7 @@
 # download, and ICMP errors about steered packets both ways (refused ports, path MTU discovery), all
 # through the service IP with default offloads everywhere.
 #
-#   usage: test_lan.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
+#   usage: test_lan.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   E2E_LAN_SHAPE   switch (default) or devenv (lib.sh)
 #          E2E_KEEP_TMP    keep the temporary directory (configs, logs) for inspection
 #
@@ -111,6 +111,7 @@ POD_SPORT=41000  # the pod's own datagrams leave from here
 # service IP; translated, it reaches the pod's socket.
 case_icmp_host_refuses() {
     local before out
+    host_introduced || return 1
     before=$(counter icmp_error_to_pod)
     out=$(pod python3 "$E2E_DIR/udp_refused.py" --sport "$POD_SPORT" "$E2E_HOST_IP" 9)
     if [ "$out" != refused ]; then
@@ -138,6 +139,7 @@ case_icmp_pod_refuses() {
 # service IP; translated, the pod's kernel learns the path MTU for the host.
 case_icmp_fragmentation_needed() {
     local route
+    host_introduced || return 1
     # A socket bound to the quoted port, for the error to be taken; its datagram records the flow.
     bg_in_ns "$E2E_POD" "$LOGS/pmtu-socket.log" python3 -c "
 import socket, time

@@ -4,7 +4,7 @@
 # invalid config on SIGHUP (rejected, running state kept), the liveness gate after SIGKILL (ARP stops at the
 # heartbeat timeout, steering goes on), generic XDP, and a backend whose veth disappears.
 #
-#   usage: test_lifecycle.sh PATH/TO/bpfnet-loader     (as root; it sandboxes itself, see lib.sh)
+#   usage: test_lifecycle.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs) for inspection
 #
@@ -111,6 +111,11 @@ loader_running() { [ -n "$LOADER_PID" ] && pid_alive "$LOADER_PID"; }
 # the announcements alone fix a host's stale neighbour entry: the host sends no ARP request of its own (an
 # AF_PACKET capture in the host's namespace sees both directions), and its entry shows the NIC's MAC within
 # 0.5 s of the loader serving, long before it would probe by itself (it has no traffic for the IP at all).
+start_loader_a() {
+    write_config "$CONFIG" "$(timing_yaml)"
+    loader_start "$CONFIG" "$LOGS/loader-a.log"
+}
+
 case_gratuitous_arp() {
     local bogus=02:00:00:00:00:99
     ip -n "$E2E_HOST" neigh replace "$E2E_SERVICE_IP" lladdr "$bogus" dev eth0 nud stale
@@ -127,8 +132,7 @@ case_gratuitous_arp() {
         return 1
     fi
 
-    write_config "$CONFIG" "$(timing_yaml)"
-    loader_start "$CONFIG" "$LOGS/loader-a.log" || return 1
+    start_loader_a || return 1
     local serving_at
     serving_at=$(date +%s.%N)
     if ! wait_for 0.5 host_neigh_is_nic; then
@@ -512,6 +516,8 @@ topology_create
 start_servers
 
 run_case "k. gratuitous ARP on becoming active fixes a stale host entry" case_gratuitous_arp
+# The other cases start from loader A serving, which case k starts.
+case_ran gratuitous_arp || start_loader_a || die "loader A: $E2E_REASON"
 if ! loader_running; then
     log "loader A is not running; the remaining cases need it"
     finish

@@ -5,7 +5,7 @@
 # claiming the service IP showing as a conflict (metrics and log), a port already in use, readiness lost
 # when a reload fails (backend veth gone) and regained, a clean stop on SIGTERM, and the listener disabled.
 #
-#   usage: test_metrics.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
+#   usage: test_metrics.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, scrapes) for inspection
 #
@@ -347,9 +347,11 @@ log "loader: $LOADER"
 topology_create
 start_pod_server
 
-run_case "start: loader with --metrics-address $METRICS_ADDRESS serves" start_loader
-if ! loader_running; then
-    log "no loader running; the remaining cases need it"
+# Every case starts from a serving loader.
+if ! start_loader; then
+    echo "not ok - loader with --metrics-address $METRICS_ADDRESS serves: $E2E_REASON"
+    E2E_FAILED=$((E2E_FAILED + 1))
+    dump_loader_log 25
     finish
 fi
 run_case "a. /healthz and /readyz answer 200 after start" case_probes

@@ -17,19 +17,18 @@
 #   with ip_unprivileged_port_start=0       Kea and dnsmasq's TFTP need none; dnsmasq's DHCP NET_ADMIN
 #   Ironic API                              none
 #
-#   test_privileges.sh LOADER
+#   test_privileges.sh LOADER [--case NAME]...
 # The cases are called through run_case, which shellcheck cannot follow.
 # shellcheck disable=SC2317
 set -u
 
-LOADER=$(realpath "${1:?usage: test_privileges.sh LOADER}")
 # shellcheck source=lib.sh
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
 # shellcheck source=ironic.sh
 source "$E2E_DIR/ironic.sh"
-sandbox_reexec "$@"
+e2e_start "$@"
 
 PRIV_UID=65534
 PRIV_GID=65534

@@ -5,7 +5,7 @@
 # checks what the host actually saw on the LAN: only the service IP, from the NIC's MAC, never the pod IP
 # (not in headers, not in BOOTP fields or options).
 #
-#   usage: test_pxe.sh PATH/TO/bpfnet-loader      (as root; it sandboxes itself, see lib.sh)
+#   usage: test_pxe.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, captures, leases) for inspection
 #
@@ -460,6 +460,7 @@ case_kea_offer() {
 }
 
 case_kea_lease() {
+    case_needs case_kea_offer || return 1
     if [ "$KEA_RC" != 0 ]; then
         E2E_REASON="udhcpc got no lease from Kea (exit $KEA_RC; events: $(lease_events "$KEA_EVENTS")); Kea dropped $(grep -c 'foreign server identifier' "$E2E_TMP/kea-self/kea.log") requests for a foreign server identifier"
         return 1
@@ -502,6 +503,7 @@ case_kea_configured_id() {
 # (the service IP), `dnsmasq --dhcp-relay` runs on the node, the pod's dnsmasq is unchanged. The fields a
 # host depends on must be the same as in case a's lease through bpfnet.
 case_reference_relay() {
+    case_needs case_udhcpc || return 1 # bpfnet's lease, to compare with
     loader_stop TERM
     local out
     if ! out=$(run_loader --config "$CONFIG" --teardown 2>&1); then

@@ -3,19 +3,18 @@
 # DHCP lease -> TFTP boot file -> HTTP boot script and image -> Ironic lookup -> heartbeat -> Ironic calls
 # the agent on the host. Each step is a case; a step runs only if the previous ones passed.
 #
-#   test_pxe_walk.sh LOADER
+#   test_pxe_walk.sh LOADER [--case NAME]...
 set -u
 
-LOADER=$(realpath "${1:?usage: test_pxe_walk.sh LOADER}")
 # shellcheck source=lib.sh
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
 # shellcheck source=ironic.sh
 source "$E2E_DIR/ironic.sh"
 # shellcheck source=pxe_walk.sh
 source "$E2E_DIR/pxe_walk.sh"
-sandbox_reexec "$@"
+e2e_start "$@"
 
 for check in dhcp_available ironic_available; do
     if ! "$check"; then
