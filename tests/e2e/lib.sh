@@ -621,11 +621,11 @@ pod_listens() { pod ss -Htln "sport = :$1" | grep -q LISTEN; }
 # standard configuration's tcp 80 -> pod 8080, where addr_server.py answers with the client's address.
 # neighbour_learned IP: the datapath's neighbours map holds IP, a LAN host it can send the pod's packets to.
 neighbour_learned() {
-    local byte key=()
+    local byte bytes=()
     for byte in ${1//./ }; do
-        key+=("$(printf '0x%02x' "$byte")")
+        bytes+=("$(printf '0x%02x' "$byte")")
     done
-    bpftool map lookup pinned "$E2E_PIN_DIR/neighbours" key "${key[@]}" >/dev/null 2>&1
+    bpftool map lookup pinned "$E2E_PIN_DIR/neighbours" key "${bytes[@]}" >/dev/null 2>&1
 }
 
 # host_introduced: the host has talked to the service IP (HTTP on port 80), as an agent looks up and
@@ -741,8 +741,8 @@ print(total)
 
 # case_key FUNCTION: the name --case selects a case by (the function without its case_ or walk_ prefix).
 case_key() {
-    local key=${1#case_}
-    echo "${key#walk_}"
+    local name=${1#case_}
+    echo "${name#walk_}"
 }
 
 # case_selected KEY...: true when no --case was given or one of the KEYs was; a suite can skip set-up that
