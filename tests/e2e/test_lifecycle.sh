@@ -399,6 +399,7 @@ case_liveness_gate() {
 loader_announced() { [ "$(grep -c 'gratuitous ARP sent' "$LOADER_LOG")" -ge "$1" ]; }
 
 case_generic_xdp() {
+    case_needs case_liveness_gate || return 1 # a datapath whose loader was killed, heartbeat stale
     local config=$CONF_DIR/generic.yaml
     write_config --xdp-mode generic "$config" "$(timing_yaml)"
     loader_start "$config" "$LOGS/loader-b.log" || return 1
