@@ -325,6 +325,7 @@ case_sigterm() {
 # --metrics-address '' starts no listener.
 case_disabled() {
     local rc
+    ! loader_running || loader_stop TERM # the set-up's loader holds the interface (and the port)
     run_loader --config "$CONFIG" --metrics-address 127.0.0.1 >/dev/null 2>"$LOGS/badaddr.err"
     rc=$?
     if [ "$rc" != 2 ] || ! grep -q -- '--metrics-address' "$LOGS/badaddr.err"; then
