@@ -427,6 +427,7 @@ ok = ok and lines[0]['steered_to']['ip'] == '$E2E_POD_IP' and lines[1]['steered_
 
 # g. stats --watch: one JSON line per refresh with totals and rates; the table form with rates.
 case_stats_watch() {
+    case_needs case_traffic_stats || return 1 # a DHCP exchange and HTTP in the totals
     ctl_ok watch-json stats --watch --interval 0.2 --count 3 -o json || return 1
     if [ "$(wc -l <"$OUT/watch-json.out")" != 3 ]; then
         E2E_REASON="stats --watch --count 3 printed $(wc -l <"$OUT/watch-json.out") lines, want 3"
