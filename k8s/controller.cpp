@@ -584,12 +584,14 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
     for (const Candidate &candidate : candidates) {
         const std::string &key = candidate.service.key();
         if (serving.contains(key) && !serving_.contains(key)) {
-            std::string note = "node " + options_.node_name + " serves " +
-                               format_ipv4(candidate.service.service_ip_be) +
-                               " (answers ARP, steers its ports to pod " + format_ipv4(candidate.endpoint->ip_be) + ")";
+            std::string note =
+                "node " + options_.node_name + " serves " + format_ipv4(candidate.service.service_ip_be) +
+                " (answers ARP, steers its ports to pod " + format_ipv4(candidate.endpoint->ip_be) +
+                (candidate.endpoint->terminating ? ", which is terminating and serves until a new pod is ready)" : ")");
             log_info("serving service", {{"service", key},
                                          {"service_ip", format_ipv4(candidate.service.service_ip_be)},
-                                         {"backend", format_ipv4(candidate.endpoint->ip_be)}});
+                                         {"backend", format_ipv4(candidate.endpoint->ip_be)},
+                                         {"terminating", candidate.endpoint->terminating ? "yes" : "no"}});
             post_event(candidate.object, normal_event("Serving", "Activate", note));
         }
     }

@@ -225,11 +225,49 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     return d;
 }
 
+// How an endpoint may take traffic, best first. A pod being replaced keeps serving while it terminates
+// (ready is false then, serving still true): it keeps the traffic until a new pod is ready, not a gap.
+enum class Readiness { Ready, ServingWhileTerminating };
+
 struct Candidate {
+    Readiness readiness;
     uint32_t ip_host;
     std::string node;
-    bool operator<(const Candidate &o) const { return std::tie(ip_host, node) < std::tie(o.ip_host, o.node); }
+    bool operator<(const Candidate &o) const {
+        return std::tie(readiness, ip_host, node) < std::tie(o.readiness, o.ip_host, o.node);
+    }
 };
+
+// A condition of conditions: true / false, or `absent` when the field is missing; nullopt when the field is
+// there but not a boolean (the endpoint is then not used).
+std::optional<bool> condition(const json &conditions, const char *name, bool absent) {
+    const json *value = member(conditions, name);
+    if (!value)
+        return absent;
+    if (!value->is_boolean())
+        return std::nullopt;
+    return value->get<bool>();
+}
+
+// The EndpointSlice API: ready (nil means ready) is never true for a terminating endpoint; serving is ready
+// regardless of terminating (nil: as ready); terminating nil means false.
+std::optional<Readiness> readiness(const json &endpoint) {
+    const json *conditions = member(endpoint, "conditions");
+    if (!conditions)
+        return Readiness::Ready;
+    if (!conditions->is_object())
+        return std::nullopt;
+    auto ready = condition(*conditions, "ready", true);
+    if (!ready)
+        return std::nullopt;
+    if (*ready)
+        return Readiness::Ready;
+    auto serving = condition(*conditions, "serving", false);
+    auto terminating = condition(*conditions, "terminating", false);
+    if (serving && terminating && *serving && *terminating)
+        return Readiness::ServingWhileTerminating;
+    return std::nullopt;
+}
 
 void collect_slice(const json &slice, std::vector<Candidate> &out) {
     const json *type = member(slice, "addressType");
@@ -241,14 +279,8 @@ void collect_slice(const json &slice, std::vector<Candidate> &out) {
     for (const json &ep : *endpoints) {
         if (!ep.is_object())
             continue;
-        bool ready = true; // nil means ready
-        if (const json *cond = member(ep, "conditions")) {
-            if (!cond->is_object())
-                continue;
-            if (const json *r = member(*cond, "ready"))
-                ready = r->is_boolean() && r->get<bool>();
-        }
-        if (!ready)
+        auto how = readiness(ep);
+        if (!how)
             continue;
         std::string node;
         if (const json *n = member(ep, "nodeName")) {
@@ -263,7 +295,7 @@ void collect_slice(const json &slice, std::vector<Candidate> &out) {
             if (!a.is_string())
                 continue;
             if (auto ip = parse_ipv4_strict(a.get<std::string>()))
-                out.push_back({ntohl(*ip), node});
+                out.push_back({*how, ntohl(*ip), node});
         }
     }
 }
@@ -385,10 +417,14 @@ std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_serv
     if (all.empty())
         return std::nullopt;
     std::sort(all.begin(), all.end());
+    // Only the best readiness present counts: a ready pod anywhere wins over a terminating one here.
+    const Readiness best = all.front().readiness;
+    std::erase_if(all, [&](const Candidate &c) { return c.readiness != best; });
     auto local = std::find_if(all.begin(), all.end(),
                               [&](const Candidate &c) { return !node_name.empty() && c.node == node_name; });
     const Candidate &pick = local != all.end() ? *local : all.front();
-    return ReadyEndpoint{htonl(pick.ip_host), pick.node, local != all.end()};
+    return ReadyEndpoint{htonl(pick.ip_host), pick.node, local != all.end(),
+                         best == Readiness::ServingWhileTerminating};
 }
 
 std::optional<std::pair<uint32_t, uint8_t>> parse_cidr(const std::string &text) {

@@ -81,15 +81,18 @@ struct ReadyEndpoint {
     uint32_t ip_be = 0;
     std::string node_name;     // empty when the endpoint has no nodeName
     bool on_this_node = false; // this node is eligible (a ready endpoint runs on it)
+    bool terminating = false;  // no endpoint is ready: this one still serves while its pod terminates
 
     bool operator==(const ReadyEndpoint &) const = default;
 };
 
 // endpoint_slices_for_service: a JSON array of EndpointSlices (discovery.k8s.io/v1) or an EndpointSliceList
-// ({"items": [...]}). Only addressType "IPv4" slices count; an endpoint is ready when conditions.ready is
-// true or absent (the API's "nil means ready"); every valid dotted-quad address of a ready endpoint is a
-// candidate. When a ready endpoint runs on node_name, the lowest such address is chosen (on_this_node =
-// true); otherwise the lowest ready address on any node. Ties: lowest nodeName. nullopt when none is ready.
+// ({"items": [...]}). Only addressType "IPv4" slices count. An endpoint is ready when conditions.ready is
+// true or absent (the API's "nil means ready"); when no endpoint is ready, those still serving while they
+// terminate (serving and terminating true, as during a rolling update) are used instead, as MetalLB's
+// EndpointCanServe does, so traffic stays on the old pod until a new one is ready. Every valid dotted-quad
+// address of such an endpoint is a candidate. When one runs on node_name, the lowest such address is chosen
+// (on_this_node = true); otherwise the lowest on any node. Ties: lowest nodeName. nullopt when none can serve.
 std::optional<ReadyEndpoint> ready_endpoint(const nlohmann::json &endpoint_slices_for_service,
                                             const std::string &node_name);
 

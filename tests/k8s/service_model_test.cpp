@@ -430,6 +430,48 @@ TEST(ReadyEndpoint, AbsentReadyMeansReady) {
     EXPECT_TRUE(ready_endpoint(json::array({slice({e})}), "node-a"));
 }
 
+// An endpoint of a pod being replaced (rolling update, drain): ready false, serving and terminating true.
+namespace {
+json terminating_endpoint(const std::string &address, const std::string &node, bool serving = true) {
+    return {{"addresses", {address}},
+            {"nodeName", node},
+            {"conditions", {{"ready", false}, {"serving", serving}, {"terminating", true}}}};
+}
+} // namespace
+
+TEST(ReadyEndpoint, TerminatingPodThatStillServesKeepsTheTrafficUntilANewOneIsReady) {
+    // The old pod on node-a terminates while the new one on node-b is not ready yet: node-a keeps serving.
+    json old_pod = terminating_endpoint("10.244.1.7", "node-a");
+    json new_pod = endpoint("10.244.2.9", "node-b", false);
+    auto got = ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-a");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.1.7"), "node-a", true, true}));
+    // node-b's loader agrees that the endpoint is on node-a.
+    EXPECT_EQ(ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-b"),
+              (ReadyEndpoint{ip("10.244.1.7"), "node-a", false, true}));
+    // The new pod becomes ready: it wins, on every node, over the terminating one here.
+    new_pod = endpoint("10.244.2.9", "node-b");
+    EXPECT_EQ(ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-a"),
+              (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false}));
+}
+
+TEST(ReadyEndpoint, TerminatingAndNotServingOrNotReadyAndNotTerminatingCannotServe) {
+    EXPECT_FALSE(ready_endpoint(json::array({slice({terminating_endpoint("10.244.1.7", "node-a", false)})}), "node-a"));
+    // Serving but not terminating and not ready: a pod that has not passed its readiness probe yet.
+    json starting = {
+        {"addresses", {"10.244.1.7"}}, {"nodeName", "node-a"}, {"conditions", {{"ready", false}, {"serving", true}}}};
+    EXPECT_FALSE(ready_endpoint(json::array({slice({starting})}), "node-a"));
+    // serving absent on a terminating endpoint: as ready, which is false.
+    json no_serving = {{"addresses", {"10.244.1.7"}},
+                       {"nodeName", "node-a"},
+                       {"conditions", {{"ready", false}, {"terminating", true}}}};
+    EXPECT_FALSE(ready_endpoint(json::array({slice({no_serving})}), "node-a"));
+    // Conditions of the wrong type: the endpoint is not used.
+    json bad = terminating_endpoint("10.244.1.7", "node-a");
+    bad["conditions"]["serving"] = "yes";
+    EXPECT_FALSE(ready_endpoint(json::array({slice({bad})}), "node-a"));
+}
+
 TEST(ReadyEndpoint, Ipv6AndFqdnSlicesIgnored) {
     const json slices = json::array({
         slice({endpoint("fd00::7", "node-a")}, "IPv6"),
