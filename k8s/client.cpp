@@ -274,16 +274,51 @@ void throw_api_error(const Response &r) {
     throw ApiError(r.status, reason, message);
 }
 
+struct ApiClient::SharedConnections {
+    CURLSH *share = nullptr;
+    std::mutex locks[CURL_LOCK_DATA_LAST];
+
+    SharedConnections() {
+        share = curl_share_init();
+        if (!share)
+            throw TransportError("curl_share_init failed");
+        curl_share_setopt(share, CURLSHOPT_LOCKFUNC, lock);
+        curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, unlock);
+        curl_share_setopt(share, CURLSHOPT_USERDATA, this);
+        for (curl_lock_data data : {CURL_LOCK_DATA_CONNECT, CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_DNS})
+            curl_share_setopt(share, CURLSHOPT_SHARE, data);
+    }
+    ~SharedConnections() { curl_share_cleanup(share); }
+    SharedConnections(const SharedConnections &) = delete;
+    SharedConnections &operator=(const SharedConnections &) = delete;
+
+    static void lock(CURL *, curl_lock_data data, curl_lock_access, void *self) {
+        static_cast<SharedConnections *>(self)->locks[data].lock();
+    }
+    static void unlock(CURL *, curl_lock_data data, void *self) {
+        static_cast<SharedConnections *>(self)->locks[data].unlock();
+    }
+};
+
 ApiClient::ApiClient(ClusterConfig config) : config_(std::move(config)), token_(config_) {
     curl_global();
+    shared_ = std::make_unique<SharedConnections>();
 }
 
 ApiClient::~ApiClient() = default;
 
-void *ApiClient::prepare(const std::string &path, void *&headers_out) {
+std::string ApiClient::user_agent() {
+    return std::string("bpfnet-loader/") + BPFNET_VERSION;
+}
+
+void *ApiClient::prepare(const std::string &path, void *&headers_out, const char *content_type) {
     CURL *curl = curl_easy_init();
     if (!curl)
         throw TransportError("curl_easy_init failed");
+    curl_easy_setopt(curl, CURLOPT_SHARE, shared_->share);
+    curl_easy_setopt(curl, CURLOPT_USERAGENT, user_agent().c_str());
+    // HTTP/2 over TLS when the server offers it (one connection carries every watch and request).
+    curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
     const std::string url = config_.server + path;
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -301,7 +336,7 @@ void *ApiClient::prepare(const std::string &path, void *&headers_out) {
         curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
     }
     curl_slist *headers = curl_slist_append(nullptr, "Accept: application/json");
-    headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, (std::string("Content-Type: ") + content_type).c_str());
     const std::string token = token_.current();
     if (!token.empty())
         headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
@@ -310,19 +345,32 @@ void *ApiClient::prepare(const std::string &path, void *&headers_out) {
     return curl;
 }
 
-Response ApiClient::request(const std::string &method, const std::string &path, const json *body) {
+namespace {
+
+// The path with fieldManager added to its query, for writes.
+std::string with_field_manager(const std::string &method, const std::string &path) {
+    if (method != "POST" && method != "PUT" && method != "PATCH")
+        return path;
+    return path + (path.find('?') == std::string::npos ? "?" : "&") + "fieldManager=" + ApiClient::kFieldManager;
+}
+
+} // namespace
+
+Response ApiClient::request(const std::string &method, const std::string &path, const json *body,
+                            std::chrono::milliseconds timeout) {
     void *headers = nullptr;
-    CURL *curl = static_cast<CURL *>(prepare(path, headers));
+    const char *content_type = method == "PATCH" ? "application/merge-patch+json" : "application/json";
+    CURL *curl = static_cast<CURL *>(prepare(with_field_manager(method, path), headers, content_type));
     Response r;
     std::string payload;
     if (body)
         payload = body->dump();
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
-    if (body || method == "POST" || method == "PUT") {
+    if (body || method == "POST" || method == "PUT" || method == "PATCH") {
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, payload.c_str());
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
     }
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.raw);
     const CURLcode rc = curl_easy_perform(curl);
@@ -348,11 +396,14 @@ json checked(Response r) {
 json ApiClient::get(const std::string &path) {
     return checked(request("GET", path));
 }
-json ApiClient::put(const std::string &path, const json &body) {
-    return checked(request("PUT", path, &body));
+json ApiClient::put(const std::string &path, const json &body, std::chrono::milliseconds timeout) {
+    return checked(request("PUT", path, &body, timeout));
 }
-json ApiClient::post(const std::string &path, const json &body) {
-    return checked(request("POST", path, &body));
+json ApiClient::post(const std::string &path, const json &body, std::chrono::milliseconds timeout) {
+    return checked(request("POST", path, &body, timeout));
+}
+json ApiClient::patch(const std::string &path, const json &merge_patch, std::chrono::milliseconds timeout) {
+    return checked(request("PATCH", path, &merge_patch, timeout));
 }
 json ApiClient::del(const std::string &path) {
     return checked(request("DELETE", path));

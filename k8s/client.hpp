@@ -1,8 +1,8 @@
 // Kubernetes API client for bpfnet's Kubernetes mode: cluster configuration (in-cluster or kubeconfig), plain
-// requests (GET/PUT/POST/DELETE) with typed errors, and a list-then-watch Watcher that hands its caller the
+// requests (GET/PUT/POST/PATCH/DELETE) with typed errors, and a list-then-watch Watcher that hands its caller the
 // full current state of one collection after every change (reconcile from state, not from events).
 //
-// Not supported yet: client certificates / exec plugins in kubeconfig (only bearer tokens), PATCH,
+// Not supported yet: client certificates / exec plugins in kubeconfig (only bearer tokens),
 // label/field selectors on watches beyond what the caller puts into the collection path.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include <ctime>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -112,14 +113,22 @@ public:
     ApiClient(const ApiClient &) = delete;
     ApiClient &operator=(const ApiClient &) = delete;
 
+    static constexpr std::chrono::milliseconds kDefaultTimeout{30000};
+
     // Throw ApiError/ConflictError on non-2xx, TransportError without an answer; return the JSON body.
     json get(const std::string &path);
-    json put(const std::string &path, const json &body);
-    json post(const std::string &path, const json &body);
+    json put(const std::string &path, const json &body, std::chrono::milliseconds timeout = kDefaultTimeout);
+    json post(const std::string &path, const json &body, std::chrono::milliseconds timeout = kDefaultTimeout);
+    // A JSON merge patch (RFC 7386): changes only the fields the body names, so a status written by others
+    // (conditions) stays as it is.
+    json patch(const std::string &path, const json &merge_patch, std::chrono::milliseconds timeout = kDefaultTimeout);
     json del(const std::string &path);
 
-    // Any method; never throws on HTTP status (only TransportError).
-    Response request(const std::string &method, const std::string &path, const json *body = nullptr);
+    // Any method; never throws on HTTP status (only TransportError). Writes (POST, PUT, PATCH) carry
+    // fieldManager=bpfnet-loader, so the server's managedFields name us. timeout bounds the whole request:
+    // callers on the reconcile path pass less than the default.
+    Response request(const std::string &method, const std::string &path, const json *body = nullptr,
+                     std::chrono::milliseconds timeout = kDefaultTimeout);
 
     // Streams a GET: on_data is called with each piece of the body as it arrives; returning false aborts.
     // should_stop is polled while idle (about once a second) and aborts when true.
@@ -135,10 +144,19 @@ public:
 
     const ClusterConfig &config() const { return config_; }
 
+    static constexpr const char *kFieldManager = "bpfnet-loader";
+    static std::string user_agent(); // "bpfnet-loader/VERSION"
+
 private:
-    void *prepare(const std::string &path, void *&headers); // CURL*, curl_slist*
+    // CURL*, with its curl_slist* of headers in `headers`.
+    void *prepare(const std::string &path, void *&headers, const char *content_type = "application/json");
     ClusterConfig config_;
     TokenSource token_;
+    // Connections (and TLS sessions, DNS answers) are shared by every request and watch of this client:
+    // a request reuses an idle connection (HTTP/1.1 keep-alive, or HTTP/2 where the server offers it)
+    // instead of a new TCP and TLS handshake each time.
+    struct SharedConnections;
+    std::unique_ptr<SharedConnections> shared_;
 };
 
 // Raises the matching ApiError for a non-2xx response.

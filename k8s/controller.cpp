@@ -1,6 +1,7 @@
 #include "k8s/controller.hpp"
 
 #include "k8s/json_fields.hpp"
+#include "k8s/service_status.hpp"
 
 #include "core/backend_locator.hpp"
 #include "core/event_loop.hpp"
@@ -29,6 +30,9 @@ constexpr const char *kLeases =
 constexpr const char *kServiceNameLabel = "kubernetes.io/service-name";
 // Failed writes (a Lease claim, a status update) are retried at least this often.
 constexpr auto kMaxTick = std::chrono::milliseconds(1000);
+// Writes on the reconcile pass (status) give up after this long: a slow API server must not hold up the
+// pass that renews Leases and follows moves; the next pass retries.
+constexpr auto kWriteTimeout = std::chrono::milliseconds(5000);
 
 std::string leases_path(const std::string &namespace_) {
     return "/apis/coordination.k8s.io/v1/namespaces/" + namespace_ + "/leases";
@@ -65,6 +69,7 @@ KubernetesLoader::~KubernetesLoader() {
     for (auto *watcher : {services_.get(), slices_.get(), leases_.get()})
         if (watcher)
             watcher->stop();
+    events_.reset(); // before api_, which it uses
 }
 
 void KubernetesLoader::claim() {
@@ -77,6 +82,7 @@ void KubernetesLoader::claim() {
 
 void KubernetesLoader::start() {
     api_ = std::make_unique<ApiClient>(load_cluster_config(options_.kubeconfig));
+    events_ = std::make_unique<EventRecorder>(*api_, options_.node_name);
     link_by_name(node_.interface); // a missing NIC is reported before the kernel is changed
     wake_ = loop::make_eventfd();
     claim(); // a second loader on this interface is refused before anything changes
@@ -229,14 +235,17 @@ void KubernetesLoader::reconcile() {
     release_leases(serving, leases);
 
     for (const Candidate &candidate : candidates)
-        if (serving.contains(candidate.service.key()))
+        if (serving.contains(candidate.service.key())) {
             publish_ingress(candidate);
+            served_ips_[candidate.service.key()] = candidate.service.service_ip_be;
+        }
     report_transitions(candidates, serving, services);
     served_count_ = serving.size();
     standby_count_ = candidates.size() - serving.size();
     held_count_ = held_.size();
     ++reconciles_;
     serving_ = std::move(serving);
+    std::erase_if(served_ips_, [&](const auto &entry) { return !serving_.contains(entry.first); });
     report_conflicts(candidates);
     if (!ready_reported_) {
         ready_reported_ = true;
@@ -475,8 +484,8 @@ bool KubernetesLoader::write_claim(const Candidate &candidate, LeaseState base, 
     for (int attempt = 0; attempt < 2; attempt++) {
         json body = lease_claim(base, ns, name, options_.node_name, options_.lease_duration, now);
         try {
-            json written =
-                base.exists ? api_->put(leases_path(ns) + "/" + name, body) : api_->post(leases_path(ns), body);
+            json written = base.exists ? api_->put(leases_path(ns) + "/" + name, body, kWriteTimeout)
+                                       : api_->post(leases_path(ns), body, kWriteTimeout);
             LeaseState state = read_lease(written);
             if (!state.exists || state.holder != options_.node_name)
                 throw std::runtime_error("the API server answered the Lease write with an unexpected object");
@@ -553,29 +562,43 @@ bool KubernetesLoader::release_lease(const std::string &service_key, LeaseState 
     return false;
 }
 
+std::string KubernetesLoader::status_path(const std::string &namespace_, const std::string &name) {
+    return "/api/v1/namespaces/" + namespace_ + "/services/" + name + "/status";
+}
+
+// The owner announces the service IP in status.loadBalancer.ingress. Only that field is patched; the check
+// is by meaning, so the server's defaulted ipMode does not cause a write per Service change.
 void KubernetesLoader::publish_ingress(const Candidate &candidate) {
     const std::string &key = candidate.service.key();
-    const json want = json::array({{{"ip", format_ipv4(candidate.service.service_ip_be)}}});
-    const json *status = member(candidate.object, "status");
-    const json *lb = status ? member(*status, "loadBalancer") : nullptr;
-    const json *ingress = lb ? member(*lb, "ingress") : nullptr;
-    if (ingress && *ingress == want)
+    if (ingress_announces(candidate.object, candidate.service.service_ip_be))
         return;
     const std::string base = resource_version(candidate.object);
     if (ingress_rv_[key] == base)
         return; // written from this version already; the watch has not shown the result yet
-    json body = candidate.object;
-    body["status"] = json{{"loadBalancer", {{"ingress", want}}}};
-    const std::string path =
-        "/api/v1/namespaces/" + candidate.service.namespace_ + "/services/" + candidate.service.name + "/status";
     try {
-        api_->put(path, body);
+        api_->patch(status_path(candidate.service.namespace_, candidate.service.name),
+                    ingress_patch(candidate.service.service_ip_be), kWriteTimeout);
         ingress_rv_[key] = base;
         log_info("status.loadBalancer.ingress written", {{"service", key}});
-    } catch (const ConflictError &) {
-        // The Service changed since the watch showed it; the next pass works from the new version.
     } catch (const std::exception &e) {
         log_warn("status not written; retrying", {{"service", key}, {"error", e.what()}});
+    }
+}
+
+// The node that stops serving a Service takes its IP out of the status when no node can serve it (no
+// endpoint, or the Service is refused now): a status that names an IP nobody answers would mislead. When
+// the endpoint moved to another node, that node's status write follows instead.
+void KubernetesLoader::withdraw_ingress(const std::string &key, const json &service, uint32_t service_ip_be) {
+    if (!ingress_names(service, service_ip_be))
+        return;
+    const std::string ns = metadata_string(service, "namespace");
+    const std::string name = metadata_string(service, "name");
+    try {
+        api_->patch(status_path(ns, name), ingress_removal_patch(), kWriteTimeout);
+        ingress_rv_.erase(key);
+        log_info("status.loadBalancer.ingress cleared: no node serves the Service", {{"service", key}});
+    } catch (const std::exception &e) {
+        log_warn("status not cleared", {{"service", key}, {"error", e.what()}});
     }
 }
 
@@ -601,10 +624,20 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
         std::string why = release_reason(key, candidates);
         log_info("stopped serving service", {{"service", key}, {"reason", why}});
         auto it = services.find(key);
-        if (it != services.end())
-            post_event(it->second, normal_event("Released", "Deactivate",
-                                                "node " + options_.node_name + " stopped serving this Service (" + why +
-                                                    ") and released its Lease"));
+        if (it == services.end())
+            continue;
+        post_event(it->second, normal_event("Released", "Deactivate",
+                                            "node " + options_.node_name + " stopped serving this Service (" + why +
+                                                ") and released its Lease"));
+        auto candidate = std::find_if(candidates.begin(), candidates.end(),
+                                      [&](const Candidate &c) { return c.service.key() == key; });
+        if (candidate == candidates.end()) {
+            // Refused now (its IP or ports changed): the IP it announced is the one written earlier.
+            if (auto announced = served_ips_.find(key); announced != served_ips_.end())
+                withdraw_ingress(key, it->second, announced->second);
+        } else if (!candidate->endpoint) {
+            withdraw_ingress(key, it->second, candidate->service.service_ip_be);
+        }
     }
 }
 
@@ -627,28 +660,20 @@ void KubernetesLoader::report_conflicts(const std::vector<Candidate> &candidates
 // Every node sees the same refusal: the Event gets a name derived from what it says, so the cluster gets one
 // Event however many nodes report it.
 void KubernetesLoader::report_once(const json &service, const std::string &key, ServiceEvent event) {
+    const auto now = std::chrono::steady_clock::now();
     auto &last = posted_[key + "|" + event.reason];
-    if (last == event.note)
+    if (last.note == event.note && last.at != std::chrono::steady_clock::time_point{} &&
+        now - last.at < options_.event_refresh)
         return;
-    last = event.note;
-    log_warn("service event", {{"service", key}, {"reason", event.reason}, {"note", event.note}});
+    if (last.note != event.note)
+        log_warn("service event", {{"service", key}, {"reason", event.reason}, {"note", event.note}});
+    last = {event.note, now};
     event.name = shared_event_name(service, event.reason, event.note);
     post_event(service, event);
 }
 
 void KubernetesLoader::post_event(const json &service, const ServiceEvent &event) {
-    json body = service_event(service, event, options_.node_name, Clock::now());
-    const std::string ns = body["metadata"]["namespace"].get<std::string>();
-    if (ns.empty())
-        return;
-    try {
-        api_->post(events_path(ns), body);
-    } catch (const ConflictError &) {
-        log_debug("event already reported by another node", {{"reason", event.reason}});
-    } catch (const std::exception &e) {
-        // Events are a report, not state: one that cannot be posted is logged, not retried.
-        log_warn("event not posted", {{"reason", event.reason}, {"error", e.what()}});
-    }
+    events_->record(service, event);
 }
 
 KubernetesState KubernetesLoader::metrics() const {

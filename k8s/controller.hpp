@@ -24,6 +24,7 @@
 #include "core/node.hpp"
 #include "k8s/client.hpp"
 #include "k8s/event.hpp"
+#include "k8s/event_recorder.hpp"
 #include "k8s/lease.hpp"
 #include "k8s/metrics.hpp"
 #include "k8s/service_model.hpp"
@@ -48,6 +49,9 @@ struct KubernetesOptions {
     std::string node_name;  // this node, as in EndpointSlice endpoints' nodeName; also the Lease holder
     ServicePolicy policy;
     std::chrono::seconds lease_duration{15};
+    // A standing Warning (a refused Service) is reported again this often while it lasts: the API server
+    // deletes Events an hour after their last write.
+    std::chrono::seconds event_refresh{1800};
 };
 
 class KubernetesLoader {
@@ -88,11 +92,14 @@ private:
     std::optional<LeaseState> fetch_lease(const std::string &namespace_, const std::string &name);
     void release_leases(const std::set<std::string> &serving, const Snapshot &leases);
     bool release_lease(const std::string &service_key, LeaseState lease);
+    static std::string status_path(const std::string &namespace_, const std::string &name);
     void publish_ingress(const Candidate &candidate);
+    void withdraw_ingress(const std::string &key, const nlohmann::json &service, uint32_t service_ip_be);
     void report_transitions(const std::vector<Candidate> &candidates, const std::set<std::string> &serving,
                             const Snapshot &services);
     void report_conflicts(const std::vector<Candidate> &candidates);
-    // Posts an Event unless the same reason with the same note was already posted for this Service.
+    // Posts an Event unless the same reason with the same note was posted for this Service less than
+    // options_.event_refresh ago.
     void report_once(const nlohmann::json &service, const std::string &key, ServiceEvent event);
     void post_event(const nlohmann::json &service, const ServiceEvent &event);
 
@@ -102,6 +109,7 @@ private:
     DatapathRuntime runtime_;
     std::optional<ControlServer> control_; // answers bpfnetctl: backends come from EndpointSlices here
     std::unique_ptr<ApiClient> api_;
+    std::unique_ptr<EventRecorder> events_;
     std::unique_ptr<Watcher> services_, slices_, leases_;
     UniqueFd epoll_, signals_, wake_, tick_;
 
@@ -118,10 +126,15 @@ private:
     std::map<std::string, Observation> observed_;
     std::uint64_t lease_watch_epoch_ = 0; // lists + watches of the Lease watcher when observed_ was last valid
 
-    std::map<std::string, LeaseState> held_;        // service key -> the Lease as this node last wrote it
-    std::map<std::string, std::string> posted_;     // "service key|reason" -> note of the last such Event
+    std::map<std::string, LeaseState> held_; // service key -> the Lease as this node last wrote it
+    struct Posted {
+        std::string note;
+        std::chrono::steady_clock::time_point at;
+    };
+    std::map<std::string, Posted> posted_;          // "service key|reason" -> the last such Event
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
     std::set<std::string> serving_;                 // service keys served here after the last pass
+    std::map<std::string, uint32_t> served_ips_;    // service key -> the IP this node serves it on
     std::vector<ServiceSpec> applied_specs_;        // what the maps were last brought to
     bool recheck_maps_ = true;                      // compare the maps with applied_specs_ on the next pass
     Snapshot our_services_;                         // Services of our class, as of services_generation_

@@ -15,7 +15,24 @@ namespace {
 
 constexpr std::size_t kMaxNote = 1024; // events.k8s.io/v1 rejects longer notes
 
+std::uint64_t fnv1a(const std::string &text) {
+    std::uint64_t hash = 0xcbf29ce484222325ull;
+    for (unsigned char c : text + '\0') {
+        hash ^= c;
+        hash *= 0x100000001b3ull;
+    }
+    return hash;
+}
+
 } // namespace
+
+std::string reporting_instance(const std::string &node_name) {
+    if (node_name.size() <= kMaxReportingInstance)
+        return node_name;
+    char hex[9];
+    std::snprintf(hex, sizeof(hex), "%08llx", static_cast<unsigned long long>(fnv1a(node_name) & 0xffffffffull));
+    return node_name.substr(0, kMaxReportingInstance - 9) + "-" + hex;
+}
 
 json service_event(const json &service, const ServiceEvent &event, const std::string &reporting_instance,
                    std::chrono::system_clock::time_point now) {
@@ -33,7 +50,7 @@ json service_event(const json &service, const ServiceEvent &event, const std::st
                                         : json{{"name", event.name}, {"namespace", ns}}},
         {"eventTime", format_micro_time(now)},
         {"reportingController", kReportingController},
-        {"reportingInstance", reporting_instance},
+        {"reportingInstance", k8s::reporting_instance(reporting_instance)},
         {"type", event.type == ServiceEvent::Type::Warning ? "Warning" : "Normal"},
         {"reason", event.reason},
         {"action", event.action},

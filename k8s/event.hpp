@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 namespace bpfnet::k8s {
@@ -30,9 +31,15 @@ ServiceEvent warning_event(std::string reason, std::string action, std::string n
 std::string shared_event_name(const nlohmann::json &service, const std::string &reason, const std::string &note);
 
 // The Event to POST to /apis/events.k8s.io/v1/namespaces/NS/events about `service` (its metadata.namespace,
-// name and uid are copied when they are strings). reporting_instance: this node's name.
+// name and uid are copied when they are strings). reporting_instance: this node's name (capped by
+// reporting_instance()).
 nlohmann::json service_event(const nlohmann::json &service, const ServiceEvent &event,
                              const std::string &reporting_instance, std::chrono::system_clock::time_point now);
+
+// The API limits reportingInstance to 128 characters; a node name may have 253. A longer name keeps its first
+// 119 characters and gets "-" and 8 hex digits of its hash, so two long names stay apart.
+inline constexpr std::size_t kMaxReportingInstance = 128;
+std::string reporting_instance(const std::string &node_name);
 
 // Where service_event's result is created: "/apis/events.k8s.io/v1/namespaces/NS/events".
 std::string events_path(const std::string &namespace_);

@@ -43,6 +43,12 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->check(CLI::Range(2u, 3600u))
         ->capture_default_str()
         ->group(group);
+    app.add_option("--event-refresh", k.event_refresh_s,
+                   "seconds after which a standing Warning Event (a refused Service) is reported again; the API "
+                   "server deletes Events an hour after their last write")
+        ->check(CLI::Range(1u, 3000u))
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--xdp-mode", k.xdp_mode, "auto (native where the driver supports it), native or generic")
         ->check(one_of<XdpMode>())
         ->capture_default_str()
@@ -110,6 +116,7 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     options.kubeconfig = k.kubeconfig;
     options.node_name = k.node_name;
     options.lease_duration = std::chrono::seconds(k.lease_duration_s);
+    options.event_refresh = std::chrono::seconds(k.event_refresh_s);
     options.policy.allowed_namespaces = k.allowed_namespaces;
     for (const std::string &text : k.allowed_cidrs) {
         auto cidr = parse_cidr(text);

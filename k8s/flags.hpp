@@ -24,6 +24,7 @@ struct KubernetesFlags {
     std::vector<std::string> allowed_cidrs;
     std::vector<std::string> dhcp_relays;
     unsigned lease_duration_s = 15;
+    unsigned event_refresh_s = 1800;
     std::string xdp_mode = "auto";
     std::string tc_attach = "auto";
     std::string redirect_peer = "auto";

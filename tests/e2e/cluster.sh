@@ -160,7 +160,7 @@ kapi() {
     local name=$1 method=$2 path=$3 body=${4:-}
     local args=(-s -o - -w '\n%{http_code}' -H 'X-Standin-Test: 1' -X "$method"
         "http://127.0.0.1:${STANDIN_PORT[$name]}$path")
-    [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+    [ -n "$body" ] && args+=(-H "Content-Type: ${KAPI_TYPE:-application/json}" --data-binary "$body")
     local out code
     out=$(curl "${args[@]}") || return 1
     code=${out##*$'\n'}
@@ -243,7 +243,7 @@ k8s_loader_start() {
     K8S_LOADER_LOG[$node]=$logfile
     nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" --kubernetes --kubeconfig "$kubeconfig" \
         --interface "$E2E_NIC" --subnet "$E2E_SUBNET" --node-name "$node" --allowed-namespaces "$SERVICE_NS" \
-        --allowed-cidrs "$E2E_SUBNET" --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3 --log-level debug ${K8S_LOADER_EXTRA:-} "$@" \
+        --allowed-cidrs "$E2E_SUBNET" --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3 --event-refresh 2 --log-level debug ${K8S_LOADER_EXTRA:-} "$@" \
         >"$logfile" 2>&1 &
     K8S_LOADER_PID[$node]=$!
     E2E_PIDS+=("$!")

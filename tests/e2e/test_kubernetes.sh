@@ -8,7 +8,8 @@
 #          E2E_KEEP_TMP  keep the temporary directory (logs, probe records) for inspection
 #
 # Cases: a. refusals with Events; b. the pod on node A (Lease, ARP, HTTP, DHCP, ingress, Event, metrics);
-# c. K8S_MOVES moves between the nodes with HTTP, DHCP and ARP probes every 10 ms (failover times measured;
+# b2. the status: only the ingress written, compared by meaning, cleared without endpoints, refusal Events
+# reported again after they expired; c. K8S_MOVES moves between the nodes with HTTP, DHCP and ARP probes every 10 ms (failover times measured;
 # never two ARP owners); d. SIGKILL of the owner's loader; e. the API server away, then back with 410;
 # f. malformed and unexpected API answers, 409 on renewal; g. two Services sharing the IP; h. pivot between
 # two clusters and a double claim; i. a bridge CNI; j. every recorded API request granted by rbac.yaml.
@@ -125,6 +126,57 @@ case_serve() {
     serves node-a || { E2E_REASON="node-a stopped serving after the refused backend clear"; return 1; }
     log "backend clear refused: $refusal"
     loaders_alive
+}
+
+# Requests that wrote the Service's status, by both loaders.
+status_writes() { grep -c "/services/$SERVICE_NAME/status" "$E2E_TMP/logs/requests-c1.log"; }
+merge_patch() { KAPI_TYPE=application/merge-patch+json kapi "$@" >/dev/null; }
+conditions_of() { json_field c1 "$SERVICE_PATH/$SERVICE_NAME" '[c["type"] for c in o.get("status", {}).get("conditions", [])]'; }
+
+case_status() {
+    case_needs case_serve || return 1
+    # From: CURRENT serves. Another controller adds a condition to the Service's status; then the Service
+    # changes three times (labels). The owner writes only status.loadBalancer.ingress, compares it by meaning
+    # (the server added ipMode: VIP), so none of the changes causes a status write, and the condition stays.
+    local path=$SERVICE_PATH/$SERVICE_NAME
+    merge_patch c1 PATCH "$path/status" '{"status": {"conditions": [{"type": "Example", "status": "True",
+        "reason": "Test", "message": "set by another controller", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}}' ||
+        { E2E_REASON="cannot add a condition to the status"; return 1; }
+    local before after i
+    before=$(status_writes)
+    for i in 1 2 3; do
+        merge_patch c1 PATCH "$path" "{\"metadata\": {\"labels\": {\"touched\": \"t$i\"}}}" ||
+            { E2E_REASON="cannot change the Service"; return 1; }
+        sleep 0.5
+    done
+    sleep 1.5 # a reconcile tick (1 s) after the last change
+    after=$(status_writes)
+    [ "$after" = "$before" ] || { E2E_REASON="$((after - before)) status writes after 3 label changes, want 0"; return 1; }
+    [ "$(conditions_of)" = "['Example']" ] || { E2E_REASON="the status' conditions are now $(conditions_of)"; return 1; }
+    [ "$(ingress_of c1)" = "$E2E_SERVICE_IP" ] || { E2E_REASON="ingress is '$(ingress_of c1)'"; return 1; }
+    log "3 Service changes: no status write; the other controller's condition kept"
+
+    # A refusal stays visible: after the API server expired the Event (--event-ttl), the loaders report it
+    # again within their refresh interval (--event-refresh 2 here, 1800 s by default).
+    kapi c1 POST "$SERVICE_PATH" "$(service_json outside-status 198.19.0.9)" >/dev/null ||
+        { E2E_REASON="cannot create the refused Service"; return 1; }
+    refused_shown() { [[ $(events_of c1 Refused) == *198.19.0.9* ]]; }
+    wait_for 5 refused_shown || { E2E_REASON="no Refused Event for 198.19.0.9"; return 1; }
+    kapi c1 POST /_test/expire-events '{}' >/dev/null
+    refused_shown && { E2E_REASON="the stand-in did not expire the Event"; return 1; }
+    wait_for 5 refused_shown || { E2E_REASON="the Refused Event did not come back after it expired"; return 1; }
+    kapi c1 DELETE "$SERVICE_PATH/outside-status" >/dev/null
+    log "the Refused Event came back after the API server expired it"
+
+    # No endpoint anywhere: the owner releases and takes the IP out of the status; the pod back: written again.
+    set_slice c1 none || { E2E_REASON="cannot empty the EndpointSlice"; return 1; }
+    wait_for 5 eval '[ -z "$(ingress_of c1)" ]' || { E2E_REASON="ingress still '$(ingress_of c1)' with no endpoint"; return 1; }
+    [ "$(conditions_of)" = "['Example']" ] || { E2E_REASON="clearing the ingress took the conditions: $(conditions_of)"; return 1; }
+    set_slice c1 "$CURRENT" || { E2E_REASON="cannot restore the EndpointSlice"; return 1; }
+    wait_serves "$CURRENT" 5 || return 1
+    wait_for 5 eval '[ "$(ingress_of c1)" = "$E2E_SERVICE_IP" ]' ||
+        { E2E_REASON="ingress not written again: '$(ingress_of c1)'"; return 1; }
+    log "no endpoint: ingress cleared (conditions kept); pod back on $CURRENT: ingress written again"
 }
 
 # move_to NODE: the EndpointSlice now names the pod on NODE (one update: ready there, gone from the other).
@@ -488,6 +540,7 @@ MOVES_JSON=""
 
 run_case "a. Services with a disallowed namespace or IP are refused with an Event; another class is ignored" case_refused
 run_case "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTTP and DHCP, sets the ingress" case_serve
+run_case "b2. the owner writes only the ingress, by meaning: no write per Service change, conditions kept, cleared when no node serves; a refusal reported again after the server expired it" case_status
 run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case_moves
 [ -n "$MOVES_JSON" ] && log "failover: $MOVES_JSON"
 run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner

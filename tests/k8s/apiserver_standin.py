@@ -12,6 +12,9 @@ Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] 
   watches from an older resourceVersion get 410).
   --token: when given, every API request must carry "Authorization: Bearer TOKEN" (else 401).
   --tls: serve HTTPS with the PEM certificate CERT and key KEY (to test the client's CA handling).
+  --event-ttl SECONDS: Events are deleted this long after their last write (default 3600).
+  The request log line also carries the User-Agent and fieldManager: "METHOD PATH" then, tab-separated,
+  "ua=USER-AGENT".
 
 API semantics followed (a subset of the documented behaviour):
   Collections: /api/v1[/namespaces/NS]/RESOURCE and /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE for any
@@ -32,6 +35,19 @@ API semantics followed (a subset of the documented behaviour):
   - POST collection: creates (metadata.name or metadata.generateName), 409 AlreadyExists when present.
   - PUT object: replaces; 409 Conflict when metadata.resourceVersion is given and differs from the stored one;
     404 when absent. PUT .../status changes only .status; PUT on the object keeps the stored .status.
+  - PATCH object or .../status with Content-Type application/merge-patch+json (RFC 7386; others: 415); on
+    .../status only .status changes. metadata.resourceVersion in the patch is a precondition (409).
+  - A write that changes nothing (PUT or PATCH) does not bump resourceVersion and sends no watch event.
+  - Defaulting: a Service's status.loadBalancer.ingress[] entry with an ip gets ipMode "VIP" (Kubernetes
+    1.30+, LoadBalancerIPMode).
+  - Validation (422 Invalid, as the real server): metadata.name and metadata.namespace (when given) are DNS
+    subdomains of at most 253 characters; events.k8s.io Events need eventTime as a MicroTime
+    (YYYY-MM-DDTHH:MM:SS.ffffffZ), reportingController and reportingInstance of at most 128 characters, a
+    note of at most 1 kB, type Normal or Warning, and a series (if any) with count >= 2 and a MicroTime
+    lastObservedTime; Leases need spec.renewTime / acquireTime as MicroTimes and leaseDurationSeconds > 0.
+    Unknown fields in spec (Lease, Service status) are refused (strict field validation, as kubectl's).
+    POST with metadata.resourceVersion set: 500 "resourceVersion should not be set on objects to be created".
+  - Events expire --event-ttl seconds (default 3600, the API server's --event-ttl) after their last write.
   - DELETE object: removes it (DELETED event), returns the object.
   Errors are Status objects {kind: Status, apiVersion: v1, status: Failure, message, reason, code}.
 
@@ -51,8 +67,9 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
   /_test/offline         {"on": true|false} while on, every API request without an "X-Standin-Test" header is
                          cut off without an answer and open watches are dropped (the API server is away);
                          requests with the header (the test's own) are served
+  /_test/expire-events   expires every Event now (as if --event-ttl had passed)
   /_test/state           (GET) {"rv": N, "compacted": N, "watches": open watch count, "auth": last
-                         Authorization header seen}
+                         Authorization header seen, "connections": TCP connections accepted so far}
 """
 
 import bisect
@@ -95,6 +112,7 @@ class Store:
         self.offline = False
         self.conflict_writes = 0
         self.watches = 0
+        self.connections = 0  # TCP connections accepted (a client that reuses connections opens few)
         self.last_auth = ""
 
     def bump(self):
@@ -115,6 +133,110 @@ class Store:
     def since(self, rv):
         """Log entries newer than rv."""
         return self.log[bisect.bisect_right(self.log_rvs, rv):]
+
+
+MICRO_TIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+LEASE_SPEC_FIELDS = {"holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions",
+                     "strategy", "preferredHolder"}
+INGRESS_FIELDS = {"ip", "hostname", "ipMode", "ports"}
+
+
+def invalid(what):
+    return 422, status(422, "Invalid", what)
+
+
+def validate(resource, obj):
+    """None when the object is valid, else (code, Status) as the API server answers."""
+    meta = obj.get("metadata", {})
+    for field in ("name", "namespace"):
+        v = meta.get(field)
+        if v is not None and (not isinstance(v, str) or len(v) > 253 or not DNS_SUBDOMAIN_RE.match(v)):
+            return invalid(f"metadata.{field}: Invalid value: {json.dumps(v)}: a lowercase RFC 1123 subdomain")
+    if resource == "events" and obj.get("apiVersion", "").startswith("events.k8s.io"):
+        if not isinstance(obj.get("eventTime"), str) or not MICRO_TIME_RE.match(obj["eventTime"]):
+            return invalid("eventTime: Required value / invalid MicroTime")
+        for field in ("reportingController", "reportingInstance"):
+            v = obj.get(field)
+            if not isinstance(v, str) or not v or len(v) > 128:
+                return invalid(f"{field}: Invalid value: must be 1 to 128 characters")
+        if obj.get("type") not in ("Normal", "Warning"):
+            return invalid("type: Unsupported value")
+        if len(obj.get("note", "")) > 1024:
+            return invalid("note: Too long: may not be longer than 1024")
+        series = obj.get("series")
+        if series is not None:
+            if not isinstance(series, dict) or not isinstance(series.get("count"), int) or series["count"] < 2:
+                return invalid("series.count: Invalid value: should be at least 2")
+            if not isinstance(series.get("lastObservedTime"), str) or not MICRO_TIME_RE.match(series["lastObservedTime"]):
+                return invalid("series.lastObservedTime: Required value / invalid MicroTime")
+    if resource == "leases":
+        spec = obj.get("spec", {})
+        if not isinstance(spec, dict) or set(spec) - LEASE_SPEC_FIELDS:
+            return 400, status(400, "BadRequest", f"strict decoding error: unknown field in spec: {sorted(set(spec) - LEASE_SPEC_FIELDS)}")
+        for field in ("renewTime", "acquireTime"):
+            v = spec.get(field)
+            if v is not None and (not isinstance(v, str) or not MICRO_TIME_RE.match(v)):
+                return invalid(f"spec.{field}: invalid MicroTime {json.dumps(v)}")
+        d = spec.get("leaseDurationSeconds")
+        if d is not None and (not isinstance(d, int) or d <= 0):
+            return invalid("spec.leaseDurationSeconds: must be greater than 0")
+    if resource == "services":
+        lb = obj.get("status", {}).get("loadBalancer", {}) if isinstance(obj.get("status"), dict) else {}
+        for entry in (lb.get("ingress") or []) if isinstance(lb, dict) else []:
+            if not isinstance(entry, dict) or set(entry) - INGRESS_FIELDS:
+                return 400, status(400, "BadRequest", "strict decoding error: unknown field in status.loadBalancer.ingress")
+            if entry.get("ipMode") not in (None, "VIP", "Proxy"):
+                return invalid("status.loadBalancer.ingress.ipMode: Unsupported value")
+    return None
+
+
+def default(resource, obj):
+    """The API server's defaulting (LoadBalancerIPMode, Kubernetes 1.30+)."""
+    if resource == "services" and isinstance(obj.get("status"), dict):
+        lb = obj["status"].get("loadBalancer")
+        if isinstance(lb, dict):
+            for entry in lb.get("ingress") or []:
+                if isinstance(entry, dict) and entry.get("ip") and "ipMode" not in entry:
+                    entry["ipMode"] = "VIP"
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return json.loads(json.dumps(patch))
+    result = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+def without_rv(obj):
+    o = json.loads(json.dumps(obj))
+    o.get("metadata", {}).pop("resourceVersion", None)
+    return o
+
+
+EVENT_TTL = 3600.0
+EVENT_WRITTEN = {}  # (api, ns, name) -> time of the Event's last write
+
+
+def expire_events(now=None, everything=False):
+    """Deletes the Events whose TTL passed (under STORE.cond)."""
+    now = time.time() if now is None else now
+    for (api, resource), coll in STORE.objects.items():
+        if resource != "events":
+            continue
+        for (ns, name) in list(coll):
+            written = EVENT_WRITTEN.get((api, ns, name), now)
+            if everything or now - written >= EVENT_TTL:
+                old = coll.pop((ns, name))
+                EVENT_WRITTEN.pop((api, ns, name), None)
+                old["metadata"]["resourceVersion"] = str(STORE.bump())
+                STORE.record(api, resource, ns, "DELETED", old)
 
 
 STORE = Store()
@@ -152,6 +274,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet
         pass
 
+    def setup(self):
+        super().setup()
+        with STORE.cond:
+            STORE.connections += 1
+
     def send_json(self, code, obj):
         data = (json.dumps(obj) + "\n").encode()
         self.send_response(code)
@@ -179,8 +306,9 @@ class Handler(BaseHTTPRequestHandler):
         if REQUEST_LOG and not self.headers.get("X-Standin-Test"):
             with STORE.cond:
                 with open(REQUEST_LOG, "a") as f:
-                    f.write("%s %s\n" % (self.command, self.path))
+                    f.write("%s %s\tua=%s\n" % (self.command, self.path, self.headers.get("User-Agent", "")))
         with STORE.cond:
+            expire_events()
             offline = STORE.offline and not self.headers.get("X-Standin-Test")
             STORE.last_auth = self.headers.get("Authorization", "")
         if offline:
@@ -202,7 +330,7 @@ class Handler(BaseHTTPRequestHandler):
         with STORE.cond:
             if op == "state":
                 res = {"rv": STORE.rv, "compacted": STORE.compacted, "watches": STORE.watches,
-                       "auth": STORE.last_auth}
+                       "auth": STORE.last_auth, "connections": STORE.connections}
             elif op == "compact":
                 STORE.compacted = int(args.get("rv", STORE.rv))
                 STORE.log = STORE.since(STORE.compacted)
@@ -233,6 +361,9 @@ class Handler(BaseHTTPRequestHandler):
                 res = {}
             elif op == "garbage-list":
                 STORE.garbage_lists = int(args.get("count", 1))
+                res = {}
+            elif op == "expire-events":
+                expire_events(everything=True)
                 res = {}
             elif op == "block-watches":
                 STORE.block_watches = bool(args.get("on", True))
@@ -416,10 +547,19 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 return self.send_json(422, status(422, "Invalid", "metadata.name: Required value"))
         name = meta["name"]
+        if meta.get("resourceVersion"):
+            return self.send_json(500, status(500, "InternalError",
+                                              "resourceVersion should not be set on objects to be created"))
+        bad = validate(resource, obj)
+        if bad:
+            return self.send_json(*bad)
+        default(resource, obj)
         with STORE.cond:
             coll = STORE.objects.setdefault((api, resource), {})
             if (ns, name) in coll:
                 return self.send_json(409, status(409, "AlreadyExists", f'{resource} "{name}" already exists'))
+            if resource == "events":
+                EVENT_WRITTEN[(api, ns, name)] = time.time()
             meta["resourceVersion"] = str(STORE.bump())
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -476,11 +616,70 @@ class Handler(BaseHTTPRequestHandler):
                 new.setdefault("kind", old.get("kind"))
                 if "status" in old:
                     new["status"] = old["status"]
-            new["metadata"]["name"] = name
-            new["metadata"]["resourceVersion"] = str(STORE.bump())
-            coll[(ns, name)] = new
-            STORE.record(api, resource, ns, "MODIFIED", new)
-        self.send_json(200, new)
+            code, answer = self.commit(api, resource, ns, name, old, new)
+        self.send_json(code, answer)
+
+    def commit(self, api, resource, ns, name, old, new):
+        """Stores an update (under STORE.cond): validated, defaulted; a no-op keeps the resourceVersion."""
+        new["metadata"]["name"] = name
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        bad = validate(resource, new)
+        if bad:
+            return bad
+        default(resource, new)
+        if without_rv(new) == without_rv(old):
+            return 200, old
+        new["metadata"]["resourceVersion"] = str(STORE.bump())
+        STORE.objects[(api, resource)][(ns, name)] = new
+        if resource == "events":
+            EVENT_WRITTEN[(api, ns, name)] = time.time()
+        STORE.record(api, resource, ns, "MODIFIED", new)
+        return 200, new
+
+    def do_PATCH(self):
+        if not self.authorized() or self.garbage_write():
+            return
+        r, u = self.route()
+        if not r or not r[3]:
+            return self.send_json(405, status(405, "MethodNotAllowed", "PATCH only on objects"))
+        api, resource, ns, name, is_status = r
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        try:
+            patch = self.body()
+        except ValueError:
+            return self.send_json(400, status(400, "BadRequest", "body is not JSON"))
+        if kind != "application/merge-patch+json":
+            return self.send_json(415, status(415, "UnsupportedMediaType",
+                                              f"the body of the request was in an unknown format - accepted media "
+                                              f"types include: application/merge-patch+json (got {kind!r})"))
+        if not isinstance(patch, dict):
+            return self.send_json(400, status(400, "BadRequest", "a merge patch must be an object"))
+        with STORE.cond:
+            coll = STORE.objects.setdefault((api, resource), {})
+            old = coll.get((ns, name))
+            if old is None:
+                return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
+            given = (patch.get("metadata") or {}).get("resourceVersion")
+            if given and given != old["metadata"]["resourceVersion"]:
+                return self.send_json(409, status(
+                    409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": the object has been '
+                    'modified; please apply your changes to the latest version and try again'))
+            patched = merge_patch(old, patch)
+            if is_status:
+                new = json.loads(json.dumps(old))
+                if "status" in patched:
+                    new["status"] = patched["status"]
+                else:
+                    new.pop("status", None)
+            else:
+                new = patched
+                for keep in ("uid", "creationTimestamp", "namespace"):
+                    if keep in old["metadata"]:
+                        new["metadata"][keep] = old["metadata"][keep]
+                if "status" in old:
+                    new["status"] = old["status"]
+            code, answer = self.commit(api, resource, ns, name, old, new)
+        self.send_json(code, answer)
 
     def do_DELETE(self):
         if not self.authorized():
@@ -500,7 +699,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG
+    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL
     args = sys.argv[1:]
     if not args:
         print(__doc__, file=sys.stderr)
@@ -528,6 +727,9 @@ def main():
         elif args[i] == "--tls":
             tls = (args[i + 1], args[i + 2])
             i += 3
+        elif args[i] == "--event-ttl":
+            EVENT_TTL = float(args[i + 1])
+            i += 2
         elif args[i] == "--token":
             TOKEN = args[i + 1]
             i += 2

@@ -2,7 +2,8 @@
 """Checks the API requests a loader really sent against the ClusterRole in k8s/manifests/rbac.yaml.
 
 usage: check_rbac.py REQUEST_LOG [RBAC_YAML]
-  REQUEST_LOG: "METHOD PATH" lines, as apiserver_standin.py --request-log writes them.
+  REQUEST_LOG: "METHOD PATH" lines (anything after a tab ignored), as apiserver_standin.py --request-log
+  writes them.
   Each request becomes (API group, resource[/subresource], verb) the way the API server authorizes it:
   GET on a collection is list (watch with ?watch=1), GET on an object get, POST create, PUT update,
   PATCH patch, DELETE delete. Prints every distinct call with the number of requests, then the granted
@@ -61,7 +62,7 @@ def main():
     used = Counter()
     unknown = []
     for line in open(sys.argv[1]):
-        parts = line.split(None, 1)
+        parts = line.split("\t", 1)[0].split(None, 1)
         if len(parts) != 2:
             continue
         call = call_of(parts[0], parts[1].strip())

@@ -1,8 +1,12 @@
 // bpfnet::k8s client against tests/k8s/apiserver_standin.py on 127.0.0.1 (a fresh stand-in per test).
 #include "k8s/client.hpp"
+#include "k8s/event.hpp"
+#include "k8s/event_recorder.hpp"
+#include "k8s/service_status.hpp"
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -10,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -359,6 +365,128 @@ TEST(K8sClient, StalePutIsAConflictAndRetrySucceeds) {
     const json updated = api.put(leases + "/svc-a", fresh);
     EXPECT_EQ(updated["spec"]["holderIdentity"], "node-b");
     EXPECT_EQ(api.get(leases + "/svc-a")["spec"]["holderIdentity"], "node-b");
+}
+
+// The status a Service owner writes is one field: a merge patch leaves what others wrote (conditions) alone,
+// the server's defaulted ipMode reads as the same ingress, and writing it again changes nothing.
+TEST(K8sClient, StatusPatchKeepsOtherFieldsAndRepeatsAsNoOp) {
+    StandIn server;
+    ApiClient api(server.config());
+    json svc = service("ironic", "192.0.2.10");
+    const json created = api.post(kServices, svc);
+    json with_conditions = created;
+    with_conditions["status"] = {{"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}};
+    api.put(kServices + "/ironic/status", with_conditions);
+
+    const uint32_t ip = htonl(0xc000020a); // 192.0.2.10
+    const json patched = api.patch(kServices + "/ironic/status", ingress_patch(ip));
+    EXPECT_EQ(patched["status"]["conditions"][0]["type"], "Ready");
+    EXPECT_EQ(patched["status"]["loadBalancer"]["ingress"][0]["ipMode"], "VIP"); // the server's default
+    EXPECT_TRUE(ingress_announces(patched, ip));
+    const std::string rv = patched["metadata"]["resourceVersion"];
+    // The same patch again: nothing changes, not even the resourceVersion (no watch event for anyone).
+    EXPECT_EQ(api.patch(kServices + "/ironic/status", ingress_patch(ip))["metadata"]["resourceVersion"], rv);
+
+    const json cleared = api.patch(kServices + "/ironic/status", ingress_removal_patch());
+    EXPECT_FALSE(ingress_names(cleared, ip));
+    EXPECT_EQ(cleared["status"]["conditions"][0]["type"], "Ready");
+    // A merge patch of the status never touches the spec.
+    EXPECT_EQ(cleared["spec"]["loadBalancerIP"], "192.0.2.10");
+}
+
+// Writes name their field manager and every request the client; requests share connections instead of a new
+// TCP (and TLS) handshake each.
+TEST(K8sClient, RequestsNameTheClientAndReuseConnections) {
+    TempDir dir;
+    const std::string log = (dir.path / "requests.log").string();
+    StandIn server({"--request-log", log});
+    ApiClient api(server.config());
+    api.post(kServices, service("a", "192.0.2.10"));
+    api.patch(kServices + "/a", {{"metadata", {{"labels", {{"x", "y"}}}}}});
+    for (int i = 0; i < 20; i++)
+        api.get(kServices + "/a");
+    std::ifstream in(log);
+    std::string line;
+    int writes = 0, requests = 0;
+    while (std::getline(in, line)) {
+        requests++;
+        EXPECT_NE(line.find("\tua=bpfnet-loader/"), std::string::npos) << line;
+        if (line.rfind("GET ", 0) != 0) {
+            writes++;
+            EXPECT_NE(line.find("fieldManager=bpfnet-loader"), std::string::npos) << line;
+        }
+    }
+    EXPECT_EQ(writes, 2);
+    EXPECT_EQ(requests, 22);
+    // One connection for all 22 requests (the state request below may open a second).
+    EXPECT_LE(api.get("/_test/state")["connections"].get<int>(), 2);
+}
+
+// Events go out on a thread of their own: recording never waits for the API server.
+TEST(K8sEvents, RecordingNeverBlocksOnAnAbsentServer) {
+    // A server that takes connections and never answers (nothing leaves 127.0.0.1): every post waits.
+    const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(::listen(silent, 64), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(silent, reinterpret_cast<sockaddr *>(&addr), &len);
+    ClusterConfig hanging;
+    hanging.server = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    ApiClient api(hanging);
+    EventRecorder recorder(api, "node-a");
+    json svc = service("ironic", "192.0.2.10");
+    svc["metadata"]["uid"] = "u1";
+    const auto started = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < EventRecorder::kQueueLimit + 10; i++)
+        recorder.record(svc, warning_event("Refused", "Refuse", "note " + std::to_string(i)));
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+    EXPECT_GE(recorder.dropped(), 9u); // the queue is bounded: the oldest reports went
+    ::shutdown(silent, SHUT_RDWR);     // the post in flight ends, and with it the recorder
+    ::close(silent);
+}
+
+// A standing condition reported again: the shared Event gets its series bumped, which renews its time to live
+// on a real server; after the server expired it, the next report creates it again.
+TEST(K8sEvents, RepeatedSharedEventBumpsItsSeriesAndComesBackAfterExpiry) {
+    StandIn server;
+    ApiClient api(server.config());
+    json svc = api.post(kServices, service("ironic", "192.0.2.10"));
+    ServiceEvent refused = warning_event("Refused", "Refuse", "bpfnet refused this Service: no IP");
+    refused.name = shared_event_name(svc, refused.reason, refused.note);
+    const std::string path = events_path("prov") + "/" + refused.name;
+    {
+        EventRecorder recorder(api, "node-a");
+        recorder.record(svc, refused);
+        ASSERT_TRUE(eventually([&] { return api.request("GET", path).status == 200; }));
+        recorder.record(svc, refused);
+        ASSERT_TRUE(eventually([&] {
+            json e = api.request("GET", path).body;
+            return e.contains("series") && e["series"]["count"] == 2;
+        }));
+        api.post("/_test/expire-events", json::object());
+        EXPECT_EQ(api.request("GET", path).status, 404);
+        recorder.record(svc, refused);
+        ASSERT_TRUE(eventually([&] { return api.request("GET", path).status == 200; }));
+    }
+    EXPECT_FALSE(api.get(path).contains("series")); // created anew
+}
+
+TEST(K8sEvents, LongNodeNamesFitTheReportingInstanceLimit) {
+    StandIn server;
+    ApiClient api(server.config());
+    json svc = api.post(kServices, service("ironic", "192.0.2.10"));
+    const std::string long_a = std::string(200, 'a') + ".example.org";
+    const std::string long_b = std::string(200, 'a') + ".example.net";
+    EXPECT_EQ(reporting_instance("node-a"), "node-a");
+    EXPECT_EQ(reporting_instance(long_a).size(), kMaxReportingInstance);
+    EXPECT_NE(reporting_instance(long_a), reporting_instance(long_b));
+    EventRecorder recorder(api, long_a);
+    recorder.record(svc, normal_event("Serving", "Activate", "node serves"));
+    ASSERT_TRUE(eventually([&] { return !api.get(events_path("prov"))["items"].empty(); }));
+    EXPECT_EQ(api.get(events_path("prov"))["items"][0]["reportingInstance"], reporting_instance(long_a));
 }
 
 // --- watch -------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ REQUIRED_API_CALLS = {
     ("", "services", "list"),
     ("", "services", "watch"),
     # status.loadBalancer.ingress, by the owner (update with resourceVersion; 409 on conflict).
-    ("", "services/status", "update"),
+    ("", "services/status", "patch"),
     # Where the ready backend runs.
     ("discovery.k8s.io", "endpointslices", "list"),
     ("discovery.k8s.io", "endpointslices", "watch"),
@@ -45,6 +45,8 @@ REQUIRED_API_CALLS = {
     ("coordination.k8s.io", "leases", "update"),
     # Events on Services: owner changes, refusals and why, conflicts (created once, never updated).
     ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "get"),
+    ("events.k8s.io", "events", "patch"),
 }
 
 # The capabilities of the loader's container (daemonset.yaml says why each is needed).
