@@ -49,6 +49,7 @@ case_coexist() {
 }
 
 case_teardown_keeps_the_other() {
+    case_needs case_coexist || return 1 # bpfnet's program in the dispatcher beside the other one
     loader_stop
     run_loader --config "$CONFIG" --teardown >"$LOGS/teardown.log" 2>&1 || { E2E_REASON="teardown failed"; return 1; }
     local status
