@@ -43,7 +43,8 @@ struct PortRule {
     std::string name;
     Protocol protocol = Protocol::Tcp;
     uint16_t port = 0;
-    uint16_t target_port = 0; /* equals port unless the service translates it */
+    uint16_t target_port = 0; /* equals port unless the service translates it; 0 only in a Kubernetes Service
+                                 whose named targetPort no endpoint has resolved yet (never in the maps) */
     PortKind kind = PortKind::Plain;
 
     bool operator==(const PortRule &) const = default;

@@ -54,6 +54,8 @@ std::optional<PortRuleProblem> port_rules_problem(const std::vector<PortRule> &p
             return PortRuleProblem{i, "port",
                                    to_string(rule.protocol) + " port " + std::to_string(rule.port) +
                                        " is already used by " + entry_name(*first)};
+        if (rule.target_port == 0) // a named target port, not known until an endpoint resolves it
+            continue;
         if (auto first = target_ports.claim({rule.protocol, rule.target_port}, i))
             return PortRuleProblem{i, "targetPort",
                                    to_string(rule.protocol) + " targetPort " + std::to_string(rule.target_port) +

@@ -23,7 +23,8 @@ using EntryName = std::function<std::string(size_t index)>;
 
 // At most BPFNET_MAX_SERVICES ports; tftp and dhcp ports are UDP, a dhcp port is 67; no two entries share
 // a (protocol, port) (the services map's key), a (protocol, targetPort) (the reverse map's key) or a
-// non-empty name. The first problem in list order, or nullopt.
+// non-empty name. The first problem in list order, or nullopt. A targetPort of 0 (a Service's named target
+// port before an endpoint resolved it) is not compared.
 std::optional<PortRuleProblem> port_rules_problem(const std::vector<PortRule> &ports, const EntryName &entry_name);
 
 } // namespace bpfnet

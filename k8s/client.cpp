@@ -169,6 +169,44 @@ ClusterConfig in_cluster_config(const std::string &sa_dir) {
     return c;
 }
 
+namespace {
+
+// The kubeconfig field NAME-data, base64-decoded, or "".
+std::string decoded(const YAML::Node &node, const std::string &name, const std::string &what) {
+    const std::string text = scalar(node, (name + "-data").c_str());
+    if (text.empty())
+        return {};
+    try {
+        return base64_decode(text);
+    } catch (const ConfigError &) {
+        throw ConfigError(what + " " + name + "-data is not valid base64");
+    }
+}
+
+// The user's credentials: a bearer token (token, tokenFile) and/or a client certificate with its key.
+void read_user(const YAML::Node &user, const std::string &user_name, const std::string &dir, const std::string &path,
+               ClusterConfig &c) {
+    const std::string what = path + ": user '" + user_name + "'";
+    for (const char *unsupported : {"exec", "auth-provider", "username", "password"})
+        if (user[unsupported])
+            throw ConfigError(what + " authenticates with '" + unsupported +
+                              "', which bpfnet-loader does not support: use a token, tokenFile or a client "
+                              "certificate (client-certificate and client-key, or their -data forms)");
+    c.token = scalar(user, "token");
+    c.token_file = resolve(dir, scalar(user, "tokenFile"));
+    c.client_cert_file = resolve(dir, scalar(user, "client-certificate"));
+    c.client_key_file = resolve(dir, scalar(user, "client-key"));
+    c.client_cert_data = decoded(user, "client-certificate", what);
+    c.client_key_data = decoded(user, "client-key", what);
+    const bool cert = !c.client_cert_file.empty() || !c.client_cert_data.empty();
+    const bool key = !c.client_key_file.empty() || !c.client_key_data.empty();
+    if (cert != key)
+        throw ConfigError(what + " has a client " +
+                          (cert ? "certificate without its key" : "key without its certificate"));
+}
+
+} // namespace
+
 ClusterConfig kubeconfig_config(const std::string &path) {
     const std::string text = read_file(path, "kubeconfig");
     YAML::Node root;
@@ -211,12 +249,7 @@ ClusterConfig kubeconfig_config(const std::string &path) {
     const std::string user_name = scalar(context, "user");
     if (!user_name.empty()) {
         const YAML::Node user = named_entry(root, "users", user_name, "user", path);
-        c.token = scalar(user, "token");
-        c.token_file = resolve(dir, scalar(user, "tokenFile"));
-        if (user["client-certificate"] || user["client-certificate-data"] || user["exec"])
-            log_warn("kubeconfig user uses client certificates or exec, which are not supported; only "
-                     "token/tokenFile are used",
-                     {{"user", user_name}});
+        read_user(user, user_name, dir, path, c);
     }
     return c;
 }
@@ -330,6 +363,22 @@ void *ApiClient::prepare(const std::string &path, void *&headers_out, const char
     if (!config_.ca_data.empty()) {
         curl_blob blob{const_cast<char *>(config_.ca_data.data()), config_.ca_data.size(), CURL_BLOB_COPY};
         curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (!config_.client_cert_file.empty())
+        curl_easy_setopt(curl, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
+    if (!config_.client_key_file.empty())
+        curl_easy_setopt(curl, CURLOPT_SSLKEY, config_.client_key_file.c_str());
+    if (!config_.client_cert_data.empty()) {
+        curl_blob blob{const_cast<char *>(config_.client_cert_data.data()), config_.client_cert_data.size(),
+                       CURL_BLOB_COPY};
+        curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &blob);
+        curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (!config_.client_key_data.empty()) {
+        curl_blob blob{const_cast<char *>(config_.client_key_data.data()), config_.client_key_data.size(),
+                       CURL_BLOB_COPY};
+        curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &blob);
+        curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
     }
     if (config_.insecure_skip_tls_verify) {
         curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);

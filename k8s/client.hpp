@@ -2,8 +2,8 @@
 // requests (GET/PUT/POST/PATCH/DELETE) with typed errors, and a list-then-watch Watcher that hands its caller the
 // full current state of one collection after every change (reconcile from state, not from events).
 //
-// Not supported yet: client certificates / exec plugins in kubeconfig (only bearer tokens),
-// label/field selectors on watches beyond what the caller puts into the collection path.
+// Not supported: exec plugins and auth providers in a kubeconfig (refused), label/field selectors on watches beyond
+// what the caller puts into the collection path.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -40,6 +40,10 @@ struct ClusterConfig {
     std::string ca_data;    // PEM text (kubeconfig certificate-authority-data, decoded)
     std::string token;      // static bearer token (kubeconfig user token)
     std::string token_file; // bearer token re-read whenever the file's mtime changes (service account)
+    // A client certificate and its key (kubeconfig client-certificate / client-key, or their -data forms),
+    // PEM: files, or the text itself. Both or neither.
+    std::string client_cert_file, client_key_file;
+    std::string client_cert_data, client_key_data;
     bool insecure_skip_tls_verify = false;
 };
 
@@ -48,7 +52,10 @@ inline constexpr const char *kServiceAccountDir = "/var/run/secrets/kubernetes.i
 // From KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT and SA_DIR/{token,ca.crt}.
 ClusterConfig in_cluster_config(const std::string &sa_dir = kServiceAccountDir);
 // From a kubeconfig (YAML or JSON): current-context -> cluster (server, certificate-authority[-data],
-// insecure-skip-tls-verify) and user (token, tokenFile). Relative file paths are relative to the kubeconfig.
+// insecure-skip-tls-verify) and user (token, tokenFile, client-certificate[-data] with client-key[-data]).
+// Relative file paths are relative to the kubeconfig. A user that authenticates otherwise (exec plugins,
+// auth-provider, username/password) is refused with a ConfigError: running anonymously instead would only
+// fail later, with 403s that do not say why.
 ClusterConfig kubeconfig_config(const std::string &path);
 // Empty path: in-cluster; otherwise the kubeconfig at PATH. Throws ConfigError naming the missing field.
 ClusterConfig load_cluster_config(const std::string &path_or_empty);

@@ -7,6 +7,7 @@
 #include "core/event_loop.hpp"
 #include "core/log.hpp"
 #include "core/netlink.hpp"
+#include "core/service_rules.hpp"
 #include "maps/system_error.hpp"
 
 #include <signal.h>
@@ -210,7 +211,7 @@ void KubernetesLoader::reconcile() {
         }
         ServiceSpec spec;
         spec.service_ip_be = candidate.service.service_ip_be;
-        spec.ports = candidate.service.ports;
+        spec.ports = candidate.ports;
         if (here) {
             spec.backend_ip_be = candidate.endpoint->ip_be;
             spec.location = candidate.location;
@@ -295,7 +296,10 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
             continue;
         }
         posted_.erase(key + "|Refused");
-        candidates.push_back({accepted(decision), object, std::nullopt, std::nullopt});
+        AcceptedService service = accepted(decision);
+        // Until an endpoint resolves them, named target ports are not listed (nothing could be steered to them).
+        std::vector<PortRule> listed = resolve_target_ports(service, std::nullopt).ports;
+        candidates.push_back({std::move(service), object, std::nullopt, std::nullopt, std::move(listed)});
     }
 
     std::vector<AcceptedService> all;
@@ -319,6 +323,41 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
     return candidates;
 }
 
+// The Service's ports with named target ports resolved from the chosen endpoint's EndpointSlice. False when
+// there is no endpoint, or when a port cannot be resolved or the resolved ports collide (with a Warning
+// Event): the Service is then not served from this endpoint. Unresolved ports are not listed.
+bool KubernetesLoader::resolve_ports(Candidate &candidate) {
+    ResolvedPorts resolved = resolve_target_ports(candidate.service, candidate.endpoint);
+    candidate.ports = std::move(resolved.ports);
+    if (!candidate.endpoint)
+        return false;
+    const std::string &key = candidate.service.key();
+    if (!resolved.missing.empty()) {
+        std::string list;
+        for (const std::string &m : resolved.missing)
+            list += (list.empty() ? "" : ", ") + m;
+        report_once(candidate.object, key,
+                    warning_event("TargetPortNotFound", "Resolve",
+                                  "the EndpointSlice of endpoint " + format_ipv4(candidate.endpoint->ip_be) +
+                                      " has no port for " + list +
+                                      ": does the pod declare a container port of that name and protocol?"));
+        return false;
+    }
+    auto entry = [](size_t i) {
+        return "spec.ports[" + std::to_string(i) + "]";
+    };
+    if (auto problem = port_rules_problem(candidate.ports, entry)) {
+        report_once(candidate.object, key,
+                    warning_event("TargetPortConflict", "Resolve",
+                                  "the target ports resolved for endpoint " + format_ipv4(candidate.endpoint->ip_be) +
+                                      " collide: " + problem->detail));
+        return false;
+    }
+    posted_.erase(key + "|TargetPortNotFound");
+    posted_.erase(key + "|TargetPortConflict");
+    return true;
+}
+
 void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const Snapshot &slices) {
     std::map<std::string, json> by_service;
     for (const auto &[key, slice] : slices) {
@@ -335,7 +374,7 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
         if (it == by_service.end())
             continue;
         candidate.endpoint = ready_endpoint(it->second, options_.node_name);
-        if (!candidate.endpoint || !candidate.endpoint->on_this_node)
+        if (!resolve_ports(candidate) || !candidate.endpoint->on_this_node)
             continue;
         try {
             candidate.location = locate_backend(Backend{candidate.endpoint->ip_be, ""});

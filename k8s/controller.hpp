@@ -77,6 +77,7 @@ private:
         nlohmann::json object;
         std::optional<ReadyEndpoint> endpoint;
         std::optional<BackendLocation> location; // set when eligible: the endpoint runs here and was found
+        std::vector<PortRule> ports;             // listed: service.ports with named target ports resolved
     };
 
     void wake();
@@ -85,6 +86,7 @@ private:
     const Snapshot &our_services();
     std::vector<Candidate> accepted_services(const Snapshot &services);
     void find_endpoints(std::vector<Candidate> &candidates, const Snapshot &slices);
+    bool resolve_ports(Candidate &candidate);
     void keep_shared_ips_together(std::vector<Candidate> &candidates);
     std::string release_reason(const std::string &key, const std::vector<Candidate> &candidates) const;
     bool hold_lease(const Candidate &candidate, const Snapshot &leases, Clock::time_point now);

@@ -62,8 +62,27 @@ ServiceDecision refuse(ServiceDecision d, std::string reason) {
     return d;
 }
 
-// Parses spec.ports[i]; returns the reason on refusal.
-std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out) {
+std::optional<std::string> port_kind(const json &p, const std::string &label, PortRule &out);
+
+// A container port's name as the API validates it (IANA_SVC_NAME): 1-15 characters of a-z, 0-9 and '-', at
+// least one letter, no '-' at either end and no "--".
+bool is_port_name(const std::string &name) {
+    if (name.empty() || name.size() > 15 || name.front() == '-' || name.back() == '-' ||
+        name.find("--") != std::string::npos)
+        return false;
+    bool letter = false;
+    for (char c : name) {
+        if (c >= 'a' && c <= 'z')
+            letter = true;
+        else if (!(c >= '0' && c <= '9') && c != '-')
+            return false;
+    }
+    return letter;
+}
+
+// Parses spec.ports[i]; returns the reason on refusal. A named targetPort leaves out.target_port 0 and its
+// name in target_name.
+std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out, std::string &target_name) {
     const std::string where = "spec.ports[" + std::to_string(i) + "]";
     if (!p.is_object())
         return where + " is not an object";
@@ -98,14 +117,27 @@ std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out) {
 
     out.target_port = out.port;
     if (const json *tp = member(p, "targetPort")) {
-        if (tp->is_string())
-            return label + ": named targetPort \"" + tp->get<std::string>() + "\" is not supported yet; use a number";
+        if (tp->is_string()) {
+            // A port of the pod's containers, by name: its number comes with the EndpointSlice.
+            const std::string name = tp->get<std::string>();
+            if (!is_port_name(name))
+                return label + ": targetPort \"" + name +
+                       "\" is not a port name (1-15 lowercase letters, digits and inner single '-', a letter among "
+                       "them)";
+            out.target_port = 0;
+            target_name = name;
+            return port_kind(p, label, out);
+        }
         auto tv = integer_in(*tp, 1, 65535);
         if (!tv)
             return label + ": targetPort must be an integer between 1 and 65535";
         out.target_port = static_cast<uint16_t>(*tv);
     }
+    return port_kind(p, label, out);
+}
 
+// The port's kind, from appProtocol or its name; returns the reason on refusal.
+std::optional<std::string> port_kind(const json &p, const std::string &label, PortRule &out) {
     std::string app;
     if (const json *ap = member(p, "appProtocol")) {
         if (!ap->is_string())
@@ -201,12 +233,23 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     if (ports->empty())
         return refuse(d, "spec.ports is empty");
     std::vector<PortRule> rules;
+    std::vector<std::string> target_names;
     for (size_t i = 0; i < ports->size(); ++i) {
         PortRule rule;
-        if (auto why = parse_port((*ports)[i], i, rule))
+        std::string target_name;
+        if (auto why = parse_port((*ports)[i], i, rule, target_name))
             return refuse(d, *why);
         rules.push_back(std::move(rule));
+        target_names.push_back(std::move(target_name));
     }
+    // Two ports naming one container port would share a target port on every pod.
+    for (size_t i = 0; i < rules.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+            if (!target_names[i].empty() && target_names[i] == target_names[j] &&
+                rules[i].protocol == rules[j].protocol)
+                return refuse(d, "spec.ports[" + std::to_string(i) + "]: " + to_string(rules[i].protocol) +
+                                     " targetPort \"" + target_names[i] + "\" is already used by spec.ports[" +
+                                     std::to_string(j) + "]");
     // The rules the config file's ports obey too (core/service_rules.hpp), in the same words.
     auto entry = [](size_t i) {
         return "spec.ports[" + std::to_string(i) + "]";
@@ -222,6 +265,8 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     d.outcome = ServiceDecision::Outcome::Accepted;
     d.service_ip_be = *ip;
     d.ports = std::move(rules);
+    if (std::any_of(target_names.begin(), target_names.end(), [](const std::string &n) { return !n.empty(); }))
+        d.target_port_names = std::move(target_names);
     return d;
 }
 
@@ -233,6 +278,7 @@ struct Candidate {
     Readiness readiness;
     uint32_t ip_host;
     std::string node;
+    std::vector<EndpointPort> ports; // of the endpoint's slice
     bool operator<(const Candidate &o) const {
         return std::tie(readiness, ip_host, node) < std::tie(o.readiness, o.ip_host, o.node);
     }
@@ -269,10 +315,43 @@ std::optional<Readiness> readiness(const json &endpoint) {
     return std::nullopt;
 }
 
+// A slice's ports: name absent means "" (a Service's single unnamed port), protocol absent means TCP; a port
+// without a number ("all ports") or of another protocol resolves nothing.
+std::vector<EndpointPort> slice_ports(const json &slice) {
+    std::vector<EndpointPort> out;
+    const json *ports = member(slice, "ports");
+    if (!ports || !ports->is_array())
+        return out;
+    for (const json &p : *ports) {
+        EndpointPort port;
+        if (const json *n = member(p, "name")) {
+            if (!n->is_string())
+                continue;
+            port.name = n->get<std::string>();
+        }
+        std::string proto = "TCP";
+        if (const json *pr = member(p, "protocol")) {
+            if (!pr->is_string())
+                continue;
+            proto = pr->get<std::string>();
+        }
+        if (proto != "TCP" && proto != "UDP")
+            continue;
+        port.protocol = proto == "TCP" ? Protocol::Tcp : Protocol::Udp;
+        auto number = member(p, "port") ? integer_in(*member(p, "port"), 1, 65535) : std::nullopt;
+        if (!number)
+            continue;
+        port.port = static_cast<uint16_t>(*number);
+        out.push_back(std::move(port));
+    }
+    return out;
+}
+
 void collect_slice(const json &slice, std::vector<Candidate> &out) {
     const json *type = member(slice, "addressType");
     if (!type || !type->is_string() || type->get<std::string>() != "IPv4")
         return;
+    const std::vector<EndpointPort> ports = slice_ports(slice);
     const json *endpoints = member(slice, "endpoints");
     if (!endpoints || !endpoints->is_array())
         return;
@@ -295,7 +374,7 @@ void collect_slice(const json &slice, std::vector<Candidate> &out) {
             if (!a.is_string())
                 continue;
             if (auto ip = parse_ipv4_strict(a.get<std::string>()))
-                out.push_back({*how, ntohl(*ip), node});
+                out.push_back({*how, ntohl(*ip), node, ports});
         }
     }
 }
@@ -336,7 +415,8 @@ ServiceDecision decide_service(const json &service, const ServicePolicy &policy)
 }
 
 AcceptedService accepted(const ServiceDecision &decision) {
-    return AcceptedService{decision.namespace_, decision.name, decision.service_ip_be, decision.ports};
+    return AcceptedService{decision.namespace_, decision.name, decision.service_ip_be, decision.ports,
+                           decision.target_port_names};
 }
 
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services) {
@@ -352,7 +432,8 @@ std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &servi
         std::set<std::pair<Protocol, uint16_t>> mine, my_targets;
         for (const auto &p : later.ports) {
             mine.insert({p.protocol, p.port});
-            my_targets.insert({p.protocol, p.target_port});
+            if (p.target_port != 0) // a named target port is known per endpoint only
+                my_targets.insert({p.protocol, p.target_port});
         }
         for (size_t i = 0; i < j; ++i) {
             const AcceptedService &earlier = *sorted[i];
@@ -423,8 +504,32 @@ std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_serv
     auto local = std::find_if(all.begin(), all.end(),
                               [&](const Candidate &c) { return !node_name.empty() && c.node == node_name; });
     const Candidate &pick = local != all.end() ? *local : all.front();
-    return ReadyEndpoint{htonl(pick.ip_host), pick.node, local != all.end(),
-                         best == Readiness::ServingWhileTerminating};
+    return ReadyEndpoint{htonl(pick.ip_host), pick.node, local != all.end(), best == Readiness::ServingWhileTerminating,
+                         pick.ports};
+}
+
+ResolvedPorts resolve_target_ports(const AcceptedService &service, const std::optional<ReadyEndpoint> &endpoint) {
+    ResolvedPorts out;
+    for (size_t i = 0; i < service.ports.size(); ++i) {
+        PortRule rule = service.ports[i];
+        const std::string target = i < service.target_port_names.size() ? service.target_port_names[i] : "";
+        if (!target.empty()) {
+            const EndpointPort *found = nullptr;
+            if (endpoint)
+                for (const EndpointPort &p : endpoint->ports)
+                    if (p.name == rule.name && p.protocol == rule.protocol)
+                        found = &p;
+            if (!found) {
+                out.missing.push_back("spec.ports[" + std::to_string(i) + "]" +
+                                      (rule.name.empty() ? "" : " (" + rule.name + ")") + ": targetPort \"" + target +
+                                      "\"");
+                continue;
+            }
+            rule.target_port = found->port;
+        }
+        out.ports.push_back(std::move(rule));
+    }
+    return out;
 }
 
 std::optional<std::pair<uint32_t, uint8_t>> parse_cidr(const std::string &text) {

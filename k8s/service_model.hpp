@@ -32,7 +32,9 @@ struct ServiceDecision {
     std::string namespace_;      // metadata.namespace (empty when it could not be read)
     std::string name;            // metadata.name (empty when it could not be read)
     uint32_t service_ip_be = 0;  // Accepted only
-    std::vector<PortRule> ports; // Accepted only, in spec order
+    std::vector<PortRule> ports; // Accepted only, in spec order; a named targetPort leaves target_port 0
+    // Accepted only: the named targetPort of each port ("" for a number), or empty when no port names one.
+    std::vector<std::string> target_port_names;
 
     std::string key() const { return namespace_ + "/" + name; }
 };
@@ -42,8 +44,10 @@ struct ServiceDecision {
 // Refused: the object, metadata or spec is not an object, or type/class are not strings (we cannot tell it is
 //   not ours); no IP (annotation bpfnet.io/ip, else spec.loadBalancerIP); IP not a strict dotted quad;
 //   namespace not allowed; IP outside every allowed CIDR; no ports; a port that is not an object, protocol
-//   other than TCP/UDP (absent = TCP), port not an integer 1..65535, named or invalid targetPort, DHCP port
-//   that is not UDP 67, TFTP port that is not UDP, duplicate (protocol, port) or (protocol, targetPort).
+//   other than TCP/UDP (absent = TCP), port not an integer 1..65535, targetPort neither an integer 1..65535
+//   nor a port name (IANA_SVC_NAME, as the API validates container port names), DHCP port that is not UDP
+//   67, TFTP port that is not UDP, duplicate (protocol, port) or (protocol, targetPort). A named targetPort
+//   (the Ironic Standalone Operator's Services use them) is resolved per endpoint: resolve_target_ports.
 // Port kind: dhcp when appProtocol is "dhcp", or (appProtocol absent or neither dhcp nor tftp) the name is
 //   "dhcp"; likewise tftp; else plain.
 ServiceDecision decide_service(const nlohmann::json &service, const ServicePolicy &policy);
@@ -54,6 +58,7 @@ struct AcceptedService {
     std::string name;
     uint32_t service_ip_be = 0;
     std::vector<PortRule> ports;
+    std::vector<std::string> target_port_names; // as in ServiceDecision
 
     std::string key() const { return namespace_ + "/" + name; }
 };
@@ -77,11 +82,22 @@ struct Conflict {
 // Input order does not matter.
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services);
 
+// A port of an EndpointSlice: the Service port's name (empty for a single unnamed port) and the number the
+// endpoints of that slice take it on, named target ports resolved by the EndpointSlice controller.
+struct EndpointPort {
+    std::string name;
+    Protocol protocol = Protocol::Tcp;
+    uint16_t port = 0;
+
+    bool operator==(const EndpointPort &) const = default;
+};
+
 struct ReadyEndpoint {
     uint32_t ip_be = 0;
-    std::string node_name;     // empty when the endpoint has no nodeName
-    bool on_this_node = false; // this node is eligible (a ready endpoint runs on it)
-    bool terminating = false;  // no endpoint is ready: this one still serves while its pod terminates
+    std::string node_name;           // empty when the endpoint has no nodeName
+    bool on_this_node = false;       // this node is eligible (a ready endpoint runs on it)
+    bool terminating = false;        // no endpoint is ready: this one still serves while its pod terminates
+    std::vector<EndpointPort> ports; // the ports of the slice this endpoint is in
 
     bool operator==(const ReadyEndpoint &) const = default;
 };
@@ -95,6 +111,16 @@ struct ReadyEndpoint {
 // (on_this_node = true); otherwise the lowest on any node. Ties: lowest nodeName. nullopt when none can serve.
 std::optional<ReadyEndpoint> ready_endpoint(const nlohmann::json &endpoint_slices_for_service,
                                             const std::string &node_name);
+
+// The Service's ports with every named targetPort resolved from the endpoint's slice: the slice port with
+// the Service port's name and protocol gives the number. `missing` names the ports the slice does not
+// resolve (the pod has no container port of that name, or no endpoint is known); those are left out of
+// `ports`. A Service without named target ports resolves to its own ports.
+struct ResolvedPorts {
+    std::vector<PortRule> ports;
+    std::vector<std::string> missing; // "spec.ports[1] (api): targetPort \"ironic-api\""
+};
+ResolvedPorts resolve_target_ports(const AcceptedService &service, const std::optional<ReadyEndpoint> &endpoint);
 
 // "A.B.C.D/N" (strict dotted quad, N in 0..32, no host bits set) to (network_be, N); nullopt otherwise.
 std::optional<std::pair<uint32_t, uint8_t>> parse_cidr(const std::string &text);

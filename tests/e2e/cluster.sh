@@ -181,7 +181,7 @@ service_json() {
  "metadata": {"name": "$name", "namespace": "$ns", "annotations": {"bpfnet.io/ip": "$ip"}},
  "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
           "selector": {"app": "ironic"},
-          "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 8080},
+          "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": "web"},
                     {"name": "dhcp", "protocol": "UDP", "port": 67, "targetPort": 67, "appProtocol": "dhcp"}]}}
 EOF
 }
@@ -194,11 +194,15 @@ slice_json() {
         local ip=${4:-${POD_IP[$node]}}
         endpoints='[{"addresses": ["'$ip'"], "conditions": {"ready": '$ready'}, "nodeName": "'$node'"}]'
     fi
+    # The ports as the EndpointSlice controller writes them: the Service port's name, the pod's number (the
+    # Ironic Service's named targetPort "web" is the pod's 8080).
+    local ports='[{"name": "http", "protocol": "TCP", "port": 8080}, {"name": "dhcp", "protocol": "UDP", "port": 67}]'
+    [ "$service" = "$SERVICE_NAME" ] || ports='[{"name": "'$service'", "protocol": "TCP", "port": 8081}]'
     cat <<EOF
 {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
  "metadata": {"name": "$service-abcde", "namespace": "$SERVICE_NS",
               "labels": {"kubernetes.io/service-name": "$service"}},
- "addressType": "IPv4", "endpoints": $endpoints}
+ "addressType": "IPv4", "endpoints": $endpoints, "ports": $ports}
 EOF
 }
 

@@ -12,6 +12,8 @@ Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] 
   watches from an older resourceVersion get 410).
   --token: when given, every API request must carry "Authorization: Bearer TOKEN" (else 401).
   --tls: serve HTTPS with the PEM certificate CERT and key KEY (to test the client's CA handling).
+  --client-ca FILE: with --tls, require a client certificate signed by the PEM CA FILE (as an API server's
+  --client-ca-file); the last client certificate's CN shows in /_test/state as "client_cn".
   --event-ttl SECONDS: Events are deleted this long after their last write (default 3600).
   The request log line also carries the User-Agent and fieldManager: "METHOD PATH" then, tab-separated,
   "ua=USER-AGENT".
@@ -114,6 +116,7 @@ class Store:
         self.watches = 0
         self.connections = 0  # TCP connections accepted (a client that reuses connections opens few)
         self.last_auth = ""
+        self.client_cn = ""
 
     def bump(self):
         self.rv += 1
@@ -311,6 +314,12 @@ class Handler(BaseHTTPRequestHandler):
             expire_events()
             offline = STORE.offline and not self.headers.get("X-Standin-Test")
             STORE.last_auth = self.headers.get("Authorization", "")
+            try:
+                peer = self.connection.getpeercert() if hasattr(self.connection, "getpeercert") else None
+            except ValueError:
+                peer = None
+            if peer:
+                STORE.client_cn = dict(x[0] for x in peer.get("subject", ())).get("commonName", "")
         if offline:
             self.abrupt_close()
             return False
@@ -330,7 +339,7 @@ class Handler(BaseHTTPRequestHandler):
         with STORE.cond:
             if op == "state":
                 res = {"rv": STORE.rv, "compacted": STORE.compacted, "watches": STORE.watches,
-                       "auth": STORE.last_auth, "connections": STORE.connections}
+                       "auth": STORE.last_auth, "connections": STORE.connections, "client_cn": STORE.client_cn}
             elif op == "compact":
                 STORE.compacted = int(args.get("rv", STORE.rv))
                 STORE.log = STORE.since(STORE.compacted)
@@ -700,6 +709,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL
+    client_ca = None
     args = sys.argv[1:]
     if not args:
         print(__doc__, file=sys.stderr)
@@ -727,6 +737,9 @@ def main():
         elif args[i] == "--tls":
             tls = (args[i + 1], args[i + 2])
             i += 3
+        elif args[i] == "--client-ca":
+            client_ca = args[i + 1]
+            i += 2
         elif args[i] == "--event-ttl":
             EVENT_TTL = float(args[i + 1])
             i += 2
@@ -741,6 +754,9 @@ def main():
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(tls[0], tls[1])
+        if client_ca:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(client_ca)
         server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print(f"listening on {server.server_address[1]}", flush=True)
     server.serve_forever()

@@ -313,6 +313,81 @@ TEST(K8sClient, HttpsVerifiesWithTheClusterCa) {
     EXPECT_THROW(ApiClient(server.config({}, "https")).get(kServices), TransportError);
 }
 
+namespace {
+// FILE.b64, written by `openssl base64 -A` in the test's set-up.
+std::string base64(const std::string &file) {
+    std::ifstream in(file + ".b64");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+} // namespace
+
+// A kubeconfig with a client certificate (kubeadm's admin.conf, kind's, most installers'): the client presents
+// it, as files or as -data; without it the server refuses the handshake.
+TEST(K8sClient, ClientCertificatesFromTheKubeconfig) {
+    TempDir dir;
+    const auto p = [&](const char *name) {
+        return (dir.path / name).string();
+    };
+    const std::string ec = "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
+    const std::string script =
+        "cd " + dir.path.string() + " && " + ec + "-x509 -days 1 -subj /CN=test-ca -keyout ca.key -out ca.pem && " +
+        ec +
+        "-x509 -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout server.key -out server.pem && " +
+        ec + "-subj /CN=bpfnet-loader-test -keyout client.key -out client.csr && " +
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -out client.pem && " +
+        "for f in server.pem client.pem client.key; do openssl base64 -A -in $f -out $f.b64; done";
+    ASSERT_EQ(std::system((script + " >/dev/null 2>&1").c_str()), 0);
+    StandIn server({"--tls", p("server.pem"), p("server.key"), "--client-ca", p("ca.pem")});
+    const std::string url = server.config({}, "https").server;
+
+    const std::string with_files = dir.write("files", R"(current-context: c
+contexts: [{name: c, context: {cluster: k, user: u}}]
+clusters: [{name: k, cluster: {server: ")" + url + R"(", certificate-authority: server.pem}}]
+users: [{name: u, user: {client-certificate: client.pem, client-key: client.key}}]
+)");
+    ApiClient by_files(load_cluster_config(with_files));
+    EXPECT_NO_THROW(by_files.get(kServices));
+    EXPECT_EQ(by_files.get("/_test/state")["client_cn"], "bpfnet-loader-test");
+
+    const std::string with_data = dir.write("data", R"(current-context: c
+contexts: [{name: c, context: {cluster: k, user: u}}]
+clusters: [{name: k, cluster: {server: ")" + url + R"(", certificate-authority-data: )" +
+                                                        base64(p("server.pem")) + R"(}}]
+users: [{name: u, user: {client-certificate-data: )" + base64(p("client.pem")) +
+                                                        R"(, client-key-data: )" + base64(p("client.key")) + R"(}}]
+)");
+    EXPECT_NO_THROW(ApiClient(load_cluster_config(with_data)).get(kServices));
+
+    // No certificate: the TLS handshake is refused.
+    ClusterConfig without = server.config({}, "https");
+    without.ca_file = p("server.pem");
+    EXPECT_THROW(ApiClient(without).get(kServices), TransportError);
+}
+
+TEST(K8sConfig, UnsupportedAuthenticationIsRefusedNotIgnored) {
+    TempDir dir;
+    auto error_of = [&](const std::string &user) {
+        try {
+            kubeconfig_config(dir.write("config", "current-context: c\n"
+                                                  "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                                                  "clusters: [{name: k, cluster: {server: \"https://k:6443\"}}]\n"
+                                                  "users: [{name: u, user: " +
+                                                      user + "}]\n"));
+        } catch (const ConfigError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(error_of("{exec: {command: aws}}").find("authenticates with 'exec'"), std::string::npos);
+    EXPECT_NE(error_of("{auth-provider: {name: oidc}}").find("'auth-provider'"), std::string::npos);
+    EXPECT_NE(error_of("{username: a, password: b}").find("'username'"), std::string::npos);
+    EXPECT_NE(error_of("{client-certificate: c.pem}").find("certificate without its key"), std::string::npos);
+    EXPECT_NE(error_of("{client-key-data: a2V5}").find("key without its certificate"), std::string::npos);
+    EXPECT_NE(error_of("{client-certificate-data: '%%%', client-key-data: a2V5}").find("not valid base64"),
+              std::string::npos);
+    EXPECT_EQ(error_of("{token: t}"), "no error");
+}
+
 TEST(K8sClient, ErrorsCarryStatusAndMessage) {
     StandIn server;
     ApiClient api(server.config());

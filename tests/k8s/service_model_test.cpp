@@ -195,18 +195,71 @@ TEST(ServiceModel, AtMostAsManyPortsAsTheServicesMapHolds) {
     EXPECT_EQ(decide(s).outcome, Outcome::Accepted) << decide(s).reason;
 }
 
-TEST(ServiceModel, TargetPortNumberDefaultOrNamedRefused) {
+TEST(ServiceModel, TargetPortNumberDefaultOrName) {
     auto s = make_service();
     s["spec"]["ports"][0].erase("targetPort");
     auto d = decide(s);
     ASSERT_EQ(d.outcome, Outcome::Accepted);
     EXPECT_EQ(d.ports[0].target_port, 6385);
-    s["spec"]["ports"][0]["targetPort"] = "http";
-    expect_refused(s, "named targetPort \"http\" is not supported");
+    EXPECT_TRUE(d.target_port_names.empty()); // no port is named: nothing to resolve
     s["spec"]["ports"][0]["targetPort"] = 0;
     expect_refused(s, "targetPort must be an integer between 1 and 65535");
     s["spec"]["ports"][0]["targetPort"] = 70000;
     expect_refused(s, "targetPort must be an integer between 1 and 65535");
+    for (const char *bad : {"", "HTTP", "-api", "api-", "a--b", "1234", "ironic-api-port-x", "api_1"}) {
+        s["spec"]["ports"][0]["targetPort"] = bad;
+        expect_refused(s, "is not a port name");
+    }
+}
+
+// The Ironic Standalone Operator's Services name their target ports: the number comes from the EndpointSlice,
+// whose ports carry the Service port's name and the pod's number for it.
+TEST(ServiceModel, NamedTargetPortsResolveFromTheEndpointsSlice) {
+    auto s = make_service();
+    s["spec"]["ports"][0]["targetPort"] = "ironic-api";
+    s["spec"]["ports"][1]["targetPort"] = "ipxe-tls";
+    const auto d = decide(s);
+    ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
+    EXPECT_EQ(d.ports[0].target_port, 0);
+    EXPECT_EQ(d.target_port_names, (std::vector<std::string>{"ironic-api", "ipxe-tls", "", ""}));
+
+    json slice = {{"addressType", "IPv4"},
+                  {"endpoints", {{{"addresses", {"10.244.1.7"}}, {"nodeName", "node-a"}}}},
+                  {"ports",
+                   {{{"name", "ironic-api"}, {"protocol", "TCP"}, {"port", 6388}},
+                    {{"name", "ipxe-tls"}, {"protocol", "TCP"}, {"port", 8443}},
+                    {{"name", "dhcp"}, {"protocol", "UDP"}, {"port", 67}},
+                    {{"name", "boot"}, {"protocol", "UDP"}, {"port", 69}}}}};
+    const auto endpoint = ready_endpoint(json::array({slice}), "node-a");
+    ASSERT_TRUE(endpoint);
+    const ResolvedPorts resolved = resolve_target_ports(accepted(d), endpoint);
+    EXPECT_TRUE(resolved.missing.empty());
+    ASSERT_EQ(resolved.ports.size(), 4u);
+    EXPECT_EQ(resolved.ports[0].target_port, 6388);
+    EXPECT_EQ(resolved.ports[1].target_port, 8443);
+    EXPECT_EQ(resolved.ports[2].target_port, 67); // numbers stay as the Service says
+    EXPECT_EQ(resolved.ports[3].target_port, 69);
+
+    // A slice without the port (the pod declares no such container port), or no endpoint at all: the named
+    // ports are missing and left out; the others stay listed.
+    slice["ports"].erase(1);
+    const ResolvedPorts partial = resolve_target_ports(accepted(d), ready_endpoint(json::array({slice}), "node-a"));
+    EXPECT_EQ(partial.missing, (std::vector<std::string>{"spec.ports[1] (ipxe-tls): targetPort \"ipxe-tls\""}));
+    EXPECT_EQ(partial.ports.size(), 3u);
+    const ResolvedPorts none = resolve_target_ports(accepted(d), std::nullopt);
+    EXPECT_EQ(none.missing.size(), 2u);
+    ASSERT_EQ(none.ports.size(), 2u);
+    EXPECT_EQ(none.ports[0].name, "dhcp");
+    // A slice port of the other protocol does not resolve a TCP port.
+    slice["ports"][0]["protocol"] = "UDP";
+    EXPECT_EQ(resolve_target_ports(accepted(d), ready_endpoint(json::array({slice}), "node-a")).missing.size(), 2u);
+}
+
+TEST(ServiceModel, TwoPortsNamingOneContainerPortAreRefused) {
+    auto s = make_service();
+    s["spec"]["ports"][0]["targetPort"] = "api";
+    s["spec"]["ports"][1]["targetPort"] = "api";
+    expect_refused(s, "spec.ports[1]: tcp targetPort \"api\" is already used by spec.ports[0]");
 }
 
 TEST(ServiceModel, PortKindsFromNameOrAppProtocol) {
@@ -299,7 +352,7 @@ TEST(ServiceModel, MalformedServicesAreRefusedNeverThrow) {
 namespace {
 AcceptedService svc(const std::string &ns, const std::string &name, const char *addr,
                     std::vector<std::pair<Protocol, uint16_t>> ports) {
-    AcceptedService s{ns, name, ip(addr), {}};
+    AcceptedService s{ns, name, ip(addr), {}, {}};
     for (auto [proto, port] : ports)
         s.ports.push_back({"p" + std::to_string(port), proto, port, port, PortKind::Plain});
     return s;
@@ -403,7 +456,7 @@ TEST(ReadyEndpoint, ReadyOnThisNodeMakesItEligible) {
     const json slices = json::array({slice({endpoint("10.244.1.7", "node-a")})});
     const auto a = ready_endpoint(slices, "node-a");
     ASSERT_TRUE(a);
-    EXPECT_EQ(*a, (ReadyEndpoint{ip("10.244.1.7"), "node-a", true}));
+    EXPECT_EQ(*a, (ReadyEndpoint{ip("10.244.1.7"), "node-a", true, false, {}}));
     // Also accepted as an EndpointSliceList.
     EXPECT_EQ(ready_endpoint(json{{"kind", "EndpointSliceList"}, {"items", slices}}, "node-a"), a);
 }
@@ -412,7 +465,7 @@ TEST(ReadyEndpoint, ReadyOnOtherNodeIsNotEligible) {
     const json slices = json::array({slice({endpoint("10.244.2.9", "node-b")})});
     const auto b = ready_endpoint(slices, "node-a");
     ASSERT_TRUE(b);
-    EXPECT_EQ(*b, (ReadyEndpoint{ip("10.244.2.9"), "node-b", false}));
+    EXPECT_EQ(*b, (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false, {}}));
     // No nodeName: not on any node we know.
     const auto none = ready_endpoint(json::array({slice({endpoint("10.244.2.9", nullptr)})}), "node-a");
     ASSERT_TRUE(none);
@@ -445,14 +498,14 @@ TEST(ReadyEndpoint, TerminatingPodThatStillServesKeepsTheTrafficUntilANewOneIsRe
     json new_pod = endpoint("10.244.2.9", "node-b", false);
     auto got = ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-a");
     ASSERT_TRUE(got);
-    EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.1.7"), "node-a", true, true}));
+    EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.1.7"), "node-a", true, true, {}}));
     // node-b's loader agrees that the endpoint is on node-a.
     EXPECT_EQ(ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-b"),
-              (ReadyEndpoint{ip("10.244.1.7"), "node-a", false, true}));
+              (ReadyEndpoint{ip("10.244.1.7"), "node-a", false, true, {}}));
     // The new pod becomes ready: it wins, on every node, over the terminating one here.
     new_pod = endpoint("10.244.2.9", "node-b");
     EXPECT_EQ(ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-a"),
-              (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false}));
+              (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false, {}}));
 }
 
 TEST(ReadyEndpoint, TerminatingAndNotServingOrNotReadyAndNotTerminatingCannotServe) {
@@ -480,7 +533,7 @@ TEST(ReadyEndpoint, Ipv6AndFqdnSlicesIgnored) {
     });
     const auto got = ready_endpoint(slices, "node-a");
     ASSERT_TRUE(got);
-    EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.2.9"), "node-b", false}));
+    EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false, {}}));
     EXPECT_FALSE(ready_endpoint(json::array({slices[0], slices[1]}), "node-a"));
 }
 
@@ -490,9 +543,9 @@ TEST(ReadyEndpoint, SeveralReadyPickLowestDeterministically) {
         slice({endpoint("10.244.10.1", "node-a"), endpoint("10.244.2.1", "node-b"), endpoint("10.244.9.1", "node-a")}),
     });
     // Numerically lowest ("10.244.10.1" is not lower than "10.244.2.1" just because it sorts first as text).
-    EXPECT_EQ(ready_endpoint(slices, "node-x"), (ReadyEndpoint{ip("10.244.2.1"), "node-b", false}));
+    EXPECT_EQ(ready_endpoint(slices, "node-x"), (ReadyEndpoint{ip("10.244.2.1"), "node-b", false, false, {}}));
     // A ready endpoint on this node makes it eligible; the lowest local one is chosen.
-    EXPECT_EQ(ready_endpoint(slices, "node-a"), (ReadyEndpoint{ip("10.244.9.1"), "node-a", true}));
+    EXPECT_EQ(ready_endpoint(slices, "node-a"), (ReadyEndpoint{ip("10.244.9.1"), "node-a", true, false, {}}));
     // Order of slices and endpoints does not matter.
     const json reversed = json::array({slices[1], slices[0]});
     EXPECT_EQ(ready_endpoint(reversed, "node-x"), ready_endpoint(slices, "node-x"));
@@ -522,7 +575,7 @@ TEST(ReadyEndpoint, MalformedSlicesContributeNothingNeverThrow) {
         std::optional<ReadyEndpoint> got;
         ASSERT_NO_THROW(got = ready_endpoint(json::array({b, good}), "node-a")) << b.dump();
         ASSERT_TRUE(got) << b.dump();
-        EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.5.5"), "node-b", false})) << b.dump();
+        EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.5.5"), "node-b", false, false, {}})) << b.dump();
     }
     for (const json &top : {json(nullptr), json(3), json("x"), json::object(), json{{"items", 5}}})
         EXPECT_NO_THROW(EXPECT_FALSE(ready_endpoint(top, "node-a"))) << top.dump();
