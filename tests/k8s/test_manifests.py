@@ -161,13 +161,22 @@ class DaemonSet(unittest.TestCase):
             self.assertEqual(labels.get(k), v)
 
     def test_control_plane_nodes_only(self):
-        self.assertEqual(self.pod.get("nodeSelector"), {"node-role.kubernetes.io/control-plane": ""})
-        self.assertNotIn("affinity", self.pod)
+        # Control-plane nodes by either label (kubeadm before 1.20 used node-role.kubernetes.io/master), and
+        # both taints tolerated; nothing else.
+        self.assertNotIn("nodeSelector", self.pod)
+        terms = self.pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"]
+        roles = {"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"}
+        self.assertEqual(terms, [{"matchExpressions": [{"key": k, "operator": "Exists"}]} for k in sorted(roles)])
         tolerations = self.pod.get("tolerations") or []
-        self.assertIn({"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
-                      tolerations)
-        for t in tolerations:
-            self.assertIn("key", t, "a toleration without key tolerates every taint")
+        self.assertEqual(tolerations, [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in sorted(roles)])
+
+    def test_apparmor_for_every_kubernetes_version(self):
+        # The field (1.30+) and the annotation (before 1.30) say the same; 1.30+ refuses a pod where they differ.
+        field = self.loader["securityContext"]["appArmorProfile"]["type"]
+        annotations = self.ds["spec"]["template"]["metadata"].get("annotations") or {}
+        annotation = annotations.get("container.apparmor.security.beta.kubernetes.io/" + self.loader["name"])
+        self.assertEqual((field, annotation), ("Unconfined", "unconfined"))
 
     def test_host_network_and_not_privileged(self):
         self.assertIs(self.pod.get("hostNetwork"), True)
@@ -316,6 +325,20 @@ class IronicExample(unittest.TestCase):
                 for p in c.get("ports") or []:
                     self.assertNotIn("hostPort", p)
                 self.assertNotIn("procMount", sc)
+
+    def test_every_server_has_a_readiness_probe(self):
+        # The service IP follows the ready endpoint: a pod must not be ready before its servers listen.
+        for c in containers(self.pod):
+            with self.subTest(container=c["name"]):
+                probe = c.get("readinessProbe") or {}
+                self.assertTrue({"httpGet", "tcpSocket", "exec"} & set(probe), probe)
+                udp = [p for p in c.get("ports") or [] if p.get("protocol") == "UDP"]
+                if udp:
+                    # The port bound in /proc/net/udp, in hex, is the container's port.
+                    self.assertIn(":%04X " % udp[0]["containerPort"], probe["exec"]["command"][-1])
+                else:
+                    port = (probe.get("httpGet") or probe.get("tcpSocket"))["port"]
+                    self.assertIn(port, [p["name"] for p in c.get("ports") or []])
 
     def test_only_dhcp_and_tftp_servers_add_net_bind_service(self):
         adders = {c["name"] for c in containers(self.pod)
