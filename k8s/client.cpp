@@ -85,6 +85,9 @@ struct StreamCtx {
     CURL *curl = nullptr;
     std::string error_body; // body of a non-2xx answer: a Status, not a stream
     bool aborted = false;
+    std::chrono::steady_clock::duration idle_limit{}; // zero: no limit
+    std::chrono::steady_clock::time_point last_data = std::chrono::steady_clock::now();
+    bool stalled = false;
 };
 
 size_t stream_body(char *data, size_t size, size_t n, void *user) {
@@ -96,6 +99,7 @@ size_t stream_body(char *data, size_t size, size_t n, void *user) {
             ctx->error_body.append(data, size * n);
         return size * n;
     }
+    ctx->last_data = std::chrono::steady_clock::now();
     if ((*ctx->should_stop)() || !(*ctx->on_data)(std::string_view(data, size * n))) {
         ctx->aborted = true;
         return 0; // CURLE_WRITE_ERROR: abort
@@ -103,10 +107,15 @@ size_t stream_body(char *data, size_t size, size_t n, void *user) {
     return size * n;
 }
 
+// Called about once a second while the stream is idle (and whenever data arrives).
 int stream_progress(void *user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     auto *ctx = static_cast<StreamCtx *>(user);
     if ((*ctx->should_stop)()) {
         ctx->aborted = true;
+        return 1;
+    }
+    if (ctx->idle_limit.count() > 0 && std::chrono::steady_clock::now() - ctx->last_data > ctx->idle_limit) {
+        ctx->stalled = true;
         return 1;
     }
     return 0;
@@ -459,13 +468,15 @@ json ApiClient::del(const std::string &path) {
 }
 
 ApiClient::StreamResult ApiClient::stream(const std::string &path, const std::function<bool(std::string_view)> &on_data,
-                                          const std::function<bool()> &should_stop, long max_seconds) {
+                                          const std::function<bool()> &should_stop, long max_seconds,
+                                          std::chrono::milliseconds idle_limit) {
     void *headers = nullptr;
     CURL *curl = static_cast<CURL *>(prepare(path, headers));
     StreamCtx ctx;
     ctx.on_data = &on_data;
     ctx.should_stop = &should_stop;
     ctx.curl = curl;
+    ctx.idle_limit = idle_limit;
     curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, max_seconds);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, stream_body);
@@ -479,6 +490,7 @@ ApiClient::StreamResult ApiClient::stream(const std::string &path, const std::fu
     curl_slist_free_all(static_cast<curl_slist *>(headers));
     curl_easy_cleanup(curl);
     result.aborted = ctx.aborted;
+    result.stalled = ctx.stalled;
     result.transport_ok = rc == CURLE_OK;
     if (rc != CURLE_OK)
         result.error = curl_easy_strerror(rc);
@@ -722,7 +734,8 @@ Watcher::Outcome Watcher::watch_once() {
     ApiClient::StreamResult r;
     try {
         r = client_.stream(
-            path, on_data, [this] { return stopping(); }, options_.timeout_seconds + 30);
+            path, on_data, [this] { return stopping(); }, options_.timeout_seconds + 30,
+            std::chrono::duration_cast<std::chrono::milliseconds>(options_.idle_timeout));
     } catch (const std::exception &e) {
         log_warn("k8s watch failed", {{"path", collection_}, {"error", e.what()}});
         return Outcome::Failed;
@@ -731,6 +744,15 @@ Watcher::Outcome Watcher::watch_once() {
         return Outcome::Reconnect;
     if (abandoned)
         return outcome;
+    if (r.stalled) {
+        // Connected, yet nothing (no event, no bookmark) for the idle timeout: the connection or the server
+        // behind it may be stuck, and what the watch shows stale. A new watch from the last resourceVersion
+        // gets whatever it missed (or 410, and then a list), on a new connection if this one is dead.
+        ++stats_.stalls;
+        log_warn("k8s watch: stalled, reconnecting",
+                 {{"path", collection_}, {"idle_s", std::to_string(options_.idle_timeout.count())}});
+        return Outcome::Reconnect;
+    }
     if (r.status == 410) {
         ++stats_.expired;
         log_info("k8s watch: 410 Gone, re-listing", {{"path", collection_}});

@@ -142,12 +142,15 @@ public:
     struct StreamResult {
         long status = 0;
         bool aborted = false;      // on_data or should_stop asked to stop
+        bool stalled = false;      // nothing arrived for idle_limit
         bool transport_ok = false; // the body ended properly (final chunk seen)
         std::string error;         // curl's error when !transport_ok
         std::string error_body;    // the body of a non-2xx answer (not passed to on_data)
     };
+    // idle_limit (zero: none): abort with `stalled` when no byte arrives for that long.
     StreamResult stream(const std::string &path, const std::function<bool(std::string_view)> &on_data,
-                        const std::function<bool()> &should_stop, long max_seconds);
+                        const std::function<bool()> &should_stop, long max_seconds,
+                        std::chrono::milliseconds idle_limit = std::chrono::milliseconds(0));
 
     const ClusterConfig &config() const { return config_; }
 
@@ -179,6 +182,10 @@ struct WatchOptions {
     std::chrono::milliseconds max_backoff{30000};
     double jitter = 0.2;        // each delay is multiplied by a factor in [1 - jitter, 1 + jitter]
     long timeout_seconds = 300; // server-side timeoutSeconds of one watch request
+    // A watch that delivers nothing, not even a bookmark, for this long is stalled (a stuck connection, proxy or
+    // server): abandoned, and a new watch started from the last resourceVersion. API servers promise no
+    // bookmark interval, so a quiet healthy watch may be restarted too: that costs one cheap request.
+    std::chrono::seconds idle_timeout{60};
     // Injectable for tests: sleep (default: interruptible by stop()) and a uniform random in [0, 1).
     std::function<void(std::chrono::milliseconds)> sleep;
     std::function<double()> random;
@@ -194,6 +201,7 @@ struct WatchStats {
     std::atomic<std::uint64_t> bad_input{0}; // malformed lines/lists, unexpected types, non-410 ERROR events,
                                              // truncated streams
     std::atomic<std::uint64_t> failures{0};  // failed list/watch attempts (each followed by a backoff)
+    std::atomic<std::uint64_t> stalls{0};    // watches abandoned after idle_timeout without a byte
 };
 
 class Watcher {

@@ -91,9 +91,11 @@ void KubernetesLoader::start() {
     auto on_change = [this](const Snapshot &) {
         wake();
     };
-    services_ = std::make_unique<Watcher>(*api_, kServices, on_change);
-    slices_ = std::make_unique<Watcher>(*api_, kEndpointSlices, on_change);
-    leases_ = std::make_unique<Watcher>(*api_, kLeases, on_change);
+    WatchOptions watch;
+    watch.idle_timeout = options_.watch_idle_timeout;
+    services_ = std::make_unique<Watcher>(*api_, kServices, on_change, watch);
+    slices_ = std::make_unique<Watcher>(*api_, kEndpointSlices, on_change, watch);
+    leases_ = std::make_unique<Watcher>(*api_, kLeases, on_change, watch);
     status_.publish_mode_metrics([this](MetricsWriter &out) { write_kubernetes_metrics(out, metrics()); });
     log_info("kubernetes mode", {{"server", api_->config().server},
                                  {"node", options_.node_name},
@@ -234,6 +236,7 @@ void KubernetesLoader::reconcile() {
                                          {"services", std::to_string(candidates.size())}});
     }
     release_leases(serving, leases);
+    collect_orphaned_leases(leases, services);
 
     for (const Candidate &candidate : candidates)
         if (serving.contains(candidate.service.key())) {
@@ -580,6 +583,41 @@ void KubernetesLoader::release_leases(const std::set<std::string> &serving, cons
     }
 }
 
+// Our Leases outlive their Services unless someone deletes them: a Lease whose Service is gone (or no longer
+// of our class) is deleted once nobody holds it (released, or expired as this node observed it). The delete
+// is conditional on the resourceVersion seen, so a node that claims it meanwhile (the Service recreated) wins.
+void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const Snapshot &services) {
+    for (const auto &[lease_key, object] : leases) {
+        LeaseState lease = read_lease(object);
+        if (lease.name.rfind(kLeaseNamePrefix, 0) != 0)
+            continue;
+        const std::string service_key = lease.namespace_ + "/" + lease.name.substr(std::strlen(kLeaseNamePrefix));
+        if (services.contains(service_key) || held_.contains(service_key))
+            continue;
+        if (!lease.holder.empty() && unchanged_for(lease) <= lease.duration)
+            continue;
+        if (deleted_leases_.contains(lease_key + "@" + lease.resource_version))
+            continue; // asked once at this version; the watch will show the result
+        deleted_leases_.insert(lease_key + "@" + lease.resource_version);
+        const json options = {{"kind", "DeleteOptions"},
+                              {"apiVersion", "v1"},
+                              {"preconditions", {{"resourceVersion", lease.resource_version}}}};
+        try {
+            Response r =
+                api_->request("DELETE", leases_path(lease.namespace_) + "/" + lease.name, &options, kWriteTimeout);
+            if (r.status >= 200 && r.status < 300)
+                log_info("orphaned lease deleted", {{"lease", lease_key}, {"service", service_key}});
+            else if (r.status != 404 && r.status != 409)
+                log_warn("orphaned lease not deleted",
+                         {{"lease", lease_key}, {"status", std::to_string(r.status)}, {"body", r.raw.substr(0, 200)}});
+        } catch (const std::exception &e) {
+            log_warn("orphaned lease not deleted", {{"lease", lease_key}, {"error", e.what()}});
+        }
+    }
+    std::erase_if(deleted_leases_,
+                  [&](const std::string &entry) { return !leases.contains(entry.substr(0, entry.rfind('@'))); });
+}
+
 bool KubernetesLoader::release_lease(const std::string &service_key, LeaseState lease) {
     const std::string path = leases_path(lease.namespace_) + "/" + lease.name;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -723,7 +761,7 @@ KubernetesState KubernetesLoader::metrics() const {
         if (!watcher)
             continue;
         const WatchStats &s = watcher->stats();
-        state.watches.push_back({resource, s.lists, s.watches, s.events, s.expired, s.bad_input, s.failures});
+        state.watches.push_back({resource, s.lists, s.watches, s.events, s.expired, s.bad_input, s.failures, s.stalls});
     }
     state.reconciles = reconciles_;
     state.services_served = served_count_;

@@ -52,6 +52,8 @@ struct KubernetesOptions {
     // A standing Warning (a refused Service) is reported again this often while it lasts: the API server
     // deletes Events an hour after their last write.
     std::chrono::seconds event_refresh{1800};
+    // A watch silent this long (no event, no bookmark) is restarted: see WatchOptions::idle_timeout.
+    std::chrono::seconds watch_idle_timeout{60};
 };
 
 class KubernetesLoader {
@@ -94,6 +96,7 @@ private:
     std::optional<LeaseState> fetch_lease(const std::string &namespace_, const std::string &name);
     void release_leases(const std::set<std::string> &serving, const Snapshot &leases);
     bool release_lease(const std::string &service_key, LeaseState lease);
+    void collect_orphaned_leases(const Snapshot &leases, const Snapshot &services);
     static std::string status_path(const std::string &namespace_, const std::string &name);
     void publish_ingress(const Candidate &candidate);
     void withdraw_ingress(const std::string &key, const nlohmann::json &service, uint32_t service_ip_be);
@@ -137,6 +140,7 @@ private:
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
     std::set<std::string> serving_;                 // service keys served here after the last pass
     std::map<std::string, uint32_t> served_ips_;    // service key -> the IP this node serves it on
+    std::set<std::string> deleted_leases_;          // "lease key@resourceVersion" whose delete was sent
     std::vector<ServiceSpec> applied_specs_;        // what the maps were last brought to
     bool recheck_maps_ = true;                      // compare the maps with applied_specs_ on the next pass
     Snapshot our_services_;                         // Services of our class, as of services_generation_

@@ -49,6 +49,12 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->check(CLI::Range(1u, 3000u))
         ->capture_default_str()
         ->group(group);
+    app.add_option("--watch-idle-timeout", k.watch_idle_timeout_s,
+                   "seconds a watch may send nothing, not even a bookmark, before it is taken as stalled and "
+                   "restarted")
+        ->check(CLI::Range(2u, 600u))
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--xdp-mode", k.xdp_mode, "auto (native where the driver supports it), native or generic")
         ->check(one_of<XdpMode>())
         ->capture_default_str()
@@ -117,6 +123,7 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     options.node_name = k.node_name;
     options.lease_duration = std::chrono::seconds(k.lease_duration_s);
     options.event_refresh = std::chrono::seconds(k.event_refresh_s);
+    options.watch_idle_timeout = std::chrono::seconds(k.watch_idle_timeout_s);
     options.policy.allowed_namespaces = k.allowed_namespaces;
     for (const std::string &text : k.allowed_cidrs) {
         auto cidr = parse_cidr(text);

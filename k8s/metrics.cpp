@@ -22,6 +22,10 @@ void write_kubernetes_metrics(MetricsWriter &out, const KubernetesState &k8s) {
          "Failed lists and watches (API server unreachable or refusing), each retried "
          "after a backoff.",
          &WatchState::failures},
+        {"bpfnet_k8s_watch_stalls_total",
+         "Watches that sent nothing, not even a bookmark, for --watch-idle-timeout: restarted from the last "
+         "resourceVersion.",
+         &WatchState::stalls},
     };
     for (const auto &family : watch_families) {
         out.family(family.name, "counter", family.help);

@@ -20,6 +20,7 @@ struct WatchState {
     uint64_t expired = 0;   // 410 Gone: re-listed
     uint64_t bad_input = 0; // malformed or unexpected answers skipped
     uint64_t failures = 0;  // failed lists and watches (each followed by a backoff)
+    uint64_t stalls = 0;    // watches silent for the idle timeout: restarted
 };
 
 // What the last reconcile pass decided.

@@ -247,7 +247,7 @@ k8s_loader_start() {
     K8S_LOADER_LOG[$node]=$logfile
     nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" --kubernetes --kubeconfig "$kubeconfig" \
         --interface "$E2E_NIC" --subnet "$E2E_SUBNET" --node-name "$node" --allowed-namespaces "$SERVICE_NS" \
-        --allowed-cidrs "$E2E_SUBNET" --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3 --event-refresh 2 --log-level debug ${K8S_LOADER_EXTRA:-} "$@" \
+        --allowed-cidrs "$E2E_SUBNET" --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3 --event-refresh 2 --watch-idle-timeout 3 --log-level debug ${K8S_LOADER_EXTRA:-} "$@" \
         >"$logfile" 2>&1 &
     K8S_LOADER_PID[$node]=$!
     E2E_PIDS+=("$!")

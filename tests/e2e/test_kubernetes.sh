@@ -7,12 +7,13 @@
 #   env:   K8S_MOVES     how many times case c moves the pod between the nodes (default 20)
 #          E2E_KEEP_TMP  keep the temporary directory (logs, probe records) for inspection
 #
-# Cases: a. refusals with Events; b. the pod on node A (Lease, ARP, HTTP, DHCP, ingress, Event, metrics);
-# b2. the status: only the ingress written, compared by meaning, cleared without endpoints, refusal Events
-# reported again after they expired; c. K8S_MOVES moves between the nodes with HTTP, DHCP and ARP probes every 10 ms (failover times measured;
-# never two ARP owners); d. SIGKILL of the owner's loader; e. the API server away, then back with 410;
-# f. malformed and unexpected API answers, 409 on renewal; g. two Services sharing the IP; h. pivot between
-# two clusters and a double claim; i. a bridge CNI; j. every recorded API request granted by rbac.yaml.
+# Cases: a. refusals with Events; b. the pod on node A (Lease, ARP, HTTP, DHCP, ingress, Event, metrics); b2.
+# the status: only the ingress written, compared by meaning, cleared without endpoints, refusal Events
+# reported again after they expired; c. K8S_MOVES moves between the nodes with HTTP, DHCP and ARP probes every
+# 10 ms (failover times measured; never two ARP owners); d. SIGKILL of the owner's loader; e. the API server
+# away, then back with 410; f. malformed and unexpected API answers, 409 on renewal; f2. stalled watches; g.
+# two Services sharing the IP; h. pivot between two clusters and a double claim; i. a bridge CNI; j. every
+# recorded API request granted by rbac.yaml and rbac-namespace.yaml.
 #
 # Output is TAP-like. The cases share the topology and run in order; each says what it starts from.
 # Cases are called through run_case, which shellcheck cannot see.
@@ -402,6 +403,25 @@ case_bad_responses() {
     loaders_alive
 }
 
+case_stalled_watches() {
+    case_needs case_serve || return 1
+    # From: CURRENT serves. Every open watch goes silent but stays connected (a stuck proxy), then the pod
+    # moves. The loaders take a watch silent for --watch-idle-timeout (3 s here; bookmarks come every 1 s) as
+    # stalled, watch again from where they were, and follow the move; without that, only the watches'
+    # timeoutSeconds (300 s) would end the wait, with the old owner renewing on stale endpoints meanwhile.
+    local next stalls_before stalls_after
+    next=$(other "$CURRENT")
+    stalls_before=$(node_metric "$CURRENT" 'bpfnet_k8s_watch_stalls_total{resource="endpointslices"}')
+    kapi c1 POST /_test/stall-watches '{}' >/dev/null || { E2E_REASON="cannot stall the watches"; return 1; }
+    move_to "$next" || { E2E_REASON="cannot write the EndpointSlice"; return 1; }
+    wait_serves "$next" 10 || return 1
+    stalls_after=$(node_metric "$(other "$next")" 'bpfnet_k8s_watch_stalls_total{resource="endpointslices"}')
+    [ "${stalls_after:-0}" -gt "${stalls_before:-0}" ] 2>/dev/null ||
+        { E2E_REASON="no stall counted (bpfnet_k8s_watch_stalls_total $stalls_before -> $stalls_after)"; return 1; }
+    log "watches stalled, the pod moved to $next: served after $TOOK s (stalls $stalls_before -> $stalls_after)"
+    loaders_alive
+}
+
 case_shared_ip() {
     case_needs case_serve || return 1
     # From: CURRENT serves ironic. A second Service, images (TCP 6180 -> 8081), shares the service IP with
@@ -428,8 +448,14 @@ case_shared_ip() {
     [ "$body" = "${POD_NAME[$here]}" ] || { E2E_REASON="images (port 6180) answered '$body'"; return 1; }
     log "together on $here: both Services served after $TOOK s (port 6180 answered by $body)"
     [ "$(who_serves)" = "${POD_NAME[$here]}" ] || { E2E_REASON="ironic (port 80) answered '$(who_serves)'"; return 1; }
+    [ "$(lease_holder c1 images)" = "$here" ] || { E2E_REASON="images' Lease is held by '$(lease_holder c1 images)'"; return 1; }
+    # The Service deleted: its owner releases the Lease, and the Lease, orphaned, is deleted.
     kapi c1 DELETE "$SERVICE_PATH/images" >/dev/null
     kapi c1 DELETE "$SLICE_PATH/images-abcde" >/dev/null
+    images_lease_gone() { ! kapi c1 GET "$LEASE_PATH/bpfnet-images" >/dev/null; }
+    wait_for 5 images_lease_gone || { E2E_REASON="images' Lease outlived the Service: $(kapi c1 GET "$LEASE_PATH/bpfnet-images")"; return 1; }
+    [ -n "$(lease_holder c1)" ] || { E2E_REASON="ironic's Lease went too"; return 1; }
+    log "images deleted: its Lease released and deleted; ironic's kept"
     loaders_alive
 }
 
@@ -508,7 +534,8 @@ case_bridge_cni() {
 
 case_rbac() {
     case_needs case_pivot || return 1
-    # Every request the loaders sent to either stand-in during this test is granted by k8s/manifests/rbac.yaml.
+    # Every request the loaders sent to either stand-in during this test is granted by k8s/manifests/rbac.yaml
+    # (everywhere) and rbac-namespace.yaml (in metal3).
     local check=$E2E_REPO/tests/k8s/check_rbac.py name out
     for name in c1 c2; do
         if ! out=$("$SYSTEM_PYTHON" "$check" "$E2E_TMP/logs/requests-$name.log"); then
@@ -517,10 +544,11 @@ case_rbac() {
         fi
         echo "$out" | sed "s/^/# $name: /"
     done
-    # The check itself fails on a call the ClusterRole does not grant.
-    echo "DELETE /apis/coordination.k8s.io/v1/namespaces/metal3/leases/bpfnet-ironic" >"$E2E_TMP/denied.log"
+    # The check itself fails on a call the roles do not grant: a Lease written outside the served namespaces
+    # (the scheduler's leader election in kube-system).
+    echo "PUT /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler" >"$E2E_TMP/denied.log"
     if "$SYSTEM_PYTHON" "$check" "$E2E_TMP/denied.log" >/dev/null; then
-        E2E_REASON="check_rbac.py accepted a Lease delete"
+        E2E_REASON="check_rbac.py accepted a Lease update in kube-system"
         return 1
     fi
 }
@@ -546,9 +574,10 @@ run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod;
 run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner
 run_case "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case_api_outage
 run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
+run_case "f2. watches stalled (connected, silent): restarted after the idle timeout, a move followed" case_stalled_watches
 run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
 run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
 run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
-run_case "j. every API request the loaders sent is granted by the ClusterRole in rbac.yaml" case_rbac
+run_case "j. every API request the loaders sent is granted by the ClusterRole and the metal3 Role" case_rbac
 
 finish

@@ -50,13 +50,16 @@ API semantics followed (a subset of the documented behaviour):
     Unknown fields in spec (Lease, Service status) are refused (strict field validation, as kubectl's).
     POST with metadata.resourceVersion set: 500 "resourceVersion should not be set on objects to be created".
   - Events expire --event-ttl seconds (default 3600, the API server's --event-ttl) after their last write.
-  - DELETE object: removes it (DELETED event), returns the object.
+  - DELETE object: removes it (DELETED event), returns the object; a DeleteOptions body with
+    preconditions.resourceVersion that differs from the stored one gets 409 and deletes nothing.
   Errors are Status objects {kind: Status, apiVersion: v1, status: Failure, message, reason, code}.
 
 Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
   /_test/compact         {"rv": N} (default: current) -> watches from an RV older than N get 410
   /_test/drop-watches    abruptly closes every open watch (no final chunk: a truncated chunked body)
   /_test/garbage         {"line": "..."} writes a malformed line into every open watch (watch continues)
+  /_test/stall-watches   every open watch goes silent (no events, no bookmarks, no end) but stays connected,
+                         as behind a stuck proxy; watches opened afterwards work
   /_test/truncate        writes half of an event into every open watch, then closes it abruptly
   /_test/block-watches   {"on": true|false} new watch requests get 503 while on (API server "away")
   /_test/gone-as-http    {"on": true|false} an expired watch gets HTTP 410 (a Status body) instead of
@@ -105,6 +108,7 @@ class Store:
         self.log = []  # (rv, apiVersion, resource, ns, type, obj), in rv order
         self.log_rvs = []  # the rv of each log entry, for bisect: a watch reads only what is new to it
         self.drop_gen = 0
+        self.stall_gen = 0
         self.truncate_gen = 0
         self.garbage = []  # (gen, line)
         self.block_watches = False
@@ -348,6 +352,9 @@ class Handler(BaseHTTPRequestHandler):
             elif op == "drop-watches":
                 STORE.drop_gen += 1
                 res = {}
+            elif op == "stall-watches":
+                STORE.stall_gen += 1
+                res = {}
             elif op == "truncate":
                 STORE.truncate_gen += 1
                 res = {}
@@ -460,6 +467,7 @@ class Handler(BaseHTTPRequestHandler):
                            if (ns is None or ons == ns) and matches(o, terms)]
                 since = STORE.rv
             drop_gen, trunc_gen, garbage_seen = STORE.drop_gen, STORE.truncate_gen, len(STORE.garbage)
+            stall_gen = STORE.stall_gen
             STORE.watches += 1
         try:
             self.send_response(200)
@@ -479,6 +487,12 @@ class Handler(BaseHTTPRequestHandler):
                 if self.peer_closed():
                     self.close_connection = True
                     return
+                with STORE.cond:
+                    stalled = STORE.stall_gen != stall_gen
+                if stalled:
+                    # Stuck: the connection stays open, nothing more is sent (no event, no bookmark, no end).
+                    time.sleep(0.1)
+                    continue
                 with STORE.cond:
                     # Wait only when nothing arrived while this thread was busy writing: a notify it missed
                     # must not cost a whole wait.
@@ -697,11 +711,21 @@ class Handler(BaseHTTPRequestHandler):
         if not r or not r[3]:
             return self.send_json(405, status(405, "MethodNotAllowed", "DELETE only on objects"))
         api, resource, ns, name, _ = r
+        try:
+            options = self.body()
+        except ValueError:
+            return self.send_json(400, status(400, "BadRequest", "body is not JSON"))
+        want_rv = ((options or {}).get("preconditions") or {}).get("resourceVersion")
         with STORE.cond:
             coll = STORE.objects.setdefault((api, resource), {})
-            old = coll.pop((ns, name), None)
-            if old is None:
+            current = coll.get((ns, name))
+            if current is None:
                 return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
+            if want_rv and want_rv != current["metadata"]["resourceVersion"]:
+                return self.send_json(409, status(
+                    409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": Precondition failed: '
+                    f'ResourceVersion: Invalid value: {want_rv}'))
+            old = coll.pop((ns, name))
             old["metadata"]["resourceVersion"] = str(STORE.bump())
             STORE.record(api, resource, ns, "DELETED", old)
         self.send_json(200, old)

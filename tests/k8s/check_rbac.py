@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Checks the API requests a loader really sent against the ClusterRole in k8s/manifests/rbac.yaml.
 
-usage: check_rbac.py REQUEST_LOG [RBAC_YAML]
+usage: check_rbac.py REQUEST_LOG [RBAC_YAML...]
   REQUEST_LOG: "METHOD PATH" lines (anything after a tab ignored), as apiserver_standin.py --request-log
   writes them.
   Each request becomes (API group, resource[/subresource], verb) the way the API server authorizes it:
   GET on a collection is list (watch with ?watch=1), GET on an object get, POST create, PUT update,
   PATCH patch, DELETE delete. Prints every distinct call with the number of requests, then the granted
-  calls no request used. Exit 1 when a request is not granted (the loader would get 403 in a cluster).
+  calls no request used. A ClusterRole grants in every namespace, a Role only in its own (default files:
+  k8s/manifests/rbac.yaml and rbac-namespace.yaml). Exit 1 when a request is not granted (the loader would get
+  403 in a cluster).
 """
 import os
 import re
@@ -24,6 +26,7 @@ VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"
 
 
 def call_of(method, path):
+    """(namespace or None, API group, resource[/subresource], verb), or None."""
     u = urlparse(path)
     m = PATH_RE.match(u.path)
     if not m:
@@ -37,27 +40,36 @@ def call_of(method, path):
             verb = "watch" if parse_qs(u.query).get("watch", ["0"])[0] in ("1", "true") else "list"
     else:
         verb = VERBS.get(method, method.lower())
-    return group, resource, verb
+    return m.group("ns"), group, resource, verb
 
 
-def granted_calls(rbac_path):
+def granted_calls(rbac_paths):
+    """(namespace or None for cluster-wide, group, resource, verb) the roles grant."""
     calls = set()
-    for doc in yaml.safe_load_all(open(rbac_path)):
-        if not doc or doc.get("kind") != "ClusterRole":
-            continue
-        for rule in doc.get("rules") or []:
-            for g in rule.get("apiGroups") or []:
-                for r in rule.get("resources") or []:
-                    for v in rule.get("verbs") or []:
-                        calls.add((g, r, v))
+    for path in rbac_paths:
+        for doc in yaml.safe_load_all(open(path)):
+            if not doc or doc.get("kind") not in ("ClusterRole", "Role"):
+                continue
+            ns = doc["metadata"].get("namespace") if doc["kind"] == "Role" else None
+            for rule in doc.get("rules") or []:
+                for g in rule.get("apiGroups") or []:
+                    for r in rule.get("resources") or []:
+                        for v in rule.get("verbs") or []:
+                            calls.add((ns, g, r, v))
     return calls
 
 
+def is_granted(call, granted):
+    ns, g, r, v = call
+    return (None, g, r, v) in granted or (ns is not None and (ns, g, r, v) in granted)
+
+
 def main():
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) < 2:
         sys.exit(__doc__)
     here = os.path.dirname(os.path.abspath(__file__))
-    rbac = sys.argv[2] if len(sys.argv) == 3 else os.path.join(here, "..", "..", "k8s", "manifests", "rbac.yaml")
+    manifests = os.path.join(here, "..", "..", "k8s", "manifests")
+    rbac = sys.argv[2:] or [os.path.join(manifests, "rbac.yaml"), os.path.join(manifests, "rbac-namespace.yaml")]
     granted = granted_calls(rbac)
     used = Counter()
     unknown = []
@@ -70,12 +82,13 @@ def main():
             unknown.append(line.strip())
         else:
             used[call] += 1
-    denied = sorted(c for c in used if c not in granted)
-    for call, n in sorted(used.items()):
-        print("%-8s %s %s/%s (%d requests)" % ("granted" if call in granted else "DENIED", call[2], call[0] or "core",
-                                              call[1], n))
-    for call in sorted(granted - set(used)):
-        print("unused   %s %s/%s" % (call[2], call[0] or "core", call[1]))
+    denied = sorted((c for c in used if not is_granted(c, granted)), key=str)
+    for call, n in sorted(used.items(), key=str):
+        print("%-8s %s %s/%s in %s (%d requests)" % ("granted" if is_granted(call, granted) else "DENIED", call[3],
+                                                   call[1] or "core", call[2], call[0] or "all namespaces", n))
+    used_grants = {g for g in granted if any(c[1:] == g[1:] and (g[0] is None or g[0] == c[0]) for c in used)}
+    for g in sorted(granted - used_grants, key=str):
+        print("unused   %s %s/%s in %s" % (g[3], g[1] or "core", g[2], g[0] or "all namespaces"))
     for line in unknown:
         print("UNKNOWN  " + line)
     return 1 if denied or unknown or not used else 0

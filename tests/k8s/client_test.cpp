@@ -729,6 +729,28 @@ TEST(K8sWatch, DroppedWatchesReconnectWithBoundedBackoff) {
     EXPECT_EQ(jw.backoff(10).count(), 1000);
 }
 
+// A watch that stays connected but sends nothing (a stuck proxy or server) is restarted after the idle timeout
+// and catches up; without it, only the watch's timeoutSeconds (300 s here) would end it.
+TEST(K8sWatch, StalledWatchIsRestartedAfterTheIdleTimeout) {
+    StandIn server({"--bookmark-interval", "0.2"});
+    ApiClient api(server.config());
+    Recorder rec;
+    WatchOptions options = fast_options();
+    options.idle_timeout = 1s;
+    Watcher w(api, kServices, rec.callback(), options);
+    w.start();
+    ASSERT_TRUE(eventually([&] { return w.synced() && api.get("/_test/state")["watches"] == 1; }));
+    std::this_thread::sleep_for(1500ms); // bookmarks keep a quiet, healthy watch alive
+    EXPECT_EQ(w.stats().stalls, 0u);
+    api.post("/_test/stall-watches", json::object());
+    api.post(kServices, service("late", "192.0.2.77"));
+    const auto stalled_at = std::chrono::steady_clock::now();
+    ASSERT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/late") == "192.0.2.77"; }, 5000ms));
+    EXPECT_LT(std::chrono::steady_clock::now() - stalled_at, 3s);
+    EXPECT_GE(w.stats().stalls, 1u);
+    w.stop();
+}
+
 TEST(K8sWatch, GarbageAndTruncatedStreamsDoNotCrash) {
     StandIn server;
     ApiClient api(server.config());

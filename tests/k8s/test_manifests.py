@@ -23,30 +23,35 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..", "..", "k8s", "manifests")
 
-# The API calls of bpfnet-loader in Kubernetes mode, as (API group, resource, verb). The ClusterRole must grant
-# exactly these: a missing one breaks the loader, an extra one is privilege it does not use.
-# KEEP IN SYNC with the requests k8s/controller.cpp makes: every list, watch, get, create and update it sends
-# must appear here, and nothing else. tests/e2e/test_kubernetes.sh checks the other direction at run time:
-# every request the loaders sent to the API server stand-in is granted by rbac.yaml.
-REQUIRED_API_CALLS = {
+# The API calls of bpfnet-loader in Kubernetes mode, as (API group, resource, verb): those it makes in every
+# namespace (the ClusterRole) and those it makes only in the namespaces it serves (a Role in each). Each must
+# be granted exactly: a missing one breaks the loader, an extra one is privilege it does not use.
+# KEEP IN SYNC with the requests k8s/controller.cpp and k8s/event_recorder.cpp make. tests/e2e/test_kubernetes.sh
+# checks the other direction at run time: every request the loaders sent to the API server stand-in is
+# granted by rbac.yaml and rbac-namespace.yaml (tests/k8s/check_rbac.py).
+CLUSTER_API_CALLS = {
     # Services of loadBalancerClass bpfnet.io/provisioning, all namespaces: list-then-watch.
     ("", "services", "list"),
     ("", "services", "watch"),
-    # status.loadBalancer.ingress, by the owner (update with resourceVersion; 409 on conflict).
-    ("", "services/status", "patch"),
     # Where the ready backend runs.
     ("discovery.k8s.io", "endpointslices", "list"),
     ("discovery.k8s.io", "endpointslices", "watch"),
-    # One Lease per Service, in the Service's namespace (released by update, never deleted; get after a 409).
-    ("coordination.k8s.io", "leases", "get"),
+    # Our Leases, selected by label, to learn who holds what.
     ("coordination.k8s.io", "leases", "list"),
     ("coordination.k8s.io", "leases", "watch"),
-    ("coordination.k8s.io", "leases", "create"),
-    ("coordination.k8s.io", "leases", "update"),
-    # Events on Services: owner changes, refusals and why, conflicts (created once, never updated).
+    # Events on Services (refusals also in namespaces not served); a lasting one is bumped (get, patch).
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "get"),
     ("events.k8s.io", "events", "patch"),
+}
+NAMESPACED_API_CALLS = {
+    # status.loadBalancer.ingress, by the owner: a merge patch of that field.
+    ("", "services/status", "patch"),
+    # One Lease per Service, in the Service's namespace (get after a 409; delete when its Service is gone).
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "update"),
+    ("coordination.k8s.io", "leases", "delete"),
 }
 
 # The capabilities of the loader's container (daemonset.yaml says why each is needed).
@@ -59,6 +64,10 @@ EXPECTED_OBJECTS = {
     "rbac.yaml": {
         ("rbac.authorization.k8s.io/v1", "ClusterRole", None, "bpfnet-loader"),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", None, "bpfnet-loader"),
+    },
+    "rbac-namespace.yaml": {
+        ("rbac.authorization.k8s.io/v1", "Role", "metal3", "bpfnet-loader"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding", "metal3", "bpfnet-loader"),
     },
     "daemonset.yaml": {("apps/v1", "DaemonSet", "bpfnet-system", "bpfnet-loader")},
     "ironic-example.yaml": {
@@ -346,31 +355,57 @@ class IronicExample(unittest.TestCase):
         self.assertEqual(adders, {"kea", "tftp"})
 
 
+def grants(role):
+    granted = set()
+    for rule in role["rules"]:
+        assert set(rule) <= {"apiGroups", "resources", "verbs"}, "resourceNames and the like are not expected"
+        for g in rule["apiGroups"]:
+            for r in rule["resources"]:
+                for v in rule["verbs"]:
+                    assert "*" not in (g, r, v), "wildcard in %s" % rule
+                    granted.add((g, r, v))
+    return granted
+
+
 class Rbac(unittest.TestCase):
     def setUp(self):
-        self.role = one("rbac.yaml", "ClusterRole")
-        self.binding = one("rbac.yaml", "ClusterRoleBinding")
-
-    def test_rules_are_exactly_the_api_calls(self):
-        granted = set()
-        for rule in self.role["rules"]:
-            self.assertEqual(set(rule) - {"apiGroups", "resources", "verbs"}, set(),
-                             "resourceNames, nonResourceURLs and the like are not expected")
-            for g in rule["apiGroups"]:
-                for r in rule["resources"]:
-                    for v in rule["verbs"]:
-                        self.assertNotIn("*", (g, r, v), "wildcard in %s" % rule)
-                        granted.add((g, r, v))
-        self.assertEqual(granted - REQUIRED_API_CALLS, set(), "granted but not used")
-        self.assertEqual(REQUIRED_API_CALLS - granted, set(), "used but not granted")
-        self.assertNotIn("aggregationRule", self.role)
-
-    def test_binding(self):
-        self.assertEqual(self.binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                                   "name": self.role["metadata"]["name"]})
+        self.cluster_role = one("rbac.yaml", "ClusterRole")
+        self.cluster_binding = one("rbac.yaml", "ClusterRoleBinding")
+        self.role = one("rbac-namespace.yaml", "Role")
+        self.binding = one("rbac-namespace.yaml", "RoleBinding")
         sa = one("serviceaccount.yaml", "ServiceAccount")["metadata"]
-        self.assertEqual(self.binding["subjects"],
-                         [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}])
+        self.subjects = [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
+
+    def test_cluster_role_is_exactly_the_calls_made_everywhere(self):
+        granted = grants(self.cluster_role)
+        self.assertEqual(granted - CLUSTER_API_CALLS, set(), "granted but not used")
+        self.assertEqual(CLUSTER_API_CALLS - granted, set(), "used but not granted")
+        self.assertNotIn("aggregationRule", self.cluster_role)
+        # Nothing written cluster-wide but Events: no Lease of kube-system or kube-node-lease is writable.
+        for g, r, v in granted:
+            if v not in ("get", "list", "watch"):
+                self.assertEqual((g, r), ("events.k8s.io", "events"))
+
+    def test_role_is_exactly_the_calls_made_where_services_are_served(self):
+        granted = grants(self.role)
+        self.assertEqual(granted - NAMESPACED_API_CALLS, set(), "granted but not used")
+        self.assertEqual(NAMESPACED_API_CALLS - granted, set(), "used but not granted")
+
+    def test_role_in_every_allowed_namespace(self):
+        args = one("daemonset.yaml", "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["args"]
+        allowed = set(args[args.index("--allowed-namespaces") + 1].split(","))
+        self.assertEqual({r["metadata"]["namespace"] for r in load("rbac-namespace.yaml") if r["kind"] == "Role"},
+                         allowed)
+
+    def test_bindings(self):
+        self.assertEqual(self.cluster_binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
+                                                           "kind": "ClusterRole",
+                                                           "name": self.cluster_role["metadata"]["name"]})
+        self.assertEqual(self.cluster_binding["subjects"], self.subjects)
+        self.assertEqual(self.binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                   "name": self.role["metadata"]["name"]})
+        self.assertEqual(self.binding["metadata"]["namespace"], self.role["metadata"]["namespace"])
+        self.assertEqual(self.binding["subjects"], self.subjects)
 
 
 if __name__ == "__main__":
