@@ -225,6 +225,17 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     if (!in_cidr)
         return refuse(d, "service IP " + ip_text + " is outside every allowed CIDR");
 
+    // A source restriction is a security setting: serving the IP to every host on the LAN while the Service
+    // says otherwise would be worse than not serving it.
+    if (const json *ranges = member(*spec, "loadBalancerSourceRanges");
+        ranges && !(ranges->is_array() && ranges->empty()))
+        return refuse(d, "spec.loadBalancerSourceRanges is not implemented by bpfnet: every host on the "
+                         "provisioning LAN would reach the service IP; remove it to serve the Service");
+    if (annotations && member(*annotations, kSourceRangesAnnotation))
+        return refuse(d, std::string("annotation ") + kSourceRangesAnnotation +
+                             " is not implemented by bpfnet: every host on the provisioning LAN would reach the "
+                             "service IP; remove it to serve the Service");
+
     const json *ports = member(*spec, "ports");
     if (!ports)
         return refuse(d, "spec.ports is missing");

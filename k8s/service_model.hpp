@@ -24,6 +24,8 @@ struct ServicePolicy {
 };
 
 inline constexpr const char *kServiceIpAnnotation = "bpfnet.io/ip";
+// The older form of spec.loadBalancerSourceRanges, still honoured by cloud load balancers.
+inline constexpr const char *kSourceRangesAnnotation = "service.beta.kubernetes.io/load-balancer-source-ranges";
 
 struct ServiceDecision {
     enum class Outcome { Ignored, Refused, Accepted };
@@ -43,7 +45,8 @@ struct ServiceDecision {
 //   policy.load_balancer_class (absent counts as the cluster default) -- not ours, no Event.
 // Refused: the object, metadata or spec is not an object, or type/class are not strings (we cannot tell it is
 //   not ours); no IP (annotation bpfnet.io/ip, else spec.loadBalancerIP); IP not a strict dotted quad;
-//   namespace not allowed; IP outside every allowed CIDR; no ports; a port that is not an object, protocol
+//   namespace not allowed; IP outside every allowed CIDR; spec.loadBalancerSourceRanges (or its annotation)
+//   given, which bpfnet does not enforce; no ports; a port that is not an object, protocol
 //   other than TCP/UDP (absent = TCP), port not an integer 1..65535, targetPort neither an integer 1..65535
 //   nor a port name (IANA_SVC_NAME, as the API validates container port names), DHCP port that is not UDP
 //   67, TFTP port that is not UDP, duplicate (protocol, port) or (protocol, targetPort). A named targetPort

@@ -262,6 +262,24 @@ TEST(ServiceModel, TwoPortsNamingOneContainerPortAreRefused) {
     expect_refused(s, "spec.ports[1]: tcp targetPort \"api\" is already used by spec.ports[0]");
 }
 
+// A source restriction bpfnet would not enforce is refused, not ignored; the fields that one backend steered
+// to on its own node satisfies by construction are accepted.
+TEST(ServiceModel, SourceRangesRefusedOtherTrafficFieldsAccepted) {
+    auto s = make_service();
+    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/28"};
+    expect_refused(s, "spec.loadBalancerSourceRanges is not implemented by bpfnet");
+    s["spec"]["loadBalancerSourceRanges"] = json::array();
+    EXPECT_EQ(decide(s).outcome, Outcome::Accepted);
+    s["metadata"]["annotations"]["service.beta.kubernetes.io/load-balancer-source-ranges"] = "198.18.0.0/28";
+    expect_refused(s, "load-balancer-source-ranges is not implemented by bpfnet");
+    auto t = make_service();
+    t["spec"]["externalTrafficPolicy"] = "Local";
+    t["spec"]["sessionAffinity"] = "ClientIP";
+    t["spec"]["internalTrafficPolicy"] = "Local";
+    t["spec"]["allocateLoadBalancerNodePorts"] = false;
+    EXPECT_EQ(decide(t).outcome, Outcome::Accepted) << decide(t).reason;
+}
+
 TEST(ServiceModel, PortKindsFromNameOrAppProtocol) {
     auto s = make_service();
     s["spec"]["ports"] = json::parse(R"([
