@@ -433,6 +433,9 @@ Response ApiClient::request(const std::string &method, const std::string &path, 
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.raw);
     const CURLcode rc = curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_off_t retry_after = 0;
+    if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK)
+        r.retry_after_s = static_cast<long>(retry_after);
     curl_slist_free_all(static_cast<curl_slist *>(headers));
     curl_easy_cleanup(curl);
     if (rc != CURLE_OK)
@@ -487,6 +490,9 @@ ApiClient::StreamResult ApiClient::stream(const std::string &path, const std::fu
     const CURLcode rc = curl_easy_perform(curl);
     StreamResult result;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.status);
+    curl_off_t retry_after = 0;
+    if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK)
+        result.retry_after_s = static_cast<long>(retry_after);
     curl_slist_free_all(static_cast<curl_slist *>(headers));
     curl_easy_cleanup(curl);
     result.aborted = ctx.aborted;
@@ -579,6 +585,17 @@ std::chrono::milliseconds Watcher::backoff(unsigned attempt) const {
     return std::chrono::milliseconds(static_cast<long long>(std::max(d, 0.0)));
 }
 
+void Watcher::note_retry_after(long status, long seconds) {
+    if ((status == 429 || status == 503) && seconds > 0)
+        retry_after_ = std::chrono::seconds(std::min(seconds, 300L));
+}
+
+void Watcher::pause_after_failure(unsigned &failures) {
+    const std::chrono::milliseconds d = std::max(backoff(failures++), retry_after_);
+    retry_after_ = std::chrono::milliseconds(0);
+    pause(d);
+}
+
 void Watcher::pause(std::chrono::milliseconds d) {
     if (options_.sleep) {
         options_.sleep(d);
@@ -605,6 +622,7 @@ bool Watcher::list() {
         return false;
     }
     if (r.status < 200 || r.status > 299) {
+        note_retry_after(r.status, r.retry_after_s);
         log_warn("k8s list failed", {{"path", collection_}, {"status", std::to_string(r.status)}});
         return false;
     }
@@ -759,6 +777,7 @@ Watcher::Outcome Watcher::watch_once() {
         return Outcome::Relist;
     }
     if (r.status < 200 || r.status > 299) {
+        note_retry_after(r.status, r.retry_after_s);
         const json body = json::parse(r.error_body, nullptr, false);
         const std::string message = body.is_object() && body.contains("message") && body["message"].is_string()
                                         ? body["message"].get<std::string>()
@@ -783,7 +802,7 @@ void Watcher::run() {
         if (need_list) {
             if (!list()) {
                 ++stats_.failures;
-                pause(backoff(failures++));
+                pause_after_failure(failures);
                 continue;
             }
             need_list = false;
@@ -801,20 +820,20 @@ void Watcher::run() {
         case Outcome::Relist:
             need_list = true;
             if (!progressed && ++quick_relists > 1)
-                pause(backoff(failures++));
+                pause_after_failure(failures);
             break;
         case Outcome::FailedRelist:
             need_list = true;
             ++stats_.failures;
-            pause(backoff(failures++));
+            pause_after_failure(failures);
             break;
         case Outcome::Reconnect:
             if (!progressed) // a watch that ends at once, again and again, must not spin
-                pause(backoff(failures++));
+                pause_after_failure(failures);
             break;
         case Outcome::Failed:
             ++stats_.failures;
-            pause(backoff(failures++));
+            pause_after_failure(failures);
             break;
         }
     }

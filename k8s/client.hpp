@@ -81,9 +81,10 @@ private:
 // --- requests ----------------------------------------------------------------------------------------------
 
 struct Response {
-    long status = 0; // HTTP status
-    std::string raw; // body as received
-    json body;       // parsed body (discarded value when not JSON)
+    long status = 0;        // HTTP status
+    std::string raw;        // body as received
+    json body;              // parsed body (discarded value when not JSON)
+    long retry_after_s = 0; // the answer's Retry-After (429, 503), in seconds; 0 without one
 };
 
 // Non-2xx answer from the API; message is the API Status message when there is one.
@@ -146,6 +147,7 @@ public:
         bool transport_ok = false; // the body ended properly (final chunk seen)
         std::string error;         // curl's error when !transport_ok
         std::string error_body;    // the body of a non-2xx answer (not passed to on_data)
+        long retry_after_s = 0;    // as in Response
     };
     // idle_limit (zero: none): abort with `stalled` when no byte arrives for that long.
     StreamResult stream(const std::string &path, const std::function<bool(std::string_view)> &on_data,
@@ -241,6 +243,11 @@ private:
     bool apply_line(std::string_view line, Outcome &outcome);
     void deliver();
     void pause(std::chrono::milliseconds d);
+    // The next pause lasts at least what the server asked for with Retry-After (429 Too Many Requests, an
+    // API server protecting itself under API Priority and Fairness): a client retrying sooner adds to the load.
+    void pause_after_failure(unsigned &failures);
+    void note_retry_after(long status, long seconds);
+    std::chrono::milliseconds retry_after_{0};
     bool stopping() const { return stop_.load(); }
 
     ApiClient &client_;

@@ -58,6 +58,8 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
   /_test/compact         {"rv": N} (default: current) -> watches from an RV older than N get 410
   /_test/drop-watches    abruptly closes every open watch (no final chunk: a truncated chunked body)
   /_test/garbage         {"line": "..."} writes a malformed line into every open watch (watch continues)
+  /_test/throttle        {"count": N, "retry_after": S} the next N API requests answer 429 TooManyRequests with
+                         "Retry-After: S", as API Priority and Fairness does under load
   /_test/stall-watches   every open watch goes silent (no events, no bookmarks, no end) but stays connected,
                          as behind a stuck proxy; watches opened afterwards work
   /_test/truncate        writes half of an event into every open watch, then closes it abruptly
@@ -109,6 +111,8 @@ class Store:
         self.log_rvs = []  # the rv of each log entry, for bisect: a watch reads only what is new to it
         self.drop_gen = 0
         self.stall_gen = 0
+        self.throttle = 0  # the next N API requests answer 429 with Retry-After: retry_after
+        self.retry_after = 1
         self.truncate_gen = 0
         self.garbage = []  # (gen, line)
         self.block_watches = False
@@ -327,6 +331,23 @@ class Handler(BaseHTTPRequestHandler):
         if offline:
             self.abrupt_close()
             return False
+        with STORE.cond:
+            throttled = STORE.throttle > 0 and not self.headers.get("X-Standin-Test")
+            if throttled:
+                STORE.throttle -= 1
+        if throttled:
+            n = int(self.headers.get("Content-Length") or 0)
+            if n:
+                self.rfile.read(n)
+            data = (json.dumps(status(429, "TooManyRequests", "too many requests, please try again later")) +
+                    "\n").encode()
+            self.send_response(429)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", str(STORE.retry_after))
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return False
         if TOKEN is None or self.headers.get("Authorization") == "Bearer " + TOKEN:
             return True
         self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
@@ -351,6 +372,10 @@ class Handler(BaseHTTPRequestHandler):
                 res = {"compacted": STORE.compacted}
             elif op == "drop-watches":
                 STORE.drop_gen += 1
+                res = {}
+            elif op == "throttle":
+                STORE.throttle = int(args.get("count", 1))
+                STORE.retry_after = int(args.get("retry_after", 1))
                 res = {}
             elif op == "stall-watches":
                 STORE.stall_gen += 1

@@ -751,6 +751,34 @@ TEST(K8sWatch, StalledWatchIsRestartedAfterTheIdleTimeout) {
     w.stop();
 }
 
+// An API server that answers 429 with Retry-After (API Priority and Fairness under load) is not asked again
+// sooner than it said, whatever the backoff would allow.
+TEST(K8sWatch, TooManyRequestsWaitsForRetryAfter) {
+    StandIn server;
+    ApiClient api(server.config());
+    api.post("/_test/throttle", {{"count", 2}, {"retry_after", 2}});
+    std::mutex mutex;
+    std::vector<std::chrono::milliseconds> pauses;
+    WatchOptions options = fast_options();
+    options.sleep = [&](std::chrono::milliseconds d) {
+        {
+            std::lock_guard lock(mutex);
+            pauses.push_back(d);
+        }
+        std::this_thread::sleep_for(std::min(d, 20ms));
+    };
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), options);
+    w.start();
+    ASSERT_TRUE(eventually([&] { return w.synced(); }));
+    w.stop();
+    std::lock_guard lock(mutex);
+    ASSERT_GE(pauses.size(), 2u);
+    EXPECT_GE(pauses[0], 2000ms);
+    EXPECT_GE(pauses[1], 2000ms);
+    EXPECT_EQ(w.stats().failures, 2u);
+}
+
 TEST(K8sWatch, GarbageAndTruncatedStreamsDoNotCrash) {
     StandIn server;
     ApiClient api(server.config());
