@@ -11,9 +11,9 @@
 # the status: only the ingress written, compared by meaning, cleared without endpoints, refusal Events
 # reported again after they expired; c. K8S_MOVES moves between the nodes with HTTP, DHCP and ARP probes every
 # 10 ms (failover times measured; never two ARP owners); d. SIGKILL of the owner's loader; e. the API server
-# away, then back with 410; f. malformed and unexpected API answers, 409 on renewal; f2. stalled watches; g.
-# two Services sharing the IP; h. pivot between two clusters and a double claim; i. a bridge CNI; j. every
-# recorded API request granted by rbac.yaml and rbac-namespace.yaml.
+# away, then back with 410; f. malformed and unexpected API answers, 409 on renewal; f2. stalled watches; f3.
+# a rolling update; g. two Services sharing the IP; h. pivot between two clusters and a double claim; i. a
+# bridge CNI; j. every recorded API request granted by rbac.yaml and rbac-namespace.yaml.
 #
 # Output is TAP-like. The cases share the topology and run in order; each says what it starts from.
 # Cases are called through run_case, which shellcheck cannot see.
@@ -422,6 +422,42 @@ case_stalled_watches() {
     loaders_alive
 }
 
+# The EndpointSlice of a rolling update: the old pod on OLD terminating but still serving, the new one on NEW
+# READY (true or false).
+rolling_slice_json() {
+    local old=$1 new=$2 ready=$3
+    cat <<EOF
+{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+ "metadata": {"name": "$SERVICE_NAME-abcde", "namespace": "$SERVICE_NS",
+              "labels": {"kubernetes.io/service-name": "$SERVICE_NAME"}},
+ "addressType": "IPv4",
+ "endpoints": [{"addresses": ["${POD_IP[$old]}"], "nodeName": "$old",
+                "conditions": {"ready": false, "serving": true, "terminating": true}},
+               {"addresses": ["${POD_IP[$new]}"], "nodeName": "$new", "conditions": {"ready": $ready}}],
+ "ports": [{"name": "http", "protocol": "TCP", "port": 8080}, {"name": "dhcp", "protocol": "UDP", "port": 67}]}
+EOF
+}
+
+case_rolling_update() {
+    case_needs case_serve || return 1
+    # From: CURRENT serves. A rolling update: the old pod terminates (ready false, still serving) while the
+    # new one on the other node starts (not ready). The old pod keeps the traffic, as the EndpointSlice API
+    # means; only when the new pod is ready does the IP move.
+    local old=$CURRENT new
+    new=$(other "$old")
+    kapi c1 PUT "$SLICE_PATH/$SERVICE_NAME-abcde" "$(rolling_slice_json "$old" "$new" false)" >/dev/null ||
+        { E2E_REASON="cannot write the rolling update's slice"; return 1; }
+    sleep 2 # several reconcile passes
+    serves "$old" || { E2E_REASON="the terminating pod lost the traffic before a new one was ready: who='$(who_serves)' arp='$(arp_owner)'"; return 1; }
+    kapi c1 PUT "$SLICE_PATH/$SERVICE_NAME-abcde" "$(rolling_slice_json "$old" "$new" true)" >/dev/null ||
+        { E2E_REASON="cannot write the slice"; return 1; }
+    CURRENT=$new
+    wait_serves "$new" 5 || return 1
+    log "old pod terminating on $old kept the traffic; the new one on $new served $TOOK s after it was ready"
+    set_slice c1 "$CURRENT" || { E2E_REASON="cannot write the slice"; return 1; }
+    loaders_alive
+}
+
 case_shared_ip() {
     case_needs case_serve || return 1
     # From: CURRENT serves ironic. A second Service, images (TCP 6180 -> 8081), shares the service IP with
@@ -575,6 +611,7 @@ run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; 
 run_case "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case_api_outage
 run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
 run_case "f2. watches stalled (connected, silent): restarted after the idle timeout, a move followed" case_stalled_watches
+run_case "f3. rolling update: the old pod, terminating but serving, keeps the IP until the new one is ready" case_rolling_update
 run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
 run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
 run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
