@@ -31,8 +31,8 @@ constexpr const char *kLeases =
 constexpr const char *kServiceNameLabel = "kubernetes.io/service-name";
 // Failed writes (a Lease claim, a status update) are retried at least this often.
 constexpr auto kMaxTick = std::chrono::milliseconds(1000);
-// Writes on the reconcile pass (status) give up after this long: a slow API server must not hold up the
-// pass that renews Leases and follows moves; the next pass retries.
+// Requests on the reconcile pass (Lease reads and writes, status) give up after this long: a slow API
+// server must not hold up the pass that renews Leases and follows moves; the next pass retries.
 constexpr auto kWriteTimeout = std::chrono::milliseconds(5000);
 
 std::string leases_path(const std::string &namespace_) {
@@ -452,7 +452,7 @@ std::string KubernetesLoader::release_reason(const std::string &key, const std::
 }
 
 std::optional<LeaseState> KubernetesLoader::fetch_lease(const std::string &namespace_, const std::string &name) {
-    Response r = api_->request("GET", leases_path(namespace_) + "/" + name);
+    Response r = api_->request("GET", leases_path(namespace_) + "/" + name, nullptr, kWriteTimeout);
     if (r.status == 404)
         return LeaseState{};
     if (r.status < 200 || r.status >= 300)
@@ -622,7 +622,7 @@ bool KubernetesLoader::release_lease(const std::string &service_key, LeaseState 
     const std::string path = leases_path(lease.namespace_) + "/" + lease.name;
     for (int attempt = 0; attempt < 2; attempt++) {
         json body = lease_release(lease);
-        Response r = api_->request("PUT", path, &body);
+        Response r = api_->request("PUT", path, &body, kWriteTimeout);
         if (r.status >= 200 && r.status < 300) {
             log_info("lease released", {{"service", service_key}, {"lease", lease.namespace_ + "/" + lease.name}});
             return true;
