@@ -458,6 +458,28 @@ case_rolling_update() {
     loaders_alive
 }
 
+case_metal3_example() {
+    # k8s/examples/metal3-ironic-service.yaml, the Service docs/metal3.md gives for baremetal-operator's
+    # ironic-deployment, with an IP of the test LAN: accepted, and served from the node of its ready endpoint.
+    local ip=198.18.0.9 name=ironic-provisioning body
+    body=$("$SYSTEM_PYTHON" -c 'import json, sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+d["metadata"]["annotations"]["bpfnet.io/ip"] = sys.argv[2]
+print(json.dumps(d))' "$E2E_REPO/k8s/examples/metal3-ironic-service.yaml" "$ip") ||
+        { E2E_REASON="cannot read the example"; return 1; }
+    kapi c1 POST "$SLICE_PATH" "$(slice_json node-a true "$name")" >/dev/null || { E2E_REASON="cannot create its slice"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$body" >/dev/null || { E2E_REASON="cannot create the example Service"; return 1; }
+    example_served() { [ "$(lease_holder c1 "$name")" = node-a ] && [ "$(ingress_of c1 "$name")" = "$ip" ]; }
+    if ! wait_for 5 example_served; then
+        E2E_REASON="the example is not served: lease '$(lease_holder c1 "$name")', ingress '$(ingress_of c1 "$name")', refusals: $(events_of c1 Refused | grep -F "$name")"
+        return 1
+    fi
+    log "the Metal3 example Service is accepted and served by node-a on $ip"
+    kapi c1 DELETE "$SERVICE_PATH/$name" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/$name-abcde" >/dev/null
+    loaders_alive
+}
+
 case_shared_ip() {
     case_needs case_serve || return 1
     # From: CURRENT serves ironic. A second Service, images (TCP 6180 -> 8081), shares the service IP with
@@ -612,6 +634,7 @@ run_case "e. the API server away (and the owner's loader restarted): still serve
 run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
 run_case "f2. watches stalled (connected, silent): restarted after the idle timeout, a move followed" case_stalled_watches
 run_case "f3. rolling update: the old pod, terminating but serving, keeps the IP until the new one is ready" case_rolling_update
+run_case "f4. the Metal3 example Service (k8s/examples) is accepted and served" case_metal3_example
 run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
 run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
 run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
