@@ -768,6 +768,7 @@ KubernetesState KubernetesLoader::metrics() const {
     state.services_standby = standby_count_;
     state.services_refused = refused_count_;
     state.leases_held = held_count_;
+    state.events_dropped = events_ ? events_->dropped() : 0;
     return state;
 }
 

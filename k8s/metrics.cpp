@@ -42,6 +42,9 @@ void write_kubernetes_metrics(MetricsWriter &out, const KubernetesState &k8s) {
     out.sample("bpfnet_k8s_services", {{"state", "refused"}}, k8s.services_refused);
     out.family("bpfnet_k8s_leases_held", "gauge", "Leases this node holds (one per Service it serves).");
     out.sample("bpfnet_k8s_leases_held", {}, k8s.leases_held);
+    out.family("bpfnet_k8s_events_dropped_total", "counter",
+               "Events not posted because the queue to the API server was full (the oldest go first).");
+    out.sample("bpfnet_k8s_events_dropped_total", {}, k8s.events_dropped);
 }
 
 } // namespace bpfnet::k8s

@@ -31,6 +31,7 @@ struct KubernetesState {
     uint64_t services_standby = 0; // accepted, served elsewhere or nowhere
     uint64_t services_refused = 0; // of our class, refused (an Event says why)
     uint64_t leases_held = 0;
+    uint64_t events_dropped = 0; // Events dropped because the queue to the API server was full
 };
 
 void write_kubernetes_metrics(MetricsWriter &out, const KubernetesState &k8s);
