@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
+#include <vector>
 
 namespace bpfnet::k8s {
 
@@ -316,9 +318,16 @@ void throw_api_error(const Response &r) {
     throw ApiError(r.status, reason, message);
 }
 
+// TLS sessions and DNS answers are shared by every handle of the client (libcurl supports that across
+// threads, with these locks); connections are not (libcurl does not support sharing its connection cache
+// between threads): each easy handle keeps its own, and idle handles are pooled so that the next request
+// reuses one with its live connection (keep-alive) instead of a new TCP and TLS handshake.
 struct ApiClient::SharedConnections {
     CURLSH *share = nullptr;
     std::mutex locks[CURL_LOCK_DATA_LAST];
+    std::mutex pool_mutex;
+    std::vector<CURL *> idle; // easy handles no thread is using, each with its connection cache
+    static constexpr std::size_t kMaxIdle = 8;
 
     SharedConnections() {
         share = curl_share_init();
@@ -327,10 +336,14 @@ struct ApiClient::SharedConnections {
         curl_share_setopt(share, CURLSHOPT_LOCKFUNC, lock);
         curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, unlock);
         curl_share_setopt(share, CURLSHOPT_USERDATA, this);
-        for (curl_lock_data data : {CURL_LOCK_DATA_CONNECT, CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_DNS})
+        for (curl_lock_data data : {CURL_LOCK_DATA_SSL_SESSION, CURL_LOCK_DATA_DNS})
             curl_share_setopt(share, CURLSHOPT_SHARE, data);
     }
-    ~SharedConnections() { curl_share_cleanup(share); }
+    ~SharedConnections() {
+        for (CURL *curl : idle)
+            curl_easy_cleanup(curl);
+        curl_share_cleanup(share);
+    }
     SharedConnections(const SharedConnections &) = delete;
     SharedConnections &operator=(const SharedConnections &) = delete;
 
@@ -339,6 +352,33 @@ struct ApiClient::SharedConnections {
     }
     static void unlock(CURL *, curl_lock_data data, void *self) {
         static_cast<SharedConnections *>(self)->locks[data].unlock();
+    }
+
+    // An idle handle (options reset, its connections kept), or a new one.
+    CURL *acquire() {
+        {
+            std::lock_guard lock(pool_mutex);
+            if (!idle.empty()) {
+                CURL *curl = idle.back();
+                idle.pop_back();
+                curl_easy_reset(curl);
+                return curl;
+            }
+        }
+        CURL *curl = curl_easy_init();
+        if (!curl)
+            throw TransportError("curl_easy_init failed");
+        return curl;
+    }
+    void release(CURL *curl) {
+        {
+            std::lock_guard lock(pool_mutex);
+            if (idle.size() < kMaxIdle) {
+                idle.push_back(curl);
+                return;
+            }
+        }
+        curl_easy_cleanup(curl);
     }
 };
 
@@ -353,13 +393,11 @@ std::string ApiClient::user_agent() {
     return std::string("bpfnet-loader/") + BPFNET_VERSION;
 }
 
-void *ApiClient::prepare(const std::string &path, void *&headers_out, const char *content_type) {
-    CURL *curl = curl_easy_init();
-    if (!curl)
-        throw TransportError("curl_easy_init failed");
+void ApiClient::prepare(void *handle, const std::string &path, void *&headers_out, const char *content_type) {
+    CURL *curl = static_cast<CURL *>(handle);
     curl_easy_setopt(curl, CURLOPT_SHARE, shared_->share);
     curl_easy_setopt(curl, CURLOPT_USERAGENT, user_agent().c_str());
-    // HTTP/2 over TLS when the server offers it (one connection carries every watch and request).
+    // HTTP/2 over TLS when the server offers it.
     curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
     const std::string url = config_.server + path;
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
@@ -400,7 +438,6 @@ void *ApiClient::prepare(const std::string &path, void *&headers_out, const char
         headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     headers_out = headers;
-    return curl;
 }
 
 namespace {
@@ -418,7 +455,8 @@ Response ApiClient::request(const std::string &method, const std::string &path, 
                             std::chrono::milliseconds timeout) {
     void *headers = nullptr;
     const char *content_type = method == "PATCH" ? "application/merge-patch+json" : "application/json";
-    CURL *curl = static_cast<CURL *>(prepare(with_field_manager(method, path), headers, content_type));
+    CURL *curl = shared_->acquire();
+    prepare(curl, with_field_manager(method, path), headers, content_type);
     Response r;
     std::string payload;
     if (body)
@@ -437,7 +475,10 @@ Response ApiClient::request(const std::string &method, const std::string &path, 
     if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK)
         r.retry_after_s = static_cast<long>(retry_after);
     curl_slist_free_all(static_cast<curl_slist *>(headers));
-    curl_easy_cleanup(curl);
+    if (rc == CURLE_OK)
+        shared_->release(curl); // its connection stays open for the next request
+    else
+        curl_easy_cleanup(curl); // a failed transfer's connection is not worth keeping
     if (rc != CURLE_OK)
         throw TransportError(method + " " + path + ": " + curl_easy_strerror(rc));
     r.body = json::parse(r.raw, nullptr, false);
@@ -454,8 +495,8 @@ json checked(Response r) {
 }
 } // namespace
 
-json ApiClient::get(const std::string &path) {
-    return checked(request("GET", path));
+json ApiClient::get(const std::string &path, std::chrono::milliseconds timeout) {
+    return checked(request("GET", path, nullptr, timeout));
 }
 json ApiClient::put(const std::string &path, const json &body, std::chrono::milliseconds timeout) {
     return checked(request("PUT", path, &body, timeout));
@@ -474,7 +515,11 @@ ApiClient::StreamResult ApiClient::stream(const std::string &path, const std::fu
                                           const std::function<bool()> &should_stop, long max_seconds,
                                           std::chrono::milliseconds idle_limit) {
     void *headers = nullptr;
-    CURL *curl = static_cast<CURL *>(prepare(path, headers));
+    // A watch holds its connection for minutes: a handle of its own, not one of the pool's.
+    CURL *curl = curl_easy_init();
+    if (!curl)
+        throw TransportError("curl_easy_init failed");
+    prepare(curl, path, headers);
     StreamCtx ctx;
     ctx.on_data = &on_data;
     ctx.should_stop = &should_stop;
@@ -769,7 +814,7 @@ Watcher::Outcome Watcher::watch_once() {
         ++stats_.stalls;
         log_warn("k8s watch: stalled, reconnecting",
                  {{"path", collection_}, {"idle_s", std::to_string(options_.idle_timeout.count())}});
-        return Outcome::Reconnect;
+        return Outcome::Stalled;
     }
     if (r.status == 410) {
         ++stats_.expired;
@@ -827,6 +872,8 @@ void Watcher::run() {
             ++stats_.failures;
             pause_after_failure(failures);
             break;
+        case Outcome::Stalled:
+            break; // it waited the idle timeout already: watch again at once, without backing off
         case Outcome::Reconnect:
             if (!progressed) // a watch that ends at once, again and again, must not spin
                 pause_after_failure(failures);

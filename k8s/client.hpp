@@ -124,7 +124,7 @@ public:
     static constexpr std::chrono::milliseconds kDefaultTimeout{30000};
 
     // Throw ApiError/ConflictError on non-2xx, TransportError without an answer; return the JSON body.
-    json get(const std::string &path);
+    json get(const std::string &path, std::chrono::milliseconds timeout = kDefaultTimeout);
     json put(const std::string &path, const json &body, std::chrono::milliseconds timeout = kDefaultTimeout);
     json post(const std::string &path, const json &body, std::chrono::milliseconds timeout = kDefaultTimeout);
     // A JSON merge patch (RFC 7386): changes only the fields the body names, so a status written by others
@@ -160,13 +160,12 @@ public:
     static std::string user_agent(); // "bpfnet-loader/VERSION"
 
 private:
-    // CURL*, with its curl_slist* of headers in `headers`.
-    void *prepare(const std::string &path, void *&headers, const char *content_type = "application/json");
+    // Sets a CURL handle up for PATH; its curl_slist* of headers goes to `headers` (the caller frees it).
+    void prepare(void *curl, const std::string &path, void *&headers, const char *content_type = "application/json");
     ClusterConfig config_;
     TokenSource token_;
-    // Connections (and TLS sessions, DNS answers) are shared by every request and watch of this client:
-    // a request reuses an idle connection (HTTP/1.1 keep-alive, or HTTP/2 where the server offers it)
-    // instead of a new TCP and TLS handshake each time.
+    // Requests reuse pooled handles and their live connections (keep-alive) instead of a new TCP and TLS
+    // handshake each time; TLS sessions and DNS answers are shared by every handle (see client.cpp).
     struct SharedConnections;
     std::unique_ptr<SharedConnections> shared_;
 };
@@ -185,9 +184,10 @@ struct WatchOptions {
     double jitter = 0.2;        // each delay is multiplied by a factor in [1 - jitter, 1 + jitter]
     long timeout_seconds = 300; // server-side timeoutSeconds of one watch request
     // A watch that delivers nothing, not even a bookmark, for this long is stalled (a stuck connection, proxy or
-    // server): abandoned, and a new watch started from the last resourceVersion. API servers promise no
-    // bookmark interval, so a quiet healthy watch may be restarted too: that costs one cheap request.
-    std::chrono::seconds idle_timeout{60};
+    // server): abandoned, and a new watch started at once from the last resourceVersion. kube-apiserver sends
+    // a bookmark about once a minute on a quiet watch but promises no interval: the default leaves room for
+    // two, so a quiet healthy watch is not taken for a stalled one.
+    std::chrono::seconds idle_timeout{150};
     // Injectable for tests: sleep (default: interruptible by stop()) and a uniform random in [0, 1).
     std::function<void(std::chrono::milliseconds)> sleep;
     std::function<double()> random;
@@ -236,7 +236,7 @@ public:
     std::chrono::milliseconds backoff(unsigned attempt) const;
 
 private:
-    enum class Outcome { Reconnect, Relist, Failed, FailedRelist };
+    enum class Outcome { Reconnect, Relist, Failed, FailedRelist, Stalled };
     bool list();
     Outcome watch_once();
     // Applies one line; returns false (after logging) when the stream must be abandoned.

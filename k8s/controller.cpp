@@ -395,6 +395,46 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
         posted_.erase(candidate.service.key() + "|BackendNotFound");
     }
     keep_shared_ips_together(candidates);
+    keep_target_ports_apart(candidates);
+}
+
+// Services sharing an IP need disjoint target ports (replies are mapped back to their service port by the
+// pod's port). Numbers were checked when the Services were accepted; named ones are known only now: the
+// later Service (by namespace/name) of a colliding pair is not served, and its ports are not listed.
+void KubernetesLoader::keep_target_ports_apart(std::vector<Candidate> &candidates) {
+    std::vector<Candidate *> order;
+    for (Candidate &candidate : candidates)
+        order.push_back(&candidate);
+    // Services with numeric target ports first (their ports were checked at acceptance), then the others by
+    // namespace/name: a later named port never takes a target port away from an accepted number.
+    std::sort(order.begin(), order.end(), [](const Candidate *a, const Candidate *b) {
+        return std::make_pair(!a->service.target_port_names.empty(), a->service.key()) <
+               std::make_pair(!b->service.target_port_names.empty(), b->service.key());
+    });
+    using Target = std::pair<__be32, std::pair<Protocol, uint16_t>>; // (service IP, (protocol, target port))
+    std::map<Target, std::string> taken;                             // -> the Service that uses it
+    for (Candidate *c : order) {
+        std::string other;
+        for (const PortRule &p : c->ports) {
+            auto it = taken.find({c->service.service_ip_be, {p.protocol, p.target_port}});
+            if (it != taken.end() && it->second != c->service.key()) {
+                other = it->second + " (" + to_string(p.protocol) + " " + std::to_string(p.target_port) + ")";
+                break;
+            }
+        }
+        if (other.empty()) {
+            for (const PortRule &p : c->ports)
+                taken.emplace(Target{c->service.service_ip_be, {p.protocol, p.target_port}}, c->service.key());
+            continue;
+        }
+        c->location.reset();
+        c->ports.clear();
+        report_once(c->object, c->service.key(),
+                    warning_event("TargetPortConflict", "Resolve",
+                                  "a named targetPort resolves to a target port that " + other +
+                                      " uses on the same service IP " + format_ipv4(c->service.service_ip_be) +
+                                      "; Services sharing an IP need disjoint target ports"));
+    }
 }
 
 // One node answers for a service IP, and it can only steer to pods on itself: Services that share an IP are
@@ -596,9 +636,13 @@ void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const Sna
             continue;
         if (!lease.holder.empty() && unchanged_for(lease) <= lease.duration)
             continue;
-        if (deleted_leases_.contains(lease_key + "@" + lease.resource_version))
-            continue; // asked once at this version; the watch will show the result
-        deleted_leases_.insert(lease_key + "@" + lease.resource_version);
+        const auto now = std::chrono::steady_clock::now();
+        if (auto retry = lease_delete_retry_.find(lease_key); retry != lease_delete_retry_.end() &&
+                                                              retry->second.first == lease.resource_version &&
+                                                              now < retry->second.second)
+            continue; // asked at this version; the watch will show the result, or a retry is due later
+        // Until the watch shows the deletion, or a failure's retry is due.
+        lease_delete_retry_[lease_key] = {lease.resource_version, now + std::chrono::seconds(30)};
         const json options = {{"kind", "DeleteOptions"},
                               {"apiVersion", "v1"},
                               {"preconditions", {{"resourceVersion", lease.resource_version}}}};
@@ -608,14 +652,13 @@ void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const Sna
             if (r.status >= 200 && r.status < 300)
                 log_info("orphaned lease deleted", {{"lease", lease_key}, {"service", service_key}});
             else if (r.status != 404 && r.status != 409)
-                log_warn("orphaned lease not deleted",
+                log_warn("orphaned lease not deleted; retrying in 30 s",
                          {{"lease", lease_key}, {"status", std::to_string(r.status)}, {"body", r.raw.substr(0, 200)}});
         } catch (const std::exception &e) {
-            log_warn("orphaned lease not deleted", {{"lease", lease_key}, {"error", e.what()}});
+            log_warn("orphaned lease not deleted; retrying in 30 s", {{"lease", lease_key}, {"error", e.what()}});
         }
     }
-    std::erase_if(deleted_leases_,
-                  [&](const std::string &entry) { return !leases.contains(entry.substr(0, entry.rfind('@'))); });
+    std::erase_if(lease_delete_retry_, [&](const auto &entry) { return !leases.contains(entry.first); });
 }
 
 bool KubernetesLoader::release_lease(const std::string &service_key, LeaseState lease) {

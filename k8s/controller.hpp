@@ -53,7 +53,7 @@ struct KubernetesOptions {
     // deletes Events an hour after their last write.
     std::chrono::seconds event_refresh{1800};
     // A watch silent this long (no event, no bookmark) is restarted: see WatchOptions::idle_timeout.
-    std::chrono::seconds watch_idle_timeout{60};
+    std::chrono::seconds watch_idle_timeout{150};
 };
 
 class KubernetesLoader {
@@ -90,6 +90,7 @@ private:
     void find_endpoints(std::vector<Candidate> &candidates, const Snapshot &slices);
     bool resolve_ports(Candidate &candidate);
     void keep_shared_ips_together(std::vector<Candidate> &candidates);
+    void keep_target_ports_apart(std::vector<Candidate> &candidates);
     std::string release_reason(const std::string &key, const std::vector<Candidate> &candidates) const;
     bool hold_lease(const Candidate &candidate, const Snapshot &leases, Clock::time_point now);
     bool write_claim(const Candidate &candidate, LeaseState base, Clock::time_point now);
@@ -140,10 +141,11 @@ private:
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
     std::set<std::string> serving_;                 // service keys served here after the last pass
     std::map<std::string, uint32_t> served_ips_;    // service key -> the IP this node serves it on
-    std::set<std::string> deleted_leases_;          // "lease key@resourceVersion" whose delete was sent
-    std::vector<ServiceSpec> applied_specs_;        // what the maps were last brought to
-    bool recheck_maps_ = true;                      // compare the maps with applied_specs_ on the next pass
-    Snapshot our_services_;                         // Services of our class, as of services_generation_
+    // Orphaned Leases whose delete was sent: lease key -> (its resourceVersion then, when to ask again).
+    std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> lease_delete_retry_;
+    std::vector<ServiceSpec> applied_specs_; // what the maps were last brought to
+    bool recheck_maps_ = true;               // compare the maps with applied_specs_ on the next pass
+    Snapshot our_services_;                  // Services of our class, as of services_generation_
     std::uint64_t services_generation_ = ~std::uint64_t{0};
     std::map<std::string, std::pair<std::string, bool>> class_cache_; // key -> (resourceVersion, of our class)
     bool ready_reported_ = false;

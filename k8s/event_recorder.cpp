@@ -82,7 +82,7 @@ void EventRecorder::bump_series(const Pending &pending) {
     const std::string name = metadata_string(pending.body, "name");
     const std::string path = events_path(pending.namespace_) + "/" + name;
     try {
-        json current = api_.get(path);
+        json current = api_.get(path, kEventTimeout);
         long count = 1;
         if (const json *series = member(current, "series"))
             if (const json *c = member(*series, "count"); c && c->is_number_integer())

@@ -25,7 +25,7 @@ struct KubernetesFlags {
     std::vector<std::string> dhcp_relays;
     unsigned lease_duration_s = 15;
     unsigned event_refresh_s = 1800;
-    unsigned watch_idle_timeout_s = 60;
+    unsigned watch_idle_timeout_s = 150;
     std::string xdp_mode = "auto";
     std::string tc_attach = "auto";
     std::string redirect_peer = "auto";

@@ -307,7 +307,7 @@ std::optional<bool> condition(const json &conditions, const char *name, bool abs
 }
 
 // The EndpointSlice API: ready (nil means ready) is never true for a terminating endpoint; serving is ready
-// regardless of terminating (nil: as ready); terminating nil means false.
+// regardless of terminating (nil means serving, as kube-proxy reads it); terminating nil means false.
 std::optional<Readiness> readiness(const json &endpoint) {
     const json *conditions = member(endpoint, "conditions");
     if (!conditions)
@@ -319,7 +319,7 @@ std::optional<Readiness> readiness(const json &endpoint) {
         return std::nullopt;
     if (*ready)
         return Readiness::Ready;
-    auto serving = condition(*conditions, "serving", false);
+    auto serving = condition(*conditions, "serving", true);
     auto terminating = condition(*conditions, "terminating", false);
     if (serving && terminating && *serving && *terminating)
         return Readiness::ServingWhileTerminating;

@@ -507,6 +507,22 @@ case_shared_ip() {
     log "together on $here: both Services served after $TOOK s (port 6180 answered by $body)"
     [ "$(who_serves)" = "${POD_NAME[$here]}" ] || { E2E_REASON="ironic (port 80) answered '$(who_serves)'"; return 1; }
     [ "$(lease_holder c1 images)" = "$here" ] || { E2E_REASON="images' Lease is held by '$(lease_holder c1 images)'"; return 1; }
+    # A third Service on the IP whose named target port resolves to images' 8081: refused with an Event,
+    # the other two still served.
+    local clash='{"apiVersion": "v1", "kind": "Service",
+                  "metadata": {"name": "clash", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/ip": "'$E2E_SERVICE_IP'"}},
+                  "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+                           "ports": [{"name": "clash", "protocol": "TCP", "port": 7000, "targetPort": "images-alt"}]}}'
+    kapi c1 POST "$SLICE_PATH" "$(slice_json "$here" true clash)" >/dev/null || { E2E_REASON="cannot create clash's slice"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$clash" >/dev/null || { E2E_REASON="cannot create clash"; return 1; }
+    if ! wait_for 5 eval '[[ $(events_of c1 TargetPortConflict) == *images* ]]'; then
+        E2E_REASON="no TargetPortConflict Event for clash: '$(events_of c1 TargetPortConflict)'"
+        return 1
+    fi
+    serves "$here" || { E2E_REASON="the clash stopped the other Services: who='$(who_serves)'"; return 1; }
+    log "clash: $(events_of c1 TargetPortConflict | head -n1)"
+    kapi c1 DELETE "$SERVICE_PATH/clash" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/clash-abcde" >/dev/null
     # The Service deleted: its owner releases the Lease, and the Lease, orphaned, is deleted.
     kapi c1 DELETE "$SERVICE_PATH/images" >/dev/null
     kapi c1 DELETE "$SLICE_PATH/images-abcde" >/dev/null

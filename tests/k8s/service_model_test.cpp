@@ -526,17 +526,18 @@ TEST(ReadyEndpoint, TerminatingPodThatStillServesKeepsTheTrafficUntilANewOneIsRe
               (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false, {}}));
 }
 
-TEST(ReadyEndpoint, TerminatingAndNotServingOrNotReadyAndNotTerminatingCannotServe) {
+TEST(ReadyEndpoint, ServingAbsentMeansServingOtherwiseNotReadyCannotServe) {
     EXPECT_FALSE(ready_endpoint(json::array({slice({terminating_endpoint("10.244.1.7", "node-a", false)})}), "node-a"));
     // Serving but not terminating and not ready: a pod that has not passed its readiness probe yet.
     json starting = {
         {"addresses", {"10.244.1.7"}}, {"nodeName", "node-a"}, {"conditions", {{"ready", false}, {"serving", true}}}};
     EXPECT_FALSE(ready_endpoint(json::array({slice({starting})}), "node-a"));
-    // serving absent on a terminating endpoint: as ready, which is false.
+    // serving absent on a terminating endpoint: nil means serving, as kube-proxy reads it.
     json no_serving = {{"addresses", {"10.244.1.7"}},
                        {"nodeName", "node-a"},
                        {"conditions", {{"ready", false}, {"terminating", true}}}};
-    EXPECT_FALSE(ready_endpoint(json::array({slice({no_serving})}), "node-a"));
+    EXPECT_EQ(ready_endpoint(json::array({slice({no_serving})}), "node-a"),
+              (ReadyEndpoint{ip("10.244.1.7"), "node-a", true, true, {}}));
     // Conditions of the wrong type: the endpoint is not used.
     json bad = terminating_endpoint("10.244.1.7", "node-a");
     bad["conditions"]["serving"] = "yes";
