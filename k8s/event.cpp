@@ -15,6 +15,8 @@ namespace {
 
 constexpr std::size_t kMaxNote = 1024; // events.k8s.io/v1 rejects longer notes
 
+// FNV-1a (64 bits) over text and a terminating NUL, so that "a" + "bc" and "ab" + "c" hash apart when
+// parts are joined with NULs.
 std::uint64_t fnv1a(const std::string &text) {
     std::uint64_t hash = 0xcbf29ce484222325ull;
     for (unsigned char c : text + '\0') {
@@ -68,13 +70,7 @@ ServiceEvent warning_event(std::string reason, std::string action, std::string n
 }
 
 std::string shared_event_name(const json &service, const std::string &reason, const std::string &note) {
-    std::uint64_t hash = 0xcbf29ce484222325ull;
-    for (const std::string &part : {metadata_string(service, "uid"), reason, note}) {
-        for (unsigned char c : part + '\0') {
-            hash ^= c;
-            hash *= 0x100000001b3ull;
-        }
-    }
+    const std::uint64_t hash = fnv1a(metadata_string(service, "uid") + '\0' + reason + '\0' + note);
     std::string lower;
     for (char c : reason)
         lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

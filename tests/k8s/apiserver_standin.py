@@ -202,6 +202,19 @@ def validate(resource, obj):
     return None
 
 
+def stored_for_write(api, resource, ns, name, given_rv):
+    """(the stored object, None), or (None, (code, Status)): 404 when absent, 409 when given_rv (a write's
+    resourceVersion, or a delete's precondition) is not the stored one. Under STORE.cond."""
+    old = STORE.objects.setdefault((api, resource), {}).get((ns, name))
+    if old is None:
+        return None, (404, status(404, "NotFound", f'{resource} "{name}" not found'))
+    if given_rv and given_rv != old["metadata"]["resourceVersion"]:
+        return None, (409, status(409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": the '
+                                  'object has been modified; please apply your changes to the latest version and '
+                                  'try again'))
+    return old, None
+
+
 def default(resource, obj):
     """The API server's defaulting (LoadBalancerIPMode, Kubernetes 1.30+)."""
     if resource == "services" and isinstance(obj.get("status"), dict):
@@ -642,15 +655,9 @@ class Handler(BaseHTTPRequestHandler):
         if obj["metadata"].get("name", name) != name:
             return self.send_json(400, status(400, "BadRequest", "metadata.name does not match the path"))
         with STORE.cond:
-            coll = STORE.objects.setdefault((api, resource), {})
-            old = coll.get((ns, name))
-            if old is None:
-                return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
-            given = obj["metadata"].get("resourceVersion")
-            if given and given != old["metadata"]["resourceVersion"]:
-                return self.send_json(409, status(
-                    409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": the object has been '
-                    'modified; please apply your changes to the latest version and try again'))
+            old, refusal = stored_for_write(api, resource, ns, name, obj["metadata"].get("resourceVersion"))
+            if refusal:
+                return self.send_json(*refusal)
             if is_status:
                 new = json.loads(json.dumps(old))
                 new["status"] = obj.get("status", {})
@@ -703,15 +710,9 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(patch, dict):
             return self.send_json(400, status(400, "BadRequest", "a merge patch must be an object"))
         with STORE.cond:
-            coll = STORE.objects.setdefault((api, resource), {})
-            old = coll.get((ns, name))
-            if old is None:
-                return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
-            given = (patch.get("metadata") or {}).get("resourceVersion")
-            if given and given != old["metadata"]["resourceVersion"]:
-                return self.send_json(409, status(
-                    409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": the object has been '
-                    'modified; please apply your changes to the latest version and try again'))
+            old, refusal = stored_for_write(api, resource, ns, name, (patch.get("metadata") or {}).get("resourceVersion"))
+            if refusal:
+                return self.send_json(*refusal)
             patched = merge_patch(old, patch)
             if is_status:
                 new = json.loads(json.dumps(old))
@@ -742,15 +743,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(400, status(400, "BadRequest", "body is not JSON"))
         want_rv = ((options or {}).get("preconditions") or {}).get("resourceVersion")
         with STORE.cond:
-            coll = STORE.objects.setdefault((api, resource), {})
-            current = coll.get((ns, name))
-            if current is None:
-                return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
-            if want_rv and want_rv != current["metadata"]["resourceVersion"]:
-                return self.send_json(409, status(
-                    409, "Conflict", f'Operation cannot be fulfilled on {resource} "{name}": Precondition failed: '
-                    f'ResourceVersion: Invalid value: {want_rv}'))
-            old = coll.pop((ns, name))
+            _, refusal = stored_for_write(api, resource, ns, name, want_rv)
+            if refusal:
+                return self.send_json(*refusal)
+            old = STORE.objects[(api, resource)].pop((ns, name))
             old["metadata"]["resourceVersion"] = str(STORE.bump())
             STORE.record(api, resource, ns, "DELETED", old)
         self.send_json(200, old)
