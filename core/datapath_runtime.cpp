@@ -142,6 +142,19 @@ DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const 
     node_.garp_interval = node.garp_interval;
     if (new_interval && thread_.joinable())
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
+    specs_ = specs;
+    applied_once_ = true;
+    return apply_locked(specs);
+}
+
+DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<ServiceSpec> &given) {
+    // A yielded service IP keeps its ports listed, without a backend: inactive, as on a standby node.
+    std::vector<ServiceSpec> specs = given;
+    for (ServiceSpec &spec : specs)
+        if (yielded_.contains(spec.service_ip_be)) {
+            spec.backend_ip_be = 0;
+            spec.location.reset();
+        }
     DatapathMaps &maps = datapath_->maps();
     bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, dhcp_service_ip(specs));
     iface.hooks = static_cast<__u8>((plan_.tc == TcHookKind::Tcx ? BPFNET_HOOKS_TCX : 0) |
@@ -268,18 +281,67 @@ void DatapathRuntime::resolve_neighbour(__be32 host, __be32 service_ip) {
         last_resolution_.clear();
 }
 
-// Another MAC claiming the service IP means two owners on one LAN (a pivot gone wrong, a second cluster):
-// hosts may reach either. Logged at most once per interval per IP, so a flood cannot drown the log.
+// Another MAC claiming the service IP means two owners on one LAN: a pivot gone wrong, a second cluster, or,
+// once this node's claim is no longer confirmed, the node that rightfully took the IP over while this one
+// was cut off from the API server. The first two are reported (logged at most once per interval per IP, so
+// a flood cannot drown the log); the last makes this node yield at once.
 void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
     auto now = std::chrono::steady_clock::now();
+    std::string text = format_mac(mac);
+    auto confirmed = confirmed_until_.find(service_ip);
+    if (confirmed != confirmed_until_.end() && now > confirmed->second && !yielded_.contains(service_ip)) {
+        yielded_.insert(service_ip);
+        if (applied_once_)
+            apply_locked(specs_);
+        auto unconfirmed = std::chrono::duration_cast<std::chrono::milliseconds>(now - confirmed->second);
+        log_warn("yielded: another MAC claims the service IP and this node's claim is unconfirmed",
+                 {{"service_ip", format_ipv4(service_ip)},
+                  {"mac", text},
+                  {"unconfirmed_for_ms", std::to_string(unconfirmed.count())}});
+        if (on_conflict_)
+            on_conflict_(service_ip, text, true);
+        return;
+    }
     auto &last = last_conflict_log_[service_ip];
     if (last != std::chrono::steady_clock::time_point{} && now - last < kConflictLogInterval)
         return;
     last = now;
-    std::string text = format_mac(mac);
     log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ipv4(service_ip)}, {"mac", text}});
     if (on_conflict_)
-        on_conflict_(service_ip, text);
+        on_conflict_(service_ip, text, false);
+}
+
+void DatapathRuntime::confirm_claim(__be32 service_ip, std::chrono::steady_clock::time_point until) {
+    std::lock_guard lock(mutex_);
+    confirmed_until_[service_ip] = until;
+    if (until > std::chrono::steady_clock::now() && yielded_.erase(service_ip) && applied_once_) {
+        log_info("claim confirmed again: answering for the service IP", {{"service_ip", format_ipv4(service_ip)}});
+        apply_locked(specs_);
+    }
+}
+
+void DatapathRuntime::drop_claim(__be32 service_ip) {
+    std::lock_guard lock(mutex_);
+    confirmed_until_.erase(service_ip);
+    if (yielded_.erase(service_ip) && applied_once_)
+        apply_locked(specs_);
+}
+
+std::set<__be32> DatapathRuntime::yielded() const {
+    std::lock_guard lock(mutex_);
+    return yielded_;
+}
+
+void DatapathRuntime::announce_claim(const std::vector<__be32> &service_ips, bool once) {
+    std::lock_guard lock(mutex_);
+    if (!arp_)
+        return;
+    if (!once) {
+        announce(service_ips);
+        return;
+    }
+    for (__be32 ip : service_ips)
+        arp_->send_gratuitous(ip, nic_mac_);
 }
 
 void DatapathRuntime::start(ConflictHandler on_conflict) {

@@ -35,8 +35,9 @@ namespace bpfnet {
 class DatapathRuntime {
 public:
     // Called on the runtime's thread when the datapath sees another MAC claim one of our active service IPs
-    // (at most once per IP per interval); mac is "aa:bb:cc:dd:ee:ff".
-    using ConflictHandler = std::function<void(__be32 service_ip, const std::string &mac)>;
+    // (the datapath reports a MAC at most about once a second per IP); mac is "aa:bb:cc:dd:ee:ff". yielded:
+    // this node stopped answering for the IP because of it (see confirm_claim).
+    using ConflictHandler = std::function<void(__be32 service_ip, const std::string &mac, bool yielded)>;
 
     // node: the NIC, pin root, control socket, XDP mode, heartbeat and announcement timings. status must
     // outlive the runtime.
@@ -72,6 +73,23 @@ public:
     // removed a filter by hand).
     void recheck_hooks();
 
+    // Ownership arbitrated elsewhere (Kubernetes Leases) tells the datapath how long this node's claim to a
+    // service IP is known to be good: until `until`, another MAC claiming the IP is a conflict to report
+    // (a second cluster); after it, the claim is no longer proven (the Lease could not be renewed: an API
+    // server this node cannot reach) and another claimant may be its rightful new owner, so the datapath
+    // yields: the runtime's thread deactivates the IP at once, whatever the mode's loop is blocked on, and
+    // stays so through later apply() calls until a new confirm_claim() (a Lease written again). An IP that
+    // was never confirmed (standalone mode) never yields. Thread-safe.
+    void confirm_claim(__be32 service_ip, std::chrono::steady_clock::time_point until);
+    // The claim is gone (released, or taken by another node): nothing to confirm or yield.
+    void drop_claim(__be32 service_ip);
+    // The service IPs this node yielded and has not confirmed since.
+    std::set<__be32> yielded() const;
+    // Announces service IPs now, whether or not they are active here: a round of garp_count gratuitous ARPs
+    // (once: a single one). A node taking over an IP from a holder that did not release it announces
+    // before it answers, so that the old holder, which sees the claim, yields first. Thread-safe.
+    void announce_claim(const std::vector<__be32> &service_ips, bool once);
+
 private:
     bool heartbeat_fresh();
     void write_heartbeat();
@@ -80,6 +98,7 @@ private:
     void handle_event(const struct bpfnet_event &event);
     void resolve_neighbour(__be32 host, __be32 service_ip);
     void report_conflict(__be32 service_ip, const __u8 *mac);
+    Applied apply_locked(const std::vector<ServiceSpec> &specs);
     static int on_ring_event(void *ctx, void *data, size_t size);
     void serve(); // the thread
 
@@ -96,13 +115,17 @@ private:
     std::set<int> hooked_;           // backend veths whose pod hook this process attached or adopted
     ConflictHandler on_conflict_;
 
-    std::mutex mutex_; // everything below, and the maps, between apply() and the thread
+    mutable std::mutex mutex_; // everything below, and the maps, between apply() and the thread
     UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
     std::vector<__be32> announcing_;
     uint32_t announcements_left_ = 0;
     std::map<__be32, std::chrono::steady_clock::time_point> last_resolution_;
     std::map<__be32, std::chrono::steady_clock::time_point> last_conflict_log_;
+    std::map<__be32, std::chrono::steady_clock::time_point> confirmed_until_; // see confirm_claim
+    std::set<__be32> yielded_;
+    std::vector<ServiceSpec> specs_; // as last given to apply(), before yielded IPs are taken out
+    bool applied_once_ = false;      // specs_ holds what the mode decided (a yield re-applies it)
     std::thread thread_;
 };
 

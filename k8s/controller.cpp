@@ -25,9 +25,8 @@ namespace {
 
 constexpr const char *kServices = "/api/v1/services";
 constexpr const char *kEndpointSlices = "/apis/discovery.k8s.io/v1/endpointslices";
-// Only our own Leases: a cluster's kube-node-lease namespace alone renews one Lease per node every 10 s.
-constexpr const char *kLeases =
-    "/apis/coordination.k8s.io/v1/leases?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dbpfnet-loader";
+// Only our own Leases, by label, in the Lease namespace.
+constexpr const char *kOurLeases = "?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dbpfnet-loader";
 constexpr const char *kServiceNameLabel = "kubernetes.io/service-name";
 // Failed writes (a Lease claim, a status update) are retried at least this often.
 constexpr auto kMaxTick = std::chrono::milliseconds(1000);
@@ -35,8 +34,11 @@ constexpr auto kMaxTick = std::chrono::milliseconds(1000);
 // server must not hold up the pass that renews Leases and follows moves; the next pass retries.
 constexpr auto kWriteTimeout = std::chrono::milliseconds(5000);
 
-std::string leases_path(const std::string &namespace_) {
-    return "/apis/coordination.k8s.io/v1/namespaces/" + namespace_ + "/leases";
+std::string join(const std::vector<std::string> &items) {
+    std::string out;
+    for (const std::string &item : items)
+        out += (out.empty() ? "" : ",") + item;
+    return out;
 }
 
 std::string resource_version(const json &object) {
@@ -95,12 +97,17 @@ void KubernetesLoader::start() {
     watch.idle_timeout = options_.watch_idle_timeout;
     services_ = std::make_unique<Watcher>(*api_, kServices, on_change, watch);
     slices_ = std::make_unique<Watcher>(*api_, kEndpointSlices, on_change, watch);
-    leases_ = std::make_unique<Watcher>(*api_, kLeases, on_change, watch);
+    leases_ = std::make_unique<Watcher>(*api_, leases_path() + kOurLeases, on_change, watch);
     status_.publish_mode_metrics([this](MetricsWriter &out) { write_kubernetes_metrics(out, metrics()); });
     log_info("kubernetes mode", {{"server", api_->config().server},
                                  {"node", options_.node_name},
                                  {"class", options_.policy.load_balancer_class},
+                                 {"lease_namespace", options_.lease_namespace},
                                  {"lease_duration_s", std::to_string(options_.lease_duration.count())}});
+}
+
+std::string KubernetesLoader::leases_path() const {
+    return "/apis/coordination.k8s.io/v1/namespaces/" + options_.lease_namespace + "/leases";
 }
 
 void KubernetesLoader::wake() {
@@ -132,14 +139,15 @@ int KubernetesLoader::run() {
     epoll_ = loop::make_epoll();
     signals_ = loop::signal_fd();
     tick_ = loop::make_timer();
+    takeover_timer_ = loop::make_timer();
     const auto tick = std::min<std::chrono::milliseconds>(renew_period(options_.lease_duration), kMaxTick);
     loop::arm_timer(tick_, tick, tick);
-    for (int fd : {signals_.get(), wake_.get(), tick_.get(), control_->fd()})
+    for (int fd : {signals_.get(), wake_.get(), tick_.get(), takeover_timer_.get(), control_->fd()})
         loop::add(epoll_, fd);
-    runtime_.start([this](__be32 service_ip, const std::string &mac) {
+    runtime_.start([this](__be32 service_ip, const std::string &mac, bool yielded) {
         {
             std::lock_guard lock(conflicts_mutex_);
-            conflicts_.emplace_back(service_ip, mac);
+            conflicts_.push_back({service_ip, mac, yielded});
         }
         wake();
     });
@@ -165,10 +173,11 @@ int KubernetesLoader::run() {
             } else if (fd == control_->fd()) {
                 control_->serve_pending(refuse_control);
                 continue;
+            } else if (fd == tick_.get()) {
+                loop::drain(tick_);
+                recheck_maps_ = true;
             } else {
-                loop::drain(fd == wake_.get() ? wake_ : tick_);
-                if (fd == tick_.get())
-                    recheck_maps_ = true;
+                loop::drain(fd == wake_.get() ? wake_ : takeover_timer_);
             }
         }
         // One pass per wake-up, however many changes arrived: a burst of watch events costs one reconcile.
@@ -200,17 +209,31 @@ void KubernetesLoader::reconcile() {
     std::vector<Candidate> candidates = accepted_services(services);
     find_endpoints(candidates, slices);
 
+    // One Lease per service IP: Services sharing an IP are eligible here only together (find_endpoints).
+    IpServices eligible;
+    std::set<__be32> used_ips;
+    for (const Candidate &candidate : candidates) {
+        used_ips.insert(candidate.service.service_ip_be);
+        if (candidate.location)
+            eligible[candidate.service.service_ip_be].push_back(candidate.service.key());
+    }
+    std::set<__be32> held_here, answered_here;
+    for (const auto &[ip, keys] : eligible) {
+        try {
+            if (!hold_lease(ip, keys, leases, now))
+                continue;
+            held_here.insert(ip);
+            if (!announcing(ip))
+                answered_here.insert(ip);
+        } catch (const std::exception &e) {
+            log_warn("lease not claimed", {{"service_ip", format_ipv4(ip)}, {"error", e.what()}});
+        }
+    }
+
     std::vector<ServiceSpec> specs;
     std::set<std::string> serving;
     for (const Candidate &candidate : candidates) {
-        bool here = false;
-        if (candidate.location) {
-            try {
-                here = hold_lease(candidate, leases, now);
-            } catch (const std::exception &e) {
-                log_warn("lease not claimed", {{"service", candidate.service.key()}, {"error", e.what()}});
-            }
-        }
+        bool here = candidate.location && answered_here.contains(candidate.service.service_ip_be);
         ServiceSpec spec;
         spec.service_ip_be = candidate.service.service_ip_be;
         spec.ports = candidate.ports;
@@ -235,8 +258,8 @@ void KubernetesLoader::reconcile() {
                                          {"serving", std::to_string(serving.size())},
                                          {"services", std::to_string(candidates.size())}});
     }
-    release_leases(serving, leases);
-    collect_orphaned_leases(leases, services);
+    release_leases(held_here, leases);
+    collect_orphaned_leases(leases, used_ips);
 
     for (const Candidate &candidate : candidates)
         if (serving.contains(candidate.service.key())) {
@@ -244,11 +267,15 @@ void KubernetesLoader::reconcile() {
             served_ips_[candidate.service.key()] = candidate.service.service_ip_be;
         }
     report_transitions(candidates, serving, services);
+    std::erase_if(taken_from_, [&](const auto &entry) {
+        return !held_.contains(entry.first) || answered_here.contains(entry.first);
+    });
     served_count_ = serving.size();
     standby_count_ = candidates.size() - serving.size();
     held_count_ = held_.size();
     ++reconciles_;
     serving_ = std::move(serving);
+    answered_ips_ = std::move(answered_here);
     std::erase_if(served_ips_, [&](const auto &entry) { return !serving_.contains(entry.first); });
     report_conflicts(candidates);
     if (!ready_reported_) {
@@ -488,11 +515,11 @@ std::string KubernetesLoader::release_reason(const std::string &key, const std::
         return "its ready endpoint is on node " + (it->endpoint->node_name.empty() ? "?" : it->endpoint->node_name);
     if (!it->location)
         return "its pod cannot be served from this node (see the Warning Events)";
-    return "another node holds its Lease";
+    return "another node holds the Lease of its IP";
 }
 
-std::optional<LeaseState> KubernetesLoader::fetch_lease(const std::string &namespace_, const std::string &name) {
-    Response r = api_->request("GET", leases_path(namespace_) + "/" + name, nullptr, kWriteTimeout);
+std::optional<LeaseState> KubernetesLoader::fetch_lease(const std::string &name) {
+    Response r = api_->request("GET", leases_path() + "/" + name, nullptr, kWriteTimeout);
     if (r.status == 404)
         return LeaseState{};
     if (r.status < 200 || r.status >= 300)
@@ -525,65 +552,112 @@ void KubernetesLoader::forget_unseen_leases(const Snapshot &leases) {
         unchanged_for(read_lease(object));
 }
 
-bool KubernetesLoader::hold_lease(const Candidate &candidate, const Snapshot &leases, Clock::time_point now) {
-    const std::string &key = candidate.service.key();
-    const std::string &ns = candidate.service.namespace_;
-    const std::string name = lease_name(candidate.service.name);
-    auto seen_it = leases.find(ns + "/" + name);
+bool KubernetesLoader::hold_lease(__be32 service_ip, const std::vector<std::string> &services, const Snapshot &leases,
+                                  Clock::time_point now) {
+    const std::string name = lease_name(service_ip);
+    auto seen_it = leases.find(options_.lease_namespace + "/" + name);
     LeaseState seen = seen_it == leases.end() ? LeaseState{} : read_lease(seen_it->second);
 
-    auto held = held_.find(key);
+    auto held = held_.find(service_ip);
     if (held != held_.end()) {
         // The watch shows someone else's write (or is behind ours): only the server can tell which.
         if (seen.exists && seen.holder != options_.node_name &&
             seen.resource_version != held->second.resource_version) {
-            auto fresh = fetch_lease(ns, name);
+            auto fresh = fetch_lease(name);
             if (fresh && fresh->holder != options_.node_name) {
-                log_warn("lease taken by another holder", {{"service", key}, {"holder", fresh->holder}});
-                held_.erase(held);
+                log_warn("lease taken by another holder", {{"lease", name}, {"holder", fresh->holder}});
+                lose_lease(service_ip);
                 return lease_claimable(*fresh, options_.node_name, unchanged_for(*fresh)) &&
-                       write_claim(candidate, *fresh, now);
+                       write_claim(service_ip, services, *fresh, now);
             }
             if (fresh)
                 held->second = *fresh;
         }
-        if (!lease_renewal_due(held->second, renew_period(options_.lease_duration), now))
+        const std::string listed = join(services);
+        const json *meta = member(held->second.object, "metadata");
+        const json *annotations = meta ? member(*meta, "annotations") : nullptr;
+        const bool relist = (annotations ? string_member(*annotations, kServicesAnnotation) : std::string()) != listed;
+        if (!relist && !lease_renewal_due(held->second, renew_period(options_.lease_duration), now))
             return true;
-        return write_claim(candidate, held->second, now);
+        return write_claim(service_ip, services, held->second, now);
     }
     if (!lease_claimable(seen, options_.node_name, unchanged_for(seen)))
         return false;
-    return write_claim(candidate, seen, now);
+    return write_claim(service_ip, services, seen, now);
+}
+
+// The IP was taken over from a holder that did not release it: it is answered only once the announcement
+// has had a gratuitous ARP interval to reach the old holder (a wake-up is due then).
+bool KubernetesLoader::announcing(__be32 service_ip) {
+    auto it = takeover_until_.find(service_ip);
+    if (it == takeover_until_.end())
+        return false;
+    if (std::chrono::steady_clock::now() >= it->second) {
+        takeover_until_.erase(it);
+        return false;
+    }
+    return true;
+}
+
+void KubernetesLoader::lose_lease(__be32 service_ip) {
+    held_.erase(service_ip);
+    takeover_until_.erase(service_ip);
+    runtime_.drop_claim(service_ip);
 }
 
 // Claims or renews; on 409 reads the Lease again and tries once more if it is still ours to take. An API
-// server that cannot be reached keeps a held Lease held: the datapath keeps serving through an outage.
-bool KubernetesLoader::write_claim(const Candidate &candidate, LeaseState base, Clock::time_point now) {
-    const std::string &key = candidate.service.key();
-    const std::string &ns = candidate.service.namespace_;
-    const std::string name = lease_name(candidate.service.name);
-    bool holding = held_.contains(key);
+// server that cannot be reached keeps a held Lease held: the datapath keeps serving through an outage, and
+// the runtime yields the IP if another node claims it on the LAN after this claim could not be renewed.
+bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::string> &services, LeaseState base,
+                                   Clock::time_point now) {
+    const std::string name = lease_name(service_ip);
+    const std::string lease_key = options_.lease_namespace + "/" + name;
+    const bool holding = held_.contains(service_ip);
     for (int attempt = 0; attempt < 2; attempt++) {
-        json body = lease_claim(base, ns, name, options_.node_name, options_.lease_duration, now);
+        json body = lease_claim(base, options_.lease_namespace, name, options_.node_name, options_.lease_duration, now,
+                                join(services));
+        // Another node can take the Lease over only after it has watched this write unchanged for a full
+        // duration, and it sees the write only after it was sent: the claim is good for that long from here.
+        const auto sent = std::chrono::steady_clock::now();
         try {
-            json written = base.exists ? api_->put(leases_path(ns) + "/" + name, body, kWriteTimeout)
-                                       : api_->post(leases_path(ns), body, kWriteTimeout);
+            json written = base.exists ? api_->put(leases_path() + "/" + name, body, kWriteTimeout)
+                                       : api_->post(leases_path(), body, kWriteTimeout);
             LeaseState state = read_lease(written);
             if (!state.exists || state.holder != options_.node_name)
                 throw std::runtime_error("the API server answered the Lease write with an unexpected object");
-            if (!holding)
-                log_info("lease acquired", {{"service", key}, {"lease", ns + "/" + name}});
-            held_[key] = std::move(state);
+            runtime_.confirm_claim(service_ip, sent + options_.lease_duration);
+            held_[service_ip] = std::move(state);
+            if (holding) {
+                // Repeated on every renewal: a holder cut off from the API that missed the takeover's
+                // announcement sees this one and yields.
+                if (answered_ips_.contains(service_ip))
+                    runtime_.announce_claim({service_ip}, true);
+                return true;
+            }
+            const bool takeover = base.exists && !base.holder.empty() && base.holder != options_.node_name;
+            log_info("lease acquired", {{"lease", lease_key},
+                                        {"service_ip", format_ipv4(service_ip)},
+                                        {"services", join(services)},
+                                        {"previous_holder", takeover ? base.holder : std::string("none")}});
+            if (takeover) {
+                // The previous holder did not release: it may still answer (cut off from the API server, not
+                // from the LAN). Announce first; it yields when it sees the claim, then this node answers.
+                ++takeovers_;
+                taken_from_[service_ip] = base.holder;
+                takeover_until_[service_ip] = sent + node_.garp_interval;
+                runtime_.announce_claim({service_ip}, false);
+                loop::arm_timer(takeover_timer_, node_.garp_interval, std::chrono::milliseconds(0));
+            }
             return true;
         } catch (const ConflictError &) {
-            auto fresh = fetch_lease(ns, name);
+            auto fresh = fetch_lease(name);
             if (!fresh || !lease_claimable(*fresh, options_.node_name, unchanged_for(*fresh))) {
-                held_.erase(key);
+                lose_lease(service_ip);
                 return false;
             }
             base = *fresh;
         } catch (const TransportError &e) {
-            log_warn("API server unreachable; lease not written", {{"service", key}, {"error", e.what()}});
+            log_warn("API server unreachable; lease not written", {{"lease", lease_key}, {"error", e.what()}});
             return holding;
         } catch (const ApiError &e) {
             if (e.status() == 404 && base.exists) {
@@ -591,48 +665,46 @@ bool KubernetesLoader::write_claim(const Candidate &candidate, LeaseState base, 
                 continue;
             }
             log_warn("lease write refused",
-                     {{"service", key}, {"status", std::to_string(e.status())}, {"error", e.what()}});
+                     {{"lease", lease_key}, {"status", std::to_string(e.status())}, {"error", e.what()}});
             return holding;
         }
     }
-    held_.erase(key);
+    lose_lease(service_ip);
     return false;
 }
 
-void KubernetesLoader::release_leases(const std::set<std::string> &serving, const Snapshot &leases) {
-    std::map<std::string, LeaseState> to_release;
-    for (const auto &[key, lease] : held_)
-        if (!serving.contains(key))
-            to_release[key] = lease;
-    // Leases this node held before a restart, for Services it does not serve now.
+void KubernetesLoader::release_leases(const std::set<__be32> &kept, const Snapshot &leases) {
+    std::map<__be32, LeaseState> to_release;
+    for (const auto &[ip, lease] : held_)
+        if (!kept.contains(ip))
+            to_release[ip] = lease;
+    // Leases this node held before a restart, for IPs it does not serve now.
     for (const auto &[lease_key, object] : leases) {
         LeaseState lease = read_lease(object);
-        if (lease.holder != options_.node_name || lease.name.rfind(kLeaseNamePrefix, 0) != 0)
+        auto ip = lease_service_ip(lease.name);
+        if (lease.holder != options_.node_name || !ip || kept.contains(*ip))
             continue;
-        std::string key = lease.namespace_ + "/" + lease.name.substr(std::strlen(kLeaseNamePrefix));
-        if (!serving.contains(key) && !to_release.contains(key))
-            to_release[key] = lease;
+        to_release.emplace(*ip, lease);
     }
-    for (auto &[key, lease] : to_release) {
+    for (auto &[ip, lease] : to_release) {
         try {
-            if (release_lease(key, lease))
-                held_.erase(key);
+            if (release_lease(ip, lease))
+                lose_lease(ip);
         } catch (const std::exception &e) {
-            log_warn("lease not released; retrying", {{"service", key}, {"error", e.what()}});
+            log_warn("lease not released; retrying", {{"service_ip", format_ipv4(ip)}, {"error", e.what()}});
         }
     }
 }
 
-// Our Leases outlive their Services unless someone deletes them: a Lease whose Service is gone (or no longer
-// of our class) is deleted once nobody holds it (released, or expired as this node observed it). The delete
-// is conditional on the resourceVersion seen, so a node that claims it meanwhile (the Service recreated) wins.
-void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const Snapshot &services) {
+// Our Leases outlive their service IPs unless someone deletes them: a Lease whose IP no accepted Service uses
+// any more is deleted once nobody holds it (released, or expired as this node observed it). The delete is
+// conditional on the resourceVersion seen, so a node that claims it meanwhile (a Service on the IP again)
+// wins.
+void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const std::set<__be32> &used_ips) {
     for (const auto &[lease_key, object] : leases) {
         LeaseState lease = read_lease(object);
-        if (lease.name.rfind(kLeaseNamePrefix, 0) != 0)
-            continue;
-        const std::string service_key = lease.namespace_ + "/" + lease.name.substr(std::strlen(kLeaseNamePrefix));
-        if (services.contains(service_key) || held_.contains(service_key))
+        auto ip = lease_service_ip(lease.name);
+        if (!ip || used_ips.contains(*ip) || held_.contains(*ip))
             continue;
         if (!lease.holder.empty() && unchanged_for(lease) <= lease.duration)
             continue;
@@ -647,10 +719,9 @@ void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const Sna
                               {"apiVersion", "v1"},
                               {"preconditions", {{"resourceVersion", lease.resource_version}}}};
         try {
-            Response r =
-                api_->request("DELETE", leases_path(lease.namespace_) + "/" + lease.name, &options, kWriteTimeout);
+            Response r = api_->request("DELETE", leases_path() + "/" + lease.name, &options, kWriteTimeout);
             if (r.status >= 200 && r.status < 300)
-                log_info("orphaned lease deleted", {{"lease", lease_key}, {"service", service_key}});
+                log_info("orphaned lease deleted", {{"lease", lease_key}, {"service_ip", format_ipv4(*ip)}});
             else if (r.status != 404 && r.status != 409)
                 log_warn("orphaned lease not deleted; retrying in 30 s",
                          {{"lease", lease_key}, {"status", std::to_string(r.status)}, {"body", r.raw.substr(0, 200)}});
@@ -661,20 +732,21 @@ void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const Sna
     std::erase_if(lease_delete_retry_, [&](const auto &entry) { return !leases.contains(entry.first); });
 }
 
-bool KubernetesLoader::release_lease(const std::string &service_key, LeaseState lease) {
-    const std::string path = leases_path(lease.namespace_) + "/" + lease.name;
+bool KubernetesLoader::release_lease(__be32 service_ip, LeaseState lease) {
+    const std::string path = leases_path() + "/" + lease.name;
     for (int attempt = 0; attempt < 2; attempt++) {
         json body = lease_release(lease);
         Response r = api_->request("PUT", path, &body, kWriteTimeout);
         if (r.status >= 200 && r.status < 300) {
-            log_info("lease released", {{"service", service_key}, {"lease", lease.namespace_ + "/" + lease.name}});
+            log_info("lease released",
+                     {{"service_ip", format_ipv4(service_ip)}, {"lease", options_.lease_namespace + "/" + lease.name}});
             return true;
         }
         if (r.status == 404)
             return true;
         if (r.status != 409)
             throw_api_error(r);
-        auto fresh = fetch_lease(lease.namespace_, lease.name);
+        auto fresh = fetch_lease(lease.name);
         if (!fresh || fresh->holder != options_.node_name)
             return true; // someone else holds it now: nothing of ours to release
         lease = *fresh;
@@ -727,10 +799,14 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
     for (const Candidate &candidate : candidates) {
         const std::string &key = candidate.service.key();
         if (serving.contains(key) && !serving_.contains(key)) {
+            const __be32 ip = candidate.service.service_ip_be;
             std::string note =
-                "node " + options_.node_name + " serves " + format_ipv4(candidate.service.service_ip_be) +
+                "node " + options_.node_name + " serves " + format_ipv4(ip) +
                 " (answers ARP, steers its ports to pod " + format_ipv4(candidate.endpoint->ip_be) +
                 (candidate.endpoint->terminating ? ", which is terminating and serves until a new pod is ready)" : ")");
+            if (auto from = taken_from_.find(ip); from != taken_from_.end())
+                note += "; taken over from node " + from->second +
+                        ", whose Lease expired unrenewed (the node down, or cut off from the API server)";
             log_info("serving service", {{"service", key},
                                          {"service_ip", format_ipv4(candidate.service.service_ip_be)},
                                          {"backend", format_ipv4(candidate.endpoint->ip_be)},
@@ -746,9 +822,9 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
         auto it = services.find(key);
         if (it == services.end())
             continue;
-        post_event(it->second, normal_event("Released", "Deactivate",
-                                            "node " + options_.node_name + " stopped serving this Service (" + why +
-                                                ") and released its Lease"));
+        post_event(it->second,
+                   normal_event("Released", "Deactivate",
+                                "node " + options_.node_name + " stopped serving this Service (" + why + ")"));
         auto candidate = std::find_if(candidates.begin(), candidates.end(),
                                       [&](const Candidate &c) { return c.service.key() == key; });
         if (candidate == candidates.end()) {
@@ -762,19 +838,31 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
 }
 
 void KubernetesLoader::report_conflicts(const std::vector<Candidate> &candidates) {
-    std::vector<std::pair<__be32, std::string>> seen;
+    std::vector<SeenConflict> seen;
     {
         std::lock_guard lock(conflicts_mutex_);
         seen.swap(conflicts_);
     }
-    for (const auto &[ip, mac] : seen)
+    for (const SeenConflict &conflict : seen) {
+        const std::string ip = format_ipv4(conflict.service_ip);
+        ServiceEvent event =
+            conflict.yielded
+                ? warning_event("Yielded", "Yield",
+                                "node " + options_.node_name + " stopped answering for " + ip + ": another host (MAC " +
+                                    conflict.mac + ") claims it, and this node had not renewed the Lease " +
+                                    options_.lease_namespace + "/" + lease_name(conflict.service_ip) +
+                                    " within its duration (cut off from the API server?); it answers again only "
+                                    "once it holds the Lease again")
+                : warning_event("Conflict", "Detect",
+                                "another host (MAC " + conflict.mac + ") also answers for " + ip +
+                                    " on the provisioning LAN of node " + options_.node_name +
+                                    ": two owners of one service IP (a second cluster during a pivot?)");
+        if (conflict.yielded)
+            ++yields_;
         for (const Candidate &candidate : candidates)
-            if (candidate.service.service_ip_be == ip)
-                post_event(candidate.object,
-                           warning_event("Conflict", "Detect",
-                                         "another host (MAC " + mac + ") also answers for " + format_ipv4(ip) +
-                                             " on the provisioning LAN of node " + options_.node_name +
-                                             ": two owners of one service IP (a second cluster during a pivot?)"));
+            if (candidate.service.service_ip_be == conflict.service_ip)
+                post_event(candidate.object, event);
+    }
 }
 
 // Every node sees the same refusal: the Event gets a name derived from what it says, so the cluster gets one
@@ -811,6 +899,8 @@ KubernetesState KubernetesLoader::metrics() const {
     state.services_standby = standby_count_;
     state.services_refused = refused_count_;
     state.leases_held = held_count_;
+    state.lease_takeovers = takeovers_;
+    state.lease_yields = yields_;
     state.events_dropped = events_ ? events_->dropped() : 0;
     return state;
 }

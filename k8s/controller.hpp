@@ -1,20 +1,23 @@
 // The loader in Kubernetes mode: Services of our loadBalancerClass, their EndpointSlices and one Lease per
-// Service decide what this node's datapath serves.
+// service IP decide what this node's datapath serves.
 //
 // Every change seen by a watch (and a periodic tick that renews Leases and retries failed writes) runs one
 // reconcile pass on the loader's main thread, from the full current state:
 //   1. each Service is accepted or refused (k8s/service_model); refusals get a Warning Event;
 //   2. an accepted Service is eligible here when a ready endpoint runs on this node and its pod's veth is
-//      found through the kernel's route to the pod IP;
-//   3. an eligible Service is served here only while this node holds its Lease (claimed when free, expired
-//      or already ours; renewed every third of its duration);
+//      found through the kernel's route to the pod IP; Services sharing an IP are eligible only together;
+//   3. a service IP is served here only while this node holds its Lease (claimed when free, expired or
+//      already ours; renewed every third of its duration). Taking over a Lease its holder did not release
+//      (it expired) is announced on the LAN before the IP is answered, so an old holder cut off from the
+//      API server sees the claim and yields (DatapathRuntime::confirm_claim) before the new one answers;
 //   4. the datapath is brought to that state (ports of every accepted Service listed, backends only for the
 //      Services served here; gratuitous ARP for IPs that became active);
-//   5. Leases this node holds for Services it no longer serves are released at once, after step 4, so the
-//      next owner never overlaps with this one;
+//   5. Leases this node holds for IPs it no longer serves are released at once, after step 4, so the next
+//      owner never overlaps with this one;
 //   6. the owner writes status.loadBalancer.ingress and Events record what changed.
 // The heartbeat runs on the DatapathRuntime's thread: a slow or absent API server never stops the datapath,
-// which keeps serving the last state it was given.
+// which keeps serving the last state it was given, until another node's claim shows on the LAN after this
+// node's own claim could no longer be renewed.
 #pragma once
 
 #include "core/addresses.hpp"
@@ -47,6 +50,7 @@ namespace bpfnet::k8s {
 struct KubernetesOptions {
     std::string kubeconfig; // empty: in-cluster configuration
     std::string node_name;  // this node, as in EndpointSlice endpoints' nodeName; also the Lease holder
+    std::string lease_namespace = "bpfnet-system"; // where the Leases of the service IPs live
     ServicePolicy policy;
     std::chrono::seconds lease_duration{15};
     // A standing Warning (a refused Service) is reported again this often while it lasts: the API server
@@ -92,12 +96,19 @@ private:
     void keep_shared_ips_together(std::vector<Candidate> &candidates);
     void keep_target_ports_apart(std::vector<Candidate> &candidates);
     std::string release_reason(const std::string &key, const std::vector<Candidate> &candidates) const;
-    bool hold_lease(const Candidate &candidate, const Snapshot &leases, Clock::time_point now);
-    bool write_claim(const Candidate &candidate, LeaseState base, Clock::time_point now);
-    std::optional<LeaseState> fetch_lease(const std::string &namespace_, const std::string &name);
-    void release_leases(const std::set<std::string> &serving, const Snapshot &leases);
-    bool release_lease(const std::string &service_key, LeaseState lease);
-    void collect_orphaned_leases(const Snapshot &leases, const Snapshot &services);
+    // The Services eligible here on one service IP (namespace/name, sorted), for the Lease's annotation.
+    using IpServices = std::map<__be32, std::vector<std::string>>;
+    bool hold_lease(__be32 service_ip, const std::vector<std::string> &services, const Snapshot &leases,
+                    Clock::time_point now);
+    bool write_claim(__be32 service_ip, const std::vector<std::string> &services, LeaseState base,
+                     Clock::time_point now);
+    void lose_lease(__be32 service_ip);
+    bool announcing(__be32 service_ip);
+    std::optional<LeaseState> fetch_lease(const std::string &name);
+    void release_leases(const std::set<__be32> &kept, const Snapshot &leases);
+    bool release_lease(__be32 service_ip, LeaseState lease);
+    void collect_orphaned_leases(const Snapshot &leases, const std::set<__be32> &used_ips);
+    std::string leases_path() const;
     static std::string status_path(const std::string &namespace_, const std::string &name);
     void publish_ingress(const Candidate &candidate);
     void withdraw_ingress(const std::string &key, const nlohmann::json &service, uint32_t service_ip_be);
@@ -117,10 +128,15 @@ private:
     std::unique_ptr<ApiClient> api_;
     std::unique_ptr<EventRecorder> events_;
     std::unique_ptr<Watcher> services_, slices_, leases_;
-    UniqueFd epoll_, signals_, wake_, tick_;
+    UniqueFd epoll_, signals_, wake_, tick_, takeover_timer_;
 
-    std::mutex conflicts_mutex_;                            // the runtime thread adds, reconcile() takes
-    std::vector<std::pair<__be32, std::string>> conflicts_; // (service IP, the other MAC)
+    struct SeenConflict {
+        __be32 service_ip;
+        std::string mac;
+        bool yielded; // this node stopped answering for the IP because of it
+    };
+    std::mutex conflicts_mutex_; // the runtime thread adds, reconcile() takes
+    std::vector<SeenConflict> conflicts_;
 
     // How long this node has seen each Lease ("namespace/name") at one resourceVersion: expiry as observed.
     struct Observation {
@@ -132,7 +148,10 @@ private:
     std::map<std::string, Observation> observed_;
     std::uint64_t lease_watch_epoch_ = 0; // lists + watches of the Lease watcher when observed_ was last valid
 
-    std::map<std::string, LeaseState> held_; // service key -> the Lease as this node last wrote it
+    std::map<__be32, LeaseState> held_; // service IP -> its Lease as this node last wrote it
+    // Service IPs taken over from a holder that did not release them: announced, answered from this time on.
+    std::map<__be32, std::chrono::steady_clock::time_point> takeover_until_;
+    std::map<__be32, std::string> taken_from_; // -> the previous holder, for the Serving Event
     struct Posted {
         std::string note;
         std::chrono::steady_clock::time_point at;
@@ -141,6 +160,7 @@ private:
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
     std::set<std::string> serving_;                 // service keys served here after the last pass
     std::map<std::string, uint32_t> served_ips_;    // service key -> the IP this node serves it on
+    std::set<__be32> answered_ips_;                 // service IPs this node answers for after the last pass
     // Orphaned Leases whose delete was sent: lease key -> (its resourceVersion then, when to ask again).
     std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> lease_delete_retry_;
     std::vector<ServiceSpec> applied_specs_; // what the maps were last brought to
@@ -152,7 +172,8 @@ private:
 
     // For /metrics (read on an HTTP worker thread).
     KubernetesState metrics() const;
-    std::atomic<std::uint64_t> reconciles_{0}, served_count_{0}, standby_count_{0}, refused_count_{0}, held_count_{0};
+    std::atomic<std::uint64_t> reconciles_{0}, served_count_{0}, standby_count_{0}, refused_count_{0}, held_count_{0},
+        takeovers_{0}, yields_{0};
 };
 
 } // namespace bpfnet::k8s

@@ -20,6 +20,15 @@ CLI::IsMember one_of() {
     return CLI::IsMember(names);
 }
 
+// A namespace name: an RFC 1123 DNS label (lower-case alphanumerics and '-', at most 63, alphanumeric ends).
+bool namespace_name(const std::string &name) {
+    auto alnum = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    };
+    return !name.empty() && name.size() <= 63 && alnum(name.front()) && alnum(name.back()) &&
+           std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
 } // namespace
 
 void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
@@ -33,6 +42,10 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
     app.add_option("--node-name", k.node_name, "this node's name (default: $NODE_NAME)")->group(group);
     app.add_option("--allowed-namespaces", k.allowed_namespaces, "namespaces whose Services may be served")
         ->delimiter(',')
+        ->group(group);
+    app.add_option("--lease-namespace", k.lease_namespace,
+                   "namespace of the Leases that decide which node answers for each service IP (default: "
+                   "$POD_NAMESPACE, the loader's own, else bpfnet-system)")
         ->group(group);
     app.add_option("--allowed-cidrs", k.allowed_cidrs, "CIDRs service IPs must lie in")->delimiter(',')->group(group);
     app.add_option("--dhcp-relays", k.dhcp_relays,
@@ -88,6 +101,14 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
         throw std::invalid_argument("--allowed-namespaces is required with --kubernetes: name the Ironic namespace");
     if (k.allowed_cidrs.empty())
         throw std::invalid_argument("--allowed-cidrs is required with --kubernetes: the range of service IPs");
+    if (k.lease_namespace.empty())
+        if (const char *env = std::getenv("POD_NAMESPACE"))
+            k.lease_namespace = env;
+    if (k.lease_namespace.empty())
+        k.lease_namespace = "bpfnet-system";
+    if (!namespace_name(k.lease_namespace))
+        throw std::invalid_argument("--lease-namespace: '" + k.lease_namespace +
+                                    "' is not a namespace name (lower-case letters, digits and '-')");
     if (k.pin_root.empty() || k.pin_root[0] != '/')
         throw std::invalid_argument("--pin-root must be an absolute path");
 
@@ -121,6 +142,7 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     KubernetesOptions options;
     options.kubeconfig = k.kubeconfig;
     options.node_name = k.node_name;
+    options.lease_namespace = k.lease_namespace;
     options.lease_duration = std::chrono::seconds(k.lease_duration_s);
     options.event_refresh = std::chrono::seconds(k.event_refresh_s);
     options.watch_idle_timeout = std::chrono::seconds(k.watch_idle_timeout_s);

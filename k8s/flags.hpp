@@ -21,6 +21,7 @@ struct KubernetesFlags {
     std::string subnet;
     std::string node_name;
     std::vector<std::string> allowed_namespaces;
+    std::string lease_namespace; // empty: $POD_NAMESPACE, else bpfnet-system
     std::vector<std::string> allowed_cidrs;
     std::vector<std::string> dhcp_relays;
     unsigned lease_duration_s = 15;

@@ -1,7 +1,9 @@
 #include "k8s/lease.hpp"
 
+#include "core/addresses.hpp"
 #include "k8s/json_fields.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -17,8 +19,22 @@ std::optional<Clock::time_point> time_at(const json &object, const char *key) {
 
 } // namespace
 
-std::string lease_name(const std::string &service_name) {
-    return kLeaseNamePrefix + service_name;
+std::string lease_name(uint32_t service_ip_be) {
+    std::string name = kLeaseNamePrefix + format_ipv4(service_ip_be);
+    std::replace(name.begin(), name.end(), '.', '-'); // the dots of an IP would read as DNS labels
+    return name;
+}
+
+std::optional<uint32_t> lease_service_ip(const std::string &name) {
+    const std::string prefix = kLeaseNamePrefix;
+    if (name.rfind(prefix, 0) != 0)
+        return std::nullopt;
+    std::string dotted = name.substr(prefix.size());
+    std::replace(dotted.begin(), dotted.end(), '-', '.');
+    auto ip = parse_ipv4(dotted);
+    if (!ip || lease_name(*ip) != name) // one spelling only: "bpfnet-198-18-0-010" is not ours
+        return std::nullopt;
+    return ip;
 }
 
 LeaseState read_lease(const json &lease) {
@@ -52,7 +68,8 @@ bool lease_renewal_due(const LeaseState &lease, std::chrono::milliseconds period
 }
 
 json lease_claim(const LeaseState &current, const std::string &namespace_, const std::string &name,
-                 const std::string &identity, std::chrono::seconds duration, Clock::time_point now) {
+                 const std::string &identity, std::chrono::seconds duration, Clock::time_point now,
+                 const std::string &services) {
     json lease = current.exists ? current.object : json::object();
     lease["apiVersion"] = "coordination.k8s.io/v1";
     lease["kind"] = "Lease";
@@ -64,6 +81,11 @@ json lease_claim(const LeaseState &current, const std::string &namespace_, const
     if (!meta.contains("labels") || !meta["labels"].is_object())
         meta["labels"] = json::object();
     meta["labels"][kManagedByLabel] = kManagedByValue;
+    if (!services.empty()) {
+        if (!meta.contains("annotations") || !meta["annotations"].is_object())
+            meta["annotations"] = json::object();
+        meta["annotations"][kServicesAnnotation] = services;
+    }
     if (!lease.contains("spec") || !lease["spec"].is_object())
         lease["spec"] = json::object();
     json &spec = lease["spec"];

@@ -1,4 +1,5 @@
-// One coordination.k8s.io/v1 Lease per Service decides which node serves it. Pure functions over the Lease
+// One coordination.k8s.io/v1 Lease per service IP decides which node answers for it (and serves every Service on
+// it). Pure functions over the Lease
 // objects exactly as the API returns them: reading one never throws (fields of the wrong type count as
 // absent), and the bodies for claiming and releasing keep metadata.resourceVersion, so a write based on a
 // stale read fails with 409 instead of overwriting another node's claim.
@@ -18,6 +19,8 @@ using Clock = std::chrono::system_clock;
 inline constexpr const char *kLeaseNamePrefix = "bpfnet-";
 inline constexpr const char *kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr const char *kManagedByValue = "bpfnet-loader";
+// On the Lease, for people: the Services (namespace/name, comma-separated) served on its IP when last written.
+inline constexpr const char *kServicesAnnotation = "bpfnet.io/services";
 
 struct LeaseState {
     bool exists = false;
@@ -31,8 +34,10 @@ struct LeaseState {
     nlohmann::json object; // the Lease as read (null when it does not exist)
 };
 
-// The Lease that decides the owner of Service NAME: "bpfnet-NAME" in the Service's namespace.
-std::string lease_name(const std::string &service_name);
+// The Lease that decides the owner of a service IP: "bpfnet-198-18-0-10" for 198.18.0.10 (in the loader's
+// Lease namespace). nullopt from lease_service_ip when the name is not one of these.
+std::string lease_name(uint32_t service_ip_be);
+std::optional<uint32_t> lease_service_ip(const std::string &lease_name);
 
 LeaseState read_lease(const nlohmann::json &lease);
 
@@ -47,9 +52,10 @@ bool lease_claimable(const LeaseState &lease, const std::string &identity,
 bool lease_renewal_due(const LeaseState &lease, std::chrono::milliseconds period, Clock::time_point now);
 
 // The Lease with identity as holder, renewed now: the body for POST (when !current.exists) or PUT. A change of
-// holder sets acquireTime and counts one transition.
+// holder sets acquireTime and counts one transition. services: for kServicesAnnotation.
 nlohmann::json lease_claim(const LeaseState &current, const std::string &namespace_, const std::string &name,
-                           const std::string &identity, std::chrono::seconds duration, Clock::time_point now);
+                           const std::string &identity, std::chrono::seconds duration, Clock::time_point now,
+                           const std::string &services = {});
 // The Lease with no holder, for PUT: the next eligible node may claim it at once instead of waiting for it to
 // expire.
 nlohmann::json lease_release(const LeaseState &current);

@@ -40,8 +40,15 @@ void write_kubernetes_metrics(MetricsWriter &out, const KubernetesState &k8s) {
     out.sample("bpfnet_k8s_services", {{"state", "served"}}, k8s.services_served);
     out.sample("bpfnet_k8s_services", {{"state", "standby"}}, k8s.services_standby);
     out.sample("bpfnet_k8s_services", {{"state", "refused"}}, k8s.services_refused);
-    out.family("bpfnet_k8s_leases_held", "gauge", "Leases this node holds (one per Service it serves).");
+    out.family("bpfnet_k8s_leases_held", "gauge", "Leases this node holds (one per service IP it serves).");
     out.sample("bpfnet_k8s_leases_held", {}, k8s.leases_held);
+    out.family("bpfnet_k8s_lease_takeovers_total", "counter",
+               "Leases this node claimed from a holder that had not released them (expired unrenewed).");
+    out.sample("bpfnet_k8s_lease_takeovers_total", {}, k8s.lease_takeovers);
+    out.family("bpfnet_k8s_lease_yields_total", "counter",
+               "Times this node stopped answering for a service IP because another node claimed it on the LAN "
+               "after this node's Lease could not be renewed.");
+    out.sample("bpfnet_k8s_lease_yields_total", {}, k8s.lease_yields);
     out.family("bpfnet_k8s_events_dropped_total", "counter",
                "Events not posted because the queue to the API server was full (the oldest go first).");
     out.sample("bpfnet_k8s_events_dropped_total", {}, k8s.events_dropped);

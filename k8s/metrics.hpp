@@ -31,7 +31,9 @@ struct KubernetesState {
     uint64_t services_standby = 0; // accepted, served elsewhere or nowhere
     uint64_t services_refused = 0; // of our class, refused (an Event says why)
     uint64_t leases_held = 0;
-    uint64_t events_dropped = 0; // Events dropped because the queue to the API server was full
+    uint64_t lease_takeovers = 0; // Leases claimed from a holder that had not released them (it expired)
+    uint64_t lease_yields = 0;    // service IPs yielded: another node claimed them after our claim lapsed
+    uint64_t events_dropped = 0;  // Events dropped because the queue to the API server was full
 };
 
 void write_kubernetes_metrics(MetricsWriter &out, const KubernetesState &k8s);

@@ -25,7 +25,8 @@
 #   k8s_loader_start NODE NAME LOG [ARGS]  the loader on NODE in Kubernetes mode against stand-in NAME;
 #                                      waits until it logs "serving"; K8S_LOADER_PID[NODE]
 #   k8s_loader_stop NODE [SIGNAL]
-#   service_json / slice_json NODE / lease_holder NAME / ingress_of NAME / events_of NAME REASON
+#   service_json / slice_json NODE / lease_holder NAME [IP] / lease_services NAME [IP] / ingress_of NAME /
+#   events_of NAME REASON
 #
 # shellcheck disable=SC2034
 
@@ -170,7 +171,9 @@ kapi() {
 
 SERVICE_PATH=/api/v1/namespaces/$SERVICE_NS/services
 SLICE_PATH=/apis/discovery.k8s.io/v1/namespaces/$SERVICE_NS/endpointslices
-LEASE_PATH=/apis/coordination.k8s.io/v1/namespaces/$SERVICE_NS/leases
+# The loaders' Lease namespace (--lease-namespace: POD_NAMESPACE, unset here, else bpfnet-system).
+LEASE_NS=bpfnet-system
+LEASE_PATH=/apis/coordination.k8s.io/v1/namespaces/$LEASE_NS/leases
 EVENT_PATH=/apis/events.k8s.io/v1/namespaces/$SERVICE_NS/events
 
 # service_json [NAME [IP [NAMESPACE]]]: the Ironic Service of docs/kubernetes.md (HTTP 80 -> 8080 and DHCP).
@@ -224,7 +227,12 @@ except Exception:
     print("")' "$3"
 }
 
-lease_holder() { json_field "$1" "$LEASE_PATH/bpfnet-${2:-$SERVICE_NAME}" 'o.get("spec", {}).get("holderIdentity", "")'; }
+# The Lease of a service IP (default: the test's) is named after it: bpfnet-198-18-0-2.
+lease_path() { local ip=${1:-$E2E_SERVICE_IP}; echo "$LEASE_PATH/bpfnet-${ip//./-}"; }
+lease_holder() { json_field "$1" "$(lease_path "${2:-}")" 'o.get("spec", {}).get("holderIdentity", "")'; }
+lease_services() {
+    json_field "$1" "$(lease_path "${2:-}")" 'o["metadata"].get("annotations", {}).get("bpfnet.io/services", "")'
+}
 ingress_of() {
     json_field "$1" "$SERVICE_PATH/${2:-$SERVICE_NAME}" \
         '",".join(i.get("ip", "") for i in o.get("status", {}).get("loadBalancer", {}).get("ingress", []))'

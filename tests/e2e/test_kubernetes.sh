@@ -469,14 +469,19 @@ print(json.dumps(d))' "$E2E_REPO/k8s/examples/metal3-ironic-service.yaml" "$ip")
         { E2E_REASON="cannot read the example"; return 1; }
     kapi c1 POST "$SLICE_PATH" "$(slice_json node-a true "$name")" >/dev/null || { E2E_REASON="cannot create its slice"; return 1; }
     kapi c1 POST "$SERVICE_PATH" "$body" >/dev/null || { E2E_REASON="cannot create the example Service"; return 1; }
-    example_served() { [ "$(lease_holder c1 "$name")" = node-a ] && [ "$(ingress_of c1 "$name")" = "$ip" ]; }
+    example_served() { [ "$(lease_holder c1 "$ip")" = node-a ] && [ "$(ingress_of c1 "$name")" = "$ip" ]; }
     if ! wait_for 5 example_served; then
-        E2E_REASON="the example is not served: lease '$(lease_holder c1 "$name")', ingress '$(ingress_of c1 "$name")', refusals: $(events_of c1 Refused | grep -F "$name")"
+        E2E_REASON="the example is not served: lease '$(lease_holder c1 "$ip")', ingress '$(ingress_of c1 "$name")', refusals: $(events_of c1 Refused | grep -F "$name")"
         return 1
     fi
     log "the Metal3 example Service is accepted and served by node-a on $ip"
     kapi c1 DELETE "$SERVICE_PATH/$name" >/dev/null
     kapi c1 DELETE "$SLICE_PATH/$name-abcde" >/dev/null
+    # No Service uses the IP any more: its Lease is released, then deleted as an orphan.
+    example_lease_gone() { ! kapi c1 GET "$(lease_path "$ip")" >/dev/null; }
+    wait_for 5 example_lease_gone || { E2E_REASON="the Lease of $ip outlived its Service: $(kapi c1 GET "$(lease_path "$ip")")"; return 1; }
+    [ -n "$(lease_holder c1)" ] || { E2E_REASON="the Lease of $E2E_SERVICE_IP went too"; return 1; }
+    log "the example Service deleted: the Lease of $ip released and deleted"
     loaders_alive
 }
 
@@ -506,7 +511,10 @@ case_shared_ip() {
     [ "$body" = "${POD_NAME[$here]}" ] || { E2E_REASON="images (port 6180) answered '$body'"; return 1; }
     log "together on $here: both Services served after $TOOK s (port 6180 answered by $body)"
     [ "$(who_serves)" = "${POD_NAME[$here]}" ] || { E2E_REASON="ironic (port 80) answered '$(who_serves)'"; return 1; }
-    [ "$(lease_holder c1 images)" = "$here" ] || { E2E_REASON="images' Lease is held by '$(lease_holder c1 images)'"; return 1; }
+    # One Lease for the IP, whichever Services share it; it names them.
+    [ "$(lease_holder c1)" = "$here" ] || { E2E_REASON="the IP's Lease is held by '$(lease_holder c1)'"; return 1; }
+    wait_for 3 eval '[ "$(lease_services c1)" = "$SERVICE_NS/images,$SERVICE_NS/$SERVICE_NAME" ]' ||
+        { E2E_REASON="the IP's Lease names '$(lease_services c1)'"; return 1; }
     # A third Service on the IP whose named target port resolves to images' 8081: refused with an Event,
     # the other two still served.
     local clash='{"apiVersion": "v1", "kind": "Service",
@@ -523,13 +531,13 @@ case_shared_ip() {
     log "clash: $(events_of c1 TargetPortConflict | head -n1)"
     kapi c1 DELETE "$SERVICE_PATH/clash" >/dev/null
     kapi c1 DELETE "$SLICE_PATH/clash-abcde" >/dev/null
-    # The Service deleted: its owner releases the Lease, and the Lease, orphaned, is deleted.
+    # images deleted: the IP's Lease stays with its owner, and names ironic alone.
     kapi c1 DELETE "$SERVICE_PATH/images" >/dev/null
     kapi c1 DELETE "$SLICE_PATH/images-abcde" >/dev/null
-    images_lease_gone() { ! kapi c1 GET "$LEASE_PATH/bpfnet-images" >/dev/null; }
-    wait_for 5 images_lease_gone || { E2E_REASON="images' Lease outlived the Service: $(kapi c1 GET "$LEASE_PATH/bpfnet-images")"; return 1; }
-    [ -n "$(lease_holder c1)" ] || { E2E_REASON="ironic's Lease went too"; return 1; }
-    log "images deleted: its Lease released and deleted; ironic's kept"
+    wait_for 3 eval '[ "$(lease_services c1)" = "$SERVICE_NS/$SERVICE_NAME" ]' ||
+        { E2E_REASON="after images was deleted the IP's Lease names '$(lease_services c1)'"; return 1; }
+    [ "$(lease_holder c1)" = "$here" ] || { E2E_REASON="the IP's Lease is held by '$(lease_holder c1)'"; return 1; }
+    log "images deleted: the IP's Lease kept by $here, naming ironic alone"
     loaders_alive
 }
 

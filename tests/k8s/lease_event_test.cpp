@@ -1,5 +1,6 @@
 // The Lease and Event bodies the loader writes, and the parsing of what it reads back: pure functions, no
 // API server.
+#include "core/addresses.hpp"
 #include "k8s/event.hpp"
 #include "k8s/lease.hpp"
 #include "k8s/service_model.hpp"
@@ -117,12 +118,26 @@ TEST(Lease, RenewalKeepsAcquireTimeAndTransitions) {
 
 TEST(Lease, NewLeaseHasNoVersionAndNoTransitions) {
     auto now = *parse_micro_time("2026-11-29T22:00:00Z");
-    json body = lease_claim(LeaseState{}, "metal3", lease_name("ironic"), "node-a", 15s, now);
-    EXPECT_EQ(body["metadata"]["name"], "bpfnet-ironic");
-    EXPECT_EQ(body["metadata"]["namespace"], "metal3");
+    json body = lease_claim(LeaseState{}, "bpfnet-system", lease_name(*parse_ipv4("198.18.0.10")), "node-a", 15s, now,
+                            "metal3/images,metal3/ironic");
+    EXPECT_EQ(body["metadata"]["name"], "bpfnet-198-18-0-10");
+    EXPECT_EQ(body["metadata"]["namespace"], "bpfnet-system");
+    EXPECT_EQ(body["metadata"]["annotations"][kServicesAnnotation], "metal3/images,metal3/ironic");
     EXPECT_FALSE(body["metadata"].contains("resourceVersion"));
     EXPECT_EQ(body["spec"]["leaseTransitions"], 0);
     EXPECT_EQ(body["kind"], "Lease");
+}
+
+// One Lease per service IP, named after it; only the canonical spelling reads back as an IP, so a Lease of
+// another kind that happens to carry our label is never taken for one of ours.
+TEST(Lease, NamedAfterTheServiceIp) {
+    EXPECT_EQ(lease_name(*parse_ipv4("172.22.0.2")), "bpfnet-172-22-0-2");
+    EXPECT_EQ(lease_service_ip("bpfnet-172-22-0-2"), parse_ipv4("172.22.0.2"));
+    EXPECT_EQ(lease_service_ip("bpfnet-ironic"), std::nullopt);
+    EXPECT_EQ(lease_service_ip("bpfnet-172-22-0-02"), std::nullopt);
+    EXPECT_EQ(lease_service_ip("bpfnet-172-22-0"), std::nullopt);
+    EXPECT_EQ(lease_service_ip("bpfnet-172.22.0.2"), std::nullopt);
+    EXPECT_EQ(lease_service_ip("other-172-22-0-2"), std::nullopt);
 }
 
 TEST(Lease, ReleaseClearsTheHolderAndKeepsTheVersion) {

@@ -24,7 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..", "..", "k8s", "manifests")
 
 # The API calls of bpfnet-loader in Kubernetes mode, as (API group, resource, verb): those it makes in every
-# namespace (the ClusterRole) and those it makes only in the namespaces it serves (a Role in each). Each must
+# namespace (the ClusterRole), those it makes only in the namespaces it serves (a Role in each) and those on
+# its Leases, in its own namespace (a Role there). Each must
 # be granted exactly: a missing one breaks the loader, an extra one is privilege it does not use.
 # KEEP IN SYNC with the requests k8s/controller.cpp and k8s/event_recorder.cpp make. tests/e2e/test_kubernetes.sh
 # checks the other direction at run time: every request the loaders sent to the API server stand-in is
@@ -36,9 +37,6 @@ CLUSTER_API_CALLS = {
     # Where the ready backend runs.
     ("discovery.k8s.io", "endpointslices", "list"),
     ("discovery.k8s.io", "endpointslices", "watch"),
-    # Our Leases, selected by label, to learn who holds what.
-    ("coordination.k8s.io", "leases", "list"),
-    ("coordination.k8s.io", "leases", "watch"),
     # Events on Services (refusals also in namespaces not served); a lasting one is bumped (get, patch).
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "get"),
@@ -47,7 +45,12 @@ CLUSTER_API_CALLS = {
 NAMESPACED_API_CALLS = {
     # status.loadBalancer.ingress, by the owner: a merge patch of that field.
     ("", "services/status", "patch"),
-    # One Lease per Service, in the Service's namespace (get after a 409; delete when its Service is gone).
+}
+LEASE_API_CALLS = {
+    # One Lease per service IP in bpfnet-system: watched (by label) to learn who holds what, get after a 409,
+    # claimed, renewed and released, deleted when no Service uses the IP any more.
+    ("coordination.k8s.io", "leases", "list"),
+    ("coordination.k8s.io", "leases", "watch"),
     ("coordination.k8s.io", "leases", "get"),
     ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "update"),
@@ -64,6 +67,8 @@ EXPECTED_OBJECTS = {
     "rbac.yaml": {
         ("rbac.authorization.k8s.io/v1", "ClusterRole", None, "bpfnet-loader"),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", None, "bpfnet-loader"),
+        ("rbac.authorization.k8s.io/v1", "Role", "bpfnet-system", "bpfnet-loader-leases"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding", "bpfnet-system", "bpfnet-loader-leases"),
     },
     "rbac-namespace.yaml": {
         ("rbac.authorization.k8s.io/v1", "Role", "metal3", "bpfnet-loader"),
@@ -373,6 +378,8 @@ class Rbac(unittest.TestCase):
         self.cluster_binding = one("rbac.yaml", "ClusterRoleBinding")
         self.role = one("rbac-namespace.yaml", "Role")
         self.binding = one("rbac-namespace.yaml", "RoleBinding")
+        self.lease_role = one("rbac.yaml", "Role")
+        self.lease_binding = one("rbac.yaml", "RoleBinding")
         sa = one("serviceaccount.yaml", "ServiceAccount")["metadata"]
         self.subjects = [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
 
@@ -390,6 +397,21 @@ class Rbac(unittest.TestCase):
         granted = grants(self.role)
         self.assertEqual(granted - NAMESPACED_API_CALLS, set(), "granted but not used")
         self.assertEqual(NAMESPACED_API_CALLS - granted, set(), "used but not granted")
+
+    def test_lease_role_is_exactly_the_lease_calls_in_the_loaders_namespace(self):
+        granted = grants(self.lease_role)
+        self.assertEqual(granted - LEASE_API_CALLS, set(), "granted but not used")
+        self.assertEqual(LEASE_API_CALLS - granted, set(), "used but not granted")
+        # The loader's Lease namespace is its pod's (POD_NAMESPACE from the downward API): the Role's.
+        env = one("daemonset.yaml", "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["env"]
+        pod_ns = [e for e in env if e["name"] == "POD_NAMESPACE"]
+        self.assertEqual(pod_ns, [{"name": "POD_NAMESPACE",
+                                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}])
+        self.assertEqual(self.lease_role["metadata"]["namespace"], one("daemonset.yaml", "DaemonSet")["metadata"]["namespace"])
+        self.assertEqual(self.lease_binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                         "name": self.lease_role["metadata"]["name"]})
+        self.assertEqual(self.lease_binding["metadata"]["namespace"], self.lease_role["metadata"]["namespace"])
+        self.assertEqual(self.lease_binding["subjects"], self.subjects)
 
     def test_role_in_every_allowed_namespace(self):
         args = one("daemonset.yaml", "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["args"]
