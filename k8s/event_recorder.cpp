@@ -15,6 +15,9 @@ namespace {
 
 // An Event write waits at most this long; the queue behind it waits too, the reconcile pass never does.
 constexpr auto kEventTimeout = std::chrono::milliseconds(10000);
+// While the API server cannot be reached, the next Event is tried again after these pauses (doubling).
+constexpr auto kFirstRetry = std::chrono::seconds(1);
+constexpr auto kLastRetry = std::chrono::seconds(30);
 
 } // namespace
 
@@ -51,7 +54,10 @@ std::uint64_t EventRecorder::dropped() const {
     return dropped_;
 }
 
+// Events wait in the queue while the API server cannot be reached: what happened while a node was cut off
+// from it (a Yielded service IP above all) is what an operator looks for afterwards.
 void EventRecorder::run() {
+    auto retry = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetry);
     for (;;) {
         Pending next;
         {
@@ -62,20 +68,35 @@ void EventRecorder::run() {
             next = std::move(queue_.front());
             queue_.pop_front();
         }
-        post(next);
+        if (post(next)) {
+            retry = std::chrono::duration_cast<std::chrono::milliseconds>(kFirstRetry);
+            continue;
+        }
+        std::unique_lock lock(mutex_);
+        if (queue_.size() < kQueueLimit)
+            queue_.push_front(std::move(next));
+        else
+            dropped_++;
+        if (wake_.wait_for(lock, retry, [&] { return stopping_; }))
+            return;
+        retry = std::min<std::chrono::milliseconds>(retry * 2, kLastRetry);
     }
 }
 
-void EventRecorder::post(const Pending &pending) {
+bool EventRecorder::post(const Pending &pending) {
     const std::string reason = string_member(pending.body, "reason");
     try {
         api_.post(events_path(pending.namespace_), pending.body, kEventTimeout);
     } catch (const ConflictError &) {
         // A shared Event another node (or this one, earlier) created: seen again.
         bump_series(pending);
+    } catch (const TransportError &e) {
+        log_warn("event not posted yet: API server unreachable", {{"reason", reason}, {"error", e.what()}});
+        return false;
     } catch (const std::exception &e) {
         log_warn("event not posted", {{"reason", reason}, {"error", e.what()}});
     }
+    return true;
 }
 
 void EventRecorder::bump_series(const Pending &pending) {

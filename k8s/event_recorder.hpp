@@ -1,6 +1,7 @@
 // Posts the loader's Events off the reconcile pass: a slow or absent API server must not hold up the pass that
-// renews Leases and follows pod moves. Events are a report, not state: the queue is bounded and an Event
-// that cannot be posted is logged and dropped.
+// renews Leases and follows pod moves. Events are a report, not state: the queue is bounded (the oldest go
+// first), an Event the API server refuses is logged and dropped, and one it could not be reached for waits
+// at the head of the queue, tried again with backoff (1 s doubling to 30 s).
 //
 // A standing condition (a refused Service) is reported again every refresh interval while it lasts: the API
 // server deletes Events an hour after their last write (--event-ttl), and the reason must not vanish from
@@ -44,7 +45,7 @@ private:
         nlohmann::json body;
     };
     void run();
-    void post(const Pending &pending);
+    bool post(const Pending &pending); // false: the API server could not be reached, try again later
     void bump_series(const Pending &pending);
 
     ApiClient &api_;

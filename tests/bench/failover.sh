@@ -10,6 +10,8 @@
 #   Kubernetes      tests/e2e/test_kubernetes.sh --case serve --case moves: the pod moves between two nodes through
 #                   EndpointSlice changes at the API server stand-in; the Lease moves the service IP (and
 #                   its ARP answers) to the new node. "Ready" is the stand-in's commit of the EndpointSlice.
+# Then, PARTITIONS times (default 3), test_kubernetes.sh --case serve --case partition: the owner's node cut off
+# from the API server while its pod moves; how long both nodes answered ARP, and how long none did.
 # Each way is a probe session of its own (the loader compares the parsed file, so config moves must
 # alternate the pods themselves, and a bpfnetctl move in between could leave the file unchanged).
 # Per move: the time to the first HTTP answer from the new pod and to the first DHCP offer from its
@@ -153,8 +155,28 @@ RESULT[Kubernetes]=$("$SYSTEM_PYTHON" "$PROBE_PY" analyze "$k8s_tmp/moves.probe"
     --commits "$k8s_tmp/logs/commits-c1.log") || die "a Kubernetes move never got an answer from its new pod"
 RESULT[Kubernetes]=$(echo "${RESULT[Kubernetes]}" | tail -n1)
 ARP_GAP[Kubernetes]=$(longest_arp_gap "$k8s_tmp/moves.arpprobe")
+# Who-has the moves got from both nodes, in seconds of probing (a probe every 10 ms).
+K8S_TWO=$(awk '$2 == "answered" && $3 ~ /,/ { n++ } END { printf "%.2f", n * 0.01 }' "$k8s_tmp/moves.arpprobe")
 log "Kubernetes: $(echo "${RESULT[Kubernetes]}" | cut -c1-160); longest ARP gap ${ARP_GAP[Kubernetes]} s"
 rm -rf "$k8s_tmp"
+
+# ---------------------------------------------------------------------------------------------------
+# Kubernetes, the owner cut off from the API server while its pod moves: the suite's case partition, PARTITIONS
+# times (each a fresh cluster): how long both nodes answered and how long none did.
+
+PARTITIONS=${PARTITIONS:-3}
+PART_TWO=() PART_SILENT=() PART_TAKEOVER=()
+for ((round = 1; round <= PARTITIONS; round++)); do
+    out=$E2E_TMP/logs/partition-$round.log
+    env -u BPFNET_E2E_SANDBOX bash "$top/tests/e2e/test_kubernetes.sh" "$LOADER" --case serve --case partition >"$out" 2>&1 ||
+        die "the partition case failed: $(grep -E '^not ok|fatal' "$out" | head -3)"
+    json=$(sed -n 's/.*partition: \({.*}\)$/\1/p' "$out" | tail -n1)
+    [ -n "$json" ] || die "the partition case reported no measurement"
+    PART_TWO+=("$(echo "$json" | "$SYSTEM_PYTHON" -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["two_answerers_s"])')")
+    PART_SILENT+=("$(echo "$json" | "$SYSTEM_PYTHON" -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["silent_s"])')")
+    PART_TAKEOVER+=("$(echo "$json" | "$SYSTEM_PYTHON" -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["takeover_s"])')")
+    log "partition round $round: $json"
+done
 
 # ---------------------------------------------------------------------------------------------------
 
@@ -180,4 +202,19 @@ done
     --unit ms --better lower --baseline bpfnetctl --series "bpfnetctl=$(ms "${ARP_GAP[bpfnetctl]}")" \
     --series "config reload=$(ms "${ARP_GAP[config reload]}")" --series "Kubernetes=$(ms "${ARP_GAP[Kubernetes]}")" \
     --notes "One value per session (a who-has every 10 ms through all its moves); standalone moves never change the node that answers ARP, Kubernetes moves do."
+ms_list() {
+    local v out=""
+    for v in "$@"; do out+="${out:+,}$(ms "$v")"; done
+    echo "$out"
+}
+"$SYSTEM_PYTHON" "$REPORT" table "$RESULTS_FILE" failover \
+    --title "Kubernetes: time both nodes answered ARP for the service IP" --unit ms --better lower \
+    --baseline "moves (Lease released)" --series "moves (Lease released)=$(ms "$K8S_TWO")" \
+    --series "owner cut off from the API server=$(ms_list "${PART_TWO[@]}")" \
+    --notes "Moves: all $MOVES moves of one session together (who-has answered by two MACs x 10 ms). Cut off: one value per round ($PARTITIONS rounds, a fresh cluster each, Lease 3 s): the owner's management link down, then its pod moved; from the new owner's first answer to the old one's last. The takeover came $(IFS=,; echo "${PART_TAKEOVER[*]}") s after the move (the Lease expiring unrenewed)."
+"$SYSTEM_PYTHON" "$REPORT" table "$RESULTS_FILE" failover \
+    --title "Kubernetes: longest run without an ARP answer across the takeover" --unit ms --better lower \
+    --baseline "moves (Lease released)" --series "moves (Lease released)=$(ms "${ARP_GAP[Kubernetes]}")" \
+    --series "owner cut off from the API server=$(ms_list "${PART_SILENT[@]}")" \
+    --notes "Cut off: the new owner announces and answers one gratuitous-ARP interval (200 ms) later, so the old owner yields first; the old owner answered until then."
 log "results in $RESULTS_FILE"

@@ -5,13 +5,15 @@
 #
 #   usage: test_kubernetes.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   K8S_MOVES     how many times case c moves the pod between the nodes (default 20)
+#          K8S_OUTAGE_S  how long case e keeps the API server away before anything else happens (default 60)
 #          E2E_KEEP_TMP  keep the temporary directory (logs, probe records) for inspection
 #
 # Cases: a. refusals with Events; b. the pod on node A (Lease, ARP, HTTP, DHCP, ingress, Event, metrics); b2.
 # the status: only the ingress written, compared by meaning, cleared without endpoints, refusal Events
 # reported again after they expired; c. K8S_MOVES moves between the nodes with HTTP, DHCP and ARP probes every
 # 10 ms (failover times measured; never two ARP owners); d. SIGKILL of the owner's loader; e. the API server
-# away, then back with 410; f. malformed and unexpected API answers, 409 on renewal; f2. stalled watches; f3.
+# away (60 s: nothing lost), then back with 410; e2. the owner's node alone cut off from the API server while
+# its pod moves (how long both nodes answer, measured); f. malformed and unexpected API answers, 409 on renewal; f2. stalled watches; f3.
 # a rolling update; g. two Services sharing the IP; h. pivot between two clusters and a double claim; i. a
 # bridge CNI; j. every recorded API request granted by rbac.yaml and rbac-namespace.yaml.
 #
@@ -38,6 +40,7 @@ require_tools curl bpftool ethtool nsenter dnsmasq "$SYSTEM_PYTHON"
 
 LOGS=$E2E_TMP/logs
 K8S_MOVES=${K8S_MOVES:-20}
+K8S_OUTAGE_S=${K8S_OUTAGE_S:-60}
 HEARTBEAT_TIMEOUT_S=5 # the loader's default heartbeat timeout
 LEASE_S=3             # --lease-duration given by k8s_loader_start
 
@@ -301,22 +304,40 @@ case_sigkill_owner() {
 
 case_api_outage() {
     case_needs case_serve || return 1
-    # From: CURRENT serves. The API server goes away (every loader request cut off) for longer than the
-    # Lease and the heartbeat timeout: the datapath keeps serving, also after the owner's loader restarts.
-    # Meanwhile the pod moves and the history is compacted, so the other loader's re-watch gets 410 Gone.
-    # When it is back, both catch up, with never two ARP owners.
+    # From: CURRENT serves. The API server goes away (every loader request cut off) for K8S_OUTAGE_S seconds,
+    # many Lease durations and heartbeat timeouts: the datapath keeps serving (HTTP, DHCP and ARP probed all
+    # along: nothing lost, one ARP owner), also after the owner's loader restarts. Meanwhile the pod moves and
+    # the history is compacted, so the other loader's re-watch gets 410 Gone. When it is back, both catch
+    # up, with never two ARP owners.
     local before=$CURRENT next
     next=$(other "$before")
+    local probe=$E2E_TMP/outage.probe arp=$E2E_TMP/outage-steady.arpprobe
+    cluster_host nice -n 10 "$SYSTEM_PYTHON" "$PROBE_PY" probe eth0 "$E2E_SERVICE_IP" --seconds "$K8S_OUTAGE_S" \
+        --every 0.05 >"$probe" &
+    local prober=$!
+    E2E_PIDS+=("$prober")
+    cluster_host nice -n 10 "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.05 --count $((K8S_OUTAGE_S * 20)) eth0 \
+        "$E2E_SERVICE_IP" >"$arp" &
+    local arp_prober=$!
+    E2E_PIDS+=("$arp_prober")
+    wait_for 5 grep -q started "$probe"
     kapi c1 POST /_test/offline '{"on": true}' >/dev/null || { E2E_REASON="cannot take the stand-in offline"; return 1; }
-    local t0 failures=0 tries=0
-    t0=$(date +%s)
-    while [ $(($(date +%s) - t0)) -lt $((HEARTBEAT_TIMEOUT_S + 3)) ]; do
-        tries=$((tries + 1))
-        [ "$(who_serves)" = "${POD_NAME[$before]}" ] || failures=$((failures + 1))
-        sleep 0.2
-    done
-    [ "$failures" = 0 ] || { E2E_REASON="$failures of $tries requests failed while the API server was away"; return 1; }
-    log "API server away $((HEARTBEAT_TIMEOUT_S + 3)) s: all $tries requests answered by ${POD_NAME[$before]}"
+    wait "$prober"
+    wait "$arp_prober"
+    # Every HTTP try answered by the owner's pod, every DISCOVER by an offer from its range, every who-has by
+    # the owner's MAC alone.
+    local counts http_ok http_lost dhcp_ok dhcp_lost arp_other
+    counts=$(awk -v pod="${POD_NAME[$before]}" -v first="${DHCP_FIRST[$before]}" -v last="${DHCP_LAST[$before]}" '
+        BEGIN { split(first, f, "."); split(last, l, ".") }
+        $2 == "http" { if ($3 == pod) ho++; else hl++ }
+        $2 == "dhcp" { split($3, o, "."); if ($3 != "-" && o[4] + 0 >= f[4] + 0 && o[4] + 0 <= l[4] + 0) dok++; else dl++ }
+        END { print ho + 0, hl + 0, dok + 0, dl + 0 }' "$probe")
+    read -r http_ok http_lost dhcp_ok dhcp_lost <<<"$counts"
+    arp_other=$(grep -v -c "answered ${NIC_MAC[$before]}\$" "$arp")
+    log "API server away $K8S_OUTAGE_S s: HTTP $http_ok answered by ${POD_NAME[$before]}, $http_lost not; DHCP $dhcp_ok offers from its range, $dhcp_lost not; ARP $(grep -c . "$arp") who-has, $arp_other not answered by ${NIC_MAC[$before]} alone"
+    [ "$http_lost" = 0 ] && [ "$dhcp_lost" = 0 ] && [ "$arp_other" = 0 ] && [ "$http_ok" -gt 0 ] && [ "$dhcp_ok" -gt 0 ] ||
+        { E2E_REASON="lost while the API server was away: $http_lost HTTP, $dhcp_lost DHCP, $arp_other ARP ($(grep -m3 -v "answered ${NIC_MAC[$before]}\$" "$arp" | tr '\n' ' '))"; return 1; }
+    local failures=0 tries=0 t0
     # A rolling update of the owner's loader while the API server is still away: the new loader cannot list,
     # and the datapath goes on serving past the heartbeat timeout.
     k8s_loader_stop "$before"
@@ -352,6 +373,80 @@ case_api_outage() {
     [ "${expired:-0}" -ge 1 ] && grep -q '410 Gone\|resourceVersion expired' "${K8S_LOADER_LOG[$next]}" ||
         { E2E_REASON="the loader on $next did not see a 410 on re-watch (expired metric '$expired')"; return 1; }
     [ "$(lease_holder c1)" = "$next" ] || { E2E_REASON="lease holder '$(lease_holder c1)'"; return 1; }
+    loaders_alive
+}
+
+# partition_analysis OLD_MAC NEW_MAC ARP_PROBE_LOG: "two_answerers_s silent_s both first_new": from the first
+# who-has the new owner answered to the last one the old owner answered after it (0 when the old one had
+# stopped before), the silence between the old owner's last answer before that and it, how many probes both
+# answered, and the monotonic time of the new owner's first answer (10 ms resolution: a probe every 10 ms).
+partition_analysis() {
+    awk -v old="$1" -v new="$2" '
+        $2 == "answered" {
+            o = index($3, old) > 0; n = index($3, new) > 0
+            if (n && first_new == "") first_new = $1
+            if (o && first_new == "") last_old_before = $1
+            if (o) last_old = $1
+            if (o && n) both++
+        }
+        END {
+            if (first_new == "") { print "-1 -1 0 -1"; exit }
+            two = last_old >= first_new ? last_old - first_new + 0.01 : 0
+            silent = last_old_before == "" ? 0 : first_new - last_old_before - 0.01
+            printf "%.3f %.3f %d %s\n", two, silent < 0 ? 0 : silent, both, first_new
+        }' "$3"
+}
+
+case_partition() {
+    case_needs case_serve || return 1
+    # From: CURRENT serves. Its node alone is cut off from the API server (its management link down; the
+    # provisioning LAN is fine), and the pod moves to the other node. The other node takes the Lease over once
+    # it has watched it unrenewed for its duration, announces the IP and answers a GARP interval later; the
+    # cut-off node, whose claim is unconfirmed by then, sees the announcement and stops answering. Measured
+    # from who-has probes every 10 ms: how long both nodes answered. When the link is back, the cut-off node
+    # finds the Lease taken and stays standby; its Yielded Event, recorded while cut off, reaches the API.
+    local old=$CURRENT new
+    new=$(other "$old")
+    local arp=$E2E_TMP/partition.arpprobe seconds=$((LEASE_S + 9))
+    cluster_host nice -n 10 "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.01 --count $((seconds * 100)) eth0 \
+        "$E2E_SERVICE_IP" >"$arp" &
+    local prober=$!
+    E2E_PIDS+=("$prober")
+    sleep 1
+    ip -n "${NODE_NS[$old]}" link set mgmt0 down || { E2E_REASON="cannot cut $old off"; return 1; }
+    local verdict=ok
+    if ! move_to "$new"; then
+        verdict="cannot write the EndpointSlice"
+    elif ! wait_serves "$new" $((LEASE_S + 6)); then
+        verdict=$E2E_REASON
+    fi
+    wait "$prober"
+    local analysis two silent both first_new old_after
+    analysis=$(partition_analysis "${NIC_MAC[$old]}" "${NIC_MAC[$new]}" "$arp")
+    read -r two silent both first_new <<<"$analysis"
+    # The last two seconds of probes (well after the takeover): the cut-off node answers none.
+    old_after=$(tail -n 200 "$arp" | grep -c "${NIC_MAC[$old]}")
+    local yielded_log
+    yielded_log=$(grep -c 'yielded: another MAC claims the service IP' "${K8S_LOADER_LOG[$old]}")
+    ip -n "${NODE_NS[$old]}" link set mgmt0 up
+    [ "$verdict" = ok ] || { E2E_REASON=$verdict; return 1; }
+    CURRENT=$new
+    log "$old cut off from the API server, the pod moved to $new: served by $new after $TOOK s; both answered for $two s ($both probes answered twice), silence before the takeover $silent s"
+    PARTITION_JSON="{\"takeover_s\": $TOOK, \"two_answerers_s\": $two, \"double_answered_probes\": $both, \"silent_s\": $silent}"
+    [ "$old_after" = 0 ] || { E2E_REASON="the cut-off node $old still answered $old_after of the last 200 who-has"; return 1; }
+    [ "$yielded_log" -ge 1 ] || { E2E_REASON="the loader on $old logged no yield: $(grep -m2 conflict "${K8S_LOADER_LOG[$old]}" | tr '\n' ' ')"; return 1; }
+    [ "$(lease_holder c1)" = "$new" ] || { E2E_REASON="lease holder '$(lease_holder c1)'"; return 1; }
+    # Back in touch: the Yielded Event arrives (queued while cut off), and the old node stays silent.
+    if ! wait_for 40 eval '[[ $(events_of c1 Yielded) == *"$old stopped answering"* ]]'; then
+        E2E_REASON="no Yielded Event from $old after it reached the API again: '$(events_of c1 Yielded)'"
+        return 1
+    fi
+    local answers
+    answers=$(cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.02 --count 50 eth0 "$E2E_SERVICE_IP" |
+        grep -c -e "${NIC_MAC[$old]}")
+    [ "$answers" = 0 ] || { E2E_REASON="$old answered $answers who-has after reaching the API again"; return 1; }
+    serves "$new" || { E2E_REASON="$new stopped serving after $old came back"; return 1; }
+    log "link back: $(events_of c1 Yielded | head -n1)"
     loaders_alive
 }
 
@@ -647,6 +742,7 @@ for node in "${NODES[@]}"; do
     k8s_loader_start "$node" c1 "$LOGS/loader-$node.log" || die "$E2E_REASON"
 done
 MOVES_JSON=""
+PARTITION_JSON=""
 
 run_case "a. Services with a disallowed namespace or IP are refused with an Event; another class is ignored" case_refused
 run_case "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTTP and DHCP, sets the ingress" case_serve
@@ -655,6 +751,8 @@ run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod;
 [ -n "$MOVES_JSON" ] && log "failover: $MOVES_JSON"
 run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner
 run_case "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case_api_outage
+run_case "e2. the owner's node cut off from the API server while its pod moves: the new owner announces, the old one yields" case_partition
+[ -n "$PARTITION_JSON" ] && log "partition: $PARTITION_JSON"
 run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
 run_case "f2. watches stalled (connected, silent): restarted after the idle timeout, a move followed" case_stalled_watches
 run_case "f3. rolling update: the old pod, terminating but serving, keeps the IP until the new one is ready" case_rolling_update

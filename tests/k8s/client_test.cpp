@@ -523,6 +523,24 @@ TEST(K8sEvents, RecordingNeverBlocksOnAnAbsentServer) {
     ::close(silent);
 }
 
+// An Event recorded while the API server cannot be reached (a node cut off from it, which is when a service IP
+// is yielded) is posted once it can be, not dropped.
+TEST(K8sEvents, EventsWaitForAnUnreachableServer) {
+    StandIn server;
+    ApiClient api(server.config());
+    json svc = api.post(kServices, service("ironic", "192.0.2.10"));
+    api.post("/_test/offline", {{"on", true}});
+    ServiceEvent yielded = warning_event("Yielded", "Yield", "node-a stopped answering for 192.0.2.10");
+    yielded.name = "ironic.yielded";
+    const std::string path = events_path("prov") + "/" + yielded.name;
+    EventRecorder recorder(api, "node-a");
+    recorder.record(svc, yielded);
+    std::this_thread::sleep_for(1500ms); // at least one post cut off
+    api.post("/_test/offline", {{"on", false}});
+    EXPECT_TRUE(eventually([&] { return api.request("GET", path).status == 200; }, 5000ms));
+    EXPECT_EQ(recorder.dropped(), 0u);
+}
+
 // A standing condition reported again: the shared Event gets its series bumped, which renews its time to live
 // on a real server; after the server expired it, the next report creates it again.
 TEST(K8sEvents, RepeatedSharedEventBumpsItsSeriesAndComesBackAfterExpiry) {
