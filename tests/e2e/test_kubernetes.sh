@@ -421,9 +421,9 @@ case_partition() {
         verdict=$E2E_REASON
     fi
     wait "$prober"
-    local analysis two silent both first_new old_after
+    local analysis two silent both old_after
     analysis=$(partition_analysis "${NIC_MAC[$old]}" "${NIC_MAC[$new]}" "$arp")
-    read -r two silent both first_new <<<"$analysis"
+    read -r two silent both _ <<<"$analysis"
     # The last two seconds of probes (well after the takeover): the cut-off node answers none.
     old_after=$(tail -n 200 "$arp" | grep -c "${NIC_MAC[$old]}")
     local yielded_log
