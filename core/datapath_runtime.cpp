@@ -108,7 +108,19 @@ void DatapathRuntime::attach() {
 bool DatapathRuntime::heartbeat_fresh() {
     auto last = datapath_->maps().heartbeat.lookup(0);
     auto timeout = static_cast<__u64>(std::chrono::nanoseconds(node_.heartbeat_timeout).count());
-    return last && last->monotonic_ns != 0 && monotonic_ns() - last->monotonic_ns <= timeout;
+    if (!last || last->monotonic_ns == 0)
+        return false;
+    const __u64 now = monotonic_ns();
+    return last->monotonic_ns > now || now - last->monotonic_ns <= timeout; // in the future: a predecessor's grace
+}
+
+void DatapathRuntime::leave_with_grace(std::chrono::milliseconds grace) {
+    std::lock_guard lock(mutex_);
+    if (!datapath_ || !heartbeat_running_ || grace.count() <= 0)
+        return;
+    heartbeat_running_ = false; // the thread writes no more heartbeats over the grace
+    datapath_->maps().heartbeat.update(
+        0, bpfnet_heartbeat{monotonic_ns() + static_cast<__u64>(std::chrono::nanoseconds(grace).count())});
 }
 
 void DatapathRuntime::write_heartbeat() {

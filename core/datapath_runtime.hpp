@@ -83,6 +83,12 @@ public:
     void confirm_claim(__be32 service_ip, std::chrono::steady_clock::time_point until);
     // The claim is gone (released, or taken by another node): nothing to confirm or yield.
     void drop_claim(__be32 service_ip);
+    // The loader is stopping and another is expected to take over (a rolling update): the heartbeat stops and
+    // is written `grace` into the future, so the service IPs stay answered without a loader until then (and
+    // the heartbeat timeout after) instead of going quiet at the timeout while the next loader's image is
+    // pulled. The datapath ends the grace at once if another MAC claims one of the IPs meanwhile. 0: none
+    // (the IPs go quiet at the heartbeat timeout, as after a crash). Thread-safe; call once, last.
+    void leave_with_grace(std::chrono::milliseconds grace);
     // The service IPs this node yielded and has not confirmed since.
     std::set<__be32> yielded() const;
     // Announces service IPs now, whether or not they are active here: a round of garp_count gratuitous ARPs

@@ -167,8 +167,12 @@ int KubernetesLoader::run() {
                     continue;
                 }
                 // The datapath stays attached and the Leases held: a restarted loader (a rolling update)
-                // renews them before they expire, without a gap.
-                log_info("stopping; datapath left running", {{"signal", strsignal(static_cast<int>(info.ssi_signo))}});
+                // renews them before they expire, and the grace keeps ARP answered until it runs.
+                runtime_.leave_with_grace(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(options_.upgrade_grace));
+                log_info("stopping; datapath left running",
+                         {{"signal", strsignal(static_cast<int>(info.ssi_signo))},
+                          {"grace_s", std::to_string(options_.upgrade_grace.count())}});
                 return 0;
             } else if (fd == control_->fd()) {
                 control_->serve_pending(refuse_control);

@@ -58,6 +58,9 @@ struct KubernetesOptions {
     std::chrono::seconds event_refresh{1800};
     // A watch silent this long (no event, no bookmark) is restarted: see WatchOptions::idle_timeout.
     std::chrono::seconds watch_idle_timeout{150};
+    // On SIGTERM the datapath keeps answering this long without a loader, for the next one to take over (a
+    // rolling update whose image is being pulled): DatapathRuntime::leave_with_grace.
+    std::chrono::seconds upgrade_grace{60};
 };
 
 class KubernetesLoader {

@@ -68,6 +68,12 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->check(CLI::Range(2u, 600u))
         ->capture_default_str()
         ->group(group);
+    app.add_option("--upgrade-grace", k.upgrade_grace_s,
+                   "seconds the datapath keeps answering for the service IPs after the loader stops (SIGTERM), "
+                   "for the next loader of a rolling update to take over; 0: stop at the heartbeat timeout")
+        ->check(CLI::Range(0u, 600u))
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--xdp-mode", k.xdp_mode, "auto (native where the driver supports it), native or generic")
         ->check(one_of<XdpMode>())
         ->capture_default_str()
@@ -146,6 +152,7 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     options.lease_duration = std::chrono::seconds(k.lease_duration_s);
     options.event_refresh = std::chrono::seconds(k.event_refresh_s);
     options.watch_idle_timeout = std::chrono::seconds(k.watch_idle_timeout_s);
+    options.upgrade_grace = std::chrono::seconds(k.upgrade_grace_s);
     options.policy.allowed_namespaces = k.allowed_namespaces;
     for (const std::string &text : k.allowed_cidrs) {
         auto cidr = parse_cidr(text);

@@ -27,6 +27,7 @@ struct KubernetesFlags {
     unsigned lease_duration_s = 15;
     unsigned event_refresh_s = 1800;
     unsigned watch_idle_timeout_s = 150;
+    unsigned upgrade_grace_s = 60;
     std::string xdp_mode = "auto";
     std::string tc_attach = "auto";
     std::string redirect_peer = "auto";

@@ -78,7 +78,12 @@ struct bpfnet_iface {
 #define BPFNET_HOOKS_TCX	   (1u << 0) /* TC programs attached as tcx links (6.6+); else clsact filters */
 #define BPFNET_HOOKS_REDIRECT_PEER (1u << 1) /* the kernel has bpf_redirect_peer (5.10+) and it is used */
 
-/* heartbeat (array, one entry): CLOCK_MONOTONIC ns of the loader's last heartbeat (bpf_ktime_get_ns). */
+/*
+ * heartbeat (array, one entry): CLOCK_MONOTONIC ns of the loader's last heartbeat (bpf_ktime_get_ns). A
+ * loader stopping for an upgrade writes a time in the future (now + its grace): the service IPs stay
+ * answered without it until then (and the timeout after), so the next loader can take over without an ARP
+ * gap; another MAC claiming one of them ends the grace at once (0). 0: no heartbeat.
+ */
 struct bpfnet_heartbeat {
 	__u64 monotonic_ns;
 };

@@ -136,15 +136,36 @@ static __always_inline int in_provisioning_subnet(const struct bpfnet_iface *cfg
 	return (ip & cfg->subnet_mask_be) == cfg->subnet_be;
 }
 
-/* The liveness gate: a loader that stopped heartbeating must not keep claiming the service IP. */
+/*
+ * The liveness gate: a loader that stopped heartbeating must not keep claiming the service IP. A heartbeat
+ * in the future is a stopping loader's grace (an upgrade: see struct bpfnet_heartbeat): open until then,
+ * and for the timeout after.
+ */
 static __always_inline int loader_alive(const struct bpfnet_iface *cfg)
 {
 	__u32 key = 0;
 	struct bpfnet_heartbeat *hb = bpf_map_lookup_elem(&heartbeat, &key);
+	__u64 now = bpf_ktime_get_ns();
 
 	if (!hb || hb->monotonic_ns == 0)
 		return 0;
-	return bpf_ktime_get_ns() - hb->monotonic_ns <= cfg->heartbeat_timeout_ns;
+	if (hb->monotonic_ns > now)
+		return 1;
+	return now - hb->monotonic_ns <= cfg->heartbeat_timeout_ns;
+}
+
+/*
+ * Another MAC claims a service IP this node answers for while no loader runs (its grace): nobody is there
+ * to weigh the claim, and it may be the node that rightfully took the IP over, so the grace ends here and
+ * the gate closes. The next loader decides afresh. A running loader's heartbeat is never in the future.
+ */
+static __always_inline void end_grace_on_claim(void)
+{
+	__u32 key = 0;
+	struct bpfnet_heartbeat *hb = bpf_map_lookup_elem(&heartbeat, &key);
+
+	if (hb && hb->monotonic_ns > bpf_ktime_get_ns())
+		hb->monotonic_ns = 0;
 }
 
 /*
@@ -257,6 +278,7 @@ static __always_inline void report_conflict(__be32 service_ip, const __u8 *mac)
 	mac_copy(seen.mac, mac);
 	bpf_map_update_elem(&conflicts, &service_ip, &seen, BPF_ANY);
 	count(BPFNET_CTR_ARP_CONFLICT);
+	end_grace_on_claim();
 	if (report && events_room_for_low_priority())
 		report_event(BPFNET_EVENT_CONFLICT, service_ip, service_ip, mac);
 }

@@ -10,8 +10,10 @@
 #   Kubernetes      tests/e2e/test_kubernetes.sh --case serve --case moves: the pod moves between two nodes through
 #                   EndpointSlice changes at the API server stand-in; the Lease moves the service IP (and
 #                   its ARP answers) to the new node. "Ready" is the stand-in's commit of the EndpointSlice.
-# Then, PARTITIONS times (default 3), test_kubernetes.sh --case serve --case partition: the owner's node cut off
-# from the API server while its pod moves; how long both nodes answered ARP, and how long none did.
+# Then, ROUNDS times (3; 1 with fewer than 10 moves), test_kubernetes.sh's cases partition (the owner's node cut
+# off from the API server while its pod moves: how long both nodes answered ARP, how long none did) and
+# loader_upgrade (the owner's loader restarted with a slow start: the longest ARP silence, with the upgrade
+# grace and with --upgrade-grace 0 side by side).
 # Each way is a probe session of its own (the loader compares the parsed file, so config moves must
 # alternate the pods themselves, and a bpfnetctl move in between could leave the file unchanged).
 # Per move: the time to the first HTTP answer from the new pod and to the first DHCP offer from its
@@ -161,21 +163,35 @@ log "Kubernetes: $(echo "${RESULT[Kubernetes]}" | cut -c1-160); longest ARP gap 
 rm -rf "$k8s_tmp"
 
 # ---------------------------------------------------------------------------------------------------
-# Kubernetes, the owner cut off from the API server while its pod moves: the suite's case partition, PARTITIONS
-# times (each a fresh cluster): how long both nodes answered and how long none did.
+# Kubernetes, ROUNDS times (each a fresh cluster): the suite's cases partition (the owner cut off from the API
+# server while its pod moves: how long both nodes answered, how long none did) and loader_upgrade (the owner's
+# loader stopped, the next one started 8 s later: the longest ARP silence), then loader_upgrade again with
+# --upgrade-grace 0 (the loader before the grace), side by side.
 
-PARTITIONS=${PARTITIONS:-3}
-PART_TWO=() PART_SILENT=() PART_TAKEOVER=()
-for ((round = 1; round <= PARTITIONS; round++)); do
-    out=$E2E_TMP/logs/partition-$round.log
-    env -u BPFNET_E2E_SANDBOX bash "$top/tests/e2e/test_kubernetes.sh" "$LOADER" --case serve --case partition >"$out" 2>&1 ||
-        die "the partition case failed: $(grep -E '^not ok|fatal' "$out" | head -3)"
-    json=$(sed -n 's/.*partition: \({.*}\)$/\1/p' "$out" | tail -n1)
-    [ -n "$json" ] || die "the partition case reported no measurement"
-    PART_TWO+=("$(echo "$json" | "$SYSTEM_PYTHON" -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["two_answerers_s"])')")
-    PART_SILENT+=("$(echo "$json" | "$SYSTEM_PYTHON" -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["silent_s"])')")
-    PART_TAKEOVER+=("$(echo "$json" | "$SYSTEM_PYTHON" -c 'import json, sys; print("%.3f" % json.load(sys.stdin)["takeover_s"])')")
-    log "partition round $round: $json"
+ROUNDS=${ROUNDS:-$((MOVES >= 10 ? 3 : 1))}
+PART_TWO=() PART_SILENT=() PART_TAKEOVER=() UPGRADE_GAP=() NO_GRACE_GAP=()
+# k8s_json OUT KEY: the JSON a run logged as "KEY: {...}".
+k8s_json() { sed -n "s/.* $2: \({.*}\)\$/\1/p" "$1" | tail -n1; }
+field() { echo "$1" | "$SYSTEM_PYTHON" -c 'import json, sys; print("%.3f" % json.load(sys.stdin)[sys.argv[1]])' "$2"; }
+for ((round = 1; round <= ROUNDS; round++)); do
+    out=$E2E_TMP/logs/k8s-round-$round.log
+    env -u BPFNET_E2E_SANDBOX bash "$top/tests/e2e/test_kubernetes.sh" "$LOADER" --case serve --case partition \
+        --case loader_upgrade >"$out" 2>&1 || die "round $round failed: $(grep -E '^not ok|fatal' "$out" | head -3)"
+    part=$(k8s_json "$out" partition)
+    upgrade=$(k8s_json "$out" upgrade)
+    [ -n "$part" ] && [ -n "$upgrade" ] || die "round $round reported no measurement"
+    PART_TWO+=("$(field "$part" two_answerers_s)")
+    PART_SILENT+=("$(field "$part" silent_s)")
+    PART_TAKEOVER+=("$(field "$part" takeover_s)")
+    UPGRADE_GAP+=("$(field "$upgrade" longest_silence_s)")
+    out=$E2E_TMP/logs/k8s-round-$round-no-grace.log
+    env -u BPFNET_E2E_SANDBOX K8S_LOADER_EXTRA="--upgrade-grace 0" bash "$top/tests/e2e/test_kubernetes.sh" "$LOADER" \
+        --case serve --case loader_upgrade >"$out" 2>&1 ||
+        die "round $round without a grace failed: $(grep -E '^not ok|fatal' "$out" | head -3)"
+    no_grace=$(k8s_json "$out" upgrade)
+    [ -n "$no_grace" ] || die "round $round without a grace reported no measurement"
+    NO_GRACE_GAP+=("$(field "$no_grace" longest_silence_s)")
+    log "Kubernetes round $round: partition $part; upgrade $upgrade; without a grace $no_grace"
 done
 
 # ---------------------------------------------------------------------------------------------------
@@ -211,10 +227,16 @@ ms_list() {
     --title "Kubernetes: time both nodes answered ARP for the service IP" --unit ms --better lower \
     --baseline "moves (Lease released)" --series "moves (Lease released)=$(ms "$K8S_TWO")" \
     --series "owner cut off from the API server=$(ms_list "${PART_TWO[@]}")" \
-    --notes "Moves: all $MOVES moves of one session together (who-has answered by two MACs x 10 ms). Cut off: one value per round ($PARTITIONS rounds, a fresh cluster each, Lease 3 s): the owner's management link down, then its pod moved; from the new owner's first answer to the old one's last. The takeover came $(IFS=,; echo "${PART_TAKEOVER[*]}") s after the move (the Lease expiring unrenewed)."
+    --notes "Moves: all $MOVES moves of one session together (who-has answered by two MACs x 10 ms). Cut off: one value per round ($ROUNDS rounds, a fresh cluster each, Lease 3 s): the owner's management link down, then its pod moved; from the new owner's first answer to the old one's last (0: the old one had stopped first). The takeover came $(IFS=,; echo "${PART_TAKEOVER[*]}") s after the move (the Lease expiring unrenewed)."
 "$SYSTEM_PYTHON" "$REPORT" table "$RESULTS_FILE" failover \
-    --title "Kubernetes: longest run without an ARP answer across the takeover" --unit ms --better lower \
+    --title "Kubernetes: longest run without an ARP answer across a takeover" --unit ms --better lower \
     --baseline "moves (Lease released)" --series "moves (Lease released)=$(ms "${ARP_GAP[Kubernetes]}")" \
     --series "owner cut off from the API server=$(ms_list "${PART_SILENT[@]}")" \
     --notes "Cut off: the new owner announces and answers one gratuitous-ARP interval (200 ms) later, so the old owner yields first; the old owner answered until then."
+"$SYSTEM_PYTHON" "$REPORT" table "$RESULTS_FILE" failover \
+    --title "Kubernetes: longest run without an ARP answer across a loader upgrade (next loader 8 s later)" \
+    --unit ms --better lower --paired --baseline "no grace (--upgrade-grace 0)" \
+    --series "no grace (--upgrade-grace 0)=$(ms_list "${NO_GRACE_GAP[@]}")" \
+    --series "upgrade grace (60 s)=$(ms_list "${UPGRADE_GAP[@]}")" \
+    --notes "The owner's loader SIGTERMed, the next one started 8 s later (past the 5 s heartbeat timeout: an image being pulled); a who-has every 10 ms. One pair per round, run one after the other."
 log "results in $RESULTS_FILE"

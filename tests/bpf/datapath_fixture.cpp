@@ -99,6 +99,10 @@ void DatapathTest::set_heartbeat_age_seconds(int seconds) {
     maps_->heartbeat.update(0, bpfnet_heartbeat{now_ns() - static_cast<__u64>(seconds) * 1'000'000'000ull});
 }
 
+void DatapathTest::set_heartbeat_grace_seconds(int seconds) {
+    maps_->heartbeat.update(0, bpfnet_heartbeat{now_ns() + static_cast<__u64>(seconds) * 1'000'000'000ull});
+}
+
 void DatapathTest::set_backend_mtu(uint16_t mtu) {
     bpfnet_backend backend = maps_->backends.lookup(ip(world::pod_ip)).value();
     backend.mtu = mtu;

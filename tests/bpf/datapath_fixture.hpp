@@ -41,6 +41,8 @@ public:
     // Changes to the world, for the cases that need one.
     void set_service_ip_active(bool active);
     void set_heartbeat_age_seconds(int seconds);
+    // A stopped loader's grace: the heartbeat written `seconds` into the future (leave_with_grace).
+    void set_heartbeat_grace_seconds(int seconds);
     void remove_backend();
     void set_backend_mtu(uint16_t mtu);
 

@@ -79,6 +79,15 @@ std::vector<Row> rows() {
          [](DatapathTest &d) {
              d.set_heartbeat_age_seconds(6);
          }},
+        {"tc nic: arp who-has service IP during a stopped loader's grace (heartbeat in the future): answered",
+         Program::TcNic,
+         arp_request_for(service_ip),
+         kTcRedirect,
+         arp(2, host_mac, nic_mac, service_ip, host_mac, host_ip),
+         {BPFNET_CTR_ARP_REPLY},
+         [](DatapathTest &d) {
+             d.set_heartbeat_grace_seconds(30);
+         }},
         {"xdp: arp reply naming the service IP: passed, not answered",
          Program::XdpNic,
          arp(2, nic_mac, host_mac, host_ip, nic_mac, service_ip),
@@ -408,6 +417,29 @@ std::vector<Row> rows() {
 INSTANTIATE_TEST_SUITE_P(Steering, DatapathTable, ::testing::ValuesIn(rows()), row_test_name);
 
 // Walk 5: the pod calls the ramdisk agent on a host (Ironic -> IPA :9999); the reply must find its way back.
+// A stopped loader's grace lasts until another MAC claims one of its service IPs: the node that took the IP
+// over (its pod moved while no loader ran here) is answered from then on, not this one.
+TEST_F(DatapathTest, AnotherClaimEndsAStoppedLoadersGrace) {
+    set_heartbeat_grace_seconds(30);
+    const Bytes who_has = arp_request_for(service_ip);
+    ASSERT_EQ(run(Program::TcNic, who_has).retval, kTcRedirect);
+    const Bytes claim = arp(1, broadcast, mac("02:00:00:00:00:66"), service_ip, zero_mac, service_ip);
+    EXPECT_EQ(run(Program::XdpNic, claim).retval, kXdpPass);
+    EXPECT_EQ(maps_->heartbeat.lookup(0)->monotonic_ns, 0u);
+    EXPECT_EQ(run(Program::TcNic, who_has).retval, kTcNext);
+    EXPECT_EQ(counters()[BPFNET_CTR_ARP_STALE_HEARTBEAT], 1u);
+}
+
+// A running loader's heartbeat is never in the future: another MAC's claim is reported, the gate stays open.
+TEST_F(DatapathTest, AnotherClaimLeavesARunningLoadersHeartbeat) {
+    const __u64 before = maps_->heartbeat.lookup(0)->monotonic_ns;
+    const Bytes claim = arp(1, broadcast, mac("02:00:00:00:00:66"), service_ip, zero_mac, service_ip);
+    EXPECT_EQ(run(Program::XdpNic, claim).retval, kXdpPass);
+    EXPECT_EQ(maps_->heartbeat.lookup(0)->monotonic_ns, before);
+    EXPECT_EQ(counters()[BPFNET_CTR_ARP_CONFLICT], 1u);
+    EXPECT_EQ(run(Program::TcNic, arp_request_for(service_ip)).retval, kTcRedirect);
+}
+
 TEST_F(DatapathTest, PodInitiatedConnectionAndItsReturn) {
     auto out = run(Program::TcPod, from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}).tcp_flags(0x02)));
     EXPECT_EQ(out.retval, kTcRedirect);
