@@ -38,6 +38,11 @@ if [ ! -e "$policy" ]; then
   chmod +x "$policy"
   trap 'rm -f "$policy"' EXIT
 fi
+# kubectl renders the manifests in the tests (kubectl kustomize): Debian's kubernetes-client, unless the
+# machine already has a kubectl (another package owning /usr/bin/kubectl would conflict with it).
+if ! command -v kubectl >/dev/null; then
+  packages+=(kubernetes-client)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -6,7 +6,7 @@
     BPFNET_LOADER=build/loader/bpfnet-loader python3 tests/k8s/test_manifests.py   # also run the loader's --check
 
 Every manifest parses (no duplicate keys); each file holds exactly the expected objects; the kustomization
-lists every manifest and nothing missing; the DaemonSet runs on control-plane nodes only, in the host network,
+lists every manifest and nothing missing, and `kubectl kustomize` renders exactly their objects; the DaemonSet runs on control-plane nodes only, in the host network,
 unprivileged with exactly the documented capabilities, with bpffs, NODE_NAME and the health probes; the Ironic
 example's namespace enforces the restricted Pod Security Standard and its pods comply; and the RBAC rules
 grant exactly the API calls in REQUIRED_API_CALLS.
@@ -14,6 +14,7 @@ grant exactly the API calls in REQUIRED_API_CALLS.
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import unittest
@@ -370,6 +371,33 @@ def grants(role):
                     assert "*" not in (g, r, v), "wildcard in %s" % rule
                     granted.add((g, r, v))
     return granted
+
+
+def object_key(d):
+    return (d.get("apiVersion"), d.get("kind"), d["metadata"].get("namespace"), d["metadata"]["name"])
+
+
+class Kustomize(unittest.TestCase):
+    """What `kubectl apply -k k8s/manifests` applies: kustomization.yaml rendered by kubectl (scripts/setup.sh
+    installs Debian's kubernetes-client where the machine has no kubectl)."""
+
+    def test_renders_every_object_of_every_listed_file_unchanged(self):
+        kubectl = shutil.which("kubectl")
+        self.assertIsNotNone(kubectl, "no kubectl: scripts/setup.sh installs Debian's kubernetes-client")
+        rendered = subprocess.run([kubectl, "kustomize", MANIFEST_DIR], check=True, capture_output=True, text=True,
+                                  timeout=60).stdout
+        got = {object_key(d): d for d in yaml.safe_load_all(rendered) if d}
+        listed = yaml.safe_load(open(os.path.join(MANIFEST_DIR, "kustomization.yaml")))["resources"]
+        want = {}
+        for name in listed:
+            for d in load(name):
+                want[object_key(d)] = d
+        self.assertEqual(set(got), set(want))
+        for k, d in want.items():
+            self.assertEqual(got[k], d, "kustomize changed %s" % (k,))
+        # Every manifest file but the kustomization itself is listed.
+        files = {f for f in os.listdir(MANIFEST_DIR) if f.endswith(".yaml") and f != "kustomization.yaml"}
+        self.assertEqual(files, set(listed))
 
 
 class Rbac(unittest.TestCase):
