@@ -81,8 +81,9 @@ static __always_inline int xdp_filter_service_traffic(struct xdp_md *ctx, void *
 	}
 
 	struct steer_target target;
-	if (steer_lookup(&pkt, ip->saddr, ip->daddr, &target) != 0) {
-		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
+	enum steer_result steered = steer_lookup(&pkt, ip->saddr, ip->daddr, &target, 1);
+	if (steered != STEER_OK) {
+		decide(steer_drop_reason(steered));
 		return XDP_DROP;
 	}
 	return XDP_PASS; /* tc_nic_ingress steers it */
@@ -214,7 +215,8 @@ static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const str
 		decide(BPFNET_CTR_DHCP_STALE_HEARTBEAT);
 		return BPFNET_TC_NEXT;
 	}
-	if (steer_lookup(pkt, pkt->ip->saddr, service_ip, &target) != 0 || target.kind != BPFNET_KIND_DHCP) {
+	if (steer_lookup(pkt, pkt->ip->saddr, service_ip, &target, 0) != STEER_OK ||
+	    target.kind != BPFNET_KIND_DHCP) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND); /* the DHCP port is not listed any more */
 		return TC_ACT_SHOT;
 	}
@@ -297,8 +299,9 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 		return TC_ACT_SHOT;
 	}
 	struct steer_target target;
-	if (steer_lookup(&pkt, saddr, daddr, &target) != 0) {
-		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
+	enum steer_result steered = steer_lookup(&pkt, saddr, daddr, &target, 1);
+	if (steered != STEER_OK) {
+		decide(steer_drop_reason(steered));
 		return TC_ACT_SHOT;
 	}
 	trace_steered(target.backend_ip, target.backend_port, target.kind);

@@ -59,6 +59,48 @@ size_t apply_removals(PinnedMap<K, V> &map, const TableDiff<K, V> &diff) {
     return diff.removals.size();
 }
 
+// The service IP's source ranges: one entry per range, and the entry that every other source matches.
+void add_source_ranges(DesiredState &state, __be32 service_ip_be, const std::vector<SourceRange> &ranges) {
+    if (ranges.empty())
+        return;
+    bpfnet_source_range_key rest{};
+    rest.prefixlen = 32;
+    rest.service_ip_be = service_ip_be;
+    state.source_ranges.try_emplace(rest, bpfnet_source_range{});
+    for (const SourceRange &range : ranges) {
+        bpfnet_source_range_key key{};
+        key.prefixlen = 32u + range.prefix_len;
+        key.service_ip_be = service_ip_be;
+        key.source_be = range.network_be;
+        bpfnet_source_range allowed{};
+        allowed.allowed = 1;
+        state.source_ranges.insert_or_assign(key, allowed); // 0.0.0.0/0 is the {32, IP, 0} entry itself
+    }
+}
+
+// Ranges are written before the entry that refuses the rest, and that entry is removed first: a change of
+// ranges never refuses, even for a moment, a source that is allowed before and after it.
+void apply_source_ranges(DatapathMaps &maps, const TableDiff<bpfnet_source_range_key, bpfnet_source_range> &diff,
+                         ReconcileReport &report) {
+    auto is_rest = [](const bpfnet_source_range_key &key) {
+        return key.prefixlen == 32;
+    };
+    for (const auto &key : diff.removals)
+        if (is_rest(key))
+            maps.source_ranges.erase(key);
+    for (const auto &[key, value] : diff.upserts)
+        if (value.allowed)
+            maps.source_ranges.update(key, value);
+    for (const auto &[key, value] : diff.upserts)
+        if (!value.allowed)
+            maps.source_ranges.update(key, value);
+    for (const auto &key : diff.removals)
+        if (!is_rest(key))
+            maps.source_ranges.erase(key);
+    report.upserts += diff.upserts.size();
+    report.removals += diff.removals.size();
+}
+
 } // namespace
 
 DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
@@ -73,6 +115,7 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
             add_port(state, spec.service_ip_be, rule, backend_ip);
         if (here)
             state.backends.emplace(backend_ip, backend_entry(spec.service_ip_be, *spec.location));
+        add_source_ranges(state, spec.service_ip_be, spec.source_ranges);
     }
     return state;
 }
@@ -115,6 +158,7 @@ ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {
     auto backend_ports = diff_table(maps.backend_ports.entries(), desired.backend_ports);
     auto current_backends = maps.backends.entries();
     auto backends = diff_table(current_backends, desired.backends);
+    auto source_ranges = diff_table(maps.source_ranges.entries(), desired.source_ranges);
 
     ReconcileReport report;
     for (const auto &[ip, entry] : service_ips.upserts) {
@@ -132,6 +176,7 @@ ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {
     report.upserts += apply_upserts(maps.backends, backends);
     report.upserts += apply_upserts(maps.backend_ports, backend_ports);
     report.upserts += apply_upserts(maps.services, services);
+    apply_source_ranges(maps, source_ranges, report);
     report.upserts += apply_upserts(maps.service_ips, service_ips);
     report.removals += apply_removals(maps.service_ips, service_ips);
     report.removals += apply_removals(maps.services, services);

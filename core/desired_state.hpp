@@ -46,6 +46,19 @@ struct DesiredState {
     Table<bpfnet_service_key, bpfnet_service> services;
     Table<bpfnet_backend_port_key, bpfnet_backend_port> backend_ports;
     Table<__be32, bpfnet_backend> backends;
+    Table<bpfnet_source_range_key, bpfnet_source_range> source_ranges;
+};
+
+// Source ranges one service IP takes (the datapath's table holds BPFNET_MAX_SOURCE_RANGES in all).
+inline constexpr size_t kMaxSourceRangesPerIp = 63;
+
+// An IPv4 range, as its network (host bits zero) and prefix length.
+struct SourceRange {
+    uint32_t network_be = 0;
+    uint8_t prefix_len = 0;
+
+    bool operator==(const SourceRange &) const = default;
+    auto operator<=>(const SourceRange &) const = default;
 };
 
 // One service IP's listed ports and, when this node serves it, the backend pod that gets its traffic.
@@ -54,6 +67,8 @@ struct ServiceSpec {
     std::vector<PortRule> ports;
     __be32 backend_ip_be = 0;                // 0: no backend here
     std::optional<BackendLocation> location; // set exactly when backend_ip_be is
+    // The sources that may reach the listed ports; empty: every source (specs sharing an IP: the union).
+    std::vector<SourceRange> source_ranges;
 
     bool operator==(const ServiceSpec &) const = default;
 };

@@ -241,6 +241,8 @@ void KubernetesLoader::reconcile() {
         ServiceSpec spec;
         spec.service_ip_be = candidate.service.service_ip_be;
         spec.ports = candidate.ports;
+        for (const auto &[network, prefix] : candidate.service.source_ranges)
+            spec.source_ranges.push_back({network, prefix});
         if (here) {
             spec.backend_ip_be = candidate.endpoint->ip_be;
             spec.location = candidate.location;

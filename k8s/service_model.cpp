@@ -50,6 +50,58 @@ uint32_t mask_be(uint8_t prefix) {
     return htonl(~((uint32_t{1} << (32 - prefix)) - 1));
 }
 
+// spec.loadBalancerSourceRanges, else (when absent or empty) the annotation's comma-separated list, as
+// Kubernetes reads them; an error for the Event, or nullopt with `out` filled.
+std::optional<std::string> read_source_ranges(const json &spec, const json *annotations,
+                                              std::vector<std::pair<uint32_t, uint8_t>> &out) {
+    std::vector<std::string> texts;
+    std::string where = "spec.loadBalancerSourceRanges";
+    if (const json *ranges = member(spec, "loadBalancerSourceRanges"); ranges && !ranges->is_null()) {
+        if (!ranges->is_array())
+            return where + " is not a list";
+        for (const json &r : *ranges) {
+            if (!r.is_string())
+                return where + " has an entry that is not a string";
+            texts.push_back(r.get<std::string>());
+        }
+    }
+    if (texts.empty() && annotations) {
+        if (const json *a = member(*annotations, kSourceRangesAnnotation)) {
+            where = std::string("annotation ") + kSourceRangesAnnotation;
+            if (!a->is_string())
+                return where + " is not a string";
+            std::string list = a->get<std::string>();
+            for (size_t start = 0; start <= list.size();) {
+                size_t comma = std::min(list.find(',', start), list.size());
+                std::string item = list.substr(start, comma - start);
+                item.erase(0, item.find_first_not_of(" \t"));
+                item.erase(item.find_last_not_of(" \t") + 1);
+                if (!item.empty())
+                    texts.push_back(item);
+                start = comma + 1;
+            }
+        }
+    }
+    for (const std::string &text : texts) {
+        size_t slash = text.find('/');
+        auto ip = slash == std::string::npos ? std::nullopt : parse_ipv4_strict(text.substr(0, slash));
+        const std::string len_text = slash == std::string::npos ? "" : text.substr(slash + 1);
+        const bool len_ok = !len_text.empty() && len_text.size() <= 2 &&
+                            std::all_of(len_text.begin(), len_text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const int len = len_ok ? std::stoi(len_text) : -1;
+        if (!ip || len < 0 || len > 32)
+            return where + ": \"" + text + "\" is not an IPv4 CIDR like 172.22.0.0/24" +
+                   (text.find(':') != std::string::npos ? " (bpfnet serves IPv4 only)" : "");
+        out.emplace_back(*ip & mask_be(static_cast<uint8_t>(len)), static_cast<uint8_t>(len));
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    if (out.size() > kMaxSourceRanges)
+        return where + " has " + std::to_string(out.size()) + " ranges; bpfnet takes at most " +
+               std::to_string(kMaxSourceRanges);
+    return std::nullopt;
+}
+
 std::string proto_name(Protocol p) {
     return p == Protocol::Udp ? "UDP" : "TCP";
 }
@@ -225,16 +277,10 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     if (!in_cidr)
         return refuse(d, "service IP " + ip_text + " is outside every allowed CIDR");
 
-    // A source restriction is a security setting: serving the IP to every host on the LAN while the Service
-    // says otherwise would be worse than not serving it.
-    if (const json *ranges = member(*spec, "loadBalancerSourceRanges");
-        ranges && !(ranges->is_array() && ranges->empty()))
-        return refuse(d, "spec.loadBalancerSourceRanges is not implemented by bpfnet: every host on the "
-                         "provisioning LAN would reach the service IP; remove it to serve the Service");
-    if (annotations && member(*annotations, kSourceRangesAnnotation))
-        return refuse(d, std::string("annotation ") + kSourceRangesAnnotation +
-                             " is not implemented by bpfnet: every host on the provisioning LAN would reach the "
-                             "service IP; remove it to serve the Service");
+    // A source restriction is a security setting: one that cannot be read refuses the Service rather than
+    // serve the IP to every host on the LAN.
+    if (auto why = read_source_ranges(*spec, annotations, d.source_ranges))
+        return refuse(d, *why);
 
     const json *ports = member(*spec, "ports");
     if (!ports)
@@ -426,8 +472,8 @@ ServiceDecision decide_service(const json &service, const ServicePolicy &policy)
 }
 
 AcceptedService accepted(const ServiceDecision &decision) {
-    return AcceptedService{decision.namespace_, decision.name, decision.service_ip_be, decision.ports,
-                           decision.target_port_names};
+    return AcceptedService{decision.namespace_,        decision.name,         decision.service_ip_be, decision.ports,
+                           decision.target_port_names, decision.source_ranges};
 }
 
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services) {
@@ -460,8 +506,19 @@ std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &servi
                     target_overlap.insert({p.protocol, p.target_port});
             }
             bool on_targets = overlap.empty();
-            if (on_targets && target_overlap.empty())
+            if (on_targets && target_overlap.empty()) {
+                if (earlier.source_ranges != later.source_ranges) {
+                    Conflict c;
+                    c.refused = later.key();
+                    c.other = earlier.key();
+                    c.service_ip_be = later.service_ip_be;
+                    c.reason = "service IP " + format_ipv4(c.service_ip_be) + " is shared with Service " + c.other +
+                               " with other loadBalancerSourceRanges; the datapath filters sources per IP, so "
+                               "services sharing an IP need the same ranges";
+                    out.push_back(std::move(c));
+                }
                 continue;
+            }
             Conflict c;
             c.refused = later.key();
             c.other = earlier.key();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/addresses.hpp"
+#include "core/desired_state.hpp"
 #include "core/node.hpp"
 
 #include <nlohmann/json.hpp>
@@ -37,16 +38,23 @@ struct ServiceDecision {
     std::vector<PortRule> ports; // Accepted only, in spec order; a named targetPort leaves target_port 0
     // Accepted only: the named targetPort of each port ("" for a number), or empty when no port names one.
     std::vector<std::string> target_port_names;
+    // Accepted only: spec.loadBalancerSourceRanges (else its annotation) as (network_be, prefix), host bits
+    // cleared, sorted, without duplicates; empty: every source.
+    std::vector<std::pair<uint32_t, uint8_t>> source_ranges;
 
     std::string key() const { return namespace_ + "/" + name; }
 };
+
+// At most this many source ranges per Service: what the datapath's table holds per service IP.
+inline constexpr size_t kMaxSourceRanges = kMaxSourceRangesPerIp;
 
 // Ignored: spec.type is not "LoadBalancer" (absent counts as ClusterIP) or spec.loadBalancerClass is not
 //   policy.load_balancer_class (absent counts as the cluster default) -- not ours, no Event.
 // Refused: the object, metadata or spec is not an object, or type/class are not strings (we cannot tell it is
 //   not ours); no IP (annotation bpfnet.io/ip, else spec.loadBalancerIP); IP not a strict dotted quad;
-//   namespace not allowed; IP outside every allowed CIDR; spec.loadBalancerSourceRanges (or its annotation)
-//   given, which bpfnet does not enforce; no ports; a port that is not an object, protocol
+//   namespace not allowed; IP outside every allowed CIDR; spec.loadBalancerSourceRanges (or, when it is
+//   empty, its annotation) not a list of IPv4 CIDRs (host bits are cleared, as Kubernetes does), or more than
+//   kMaxSourceRanges; no ports; a port that is not an object, protocol
 //   other than TCP/UDP (absent = TCP), port not an integer 1..65535, targetPort neither an integer 1..65535
 //   nor a port name (IANA_SVC_NAME, as the API validates container port names), DHCP port that is not UDP
 //   67, TFTP port that is not UDP, duplicate (protocol, port) or (protocol, targetPort). A named targetPort
@@ -61,7 +69,8 @@ struct AcceptedService {
     std::string name;
     uint32_t service_ip_be = 0;
     std::vector<PortRule> ports;
-    std::vector<std::string> target_port_names; // as in ServiceDecision
+    std::vector<std::string> target_port_names;              // as in ServiceDecision
+    std::vector<std::pair<uint32_t, uint8_t>> source_ranges; // as in ServiceDecision
 
     std::string key() const { return namespace_ + "/" + name; }
 };
@@ -80,7 +89,8 @@ struct Conflict {
 };
 
 // Services may share an IP only with disjoint (protocol, port) sets and disjoint (protocol, targetPort) sets
-// (replies are mapped back to the service port by the pod's port). Reports every overlapping pair, ordered by
+// (replies are mapped back to the service port by the pod's port), and with the same source ranges (the
+// datapath filters sources per IP). Reports every overlapping pair, ordered by
 // (refused, other); `overlap` lists the shared ports, or the shared target ports when only those overlap.
 // Input order does not matter.
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services);

@@ -34,6 +34,7 @@
 	X(dhcp_servers, __be32, struct bpfnet_dhcp_server)                                                   \
 	X(dhcp_relays, __be32, struct bpfnet_dhcp_relay)                                                     \
 	X(conflicts, __be32, struct bpfnet_conflict)                                                         \
+	X(source_ranges, struct bpfnet_source_range_key, struct bpfnet_source_range)                         \
 	X(trace_control, __u32, struct bpfnet_trace_control)
 #define BPFNET_COUNTERS_MAP    counters
 #define BPFNET_RING_MAPS(X)    X(events) X(trace)
@@ -55,6 +56,7 @@
 #define BPFNET_MAX_NEIGHBOURS	     4096
 #define BPFNET_MAX_DHCP_SERVERS	     64
 #define BPFNET_MAX_DHCP_RELAYS	     16
+#define BPFNET_MAX_SOURCE_RANGES     1024 /* 64 per service IP: 63 ranges and the entry refusing the rest */
 #define BPFNET_EVENTS_BYTES	     (64 * 1024)
 #define BPFNET_TRACE_BYTES	     (256 * 1024)
 
@@ -283,6 +285,8 @@ struct bpfnet_dhcp_relay {
 	  "an ICMP error about no packet the datapath steered")                                              \
 	X(DROP_OFF_SUBNET, "drop_off_subnet", DROP,                                                          \
 	  "to a service IP from off the provisioning subnet: no way back")                                   \
+	X(DROP_SOURCE_RANGE, "drop_source_range", DROP,                                                      \
+	  "to a listed port of a service IP from a source outside its source ranges")                        \
 	X(DROP_REWRITE_FAILED, "drop_rewrite_failed", DROP, "a kernel helper refused to rewrite the packet")
 
 #define BPFNET_COUNTER_SLOT(id, name, kind, help) BPFNET_CTR_##id,
@@ -311,6 +315,23 @@ struct bpfnet_conflict {
 	__u8 mac[6];
 	__u8 pad[2];
 	__u64 last_seen_ns; /* bpf_ktime_get_ns() */
+};
+
+/*
+ * source_ranges (LPM trie): the sources that may reach a service IP's listed ports (Kubernetes
+ * loadBalancerSourceRanges). Key: prefixlen = 32 + the range's length, the service IP, the range's network.
+ * A service IP without entries takes every source. One with ranges also has the entry {32, IP, 0} with
+ * allowed 0 (1 when 0.0.0.0/0 is a range), which a source outside every range matches. Not asked for the
+ * host's answers to flows the pod opened (the pod chose that host), nor for broadcast DHCP (from 0.0.0.0).
+ */
+struct bpfnet_source_range_key {
+	__u32 prefixlen;
+	__be32 service_ip_be;
+	__be32 source_be;
+};
+struct bpfnet_source_range {
+	__u8 allowed;
+	__u8 pad[3];
 };
 
 /* trace_control (array, one entry): switched on by `bpfnetctl trace`; off, the datapath pays one lookup. */

@@ -24,6 +24,8 @@ static_assert(sizeof(bpfnet_flow) == 8);
 static_assert(sizeof(bpfnet_neighbour) == 8);
 static_assert(sizeof(bpfnet_event) == 20);
 static_assert(sizeof(bpfnet_conflict) == 16);
+static_assert(sizeof(bpfnet_source_range_key) == 12);
+static_assert(sizeof(bpfnet_source_range) == 4);
 static_assert(sizeof(bpfnet_trace_control) == 8);
 static_assert(sizeof(bpfnet_trace) == 112);
 static_assert(sizeof(bpfnet_dhcp_server) == 8);

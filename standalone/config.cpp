@@ -309,18 +309,27 @@ uint32_t read_ipv4(const Field &field) {
     return *ip_be;
 }
 
+/* "a.b.c.d/n" as (address, n), host bits as written; nullopt when it is not of that form. */
+std::optional<std::pair<uint32_t, int64_t>> split_cidr(const std::string &text) {
+    const size_t slash = text.find('/');
+    if (slash == std::string::npos)
+        return std::nullopt;
+    const std::optional<uint32_t> address_be = parse_ipv4(text.substr(0, slash));
+    const std::optional<int64_t> prefix_len = parse_decimal(text.substr(slash + 1));
+    if (!address_be || !prefix_len)
+        return std::nullopt;
+    return std::make_pair(*address_be, *prefix_len);
+}
+
 Subnet read_subnet(const Field &field) {
     const std::string text = read_string(field);
-    const size_t slash = text.find('/');
-    const std::optional<uint32_t> network_be =
-        slash == std::string::npos ? std::nullopt : parse_ipv4(text.substr(0, slash));
-    const std::optional<int64_t> prefix_len =
-        slash == std::string::npos ? std::nullopt : parse_decimal(text.substr(slash + 1));
-    if (!network_be || !prefix_len)
+    const auto cidr = split_cidr(text);
+    if (!cidr)
         field.fail("must be a CIDR like 198.18.0.0/24, got " + quoted(text));
-    if (*prefix_len < kPrefixLen.min || *prefix_len > kPrefixLen.max)
-        field.fail("prefix length must be between " + range_text(kPrefixLen) + ", got " + std::to_string(*prefix_len));
-    const Subnet subnet{*network_be, static_cast<uint8_t>(*prefix_len)};
+    const auto [network_be, prefix_len] = *cidr;
+    if (prefix_len < kPrefixLen.min || prefix_len > kPrefixLen.max)
+        field.fail("prefix length must be between " + range_text(kPrefixLen) + ", got " + std::to_string(prefix_len));
+    const Subnet subnet{network_be, static_cast<uint8_t>(prefix_len)};
     const uint32_t masked_be = subnet.network_be & prefix_mask_be(subnet.prefix_len);
     if (masked_be != subnet.network_be)
         field.fail("has host bits set: " + quoted(text) + "; did you mean " +
@@ -383,6 +392,32 @@ std::vector<uint32_t> read_dhcp_relays(const Field &field, const Config &config)
         relays.push_back(ip_be);
     }
     return relays;
+}
+
+/* Who may reach the listed ports: CIDRs of any length (0.0.0.0/0: everyone), written without host bits. */
+std::vector<SourceRange> read_source_ranges(const Field &field) {
+    if (!field.node.IsSequence())
+        field.fail("must be a list of CIDRs like 198.18.0.0/24, got " + describe(field.node));
+    if (field.node.size() > kMaxSourceRangesPerIp)
+        field.fail("must list at most " + std::to_string(kMaxSourceRangesPerIp) + " ranges, got " +
+                   std::to_string(field.node.size()));
+    std::vector<SourceRange> ranges;
+    for (size_t i = 0; i < field.node.size(); i++) {
+        const Field item = field.item(i);
+        const std::string text = read_string(item);
+        const auto cidr = split_cidr(text);
+        if (!cidr || cidr->second < 0 || cidr->second > 32)
+            item.fail("must be a CIDR like 198.18.0.0/24, got " + quoted(text));
+        const SourceRange range{cidr->first, static_cast<uint8_t>(cidr->second)};
+        const uint32_t masked_be = range.network_be & prefix_mask_be(range.prefix_len);
+        if (masked_be != range.network_be)
+            item.fail("has host bits set: " + quoted(text) + "; did you mean " +
+                      format_prefix(masked_be, range.prefix_len) + "?");
+        if (std::find(ranges.begin(), ranges.end(), range) != ranges.end())
+            item.fail(quoted(text) + " is listed twice");
+        ranges.push_back(range);
+    }
+    return ranges;
 }
 
 void read_dhcp_relay(const Field &field, Config &config) {
@@ -452,7 +487,8 @@ Backend read_backend(const Field &field, const Config &config) {
 
 Config read_config(const Field &root) {
     const Mapping document(root, {"interface", "serviceIP", "subnet", "pinRoot", "controlSocket", "xdpMode", "tcAttach",
-                                  "redirectPeer", "heartbeat", "gratuitousARP", "dhcpRelay", "ports", "backend"});
+                                  "redirectPeer", "heartbeat", "gratuitousARP", "dhcpRelay", "ports", "backend",
+                                  "sourceRanges"});
     Config config;
     config.interface = read_interface_name(document.require("interface"));
     const Subnet subnet = read_subnet(document.require("subnet"));
@@ -478,6 +514,8 @@ Config read_config(const Field &root) {
     config.ports = read_ports(document.require("ports"));
     if (const auto backend = document.find("backend"))
         config.backend = read_backend(*backend, config);
+    if (const auto ranges = document.find("sourceRanges"))
+        config.source_ranges = read_source_ranges(*ranges);
     return config;
 }
 

@@ -26,7 +26,8 @@ namespace bpfnet {
 struct Config : NodeSettings {
     uint32_t service_ip_be = 0;
     std::vector<PortRule> ports;
-    std::optional<Backend> backend; /* absent: service traffic is dropped until a backend is set */
+    std::optional<Backend> backend;         /* absent: service traffic is dropped until a backend is set */
+    std::vector<SourceRange> source_ranges; /* who may reach the listed ports; empty: every source */
 
     bool operator==(const Config &) const = default;
 };

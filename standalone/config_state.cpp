@@ -7,6 +7,7 @@ std::vector<ServiceSpec> service_specs(const Config &config, const std::optional
     ServiceSpec spec;
     spec.service_ip_be = config.service_ip_be;
     spec.ports = config.ports;
+    spec.source_ranges = config.source_ranges;
     if (where && config.backend) {
         spec.backend_ip_be = config.backend->ip_be;
         spec.location = where;

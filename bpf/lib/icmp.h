@@ -103,7 +103,7 @@ static __always_inline int icmp_quote_from_service(const struct icmp_error *e, s
 	struct ipv4_packet answer = {
 		.sport = e->inner_dport, .dport = e->inner_sport, .proto = e->inner_proto};
 
-	if (steer_lookup(&answer, e->inner_daddr, e->inner_saddr, target))
+	if (steer_lookup(&answer, e->inner_daddr, e->inner_saddr, target, 1) != STEER_OK)
 		return -1;
 	/* The relay's DHCP replies are not the server's packets: an error about one is not for the pod. */
 	return target->kind == BPFNET_KIND_DHCP || !target->backend_ip ? -1 : 0;

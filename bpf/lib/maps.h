@@ -92,6 +92,14 @@ struct {
 } conflicts SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, BPFNET_MAX_SOURCE_RANGES);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* LPM tries require it */
+	__type(key, struct bpfnet_source_range_key);
+	__type(value, struct bpfnet_source_range);
+} source_ranges SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);

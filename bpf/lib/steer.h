@@ -59,13 +59,32 @@ static __always_inline struct bpfnet_flow_key flow_key_from_lan(const struct ipv
 	return flow_key(saddr, pkt->sport, daddr, pkt->dport, pkt->proto);
 }
 
+/* What steer_lookup() found: where the packet goes, or why nowhere. */
+enum steer_result {
+	STEER_OK = 0,
+	STEER_NOT_ALLOWED = -1,	   /* no recorded flow, no listed port */
+	STEER_SOURCE_REFUSED = -2, /* a listed port, the source outside the service IP's source ranges */
+};
+
+/* The service IP's source ranges (if any) admit saddr. */
+static __always_inline int source_in_ranges(__be32 service_ip, __be32 saddr)
+{
+	struct bpfnet_source_range_key key = {
+		.prefixlen = 64, .service_ip_be = service_ip, .source_be = saddr};
+	struct bpfnet_source_range *range = bpf_map_lookup_elem(&source_ranges, &key);
+
+	return !range || range->allowed;
+}
+
 /*
- * Returns 0 and fills target when the packet may reach a backend; -1 when nothing allows it. A recorded
- * flow comes before a listed port: when the pod called a host from a port that is also listed (from 443,
- * say), the host's answers belong to that call, not to the listed port's backend.
+ * Fills target when the packet may reach a backend. A recorded flow comes before a listed port: when the
+ * pod called a host from a port that is also listed (from 443, say), the host's answers belong to that call,
+ * not to the listed port's backend. check_source: apply the service IP's source ranges to a listed port
+ * (not for broadcast DHCP, whose source is 0.0.0.0).
  */
-static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 saddr, __be32 daddr,
-					struct steer_target *target)
+static __always_inline enum steer_result steer_lookup(const struct ipv4_packet *pkt, __be32 saddr,
+						      __be32 daddr, struct steer_target *target,
+						      int check_source)
 {
 	struct bpfnet_flow_key fkey = flow_key_from_lan(pkt, saddr, daddr);
 	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
@@ -80,7 +99,7 @@ static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 sa
 		target->backend_port = flow->backend_port_be;
 		target->path = BPFNET_CTR_DNAT_FLOW;
 		target->kind = BPFNET_KIND_PLAIN;
-		return 0;
+		return STEER_OK;
 	}
 
 	struct bpfnet_service_key skey = {
@@ -90,13 +109,21 @@ static __always_inline int steer_lookup(const struct ipv4_packet *pkt, __be32 sa
 	};
 	struct bpfnet_service *service = bpf_map_lookup_elem(&services, &skey);
 	if (service) {
+		if (check_source && !source_in_ranges(daddr, saddr))
+			return STEER_SOURCE_REFUSED;
 		target->backend_ip = service->backend_ip_be;
 		target->backend_port = service->backend_port_be;
 		target->path = BPFNET_CTR_DNAT_SERVICE;
 		target->kind = service->kind;
-		return 0;
+		return STEER_OK;
 	}
-	return -1;
+	return STEER_NOT_ALLOWED;
+}
+
+/* The drop counter for a packet steer_lookup() found no way for. */
+static __always_inline enum bpfnet_counter steer_drop_reason(enum steer_result result)
+{
+	return result == STEER_SOURCE_REFUSED ? BPFNET_CTR_DROP_SOURCE_RANGE : BPFNET_CTR_DROP_NOT_ALLOWED;
 }
 
 /* The host answered a flow the pod opened, and the answer was accepted: the flow takes its place in flows. */

@@ -1,5 +1,7 @@
 #include "datapath_fixture.hpp"
 
+#include "core/desired_state.hpp"
+
 #include "bpfnet.skel.h"
 #include "loaded_datapath.hpp"
 
@@ -96,11 +98,26 @@ void DatapathTest::set_service_ip_active(bool active) {
 }
 
 void DatapathTest::set_heartbeat_age_seconds(int seconds) {
-    maps_->heartbeat.update(0, bpfnet_heartbeat{now_ns() - static_cast<__u64>(seconds) * 1'000'000'000ull});
+    // A machine up for less than that (a VM of the kernel matrix just booted) has no such time: no heartbeat
+    // (0) is as stale as any. A wrapped value would read as a time in the future, a stopped loader's grace.
+    const __u64 now = now_ns(), age = static_cast<__u64>(seconds) * 1'000'000'000ull;
+    maps_->heartbeat.update(0, bpfnet_heartbeat{now > age ? now - age : 0});
 }
 
 void DatapathTest::set_heartbeat_grace_seconds(int seconds) {
     maps_->heartbeat.update(0, bpfnet_heartbeat{now_ns() + static_cast<__u64>(seconds) * 1'000'000'000ull});
+}
+
+void DatapathTest::set_source_ranges(const std::vector<std::string> &ranges) {
+    ServiceSpec spec;
+    spec.service_ip_be = ip(world::service_ip);
+    for (const std::string &text : ranges) {
+        auto slash = text.find('/');
+        spec.source_ranges.push_back(
+            {ip(text.substr(0, slash)), static_cast<uint8_t>(std::stoi(text.substr(slash + 1)))});
+    }
+    for (const auto &[key, value] : desired_state({spec}).source_ranges)
+        maps_->source_ranges.update(key, value);
 }
 
 void DatapathTest::set_backend_mtu(uint16_t mtu) {

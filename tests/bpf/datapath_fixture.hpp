@@ -43,6 +43,8 @@ public:
     void set_heartbeat_age_seconds(int seconds);
     // A stopped loader's grace: the heartbeat written `seconds` into the future (leave_with_grace).
     void set_heartbeat_grace_seconds(int seconds);
+    // The service IP's source ranges, as the loader writes them (core/desired_state.cpp): "a.b.c.d/len" each.
+    void set_source_ranges(const std::vector<std::string> &ranges);
     void remove_backend();
     void set_backend_mtu(uint16_t mtu);
 

@@ -163,6 +163,43 @@ std::vector<Row> rows() {
          kTcRedirect,
          into_pod(Packet::tcp({host_ip, 40000}, {pod_ip, 6385})),
          {BPFNET_CTR_DNAT_SERVICE}},
+        // loadBalancerSourceRanges: only sources in the service IP's ranges reach its listed ports.
+        {"xdp: to a listed port from a source in the service IP's source ranges: passed on to tc",
+         Program::XdpNic,
+         api,
+         kXdpPass,
+         std::nullopt,
+         {},
+         [](DatapathTest &d) {
+             d.set_source_ranges({"10.0.0.0/8", host_ip + "/32"});
+         }},
+        {"xdp: to a listed port from a source outside the service IP's source ranges: dropped",
+         Program::XdpNic,
+         api,
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_SOURCE_RANGE},
+         [](DatapathTest &d) {
+             d.set_source_ranges({"198.18.0.128/25"});
+         }},
+        {"tc nic: to a listed port from a source outside the service IP's source ranges: dropped",
+         Program::TcNic,
+         api,
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_SOURCE_RANGE},
+         [](DatapathTest &d) {
+             d.set_source_ranges({"198.18.0.128/25"});
+         }},
+        {"tc nic: source ranges including 0.0.0.0/0: every source steered",
+         Program::TcNic,
+         api,
+         kTcRedirect,
+         into_pod(Packet::tcp({host_ip, 40000}, {pod_ip, 6385})),
+         {BPFNET_CTR_DNAT_SERVICE},
+         [](DatapathTest &d) {
+             d.set_source_ranges({"198.18.0.128/25", "0.0.0.0/0"});
+         }},
         {"tc nic: port translation 80 -> 8080",
          Program::TcNic,
          from_host(Packet::tcp({host_ip, 40000}, {service_ip, 80})),
@@ -457,6 +494,21 @@ TEST_F(DatapathTest, PodInitiatedConnectionAndItsReturn) {
     EXPECT_EQ(c[BPFNET_CTR_FLOW_CREATED], 1u);
     EXPECT_EQ(c[BPFNET_CTR_SNAT_FLOW], 1u);
     EXPECT_EQ(c[BPFNET_CTR_DNAT_FLOW], 1u);
+}
+
+// Source ranges say who may reach the listed ports; the host the pod itself called answers through its flow,
+// wherever it is, and a dropped packet confirms nothing.
+TEST_F(DatapathTest, SourceRangesLeaveTheAnswersToThePodsOwnCalls) {
+    set_source_ranges({"198.18.0.128/25"});
+    ASSERT_EQ(run(Program::TcPod, from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}).tcp_flags(0x02))).retval,
+              kTcRedirect);
+    Bytes reply = from_host(Packet::tcp({host_ip, 9999}, {service_ip, 45000}).tcp_flags(0x12));
+    EXPECT_EQ(run(Program::XdpNic, reply).retval, kXdpPass);
+    EXPECT_EQ(run(Program::TcNic, reply).retval, kTcRedirect);
+    EXPECT_EQ(run(Program::TcNic, api_frame()).retval, kTcShot); // a new call from the same host: refused
+    auto c = counters();
+    EXPECT_EQ(c[BPFNET_CTR_DNAT_FLOW], 1u);
+    EXPECT_EQ(c[BPFNET_CTR_DROP_SOURCE_RANGE], 1u);
 }
 
 // A recorded flow is written once, not on every packet of the connection.

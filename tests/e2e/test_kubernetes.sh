@@ -17,7 +17,7 @@
 # away (60 s: nothing lost), then back with 410; e2. the owner's node alone cut off from the API server while
 # its pod moves (how long both nodes answer, measured); f. malformed and unexpected API answers, 409 on
 # renewal; f2. stalled watches; f3. a rolling update; f4. the Metal3 example; f5. the owner's loader upgraded
-# with a slow start (the ARP gap, measured); g. two Services sharing the IP; h. pivot between two clusters and
+# with a slow start (the ARP gap, measured); f6. loadBalancerSourceRanges; g. two Services sharing the IP; h. pivot between two clusters and
 # a double claim; i. a bridge CNI; j. every recorded API request granted by rbac.yaml and rbac-namespace.yaml.
 #
 # Output is TAP-like. The cases share the topology and run in order; each says what it starts from.
@@ -566,6 +566,43 @@ case_loader_upgrade() {
     loaders_alive
 }
 
+case_source_ranges() {
+    case_needs case_serve || return 1
+    # From: CURRENT serves. The Service gets loadBalancerSourceRanges without the host (198.18.0.10): its
+    # HTTP tries are dropped by the owner's datapath (drop_source_range), while PXE's broadcast DHCP, from
+    # 0.0.0.0, is still relayed. With the host's range added it is served again; with the annotation form
+    # the same; without ranges, every source again.
+    local path=$SERVICE_PATH/$SERVICE_NAME before after
+    before=$(node_metric "$CURRENT" 'bpfnet_datapath_drops_total{reason="source_range"}')
+    merge_patch c1 PATCH "$path" '{"spec": {"loadBalancerSourceRanges": ["198.18.0.128/25"]}}' ||
+        { E2E_REASON="cannot set the source ranges"; return 1; }
+    refused() { [ -z "$(who_serves)" ]; }
+    wait_for 5 refused || { E2E_REASON="the host outside the ranges is still served: '$(who_serves)'"; return 1; }
+    after=$(node_metric "$CURRENT" 'bpfnet_datapath_drops_total{reason="source_range"}')
+    [ "${after:-0}" -gt "${before:-0}" ] 2>/dev/null ||
+        { E2E_REASON="drop_source_range did not count ($before -> $after)"; return 1; }
+    [ "$(arp_owner)" = "${NIC_MAC[$CURRENT]}" ] || { E2E_REASON="ARP is no longer answered: $(arp_owner)"; return 1; }
+    local out=$E2E_TMP/ranges.probe offer
+    cluster_host "$SYSTEM_PYTHON" "$PROBE_PY" probe eth0 "$E2E_SERVICE_IP" --seconds 0.5 --every 0.05 >"$out"
+    offer=$(awk '$2 == "dhcp" && $3 != "-" { print $3; exit }' "$out")
+    ip_in_range "$offer" "${DHCP_FIRST[$CURRENT]}" "${DHCP_LAST[$CURRENT]}" ||
+        { E2E_REASON="broadcast DHCP got no offer under source ranges (got '$offer')"; return 1; }
+    log "ranges without the host: HTTP dropped (drop_source_range ${before:-0} -> $after), ARP answered, broadcast DHCP offered $offer"
+    merge_patch c1 PATCH "$path" '{"spec": {"loadBalancerSourceRanges": ["198.18.0.128/25", "198.18.0.0/28"]}}' ||
+        { E2E_REASON="cannot widen the source ranges"; return 1; }
+    wait_for 5 eval '[ "$(who_serves)" = "${POD_NAME[$CURRENT]}" ]' ||
+        { E2E_REASON="the host inside the ranges is not served: '$(who_serves)'"; return 1; }
+    merge_patch c1 PATCH "$path" '{"spec": {"loadBalancerSourceRanges": null}, "metadata": {"annotations": {"service.beta.kubernetes.io/load-balancer-source-ranges": "198.18.0.200/29"}}}' ||
+        { E2E_REASON="cannot set the annotation"; return 1; }
+    wait_for 5 refused || { E2E_REASON="the annotation's ranges were not applied: '$(who_serves)'"; return 1; }
+    merge_patch c1 PATCH "$path" '{"metadata": {"annotations": {"service.beta.kubernetes.io/load-balancer-source-ranges": null}}}' ||
+        { E2E_REASON="cannot remove the annotation"; return 1; }
+    wait_for 5 eval '[ "$(who_serves)" = "${POD_NAME[$CURRENT]}" ]' ||
+        { E2E_REASON="without ranges the host is not served: '$(who_serves)'"; return 1; }
+    log "host's range added: served; annotation form: applied; no ranges: every source served"
+    loaders_alive
+}
+
 # The EndpointSlice of a rolling update: the old pod on OLD terminating but still serving, the new one on NEW
 # READY (true or false).
 rolling_slice_json() {
@@ -809,6 +846,7 @@ run_case "f3. rolling update: the old pod, terminating but serving, keeps the IP
 run_case "f4. the Metal3 example Service (k8s/examples) is accepted and served" case_metal3_example
 run_case "f5. the owner's loader upgraded with a slow start (past the heartbeat timeout): the grace keeps the IP answered" case_loader_upgrade
 [ -n "$UPGRADE_JSON" ] && log "upgrade: $UPGRADE_JSON"
+run_case "f6. loadBalancerSourceRanges: only sources in the ranges reach the service IP's ports; broadcast DHCP still relayed" case_source_ranges
 run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
 run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
 run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni

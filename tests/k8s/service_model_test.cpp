@@ -262,16 +262,42 @@ TEST(ServiceModel, TwoPortsNamingOneContainerPortAreRefused) {
     expect_refused(s, "spec.ports[1]: tcp targetPort \"api\" is already used by spec.ports[0]");
 }
 
-// A source restriction bpfnet would not enforce is refused, not ignored; the fields that one backend steered
-// to on its own node satisfies by construction are accepted.
-TEST(ServiceModel, SourceRangesRefusedOtherTrafficFieldsAccepted) {
+// loadBalancerSourceRanges (else the annotation) become the IP's source ranges: host bits cleared, sorted,
+// without duplicates; what cannot be read refuses the Service (a security setting is never ignored). The
+// fields that one backend steered to on its own node satisfies by construction are accepted.
+TEST(ServiceModel, SourceRangesReadOtherTrafficFieldsAccepted) {
     auto s = make_service();
-    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/28"};
-    expect_refused(s, "spec.loadBalancerSourceRanges is not implemented by bpfnet");
+    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.128/25", "198.18.0.5/28", "198.18.0.0/28"};
+    auto d = decide(s);
+    ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
+    const std::vector<std::pair<uint32_t, uint8_t>> want = {{ip("198.18.0.0"), 28}, {ip("198.18.0.128"), 25}};
+    EXPECT_EQ(d.source_ranges, want);
+    EXPECT_EQ(accepted(d).source_ranges, want);
+    // The field wins over the annotation; an empty field leaves it to the annotation.
+    s["metadata"]["annotations"]["service.beta.kubernetes.io/load-balancer-source-ranges"] = "10.0.0.0/8";
+    EXPECT_EQ(decide(s).source_ranges, want);
     s["spec"]["loadBalancerSourceRanges"] = json::array();
-    EXPECT_EQ(decide(s).outcome, Outcome::Accepted);
-    s["metadata"]["annotations"]["service.beta.kubernetes.io/load-balancer-source-ranges"] = "198.18.0.0/28";
-    expect_refused(s, "load-balancer-source-ranges is not implemented by bpfnet");
+    s["metadata"]["annotations"]["service.beta.kubernetes.io/load-balancer-source-ranges"] =
+        " 198.18.0.0/28 , 198.18.0.128/25";
+    EXPECT_EQ(decide(s).source_ranges, want);
+    s["metadata"]["annotations"].erase("service.beta.kubernetes.io/load-balancer-source-ranges");
+    EXPECT_TRUE(decide(s).source_ranges.empty());
+
+    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0"};
+    expect_refused(s, "spec.loadBalancerSourceRanges: \"198.18.0.0\" is not an IPv4 CIDR");
+    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/33"};
+    expect_refused(s, "is not an IPv4 CIDR");
+    s["spec"]["loadBalancerSourceRanges"] = {"fd00::/64"};
+    expect_refused(s, "(bpfnet serves IPv4 only)");
+    s["spec"]["loadBalancerSourceRanges"] = {7};
+    expect_refused(s, "spec.loadBalancerSourceRanges has an entry that is not a string");
+    s["spec"]["loadBalancerSourceRanges"] = "198.18.0.0/28";
+    expect_refused(s, "spec.loadBalancerSourceRanges is not a list");
+    s["spec"]["loadBalancerSourceRanges"] = json::array();
+    for (int i = 0; i < 64; i++)
+        s["spec"]["loadBalancerSourceRanges"].push_back("10.0." + std::to_string(i) + ".0/24");
+    expect_refused(s, "has 64 ranges; bpfnet takes at most 63");
+
     auto t = make_service();
     t["spec"]["externalTrafficPolicy"] = "Local";
     t["spec"]["sessionAffinity"] = "ClientIP";
@@ -370,7 +396,7 @@ TEST(ServiceModel, MalformedServicesAreRefusedNeverThrow) {
 namespace {
 AcceptedService svc(const std::string &ns, const std::string &name, const char *addr,
                     std::vector<std::pair<Protocol, uint16_t>> ports) {
-    AcceptedService s{ns, name, ip(addr), {}, {}};
+    AcceptedService s{ns, name, ip(addr), {}, {}, {}};
     for (auto [proto, port] : ports)
         s.ports.push_back({"p" + std::to_string(port), proto, port, port, PortKind::Plain});
     return s;
@@ -385,6 +411,19 @@ TEST(SharedIps, DisjointPortsMayShareAnIp) {
     };
     EXPECT_TRUE(check_shared_ips(in).empty());
     EXPECT_TRUE(check_shared_ips({}).empty());
+}
+
+// The datapath filters sources per service IP: Services sharing one need the same ranges.
+TEST(SharedIps, DifferentSourceRangesRefuseTheLater) {
+    auto a = svc("metal3", "ironic", "198.18.0.2", {{Protocol::Tcp, 6385}});
+    auto b = svc("metal3", "images", "198.18.0.2", {{Protocol::Tcp, 6180}});
+    a.source_ranges = {{ip("198.18.0.0"), 24}};
+    auto conflicts = check_shared_ips({a, b});
+    ASSERT_EQ(conflicts.size(), 1u);
+    EXPECT_EQ(conflicts[0].refused, "metal3/ironic");
+    EXPECT_NE(conflicts[0].reason.find("other loadBalancerSourceRanges"), std::string::npos);
+    b.source_ranges = a.source_ranges;
+    EXPECT_TRUE(check_shared_ips({a, b}).empty());
 }
 
 TEST(SharedIps, OverlapRefusesTheLaterByNamespaceName) {

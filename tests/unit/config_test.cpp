@@ -352,6 +352,21 @@ TEST(ConfigValidation, SubnetHostBitsMustBeZero) {
                          "has host bits set: \"198.18.0.1/24\"; did you mean 198.18.0.0/24?"));
 }
 
+TEST(ConfigValidation, SourceRangesAreCidrsWithoutHostBits) {
+    const Config config = parse(minimal_with("sourceRanges: [198.18.0.0/28, 0.0.0.0/0, 10.1.2.3/32]\n"));
+    const std::vector<SourceRange> want = {{*parse_ipv4("198.18.0.0"), 28}, {0, 0}, {*parse_ipv4("10.1.2.3"), 32}};
+    EXPECT_EQ(config.source_ranges, want);
+    EXPECT_EQ(service_specs(config, std::nullopt).at(0).source_ranges, want);
+    EXPECT_TRUE(parse(minimal_with("")).source_ranges.empty());
+    EXPECT_TRUE(Rejected(minimal_with("sourceRanges: [198.18.0.1/24]\n"), "sourceRanges[0]",
+                         "has host bits set: \"198.18.0.1/24\"; did you mean 198.18.0.0/24?"));
+    EXPECT_TRUE(
+        Rejected(minimal_with("sourceRanges: [10.0.0.0/8, 198.18.0.0/33]\n"), "sourceRanges[1]", "must be a CIDR"));
+    EXPECT_TRUE(
+        Rejected(minimal_with("sourceRanges: [10.0.0.0/8, 10.0.0.0/8]\n"), "sourceRanges[1]", "is listed twice"));
+    EXPECT_TRUE(Rejected(minimal_with("sourceRanges: 10.0.0.0/8\n"), "sourceRanges", "must be a list of CIDRs"));
+}
+
 TEST(ConfigValidation, ServiceIPMustBeInsideSubnet) {
     EXPECT_TRUE(Rejected(head("prov0", "198.18.1.2", "198.18.0.0/24") + kOnePort, "serviceIP",
                          "198.18.1.2 is not inside subnet 198.18.0.0/24"));

@@ -63,6 +63,29 @@ TEST(DesiredState, BackendHereMakesTheServiceIpActiveAndListsEveryPort) {
     EXPECT_EQ(backend.pod_mac[5], 2);
 }
 
+// Source ranges become one LPM entry each plus the IP's own entry (prefix 32) that refuses the rest; 0.0.0.0/0
+// is that entry, allowing.
+TEST(DesiredState, SourceRangesAndTheEntryThatRefusesTheRest) {
+    ServiceSpec spec;
+    spec.service_ip_be = ip("198.18.0.2");
+    spec.ports = {{"http", Protocol::Tcp, 80, 8080, PortKind::Plain}};
+    EXPECT_TRUE(desired_state({spec}).source_ranges.empty());
+    spec.source_ranges = {{ip("198.18.0.0"), 28}, {ip("10.1.0.0"), 16}};
+    DesiredState state = desired_state({spec});
+    ASSERT_EQ(state.source_ranges.size(), 3u);
+    bpfnet_source_range_key key{};
+    key.prefixlen = 32;
+    key.service_ip_be = ip("198.18.0.2");
+    EXPECT_EQ(state.source_ranges.at(key).allowed, 0);
+    key.prefixlen = 32 + 28;
+    key.source_be = ip("198.18.0.0");
+    EXPECT_EQ(state.source_ranges.at(key).allowed, 1);
+    spec.source_ranges = {{0, 0}};
+    state = desired_state({spec});
+    ASSERT_EQ(state.source_ranges.size(), 1u);
+    EXPECT_EQ(state.source_ranges.begin()->second.allowed, 1);
+}
+
 TEST(DesiredState, NoBackendKeepsPortsListedButInactiveAndUnrouted) {
     Config config = sample_config();
     config.backend.reset();
