@@ -16,8 +16,8 @@ packages=(
   dnsmasq-base kea-dhcp4-server busybox isc-dhcp-client tftp-hpa ironic-api libcap2-bin
   # observability: the loader's metrics and health endpoints, and promtool to check the exposition
   libcpp-httplib-dev prometheus
-  # Kubernetes mode: the manifest test (PyYAML from Debian)
-  python3-yaml
+  # Kubernetes mode: the manifest test (PyYAML from Debian), the API server stand-in's HTTP/2 (python3-h2)
+  python3-yaml python3-h2
   # the kernel matrix (tests/vm): QEMU, and the tools that build the guest's initramfs; iPXE ROMs for the
   # PXE-booting guest of tests/e2e/test_firmware.sh
   qemu-system-x86 cpio kmod xz-utils ipxe-qemu

@@ -15,6 +15,11 @@ Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] 
   --client-ca FILE: with --tls, require a client certificate signed by the PEM CA FILE (as an API server's
   --client-ca-file); the last client certificate's CN shows in /_test/state as "client_cn".
   --event-ttl SECONDS: Events are deleted this long after their last write (default 3600).
+  --h2: with --tls, offer HTTP/2 by ALPN ("h2", then "http/1.1"), as kube-apiserver does. An HTTP/2
+  connection's streams are each served by the same API semantics (the stand-in forwards them to its own
+  HTTP/1.1 handler on an internal port, response bodies streamed back as DATA frames as they come, so a
+  watch is a long-lived stream); a stream the client resets ends its request. /_test/state counts
+  "h2_connections" and "h2_streams". Needs Debian's python3-h2.
   The request log line also carries the User-Agent and fieldManager: "METHOD PATH" then, tab-separated,
   "ua=USER-AGENT".
 
@@ -123,6 +128,8 @@ class Store:
         self.conflict_writes = 0
         self.watches = 0
         self.connections = 0  # TCP connections accepted (a client that reuses connections opens few)
+        self.h2_connections = 0  # of those, HTTP/2 (--h2)
+        self.h2_streams = 0  # requests made on them
         self.last_auth = ""
         self.client_cn = ""
 
@@ -300,8 +307,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
-        with STORE.cond:
-            STORE.connections += 1
+        if not self.server.internal:
+            with STORE.cond:
+                STORE.connections += 1
 
     def send_json(self, code, obj):
         data = (json.dumps(obj) + "\n").encode()
@@ -377,7 +385,8 @@ class Handler(BaseHTTPRequestHandler):
         with STORE.cond:
             if op == "state":
                 res = {"rv": STORE.rv, "compacted": STORE.compacted, "watches": STORE.watches,
-                       "auth": STORE.last_auth, "connections": STORE.connections, "client_cn": STORE.client_cn}
+                       "auth": STORE.last_auth, "connections": STORE.connections, "client_cn": STORE.client_cn,
+                       "h2_connections": STORE.h2_connections, "h2_streams": STORE.h2_streams}
             elif op == "compact":
                 STORE.compacted = int(args.get("rv", STORE.rv))
                 STORE.log = STORE.since(STORE.compacted)
@@ -752,6 +761,163 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(200, old)
 
 
+class H2Connection:
+    """One client connection that chose HTTP/2: every stream is forwarded to the internal HTTP/1.1 port and its
+    answer streamed back. One thread reads frames; one thread per stream forwards it."""
+
+    # Not forwarded either way: HTTP/1.1 connection headers (RFC 9113 8.2.2).
+    HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"}
+
+    def __init__(self, sock, internal_port):
+        import h2.config
+        import h2.connection
+        self.sock = sock
+        self.internal_port = internal_port
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False,
+                                                                         header_encoding="utf-8"))
+        self.lock = threading.Condition()
+        self.requests = {}  # stream id -> (headers, body bytearray)
+        self.reset = set()  # streams the client reset
+        self.closed = False
+
+    def flush(self):
+        data = self.conn.data_to_send()
+        if data:
+            self.sock.sendall(data)
+
+    def run(self):
+        import h2.events
+        with STORE.cond:
+            STORE.h2_connections += 1
+        with self.lock:
+            self.conn.initiate_connection()
+            self.flush()
+        try:
+            while True:
+                data = self.sock.recv(65536)
+                if not data:
+                    break
+                with self.lock:
+                    events = self.conn.receive_data(data)
+                    for ev in events:
+                        if isinstance(ev, h2.events.RequestReceived):
+                            self.requests[ev.stream_id] = (dict(ev.headers), bytearray())
+                        elif isinstance(ev, h2.events.DataReceived):
+                            self.requests[ev.stream_id][1].extend(ev.data)
+                            self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                        elif isinstance(ev, h2.events.StreamEnded):
+                            headers, body = self.requests.pop(ev.stream_id)
+                            threading.Thread(target=self.forward, args=(ev.stream_id, headers, bytes(body)),
+                                             daemon=True).start()
+                        elif isinstance(ev, h2.events.StreamReset):
+                            self.reset.add(ev.stream_id)
+                        elif isinstance(ev, h2.events.ConnectionTerminated):
+                            self.closed = True
+                    self.flush()
+                    self.lock.notify_all()
+                if self.closed:
+                    break
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            with self.lock:
+                self.closed = True
+                self.lock.notify_all()
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    def send(self, stream_id, fn):
+        """Runs fn(conn) and sends what it queued; False when the stream or connection is gone."""
+        import h2.exceptions
+        with self.lock:
+            if self.closed or stream_id in self.reset:
+                return False
+            try:
+                fn(self.conn)
+                self.flush()
+            except (h2.exceptions.ProtocolError, h2.exceptions.StreamClosedError, OSError):
+                return False
+            return True
+
+    def send_body(self, stream_id, data):
+        """DATA frames within the flow-control windows; waits for WINDOW_UPDATE when they are exhausted."""
+        import h2.exceptions
+        while data:
+            with self.lock:
+                while True:
+                    if self.closed or stream_id in self.reset:
+                        return False
+                    try:
+                        window = min(self.conn.local_flow_control_window(stream_id),
+                                     self.conn.max_outbound_frame_size)
+                    except h2.exceptions.StreamClosedError:
+                        return False
+                    if window > 0:
+                        break
+                    self.lock.wait(1)
+                chunk, data = data[:window], data[window:]
+                try:
+                    self.conn.send_data(stream_id, chunk)
+                    self.flush()
+                except (h2.exceptions.ProtocolError, h2.exceptions.StreamClosedError, OSError):
+                    return False
+        return True
+
+    def forward(self, stream_id, headers, body):
+        import http.client
+        with STORE.cond:
+            STORE.h2_streams += 1
+        method, path = headers.get(":method", "GET"), headers.get(":path", "/")
+        out = {k: v for k, v in headers.items() if not k.startswith(":") and k not in self.HOP}
+        out["host"] = headers.get(":authority", "localhost")
+        backend = http.client.HTTPConnection("127.0.0.1", self.internal_port)
+        try:
+            backend.request(method, path, body=body or None, headers=out)
+            resp = backend.getresponse()
+        except OSError:
+            self.send(stream_id, lambda c: c.reset_stream(stream_id))
+            backend.close()
+            return
+        answer = [(":status", str(resp.status))] + [(k.lower(), v) for k, v in resp.getheaders()
+                                                    if k.lower() not in self.HOP and k.lower() != "content-length"]
+        if not self.send(stream_id, lambda c: c.send_headers(stream_id, answer)):
+            backend.close()
+            return
+        # Streamed as it comes: a watch's events reach the client one by one, not at the end.
+        while True:
+            try:
+                chunk = resp.read1(65536)
+            except (OSError, http.client.HTTPException):
+                self.send(stream_id, lambda c: c.reset_stream(stream_id))
+                break
+            if not chunk:
+                self.send(stream_id, lambda c: c.end_stream(stream_id))
+                break
+            if not self.send_body(stream_id, chunk):
+                break  # the client reset the stream (a watch it stopped) or went away
+        backend.close()
+
+
+class StandInServer(ThreadingHTTPServer):
+    """The stand-in's listener; with --h2, a connection that negotiated "h2" is served by H2Connection."""
+    daemon_threads = True
+    internal = False
+    h2_port = None  # the internal HTTP/1.1 port the HTTP/2 streams are forwarded to
+
+    def finish_request(self, request, client_address):
+        if self.h2_port and getattr(request, "selected_alpn_protocol", lambda: None)() == "h2":
+            H2Connection(request, self.h2_port).run()
+            return
+        super().finish_request(request, client_address)
+
+
+class InternalServer(ThreadingHTTPServer):
+    daemon_threads = True
+    internal = True
+
+
 def main():
     global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL
     client_ca = None
@@ -761,6 +927,7 @@ def main():
         sys.exit(2)
     port = int(args[0])
     tls = None
+    h2_front = False
     address = "127.0.0.1"
     i = 1
     while i < len(args):
@@ -791,17 +958,27 @@ def main():
         elif args[i] == "--token":
             TOKEN = args[i + 1]
             i += 2
+        elif args[i] == "--h2":
+            h2_front = True
+            i += 1
         else:
             print("unknown argument " + args[i], file=sys.stderr)
             sys.exit(2)
-    server = ThreadingHTTPServer((address, port), Handler)
-    server.daemon_threads = True
+    if h2_front and not tls:
+        print("--h2 needs --tls (HTTP/2 is offered by ALPN)", file=sys.stderr)
+        sys.exit(2)
+    server = StandInServer((address, port), Handler)
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(tls[0], tls[1])
         if client_ca:
             ctx.verify_mode = ssl.CERT_REQUIRED
             ctx.load_verify_locations(client_ca)
+        if h2_front:
+            ctx.set_alpn_protocols(["h2", "http/1.1"])
+            internal = InternalServer(("127.0.0.1", 0), Handler)
+            threading.Thread(target=internal.serve_forever, daemon=True).start()
+            server.h2_port = internal.server_address[1]
         server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print(f"listening on {server.server_address[1]}", flush=True)
     server.serve_forever()

@@ -280,14 +280,62 @@ TEST(K8sClient, TokenRotationReachesTheServer) {
 
 // --- requests ----------------------------------------------------------------------------------------------
 
-TEST(K8sClient, HttpsVerifiesWithTheClusterCa) {
-    TempDir dir;
+// A self-signed certificate for 127.0.0.1 in dir: (certificate, key).
+std::pair<std::string, std::string> make_server_certificate(const TempDir &dir) {
     const std::string cert = (dir.path / "server.pem").string();
     const std::string key = (dir.path / "server.key").string();
     const std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
                             "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
                             key + " -out " + cert + " >/dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    if (std::system(cmd.c_str()) != 0)
+        throw std::runtime_error("openssl could not make a certificate");
+    return {cert, key};
+}
+
+// kube-apiserver offers HTTP/2 (ALPN h2) and libcurl takes it: lists, writes, a watch streamed event by event,
+// its stall detection and a stopped watch all work over HTTP/2 streams, and the connections are reused.
+TEST(K8sClient, Http2ListsWritesAndWatches) {
+    TempDir dir;
+    const auto [cert, key] = make_server_certificate(dir);
+    StandIn server({"--tls", cert, key, "--h2", "--bookmark-interval", "0.2"});
+    ClusterConfig c = server.config({}, "https");
+    c.ca_file = cert;
+    ApiClient api(c);
+    api.post(kServices, service("first", "192.0.2.1"));
+    EXPECT_EQ(api.get(kServices)["items"].size(), 1u);
+
+    Recorder rec;
+    WatchOptions options = fast_options();
+    options.idle_timeout = 1s;
+    Watcher w(api, kServices, rec.callback(), options);
+    w.start();
+    ASSERT_TRUE(eventually([&] { return w.synced(); }));
+    api.post(kServices, service("second", "192.0.2.2"));
+    EXPECT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/second") == "192.0.2.2"; }));
+    json patch = {{"metadata", {{"labels", {{"touched", "yes"}}}}}};
+    api.patch(kServices + "/second", patch);
+    EXPECT_TRUE(eventually([&] {
+        const Snapshot s = rec.last();
+        auto it = s.find("prov/second");
+        return it != s.end() && it->second["metadata"].value("labels", json::object()).contains("touched");
+    }));
+    // A stalled stream is noticed by its silence and replaced, as on HTTP/1.1.
+    api.post("/_test/stall-watches", json::object());
+    api.post(kServices, service("third", "192.0.2.3"));
+    EXPECT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/third") == "192.0.2.3"; }, 10000ms));
+    EXPECT_GE(w.stats().stalls, 1u);
+    w.stop();
+
+    const json state = api.get("/_test/state");
+    EXPECT_GE(state["h2_connections"].get<int>(), 1) << state.dump();
+    EXPECT_GE(state["h2_streams"].get<int>(), 6) << state.dump();
+    // Streams share connections: far fewer connections than requests.
+    EXPECT_LE(state["h2_connections"].get<int>(), 4) << state.dump();
+}
+
+TEST(K8sClient, HttpsVerifiesWithTheClusterCa) {
+    TempDir dir;
+    const auto [cert, key] = make_server_certificate(dir);
     StandIn server({"--tls", cert, key});
 
     ClusterConfig with_file = server.config({}, "https");
