@@ -35,9 +35,9 @@ API semantics followed (a subset of the documented behaviour):
   - GET collection?watch=1&resourceVersion=RV[&allowWatchBookmarks=true][&timeoutSeconds=N]: HTTP/1.1 chunked
     stream of newline-delimited JSON events {type, object}, one event per chunk, for every change newer than
     RV (without RV, or RV "0": synthetic ADDED events for the current state first). BOOKMARK events
-    ({kind, apiVersion, metadata: {resourceVersion}}) every --bookmark-interval seconds when asked. When RV is
-    older than the compaction point: one ERROR event {type: ERROR, object: {kind: Status, code: 410,
-    reason: Expired}} and the stream ends. After timeoutSeconds the stream ends normally.
+    ({kind, apiVersion, metadata: {resourceVersion}}) every --bookmark-interval seconds when asked (default 60:
+    kube-apiserver sends one about once a minute). When RV is older than the compaction point: one ERROR event
+    {type: ERROR, object: {kind: Status, code: 410, reason: Expired}} and the stream ends. After timeoutSeconds the stream ends normally.
   - GET object: the object or 404 Status NotFound.
   - POST collection: creates (metadata.name or metadata.generateName), 409 AlreadyExists when present.
   - PUT object: replaces; 409 Conflict when metadata.resourceVersion is given and differs from the stored one;
@@ -271,7 +271,7 @@ def expire_events(now=None, everything=False):
 
 
 STORE = Store()
-BOOKMARK_INTERVAL = 1.0
+BOOKMARK_INTERVAL = 60.0  # kube-apiserver sends a bookmark about once a minute on a quiet watch
 TOKEN = None
 REQUEST_LOG = None
 COMMIT_LOG = None
