@@ -208,6 +208,12 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         if (spec.location)
             spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
     applied.report = reconcile(maps, desired_state(effective));
+    // An announcement round still under way for an IP that stopped being answered here (released, yielded)
+    // would pull the hosts back to this node: it ends now.
+    std::erase_if(announcing_, [&](__be32 ip) {
+        return std::find(applied.report.deactivated.begin(), applied.report.deactivated.end(), ip) !=
+               applied.report.deactivated.end();
+    });
     for (const bpfnet_backend &gone : applied.report.departed) {
         int ifindex = static_cast<int>(gone.ifindex);
         if (wanted.contains(ifindex))
@@ -334,9 +340,9 @@ void DatapathRuntime::confirm_claim(__be32 service_ip, std::chrono::steady_clock
 
 void DatapathRuntime::drop_claim(__be32 service_ip) {
     std::lock_guard lock(mutex_);
+    // A yielded IP stays yielded: the mode stops serving it with its next apply(), and re-applying the last
+    // specs here would answer for it (and announce it) in between. A new claim's confirm_claim() lifts it.
     confirmed_until_.erase(service_ip);
-    if (yielded_.erase(service_ip) && applied_once_)
-        apply_locked(specs_);
 }
 
 std::set<__be32> DatapathRuntime::yielded() const {

@@ -81,7 +81,8 @@ public:
     // stays so through later apply() calls until a new confirm_claim() (a Lease written again). An IP that
     // was never confirmed (standalone mode) never yields. Thread-safe.
     void confirm_claim(__be32 service_ip, std::chrono::steady_clock::time_point until);
-    // The claim is gone (released, or taken by another node): nothing to confirm or yield.
+    // The claim is gone (released, or taken by another node): nothing more to confirm or yield (an IP already
+    // yielded stays so until a new claim is confirmed).
     void drop_claim(__be32 service_ip);
     // The loader is stopping and another is expected to take over (a rolling update): the heartbeat stops and
     // is written `grace` into the future, so the service IPs stay answered without a loader until then (and

@@ -166,6 +166,13 @@ ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {
         bool was_active = before && (before->flags & BPFNET_SERVICE_IP_ACTIVE);
         if ((entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !was_active)
             report.activated.push_back(ip);
+        if (!(entry.flags & BPFNET_SERVICE_IP_ACTIVE) && was_active)
+            report.deactivated.push_back(ip);
+    }
+    for (const __be32 &ip : service_ips.removals) {
+        auto before = maps.service_ips.lookup(ip);
+        if (before && (before->flags & BPFNET_SERVICE_IP_ACTIVE))
+            report.deactivated.push_back(ip);
     }
     for (const auto &[ip, entry] : current_backends) {
         auto it = desired.backends.find(ip);

@@ -109,6 +109,7 @@ struct ReconcileReport {
     size_t upserts = 0;
     size_t removals = 0;
     std::vector<__be32> activated;        // service IPs that became active: announce them
+    std::vector<__be32> deactivated;      // service IPs that stopped being active: announce them no more
     std::vector<bpfnet_backend> departed; // backends no longer here: their veth hook can go
 };
 

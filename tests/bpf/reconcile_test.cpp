@@ -54,10 +54,13 @@ TEST_F(ReconcileTest, FirstRunFillsAndActivatesRepeatWritesNothing) {
     ASSERT_EQ(first.activated.size(), 1u);
     EXPECT_EQ(first.activated[0], ip("198.18.0.2"));
 
+    EXPECT_TRUE(first.deactivated.empty());
+
     ReconcileReport again = reconcile(*maps_, desired_state(config_, here_));
     EXPECT_EQ(again.upserts, 0u);
     EXPECT_EQ(again.removals, 0u);
     EXPECT_TRUE(again.activated.empty());
+    EXPECT_TRUE(again.deactivated.empty());
 }
 
 // Source ranges land in the LPM trie (read back through the same diff), change by the difference, and go.
@@ -108,6 +111,8 @@ TEST_F(ReconcileTest, BackendGoneDeactivatesAndKeepsLearnedFlows) {
     without.backend.reset();
     ReconcileReport report = reconcile(*maps_, desired_state(without, std::nullopt));
     EXPECT_EQ(maps_->service_ips.lookup(ip("198.18.0.2"))->flags, 0u);
+    EXPECT_EQ(report.deactivated, std::vector<__be32>{ip("198.18.0.2")}); // its announcements end
+    EXPECT_TRUE(report.activated.empty());
     EXPECT_TRUE(maps_->backends.entries().empty());
     EXPECT_TRUE(maps_->backend_ports.entries().empty());
     for (const auto &[key, service] : maps_->services.entries())

@@ -432,6 +432,13 @@ case_partition() {
     old_after=$(tail -n 200 "$arp" | grep -c "${NIC_MAC[$old]}")
     local yielded_log
     yielded_log=$(grep -c 'yielded: another MAC claims the service IP' "${K8S_LOADER_LOG[$old]}")
+    # Every ARP frame about the IP while the old node gets back in touch: it must not announce the IP again
+    # (it finds the Lease taken and stays standby).
+    local back=$E2E_TMP/partition-back.arp
+    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --watch 5 eth0 "$E2E_SERVICE_IP" >"$back" &
+    local watcher=$!
+    E2E_PIDS+=("$watcher")
+    wait_for 3 grep -q listening "$back"
     ip -n "${NODE_NS[$old]}" link set mgmt0 up
     [ "$verdict" = ok ] || { E2E_REASON=$verdict; return 1; }
     CURRENT=$new
@@ -450,6 +457,10 @@ case_partition() {
         grep -c -e "${NIC_MAC[$old]}")
     [ "$answers" = 0 ] || { E2E_REASON="$old answered $answers who-has after reaching the API again"; return 1; }
     serves "$new" || { E2E_REASON="$new stopped serving after $old came back"; return 1; }
+    wait "$watcher"
+    local announced
+    announced=$(grep -c "announce sha=${NIC_MAC[$old]}" "$back")
+    [ "$announced" = 0 ] || { E2E_REASON="$old announced the IP $announced times after reaching the API again"; return 1; }
     log "link back: $(events_of c1 Yielded | head -n1)"
     loaders_alive
 }
