@@ -5,6 +5,7 @@
 #include "core/netlink.hpp"
 #include "core/program_info.hpp"
 #include "maps/system_error.hpp"
+#include "maps/unique_fd.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -12,6 +13,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 #include <xdp/libxdp.h>
 
 #include <array>
@@ -99,6 +101,47 @@ void set_pin_paths(bpf_object *obj, const std::string &pin_dir) {
     }
 }
 
+// What differs between a pinned map and the object's map of the same name ("" when libbpf can re-use the pin).
+std::string layout_difference(const bpf_map *map, const bpf_map_info &pinned) {
+    auto differs = [](const char *what, uint64_t have, uint64_t want) {
+        return std::string(what) + " " + std::to_string(have) + " (this build: " + std::to_string(want) + ")";
+    };
+    if (pinned.type != bpf_map__type(map))
+        return differs("type", pinned.type, bpf_map__type(map));
+    if (pinned.key_size != bpf_map__key_size(map))
+        return differs("key size", pinned.key_size, bpf_map__key_size(map));
+    if (pinned.value_size != bpf_map__value_size(map))
+        return differs("value size", pinned.value_size, bpf_map__value_size(map));
+    if (pinned.max_entries != bpf_map__max_entries(map))
+        return differs("max entries", pinned.max_entries, bpf_map__max_entries(map));
+    if (pinned.map_flags != bpf_map__map_flags(map))
+        return differs("flags", pinned.map_flags, bpf_map__map_flags(map));
+    return {};
+}
+
+// A map pinned by a build with another layout (a counter added, a table resized) cannot be re-used, and
+// libbpf would refuse to load at all: an upgrade would stop at the first loader. Such a pin is removed (the
+// old programs keep their map until they are replaced) and the map created afresh, its contents lost.
+void replace_incompatible_pins(bpf_object *obj, const std::string &pin_dir) {
+    for (const char *name : kMapNames) {
+        const std::string path = pin_dir + "/" + name;
+        UniqueFd fd(bpf_obj_get(path.c_str()));
+        if (!fd.valid())
+            continue; // not pinned yet
+        bpf_map_info info{};
+        __u32 len = sizeof(info);
+        if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0)
+            throw SystemError("bpf_obj_get_info_by_fd " + path, errno);
+        const std::string difference = layout_difference(bpf_object__find_map_by_name(obj, name), info);
+        if (difference.empty())
+            continue;
+        if (::unlink(path.c_str()) != 0)
+            throw SystemError("unlink " + path, errno);
+        log_warn("pinned map from another layout replaced; its contents are lost",
+                 {{"map", name}, {"pinned", difference}});
+    }
+}
+
 void detach_xdp(int ifindex) {
     XdpOnInterface state = XdpOnInterface::read(ifindex);
     if (!state.ours)
@@ -155,6 +198,7 @@ void Datapath::open_object() {
         throw SystemError("bpfnet_bpf__open", errno);
     skel_->rodata->kernel_has_redirect_peer = options_.redirect_peer;
     set_pin_paths(skel_->obj, options_.pin_dir);
+    replace_incompatible_pins(skel_->obj, options_.pin_dir);
 }
 
 void Datapath::unpin_maps() {
@@ -235,11 +279,24 @@ void Datapath::attach_xdp_program(XdpMode mode) {
     xdp_.dispatcher = XdpOnInterface::read(nic_ifindex_).dispatcher;
 }
 
-// An attached program is adopted when it is the one this object would load: same instructions (tag) and
-// same load-time constants.
+// An attached program is adopted when it is the one this object would load: same instructions (tag), same
+// load-time constants, and the same pinned maps (the tag does not cover maps: after a pin from another layout
+// was replaced, the attached program still uses the old map, and adopting it would leave it blind to the
+// maps the loader writes).
 bool Datapath::same_program(int attached_prog_fd, int our_prog_fd) const {
     const ProgramInfo attached = program_info(attached_prog_fd), ours = program_info(our_prog_fd);
-    return attached.tag == ours.tag && program_rodata(attached) == program_rodata(ours);
+    if (attached.tag != ours.tag || program_rodata(attached) != program_rodata(ours))
+        return false;
+    for (const char *name : kMapNames) {
+        bpf_map_info info{};
+        __u32 len = sizeof(info);
+        const bpf_map *map = bpf_object__find_map_by_name(skel_->obj, name);
+        if (!map || bpf_obj_get_info_by_fd(bpf_map__fd(map), &info, &len) != 0)
+            continue;
+        if (ours.uses_map(info.id) && !attached.uses_map(info.id))
+            return false;
+    }
+    return true;
 }
 
 void Datapath::attach_nic_tc() {

@@ -37,6 +37,10 @@ DatapathRuntime::DatapathRuntime(NodeSettings node, LoaderStatus &status)
     : node_(std::move(node)), status_(status), events_(nullptr, ring_buffer__free) {}
 
 DatapathRuntime::~DatapathRuntime() {
+    stop();
+}
+
+void DatapathRuntime::stop() {
     if (thread_.joinable()) {
         uint64_t one = 1;
         if (::write(stop_.get(), &one, sizeof(one)) != sizeof(one))
@@ -116,6 +120,7 @@ bool DatapathRuntime::heartbeat_fresh() {
 
 void DatapathRuntime::leave_with_grace(std::chrono::milliseconds grace) {
     std::lock_guard lock(mutex_);
+    leaving_ = true; // from here on nothing starts the heartbeat again (a yield while shutting down)
     if (!datapath_ || !heartbeat_running_ || grace.count() <= 0)
         return;
     heartbeat_running_ = false; // the thread writes no more heartbeats over the grace
@@ -223,7 +228,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         applied.detached.push_back(ifindex);
     }
 
-    if (!heartbeat_running_) {
+    if (!heartbeat_running_ && !leaving_) {
         heartbeat_running_ = true;
         write_heartbeat();
     }
@@ -309,8 +314,14 @@ void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
     auto confirmed = confirmed_until_.find(service_ip);
     if (confirmed != confirmed_until_.end() && now > confirmed->second && !yielded_.contains(service_ip)) {
         yielded_.insert(service_ip);
-        if (applied_once_)
-            apply_locked(specs_);
+        std::erase(announcing_, service_ip);
+        try {
+            if (applied_once_)
+                apply_locked(specs_);
+        } catch (const std::exception &e) {
+            // Still yielded: the mode's next apply() takes the IP out; the yield is reported all the same.
+            log_error("yield not applied yet", {{"service_ip", format_ipv4(service_ip)}, {"error", e.what()}});
+        }
         auto unconfirmed = std::chrono::duration_cast<std::chrono::milliseconds>(now - confirmed->second);
         log_warn("yielded: another MAC claims the service IP and this node's claim is unconfirmed",
                  {{"service_ip", format_ipv4(service_ip)},
@@ -342,7 +353,18 @@ void DatapathRuntime::drop_claim(__be32 service_ip) {
     std::lock_guard lock(mutex_);
     // A yielded IP stays yielded: the mode stops serving it with its next apply(), and re-applying the last
     // specs here would answer for it (and announce it) in between. A new claim's confirm_claim() lifts it.
+    // An announcement still under way (a takeover's, before the IP was answered) ends.
     confirmed_until_.erase(service_ip);
+    std::erase(announcing_, service_ip);
+}
+
+void DatapathRuntime::unconfirm_active_claims() {
+    std::lock_guard lock(mutex_);
+    if (!datapath_)
+        return;
+    for (const auto &[ip, entry] : datapath_->maps().service_ips.entries())
+        if ((entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !confirmed_until_.contains(ip))
+            confirmed_until_[ip] = std::chrono::steady_clock::time_point{};
 }
 
 std::set<__be32> DatapathRuntime::yielded() const {
@@ -354,11 +376,15 @@ void DatapathRuntime::announce_claim(const std::vector<__be32> &service_ips, boo
     std::lock_guard lock(mutex_);
     if (!arp_)
         return;
+    std::vector<__be32> ips;
+    for (__be32 ip : service_ips)
+        if (!yielded_.contains(ip)) // a node that yielded an IP never claims it on the LAN
+            ips.push_back(ip);
     if (!once) {
-        announce(service_ips);
+        announce(ips);
         return;
     }
-    for (__be32 ip : service_ips)
+    for (__be32 ip : ips)
         arp_->send_gratuitous(ip, nic_mac_);
 }
 

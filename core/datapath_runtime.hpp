@@ -55,6 +55,9 @@ public:
     void attach();
     // Starts the heartbeat, announcement and event thread.
     void start(ConflictHandler on_conflict = {});
+    // Stops that thread (the destructor does too): the mode calls it before its own members (which the
+    // conflict handler uses) go. The datapath stays attached.
+    void stop();
 
     struct Applied {
         ReconcileReport report;
@@ -84,6 +87,10 @@ public:
     // The claim is gone (released, or taken by another node): nothing more to confirm or yield (an IP already
     // yielded stays so until a new claim is confirmed).
     void drop_claim(__be32 service_ip);
+    // Every service IP active in the maps (adopted from a predecessor) counts as unconfirmed until a claim
+    // is confirmed: a loader that restarts while cut off from the API server yields to another node's claim
+    // instead of answering beside it until it can reconcile.
+    void unconfirm_active_claims();
     // The loader is stopping and another is expected to take over (a rolling update): the heartbeat stops and
     // is written `grace` into the future, so the service IPs stay answered without a loader until then (and
     // the heartbeat timeout after) instead of going quiet at the timeout while the next loader's image is
@@ -133,6 +140,7 @@ private:
     std::set<__be32> yielded_;
     std::vector<ServiceSpec> specs_; // as last given to apply(), before yielded IPs are taken out
     bool applied_once_ = false;      // specs_ holds what the mode decided (a yield re-applies it)
+    bool leaving_ = false;           // leave_with_grace() was called: the heartbeat stays stopped
     std::thread thread_;
 };
 

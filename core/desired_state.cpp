@@ -79,25 +79,30 @@ void add_source_ranges(DesiredState &state, __be32 service_ip_be, const std::vec
 }
 
 // Ranges are written before the entry that refuses the rest, and that entry is removed first: a change of
-// ranges never refuses, even for a moment, a source that is allowed before and after it.
-void apply_source_ranges(DatapathMaps &maps, const TableDiff<bpfnet_source_range_key, bpfnet_source_range> &diff,
-                         ReconcileReport &report) {
-    auto is_rest = [](const bpfnet_source_range_key &key) {
-        return key.prefixlen == 32;
-    };
-    for (const auto &key : diff.removals)
-        if (is_rest(key))
-            maps.source_ranges.erase(key);
+// ranges never refuses, even for a moment, a source that is allowed before and after it. New ranges go in
+// before the ports they guard are listed, and old ones go after those ports are gone.
+void add_source_ranges_first(DatapathMaps &maps, const TableDiff<bpfnet_source_range_key, bpfnet_source_range> &diff,
+                             ReconcileReport &report) {
     for (const auto &[key, value] : diff.upserts)
         if (value.allowed)
             maps.source_ranges.update(key, value);
     for (const auto &[key, value] : diff.upserts)
         if (!value.allowed)
             maps.source_ranges.update(key, value);
+    report.upserts += diff.upserts.size();
+}
+
+void remove_source_ranges_last(DatapathMaps &maps, const TableDiff<bpfnet_source_range_key, bpfnet_source_range> &diff,
+                               ReconcileReport &report) {
+    auto is_rest = [](const bpfnet_source_range_key &key) {
+        return key.prefixlen == 32;
+    };
+    for (const auto &key : diff.removals)
+        if (is_rest(key))
+            maps.source_ranges.erase(key);
     for (const auto &key : diff.removals)
         if (!is_rest(key))
             maps.source_ranges.erase(key);
-    report.upserts += diff.upserts.size();
     report.removals += diff.removals.size();
 }
 
@@ -180,15 +185,16 @@ ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {
             report.departed.push_back(entry);
     }
 
+    add_source_ranges_first(maps, source_ranges, report);
     report.upserts += apply_upserts(maps.backends, backends);
     report.upserts += apply_upserts(maps.backend_ports, backend_ports);
     report.upserts += apply_upserts(maps.services, services);
-    apply_source_ranges(maps, source_ranges, report);
     report.upserts += apply_upserts(maps.service_ips, service_ips);
     report.removals += apply_removals(maps.service_ips, service_ips);
     report.removals += apply_removals(maps.services, services);
     report.removals += apply_removals(maps.backend_ports, backend_ports);
     report.removals += apply_removals(maps.backends, backends);
+    remove_source_ranges_last(maps, source_ranges, report);
     return report;
 }
 

@@ -68,7 +68,9 @@ KubernetesLoader::KubernetesLoader(NodeSettings node, KubernetesOptions options,
     : node_(std::move(node)), options_(std::move(options)), status_(status), runtime_(node_, status) {}
 
 KubernetesLoader::~KubernetesLoader() {
-    // Watchers first: their threads call wake(), whose fd goes with this object.
+    // Threads first: the runtime's conflict handler and the watchers call wake() and fill conflicts_, which go
+    // with this object.
+    runtime_.stop();
     for (auto *watcher : {services_.get(), slices_.get(), leases_.get()})
         if (watcher)
             watcher->stop();
@@ -90,6 +92,7 @@ void KubernetesLoader::start() {
     wake_ = loop::make_eventfd();
     claim(); // a second loader on this interface is refused before anything changes
     runtime_.attach();
+    runtime_.unconfirm_active_claims();
     auto on_change = [this](const Snapshot &) {
         wake();
     };
@@ -569,7 +572,14 @@ bool KubernetesLoader::hold_lease(__be32 service_ip, const std::vector<std::stri
         // The watch shows someone else's write (or is behind ours): only the server can tell which.
         if (seen.exists && seen.holder != options_.node_name &&
             seen.resource_version != held->second.resource_version) {
-            auto fresh = fetch_lease(name);
+            std::optional<LeaseState> fresh;
+            try {
+                fresh = fetch_lease(name);
+            } catch (const TransportError &e) {
+                // The server cannot say: a held Lease stays held (the LAN arbitrates meanwhile).
+                log_warn("lease not re-read; kept", {{"lease", name}, {"error", e.what()}});
+                return true;
+            }
             if (fresh && fresh->holder != options_.node_name) {
                 log_warn("lease taken by another holder", {{"lease", name}, {"holder", fresh->holder}});
                 lose_lease(service_ip);
@@ -618,7 +628,7 @@ bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::str
                                    Clock::time_point now) {
     const std::string name = lease_name(service_ip);
     const std::string lease_key = options_.lease_namespace + "/" + name;
-    const bool holding = held_.contains(service_ip);
+    bool holding = held_.contains(service_ip);
     for (int attempt = 0; attempt < 2; attempt++) {
         json body = lease_claim(base, options_.lease_namespace, name, options_.node_name, options_.lease_duration, now,
                                 join(services));
@@ -656,10 +666,22 @@ bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::str
             }
             return true;
         } catch (const ConflictError &) {
-            auto fresh = fetch_lease(name);
+            std::optional<LeaseState> fresh;
+            try {
+                fresh = fetch_lease(name);
+            } catch (const TransportError &e) {
+                log_warn("API server unreachable; lease not re-read", {{"lease", lease_key}, {"error", e.what()}});
+                return holding;
+            }
             if (!fresh || !lease_claimable(*fresh, options_.node_name, unchanged_for(*fresh))) {
                 lose_lease(service_ip);
                 return false;
+            }
+            if (holding && fresh->holder != options_.node_name) {
+                // Not ours any more (expired, released by hand): the retry is a new claim, with a takeover's
+                // announcement when someone else held it, and nothing to keep if the server is away.
+                lose_lease(service_ip);
+                holding = false;
             }
             base = *fresh;
         } catch (const TransportError &e) {

@@ -56,9 +56,11 @@
 #define BPFNET_MAX_NEIGHBOURS	     4096
 #define BPFNET_MAX_DHCP_SERVERS	     64
 #define BPFNET_MAX_DHCP_RELAYS	     16
-#define BPFNET_MAX_SOURCE_RANGES     1024 /* 64 per service IP: 63 ranges and the entry refusing the rest */
-#define BPFNET_EVENTS_BYTES	     (64 * 1024)
-#define BPFNET_TRACE_BYTES	     (256 * 1024)
+#define BPFNET_MAX_SOURCE_RANGES                                                                             \
+	2048 /* 64 per service IP (63 ranges, the entry refusing the rest), twice: new ranges are written    \
+		before old ones go */
+#define BPFNET_EVENTS_BYTES (64 * 1024)
+#define BPFNET_TRACE_BYTES  (256 * 1024)
 
 /* DHCP relay (RFC 1542): the default hop limit, and the most the loader accepts (the RFC's hard limit). */
 #define BPFNET_DHCP_DEFAULT_MAX_HOPS 4

@@ -284,10 +284,14 @@ static __always_inline void report_conflict(__be32 service_ip, const __u8 *mac)
 	struct bpfnet_conflict seen = {.last_seen_ns = now};
 
 	mac_copy(seen.mac, mac);
-	bpf_map_update_elem(&conflicts, &service_ip, &seen, BPF_ANY);
 	count(BPFNET_CTR_ARP_CONFLICT);
 	end_grace_on_claim();
-	if (report && events_room_for_low_priority())
+	/* A report the ring had no room for leaves the record as it was, so the next claim is reported: the
+	 * loader may have to yield to it. */
+	if (report && !events_room_for_low_priority())
+		return;
+	bpf_map_update_elem(&conflicts, &service_ip, &seen, BPF_ANY);
+	if (report)
 		report_event(BPFNET_EVENT_CONFLICT, service_ip, service_ip, mac);
 }
 

@@ -2,7 +2,8 @@
 # End-to-end test of the loader's life cycle around a running datapath: gratuitous ARP when it becomes
 # active, a config file edited in place (only what changed is written, open connections survive), an
 # invalid config on SIGHUP (rejected, running state kept), the liveness gate after SIGKILL (ARP stops at the
-# heartbeat timeout, steering goes on), generic XDP, and a backend whose veth disappears.
+# heartbeat timeout, steering goes on), generic XDP, a backend whose veth disappears, and an upgrade across a
+# change of the map layout.
 #
 #   usage: test_lifecycle.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
@@ -10,8 +11,8 @@
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
 # The cases run in the order below and share the topology and the loaders, each documenting what it
-# starts from: k starts loader A (native XDP), h and i change its configuration, j kills it, l starts
-# loader B (generic XDP), m removes the pod's veth under it.
+# starts from: k starts loader A (native XDP), o restarts it over a pin of another layout, h and i change its
+# configuration, j kills it, l starts loader B (generic XDP), m removes the pod's veth under it.
 # Cases are called through run_case, which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
@@ -510,6 +511,43 @@ case_xdp_auto_fallback() {
     log "${refused#*msg=}"
 }
 
+# o. An upgrade across a change of the map layout: a pin left by a build whose counters table had another size
+# cannot be re-used (libbpf refuses the load). The loader replaces that pin (logging it), loads programs that
+# use the new map instead of adopting the attached ones (which still use the old map), and serves.
+# counters_total PIN: the sum of every counter on every CPU in a pinned per-CPU counters map.
+counters_total() {
+    bpftool -j map dump pinned "$1" | "$SYSTEM_PYTHON" -c 'import json, sys
+total = 0
+for e in json.load(sys.stdin):
+    for v in e.get("formatted", e).get("values", []):
+        val = v["value"]
+        total += int.from_bytes(bytes(int(b, 16) for b in val), "little") if isinstance(val, list) else int(val)
+print(total)'
+}
+
+case_layout_change() {
+    # From: loader A serving (started by k, or by the suite when k is not run).
+    loader_stop
+    local pin=$E2E_PIN_DIR/counters
+    rm -f "$pin"
+    bpftool map create "$pin" type percpu_array key 4 value 8 entries 3 name counters ||
+        { E2E_REASON="cannot pin a counters map of another layout"; return 1; }
+    start_loader_a || return 1
+    grep -q 'pinned map from another layout replaced' "$LOADER_LOG" ||
+        { E2E_REASON="no replacement logged: $(grep -m2 -i 'pin\|error' "$LOADER_LOG" | tr '\n' ' ')"; return 1; }
+    local entries
+    entries=$(bpftool -j map show pinned "$pin" | "$SYSTEM_PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["max_entries"])')
+    [ "${entries:-3}" -gt 3 ] || { E2E_REASON="the counters pin still has $entries entries"; return 1; }
+    wait_for 5 service_reachable || { E2E_REASON="the host cannot reach http://$E2E_SERVICE_IP/"; return 1; }
+    # The programs count into the new map: they were replaced, not adopted with the old one.
+    local before after
+    before=$(counters_total "$pin")
+    host curl -s --max-time 3 -o /dev/null "http://$E2E_SERVICE_IP/"
+    after=$(counters_total "$pin")
+    [ "$after" -gt "$before" ] || { E2E_REASON="the new counters map does not count ($before -> $after)"; return 1; }
+    log "counters pin of another layout replaced ($entries entries now); served, counted ($before -> $after)"
+}
+
 # ---------------------------------------------------------------------------------------------------
 
 log "loader: $LOADER"
@@ -523,6 +561,7 @@ if ! loader_running; then
     log "loader A is not running; the remaining cases need it"
     finish
 fi
+run_case "o. a pin left by a build with another map layout is replaced; the programs use the new map" case_layout_change
 run_case "h. config edit (rename over the file) adds a port, writes only the change, keeps a transfer" case_config_edit
 run_case "i. SIGHUP with an invalid config is rejected and the running state kept; a valid one applies" case_sighup_invalid
 run_case "j. liveness gate: after SIGKILL, ARP answered until the heartbeat timeout only; steering goes on" case_liveness_gate
