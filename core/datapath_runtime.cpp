@@ -316,8 +316,14 @@ void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
         yielded_.insert(service_ip);
         std::erase(announcing_, service_ip);
         try {
-            if (applied_once_)
+            if (applied_once_) {
                 apply_locked(specs_);
+            } else if (auto entry = datapath_->maps().service_ips.lookup(service_ip)) {
+                // Adopted from a predecessor, nothing applied yet by this process: the IP is active only by the
+                // predecessor's word, and it stops being answered now (apply() keeps it yielded later).
+                entry->flags &= ~BPFNET_SERVICE_IP_ACTIVE;
+                datapath_->maps().service_ips.update(service_ip, *entry);
+            }
         } catch (const std::exception &e) {
             // Still yielded: the mode's next apply() takes the IP out; the yield is reported all the same.
             log_error("yield not applied yet", {{"service_ip", format_ipv4(service_ip)}, {"error", e.what()}});
