@@ -373,11 +373,6 @@ void DatapathRuntime::unconfirm_active_claims() {
             confirmed_until_[ip] = std::chrono::steady_clock::time_point{};
 }
 
-std::set<__be32> DatapathRuntime::yielded() const {
-    std::lock_guard lock(mutex_);
-    return yielded_;
-}
-
 void DatapathRuntime::announce_claim(const std::vector<__be32> &service_ips, bool once) {
     std::lock_guard lock(mutex_);
     if (!arp_)

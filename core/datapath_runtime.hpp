@@ -97,8 +97,6 @@ public:
     // pulled. The datapath ends the grace at once if another MAC claims one of the IPs meanwhile. 0: none
     // (the IPs go quiet at the heartbeat timeout, as after a crash). Thread-safe; call once, last.
     void leave_with_grace(std::chrono::milliseconds grace);
-    // The service IPs this node yielded and has not confirmed since.
-    std::set<__be32> yielded() const;
     // Announces service IPs now, whether or not they are active here: a round of garp_count gratuitous ARPs
     // (once: a single one). A node taking over an IP from a holder that did not release it announces
     // before it answers, so that the old holder, which sees the claim, yields first. Thread-safe.
@@ -129,7 +127,7 @@ private:
     std::set<int> hooked_;           // backend veths whose pod hook this process attached or adopted
     ConflictHandler on_conflict_;
 
-    mutable std::mutex mutex_; // everything below, and the maps, between apply() and the thread
+    std::mutex mutex_; // everything below, and the maps, between apply() and the thread
     UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
     std::vector<__be32> announcing_;

@@ -96,9 +96,9 @@ std::optional<std::string> read_source_ranges(const json &spec, const json *anno
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    if (out.size() > kMaxSourceRanges)
+    if (out.size() > kMaxSourceRangesPerIp)
         return where + " has " + std::to_string(out.size()) + " ranges; bpfnet takes at most " +
-               std::to_string(kMaxSourceRanges);
+               std::to_string(kMaxSourceRangesPerIp);
     return std::nullopt;
 }
 

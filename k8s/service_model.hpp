@@ -45,16 +45,13 @@ struct ServiceDecision {
     std::string key() const { return namespace_ + "/" + name; }
 };
 
-// At most this many source ranges per Service: what the datapath's table holds per service IP.
-inline constexpr size_t kMaxSourceRanges = kMaxSourceRangesPerIp;
-
 // Ignored: spec.type is not "LoadBalancer" (absent counts as ClusterIP) or spec.loadBalancerClass is not
 //   policy.load_balancer_class (absent counts as the cluster default) -- not ours, no Event.
 // Refused: the object, metadata or spec is not an object, or type/class are not strings (we cannot tell it is
 //   not ours); no IP (annotation bpfnet.io/ip, else spec.loadBalancerIP); IP not a strict dotted quad;
 //   namespace not allowed; IP outside every allowed CIDR; spec.loadBalancerSourceRanges (or, when it is
 //   empty, its annotation) not a list of IPv4 CIDRs (host bits are cleared, as Kubernetes does), or more than
-//   kMaxSourceRanges; no ports; a port that is not an object, protocol
+//   kMaxSourceRangesPerIp (what the datapath holds per IP); no ports; a port that is not an object, protocol
 //   other than TCP/UDP (absent = TCP), port not an integer 1..65535, targetPort neither an integer 1..65535
 //   nor a port name (IANA_SVC_NAME, as the API validates container port names), DHCP port that is not UDP
 //   67, TFTP port that is not UDP, duplicate (protocol, port) or (protocol, targetPort). A named targetPort
