@@ -20,6 +20,8 @@
 #include "lib/parse.h"
 #include "lib/maps.h"
 #include "lib/arp.h"
+#include "lib/ipv6.h"
+#include "lib/ndp.h"
 #include "lib/steer.h"
 #include "lib/nat.h"
 #include "lib/dhcp.h"
@@ -39,11 +41,12 @@ static __always_inline struct bpfnet_service_ip *service_ip_for(const struct bpf
 	/* Service IPs live in the provisioning subnet: anything else is passed without a lookup. */
 	if (!in_provisioning_subnet(cfg, ip))
 		return NULL;
-	return bpf_map_lookup_elem(&service_ips, &ip);
+	struct bpfnet_ip key = ip_v4(ip);
+	return bpf_map_lookup_elem(&service_ips, &key);
 }
 
 /* An ICMP error to a service IP passes on to TC when it quotes a packet the datapath sent from there. */
-static __always_inline int xdp_filter_icmp_error(struct xdp_md *ctx, const struct ipv4_packet *pkt,
+static __always_inline int xdp_filter_icmp_error(struct xdp_md *ctx, const struct ip_packet *pkt,
 						 __be32 daddr)
 {
 	struct icmp_error e;
@@ -62,11 +65,10 @@ static __always_inline int xdp_filter_icmp_error(struct xdp_md *ctx, const struc
 
 /* For packets to a service IP: keep what a listed port or recorded flow allows, drop the rest. */
 static __always_inline int xdp_filter_service_traffic(struct xdp_md *ctx, void *data, void *data_end,
-						      struct ethhdr *eth, struct iphdr *ip,
-						      const struct bpfnet_iface *cfg)
+						      struct iphdr *ip, const struct bpfnet_iface *cfg)
 {
-	struct ipv4_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, data_end - data, eth, ip, &pkt);
+	struct ip_packet pkt = {};
+	enum parse_verdict verdict = ipv4_validate(data, data_end, data_end - data, ip, &pkt);
 
 	if (verdict == PARSE_OTHER_PROTOCOL && ip->protocol == IPPROTO_ICMP)
 		return xdp_filter_icmp_error(ctx, &pkt, ip->daddr);
@@ -81,7 +83,10 @@ static __always_inline int xdp_filter_service_traffic(struct xdp_md *ctx, void *
 	}
 
 	struct steer_target target;
-	enum steer_result steered = steer_lookup(&pkt, ip->saddr, ip->daddr, &target, 1);
+	struct lan_ports ports = lan_ports_of(&pkt);
+	struct bpfnet_ip saddr = ip_v4(ip->saddr);
+	struct bpfnet_ip daddr = ip_v4(ip->daddr);
+	enum steer_result steered = steer_lookup(&ports, &saddr, &daddr, &target, 1);
 	if (steered != STEER_OK) {
 		decide(steer_drop_reason(steered));
 		return XDP_DROP;
@@ -96,6 +101,86 @@ static __always_inline int traced_xdp(int verdict)
 	return verdict;
 }
 
+static __always_inline struct bpfnet_service_ip *service_ip6_for(const struct bpfnet_iface *cfg,
+								 const struct bpfnet_ip *ip)
+{
+	/* Like service_ip_for(): only the IPv6 provisioning subnet holds service addresses. */
+	if (!in_provisioning_subnet6(cfg, ip))
+		return NULL;
+	return bpf_map_lookup_elem(&service_ips, ip);
+}
+
+/*
+ * Whether an IPv6 packet to a service address may reach a backend: valid, from the IPv6 provisioning subnet,
+ * for a recorded flow or a listed port (XDP decides first; TC again, so that it is safe on its own). Fills
+ * pkt and target; returns BPFNET_CTR_MAX when the packet is admitted, else the drop counter that says why.
+ */
+static __always_inline enum bpfnet_counter admit6(void *ctx, int xdp, void *data, __u32 frame_len,
+						  struct ipv6hdr *ip6, const struct bpfnet_iface *cfg,
+						  const struct bpfnet_ip *saddr,
+						  const struct bpfnet_ip *daddr, struct ip_packet *pkt,
+						  struct steer_target *target)
+{
+	enum parse_verdict verdict = ipv6_validate(ctx, xdp, data, frame_len, ip6, pkt);
+
+	if (verdict != PARSE_OK)
+		return drop_reason(verdict);
+	trace_ports(pkt);
+	if (!in_provisioning_subnet6(cfg, saddr))
+		return BPFNET_CTR_DROP_OFF_SUBNET;
+	struct lan_ports ports = lan_ports_of(pkt);
+	enum steer_result steered = steer_lookup(&ports, saddr, daddr, target, 1);
+	return steered == STEER_OK ? BPFNET_CTR_MAX : steer_drop_reason(steered);
+}
+
+/* xdp_filter_service_traffic() for an IPv6 packet to a service address. */
+static __always_inline int xdp_filter_service_traffic6(struct xdp_md *ctx, void *data, void *data_end,
+						       struct ipv6hdr *ip6, const struct bpfnet_iface *cfg,
+						       const struct bpfnet_ip *saddr,
+						       const struct bpfnet_ip *daddr)
+{
+	struct ip_packet pkt = {};
+	struct steer_target target;
+	enum bpfnet_counter refused =
+		admit6(ctx, 1, data, data_end - data, ip6, cfg, saddr, daddr, &pkt, &target);
+
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
+		return XDP_DROP;
+	}
+	return XDP_PASS; /* tc_nic_ingress steers it */
+}
+
+/*
+ * XDP for IPv6: what neighbour discovery tells, and the filter in front of the service addresses. A function
+ * of its own (as the two IPv6 TC paths): its stack is not added to the IPv4 paths' (the verifier's 512
+ * bytes cover a whole call chain).
+ */
+static __noinline int xdp_ipv6(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
+			       const struct bpfnet_iface *cfg)
+{
+	struct ipv6hdr *ip6 = parse_ipv6_fixed(eth, data_end);
+	struct ndp_msg nd;
+
+	if (!ip6)
+		goto pass;
+	if (ip6->nexthdr == IPV6_NEXTHDR_ICMP && ndp_read(ctx, 1, data, data_end - data, ip6, &nd) == 0) {
+		ndp_observe(&nd, eth->h_source,
+			    cfg); /* a solicitation for a service address: answered at TC */
+		goto pass;
+	}
+	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
+	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	if (!service_ip6_for(cfg, &daddr))
+		goto pass;
+	trace_begin(BPFNET_HOOK_XDP_NIC);
+	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
+	return traced_xdp(xdp_filter_service_traffic6(ctx, data, data_end, ip6, cfg, &saddr, &daddr));
+pass:
+	count(BPFNET_CTR_PASS);
+	return XDP_PASS;
+}
+
 SEC("xdp")
 int xdp_nic(struct xdp_md *ctx)
 {
@@ -108,6 +193,8 @@ int xdp_nic(struct xdp_md *ctx)
 		goto pass;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
 		return xdp_observe_arp(eth, data_end, cfg);
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
+		return xdp_ipv6(ctx, data, data_end, eth, cfg);
 	if (eth->h_proto != bpf_htons(ETH_P_IP))
 		goto pass;
 
@@ -116,7 +203,7 @@ int xdp_nic(struct xdp_md *ctx)
 		goto pass;
 	trace_begin(BPFNET_HOOK_XDP_NIC);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	return traced_xdp(xdp_filter_service_traffic(ctx, data, data_end, eth, ip, cfg));
+	return traced_xdp(xdp_filter_service_traffic(ctx, data, data_end, ip, cfg));
 pass:
 	count(BPFNET_CTR_PASS);
 	return XDP_PASS;
@@ -173,11 +260,13 @@ static __always_inline int traced_tc(struct __sk_buff *skb, int verdict)
 	return verdict;
 }
 
-/* ARP at TC ingress: a who-has for a service IP is answered (or declined) here, everything else passes. */
-static __always_inline int tc_arp(struct __sk_buff *skb, struct ethhdr *eth, void *data_end,
-				  const struct bpfnet_iface *cfg)
+/* ARP at TC ingress: a who-has for a service IP is answered (or declined) here, everything else passes. A
+ * function of its own like each family's path (see tc_ipv6_from_lan). */
+static __noinline int tc_arp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
-	struct arp_ipv4 *arp = parse_arp_ipv4(eth, data_end);
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct arp_ipv4 *arp = eth ? parse_arp_ipv4(eth, data_end) : NULL;
 	struct bpfnet_service_ip *service = arp ? arp_service_asked(arp) : NULL;
 
 	if (!service)
@@ -189,21 +278,22 @@ static __always_inline int tc_arp(struct __sk_buff *skb, struct ethhdr *eth, voi
 
 /* A broadcast on the LAN is ours only when it is a DHCP request and this node owns the DHCP service IP. */
 static __always_inline int broadcast_dhcp_for_us(struct __sk_buff *skb, void *data, void *data_end,
-						 struct ethhdr *eth, struct iphdr *ip,
-						 const struct bpfnet_iface *cfg, struct ipv4_packet *pkt)
+						 struct iphdr *ip, const struct bpfnet_iface *cfg,
+						 struct ip_packet *pkt)
 {
 	__be32 service_ip = cfg->dhcp_service_ip_be;
 
 	if (!service_ip || ip->protocol != IPPROTO_UDP ||
-	    ipv4_validate(data, data_end, skb->len, eth, ip, pkt) != PARSE_OK ||
+	    ipv4_validate(data, data_end, skb->len, ip, pkt) != PARSE_OK ||
 	    pkt->dport != bpf_htons(DHCP_SERVER_PORT))
 		return 0;
-	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &service_ip);
+	struct bpfnet_ip key = ip_v4(service_ip);
+	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &key);
 	return owned && (owned->flags & BPFNET_SERVICE_IP_ACTIVE); /* else another node relays */
 }
 
 /* pkt: validated by broadcast_dhcp_for_us(). */
-static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const struct ip_packet *pkt,
 						const struct bpfnet_iface *cfg)
 {
 	__be32 service_ip = cfg->dhcp_service_ip_be;
@@ -215,18 +305,20 @@ static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const str
 		decide(BPFNET_CTR_DHCP_STALE_HEARTBEAT);
 		return BPFNET_TC_NEXT;
 	}
-	if (steer_lookup(pkt, pkt->ip->saddr, service_ip, &target, 0) != STEER_OK ||
+	struct lan_ports ports = lan_ports_of(pkt);
+	struct bpfnet_ip client = ip_v4(pkt->ip->saddr);
+	struct bpfnet_ip service = ip_v4(service_ip);
+	if (steer_lookup(&ports, &client, &service, &target, 0) != STEER_OK ||
 	    target.kind != BPFNET_KIND_DHCP) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND); /* the DHCP port is not listed any more */
 		return TC_ACT_SHOT;
 	}
-	trace_steered(target.backend_ip, target.backend_port, target.kind);
+	trace_steered(&target.backend_ip, target.backend_port, target.kind);
 	return dhcp_relay_request(skb, pkt, cfg, service_ip, &target);
 }
 
 /* An ICMP error about a packet the datapath sent as the service IP, translated into the backend's pod. */
-static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct ipv4_packet *pkt,
-					     __be32 daddr)
+static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct ip_packet *pkt, __be32 daddr)
 {
 	struct icmp_error e;
 	struct steer_target target;
@@ -239,13 +331,13 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct
 		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
 		return TC_ACT_SHOT;
 	}
-	trace_steered(target.backend_ip, target.backend_port, BPFNET_KIND_PLAIN);
+	trace_steered(&target.backend_ip, target.backend_port, BPFNET_KIND_PLAIN);
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
 	if (!backend) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
-	if (icmp_error_rewrite(skb, pkt, &e, NAT_DESTINATION, daddr, target.backend_ip, e.inner_sport,
+	if (icmp_error_rewrite(skb, pkt, &e, NAT_DESTINATION, daddr, target.backend_ip.w[3], e.inner_sport,
 			       target.backend_port) ||
 	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
@@ -255,9 +347,12 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct
 	return deliver_to_backend(backend);
 }
 
-/* DNAT into the backend's pod (walks 3, 4 and 6). */
-static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct ipv4_packet *pkt,
-					    __be32 daddr, const struct steer_target *target)
+/* The IPv6 header is 20 bytes longer than IPv4's: a datagram through the pod's MTU carries that much less. */
+#define IPV6_EXTRA_HEADER_LEN (IPV6_HEADER_LEN - 20)
+
+/* DNAT into the backend's pod (walks 3, 4 and 6), either family. */
+static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct ip_packet *pkt,
+					    const struct bpfnet_ip *daddr, const struct steer_target *target)
 {
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
 	if (!backend) {
@@ -265,9 +360,10 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 		return TC_ACT_SHOT;
 	}
 	if (target->kind == BPFNET_KIND_TFTP)
-		tftp_clamp_blksize(skb, pkt->l4_off, pkt->l4_end, backend->mtu);
-	if (nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, target->backend_ip, pkt->dport,
-			target->backend_port) ||
+		tftp_clamp_blksize(skb, pkt->l4_off, pkt->l4_end,
+				   pkt->ip6 ? (__u32)backend->mtu - IPV6_EXTRA_HEADER_LEN : backend->mtu);
+	if (nat_rewrite_ip(skb, pkt, NAT_DESTINATION, daddr, &target->backend_ip, pkt->dport,
+			   target->backend_port) ||
 	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
@@ -277,13 +373,18 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 }
 
 /* A packet from the LAN for a service IP: DNAT into the pod, relay, or drop (walks 2, 3, 4, 6). */
+/*
+ * relays_dhcp: a constant, for the two copies of this path: tc_ipv4_dhcp's (UDP to port 67, the only port a
+ * DHCP kind is listed on) relays, tc_ipv4_from_lan's has no relay in it (its frame stays small enough for
+ * the verifier's stack limit; see tc_ndp).
+ */
 static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, void *data_end,
 					  struct ethhdr *eth, struct iphdr *ip,
-					  const struct bpfnet_iface *cfg)
+					  const struct bpfnet_iface *cfg, const int relays_dhcp)
 {
 	/* XDP has already dropped what is not allowed; checked again so TC is safe on its own. */
-	struct ipv4_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
+	struct ip_packet pkt = {};
+	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, ip, &pkt);
 	__be32 saddr = ip->saddr;
 	__be32 daddr = ip->daddr;
 	if (verdict == PARSE_OTHER_PROTOCOL && pkt.proto == IPPROTO_ICMP)
@@ -299,29 +400,164 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 		return TC_ACT_SHOT;
 	}
 	struct steer_target target;
-	enum steer_result steered = steer_lookup(&pkt, saddr, daddr, &target, 1);
+	struct lan_ports ports = lan_ports_of(&pkt);
+	struct bpfnet_ip host = ip_v4(saddr);
+	struct bpfnet_ip service = ip_v4(daddr);
+	enum steer_result steered = steer_lookup(&ports, &host, &service, &target, 1);
 	if (steered != STEER_OK) {
 		decide(steer_drop_reason(steered));
 		return TC_ACT_SHOT;
 	}
-	trace_steered(target.backend_ip, target.backend_port, target.kind);
+	trace_steered(&target.backend_ip, target.backend_port, target.kind);
 	__u8 sender_mac[6]; /* the rewrite below moves the packet */
 	mac_copy(sender_mac, eth->h_source);
 
+	if (target.kind == BPFNET_KIND_DHCP && !relays_dhcp) {
+		decide(BPFNET_CTR_DROP_NOT_ALLOWED); /* never: port 67 goes to tc_ipv4_dhcp */
+		return TC_ACT_SHOT;
+	}
 	/* Unicast to the DHCP port: renewals, and requests from relays on the LAN. */
 	if (target.kind == BPFNET_KIND_DHCP && !loader_alive(cfg)) {
 		decide(BPFNET_CTR_DHCP_STALE_HEARTBEAT);
 		return TC_ACT_SHOT;
 	}
-	int action = target.kind == BPFNET_KIND_DHCP ? dhcp_relay_request(skb, &pkt, cfg, daddr, &target)
-						     : steer_to_backend(skb, &pkt, daddr, &target);
+	int action = relays_dhcp && target.kind == BPFNET_KIND_DHCP
+			     ? dhcp_relay_request(skb, &pkt, cfg, daddr, &target)
+			     : steer_to_backend(skb, &pkt, &service, &target);
 	if (action != TC_ACT_REDIRECT)
 		return action;
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
 	if (target.unconfirmed)
-		confirm_flow(&pkt, saddr, daddr, &target);
+		confirm_flow(&ports, &host, &service, &target);
 	learn_neighbour(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
 	return action;
+}
+
+/* An IPv6 packet from the LAN for a service address: NAT66 into the pod, or drop. */
+static __always_inline int steer6_from_lan(struct __sk_buff *skb, void *data, struct ethhdr *eth,
+					   struct ipv6hdr *ip6, const struct bpfnet_iface *cfg,
+					   const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr)
+{
+	struct ip_packet pkt = {};
+	struct steer_target target;
+	enum bpfnet_counter refused = admit6(skb, 0, data, skb->len, ip6, cfg, saddr, daddr, &pkt, &target);
+
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
+		return TC_ACT_SHOT;
+	}
+	struct lan_ports ports = lan_ports_of(&pkt);
+	trace_steered(&target.backend_ip, target.backend_port, target.kind);
+	if (target.kind == BPFNET_KIND_DHCP) {
+		decide(BPFNET_CTR_DROP_NOT_ALLOWED); /* DHCPv6 is relayed, not steered (the relay is not here
+							yet) */
+		return TC_ACT_SHOT;
+	}
+	__u8 sender_mac[6]; /* the rewrite below moves the packet */
+	mac_copy(sender_mac, eth->h_source);
+	int action = steer_to_backend(skb, &pkt, daddr, &target);
+	if (action != TC_ACT_REDIRECT)
+		return action;
+	if (target.unconfirmed)
+		confirm_flow(&ports, saddr, daddr, &target);
+	learn_neighbour6(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
+	return action;
+}
+
+/*
+ * Each family's path at TC ingress is a function of its own, called with the context and the interface
+ * config only (it finds the headers again): the verifier's 512 stack bytes cover a whole call chain, and
+ * this way the IPv4 and IPv6 paths' frames are never added up.
+ */
+
+/* Not a neighbour solicitation or advertisement (tc_ndp): the packet is for the IPv6 path. */
+#define TC_NOT_NDP (-2)
+
+/* The NDP responder at TC ingress on the NIC: a solicitation for a service address. */
+static __noinline int tc_ndp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+	struct ndp_msg nd;
+
+	if (!ip6 || ndp_read(skb, 0, data, skb->len, ip6, &nd))
+		return TC_NOT_NDP;
+	struct bpfnet_service_ip *service = bpf_map_lookup_elem(&service_ips, &nd.target);
+	if (nd.type != ICMPV6_NEIGHBOUR_SOLICIT || !service)
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
+	trace_addresses6(&nd.source, &nd.target, IPV6_NEXTHDR_ICMP, eth->h_source);
+	return traced_tc(skb, tc_answer_ns(skb, &nd, eth->h_source, service, cfg));
+}
+
+/* IPv6 at TC ingress on the NIC, past NDP: the service addresses' traffic. */
+static __noinline int tc_ipv6_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+
+	if (!ip6)
+		return BPFNET_TC_NEXT;
+	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
+	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	if (!service_ip6_for(cfg, &daddr))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
+	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
+	return traced_tc(skb, steer6_from_lan(skb, data, eth, ip6, cfg, &saddr, &daddr));
+}
+
+/* A UDP datagram to the DHCP server port (its header in the linear part, which tc_parse_eth pulled). */
+static __always_inline int udp_to_dhcp_server(struct iphdr *ip, void *data_end)
+{
+	struct udphdr *udp = (void *)ip + ip->ihl * 4;
+
+	if (ip->protocol != IPPROTO_UDP || ip->ihl < 5 || (void *)(udp + 1) > data_end)
+		return 0;
+	return udp->dest == bpf_htons(DHCP_SERVER_PORT);
+}
+
+/* IPv4 UDP to port 67 at TC ingress on the NIC: DHCP requests to relay, broadcast or to a service IP. */
+static __noinline int tc_ipv4_dhcp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct iphdr *ip = eth ? tc_parse_ipv4(eth, data_end) : NULL;
+
+	if (!ip)
+		return BPFNET_TC_NEXT;
+	if (ip->daddr == 0xffffffff) {
+		struct ip_packet pkt = {};
+
+		if (!broadcast_dhcp_for_us(skb, data, data_end, ip, cfg, &pkt))
+			return BPFNET_TC_NEXT;
+		trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
+		trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
+		return traced_tc(skb, relay_broadcast_dhcp(skb, &pkt, cfg));
+	}
+	if (!service_ip_for(cfg, ip->daddr))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
+	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
+	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg, 1));
+}
+
+/* IPv4 unicast at TC ingress on the NIC, but DHCP: the service IPs' traffic. */
+static __noinline int tc_ipv4_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct iphdr *ip = eth ? tc_parse_ipv4(eth, data_end) : NULL;
+
+	if (!ip)
+		return BPFNET_TC_NEXT;
+	if (!service_ip_for(cfg, ip->daddr))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
+	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
+	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg, 0));
 }
 
 SEC("tc")
@@ -340,23 +576,17 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	if (!cfg || !eth || (skb->vlan_present && (skb->vlan_tci & VLAN_ID_MASK)))
 		return BPFNET_TC_NEXT;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
-		return tc_arp(skb, eth, data_end, cfg);
+		return tc_arp(skb, cfg);
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		int ndp = tc_ndp(skb, cfg);
+		return ndp != TC_NOT_NDP ? ndp : tc_ipv6_from_lan(skb, cfg);
+	}
 	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
 	if (!ip)
 		return BPFNET_TC_NEXT;
-	if (ip->daddr == 0xffffffff) {
-		struct ipv4_packet pkt = {};
-		if (!broadcast_dhcp_for_us(skb, data, data_end, eth, ip, cfg, &pkt))
-			return BPFNET_TC_NEXT;
-		trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-		trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-		return traced_tc(skb, relay_broadcast_dhcp(skb, &pkt, cfg));
-	}
-	if (!service_ip_for(cfg, ip->daddr))
-		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg));
+	if (udp_to_dhcp_server(ip, data_end))
+		return tc_ipv4_dhcp(skb, cfg);
+	return ip->daddr == 0xffffffff ? BPFNET_TC_NEXT : tc_ipv4_from_lan(skb, cfg);
 }
 
 /*
@@ -364,32 +594,33 @@ int tc_nic_ingress(struct __sk_buff *skb)
  * flow waits in flows_unconfirmed until the host answers (confirm_flow); the pod moving a known flow to
  * another backend port is trusted and updated in place.
  */
-static __always_inline void record_flow(const struct ipv4_packet *pkt, __be32 host, __be32 service_ip,
-					__be32 backend_ip)
+static __always_inline void record_flow(const struct lan_ports *pkt, const struct bpfnet_ip *host,
+					const struct bpfnet_ip *service_ip,
+					const struct bpfnet_ip *backend_ip)
 {
 	/* The pod's packet goes to the host: its destination is the host's side of the flow. */
 	struct bpfnet_flow_key key = flow_key(host, pkt->dport, service_ip, pkt->sport, pkt->proto);
-	struct bpfnet_flow flow = {.backend_ip_be = backend_ip, .backend_port_be = pkt->sport};
+	struct bpfnet_flow flow = {.backend_ip = *backend_ip, .backend_port_be = pkt->sport};
 	struct bpfnet_flow *known = bpf_map_lookup_elem(&flows, &key);
 	if (known) {
-		if (known->backend_ip_be != backend_ip || known->backend_port_be != pkt->sport)
+		if (!ip_equal(&known->backend_ip, backend_ip) || known->backend_port_be != pkt->sport)
 			bpf_map_update_elem(&flows, &key, &flow, BPF_EXIST);
 		return;
 	}
 	known = bpf_map_lookup_elem(&flows_unconfirmed, &key);
-	if (known && known->backend_ip_be == backend_ip && known->backend_port_be == pkt->sport)
+	if (known && ip_equal(&known->backend_ip, backend_ip) && known->backend_port_be == pkt->sport)
 		return;
 	bpf_map_update_elem(&flows_unconfirmed, &key, &flow, BPF_ANY);
 	count(BPFNET_CTR_FLOW_CREATED);
 }
 
 /* The backend's ICMP error about a packet the datapath delivered to it, sent to the LAN as the service IP. */
-static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct ip_packet *pkt,
 					     const struct bpfnet_iface *cfg,
 					     const struct bpfnet_backend *backend, __be32 saddr, __be32 daddr)
 {
 	struct icmp_error e;
-	__be32 service_ip;
+	struct bpfnet_ip service_ip;
 	__be16 service_port;
 
 	if (icmp_error_read(skb, 0, pkt, &e)) {
@@ -400,11 +631,13 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct
 		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
 		return TC_ACT_SHOT;
 	}
-	trace_steered(service_ip, service_port, BPFNET_KIND_PLAIN);
+	trace_steered(&service_ip, service_port, BPFNET_KIND_PLAIN);
 	__u8 host_mac[6];
-	if (lan_host_mac(daddr, service_ip, host_mac))
+	struct bpfnet_ip host = ip_v4(daddr);
+	if (lan_host_mac(&host, &service_ip, host_mac))
 		return TC_ACT_SHOT;
-	if (icmp_error_rewrite(skb, pkt, &e, NAT_SOURCE, saddr, service_ip, e.inner_dport, service_port) ||
+	if (icmp_error_rewrite(skb, pkt, &e, NAT_SOURCE, saddr, service_ip.w[3], e.inner_dport,
+			       service_port) ||
 	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
@@ -414,15 +647,15 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct
 }
 
 /* A packet from a backend to the provisioning LAN: reverse SNAT, relay reply, or flow (walks 2-5). */
-static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, void *data_end,
-					  struct ethhdr *eth, struct iphdr *ip,
+/* relays_dhcp: a constant, as for steer_from_lan: only tc_pod_dhcp's copy (UDP to port 67) has the relay. */
+static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, void *data_end, struct iphdr *ip,
 					  const struct bpfnet_iface *cfg,
-					  const struct bpfnet_backend *backend)
+					  const struct bpfnet_backend *backend, const int relays_dhcp)
 {
 	__be32 saddr = ip->saddr;
 	__be32 daddr = ip->daddr;
-	struct ipv4_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, eth, ip, &pkt);
+	struct ip_packet pkt = {};
+	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, ip, &pkt);
 	if (verdict == PARSE_OTHER_PROTOCOL && pkt.proto == IPPROTO_ICMP)
 		return icmp_error_to_lan(skb, &pkt, cfg, backend, saddr, daddr);
 	if (verdict != PARSE_OK) {
@@ -433,28 +666,32 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 	trace_ports(&pkt);
 
 	struct bpfnet_backend_port_key bkey = {
-		.backend_ip_be = saddr, .port_be = pkt.sport, .proto = pkt.proto};
+		.backend_ip = ip_v4(saddr), .port_be = pkt.sport, .proto = pkt.proto};
 	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
 	/* The DHCP server answering the relay (giaddr:67). */
-	if (listed && listed->kind == BPFNET_KIND_DHCP && pkt.dport == bpf_htons(DHCP_SERVER_PORT))
+	if (relays_dhcp && listed && listed->kind == BPFNET_KIND_DHCP &&
+	    pkt.dport == bpf_htons(DHCP_SERVER_PORT))
 		return dhcp_relay_reply(skb, &pkt, cfg, listed);
 	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
-	if (bpf_map_lookup_elem(&service_ips, &daddr)) {
+	struct bpfnet_ip host = ip_v4(daddr);
+	if (bpf_map_lookup_elem(&service_ips, &host)) {
 		decide(BPFNET_CTR_DROP_HAIRPIN);
 		return TC_ACT_SHOT;
 	}
-	__be32 service_ip = listed ? listed->service_ip_be : backend->service_ip_be;
+	struct bpfnet_ip service_ip = listed ? listed->service_ip : backend->service_ip;
 	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
 	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
-	trace_steered(service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
+	trace_steered(&service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
 
 	__u8 host_mac[6];
-	if (lan_host_mac(daddr, service_ip, host_mac))
+	if (lan_host_mac(&host, &service_ip, host_mac))
 		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
-	if (!listed)
-		record_flow(&pkt, daddr, service_ip, saddr);
+	if (!listed) {
+		struct lan_ports ports = lan_ports_of(&pkt);
+		record_flow(&ports, &host, &service_ip, &bkey.backend_ip);
+	}
 
-	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip, pkt.sport, service_port) ||
+	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip.w[3], pkt.sport, service_port) ||
 	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
@@ -463,22 +700,116 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 	return bpf_redirect(cfg->nic_ifindex, 0);
 }
 
-SEC("tc")
-int tc_pod_ingress(struct __sk_buff *skb)
+/* An IPv6 packet from a backend to the provisioning LAN: reverse NAT66, or a flow the pod opens. */
+static __always_inline int steer6_from_pod(struct __sk_buff *skb, void *data, struct ipv6hdr *ip6,
+					   const struct bpfnet_iface *cfg,
+					   const struct bpfnet_backend *backend,
+					   const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr)
+{
+	struct ip_packet pkt = {};
+	enum parse_verdict verdict = ipv6_validate(skb, 0, data, skb->len, ip6, &pkt);
+
+	if (verdict != PARSE_OK) {
+		decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
+						       : drop_reason(verdict));
+		return TC_ACT_SHOT;
+	}
+	trace_ports(&pkt);
+	struct bpfnet_backend_port_key bkey = {
+		.backend_ip = *saddr, .port_be = pkt.sport, .proto = pkt.proto};
+	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	if (bpf_map_lookup_elem(&service_ips, daddr)) {
+		decide(BPFNET_CTR_DROP_HAIRPIN);
+		return TC_ACT_SHOT;
+	}
+	struct bpfnet_ip service_ip = listed ? listed->service_ip : backend->service_ip;
+	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
+	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
+	trace_steered(&service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
+	if (ip_is_v4(&service_ip)) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND); /* a backend entry with no IPv6 service address */
+		return TC_ACT_SHOT;
+	}
+
+	__u8 host_mac[6];
+	if (lan_host_mac(daddr, &service_ip, host_mac))
+		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
+	if (!listed) {
+		struct lan_ports ports = lan_ports_of(&pkt);
+		record_flow(&ports, daddr, &service_ip, saddr);
+	}
+	if (nat6_rewrite(skb, &pkt, NAT_SOURCE, saddr, &service_ip, pkt.sport, service_port) ||
+	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(path);
+	return bpf_redirect(cfg->nic_ifindex, 0);
+}
+
+/* IPv6 at TC ingress on a backend's veth. */
+static __noinline int tc_pod_ipv6(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
 	void *data, *data_end;
-	struct bpfnet_iface *cfg = iface_config();
 	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
-	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
+	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
 
-	if (!cfg || !ip)
+	if (!ip6)
 		return BPFNET_TC_NEXT;
-	__be32 saddr = ip->saddr;
+	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
+	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
+	if (!backend || !in_provisioning_subnet6(cfg, &daddr))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
+	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
+	return traced_tc(skb, steer6_from_pod(skb, data, ip6, cfg, backend, &saddr, &daddr));
+}
+
+/* IPv4 at TC ingress on a backend's veth. */
+static __always_inline int pod_ipv4(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
+				    const int relays_dhcp)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct iphdr *ip = eth ? tc_parse_ipv4(eth, data_end) : NULL;
+
+	if (!ip)
+		return BPFNET_TC_NEXT;
+	struct bpfnet_ip saddr = ip_v4(ip->saddr);
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
 	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
 	if (!backend || !in_provisioning_subnet(cfg, ip->daddr))
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	return traced_tc(skb, steer_from_pod(skb, data, data_end, eth, ip, cfg, backend));
+	return traced_tc(skb, steer_from_pod(skb, data, data_end, ip, cfg, backend, relays_dhcp));
+}
+
+static __noinline int tc_pod_ipv4(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return pod_ipv4(skb, cfg, 0);
+}
+
+/* The pod's UDP to port 67: its DHCP server answering the relay. */
+static __noinline int tc_pod_dhcp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return pod_ipv4(skb, cfg, 1);
+}
+
+SEC("tc")
+int tc_pod_ingress(struct __sk_buff *skb)
+{
+	void *data, *data_end;
+	struct bpfnet_iface *cfg = iface_config();
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+
+	if (!cfg || !eth)
+		return BPFNET_TC_NEXT;
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
+		return tc_pod_ipv6(skb, cfg);
+	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
+	if (!ip)
+		return BPFNET_TC_NEXT;
+	return udp_to_dhcp_server(ip, data_end) ? tc_pod_dhcp(skb, cfg) : tc_pod_ipv4(skb, cfg);
 }

@@ -21,15 +21,15 @@ std::string if_name(__u32 ifindex) {
     return interface_name(static_cast<int>(ifindex));
 }
 
-bool by_address(__be32 a, __be32 b) {
-    return ntohl(a) < ntohl(b);
+bool by_address(const bpfnet_ip &a, const bpfnet_ip &b) {
+    return a < b;
 }
 
 std::vector<ServiceIpStatus> read_service_ips(const DatapathMaps &maps) {
     std::vector<ServiceIpStatus> out;
     for (const auto &[ip, entry] : maps.service_ips.entries())
         out.push_back({ip, (entry.flags & BPFNET_SERVICE_IP_ACTIVE) != 0});
-    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip_be, b.ip_be); });
+    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip, b.ip); });
     return out;
 }
 
@@ -38,7 +38,7 @@ std::vector<BackendStatus> read_backends(const DatapathMaps &maps, const std::st
     for (const auto &[ip, entry] : maps.backends.entries())
         out.push_back({ip, entry.ifindex, if_name(entry.ifindex),
                        query_tc_ingress(static_cast<int>(entry.ifindex), pin_dir, map_id)});
-    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip_be, b.ip_be); });
+    std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip, b.ip); });
     return out;
 }
 
@@ -47,7 +47,7 @@ std::vector<ConflictStatus> read_conflicts(const DatapathMaps &maps, __u64 now_n
     for (const auto &[ip, entry] : maps.conflicts.entries())
         out.push_back({ip, to_mac(entry.mac), seconds_since(entry.last_seen_ns, now_ns)});
     std::sort(out.begin(), out.end(),
-              [](const auto &a, const auto &b) { return by_address(a.service_ip_be, b.service_ip_be); });
+              [](const auto &a, const auto &b) { return by_address(a.service_ip, b.service_ip); });
     return out;
 }
 
@@ -79,7 +79,7 @@ std::string describe_heartbeat(const StatusView &status) {
 }
 
 std::string describe_service_ip(const StatusView &status, const ServiceIpStatus &ip) {
-    std::string text = format_ipv4(ip.ip_be);
+    std::string text = format_ip(ip.ip);
     if (!ip.active)
         return text + ": inactive (not the owner here, or no backend)";
     text += ": active (owner)";
@@ -87,8 +87,8 @@ std::string describe_service_ip(const StatusView &status, const ServiceIpStatus 
 }
 
 std::string describe_backend(const BackendStatus &backend) {
-    std::string text = format_ipv4(backend.ip_be) + " on " + (backend.veth.empty() ? "?" : backend.veth) +
-                       " (ifindex " + std::to_string(backend.ifindex) + "), pod hook ";
+    std::string text = format_ip(backend.ip) + " on " + (backend.veth.empty() ? "?" : backend.veth) + " (ifindex " +
+                       std::to_string(backend.ifindex) + "), pod hook ";
     if (!backend.pod_hook.attached)
         return text + "NOT ATTACHED: replies cannot leave";
     return text + backend.pod_hook.program +
@@ -179,7 +179,7 @@ void print_status_table(std::ostream &out, const StatusView &status) {
     list.add("conflicts",
              status.conflicts_seen ? std::to_string(status.conflicts_seen) + " seen (arp_conflict)" : "none seen");
     for (const auto &conflict : status.conflicts)
-        list.add("conflict", format_ipv4(conflict.service_ip_be) + " claimed by " + format_mac(conflict.mac) + ", " +
+        list.add("conflict", format_ip(conflict.service_ip) + " claimed by " + format_mac(conflict.mac) + ", " +
                                  format_seconds(conflict.age_seconds) + " ago");
     list.print(out);
 }
@@ -220,18 +220,18 @@ Json status_json(const StatusView &status) {
     json["service_ips"] = Json::array();
     for (const auto &ip : status.service_ips)
         json["service_ips"].push_back(
-            {{"ip", format_ipv4(ip.ip_be)}, {"active", ip.active}, {"answering_arp", status.answering_arp(ip)}});
+            {{"ip", format_ip(ip.ip)}, {"active", ip.active}, {"answering_arp", status.answering_arp(ip)}});
 
     json["backends"] = Json::array();
     for (const auto &backend : status.backends)
-        json["backends"].push_back({{"ip", format_ipv4(backend.ip_be)},
+        json["backends"].push_back({{"ip", format_ip(backend.ip)},
                                     {"veth", backend.veth.empty() ? Json(nullptr) : Json(backend.veth)},
                                     {"ifindex", backend.ifindex},
                                     {"pod_hook", tc_hook_json(backend.pod_hook)}});
 
     Json entries = Json::array();
     for (const auto &conflict : status.conflicts)
-        entries.push_back({{"service_ip", format_ipv4(conflict.service_ip_be)},
+        entries.push_back({{"service_ip", format_ip(conflict.service_ip)},
                            {"mac", format_mac(conflict.mac)},
                            {"age_seconds", json_seconds(conflict.age_seconds)}});
     json["conflicts"] = {{"seen", status.conflicts_seen}, {"entries", entries}};

@@ -14,19 +14,19 @@
 namespace bpfnet::cli {
 
 struct ServiceIpStatus {
-    __be32 ip_be = 0;
+    bpfnet_ip ip{};
     bool active = false; // this node owns it (the ACTIVE flag): it answers ARP while the heartbeat is fresh
 };
 
 struct BackendStatus {
-    __be32 ip_be = 0;
+    bpfnet_ip ip{};
     __u32 ifindex = 0;
     std::string veth; // empty when the ifindex has no name here any more
     HookState pod_hook;
 };
 
 struct ConflictStatus {
-    __be32 service_ip_be = 0;
+    bpfnet_ip service_ip{};
     Mac mac{};
     double age_seconds = 0;
 };

@@ -16,23 +16,21 @@ namespace {
 // Orders by numeric address, then by the rest: tables read top-down like `ip route`.
 void sort_services(ServiceEntries &entries) {
     std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) {
-        return std::make_tuple(ntohl(a.first.service_ip_be), a.first.proto, ntohs(a.first.port_be)) <
-               std::make_tuple(ntohl(b.first.service_ip_be), b.first.proto, ntohs(b.first.port_be));
+        return std::make_tuple(a.first.service_ip, a.first.proto, ntohs(a.first.port_be)) <
+               std::make_tuple(b.first.service_ip, b.first.proto, ntohs(b.first.port_be));
     });
 }
 
 void sort_flows(FlowEntries &entries) {
     auto key = [](const bpfnet_flow_key &k) {
-        return std::make_tuple(ntohl(k.remote_ip_be), ntohs(k.remote_port_be), ntohl(k.service_ip_be),
-                               ntohs(k.service_port_be), k.proto);
+        return std::make_tuple(k.remote_ip, ntohs(k.remote_port_be), k.service_ip, ntohs(k.service_port_be), k.proto);
     };
     std::sort(entries.begin(), entries.end(), [&](const auto &a, const auto &b) { return key(a.key) < key(b.key); });
 }
 
 template <typename Entries>
 void sort_by_ip(Entries &entries) {
-    std::sort(entries.begin(), entries.end(),
-              [](const auto &a, const auto &b) { return ntohl(a.first) < ntohl(b.first); });
+    std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
 }
 
 // How packets reach the pod, in the words of `status` (pod_delivery): redirect_peer (bpf_redirect_peer
@@ -48,7 +46,7 @@ std::string redirect_alias(const bpfnet_backend &backend) {
 
 // A service whose backend IP is 0 has no backend on this node: its traffic is dropped (drop_no_backend).
 bool has_backend(const bpfnet_service &service) {
-    return service.backend_ip_be != 0;
+    return service.backend_ip != bpfnet_ip{};
 }
 
 std::string if_name(__u32 ifindex) {
@@ -82,7 +80,7 @@ struct FlowArgs {
 void run_flows(Context &context, const FlowArgs &args) {
     FlowFilter filter;
     if (!args.host.empty())
-        filter.host_be = parse_ipv4(args.host, "--host");
+        filter.host = parse_ip(args.host, "--host");
     if (!args.port.empty())
         filter.port = parse_port(args.port, "--port");
     DatapathMaps maps = context.open_datapath();
@@ -110,7 +108,7 @@ void run_neighbours(Context &context) {
 } // namespace
 
 bool FlowFilter::matches(const bpfnet_flow_key &key) const {
-    if (host_be && key.remote_ip_be != *host_be)
+    if (host && key.remote_ip != *host)
         return false;
     return !port || ntohs(key.remote_port_be) == *port || ntohs(key.service_port_be) == *port;
 }
@@ -119,9 +117,9 @@ void print_services_table(std::ostream &out, ServiceEntries entries) {
     sort_services(entries);
     TextTable table({"SERVICE IP", "PROTO", "PORT", "KIND", "BACKEND"});
     for (const auto &[key, service] : entries)
-        table.add_row({format_ipv4(key.service_ip_be), format_protocol(key.proto), std::to_string(ntohs(key.port_be)),
+        table.add_row({format_ip(key.service_ip), format_protocol(key.proto), std::to_string(ntohs(key.port_be)),
                        format_kind(service.kind),
-                       has_backend(service) ? format_endpoint(service.backend_ip_be, service.backend_port_be)
+                       has_backend(service) ? format_endpoint(service.backend_ip, service.backend_port_be)
                                             : "none (port " + std::to_string(ntohs(service.backend_port_be)) + ")"});
     table.print(out);
 }
@@ -130,37 +128,37 @@ Json services_json(ServiceEntries entries) {
     sort_services(entries);
     Json list = Json::array();
     for (const auto &[key, service] : entries)
-        list.push_back({{"service_ip", format_ipv4(key.service_ip_be)},
+        list.push_back({{"service_ip", format_ip(key.service_ip)},
                         {"protocol", format_protocol(key.proto)},
                         {"port", ntohs(key.port_be)},
                         {"kind", format_kind(service.kind)},
-                        {"backend_ip", has_backend(service) ? Json(format_ipv4(service.backend_ip_be)) : Json()},
+                        {"backend_ip", has_backend(service) ? Json(format_ip(service.backend_ip)) : Json()},
                         {"backend_port", ntohs(service.backend_port_be)}});
     return {{"services", list}};
 }
 
 void print_backends_table(std::ostream &out, std::vector<BackendRow> rows) {
-    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return ntohl(a.ip_be) < ntohl(b.ip_be); });
+    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.ip < b.ip; });
     TextTable table({"BACKEND IP", "VETH", "IFINDEX", "POD MAC", "VETH MAC", "POD DELIVERY", "EGRESS SERVICE IP"});
     for (const auto &row : rows)
-        table.add_row({format_ipv4(row.ip_be), row.veth.empty() ? "?" : row.veth, std::to_string(row.entry.ifindex),
+        table.add_row({format_ip(row.ip), row.veth.empty() ? "?" : row.veth, std::to_string(row.entry.ifindex),
                        format_mac(row.entry.pod_mac), format_mac(row.entry.veth_mac), pod_delivery(row.entry),
-                       format_ipv4(row.entry.service_ip_be)});
+                       format_ip(row.entry.service_ip)});
     table.print(out);
 }
 
 Json backends_json(std::vector<BackendRow> rows) {
-    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return ntohl(a.ip_be) < ntohl(b.ip_be); });
+    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.ip < b.ip; });
     Json list = Json::array();
     for (const auto &row : rows)
-        list.push_back({{"ip", format_ipv4(row.ip_be)},
+        list.push_back({{"ip", format_ip(row.ip)},
                         {"veth", row.veth.empty() ? Json() : Json(row.veth)},
                         {"ifindex", row.entry.ifindex},
                         {"pod_mac", format_mac(row.entry.pod_mac)},
                         {"veth_mac", format_mac(row.entry.veth_mac)},
                         {"pod_delivery", pod_delivery(row.entry)},
                         {"redirect", redirect_alias(row.entry)},
-                        {"egress_service_ip", format_ipv4(row.entry.service_ip_be)}});
+                        {"egress_service_ip", format_ip(row.entry.service_ip)}});
     return {{"backends", list}};
 }
 
@@ -168,9 +166,9 @@ void print_flows_table(std::ostream &out, FlowEntries entries) {
     sort_flows(entries);
     TextTable table({"HOST", "", "SERVICE", "PROTO", "BACKEND", "STATE"});
     for (const auto &[key, flow, confirmed] : entries)
-        table.add_row({format_endpoint(key.remote_ip_be, key.remote_port_be), "<->",
-                       format_endpoint(key.service_ip_be, key.service_port_be), format_protocol(key.proto),
-                       format_endpoint(flow.backend_ip_be, flow.backend_port_be),
+        table.add_row({format_endpoint(key.remote_ip, key.remote_port_be), "<->",
+                       format_endpoint(key.service_ip, key.service_port_be), format_protocol(key.proto),
+                       format_endpoint(flow.backend_ip, flow.backend_port_be),
                        confirmed ? "confirmed" : "unconfirmed"});
     table.print(out);
 }
@@ -179,12 +177,12 @@ Json flows_json(FlowEntries entries) {
     sort_flows(entries);
     Json list = Json::array();
     for (const auto &[key, flow, confirmed] : entries)
-        list.push_back({{"host_ip", format_ipv4(key.remote_ip_be)},
+        list.push_back({{"host_ip", format_ip(key.remote_ip)},
                         {"host_port", ntohs(key.remote_port_be)},
-                        {"service_ip", format_ipv4(key.service_ip_be)},
+                        {"service_ip", format_ip(key.service_ip)},
                         {"service_port", ntohs(key.service_port_be)},
                         {"protocol", format_protocol(key.proto)},
-                        {"backend_ip", format_ipv4(flow.backend_ip_be)},
+                        {"backend_ip", format_ip(flow.backend_ip)},
                         {"backend_port", ntohs(flow.backend_port_be)},
                         {"confirmed", confirmed}});
     return {{"flows", list}};
@@ -194,7 +192,7 @@ void print_neighbours_table(std::ostream &out, NeighbourEntries entries) {
     sort_by_ip(entries);
     TextTable table({"IP", "MAC"});
     for (const auto &[ip, neighbour] : entries)
-        table.add_row({format_ipv4(ip), format_mac(neighbour.mac)});
+        table.add_row({format_ip(ip), format_mac(neighbour.mac)});
     table.print(out);
 }
 
@@ -202,7 +200,7 @@ Json neighbours_json(NeighbourEntries entries) {
     sort_by_ip(entries);
     Json list = Json::array();
     for (const auto &[ip, neighbour] : entries)
-        list.push_back({{"ip", format_ipv4(ip)}, {"mac", format_mac(neighbour.mac)}});
+        list.push_back({{"ip", format_ip(ip)}, {"mac", format_mac(neighbour.mac)}});
     return {{"neighbours", list}};
 }
 

@@ -21,17 +21,17 @@ struct FlowRow {
     bool confirmed = true;
 };
 using FlowEntries = std::vector<FlowRow>;
-using NeighbourEntries = std::vector<std::pair<__be32, bpfnet_neighbour>>;
+using NeighbourEntries = std::vector<std::pair<bpfnet_ip, bpfnet_neighbour>>;
 
 struct BackendRow {
-    __be32 ip_be = 0;
+    bpfnet_ip ip{};
     bpfnet_backend entry{};
     std::string veth; // if_indextoname of entry.ifindex; empty when the veth is gone
 };
 
 // Filters of `flows`: by host address, and by port (the host's or the service's).
 struct FlowFilter {
-    std::optional<__be32> host_be;
+    std::optional<bpfnet_ip> host;
     std::optional<__u16> port; // host byte order
     bool matches(const bpfnet_flow_key &key) const;
 };

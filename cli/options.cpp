@@ -1,6 +1,7 @@
 #include "cli/options.hpp"
 
 #include "cli/errors.hpp"
+#include "core/addresses.hpp"
 
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -45,6 +46,13 @@ uint32_t parse_ipv4(const std::string &text, const std::string &what) {
     if (inet_pton(AF_INET, text.c_str(), &addr) != 1)
         invalid(what, text, "must be an IPv4 address like 198.18.100.2");
     return addr.s_addr;
+}
+
+bpfnet_ip parse_ip(const std::string &text, const std::string &what) {
+    auto ip = bpfnet::parse_ip(text);
+    if (!ip)
+        invalid(what, text, "must be an IPv4 or IPv6 address like 198.18.100.2 or fd00:1::2");
+    return *ip;
 }
 
 uint16_t parse_port(const std::string &text, const std::string &what) {

@@ -75,8 +75,9 @@ Mac to_mac(const __u8 mac[6]) {
     return out;
 }
 
-std::string format_endpoint(__be32 ip_be, __be16 port_be) {
-    return format_ipv4(ip_be) + ":" + std::to_string(ntohs(port_be));
+std::string format_endpoint(const bpfnet_ip &ip, __be16 port_be) {
+    std::string port = std::to_string(ntohs(port_be));
+    return is_v4(ip) ? format_ip(ip) + ":" + port : "[" + format_ip(ip) + "]:" + port;
 }
 
 std::string format_prefix(__be32 subnet_be, __be32 mask_be) {

@@ -56,12 +56,12 @@ inline std::string format_mac(const Mac &mac) {
     return format_mac(mac.data());
 }
 Mac to_mac(const __u8 mac[6]);
-std::string format_endpoint(__be32 ip_be, __be16 port_be);   // 198.18.0.2:80
-std::string format_prefix(__be32 subnet_be, __be32 mask_be); // 198.18.0.0/24
-std::string format_protocol(__u8 proto);                     // tcp, udp, or the number
-std::string format_kind(__u8 kind);                          // plain, tftp, dhcp, or the number
-std::string format_seconds(double seconds);                  // 0.4 s, 12.0 s, 3 m 5 s, ...
-std::string format_rate(double per_second);                  // 0, 12.5, 1234
+std::string format_endpoint(const bpfnet_ip &ip, __be16 port_be); // 198.18.0.2:80, [fd00::2]:80
+std::string format_prefix(__be32 subnet_be, __be32 mask_be);      // 198.18.0.0/24
+std::string format_protocol(__u8 proto);                          // tcp, udp, or the number
+std::string format_kind(__u8 kind);                               // plain, tftp, dhcp, or the number
+std::string format_seconds(double seconds);                       // 0.4 s, 12.0 s, 3 m 5 s, ...
+std::string format_rate(double per_second);                       // 0, 12.5, 1234
 
 // CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(), which stamps the heartbeat and conflicts.
 __u64 monotonic_now_ns();

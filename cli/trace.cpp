@@ -2,6 +2,7 @@
 
 #include "cli/errors.hpp"
 #include "cli/options.hpp"
+#include "cli/output.hpp"
 #include "core/addresses.hpp"
 #include "maps/datapath_maps.hpp"
 #include "maps/layout.hpp"
@@ -75,11 +76,10 @@ bool is_tftp(const bpfnet_trace &r) {
     return r.tftp_op != 0;
 }
 
-std::string endpoint(__be32 addr, __be16 port, __u8 proto) {
-    std::string text = format_ipv4(addr);
+std::string endpoint(const bpfnet_ip &addr, __be16 port, __u8 proto) {
     if (proto == IPPROTO_TCP || proto == IPPROTO_UDP)
-        text += ":" + std::to_string(ntohs(port));
-    return text;
+        return format_endpoint(addr, port);
+    return format_ip(addr);
 }
 
 std::string_view proto_name(__u8 proto) {
@@ -92,6 +92,8 @@ std::string_view proto_name(__u8 proto) {
         return "udp";
     case IPPROTO_ICMP:
         return "icmp";
+    case IPPROTO_ICMPV6:
+        return "icmpv6";
     default:
         return "ip";
     }
@@ -164,15 +166,18 @@ bool trace_matches(const bpfnet_trace &r, const TraceFilter &filter) {
         return is_dhcp(r);
     if (p == "tftp")
         return is_tftp(r);
+    if (p == "ndp") // the responder's decisions (what XDP learns from NDP is not traced, as for ARP)
+        return r.decision == BPFNET_CTR_NDP_REPLY || r.decision == BPFNET_CTR_NDP_NOT_ACTIVE ||
+               r.decision == BPFNET_CTR_NDP_STALE_HEARTBEAT;
     return proto_name(r.proto) == p;
 }
 
 std::string trace_line(const bpfnet_trace &r) {
     std::string line = wall_time(r.time_ns) + " " + std::string(program_name(r.hook)) + " " +
                        std::string(decision_name(r.decision)) + " " + std::string(proto_name(r.proto)) + " " +
-                       endpoint(r.saddr_be, r.sport_be, r.proto) + " -> " + endpoint(r.daddr_be, r.dport_be, r.proto);
-    if (r.to_addr_be)
-        line += " => " + endpoint(r.to_addr_be, r.to_port_be, r.proto);
+                       endpoint(r.saddr, r.sport_be, r.proto) + " -> " + endpoint(r.daddr, r.dport_be, r.proto);
+    if (r.to_addr != bpfnet_ip{})
+        line += " => " + endpoint(r.to_addr, r.to_port_be, r.proto);
     if (is_dhcp(r)) {
         char xid[16];
         std::snprintf(xid, sizeof(xid), "0x%08x", ntohl(r.dhcp_xid_be));
@@ -195,12 +200,12 @@ std::string trace_json(const bpfnet_trace &r) {
         {"hook", hook_alias(r.hook)},
         {"decision", decision_name(r.decision)},
         {"protocol", proto_name(r.proto)},
-        {"source", {{"ip", format_ipv4(r.saddr_be)}, {"port", ntohs(r.sport_be)}}},
-        {"destination", {{"ip", format_ipv4(r.daddr_be)}, {"port", ntohs(r.dport_be)}}},
+        {"source", {{"ip", format_ip(r.saddr)}, {"port", ntohs(r.sport_be)}}},
+        {"destination", {{"ip", format_ip(r.daddr)}, {"port", ntohs(r.dport_be)}}},
         {"mac", format_mac(r.mac)},
     };
-    if (r.to_addr_be)
-        j["steered_to"] = {{"ip", format_ipv4(r.to_addr_be)}, {"port", ntohs(r.to_port_be)}};
+    if (r.to_addr != bpfnet_ip{})
+        j["steered_to"] = {{"ip", format_ip(r.to_addr)}, {"port", ntohs(r.to_port_be)}};
     if (is_dhcp(r)) {
         char xid[16];
         std::snprintf(xid, sizeof(xid), "0x%08x", ntohl(r.dhcp_xid_be));
@@ -260,8 +265,8 @@ void add_trace_command(CLI::App &app, CommandSet &commands) {
     auto protocol = std::make_shared<std::string>();
     auto mac = std::make_shared<std::string>();
     auto options = std::make_shared<TraceOptions>();
-    cmd->add_option("--protocol", *protocol, "only dhcp, tftp, tcp, udp or arp decisions")
-        ->check(CLI::IsMember({"dhcp", "tftp", "tcp", "udp", "arp"}));
+    cmd->add_option("--protocol", *protocol, "only dhcp, tftp, tcp, udp, arp or ndp decisions")
+        ->check(CLI::IsMember({"dhcp", "tftp", "tcp", "udp", "arp", "ndp"}));
     cmd->add_option("--mac", *mac, "only packets of this client (DHCP chaddr, else the frame's source MAC)");
     cmd->add_option("--count", options->count, "stop after this many records");
     cmd->add_option("--duration", options->duration_s, "stop after this many seconds");

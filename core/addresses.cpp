@@ -23,6 +23,23 @@ std::optional<uint32_t> parse_ipv4(const std::string &text) {
     return addr.s_addr;
 }
 
+std::string format_ip(const bpfnet_ip &ip) {
+    if (is_v4(ip))
+        return format_ipv4(ip.w[3]);
+    char text[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, &ip, text, sizeof(text));
+    return text;
+}
+
+std::optional<bpfnet_ip> parse_ip(const std::string &text) {
+    if (auto v4 = parse_ipv4(text))
+        return ip_from_v4(*v4);
+    bpfnet_ip ip{};
+    if (inet_pton(AF_INET6, text.c_str(), &ip) != 1 || is_v4(ip))
+        return std::nullopt; // "::ffff:1.2.3.4" is written as the IPv4 address it is
+    return ip;
+}
+
 std::string format_mac(const uint8_t *mac) {
     char text[18];
     std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);

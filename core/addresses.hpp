@@ -2,12 +2,19 @@
 // which address may be what on the provisioning LAN. One copy, used by both modes and by bpfnetctl.
 #pragma once
 
+#include "maps/layout.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace bpfnet {
+
+/* Dotted quad for IPv4, RFC 5952 text for IPv6. */
+std::string format_ip(const bpfnet_ip &ip);
+/* Either family's text form; nullopt when it is neither. */
+std::optional<bpfnet_ip> parse_ip(const std::string &text);
 
 /* Dotted quad of an address in network byte order. */
 std::string format_ipv4(uint32_t be);

@@ -326,7 +326,7 @@ void Datapath::remove(const DatapathOptions &options) {
     }
     // The pod hooks are found through the backends the maps still list.
     if (std::filesystem::exists(options.pin_dir + "/" BPFNET_MAP_NAME(backends))) {
-        auto backends = PinnedMap<__be32, bpfnet_backend>::open(options.pin_dir, BPFNET_MAP_NAME(backends));
+        auto backends = PinnedMap<bpfnet_ip, bpfnet_backend>::open(options.pin_dir, BPFNET_MAP_NAME(backends));
         for (const auto &[ip, backend] : backends.entries())
             detach_tc_ingress(static_cast<int>(backend.ifindex), options.pin_dir);
     }

@@ -136,12 +136,15 @@ namespace {
 
 // The relay agents whose giaddr the datapath accepts: exactly the configured ones, written only on change.
 void sync_dhcp_relays(DatapathMaps &maps, const std::vector<uint32_t> &relays) {
-    for (const auto &[ip_be, entry] : maps.dhcp_relays.entries())
-        if (std::find(relays.begin(), relays.end(), ip_be) == relays.end())
-            maps.dhcp_relays.erase(ip_be);
+    std::vector<bpfnet_ip> wanted;
     for (uint32_t ip_be : relays)
-        if (!maps.dhcp_relays.lookup(ip_be))
-            maps.dhcp_relays.update(ip_be, bpfnet_dhcp_relay{});
+        wanted.push_back(ip_from_v4(ip_be));
+    for (const auto &[ip, entry] : maps.dhcp_relays.entries())
+        if (std::find(wanted.begin(), wanted.end(), ip) == wanted.end())
+            maps.dhcp_relays.erase(ip);
+    for (const bpfnet_ip &ip : wanted)
+        if (!maps.dhcp_relays.lookup(ip))
+            maps.dhcp_relays.update(ip, bpfnet_dhcp_relay{});
 }
 
 } // namespace
@@ -168,8 +171,8 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     // A yielded service IP keeps its ports listed, without a backend: inactive, as on a standby node.
     std::vector<ServiceSpec> specs = given;
     for (ServiceSpec &spec : specs)
-        if (yielded_.contains(spec.service_ip_be)) {
-            spec.backend_ip_be = 0;
+        if (yielded_.contains(spec.service_ip)) {
+            spec.backend_ip = bpfnet_ip{};
             spec.location.reset();
         }
     DatapathMaps &maps = datapath_->maps();
@@ -215,7 +218,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     applied.report = reconcile(maps, desired_state(effective));
     // An announcement round still under way for an IP that stopped being answered here (released, yielded)
     // would pull the hosts back to this node: it ends now.
-    std::erase_if(announcing_, [&](__be32 ip) {
+    std::erase_if(announcing_, [&](const bpfnet_ip &ip) {
         return std::find(applied.report.deactivated.begin(), applied.report.deactivated.end(), ip) !=
                applied.report.deactivated.end();
     });
@@ -249,11 +252,11 @@ void DatapathRuntime::recheck_hooks() {
     hooked_.clear();
 }
 
-void DatapathRuntime::announce(const std::vector<__be32> &service_ips) {
+void DatapathRuntime::announce(const std::vector<bpfnet_ip> &service_ips) {
     if (service_ips.empty() || node_.garp_count == 0)
         return;
     // A round already under way restarts with the new IPs added: each IP gets the full count.
-    for (__be32 ip : service_ips)
+    for (const bpfnet_ip &ip : service_ips)
         if (std::find(announcing_.begin(), announcing_.end(), ip) == announcing_.end())
             announcing_.push_back(ip);
     announcements_left_ = node_.garp_count;
@@ -262,9 +265,14 @@ void DatapathRuntime::announce(const std::vector<__be32> &service_ips) {
         arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
 }
 
+void DatapathRuntime::announce_once(const bpfnet_ip &service_ip) {
+    if (is_v4(service_ip))
+        arp_->send_gratuitous(v4_of(service_ip), nic_mac_);
+}
+
 void DatapathRuntime::send_next_announcement() {
-    for (__be32 ip : announcing_)
-        arp_->send_gratuitous(ip, nic_mac_);
+    for (const bpfnet_ip &ip : announcing_)
+        announce_once(ip);
     log_debug("gratuitous ARP sent", {{"left", std::to_string(announcements_left_ - 1)}});
     if (--announcements_left_ == 0) {
         announcing_.clear();
@@ -282,24 +290,26 @@ void DatapathRuntime::handle_event(const bpfnet_event &event) {
     switch (event.type) {
     case BPFNET_EVENT_NEIGHBOUR_MISS:
     case BPFNET_EVENT_NEIGHBOUR_VERIFY: // its ARP answer confirms or corrects what a packet claimed
-        resolve_neighbour(event.ip_be, event.service_ip_be);
+        resolve_neighbour(event.ip, event.service_ip);
         break;
     case BPFNET_EVENT_CONFLICT:
-        report_conflict(event.service_ip_be, event.mac);
+        report_conflict(event.service_ip, event.mac);
         break;
     default:
         break;
     }
 }
 
-void DatapathRuntime::resolve_neighbour(__be32 host, __be32 service_ip) {
+void DatapathRuntime::resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip) {
     auto now = std::chrono::steady_clock::now();
     auto &last = last_resolution_[host];
     if (now - last < kResolutionRetry)
         return;
     last = now;
-    arp_->send_request(service_ip, nic_mac_, host);
-    log_debug("neighbour miss: ARP request sent", {{"host", format_ipv4(host)}});
+    if (!is_v4(host) || !is_v4(service_ip))
+        return;
+    arp_->send_request(v4_of(service_ip), nic_mac_, v4_of(host));
+    log_debug("neighbour miss: ARP request sent", {{"host", format_ip(host)}});
     if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
         last_resolution_.clear();
 }
@@ -308,7 +318,7 @@ void DatapathRuntime::resolve_neighbour(__be32 host, __be32 service_ip) {
 // once this node's claim is no longer confirmed, the node that rightfully took the IP over while this one
 // was cut off from the API server. The first two are reported (logged at most once per interval per IP, so
 // a flood cannot drown the log); the last makes this node yield at once.
-void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
+void DatapathRuntime::report_conflict(const bpfnet_ip &service_ip, const __u8 *mac) {
     auto now = std::chrono::steady_clock::now();
     std::string text = format_mac(mac);
     auto confirmed = confirmed_until_.find(service_ip);
@@ -326,11 +336,11 @@ void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
             }
         } catch (const std::exception &e) {
             // Still yielded: the mode's next apply() takes the IP out; the yield is reported all the same.
-            log_error("yield not applied yet", {{"service_ip", format_ipv4(service_ip)}, {"error", e.what()}});
+            log_error("yield not applied yet", {{"service_ip", format_ip(service_ip)}, {"error", e.what()}});
         }
         auto unconfirmed = std::chrono::duration_cast<std::chrono::milliseconds>(now - confirmed->second);
         log_warn("yielded: another MAC claims the service IP and this node's claim is unconfirmed",
-                 {{"service_ip", format_ipv4(service_ip)},
+                 {{"service_ip", format_ip(service_ip)},
                   {"mac", text},
                   {"unconfirmed_for_ms", std::to_string(unconfirmed.count())}});
         if (on_conflict_)
@@ -341,21 +351,21 @@ void DatapathRuntime::report_conflict(__be32 service_ip, const __u8 *mac) {
     if (last != std::chrono::steady_clock::time_point{} && now - last < kConflictLogInterval)
         return;
     last = now;
-    log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ipv4(service_ip)}, {"mac", text}});
+    log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ip(service_ip)}, {"mac", text}});
     if (on_conflict_)
         on_conflict_(service_ip, text, false);
 }
 
-void DatapathRuntime::confirm_claim(__be32 service_ip, std::chrono::steady_clock::time_point until) {
+void DatapathRuntime::confirm_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until) {
     std::lock_guard lock(mutex_);
     confirmed_until_[service_ip] = until;
     if (until > std::chrono::steady_clock::now() && yielded_.erase(service_ip) && applied_once_) {
-        log_info("claim confirmed again: answering for the service IP", {{"service_ip", format_ipv4(service_ip)}});
+        log_info("claim confirmed again: answering for the service IP", {{"service_ip", format_ip(service_ip)}});
         apply_locked(specs_);
     }
 }
 
-void DatapathRuntime::drop_claim(__be32 service_ip) {
+void DatapathRuntime::drop_claim(const bpfnet_ip &service_ip) {
     std::lock_guard lock(mutex_);
     // A yielded IP stays yielded: the mode stops serving it with its next apply(), and re-applying the last
     // specs here would answer for it (and announce it) in between. A new claim's confirm_claim() lifts it.
@@ -373,20 +383,20 @@ void DatapathRuntime::unconfirm_active_claims() {
             confirmed_until_[ip] = std::chrono::steady_clock::time_point{};
 }
 
-void DatapathRuntime::announce_claim(const std::vector<__be32> &service_ips, bool once) {
+void DatapathRuntime::announce_claim(const std::vector<bpfnet_ip> &service_ips, bool once) {
     std::lock_guard lock(mutex_);
     if (!arp_)
         return;
-    std::vector<__be32> ips;
-    for (__be32 ip : service_ips)
+    std::vector<bpfnet_ip> ips;
+    for (const bpfnet_ip &ip : service_ips)
         if (!yielded_.contains(ip)) // a node that yielded an IP never claims it on the LAN
             ips.push_back(ip);
     if (!once) {
         announce(ips);
         return;
     }
-    for (__be32 ip : ips)
-        arp_->send_gratuitous(ip, nic_mac_);
+    for (const bpfnet_ip &ip : ips)
+        announce_once(ip);
 }
 
 void DatapathRuntime::start(ConflictHandler on_conflict) {

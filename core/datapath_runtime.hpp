@@ -37,7 +37,7 @@ public:
     // Called on the runtime's thread when the datapath sees another MAC claim one of our active service IPs
     // (the datapath reports a MAC at most about once a second per IP); mac is "aa:bb:cc:dd:ee:ff". yielded:
     // this node stopped answering for the IP because of it (see confirm_claim).
-    using ConflictHandler = std::function<void(__be32 service_ip, const std::string &mac, bool yielded)>;
+    using ConflictHandler = std::function<void(const bpfnet_ip &service_ip, const std::string &mac, bool yielded)>;
 
     // node: the NIC, pin root, control socket, XDP mode, heartbeat and announcement timings. status must
     // outlive the runtime.
@@ -61,7 +61,7 @@ public:
 
     struct Applied {
         ReconcileReport report;
-        std::vector<__be32> announced;
+        std::vector<bpfnet_ip> announced;
         // The pod hook of every backend veth in `specs`: what this call did, or Adopted when it was in place.
         std::map<int, HookAction> pod_hooks;
         std::vector<int> detached; // veths whose pod hook left with their backend
@@ -83,10 +83,10 @@ public:
     // yields: the runtime's thread deactivates the IP at once, whatever the mode's loop is blocked on, and
     // stays so through later apply() calls until a new confirm_claim() (a Lease written again). An IP that
     // was never confirmed (standalone mode) never yields. Thread-safe.
-    void confirm_claim(__be32 service_ip, std::chrono::steady_clock::time_point until);
+    void confirm_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until);
     // The claim is gone (released, or taken by another node): nothing more to confirm or yield (an IP already
     // yielded stays so until a new claim is confirmed).
-    void drop_claim(__be32 service_ip);
+    void drop_claim(const bpfnet_ip &service_ip);
     // Every service IP active in the maps (adopted from a predecessor) counts as unconfirmed until a claim
     // is confirmed: a loader that restarts while cut off from the API server yields to another node's claim
     // instead of answering beside it until it can reconcile.
@@ -100,16 +100,18 @@ public:
     // Announces service IPs now, whether or not they are active here: a round of garp_count gratuitous ARPs
     // (once: a single one). A node taking over an IP from a holder that did not release it announces
     // before it answers, so that the old holder, which sees the claim, yields first. Thread-safe.
-    void announce_claim(const std::vector<__be32> &service_ips, bool once);
+    void announce_claim(const std::vector<bpfnet_ip> &service_ips, bool once);
 
 private:
     bool heartbeat_fresh();
     void write_heartbeat();
-    void announce(const std::vector<__be32> &service_ips);
+    void announce(const std::vector<bpfnet_ip> &service_ips);
     void send_next_announcement();
+    // One announcement of a service IP this node claims: a gratuitous ARP.
+    void announce_once(const bpfnet_ip &service_ip);
     void handle_event(const struct bpfnet_event &event);
-    void resolve_neighbour(__be32 host, __be32 service_ip);
-    void report_conflict(__be32 service_ip, const __u8 *mac);
+    void resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip);
+    void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
     Applied apply_locked(const std::vector<ServiceSpec> &specs);
     static int on_ring_event(void *ctx, void *data, size_t size);
     void serve(); // the thread
@@ -130,12 +132,12 @@ private:
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread
     UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
-    std::vector<__be32> announcing_;
+    std::vector<bpfnet_ip> announcing_;
     uint32_t announcements_left_ = 0;
-    std::map<__be32, std::chrono::steady_clock::time_point> last_resolution_;
-    std::map<__be32, std::chrono::steady_clock::time_point> last_conflict_log_;
-    std::map<__be32, std::chrono::steady_clock::time_point> confirmed_until_; // see confirm_claim
-    std::set<__be32> yielded_;
+    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> last_resolution_;
+    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> last_conflict_log_;
+    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> confirmed_until_; // see confirm_claim
+    std::set<bpfnet_ip> yielded_;
     std::vector<ServiceSpec> specs_; // as last given to apply(), before yielded IPs are taken out
     bool applied_once_ = false;      // specs_ holds what the mode decided (a yield re-applies it)
     bool leaving_ = false;           // leave_with_grace() was called: the heartbeat stays stopped

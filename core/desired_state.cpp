@@ -1,5 +1,7 @@
 #include "core/desired_state.hpp"
 
+#include "core/addresses.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -8,38 +10,38 @@ namespace bpfnet {
 
 namespace {
 
-bpfnet_backend backend_entry(__be32 service_ip_be, const BackendLocation &where) {
+bpfnet_backend backend_entry(const bpfnet_ip &service_ip, const BackendLocation &where) {
     bpfnet_backend entry{};
     entry.ifindex = static_cast<__u32>(where.ifindex);
     std::copy(where.pod_mac.begin(), where.pod_mac.end(), entry.pod_mac);
     std::copy(where.veth_mac.begin(), where.veth_mac.end(), entry.veth_mac);
-    entry.service_ip_be = service_ip_be;
+    entry.service_ip = service_ip;
     entry.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
     entry.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));
     return entry;
 }
 
-void add_port(DesiredState &state, __be32 service_ip_be, const PortRule &rule, __be32 backend_ip) {
+void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &rule, const bpfnet_ip &backend_ip) {
     auto proto = static_cast<__u8>(rule.protocol);
     auto kind = static_cast<__u8>(rule.kind);
     bpfnet_service_key skey{};
-    skey.service_ip_be = service_ip_be;
+    skey.service_ip = service_ip;
     skey.port_be = htons(rule.port);
     skey.proto = proto;
     bpfnet_service service{};
-    service.backend_ip_be = backend_ip;
+    service.backend_ip = backend_ip;
     service.backend_port_be = htons(rule.target_port);
     service.kind = kind;
     state.services.emplace(skey, service);
 
-    if (backend_ip == 0)
+    if (backend_ip == bpfnet_ip{})
         return;
     bpfnet_backend_port_key bkey{};
-    bkey.backend_ip_be = backend_ip;
+    bkey.backend_ip = backend_ip;
     bkey.port_be = htons(rule.target_port);
     bkey.proto = proto;
     bpfnet_backend_port reverse{};
-    reverse.service_ip_be = service_ip_be;
+    reverse.service_ip = service_ip;
     reverse.service_port_be = htons(rule.port);
     reverse.kind = kind;
     state.backend_ports.emplace(bkey, reverse);
@@ -60,21 +62,29 @@ size_t apply_removals(PinnedMap<K, V> &map, const TableDiff<K, V> &diff) {
 }
 
 // The service IP's source ranges: one entry per range, and the entry that every other source matches.
-void add_source_ranges(DesiredState &state, __be32 service_ip_be, const std::vector<SourceRange> &ranges) {
+// The LPM key's prefix length of the service IP alone: the ranges' prefixes come after its 128 bits.
+constexpr __u32 kServiceIpPrefixLen = 128;
+
+void add_source_ranges(DesiredState &state, const bpfnet_ip &service_ip, const std::vector<SourceRange> &ranges) {
     if (ranges.empty())
         return;
     bpfnet_source_range_key rest{};
-    rest.prefixlen = 32;
-    rest.service_ip_be = service_ip_be;
+    rest.prefixlen = kServiceIpPrefixLen;
+    rest.service_ip = service_ip;
     state.source_ranges.try_emplace(rest, bpfnet_source_range{});
     for (const SourceRange &range : ranges) {
         bpfnet_source_range_key key{};
-        key.prefixlen = 32u + range.prefix_len;
-        key.service_ip_be = service_ip_be;
-        key.source_be = range.network_be;
+        key.service_ip = service_ip;
+        key.source = ip_from_v4(range.network_be);
+        // 0.0.0.0/0 covers every IPv4 source: the {128, IP, ::} entry itself would also take IPv6 ones, but
+        // an IPv4 service IP gets no IPv6 packets.
+        key.prefixlen = range.prefix_len == 0 ? kServiceIpPrefixLen
+                                              : kServiceIpPrefixLen + BPFNET_IP_V4_MAPPED_PREFIX_LEN + range.prefix_len;
+        if (range.prefix_len == 0)
+            key.source = bpfnet_ip{};
         bpfnet_source_range allowed{};
         allowed.allowed = 1;
-        state.source_ranges.insert_or_assign(key, allowed); // 0.0.0.0/0 is the {32, IP, 0} entry itself
+        state.source_ranges.insert_or_assign(key, allowed);
     }
 }
 
@@ -95,7 +105,7 @@ void add_source_ranges_first(DatapathMaps &maps, const TableDiff<bpfnet_source_r
 void remove_source_ranges_last(DatapathMaps &maps, const TableDiff<bpfnet_source_range_key, bpfnet_source_range> &diff,
                                ReconcileReport &report) {
     auto is_rest = [](const bpfnet_source_range_key &key) {
-        return key.prefixlen == 32;
+        return key.prefixlen == kServiceIpPrefixLen;
     };
     for (const auto &key : diff.removals)
         if (is_rest(key))
@@ -111,16 +121,16 @@ void remove_source_ranges_last(DatapathMaps &maps, const TableDiff<bpfnet_source
 DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
     DesiredState state;
     for (const ServiceSpec &spec : specs) {
-        bool here = spec.backend_ip_be != 0 && spec.location.has_value();
-        __be32 backend_ip = here ? spec.backend_ip_be : 0;
-        auto &ip = state.service_ips[spec.service_ip_be];
+        bool here = spec.backend_ip != bpfnet_ip{} && spec.location.has_value();
+        bpfnet_ip backend_ip = here ? spec.backend_ip : bpfnet_ip{};
+        auto &ip = state.service_ips[spec.service_ip];
         if (here)
             ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
         for (const PortRule &rule : spec.ports)
-            add_port(state, spec.service_ip_be, rule, backend_ip);
+            add_port(state, spec.service_ip, rule, backend_ip);
         if (here)
-            state.backends.emplace(backend_ip, backend_entry(spec.service_ip_be, *spec.location));
-        add_source_ranges(state, spec.service_ip_be, spec.source_ranges);
+            state.backends.emplace(backend_ip, backend_entry(spec.service_ip, *spec.location));
+        add_source_ranges(state, spec.service_ip, spec.source_ranges);
     }
     return state;
 }
@@ -132,12 +142,12 @@ __be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs) {
     };
     __be32 listed = 0;
     for (const ServiceSpec &spec : specs) {
-        if (!lists_dhcp(spec))
+        if (!lists_dhcp(spec) || !is_v4(spec.service_ip))
             continue;
         if (spec.location)
-            return spec.service_ip_be;
+            return v4_of(spec.service_ip);
         if (listed == 0)
-            listed = spec.service_ip_be;
+            listed = v4_of(spec.service_ip);
     }
     return listed;
 }
@@ -174,7 +184,7 @@ ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {
         if (!(entry.flags & BPFNET_SERVICE_IP_ACTIVE) && was_active)
             report.deactivated.push_back(ip);
     }
-    for (const __be32 &ip : service_ips.removals) {
+    for (const bpfnet_ip &ip : service_ips.removals) {
         auto before = maps.service_ips.lookup(ip);
         if (before && (before->flags & BPFNET_SERVICE_IP_ACTIVE))
             report.deactivated.push_back(ip);

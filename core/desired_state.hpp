@@ -3,6 +3,7 @@
 // the live maps there. Pure functions: unit-tested without a kernel.
 #pragma once
 
+#include "core/addresses.hpp"
 #include "core/netlink.hpp"
 #include "core/node.hpp"
 #include "maps/bpfnet_maps.h"
@@ -42,10 +43,10 @@ struct BackendLocation {
 };
 
 struct DesiredState {
-    Table<__be32, bpfnet_service_ip> service_ips;
+    Table<bpfnet_ip, bpfnet_service_ip> service_ips;
     Table<bpfnet_service_key, bpfnet_service> services;
     Table<bpfnet_backend_port_key, bpfnet_backend_port> backend_ports;
-    Table<__be32, bpfnet_backend> backends;
+    Table<bpfnet_ip, bpfnet_backend> backends;
     Table<bpfnet_source_range_key, bpfnet_source_range> source_ranges;
 };
 
@@ -63,10 +64,10 @@ struct SourceRange {
 
 // One service IP's listed ports and, when this node serves it, the backend pod that gets its traffic.
 struct ServiceSpec {
-    __be32 service_ip_be = 0;
+    bpfnet_ip service_ip{};
     std::vector<PortRule> ports;
-    __be32 backend_ip_be = 0;                // 0: no backend here
-    std::optional<BackendLocation> location; // set exactly when backend_ip_be is
+    bpfnet_ip backend_ip{};                  // of the service IP's family; zero: no backend here
+    std::optional<BackendLocation> location; // set exactly when backend_ip is
     // The sources that may reach the listed ports; empty: every source (specs sharing an IP: the union).
     std::vector<SourceRange> source_ranges;
 
@@ -108,8 +109,8 @@ TableDiff<K, V> diff_table(const std::vector<std::pair<K, V>> &current, const Ta
 struct ReconcileReport {
     size_t upserts = 0;
     size_t removals = 0;
-    std::vector<__be32> activated;        // service IPs that became active: announce them
-    std::vector<__be32> deactivated;      // service IPs that stopped being active: announce them no more
+    std::vector<bpfnet_ip> activated;     // service IPs that became active: announce them
+    std::vector<bpfnet_ip> deactivated;   // service IPs that stopped being active: announce them no more
     std::vector<bpfnet_backend> departed; // backends no longer here: their veth hook can go
 };
 

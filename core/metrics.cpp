@@ -187,21 +187,19 @@ uint64_t count_entries(const PinnedMap<Key, Value> &map, uint64_t capacity) {
 // Service IPs in address order, so a scrape's output is stable.
 std::vector<ServiceIpState> read_service_ips(const DatapathMaps &maps) {
     auto entries = maps.service_ips.entries();
-    std::sort(entries.begin(), entries.end(),
-              [](const auto &a, const auto &b) { return ntohl(a.first) < ntohl(b.first); });
+    std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
     std::vector<ServiceIpState> out;
     for (const auto &[ip, entry] : entries)
-        out.push_back({format_ipv4(ip), (entry.flags & BPFNET_SERVICE_IP_ACTIVE) != 0});
+        out.push_back({format_ip(ip), (entry.flags & BPFNET_SERVICE_IP_ACTIVE) != 0});
     return out;
 }
 
 std::vector<ConflictState> read_conflicts(const DatapathMaps &maps, uint64_t now_ns) {
     auto entries = maps.conflicts.entries();
-    std::sort(entries.begin(), entries.end(),
-              [](const auto &a, const auto &b) { return ntohl(a.first) < ntohl(b.first); });
+    std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
     std::vector<ConflictState> out;
     for (const auto &[ip, entry] : entries)
-        out.push_back({format_ipv4(ip), format_mac(entry.mac), seconds_between(entry.last_seen_ns, now_ns)});
+        out.push_back({format_ip(ip), format_mac(entry.mac), seconds_between(entry.last_seen_ns, now_ns)});
     return out;
 }
 

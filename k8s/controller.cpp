@@ -147,10 +147,10 @@ int KubernetesLoader::run() {
     loop::arm_timer(tick_, tick, tick);
     for (int fd : {signals_.get(), wake_.get(), tick_.get(), takeover_timer_.get(), control_->fd()})
         loop::add(epoll_, fd);
-    runtime_.start([this](__be32 service_ip, const std::string &mac, bool yielded) {
+    runtime_.start([this](const bpfnet_ip &service_ip, const std::string &mac, bool yielded) {
         {
             std::lock_guard lock(conflicts_mutex_);
-            conflicts_.push_back({service_ip, mac, yielded});
+            conflicts_.push_back({v4_of(service_ip), mac, yielded});
         }
         wake();
     });
@@ -242,12 +242,12 @@ void KubernetesLoader::reconcile() {
     for (const Candidate &candidate : candidates) {
         bool here = candidate.location && answered_here.contains(candidate.service.service_ip_be);
         ServiceSpec spec;
-        spec.service_ip_be = candidate.service.service_ip_be;
+        spec.service_ip = ip_from_v4(candidate.service.service_ip_be);
         spec.ports = candidate.ports;
         for (const auto &[network, prefix] : candidate.service.source_ranges)
             spec.source_ranges.push_back({network, prefix});
         if (here) {
-            spec.backend_ip_be = candidate.endpoint->ip_be;
+            spec.backend_ip = ip_from_v4(candidate.endpoint->ip_be);
             spec.location = candidate.location;
             serving.insert(candidate.service.key());
         }
@@ -618,7 +618,7 @@ bool KubernetesLoader::announcing(__be32 service_ip) {
 void KubernetesLoader::lose_lease(__be32 service_ip) {
     held_.erase(service_ip);
     takeover_until_.erase(service_ip);
-    runtime_.drop_claim(service_ip);
+    runtime_.drop_claim(ip_from_v4(service_ip));
 }
 
 // Claims or renews; on 409 reads the Lease again and tries once more if it is still ours to take. An API
@@ -641,13 +641,13 @@ bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::str
             LeaseState state = read_lease(written);
             if (!state.exists || state.holder != options_.node_name)
                 throw std::runtime_error("the API server answered the Lease write with an unexpected object");
-            runtime_.confirm_claim(service_ip, sent + options_.lease_duration);
+            runtime_.confirm_claim(ip_from_v4(service_ip), sent + options_.lease_duration);
             held_[service_ip] = std::move(state);
             if (holding) {
                 // Repeated on every renewal: a holder cut off from the API that missed the takeover's
                 // announcement sees this one and yields.
                 if (answered_ips_.contains(service_ip))
-                    runtime_.announce_claim({service_ip}, true);
+                    runtime_.announce_claim({ip_from_v4(service_ip)}, true);
                 return true;
             }
             const bool takeover = base.exists && !base.holder.empty() && base.holder != options_.node_name;
@@ -661,7 +661,7 @@ bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::str
                 ++takeovers_;
                 taken_from_[service_ip] = base.holder;
                 takeover_until_[service_ip] = sent + node_.garp_interval;
-                runtime_.announce_claim({service_ip}, false);
+                runtime_.announce_claim({ip_from_v4(service_ip)}, false);
                 loop::arm_timer(takeover_timer_, node_.garp_interval, std::chrono::milliseconds(0));
             }
             return true;

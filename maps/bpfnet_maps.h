@@ -4,8 +4,8 @@
  * Every key, value and constant that crosses the kernel boundary lives here, so the two sides cannot
  * drift apart; maps/layout.hpp pins the sizes on the C++ side.
  *
- * Byte order: fields named *_be are in network byte order (as they appear in packets); all other
- * integers are in host byte order.
+ * Byte order: fields named *_be, and every struct bpfnet_ip, are in network byte order (as they appear in
+ * packets); all other integers are in host byte order.
  */
 #ifndef BPFNET_MAPS_H
 #define BPFNET_MAPS_H
@@ -24,16 +24,16 @@
 #define BPFNET_TABLE_MAPS(X)                                                                                 \
 	X(iface, __u32, struct bpfnet_iface)                                                                 \
 	X(heartbeat, __u32, struct bpfnet_heartbeat)                                                         \
-	X(service_ips, __be32, struct bpfnet_service_ip)                                                     \
+	X(service_ips, struct bpfnet_ip, struct bpfnet_service_ip)                                           \
 	X(services, struct bpfnet_service_key, struct bpfnet_service)                                        \
 	X(backend_ports, struct bpfnet_backend_port_key, struct bpfnet_backend_port)                         \
-	X(backends, __be32, struct bpfnet_backend)                                                           \
+	X(backends, struct bpfnet_ip, struct bpfnet_backend)                                                 \
 	X(flows, struct bpfnet_flow_key, struct bpfnet_flow)                                                 \
 	X(flows_unconfirmed, struct bpfnet_flow_key, struct bpfnet_flow)                                     \
-	X(neighbours, __be32, struct bpfnet_neighbour)                                                       \
+	X(neighbours, struct bpfnet_ip, struct bpfnet_neighbour)                                             \
 	X(dhcp_servers, __be32, struct bpfnet_dhcp_server)                                                   \
-	X(dhcp_relays, __be32, struct bpfnet_dhcp_relay)                                                     \
-	X(conflicts, __be32, struct bpfnet_conflict)                                                         \
+	X(dhcp_relays, struct bpfnet_ip, struct bpfnet_dhcp_relay)                                           \
+	X(conflicts, struct bpfnet_ip, struct bpfnet_conflict)                                               \
 	X(source_ranges, struct bpfnet_source_range_key, struct bpfnet_source_range)                         \
 	X(trace_control, __u32, struct bpfnet_trace_control)
 #define BPFNET_COUNTERS_MAP    counters
@@ -66,6 +66,16 @@
 #define BPFNET_DHCP_DEFAULT_MAX_HOPS 4
 #define BPFNET_DHCP_MAX_HOPS_LIMIT   16
 
+/*
+ * An address of either family, as every map holds it: an IPv6 address as is, an IPv4 address as its
+ * IPv4-mapped IPv6 address ::ffff:a.b.c.d (RFC 4291 2.5.5.2). One table serves both families, and no IPv4
+ * address can equal an IPv6 one. Network byte order.
+ */
+struct bpfnet_ip {
+	__be32 w[4];
+};
+#define BPFNET_IP_V4_MAPPED_PREFIX_LEN 96 /* ::ffff:0:0/96 */
+
 /* iface (array, one entry): facts about the provisioning NIC, written once when the loader attaches. */
 struct bpfnet_iface {
 	__u32 nic_ifindex;
@@ -75,7 +85,14 @@ struct bpfnet_iface {
 	__be32 subnet_be;   /* provisioning subnet; service IPs and hosts live here */
 	__be32 subnet_mask_be;
 	__be32 dhcp_service_ip_be;  /* the service IP whose DHCP port takes broadcast DHCP; 0: none */
-	__u64 heartbeat_timeout_ns; /* ARP answers stop when the loader's heartbeat is older */
+	__u64 heartbeat_timeout_ns; /* ARP and NDP answers stop when the loader's heartbeat is older */
+	struct bpfnet_ip subnet6;   /* IPv6 provisioning prefix, host bits zero (subnet6_prefix_len) */
+	struct bpfnet_ip
+		nic_link_local; /* the NIC's link-local address: relayed DHCPv6 replies leave from it */
+	struct bpfnet_ip
+		dhcp6_service_ip; /* the service IPv6 whose DHCPv6 port takes ff02::1:2; zero: none */
+	__u8 subnet6_prefix_len;  /* 0: no IPv6 provisioning subnet */
+	__u8 pad[7];
 };
 
 /* What the loader chose by probing the kernel at start (bpfnet_iface.hooks). */
@@ -92,8 +109,8 @@ struct bpfnet_heartbeat {
 	__u64 monotonic_ns;
 };
 
-/* service_ips (hash): key = service IP (__be32). Present when this node serves that IP. */
-#define BPFNET_SERVICE_IP_ACTIVE (1u << 0) /* this node owns the IP: answer ARP for it */
+/* service_ips (hash): key = service IP. Present when this node serves that IP. */
+#define BPFNET_SERVICE_IP_ACTIVE (1u << 0) /* this node owns the IP: answer ARP (NDP) for it */
 struct bpfnet_service_ip {
 	__u32 flags;
 };
@@ -122,13 +139,13 @@ enum bpfnet_port_kind { BPFNET_PORT_KINDS(BPFNET_PORT_KIND_ENUMERATOR) };
 
 /* services (hash): one listed port of a service IP -> the backend endpoint it is steered to. */
 struct bpfnet_service_key {
-	__be32 service_ip_be;
+	struct bpfnet_ip service_ip;
 	__be16 port_be;
 	__u8 proto; /* enum bpfnet_proto */
 	__u8 pad;
 };
 struct bpfnet_service {
-	__be32 backend_ip_be;
+	struct bpfnet_ip backend_ip; /* of the service IP's family */
 	__be16 backend_port_be;
 	__u8 kind; /* enum bpfnet_port_kind */
 	__u8 pad;
@@ -136,25 +153,26 @@ struct bpfnet_service {
 
 /* backend_ports (hash): the reverse of services, so the pod's replies are SNATed to the service. */
 struct bpfnet_backend_port_key {
-	__be32 backend_ip_be;
+	struct bpfnet_ip backend_ip;
 	__be16 port_be;
 	__u8 proto;
 	__u8 pad;
 };
 struct bpfnet_backend_port {
-	__be32 service_ip_be;
+	struct bpfnet_ip service_ip;
 	__be16 service_port_be;
 	__u8 kind;
 	__u8 pad;
 };
 
-/* backends (hash): key = backend pod IP (__be32) -> where the pod is attached on this node. */
+/* backends (hash): key = backend pod IP -> where the pod is attached on this node. A dual-stack pod has an
+ * entry per address, each with the service IP of its family. */
 #define BPFNET_BACKEND_REDIRECT_PEER (1u << 0) /* veth: deliver with bpf_redirect_peer */
 struct bpfnet_backend {
-	__u32 ifindex;	      /* host side of the pod's veth */
-	__u8 pod_mac[6];      /* the pod's interface */
-	__u8 veth_mac[6];     /* the host side of the pod's veth (not a bare-metal host: those are "hosts") */
-	__be32 service_ip_be; /* the address the pod's own connections to the LAN leave with */
+	__u32 ifindex;	  /* host side of the pod's veth */
+	__u8 pod_mac[6];  /* the pod's interface */
+	__u8 veth_mac[6]; /* the host side of the pod's veth (not a bare-metal host: those are "hosts") */
+	struct bpfnet_ip service_ip; /* the address the pod's own connections to the LAN leave with */
 	__u32 flags;
 	__u16 mtu; /* of the host side of the pod's veth (the pod's MTU): TFTP blocks are clamped to fit it */
 	__u8 pad[2];
@@ -169,21 +187,21 @@ struct bpfnet_backend {
  * made the pod open the flow) never takes a place in flows.
  */
 struct bpfnet_flow_key {
-	__be32 remote_ip_be;
-	__be32 service_ip_be;
+	struct bpfnet_ip remote_ip;
+	struct bpfnet_ip service_ip;
 	__be16 remote_port_be;
 	__be16 service_port_be;
 	__u8 proto;
 	__u8 pad[3];
 };
 struct bpfnet_flow {
-	__be32 backend_ip_be;
+	struct bpfnet_ip backend_ip;
 	__be16 backend_port_be;
 	__u8 pad[2];
 };
 
 /*
- * neighbours (LRU hash): key = host IP (__be32) on the provisioning LAN -> its MAC. Learned from ARP, which
+ * neighbours (LRU hash): key = host IP on the provisioning LAN -> its MAC. Learned from ARP (NDP), which
  * may change an entry, and from packets the datapath accepted, which may only add one; written by the
  * loader when it resolved a miss.
  */
@@ -193,10 +211,10 @@ struct bpfnet_neighbour {
 };
 
 /*
- * dhcp_servers (LRU hash): key = backend IP (__be32) -> the server identifier (option 54) the DHCP server
- * in that pod names itself with, learned from its replies. A server that names the pod (Kea by default)
- * has option 54 rewritten to the service IP in its replies; clients then send the service IP back in
- * REQUEST, DECLINE and RELEASE, and the relay must hand the server its own identifier again.
+ * dhcp_servers (LRU hash): key = backend IPv4 address (__be32; DHCPv4 only) -> the server identifier (option
+ * 54) the DHCP server in that pod names itself with, learned from its replies. A server that names the pod
+ * (Kea by default) has option 54 rewritten to the service IP in its replies; clients then send the service IP
+ * back in REQUEST, DECLINE and RELEASE, and the relay must hand the server its own identifier again.
  */
 struct bpfnet_dhcp_server {
 	__be32 server_id_be;
@@ -204,7 +222,7 @@ struct bpfnet_dhcp_server {
 };
 
 /*
- * dhcp_relays (hash): key = IP (__be32) of a DHCP relay agent on the provisioning LAN that the operator
+ * dhcp_relays (hash): key = IP of a DHCP relay agent on the provisioning LAN that the operator
  * configured (dhcpRelay.relays, --dhcp-relays). Only these may put their address in giaddr: the server's
  * replies go to giaddr, so an unlisted one would let any host have other hosts' replies sent to it.
  */
@@ -229,8 +247,13 @@ struct bpfnet_dhcp_relay {
 	X(ARP_NOT_ACTIVE, "arp_not_active", PATH, "who-has for a service IP this node does not own: passed") \
 	X(ARP_STALE_HEARTBEAT, "arp_stale_heartbeat", PATH,                                                  \
 	  "this node owns the IP but the loader's heartbeat is stale: not answered")                         \
+	X(NDP_REPLY, "ndp_reply", PATH, "answered a neighbour solicitation for a service IPv6 address")      \
+	X(NDP_NOT_ACTIVE, "ndp_not_active", PATH,                                                            \
+	  "neighbour solicitation for a service IPv6 address this node does not own: passed")                \
+	X(NDP_STALE_HEARTBEAT, "ndp_stale_heartbeat", PATH,                                                  \
+	  "this node owns the IPv6 address but the loader's heartbeat is stale: not answered")               \
 	X(ARP_CONFLICT, "arp_conflict", EVENT,                                                               \
-	  "another MAC claims a service IP (ARP reply or announcement)")                                     \
+	  "another MAC claims a service IP (ARP reply or announcement, NDP advertisement or DAD probe)")     \
 	X(NEIGHBOUR_LEARNED, "neighbour_learned", EVENT, "a new or changed neighbour entry was written")     \
 	X(NEIGHBOUR_REFUSED, "neighbour_refused", EVENT,                                                     \
 	  "a frame offered a neighbour never learned (group or zero MAC, network, broadcast or service "     \
@@ -252,6 +275,8 @@ struct bpfnet_dhcp_relay {
 	X(DROP_PROTOCOL, "drop_protocol", DROP, "to a service IP, neither TCP, UDP, ARP nor an ICMP error")  \
 	X(DROP_MALFORMED, "drop_malformed", DROP, "to a service IP, headers truncated or inconsistent")      \
 	X(DROP_FRAGMENT, "drop_fragment", DROP, "to a service IP, an IP fragment (ports not trustworthy)")   \
+	X(DROP_EXT_HEADER, "drop_ext_header", DROP,                                                          \
+	  "to a service IPv6 address, an extension header the datapath does not walk")                       \
 	X(DROP_NO_BACKEND, "drop_no_backend", DROP,                                                          \
 	  "listed port or flow, but its backend is not on this node")                                        \
 	X(DROP_BACKEND_PROTOCOL, "drop_backend_protocol", DROP,                                              \
@@ -297,20 +322,21 @@ enum bpfnet_counter { BPFNET_COUNTERS(BPFNET_COUNTER_SLOT) BPFNET_CTR_MAX };
 
 /* events (ring buffer): what the datapath asks the loader to do, or tells it. */
 enum bpfnet_event_type {
-	BPFNET_EVENT_NEIGHBOUR_MISS = 1,   /* resolve ip_be with an ARP request from the service IP */
-	BPFNET_EVENT_CONFLICT = 2,	   /* mac claims service_ip_be: another owner on the LAN */
-	BPFNET_EVENT_NEIGHBOUR_VERIFY = 3, /* ip_be was learned from a packet, not ARP: confirm it by ARP */
+	BPFNET_EVENT_NEIGHBOUR_MISS =
+		1,		   /* resolve ip with an ARP request (NDP solicitation) from service_ip */
+	BPFNET_EVENT_CONFLICT = 2, /* mac claims service_ip: another owner on the LAN */
+	BPFNET_EVENT_NEIGHBOUR_VERIFY = 3, /* ip was learned from a packet, not ARP (NDP): confirm it */
 };
 struct bpfnet_event {
 	__u32 type;
-	__be32 ip_be;
-	__be32 service_ip_be;
+	struct bpfnet_ip ip;
+	struct bpfnet_ip service_ip;
 	__u8 mac[6];
 	__u8 pad[2];
 };
 
 /*
- * conflicts (hash): key = service IP (__be32) -> the last other MAC seen claiming it. A second owner on the
+ * conflicts (hash): key = service IP -> the last other MAC seen claiming it. A second owner on the
  * LAN (a pivot gone wrong, another cluster) shows here, in the arp_conflict counter and in the loader's log.
  */
 struct bpfnet_conflict {
@@ -321,15 +347,16 @@ struct bpfnet_conflict {
 
 /*
  * source_ranges (LPM trie): the sources that may reach a service IP's listed ports (Kubernetes
- * loadBalancerSourceRanges). Key: prefixlen = 32 + the range's length, the service IP, the range's network.
- * A service IP without entries takes every source. One with ranges also has the entry {32, IP, 0} with
- * allowed 0 (1 when 0.0.0.0/0 is a range), which a source outside every range matches. Not asked for the
- * host's answers to flows the pod opened (the pod chose that host), nor for broadcast DHCP (from 0.0.0.0).
+ * loadBalancerSourceRanges). Key: prefixlen = 128 + the range's length as an IPv6 prefix (an IPv4 range
+ * a.b.c.d/n is ::ffff:a.b.c.d/(96 + n)), the service IP, the range's network. A service IP without entries
+ * takes every source. One with ranges also has the entry {128, IP, ::} with allowed 0 (1 when a range covers
+ * every address of the IP's family), which a source outside every range matches. Not asked for the host's
+ * answers to flows the pod opened (the pod chose that host), nor for broadcast DHCP (from 0.0.0.0).
  */
 struct bpfnet_source_range_key {
 	__u32 prefixlen;
-	__be32 service_ip_be;
-	__be32 source_be;
+	struct bpfnet_ip service_ip;
+	struct bpfnet_ip source;
 };
 struct bpfnet_source_range {
 	__u8 allowed;
@@ -350,20 +377,21 @@ enum bpfnet_hook {
 
 /* trace (ring buffer): one record per steering decision while tracing is on. */
 struct bpfnet_trace {
-	__u64 time_ns;	 /* bpf_ktime_get_ns() */
-	__u32 decision;	 /* enum bpfnet_counter: the path taken or the drop reason */
-	__u8 hook;	 /* enum bpfnet_hook */
-	__u8 proto;	 /* IPPROTO_TCP/UDP/ICMP..., 0 for ARP */
-	__u8 dhcp_type;	 /* DHCP message type (option 53), 0 if none */
-	__u8 tftp_op;	 /* TFTP opcode (1 RRQ, 2 WRQ, 3 DATA, 4 ACK, 5 ERROR, 6 OACK), 0 if not TFTP */
-	__be32 saddr_be; /* addresses and ports as the packet arrived */
-	__be32 daddr_be;
+	__u64 time_ns;	/* bpf_ktime_get_ns() */
+	__u32 decision; /* enum bpfnet_counter: the path taken or the drop reason */
+	__u8 hook;	/* enum bpfnet_hook */
+	__u8 proto;	/* IPPROTO_TCP/UDP/ICMP..., 0 for ARP */
+	__u8 dhcp_type; /* DHCP message type (option 53) or DHCPv6 msg-type, 0 if none */
+	__u8 tftp_op;	/* TFTP opcode (1 RRQ, 2 WRQ, 3 DATA, 4 ACK, 5 ERROR, 6 OACK), 0 if not TFTP */
+	struct bpfnet_ip saddr; /* addresses and ports as the packet arrived */
+	struct bpfnet_ip daddr;
+	struct bpfnet_ip
+		to_addr; /* where it was steered (backend, service IP, client), zero if not rewritten */
 	__be16 sport_be;
 	__be16 dport_be;
-	__be32 to_addr_be; /* where it was steered (backend, service IP, client), 0 if not rewritten */
 	__be16 to_port_be;
-	__u8 mac[6]; /* DHCP client hardware address, else the frame's source MAC */
-	__be32 dhcp_xid_be;
+	__u8 mac[6];	    /* DHCP client hardware address, else the frame's source MAC */
+	__be32 dhcp_xid_be; /* DHCP xid, or the DHCPv6 transaction id (3 bytes, in the low ones) */
 	char tftp_file[64]; /* TFTP read/write request: the file name, NUL-terminated */
 };
 

@@ -5,33 +5,61 @@
 
 #include "bpfnet_maps.h"
 
+#include <arpa/inet.h>
+
 #include <array>
+#include <compare>
 #include <cstddef>
+#include <cstring>
 #include <string_view>
+
+// Addresses as the maps hold them: IPv4 as its IPv4-mapped IPv6 address (struct bpfnet_ip). Ordered by their
+// bytes (address order within a family), so an IPv4 address never equals an IPv6 one. In the global
+// namespace, beside the type, so every lookup finds them.
+inline bool operator==(const bpfnet_ip &a, const bpfnet_ip &b) {
+    return std::memcmp(&a, &b, sizeof(a)) == 0;
+}
+inline std::strong_ordering operator<=>(const bpfnet_ip &a, const bpfnet_ip &b) {
+    return std::memcmp(&a, &b, sizeof(a)) <=> 0;
+}
 
 namespace bpfnet {
 
-static_assert(sizeof(bpfnet_iface) == 32);
+// The map form of an IPv4 address in network byte order (its IPv4-mapped IPv6 address).
+inline bpfnet_ip ip_from_v4(__be32 v4) {
+    return bpfnet_ip{{0, 0, htonl(0xffff), v4}};
+}
+inline bool is_v4(const bpfnet_ip &ip) {
+    return ip.w[0] == 0 && ip.w[1] == 0 && ip.w[2] == htonl(0xffff);
+}
+// The IPv4 address (network byte order) of a mapped one; 0 for an IPv6 address.
+inline __be32 v4_of(const bpfnet_ip &ip) {
+    return is_v4(ip) ? ip.w[3] : 0;
+}
+
+static_assert(sizeof(bpfnet_iface) == 88);
+static_assert(sizeof(bpfnet_ip) == 16);
 static_assert(sizeof(bpfnet_heartbeat) == 8);
 static_assert(sizeof(bpfnet_service_ip) == 4);
-static_assert(sizeof(bpfnet_service_key) == 8);
-static_assert(sizeof(bpfnet_service) == 8);
-static_assert(sizeof(bpfnet_backend_port_key) == 8);
-static_assert(sizeof(bpfnet_backend_port) == 8);
-static_assert(sizeof(bpfnet_backend) == 28);
-static_assert(sizeof(bpfnet_flow_key) == 16);
-static_assert(sizeof(bpfnet_flow) == 8);
+static_assert(sizeof(bpfnet_service_key) == 20);
+static_assert(sizeof(bpfnet_service) == 20);
+static_assert(sizeof(bpfnet_backend_port_key) == 20);
+static_assert(sizeof(bpfnet_backend_port) == 20);
+static_assert(sizeof(bpfnet_backend) == 40);
+static_assert(sizeof(bpfnet_flow_key) == 40);
+static_assert(sizeof(bpfnet_flow) == 20);
 static_assert(sizeof(bpfnet_neighbour) == 8);
-static_assert(sizeof(bpfnet_event) == 20);
+static_assert(sizeof(bpfnet_event) == 44);
 static_assert(sizeof(bpfnet_conflict) == 16);
-static_assert(sizeof(bpfnet_source_range_key) == 12);
+static_assert(sizeof(bpfnet_source_range_key) == 36);
 static_assert(sizeof(bpfnet_source_range) == 4);
 static_assert(sizeof(bpfnet_trace_control) == 8);
-static_assert(sizeof(bpfnet_trace) == 112);
+static_assert(sizeof(bpfnet_trace) == 144);
 static_assert(sizeof(bpfnet_dhcp_server) == 8);
 static_assert(sizeof(bpfnet_dhcp_relay) == 4);
 static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 24);
 static_assert(offsetof(bpfnet_iface, dhcp_service_ip_be) == 20);
+static_assert(offsetof(bpfnet_iface, subnet6) == 32);
 
 // What a counter counts (BPFNET_COUNTERS in bpfnet_maps.h): a path a packet took, why one was dropped, or
 // an event along a path.

@@ -5,11 +5,11 @@ namespace bpfnet {
 
 std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &where) {
     ServiceSpec spec;
-    spec.service_ip_be = config.service_ip_be;
+    spec.service_ip = ip_from_v4(config.service_ip_be);
     spec.ports = config.ports;
     spec.source_ranges = config.source_ranges;
     if (where && config.backend) {
-        spec.backend_ip_be = config.backend->ip_be;
+        spec.backend_ip = ip_from_v4(config.backend->ip_be);
         spec.location = where;
     }
     return {spec};

@@ -128,8 +128,8 @@ nlohmann::json change_json(const Config &config, const std::optional<BackendLoca
     json["writes"] = applied.report.upserts;
     json["removals"] = applied.report.removals;
     json["announced"] = nlohmann::json::array();
-    for (__be32 ip : applied.announced)
-        json["announced"].push_back(format_ipv4(ip));
+    for (const bpfnet_ip &ip : applied.announced)
+        json["announced"].push_back(format_ip(ip));
     json["gratuitous_arps"] = config.garp_count;
     json["detached_pod_hooks"] = nlohmann::json::array();
     for (int ifindex : applied.detached)

@@ -36,20 +36,21 @@ static __always_inline void arp_observe(const struct arp_ipv4 *arp, const struct
 	 * not): any other opcode would let a frame the kernel ignores move a host. */
 	if (arp->op != bpf_htons(BPFNET_ARPOP_REQUEST) && arp->op != bpf_htons(BPFNET_ARPOP_REPLY))
 		return;
-	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &sender);
+	struct bpfnet_ip key = ip_v4(sender);
+	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &key);
 	if (!claimed) {
 		learn_neighbour(cfg, sender, arp->sender_mac, NEIGHBOUR_FROM_ARP, 0);
 		return;
 	}
 	if ((claimed->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
 	    !mac_equal(arp->sender_mac, cfg->nic_mac))
-		report_conflict(sender, arp->sender_mac);
+		report_conflict(&key, arp->sender_mac);
 }
 
 /* The service IP a who-has asks for, or NULL when it asks for something else or is no request. */
 static __always_inline struct bpfnet_service_ip *arp_service_asked(const struct arp_ipv4 *arp)
 {
-	__be32 target = arp->target_ip;
+	struct bpfnet_ip target = ip_v4(arp->target_ip);
 
 	if (arp->op != bpf_htons(BPFNET_ARPOP_REQUEST))
 		return NULL;

@@ -61,13 +61,13 @@ struct bootp_head {
 	__u8 chaddr[16];
 };
 
-static __always_inline __u32 bootp_offset(const struct ipv4_packet *pkt)
+static __always_inline __u32 bootp_offset(const struct ip_packet *pkt)
 {
 	return pkt->l4_off + sizeof(struct udphdr);
 }
 
 /* Reads the BOOTP head of a message that carries at least the fixed header and the magic cookie. */
-static __always_inline int bootp_read(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+static __always_inline int bootp_read(struct __sk_buff *skb, const struct ip_packet *pkt,
 				      struct bootp_head *head)
 {
 	__u32 off = bootp_offset(pkt);
@@ -82,7 +82,7 @@ static __always_inline int bootp_read(struct __sk_buff *skb, const struct ipv4_p
  * counted from the start of the UDP header, so a value at an odd position straddles two words: the words
  * around it are replaced whole (a window of at most 6 bytes).
  */
-static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ipv4_packet *pkt, __u32 off,
+static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 off,
 					  const __u8 *bytes, __u32 len)
 {
 	__u32 lead = (off - pkt->l4_off) & 1;
@@ -296,10 +296,9 @@ static __always_inline __be32 dhcp_server_id(const struct dhcp_walk *w, __u32 i)
  * rewritten. The walk's offsets are from the start of the BOOTP message.
  */
 static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const struct dhcp_walk *w,
-						   __u32 l4_off, __u32 l4_end, __be32 from, __be32 to)
+						   const struct ip_packet *pkt, __be32 from, __be32 to)
 {
-	struct ipv4_packet pkt = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
-	__u32 bootp = l4_off + sizeof(struct udphdr);
+	__u32 bootp = pkt->l4_off + sizeof(struct udphdr);
 	int rewritten = 0;
 
 	for (__u32 i = 0; i < DHCP_MAX_SERVER_IDS; i++) {
@@ -308,7 +307,7 @@ static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const 
 		if (dhcp_server_id(w, i) != from)
 			continue;
 		__u32 at = w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)] & (DHCP_SCAN - 1);
-		if (udp_store_csum(skb, &pkt, bootp + at, (const __u8 *)&to, 4))
+		if (udp_store_csum(skb, pkt, bootp + at, (const __u8 *)&to, 4))
 			return rewritten;
 		rewritten++;
 	}
@@ -343,7 +342,8 @@ __noinline int dhcp_restore_server_id(struct __sk_buff *skb, __u32 l4_off, __u32
 	struct dhcp_walk *w = dhcp_walk_for_rewrite(skb, l4_off, l4_end);
 	if (!w)
 		return 0;
-	int restored = dhcp_replace_server_ids(skb, w, l4_off, l4_end, service_ip, own_id);
+	struct ip_packet request = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
+	int restored = dhcp_replace_server_ids(skb, w, &request, service_ip, own_id);
 	if (restored)
 		count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
 	return restored;
@@ -357,8 +357,8 @@ __noinline int dhcp_restore_server_id(struct __sk_buff *skb, __u32 l4_off, __u32
 __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __be32 backend_ip,
 				 __be32 service_ip)
 {
-	struct ipv4_packet reply = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
-	const struct ipv4_packet *pkt = &reply;
+	struct ip_packet reply = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
+	const struct ip_packet *pkt = &reply;
 	__be32 siaddr = 0;
 	int rewritten = 0;
 
@@ -374,7 +374,7 @@ __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_e
 	if (!w || w->ids == 0)
 		goto done; /* plain BOOTP, a broken list (counted), or no identifier */
 	remember_server_id(backend_ip, dhcp_server_id(w, 0));
-	if (dhcp_replace_server_ids(skb, w, l4_off, l4_end, backend_ip, service_ip))
+	if (dhcp_replace_server_ids(skb, w, pkt, backend_ip, service_ip))
 		rewritten = 1;
 done:
 	if (rewritten)
@@ -384,14 +384,16 @@ done:
 
 static __always_inline int dhcp_relay_configured(__be32 giaddr)
 {
-	return bpf_map_lookup_elem(&dhcp_relays, &giaddr) != NULL;
+	struct bpfnet_ip key = ip_v4(giaddr);
+
+	return bpf_map_lookup_elem(&dhcp_relays, &key) != NULL;
 }
 
 /*
  * Client (or a relay on the LAN) -> server. Sets giaddr to the service IP when no relay did, counts the
  * hop, and sends the request into the pod from service IP:67 to backend:port.
  */
-static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struct ip_packet *pkt,
 					      const struct bpfnet_iface *cfg, __be32 service_ip,
 					      const struct steer_target *target)
 {
@@ -418,15 +420,15 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 		return TC_ACT_SHOT;
 	}
 
-	dhcp_restore_server_id(skb, pkt->l4_off, pkt->l4_end, target->backend_ip, service_ip);
+	__be32 backend_ip = target->backend_ip.w[3]; /* an IPv4 service's backend: IPv4 */
+	dhcp_restore_server_id(skb, pkt->l4_off, pkt->l4_end, backend_ip, service_ip);
 
 	__u8 hlen_hops[2] = {head.hlen, (__u8)(head.hops + 1)};
 	if (udp_store_csum(skb, pkt, bootp_offset(pkt) + BOOTP_HLEN_HOPS, hlen_hops, 2) ||
 	    (!head.giaddr &&
 	     udp_store_csum(skb, pkt, bootp_offset(pkt) + BOOTP_GIADDR, (const __u8 *)&service_ip, 4)) ||
 	    nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
-	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, target->backend_ip, pkt->dport,
-			target->backend_port) ||
+	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, backend_ip, pkt->dport, target->backend_port) ||
 	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac) ||
 	    /* A broadcast frame stays PACKET_BROADCAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
@@ -462,13 +464,14 @@ static __always_inline void dhcp_client_address(const struct bootp_head *head, _
  * Server -> relay. The server answers the relay at giaddr:67: when that is our service IP the reply goes to
  * the client (port 68); when it is a relay on the LAN, to that relay (port 67), from the service IP.
  */
-static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct ip_packet *pkt,
 					    const struct bpfnet_iface *cfg,
 					    const struct bpfnet_backend_port *listed)
 {
 	__be32 saddr = pkt->ip->saddr;
 	__be32 daddr = pkt->ip->daddr;
-	__be32 service_ip = listed->service_ip_be;
+	__be32 service_ip = listed->service_ip.w[3];
+	struct bpfnet_ip to = ip_v4(daddr);
 	struct bootp_head head;
 
 	if (bootp_read(skb, pkt, &head) || head.op != BOOTP_REPLY) {
@@ -483,7 +486,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 	__be32 to_ip = daddr;
 	__be16 to_port = bpf_htons(DHCP_SERVER_PORT);
 	__u8 to_mac[6];
-	if (bpf_map_lookup_elem(&service_ips, &daddr)) {
+	if (bpf_map_lookup_elem(&service_ips, &to)) {
 		dhcp_client_address(&head, &to_ip, to_mac);
 		to_port = bpf_htons(DHCP_CLIENT_PORT);
 		/* A client on this LAN has its address on this LAN: anything else would leave via a router.
@@ -497,12 +500,13 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 			decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 			return TC_ACT_SHOT;
 		}
-		if (lan_host_mac(daddr, service_ip, to_mac))
+		if (lan_host_mac(&to, &listed->service_ip, to_mac))
 			return TC_ACT_SHOT;
 	}
 
 	dhcp_hide_backend(skb, pkt->l4_off, pkt->l4_end, saddr, service_ip);
-	trace_steered(to_ip, to_port, BPFNET_KIND_DHCP);
+	to = ip_v4(to_ip);
+	trace_steered(&to, to_port, BPFNET_KIND_DHCP);
 	if (nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
 	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, to_ip, pkt->dport, to_port) ||
 	    rewrite_macs(skb, to_mac, cfg->nic_mac)) {
@@ -516,7 +520,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 /* What a DHCP packet was, for the trace: message type, transaction id, client hardware address. */
 static __always_inline void dhcp_trace_details(struct __sk_buff *skb, struct trace_scratch *s)
 {
-	struct ipv4_packet pkt = {.l4_off = s->l4_off, .l4_end = s->l4_end};
+	struct ip_packet pkt = {.l4_off = s->l4_off, .l4_end = s->l4_end};
 	struct bootp_head head;
 
 	if (bootp_read(skb, &pkt, &head))

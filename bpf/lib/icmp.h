@@ -48,20 +48,12 @@ struct icmp_error_head {
 	struct iphdr ip;
 };
 
-/* Copies len bytes at off out of the packet: an XDP or a TC program's (xdp is a constant once inlined). */
-static __always_inline long load_packet_bytes(void *ctx, int xdp, __u32 off, void *to, __u32 len)
-{
-	if (xdp)
-		return bpf_xdp_load_bytes(ctx, off, to, len);
-	return bpf_skb_load_bytes(ctx, off, to, len);
-}
-
 /*
  * Reads the ICMP error in pkt (validated by ipv4_validate as some other protocol) and what it quotes.
  * Returns -1 for anything but a destination unreachable, time exceeded or parameter problem message quoting
  * the start of a TCP or UDP packet with its ports.
  */
-static __always_inline int icmp_error_read(void *ctx, int xdp, const struct ipv4_packet *pkt,
+static __always_inline int icmp_error_read(void *ctx, int xdp, const struct ip_packet *pkt,
 					   struct icmp_error *e)
 {
 	struct icmp_error_head head;
@@ -100,13 +92,14 @@ static __always_inline int icmp_error_read(void *ctx, int xdp, const struct ipv4
  */
 static __always_inline int icmp_quote_from_service(const struct icmp_error *e, struct steer_target *target)
 {
-	struct ipv4_packet answer = {
-		.sport = e->inner_dport, .dport = e->inner_sport, .proto = e->inner_proto};
+	struct lan_ports answer = {.sport = e->inner_dport, .dport = e->inner_sport, .proto = e->inner_proto};
+	struct bpfnet_ip host = ip_v4(e->inner_daddr);
+	struct bpfnet_ip service_ip = ip_v4(e->inner_saddr);
 
-	if (steer_lookup(&answer, e->inner_daddr, e->inner_saddr, target, 1) != STEER_OK)
+	if (steer_lookup(&answer, &host, &service_ip, target, 1) != STEER_OK)
 		return -1;
 	/* The relay's DHCP replies are not the server's packets: an error about one is not for the pod. */
-	return target->kind == BPFNET_KIND_DHCP || !target->backend_ip ? -1 : 0;
+	return target->kind == BPFNET_KIND_DHCP || ip_is_unset(&target->backend_ip) ? -1 : 0;
 }
 
 /*
@@ -114,31 +107,32 @@ static __always_inline int icmp_quote_from_service(const struct icmp_error *e, s
  * service IP and port the host sent it to. Returns -1 when no listed port or recorded flow explains it.
  */
 static __always_inline int icmp_quote_to_backend(const struct icmp_error *e,
-						 const struct bpfnet_backend *backend, __be32 *service_ip,
-						 __be16 *service_port)
+						 const struct bpfnet_backend *backend,
+						 struct bpfnet_ip *service_ip, __be16 *service_port)
 {
 	struct bpfnet_backend_port_key bkey = {
-		.backend_ip_be = e->inner_daddr, .port_be = e->inner_dport, .proto = e->inner_proto};
+		.backend_ip = ip_v4(e->inner_daddr), .port_be = e->inner_dport, .proto = e->inner_proto};
 	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
 	if (listed) {
 		if (listed->kind == BPFNET_KIND_DHCP)
 			return -1;
-		*service_ip = listed->service_ip_be;
+		*service_ip = listed->service_ip;
 		*service_port = listed->service_port_be;
 		return 0;
 	}
 	/* Flows keep the port: the pod's side of the flow is the service IP's. */
 	struct bpfnet_flow_key fkey = {
-		.remote_ip_be = e->inner_saddr,
-		.service_ip_be = backend->service_ip_be,
+		.remote_ip = ip_v4(e->inner_saddr),
+		.service_ip = backend->service_ip,
 		.remote_port_be = e->inner_sport,
 		.service_port_be = e->inner_dport,
 		.proto = e->inner_proto,
 	};
 	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
-	if (!flow || flow->backend_ip_be != e->inner_daddr || flow->backend_port_be != e->inner_dport)
+	if (!flow || !ip_equal(&flow->backend_ip, &bkey.backend_ip) ||
+	    flow->backend_port_be != e->inner_dport)
 		return -1;
-	*service_ip = backend->service_ip_be;
+	*service_ip = backend->service_ip;
 	*service_port = e->inner_dport;
 	return 0;
 }
@@ -168,7 +162,7 @@ static __always_inline __be16 udp_check_after(__be16 check, __be32 from_ip, __be
  * opposite side's address (from_ip -> to_ip) and port (from_port -> to_port). Packet pointers are invalid
  * afterwards. Returns 0, or -1 when a helper refused.
  */
-static __always_inline int icmp_error_rewrite(struct __sk_buff *skb, const struct ipv4_packet *pkt,
+static __always_inline int icmp_error_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt,
 					      const struct icmp_error *e, enum nat_side outer, __be32 from_ip,
 					      __be32 to_ip, __be16 from_port, __be16 to_port)
 {

@@ -6,6 +6,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "bpfnet_maps.h"
+#include "addr.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -24,7 +25,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, BPFNET_MAX_SERVICE_IPS);
-	__type(key, __be32);
+	__type(key, struct bpfnet_ip);
 	__type(value, struct bpfnet_service_ip);
 } service_ips SEC(".maps");
 
@@ -45,7 +46,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, BPFNET_MAX_BACKENDS);
-	__type(key, __be32);
+	__type(key, struct bpfnet_ip);
 	__type(value, struct bpfnet_backend);
 } backends SEC(".maps");
 
@@ -66,7 +67,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, BPFNET_MAX_NEIGHBOURS);
-	__type(key, __be32);
+	__type(key, struct bpfnet_ip);
 	__type(value, struct bpfnet_neighbour);
 } neighbours SEC(".maps");
 
@@ -80,14 +81,14 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, BPFNET_MAX_DHCP_RELAYS);
-	__type(key, __be32);
+	__type(key, struct bpfnet_ip);
 	__type(value, struct bpfnet_dhcp_relay);
 } dhcp_relays SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, BPFNET_MAX_SERVICE_IPS);
-	__type(key, __be32);
+	__type(key, struct bpfnet_ip);
 	__type(value, struct bpfnet_conflict);
 } conflicts SEC(".maps");
 
@@ -193,7 +194,8 @@ static __always_inline int neighbour_acceptable(const struct bpfnet_iface *cfg, 
 		return 0;
 	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
 		return 0;
-	return !bpf_map_lookup_elem(&service_ips, &ip);
+	struct bpfnet_ip key = ip_v4(ip);
+	return !bpf_map_lookup_elem(&service_ips, &key);
 }
 
 /*
@@ -211,7 +213,8 @@ static __always_inline int events_room_for_low_priority(void)
 	return 0;
 }
 
-static __always_inline void report_event(__u32 type, __be32 ip, __be32 service_ip, const __u8 *mac)
+static __always_inline void report_event(__u32 type, const struct bpfnet_ip *ip,
+					 const struct bpfnet_ip *service_ip, const __u8 *mac)
 {
 	struct bpfnet_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 
@@ -220,8 +223,8 @@ static __always_inline void report_event(__u32 type, __be32 ip, __be32 service_i
 		return;
 	}
 	ev->type = type;
-	ev->ip_be = ip;
-	ev->service_ip_be = service_ip;
+	ev->ip = *ip;
+	ev->service_ip = *service_ip;
 	for (int i = 0; i < 6; i++)
 		ev->mac[i] = mac ? mac[i] : 0;
 	ev->pad[0] = ev->pad[1] = 0;
@@ -230,26 +233,22 @@ static __always_inline void report_event(__u32 type, __be32 ip, __be32 service_i
 
 /* How a frame may change the neighbour table. */
 enum neighbour_source {
-	NEIGHBOUR_FROM_ARP,	 /* ARP: adds or changes an entry, as the kernel's neighbour code does */
+	NEIGHBOUR_FROM_ARP, /* ARP or NDP: adds or changes an entry, as the kernel's neighbour code does */
 	NEIGHBOUR_FROM_ACCEPTED, /* a packet the datapath accepted: adds an entry, never changes one */
 };
 
 /*
- * Learns where a LAN host is, writing only when the entry is new or (from ARP) changed. Callers pass
- * only frames the datapath keeps: a dropped frame changes no state. A host added from a packet (for
- * service_ip) is checked by the loader with an ARP request, whose answer, like any ARP, may correct it: a
- * packet in a new host's name holds its entry only until the host answers.
+ * Learns where a LAN host is (key: its address, acceptable for its family), writing only when the entry is
+ * new or (from ARP or NDP) changed. Callers pass only frames the datapath keeps: a dropped frame changes no
+ * state. A host added from a packet (for service_ip) is checked by the loader with an ARP request (NDP
+ * solicitation), whose answer, like any ARP, may correct it: a packet in a new host's name holds its entry
+ * only until the host answers.
  */
-static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be32 ip, const __u8 *mac,
-					    enum neighbour_source source, __be32 service_ip)
+static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, const __u8 *mac,
+					       enum neighbour_source source,
+					       const struct bpfnet_ip *service_ip)
 {
-	if (ip == 0 || !in_provisioning_subnet(cfg, ip))
-		return; /* ARP probes (sender 0.0.0.0) and other subnets: nothing to learn */
-	if (!neighbour_acceptable(cfg, ip, mac)) {
-		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
-		return;
-	}
-	struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, &ip);
+	struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, key);
 	if (known && mac_equal(known->mac, mac))
 		return;
 	if (known && source != NEIGHBOUR_FROM_ARP) {
@@ -260,13 +259,29 @@ static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be
 
 	struct bpfnet_neighbour entry = {};
 	mac_copy(entry.mac, mac);
-	bpf_map_update_elem(&neighbours, &ip, &entry, BPF_ANY);
+	bpf_map_update_elem(&neighbours, key, &entry, BPF_ANY);
 	count(BPFNET_CTR_NEIGHBOUR_LEARNED);
 	if (source == NEIGHBOUR_FROM_ACCEPTED && events_room_for_low_priority())
-		report_event(BPFNET_EVENT_NEIGHBOUR_VERIFY, ip, service_ip, mac);
+		report_event(BPFNET_EVENT_NEIGHBOUR_VERIFY, key, service_ip, mac);
 }
 
-static __always_inline void report_neighbour_miss(__be32 ip, __be32 service_ip)
+/* learn_neighbour_at() for an IPv4 host. */
+static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be32 ip, const __u8 *mac,
+					    enum neighbour_source source, __be32 service_ip)
+{
+	if (ip == 0 || !in_provisioning_subnet(cfg, ip))
+		return; /* ARP probes (sender 0.0.0.0) and other subnets: nothing to learn */
+	if (!neighbour_acceptable(cfg, ip, mac)) {
+		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
+		return;
+	}
+	struct bpfnet_ip key = ip_v4(ip);
+	struct bpfnet_ip service = ip_v4(service_ip);
+	learn_neighbour_at(&key, mac, source, &service);
+}
+
+static __always_inline void report_neighbour_miss(const struct bpfnet_ip *ip,
+						  const struct bpfnet_ip *service_ip)
 {
 	report_event(BPFNET_EVENT_NEIGHBOUR_MISS, ip, service_ip, NULL);
 }
@@ -276,10 +291,10 @@ static __always_inline void report_neighbour_miss(__be32 ip, __be32 service_ip)
  * loader once per IP and MAC per second (2^30 ns); the loader logs and records an Event at most every
  * 10 s anyway.
  */
-static __always_inline void report_conflict(__be32 service_ip, const __u8 *mac)
+static __always_inline void report_conflict(const struct bpfnet_ip *service_ip, const __u8 *mac)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct bpfnet_conflict *known = bpf_map_lookup_elem(&conflicts, &service_ip);
+	struct bpfnet_conflict *known = bpf_map_lookup_elem(&conflicts, service_ip);
 	int report = !known || !mac_equal(known->mac, mac) || (known->last_seen_ns >> 30) != (now >> 30);
 	struct bpfnet_conflict seen = {.last_seen_ns = now};
 
@@ -290,7 +305,7 @@ static __always_inline void report_conflict(__be32 service_ip, const __u8 *mac)
 	 * loader may have to yield to it. */
 	if (report && !events_room_for_low_priority())
 		return;
-	bpf_map_update_elem(&conflicts, &service_ip, &seen, BPF_ANY);
+	bpf_map_update_elem(&conflicts, service_ip, &seen, BPF_ANY);
 	if (report)
 		report_event(BPFNET_EVENT_CONFLICT, service_ip, service_ip, mac);
 }

@@ -10,6 +10,7 @@
 #include <linux/types.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
 #include <linux/in.h>
@@ -41,19 +42,28 @@ enum parse_verdict {
 	PARSE_MALFORMED,
 	PARSE_FRAGMENT,
 	PARSE_OTHER_PROTOCOL,
+	PARSE_EXT_HEADER, /* IPv6: an extension header the datapath does not walk (AH, ESP, mobility...) */
 };
 
-/* Where the headers of one IPv4 packet are, once validated. */
-struct ipv4_packet {
-	struct ethhdr *eth;
-	struct iphdr *ip;
-	__u32 l3_off; /* from the start of the frame */
+/* Where the headers of one IPv4 or IPv6 packet are, once validated. */
+struct ip_packet {
+	struct iphdr *ip; /* IPv4 only */
+	__u32 l3_off;	  /* from the start of the frame */
 	__u32 l4_off;
 	__be16 sport;
 	__be16 dport;
 	__u8 proto;
+	__u8 ip6;     /* an IPv6 packet */
 	__u32 l4_end; /* offset just past the UDP datagram (UDP length); for TCP the IP total length */
 };
+
+/* Copies len bytes at off out of the packet: an XDP or a TC program's (xdp is a constant once inlined). */
+static __always_inline long load_packet_bytes(void *ctx, int xdp, __u32 off, void *to, __u32 len)
+{
+	if (xdp)
+		return bpf_xdp_load_bytes(ctx, off, to, len);
+	return bpf_skb_load_bytes(ctx, off, to, len);
+}
 
 static __always_inline struct ethhdr *parse_eth(void *data, void *data_end)
 {
@@ -89,8 +99,7 @@ static __always_inline struct iphdr *parse_ipv4_fixed(struct ethhdr *eth, void *
  * total length must be checked against skb->len, not against data_end.
  */
 static __always_inline enum parse_verdict ipv4_validate(void *data, void *data_end, __u32 frame_len,
-							struct ethhdr *eth, struct iphdr *ip,
-							struct ipv4_packet *pkt)
+							struct iphdr *ip, struct ip_packet *pkt)
 {
 	__u32 ihl_bytes = ip->ihl * 4;
 	__u32 ip_len = bpf_ntohs(ip->tot_len);
@@ -101,7 +110,6 @@ static __always_inline enum parse_verdict ipv4_validate(void *data, void *data_e
 	if (ip->frag_off & bpf_htons(IP_FRAG_MASK))
 		return PARSE_FRAGMENT;
 
-	pkt->eth = eth;
 	pkt->ip = ip;
 	pkt->l3_off = (void *)ip - data;
 	pkt->l4_off = pkt->l3_off + ihl_bytes;

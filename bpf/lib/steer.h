@@ -31,7 +31,7 @@ static __always_inline long deliver_to_backend(const struct bpfnet_backend *back
 }
 
 struct steer_target {
-	__be32 backend_ip;
+	struct bpfnet_ip backend_ip;
 	__be16 backend_port;
 	__u8 kind;	  /* enum bpfnet_port_kind of the listed port; plain for flows */
 	__u8 unconfirmed; /* a flow the host answers for the first time: confirm_flow() once accepted */
@@ -39,12 +39,13 @@ struct steer_target {
 };
 
 /* A flow, keyed as the host's packets arrive from the LAN (remote = host, local = service IP). */
-static __always_inline struct bpfnet_flow_key flow_key(__be32 host, __be16 host_port, __be32 service_ip,
+static __always_inline struct bpfnet_flow_key flow_key(const struct bpfnet_ip *host, __be16 host_port,
+						       const struct bpfnet_ip *service_ip,
 						       __be16 service_port, __u8 proto)
 {
 	struct bpfnet_flow_key key = {
-		.remote_ip_be = host,
-		.service_ip_be = service_ip,
+		.remote_ip = *host,
+		.service_ip = *service_ip,
 		.remote_port_be = host_port,
 		.service_port_be = service_port,
 		.proto = proto,
@@ -52,11 +53,25 @@ static __always_inline struct bpfnet_flow_key flow_key(__be32 host, __be16 host_
 	return key;
 }
 
-/* The flow of a packet from the LAN: saddr is the host, daddr the service IP. */
-static __always_inline struct bpfnet_flow_key flow_key_from_lan(const struct ipv4_packet *pkt, __be32 saddr,
-								__be32 daddr)
+/* The ports and protocol of a packet from the LAN, as steer_lookup() looks them up. */
+struct lan_ports {
+	__be16 sport; /* the host's */
+	__be16 dport; /* the service IP's */
+	__u8 proto;
+};
+
+static __always_inline struct lan_ports lan_ports_of(const struct ip_packet *pkt)
 {
-	return flow_key(saddr, pkt->sport, daddr, pkt->dport, pkt->proto);
+	struct lan_ports ports = {.sport = pkt->sport, .dport = pkt->dport, .proto = pkt->proto};
+
+	return ports;
+}
+
+/* The flow of a packet from the LAN: saddr is the host, daddr the service IP. */
+static __always_inline struct bpfnet_flow_key
+flow_key_from_lan(const struct lan_ports *ports, const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr)
+{
+	return flow_key(saddr, ports->sport, daddr, ports->dport, ports->proto);
 }
 
 /* What steer_lookup() found: where the packet goes, or why nowhere. */
@@ -67,10 +82,9 @@ enum steer_result {
 };
 
 /* The service IP's source ranges (if any) admit saddr. */
-static __always_inline int source_in_ranges(__be32 service_ip, __be32 saddr)
+static __always_inline int source_in_ranges(const struct bpfnet_ip *service_ip, const struct bpfnet_ip *saddr)
 {
-	struct bpfnet_source_range_key key = {
-		.prefixlen = 64, .service_ip_be = service_ip, .source_be = saddr};
+	struct bpfnet_source_range_key key = {.prefixlen = 256, .service_ip = *service_ip, .source = *saddr};
 	struct bpfnet_source_range *range = bpf_map_lookup_elem(&source_ranges, &key);
 
 	return !range || range->allowed;
@@ -82,9 +96,10 @@ static __always_inline int source_in_ranges(__be32 service_ip, __be32 saddr)
  * not to the listed port's backend. check_source: apply the service IP's source ranges to a listed port
  * (not for broadcast DHCP, whose source is 0.0.0.0).
  */
-static __always_inline enum steer_result steer_lookup(const struct ipv4_packet *pkt, __be32 saddr,
-						      __be32 daddr, struct steer_target *target,
-						      int check_source)
+static __always_inline enum steer_result steer_lookup(const struct lan_ports *pkt,
+						      const struct bpfnet_ip *saddr,
+						      const struct bpfnet_ip *daddr,
+						      struct steer_target *target, int check_source)
 {
 	struct bpfnet_flow_key fkey = flow_key_from_lan(pkt, saddr, daddr);
 	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
@@ -95,7 +110,7 @@ static __always_inline enum steer_result steer_lookup(const struct ipv4_packet *
 		target->unconfirmed = flow != NULL;
 	}
 	if (flow) {
-		target->backend_ip = flow->backend_ip_be;
+		target->backend_ip = flow->backend_ip;
 		target->backend_port = flow->backend_port_be;
 		target->path = BPFNET_CTR_DNAT_FLOW;
 		target->kind = BPFNET_KIND_PLAIN;
@@ -103,7 +118,7 @@ static __always_inline enum steer_result steer_lookup(const struct ipv4_packet *
 	}
 
 	struct bpfnet_service_key skey = {
-		.service_ip_be = daddr,
+		.service_ip = *daddr,
 		.port_be = pkt->dport,
 		.proto = pkt->proto,
 	};
@@ -111,7 +126,7 @@ static __always_inline enum steer_result steer_lookup(const struct ipv4_packet *
 	if (service) {
 		if (check_source && !source_in_ranges(daddr, saddr))
 			return STEER_SOURCE_REFUSED;
-		target->backend_ip = service->backend_ip_be;
+		target->backend_ip = service->backend_ip;
 		target->backend_port = service->backend_port_be;
 		target->path = BPFNET_CTR_DNAT_SERVICE;
 		target->kind = service->kind;
@@ -127,12 +142,11 @@ static __always_inline enum bpfnet_counter steer_drop_reason(enum steer_result r
 }
 
 /* The host answered a flow the pod opened, and the answer was accepted: the flow takes its place in flows. */
-static __always_inline void confirm_flow(const struct ipv4_packet *pkt, __be32 saddr, __be32 daddr,
-					 const struct steer_target *target)
+static __always_inline void confirm_flow(const struct lan_ports *pkt, const struct bpfnet_ip *saddr,
+					 const struct bpfnet_ip *daddr, const struct steer_target *target)
 {
 	struct bpfnet_flow_key key = flow_key_from_lan(pkt, saddr, daddr);
-	struct bpfnet_flow flow = {.backend_ip_be = target->backend_ip,
-				   .backend_port_be = target->backend_port};
+	struct bpfnet_flow flow = {.backend_ip = target->backend_ip, .backend_port_be = target->backend_port};
 
 	if (bpf_map_update_elem(&flows, &key, &flow, BPF_ANY) == 0) {
 		bpf_map_delete_elem(&flows_unconfirmed, &key);
@@ -144,9 +158,10 @@ static __always_inline void confirm_flow(const struct ipv4_packet *pkt, __be32 s
  * The MAC of a LAN host for a packet on its way out. On a miss the loader is asked to resolve it (an ARP
  * request from service_ip) and the packet is counted as a neighbour miss, for the caller to drop.
  */
-static __always_inline int lan_host_mac(__be32 host, __be32 service_ip, __u8 *mac)
+static __always_inline int lan_host_mac(const struct bpfnet_ip *host, const struct bpfnet_ip *service_ip,
+					__u8 *mac)
 {
-	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, &host);
+	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, host);
 
 	if (!neighbour) {
 		report_neighbour_miss(host, service_ip);
@@ -165,6 +180,8 @@ static __always_inline enum bpfnet_counter drop_reason(enum parse_verdict verdic
 		return BPFNET_CTR_DROP_FRAGMENT;
 	case PARSE_OTHER_PROTOCOL:
 		return BPFNET_CTR_DROP_PROTOCOL;
+	case PARSE_EXT_HEADER:
+		return BPFNET_CTR_DROP_EXT_HEADER;
 	default:
 		return BPFNET_CTR_DROP_MALFORMED;
 	}

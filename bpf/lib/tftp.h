@@ -189,7 +189,7 @@ static __always_inline long tftp_decimal(const struct tftp_request *req,
 __noinline int tftp_clamp_blksize(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __u32 pod_mtu)
 {
 	struct tftp_request *req = tftp_request_copy();
-	struct ipv4_packet pkt = {.l4_off = l4_off, .l4_end = l4_end};
+	struct ip_packet pkt = {.l4_off = l4_off, .l4_end = l4_end};
 	__u32 off = l4_off + sizeof(struct udphdr);
 
 	if (!skb || !req || pod_mtu < TFTP_DATA_OVERHEAD + TFTP_MIN_BLKSIZE || pod_mtu > 0xffff ||

@@ -73,13 +73,26 @@ static __always_inline void trace_addresses(__be32 saddr, __be32 daddr, __u8 pro
 
 	if (!s)
 		return;
-	s->rec.saddr_be = saddr;
-	s->rec.daddr_be = daddr;
+	s->rec.saddr = ip_v4(saddr);
+	s->rec.daddr = ip_v4(daddr);
 	s->rec.proto = proto;
 	mac_copy(s->rec.mac, mac);
 }
 
-static __always_inline void trace_ports(const struct ipv4_packet *pkt)
+static __always_inline void trace_addresses6(const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
+					     __u8 proto, const __u8 *mac)
+{
+	struct trace_scratch *s = tracing();
+
+	if (!s)
+		return;
+	s->rec.saddr = *saddr;
+	s->rec.daddr = *daddr;
+	s->rec.proto = proto;
+	mac_copy(s->rec.mac, mac);
+}
+
+static __always_inline void trace_ports(const struct ip_packet *pkt)
 {
 	struct trace_scratch *s = tracing();
 
@@ -92,13 +105,13 @@ static __always_inline void trace_ports(const struct ipv4_packet *pkt)
 }
 
 /* Where the packet was steered to: the backend on the way in, the service IP or client on the way out. */
-static __always_inline void trace_steered(__be32 to_addr, __be16 to_port, __u8 kind)
+static __always_inline void trace_steered(const struct bpfnet_ip *to_addr, __be16 to_port, __u8 kind)
 {
 	struct trace_scratch *s = tracing();
 
 	if (!s)
 		return;
-	s->rec.to_addr_be = to_addr;
+	s->rec.to_addr = *to_addr;
 	s->rec.to_port_be = to_port;
 	s->kind = kind;
 }

@@ -12,9 +12,9 @@ constexpr uint32_t kNeighbours = 0xc6124000; // 198.18.64.0
 constexpr uint32_t kPortsPerHost = 50000;
 constexpr uint16_t kFirstPort = 10000;
 
-__be32 service_ip(const DatapathMaps &maps) {
+bpfnet_ip service_ip(const DatapathMaps &maps) {
     const auto ips = maps.service_ips.entries();
-    return ips.empty() ? htonl(0xc6120002) : ips.front().first; // 198.18.0.2 before any is configured
+    return ips.empty() ? ip_from_v4(htonl(0xc6120002)) : ips.front().first; // 198.18.0.2 before any is configured
 }
 
 template <typename Map>
@@ -26,20 +26,20 @@ void clear(Map &map) {
 } // namespace
 
 void fill_tables(DatapathMaps &maps, size_t count) {
-    const __be32 service = service_ip(maps);
+    const bpfnet_ip service = service_ip(maps);
     for (size_t i = 0; i < count; i++) {
         const auto n = static_cast<uint32_t>(i);
         bpfnet_flow_key key{};
-        key.remote_ip_be = htonl(kFlowHosts + n / kPortsPerHost);
-        key.service_ip_be = service;
+        key.remote_ip = ip_from_v4(htonl(kFlowHosts + n / kPortsPerHost));
+        key.service_ip = service;
         key.remote_port_be = htons(static_cast<uint16_t>(kFirstPort + n % kPortsPerHost));
         key.service_port_be = htons(6385);
         key.proto = IPPROTO_TCP;
-        maps.flows.update(key, bpfnet_flow{htonl(0xc6126402), htons(6385), {0, 0}}); // 198.18.100.2
+        maps.flows.update(key, bpfnet_flow{ip_from_v4(htonl(0xc6126402)), htons(6385), {0, 0}}); // 198.18.100.2
         const bpfnet_neighbour neighbour{{0x02, 0xbe, static_cast<uint8_t>(n >> 24), static_cast<uint8_t>(n >> 16),
                                           static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)},
                                          {0, 0}};
-        maps.neighbours.update(htonl(kNeighbours + n), neighbour);
+        maps.neighbours.update(ip_from_v4(htonl(kNeighbours + n)), neighbour);
     }
 }
 

@@ -94,7 +94,11 @@ std::vector<bpfnet_event> DatapathTest::drain_events() {
 }
 
 void DatapathTest::set_service_ip_active(bool active) {
-    maps_->service_ips.update(ip(world::service_ip), bpfnet_service_ip{active ? BPFNET_SERVICE_IP_ACTIVE : 0u});
+    maps_->service_ips.update(key_ip(world::service_ip), bpfnet_service_ip{active ? BPFNET_SERVICE_IP_ACTIVE : 0u});
+}
+
+void DatapathTest::set_service_ip6_active(bool active) {
+    maps_->service_ips.update(key_ip(world::service_ip6), bpfnet_service_ip{active ? BPFNET_SERVICE_IP_ACTIVE : 0u});
 }
 
 void DatapathTest::set_heartbeat_age_seconds(int seconds) {
@@ -110,7 +114,7 @@ void DatapathTest::set_heartbeat_grace_seconds(int seconds) {
 
 void DatapathTest::set_source_ranges(const std::vector<std::string> &ranges) {
     ServiceSpec spec;
-    spec.service_ip_be = ip(world::service_ip);
+    spec.service_ip = key_ip(world::service_ip);
     for (const std::string &text : ranges) {
         auto slash = text.find('/');
         spec.source_ranges.push_back(
@@ -121,13 +125,13 @@ void DatapathTest::set_source_ranges(const std::vector<std::string> &ranges) {
 }
 
 void DatapathTest::set_backend_mtu(uint16_t mtu) {
-    bpfnet_backend backend = maps_->backends.lookup(ip(world::pod_ip)).value();
+    bpfnet_backend backend = maps_->backends.lookup(key_ip(world::pod_ip)).value();
     backend.mtu = mtu;
-    maps_->backends.update(ip(world::pod_ip), backend);
+    maps_->backends.update(key_ip(world::pod_ip), backend);
 }
 
 void DatapathTest::remove_backend() {
-    maps_->backends.erase(ip(world::pod_ip));
+    maps_->backends.erase(key_ip(world::pod_ip));
 }
 
 } // namespace bpfnet::test

@@ -40,12 +40,15 @@ class DatapathTest : public ::testing::Test {
 public:
     // Changes to the world, for the cases that need one.
     void set_service_ip_active(bool active);
+    void set_service_ip6_active(bool active);
     void set_heartbeat_age_seconds(int seconds);
     // A stopped loader's grace: the heartbeat written `seconds` into the future (leave_with_grace).
     void set_heartbeat_grace_seconds(int seconds);
     // The service IP's source ranges, as the loader writes them (core/desired_state.cpp): "a.b.c.d/len" each.
     void set_source_ranges(const std::vector<std::string> &ranges);
     void remove_backend();
+    // Runs a frame for the state it leaves (a flow the pod opened, say), before the frame a case is about.
+    void deliver(Program program, const Bytes &frame) { run(program, frame); }
     void set_backend_mtu(uint16_t mtu);
 
 protected:

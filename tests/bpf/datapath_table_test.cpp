@@ -552,8 +552,8 @@ TEST_F(DatapathTest, NeighbourMissIsReportedToTheLoader) {
     auto events = drain_events();
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0].type, BPFNET_EVENT_NEIGHBOUR_MISS);
-    EXPECT_EQ(events[0].ip_be, ip(unknown_host_ip));
-    EXPECT_EQ(events[0].service_ip_be, ip(service_ip));
+    EXPECT_EQ(events[0].ip, key_ip(unknown_host_ip));
+    EXPECT_EQ(events[0].service_ip, key_ip(service_ip));
     EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_MISS], 1u);
 
     // Once the host answers the loader's ARP request, the next attempt leaves.
@@ -571,20 +571,20 @@ TEST_F(DatapathTest, NeighbourLearningWritesOnlyChanges) {
     run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", first));
     run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", first));
     EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 1u);
-    auto entry = maps_->neighbours.lookup(ip("198.18.0.30"));
+    auto entry = maps_->neighbours.lookup(key_ip("198.18.0.30"));
     ASSERT_TRUE(entry.has_value());
     EXPECT_TRUE(std::equal(first.begin(), first.end(), entry->mac));
 
     run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", second)); // the host's NIC changed
     EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 2u);
-    entry = maps_->neighbours.lookup(ip("198.18.0.30"));
+    entry = maps_->neighbours.lookup(key_ip("198.18.0.30"));
     EXPECT_TRUE(std::equal(second.begin(), second.end(), entry->mac));
 
     // Addresses outside the provisioning subnet, and claims on the service IP itself, are not learned.
     run(Program::XdpNic, arp_request_for(other_lan_ip, outside_ip, first));
     run(Program::XdpNic, arp(2, broadcast, first, service_ip, zero_mac, service_ip));
-    EXPECT_FALSE(maps_->neighbours.lookup(ip(outside_ip)).has_value());
-    EXPECT_FALSE(maps_->neighbours.lookup(ip(service_ip)).has_value());
+    EXPECT_FALSE(maps_->neighbours.lookup(key_ip(outside_ip)).has_value());
+    EXPECT_FALSE(maps_->neighbours.lookup(key_ip(service_ip)).has_value());
 }
 
 } // namespace

@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(HostileLan, DatapathTable, ::testing::ValuesIn(rows()),
 class HostileLan : public DatapathTest {
 protected:
     std::optional<Mac> neighbour(const std::string &address) {
-        auto entry = maps_->neighbours.lookup(ip(address));
+        auto entry = maps_->neighbours.lookup(key_ip(address));
         if (!entry)
             return std::nullopt;
         Mac out;
@@ -120,8 +120,8 @@ protected:
 
 bpfnet_flow_key flow_key(const std::string &host, uint16_t host_port, uint16_t service_port, uint8_t proto) {
     bpfnet_flow_key key{};
-    key.remote_ip_be = ip(host);
-    key.service_ip_be = ip(service_ip);
+    key.remote_ip = key_ip(host);
+    key.service_ip = key_ip(service_ip);
     key.remote_port_be = htons(host_port);
     key.service_port_be = htons(service_port);
     key.proto = proto;
@@ -156,8 +156,8 @@ TEST_F(HostileLan, AnAcceptedPacketAddsANewHostButNeverMovesAKnownOne) {
     auto events = drain_events();
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0].type, BPFNET_EVENT_NEIGHBOUR_VERIFY);
-    EXPECT_EQ(events[0].ip_be, ip(unknown_host_ip));
-    EXPECT_EQ(events[0].service_ip_be, ip(service_ip));
+    EXPECT_EQ(events[0].ip, key_ip(unknown_host_ip));
+    EXPECT_EQ(events[0].service_ip, key_ip(service_ip));
     Mac real = mac("02:00:00:00:00:78");
     run(Program::XdpNic, arp(2, nic_mac, real, unknown_host_ip, nic_mac, service_ip)); // the check's answer
     EXPECT_EQ(neighbour(unknown_host_ip), real);
@@ -179,7 +179,7 @@ TEST_F(HostileLan, OnlyArpRequestsAndRepliesMoveAHost) {
     EXPECT_FALSE(neighbour(unknown_host_ip).has_value());
     EXPECT_EQ(counters()[BPFNET_CTR_ARP_CONFLICT], 0u);
     EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 0u);
-    EXPECT_FALSE(maps_->conflicts.lookup(ip(service_ip)).has_value());
+    EXPECT_FALSE(maps_->conflicts.lookup(key_ip(service_ip)).has_value());
 }
 
 // ARP is how a host moves (a new NIC, a failover): it may change an entry, but only to a unicast MAC.
@@ -278,7 +278,7 @@ TEST_F(HostileLan, AConflictFloodNeverCrowdsOutANeighbourMiss) {
     auto events = drain_events();
     ASSERT_FALSE(events.empty());
     EXPECT_EQ(events.back().type, BPFNET_EVENT_NEIGHBOUR_MISS);
-    EXPECT_EQ(events.back().ip_be, ip(unknown_host_ip));
+    EXPECT_EQ(events.back().ip, key_ip(unknown_host_ip));
     EXPECT_LE(events.size() - 1, BPFNET_EVENTS_BYTES / 2 / (8 + sizeof(bpfnet_event)) + 1);
 }
 

@@ -45,6 +45,19 @@ uint32_t ip(const std::string &dotted) {
     return a.s_addr;
 }
 
+bpfnet_ip key_ip(const std::string &text) {
+    bpfnet_ip key{};
+    in_addr v4{};
+    if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+        key.w[2] = htonl(0xffff);
+        key.w[3] = v4.s_addr;
+        return key;
+    }
+    if (inet_pton(AF_INET6, text.c_str(), &key) != 1)
+        throw std::invalid_argument("bad IP " + text);
+    return key;
+}
+
 Mac mac(const std::string &text) {
     Mac m{};
     unsigned v[6];

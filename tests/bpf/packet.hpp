@@ -2,6 +2,8 @@
 // is an independent statement of what the datapath must produce (not a replay of its own arithmetic).
 #pragma once
 
+#include "maps/bpfnet_maps.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -13,6 +15,8 @@ using Bytes = std::vector<uint8_t>;
 using Mac = std::array<uint8_t, 6>;
 
 uint32_t ip(const std::string &dotted); // network byte order
+// An address of either family as the maps key it (IPv4 as ::ffff:a.b.c.d), worked out here on its own.
+bpfnet_ip key_ip(const std::string &text);
 Mac mac(const std::string &colon_hex);
 
 struct Endpoint {

@@ -14,6 +14,7 @@ namespace bpfnet {
 namespace {
 
 using test::ip;
+using test::key_ip;
 
 class ReconcileTest : public ::testing::Test {
 protected:
@@ -52,7 +53,7 @@ TEST_F(ReconcileTest, FirstRunFillsAndActivatesRepeatWritesNothing) {
     EXPECT_EQ(first.upserts, 1u + 2u + 2u + 1u); // service IP, services, backend ports, backend
     EXPECT_EQ(first.removals, 0u);
     ASSERT_EQ(first.activated.size(), 1u);
-    EXPECT_EQ(first.activated[0], ip("198.18.0.2"));
+    EXPECT_EQ(first.activated[0], key_ip("198.18.0.2"));
 
     EXPECT_TRUE(first.deactivated.empty());
 
@@ -66,7 +67,7 @@ TEST_F(ReconcileTest, FirstRunFillsAndActivatesRepeatWritesNothing) {
 // Source ranges land in the LPM trie (read back through the same diff), change by the difference, and go.
 TEST_F(ReconcileTest, SourceRangesWrittenChangedAndRemoved) {
     ServiceSpec spec;
-    spec.service_ip_be = ip("198.18.0.2");
+    spec.service_ip = key_ip("198.18.0.2");
     spec.ports = {{"http", Protocol::Tcp, 80, 8080, PortKind::Plain}};
     spec.source_ranges = {{ip("198.18.0.0"), 28}, {ip("10.1.0.0"), 16}};
     ReconcileReport first = reconcile(*maps_, desired_state({spec}));
@@ -94,29 +95,29 @@ TEST_F(ReconcileTest, BackendMovedToAnotherVethRewritesOnlyTheBackend) {
     EXPECT_EQ(report.removals, 0u);
     ASSERT_EQ(report.departed.size(), 1u);
     EXPECT_EQ(report.departed[0].ifindex, 20u);
-    EXPECT_EQ(maps_->backends.lookup(ip("198.18.100.2"))->ifindex, 21u);
+    EXPECT_EQ(maps_->backends.lookup(key_ip("198.18.100.2"))->ifindex, 21u);
 }
 
 TEST_F(ReconcileTest, BackendGoneDeactivatesAndKeepsLearnedFlows) {
     reconcile(*maps_, desired_state(config_, here_));
     bpfnet_flow_key flow{};
-    flow.remote_ip_be = ip("198.18.0.10");
-    flow.service_ip_be = ip("198.18.0.2");
+    flow.remote_ip = key_ip("198.18.0.10");
+    flow.service_ip = key_ip("198.18.0.2");
     flow.remote_port_be = htons(9999);
     flow.service_port_be = htons(45000);
     flow.proto = BPFNET_PROTO_TCP;
-    maps_->flows.update(flow, bpfnet_flow{ip("198.18.100.2"), htons(45000), {0, 0}});
+    maps_->flows.update(flow, bpfnet_flow{key_ip("198.18.100.2"), htons(45000), {0, 0}});
 
     Config without = config_;
     without.backend.reset();
     ReconcileReport report = reconcile(*maps_, desired_state(without, std::nullopt));
-    EXPECT_EQ(maps_->service_ips.lookup(ip("198.18.0.2"))->flags, 0u);
-    EXPECT_EQ(report.deactivated, std::vector<__be32>{ip("198.18.0.2")}); // its announcements end
+    EXPECT_EQ(maps_->service_ips.lookup(key_ip("198.18.0.2"))->flags, 0u);
+    EXPECT_EQ(report.deactivated, std::vector<bpfnet_ip>{key_ip("198.18.0.2")}); // its announcements end
     EXPECT_TRUE(report.activated.empty());
     EXPECT_TRUE(maps_->backends.entries().empty());
     EXPECT_TRUE(maps_->backend_ports.entries().empty());
     for (const auto &[key, service] : maps_->services.entries())
-        EXPECT_EQ(service.backend_ip_be, 0u);
+        EXPECT_EQ(service.backend_ip, bpfnet_ip{});
     EXPECT_EQ(report.departed.size(), 1u);
     EXPECT_TRUE(maps_->flows.lookup(flow).has_value()) << "reconcile must not touch learned flows";
 }

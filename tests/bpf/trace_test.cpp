@@ -1,6 +1,7 @@
 // The trace of steering decisions: off, nothing is recorded; on, one record per decision with the packet's
 // addresses, where it was steered, and the DHCP and TFTP details an operator asks for.
 #include "bpfnet.skel.h"
+#include "packet6.hpp"
 #include "table.hpp"
 
 #include <arpa/inet.h>
@@ -76,8 +77,8 @@ TEST_F(TraceTest, DhcpRequestShowsTypeXidAndClient) {
     EXPECT_EQ(r.dhcp_type, 1); // DISCOVER
     EXPECT_EQ(ntohl(r.dhcp_xid_be), 0xabcdef01u);
     EXPECT_EQ(0, std::memcmp(r.mac, client_mac.data(), 6));
-    EXPECT_EQ(r.daddr_be, ip(broadcast_ip)) << "addresses as the packet arrived";
-    EXPECT_EQ(r.to_addr_be, ip(pod_ip));
+    EXPECT_EQ(r.daddr, key_ip(broadcast_ip)) << "addresses as the packet arrived";
+    EXPECT_EQ(r.to_addr, key_ip(pod_ip));
     EXPECT_EQ(ntohs(r.to_port_be), 67);
     EXPECT_NE(r.time_ns, 0u);
 }
@@ -90,8 +91,25 @@ TEST_F(TraceTest, TftpReadRequestShowsTheFileName) {
     EXPECT_EQ(got[0].decision, BPFNET_CTR_DNAT_SERVICE);
     EXPECT_EQ(got[0].tftp_op, 1);
     EXPECT_STREQ(got[0].tftp_file, "pxelinux.0");
-    EXPECT_EQ(got[0].saddr_be, ip(host_ip));
+    EXPECT_EQ(got[0].saddr, key_ip(host_ip));
     EXPECT_EQ(ntohs(got[0].sport_be), 2070);
+}
+
+// IPv6 records carry the whole addresses, and a TFTP read request over IPv6 its file name.
+TEST_F(TraceTest, Ipv6DecisionsCarryTheirAddresses) {
+    set_tracing(true);
+    run(Program::TcNic, Packet6::udp({host_ip6, 2070}, {service_ip6, 69})
+                            .payload(std::string("\0\1pxelinux.0\0octet\0", 19))
+                            .macs(nic_mac, host_mac)
+                            .bytes());
+    auto got = records();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].decision, BPFNET_CTR_DNAT_SERVICE);
+    EXPECT_EQ(got[0].saddr, key_ip(host_ip6));
+    EXPECT_EQ(got[0].daddr, key_ip(service_ip6));
+    EXPECT_EQ(got[0].to_addr, key_ip(pod_ip6));
+    EXPECT_EQ(got[0].tftp_op, 1);
+    EXPECT_STREQ(got[0].tftp_file, "pxelinux.0");
 }
 
 TEST_F(TraceTest, DropsAreTracedWithTheirReason) {
@@ -138,7 +156,7 @@ TEST_F(TraceTest, ReplyToTheHostIsTracedWithItsServiceAddress) {
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].hook, BPFNET_HOOK_TC_POD_INGRESS);
     EXPECT_EQ(got[0].decision, BPFNET_CTR_SNAT_REPLY);
-    EXPECT_EQ(got[0].to_addr_be, ip(service_ip));
+    EXPECT_EQ(got[0].to_addr, key_ip(service_ip));
     EXPECT_EQ(ntohs(got[0].to_port_be), 80);
 }
 

@@ -13,23 +13,24 @@ void copy_mac(__u8 *dst, const Mac &src) {
     std::copy(src.begin(), src.end(), dst);
 }
 
-void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t target_port, uint8_t kind) {
+void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t target_port, uint8_t kind,
+                 const std::string &service_ip = world::service_ip, const std::string &pod_ip = world::pod_ip) {
     bpfnet_service_key key{};
-    key.service_ip_be = ip(world::service_ip);
+    key.service_ip = key_ip(service_ip);
     key.port_be = htons(port);
     key.proto = proto;
     bpfnet_service value{};
-    value.backend_ip_be = ip(world::pod_ip);
+    value.backend_ip = key_ip(pod_ip);
     value.backend_port_be = htons(target_port);
     value.kind = kind;
     maps.services.update(key, value);
 
     bpfnet_backend_port_key rkey{};
-    rkey.backend_ip_be = ip(world::pod_ip);
+    rkey.backend_ip = key_ip(pod_ip);
     rkey.port_be = htons(target_port);
     rkey.proto = proto;
     bpfnet_backend_port rvalue{};
-    rvalue.service_ip_be = ip(world::service_ip);
+    rvalue.service_ip = key_ip(service_ip);
     rvalue.service_port_be = htons(port);
     rvalue.kind = kind;
     maps.backend_ports.update(rkey, rvalue);
@@ -48,7 +49,7 @@ void fill_world(DatapathMaps &maps) {
     iface.dhcp_max_hops = world::dhcp_max_hops;
     maps.iface.update(0, iface);
     maps.heartbeat.update(0, bpfnet_heartbeat{now_ns()});
-    maps.service_ips.update(ip(world::service_ip), bpfnet_service_ip{BPFNET_SERVICE_IP_ACTIVE});
+    maps.service_ips.update(key_ip(world::service_ip), bpfnet_service_ip{BPFNET_SERVICE_IP_ACTIVE});
 
     add_service(maps, kTcp, 6385, 6385, BPFNET_KIND_PLAIN); // Ironic API
     add_service(maps, kTcp, 80, 8080, BPFNET_KIND_PLAIN);   // port translation
@@ -59,24 +60,45 @@ void fill_world(DatapathMaps &maps) {
     backend.ifindex = world::veth_ifindex;
     copy_mac(backend.pod_mac, world::pod_mac);
     copy_mac(backend.veth_mac, world::veth_mac);
-    backend.service_ip_be = ip(world::service_ip);
+    backend.service_ip = key_ip(world::service_ip);
     backend.flags = BPFNET_BACKEND_REDIRECT_PEER;
     backend.mtu = world::pod_mtu;
-    maps.backends.update(ip(world::pod_ip), backend);
+    maps.backends.update(key_ip(world::pod_ip), backend);
 
-    maps.dhcp_relays.update(ip(world::lan_relay_ip), bpfnet_dhcp_relay{});
+    maps.dhcp_relays.update(key_ip(world::lan_relay_ip), bpfnet_dhcp_relay{});
 
     bpfnet_neighbour neighbour{};
     copy_mac(neighbour.mac, world::host_mac);
-    maps.neighbours.update(ip(world::host_ip), neighbour);
+    maps.neighbours.update(key_ip(world::host_ip), neighbour);
 
     bpfnet_flow_key fkey{};
-    fkey.remote_ip_be = ip(world::host_ip);
-    fkey.service_ip_be = ip(world::service_ip);
+    fkey.remote_ip = key_ip(world::host_ip);
+    fkey.service_ip = key_ip(world::service_ip);
     fkey.remote_port_be = htons(world::flow_host_port);
     fkey.service_port_be = htons(world::flow_pod_port);
     fkey.proto = kUdp;
-    maps.flows.update(fkey, bpfnet_flow{ip(world::pod_ip), htons(world::flow_pod_port), {0, 0}});
+    maps.flows.update(fkey, bpfnet_flow{key_ip(world::pod_ip), htons(world::flow_pod_port), {0, 0}});
+
+    fill_world6(maps);
+}
+
+void fill_world6(DatapathMaps &maps) {
+    auto iface = maps.iface.lookup(0).value();
+    iface.subnet6 = key_ip(world::subnet6);
+    iface.subnet6_prefix_len = world::subnet6_prefix_len;
+    maps.iface.update(0, iface);
+    maps.service_ips.update(key_ip(world::service_ip6), bpfnet_service_ip{BPFNET_SERVICE_IP_ACTIVE});
+    add_service(maps, kTcp, 6385, 6385, BPFNET_KIND_PLAIN, world::service_ip6, world::pod_ip6);
+    add_service(maps, kTcp, 80, 8080, BPFNET_KIND_PLAIN, world::service_ip6, world::pod_ip6);
+    add_service(maps, kUdp, 69, 69, BPFNET_KIND_TFTP, world::service_ip6, world::pod_ip6);
+
+    bpfnet_backend backend = maps.backends.lookup(key_ip(world::pod_ip)).value();
+    backend.service_ip = key_ip(world::service_ip6);
+    maps.backends.update(key_ip(world::pod_ip6), backend);
+
+    bpfnet_neighbour neighbour{};
+    copy_mac(neighbour.mac, world::host_mac);
+    maps.neighbours.update(key_ip(world::host_ip6), neighbour);
 }
 
 __u64 now_ns() {

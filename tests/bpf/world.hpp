@@ -36,10 +36,21 @@ inline const std::string client_ip = "198.18.0.150";
 inline const std::string lan_relay_ip = host_ip; // a configured relay (dhcp_relays); its MAC is known: host_mac
 inline const std::string broadcast_ip = "255.255.255.255";
 inline constexpr uint8_t dhcp_max_hops = 4;
+// The same world over IPv6 (addresses from 2001:2::/48, IPv6's benchmarking range, RFC 5180): the service
+// address and the pod's, the known host and one never seen, with the same MACs and ports.
+inline const std::string subnet6 = "2001:2::";
+inline constexpr uint8_t subnet6_prefix_len = 64;
+inline const std::string service_ip6 = "2001:2::2";
+inline const std::string host_ip6 = "2001:2::10";
+inline const std::string unknown_host_ip6 = "2001:2::11";
+inline const std::string outside_ip6 = "2001:2:1::1"; // not on the provisioning subnet
+inline const std::string pod_ip6 = "2001:2:0:100::2";
 } // namespace world
 
-// Fills freshly created maps with the world.
+// Fills freshly created maps with the world (both families).
 void fill_world(DatapathMaps &maps);
+// The IPv6 part, over an IPv4 world.
+void fill_world6(DatapathMaps &maps);
 // CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns() and of the loader's heartbeat.
 __u64 now_ns();
 

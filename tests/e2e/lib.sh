@@ -619,12 +619,19 @@ pod_listens() { pod ss -Htln "sport = :$1" | grep -q LISTEN; }
 
 # The host resolves the service IP (the datapath's ARP answer) and reaches the HTTP port through it: the
 # standard configuration's tcp 80 -> pod 8080, where addr_server.py answers with the client's address.
+# map_key IP: the 16 bytes of IP as the maps key it (struct bpfnet_ip: IPv4 as ::ffff:a.b.c.d), as bpftool
+# takes them.
+map_key() {
+    "$SYSTEM_PYTHON" -c 'import ipaddress, sys
+a = ipaddress.ip_address(sys.argv[1])
+a = ipaddress.IPv6Address("::ffff:" + str(a)) if a.version == 4 else a
+print(" ".join("0x%02x" % b for b in a.packed))' "$1"
+}
+
 # neighbour_learned IP: the datapath's neighbours map holds IP, a LAN host it can send the pod's packets to.
 neighbour_learned() {
-    local byte bytes=()
-    for byte in ${1//./ }; do
-        bytes+=("$(printf '0x%02x' "$byte")")
-    done
+    local bytes
+    read -ra bytes <<<"$(map_key "$1")"
     bpftool map lookup pinned "$E2E_PIN_DIR/neighbours" key "${bytes[@]}" >/dev/null 2>&1
 }
 

@@ -146,28 +146,30 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
     m.iface.update(0, iface);
     for (const auto &[key, port] : c.services) {
         auto [ip, p, proto] = key;
-        m.services.update({ip, p, proto, 0}, {port.backend_ip, port.backend_port, port.kind, 0});
+        m.services.update({ip_from_v4(ip), p, proto, 0},
+                          {ip_from_v4(port.backend_ip), port.backend_port, port.kind, 0});
     }
     for (const auto &[key, port] : c.backend_ports) {
         auto [ip, p, proto] = key;
-        m.backend_ports.update({ip, p, proto, 0}, {port.service_ip, port.service_port, port.kind, 0});
+        m.backend_ports.update({ip_from_v4(ip), p, proto, 0},
+                               {ip_from_v4(port.service_ip), port.service_port, port.kind, 0});
     }
     for (const auto &[ip, b] : c.backends) {
         bpfnet_backend v{};
         v.ifindex = world::veth_ifindex;
         copy_mac(v.pod_mac, b.pod_mac);
         copy_mac(v.veth_mac, b.veth_mac);
-        v.service_ip_be = b.service_ip;
+        v.service_ip = ip_from_v4(b.service_ip);
         v.flags = BPFNET_BACKEND_REDIRECT_PEER;
         v.mtu = b.mtu;
-        m.backends.update(ip, v);
+        m.backends.update(ip_from_v4(ip), v);
     }
     for (Ip relay : c.relays)
-        m.dhcp_relays.update(relay, bpfnet_dhcp_relay{});
+        m.dhcp_relays.update(ip_from_v4(relay), bpfnet_dhcp_relay{});
     for (const auto &[ip, mac] : s.neighbours) {
         bpfnet_neighbour n{};
         copy_mac(n.mac, mac);
-        m.neighbours.update(ip, n);
+        m.neighbours.update(ip_from_v4(ip), n);
     }
 }
 
@@ -176,24 +178,24 @@ void write_switches(DatapathMaps &m, const ModelConfig &c) {
     // A dead loader: no heartbeat at all (a time long past could lie before this machine booted).
     m.heartbeat.update(0, bpfnet_heartbeat{c.loader_alive ? monotonic_ns() : 0});
     for (const auto &[ip, active] : c.service_ips)
-        m.service_ips.update(ip, bpfnet_service_ip{active ? BPFNET_SERVICE_IP_ACTIVE : 0u});
+        m.service_ips.update(ip_from_v4(ip), bpfnet_service_ip{active ? BPFNET_SERVICE_IP_ACTIVE : 0u});
 }
 
 ModelState read_state(const DatapathMaps &m) {
     ModelState s;
     for (const auto &[ip, n] : m.neighbours.entries())
-        std::copy(std::begin(n.mac), std::end(n.mac), s.neighbours[ip].begin());
+        std::copy(std::begin(n.mac), std::end(n.mac), s.neighbours[v4_of(ip)].begin());
     auto flows = [](const auto &map, auto &into) {
         for (const auto &[k, v] : map.entries())
-            into[{k.remote_ip_be, k.service_ip_be, k.remote_port_be, k.service_port_be, k.proto}] = {v.backend_ip_be,
-                                                                                                     v.backend_port_be};
+            into[{v4_of(k.remote_ip), v4_of(k.service_ip), k.remote_port_be, k.service_port_be, k.proto}] = {
+                v4_of(v.backend_ip), v.backend_port_be};
     };
     flows(m.flows, s.flows);
     flows(m.flows_unconfirmed, s.flows_unconfirmed);
     for (const auto &[ip, v] : m.dhcp_servers.entries())
         s.dhcp_servers[ip] = v.server_id_be;
     for (const auto &[ip, v] : m.conflicts.entries())
-        std::copy(std::begin(v.mac), std::end(v.mac), s.conflicts[ip].begin());
+        std::copy(std::begin(v.mac), std::end(v.mac), s.conflicts[v4_of(ip)].begin());
     return s;
 }
 
@@ -391,7 +393,8 @@ private:
         std::vector<bpfnet_event> got = d_.received_events;
         for (const ExpectedEvent &want : e.events) {
             auto it = std::find_if(got.begin(), got.end(), [&](const bpfnet_event &ev) {
-                return ev.type == want.type && ev.ip_be == want.ip && ev.service_ip_be == want.service_ip &&
+                return ev.type == want.type && ev.ip == ip_from_v4(want.ip) &&
+                       ev.service_ip == ip_from_v4(want.service_ip) &&
                        std::equal(want.mac.begin(), want.mac.end(), ev.mac);
             });
             if (it != got.end())
@@ -402,7 +405,7 @@ private:
         }
         for (const bpfnet_event &ev : got)
             violation("event unexpected",
-                      context() + "\n      event type " + std::to_string(ev.type) + " for " + dotted(ev.ip_be));
+                      context() + "\n      event type " + std::to_string(ev.type) + " for " + dotted(v4_of(ev.ip)));
     }
 
     void check_trace(const Expectation &e, const auto &context) {
@@ -418,7 +421,8 @@ private:
             return;
         }
         const bpfnet_trace &t = got.front();
-        if (t.decision != *e.traced || t.hook != e.hook || t.saddr_be != e.trace_saddr || t.daddr_be != e.trace_daddr)
+        if (t.decision != *e.traced || t.hook != e.hook || t.saddr != ip_from_v4(e.trace_saddr) ||
+            t.daddr != ip_from_v4(e.trace_daddr))
             violation("trace record", context() + "\n      decision " + std::to_string(t.decision) + " (model " +
                                           std::to_string(*e.traced) + "), hook " + std::to_string(t.hook));
     }

@@ -15,6 +15,10 @@
 namespace bpfnet::cli {
 namespace {
 
+bpfnet_ip addr(const char *text) {
+    return *parse_ip(text);
+}
+
 __be32 ip(const char *text) {
     in_addr addr{};
     inet_pton(AF_INET, text, &addr);
@@ -43,10 +47,10 @@ StatusView sample_status() {
     status.redirect_peer = true;
     status.heartbeat_age_seconds = 0.31;
     status.heartbeat_timeout_seconds = 5;
-    status.service_ips = {{ip("198.18.0.2"), true}};
-    status.backends = {{ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
+    status.service_ips = {{addr("198.18.0.2"), true}};
+    status.backends = {{addr("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
     status.conflicts_seen = 2;
-    status.conflicts = {{ip("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
+    status.conflicts = {{addr("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
     return status;
 }
 
@@ -102,7 +106,7 @@ TEST(CliStatus, NothingAttachedNoBackendNeverHeartbeat) {
     status.xdp = {};
     status.tc_ingress = {};
     status.heartbeat_age_seconds.reset();
-    status.service_ips = {{ip("198.18.0.2"), false}};
+    status.service_ips = {{addr("198.18.0.2"), false}};
     status.backends.clear();
     status.conflicts_seen = 0;
     status.conflicts.clear();
@@ -130,11 +134,11 @@ TEST(CliStatus, NothingAttachedNoBackendNeverHeartbeat) {
 std::pair<bpfnet_service_key, bpfnet_service> service(const char *service_ip, __u8 proto, __u16 port,
                                                       const char *backend_ip, __u16 backend_port, __u8 kind) {
     bpfnet_service_key key{};
-    key.service_ip_be = ip(service_ip);
+    key.service_ip = addr(service_ip);
     key.port_be = htons(port);
     key.proto = proto;
     bpfnet_service value{};
-    value.backend_ip_be = backend_ip ? ip(backend_ip) : 0;
+    value.backend_ip = backend_ip ? addr(backend_ip) : bpfnet_ip{};
     value.backend_port_be = htons(backend_port);
     value.kind = kind;
     return {key, value};
@@ -165,13 +169,13 @@ TEST(CliServices, JsonShapeAndNoBackend) {
 
 BackendRow sample_backend() {
     BackendRow row;
-    row.ip_be = ip("198.18.100.2");
+    row.ip = addr("198.18.100.2");
     row.entry.ifindex = 3;
     const __u8 pod[6] = {2, 0, 0, 0, 1, 2};
     const __u8 host[6] = {2, 0, 0, 0, 1, 1};
     std::copy(pod, pod + 6, row.entry.pod_mac);
     std::copy(host, host + 6, row.entry.veth_mac);
-    row.entry.service_ip_be = ip("198.18.0.2");
+    row.entry.service_ip = addr("198.18.0.2");
     row.entry.flags = BPFNET_BACKEND_REDIRECT_PEER;
     row.veth = "vethpod";
     return row;
@@ -192,13 +196,13 @@ TEST(CliBackends, TableAndJson) {
 
 FlowRow flow(const char *host, __u16 host_port, __u16 service_port, __u8 proto, __u16 backend_port) {
     bpfnet_flow_key key{};
-    key.remote_ip_be = ip(host);
+    key.remote_ip = addr(host);
     key.remote_port_be = htons(host_port);
-    key.service_ip_be = ip("198.18.0.2");
+    key.service_ip = addr("198.18.0.2");
     key.service_port_be = htons(service_port);
     key.proto = proto;
     bpfnet_flow value{};
-    value.backend_ip_be = ip("198.18.100.2");
+    value.backend_ip = addr("198.18.100.2");
     value.backend_port_be = htons(backend_port);
     return {key, value, true};
 }
@@ -221,7 +225,7 @@ TEST(CliFlows, FilterByHostAndByEitherPort) {
     auto b = flow("198.18.0.11", 2048, 55123, 17, 55123).key;
     FlowFilter none;
     EXPECT_TRUE(none.matches(a));
-    FlowFilter host{ip("198.18.0.11"), std::nullopt};
+    FlowFilter host{addr("198.18.0.11"), std::nullopt};
     EXPECT_FALSE(host.matches(a));
     EXPECT_TRUE(host.matches(b));
     FlowFilter host_port{std::nullopt, 9999};
@@ -234,12 +238,15 @@ TEST(CliFlows, FilterByHostAndByEitherPort) {
 TEST(CliNeighbours, TableAndJsonSortedNumerically) {
     bpfnet_neighbour n10{{2, 0, 0, 0, 0, 0x10}, {}};
     bpfnet_neighbour n9{{2, 0, 0, 0, 0, 0x09}, {}};
-    NeighbourEntries entries = {{ip("198.18.0.10"), n10}, {ip("198.18.0.9"), n9}};
+    NeighbourEntries entries = {{addr("198.18.0.10"), n10}, {addr("fd00:1::9"), n9}, {addr("198.18.0.9"), n9}};
+    // IPv4 first, then IPv6, each in address order.
     EXPECT_EQ(rendered(print_neighbours_table, entries), "IP           MAC\n"
                                                          "198.18.0.9   02:00:00:00:00:09\n"
-                                                         "198.18.0.10  02:00:00:00:00:10\n");
+                                                         "198.18.0.10  02:00:00:00:00:10\n"
+                                                         "fd00:1::9    02:00:00:00:00:09\n");
     EXPECT_EQ(neighbours_json(entries).dump(), R"({"neighbours":[{"ip":"198.18.0.9","mac":"02:00:00:00:00:09"},)"
-                                               R"({"ip":"198.18.0.10","mac":"02:00:00:00:00:10"}]})");
+                                               R"({"ip":"198.18.0.10","mac":"02:00:00:00:00:10"},)"
+                                               R"({"ip":"fd00:1::9","mac":"02:00:00:00:00:09"}]})");
 }
 
 // ---- stats ----

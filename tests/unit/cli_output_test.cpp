@@ -10,6 +10,10 @@
 namespace bpfnet::cli {
 namespace {
 
+bpfnet_ip addr(const char *text) {
+    return *parse_ip(text);
+}
+
 __be32 ip(const char *text) {
     in_addr addr{};
     inet_pton(AF_INET, text, &addr);
@@ -62,7 +66,8 @@ TEST(CliFormat, AddressesPortsAndMacs) {
     const __u8 mac[6] = {0x02, 0, 0, 0, 0xab, 0x10};
     EXPECT_EQ(format_ipv4(ip("198.18.0.2")), "198.18.0.2");
     EXPECT_EQ(format_mac(mac), "02:00:00:00:ab:10");
-    EXPECT_EQ(format_endpoint(ip("198.18.100.2"), htons(8080)), "198.18.100.2:8080");
+    EXPECT_EQ(format_endpoint(addr("198.18.100.2"), htons(8080)), "198.18.100.2:8080");
+    EXPECT_EQ(format_endpoint(addr("fd00:1::2"), htons(6385)), "[fd00:1::2]:6385");
     EXPECT_EQ(format_prefix(ip("198.18.0.0"), ip("255.255.255.0")), "198.18.0.0/24");
     EXPECT_EQ(format_prefix(ip("198.18.0.0"), ip("255.254.0.0")), "198.18.0.0/15");
 }

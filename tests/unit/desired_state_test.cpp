@@ -10,6 +10,7 @@ namespace bpfnet {
 namespace {
 
 using test::ip;
+using test::key_ip;
 
 Config sample_config() {
     return parse_config(R"(
@@ -38,47 +39,47 @@ BackendLocation sample_location() {
 TEST(DesiredState, BackendHereMakesTheServiceIpActiveAndListsEveryPort) {
     DesiredState state = desired_state(sample_config(), sample_location());
     ASSERT_EQ(state.service_ips.size(), 1u);
-    EXPECT_EQ(state.service_ips.at(ip("198.18.0.2")).flags, BPFNET_SERVICE_IP_ACTIVE);
+    EXPECT_EQ(state.service_ips.at(key_ip("198.18.0.2")).flags, BPFNET_SERVICE_IP_ACTIVE);
     EXPECT_EQ(state.services.size(), 3u);
     EXPECT_EQ(state.backend_ports.size(), 3u);
 
     bpfnet_service_key http{};
-    http.service_ip_be = ip("198.18.0.2");
+    http.service_ip = key_ip("198.18.0.2");
     http.port_be = htons(80);
     http.proto = BPFNET_PROTO_TCP;
     const bpfnet_service &service = state.services.at(http);
-    EXPECT_EQ(service.backend_ip_be, ip("198.18.100.2"));
+    EXPECT_EQ(service.backend_ip, key_ip("198.18.100.2"));
     EXPECT_EQ(ntohs(service.backend_port_be), 8080);
 
     bpfnet_backend_port_key reverse{};
-    reverse.backend_ip_be = ip("198.18.100.2");
+    reverse.backend_ip = key_ip("198.18.100.2");
     reverse.port_be = htons(8080);
     reverse.proto = BPFNET_PROTO_TCP;
     EXPECT_EQ(ntohs(state.backend_ports.at(reverse).service_port_be), 80);
 
-    const bpfnet_backend &backend = state.backends.at(ip("198.18.100.2"));
+    const bpfnet_backend &backend = state.backends.at(key_ip("198.18.100.2"));
     EXPECT_EQ(backend.ifindex, 20u);
-    EXPECT_EQ(backend.service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(backend.service_ip, key_ip("198.18.0.2"));
     EXPECT_EQ(backend.flags, BPFNET_BACKEND_REDIRECT_PEER);
     EXPECT_EQ(backend.pod_mac[5], 2);
 }
 
-// Source ranges become one LPM entry each plus the IP's own entry (prefix 32) that refuses the rest; 0.0.0.0/0
-// is that entry, allowing.
+// Source ranges become one LPM entry each plus the IP's own entry (prefix 128) that refuses the rest; an IPv4
+// range a.b.c.d/n is ::ffff:a.b.c.d/(96 + n) after the service IP's 128 bits; 0.0.0.0/0 is that entry, allowing.
 TEST(DesiredState, SourceRangesAndTheEntryThatRefusesTheRest) {
     ServiceSpec spec;
-    spec.service_ip_be = ip("198.18.0.2");
+    spec.service_ip = key_ip("198.18.0.2");
     spec.ports = {{"http", Protocol::Tcp, 80, 8080, PortKind::Plain}};
     EXPECT_TRUE(desired_state({spec}).source_ranges.empty());
     spec.source_ranges = {{ip("198.18.0.0"), 28}, {ip("10.1.0.0"), 16}};
     DesiredState state = desired_state({spec});
     ASSERT_EQ(state.source_ranges.size(), 3u);
     bpfnet_source_range_key key{};
-    key.prefixlen = 32;
-    key.service_ip_be = ip("198.18.0.2");
+    key.prefixlen = 128;
+    key.service_ip = key_ip("198.18.0.2");
     EXPECT_EQ(state.source_ranges.at(key).allowed, 0);
-    key.prefixlen = 32 + 28;
-    key.source_be = ip("198.18.0.0");
+    key.prefixlen = 128 + 96 + 28;
+    key.source = key_ip("198.18.0.0");
     EXPECT_EQ(state.source_ranges.at(key).allowed, 1);
     spec.source_ranges = {{0, 0}};
     state = desired_state({spec});
@@ -90,10 +91,10 @@ TEST(DesiredState, NoBackendKeepsPortsListedButInactiveAndUnrouted) {
     Config config = sample_config();
     config.backend.reset();
     DesiredState state = desired_state(config, std::nullopt);
-    EXPECT_EQ(state.service_ips.at(ip("198.18.0.2")).flags, 0u);
+    EXPECT_EQ(state.service_ips.at(key_ip("198.18.0.2")).flags, 0u);
     EXPECT_EQ(state.services.size(), 3u);
     for (const auto &[key, service] : state.services)
-        EXPECT_EQ(service.backend_ip_be, 0u);
+        EXPECT_EQ(service.backend_ip, bpfnet_ip{});
     EXPECT_TRUE(state.backend_ports.empty());
     EXPECT_TRUE(state.backends.empty());
 }

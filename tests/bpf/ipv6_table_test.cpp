@@ -1,0 +1,357 @@
+// IPv6 as packet-table rows: the NDP responder and what XDP learns from neighbour discovery, NAT66 both ways
+// with its checksums, flows, and the extension headers a packet to a service address may or may not carry.
+// Every output frame is built independently by packet6.cpp, checksums included.
+#include "packet6.hpp"
+#include "table.hpp"
+
+namespace bpfnet::test {
+namespace {
+
+using namespace world;
+
+Bytes from_host6(Packet6 p, const Mac &dst = nic_mac) {
+    return p.macs(dst, host_mac).bytes();
+}
+Bytes from_pod6(Packet6 p) {
+    return p.macs(veth_mac, pod_mac).bytes();
+}
+Bytes into_pod6(Packet6 p) {
+    return p.macs(pod_mac, veth_mac).bytes();
+}
+Bytes to_host6(Packet6 p) {
+    return p.macs(host_mac, nic_mac).bytes();
+}
+
+const std::string other_lan_ip6 = "2001:2::50"; // on the LAN, not a service address
+const std::string all_nodes = "ff02::1";
+const Mac all_nodes_mac = mac("33:33:00:00:00:01");
+const Mac service_group_mac = multicast_mac(solicited_node(service_ip6));
+
+// A neighbour solicitation for target, to its solicited-node group (or to `to`).
+Packet6 solicitation(const std::string &from, const std::string &target, std::optional<Mac> source_lladdr,
+                     const std::string &to = "") {
+    return Packet6::icmp(from, to.empty() ? solicited_node(target) : to, kNeighbourSolicit, 0,
+                         ns_body(target, source_lladdr))
+        .hop_limit(255);
+}
+
+// The advertisement the datapath must send for the service address.
+Bytes service_advertisement(const std::string &to, uint8_t flags, const Mac &dst) {
+    return Packet6::icmp(service_ip6, to, kNeighbourAdvert, 0, na_body(service_ip6, flags, nic_mac))
+        .hop_limit(255)
+        .macs(dst, nic_mac)
+        .bytes();
+}
+
+Bytes api_request(const std::string &to, uint16_t port = 6385) {
+    return from_host6(Packet6::tcp({host_ip6, 40000}, {to, port}));
+}
+
+const std::vector<Row> kNdpRows = {
+    {"solicitation for the service address (solicited-node group): advertised, solicited and overriding",
+     Program::TcNic,
+     from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
+     kTcRedirect,
+     service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
+     {BPFNET_CTR_NDP_REPLY}},
+    {"unicast solicitation (reachability confirmation): advertised",
+     Program::TcNic,
+     from_host6(solicitation(host_ip6, service_ip6, host_mac, service_ip6)),
+     kTcRedirect,
+     service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
+     {BPFNET_CTR_NDP_REPLY}},
+    {"solicitation without a link-layer option: advertised to the frame's sender",
+     Program::TcNic,
+     from_host6(solicitation(host_ip6, service_ip6, std::nullopt), service_group_mac),
+     kTcRedirect,
+     service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
+     {BPFNET_CTR_NDP_REPLY}},
+    {"another node's duplicate address detection probe: defended to all nodes, not solicited",
+     Program::TcNic,
+     Packet6::icmp("::", solicited_node(service_ip6), kNeighbourSolicit, 0, ns_body(service_ip6, std::nullopt))
+         .hop_limit(255)
+         .macs(service_group_mac, client_mac)
+         .bytes(),
+     kTcRedirect,
+     service_advertisement(all_nodes, kNaOverride, all_nodes_mac),
+     {BPFNET_CTR_NDP_REPLY}},
+    {"another node's DAD probe for the service address is a conflict",
+     Program::XdpNic,
+     Packet6::icmp("::", solicited_node(service_ip6), kNeighbourSolicit, 0, ns_body(service_ip6, std::nullopt))
+         .hop_limit(255)
+         .macs(service_group_mac, client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
+    {"solicitation with a hop limit below 255 came through a router: not answered",
+     Program::TcNic,
+     from_host6(solicitation(host_ip6, service_ip6, host_mac).hop_limit(254), service_group_mac),
+     kTcNext,
+     std::nullopt,
+     {}},
+    {"solicitation for the service address this node does not own: passed",
+     Program::TcNic,
+     from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
+     kTcNext,
+     std::nullopt,
+     {BPFNET_CTR_NDP_NOT_ACTIVE},
+     [](DatapathTest &t) {
+         t.set_service_ip6_active(false);
+     }},
+    {"solicitation while the loader's heartbeat is stale: not answered",
+     Program::TcNic,
+     from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
+     kTcNext,
+     std::nullopt,
+     {BPFNET_CTR_NDP_STALE_HEARTBEAT},
+     [](DatapathTest &t) {
+         t.set_heartbeat_age_seconds(60);
+     }},
+    {"solicitation for another address on the LAN: the kernel's",
+     Program::TcNic,
+     from_host6(solicitation(host_ip6, other_lan_ip6, host_mac), multicast_mac(solicited_node(other_lan_ip6))),
+     kTcNext,
+     std::nullopt,
+     {}},
+    {"a new host's solicitation teaches where it is",
+     Program::XdpNic,
+     Packet6::icmp(unknown_host_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0,
+                   ns_body(other_lan_ip6, client_mac))
+         .hop_limit(255)
+         .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+    {"an advertisement with a target link-layer option teaches where its target is",
+     Program::XdpNic,
+     Packet6::icmp(unknown_host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(unknown_host_ip6, kNaOverride, client_mac))
+         .hop_limit(255)
+         .macs(all_nodes_mac, client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+    {"another MAC advertising the service address is a conflict",
+     Program::XdpNic,
+     Packet6::icmp(service_ip6, all_nodes, kNeighbourAdvert, 0, na_body(service_ip6, kNaOverride, client_mac))
+         .hop_limit(255)
+         .macs(all_nodes_mac, client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
+    {"a solicitation offering a group MAC teaches nothing",
+     Program::XdpNic,
+     Packet6::icmp(unknown_host_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0,
+                   ns_body(other_lan_ip6, mac("01:00:5e:00:00:01")))
+         .hop_limit(255)
+         .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_REFUSED}},
+    {"a solicitation with an option of length 0 is invalid (RFC 4861 4.6): nothing learned",
+     Program::XdpNic,
+     [] {
+         Bytes body = ns_body(other_lan_ip6, client_mac);
+         body[21] = 0; // the source link-layer option's length
+         return Packet6::icmp(unknown_host_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0, body)
+             .hop_limit(255)
+             .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
+             .bytes();
+     }(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS}},
+};
+
+const std::vector<Row> kNat66Rows = {
+    {"TCP to the Ironic API: NAT66 into the pod",
+     Program::TcNic,
+     api_request(service_ip6),
+     kTcRedirect,
+     into_pod6(Packet6::tcp({host_ip6, 40000}, {pod_ip6, 6385})),
+     {BPFNET_CTR_DNAT_SERVICE}},
+    {"a listed port translated (80 -> 8080)",
+     Program::TcNic,
+     api_request(service_ip6, 80),
+     kTcRedirect,
+     into_pod6(Packet6::tcp({host_ip6, 40000}, {pod_ip6, 8080})),
+     {BPFNET_CTR_DNAT_SERVICE}},
+    {"UDP to the TFTP port: into the pod",
+     Program::TcNic,
+     from_host6(Packet6::udp({host_ip6, 40001}, {service_ip6, 69})),
+     kTcRedirect,
+     into_pod6(Packet6::udp({host_ip6, 40001}, {pod_ip6, 69})),
+     {BPFNET_CTR_DNAT_SERVICE}},
+    {"hop-by-hop and destination options before TCP: walked, steered with them",
+     Program::TcNic,
+     from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}).extension(0).extension(60, 1)),
+     kTcRedirect,
+     into_pod6(Packet6::tcp({host_ip6, 40000}, {pod_ip6, 6385}).extension(0).extension(60, 1)),
+     {BPFNET_CTR_DNAT_SERVICE}},
+    {"a routing header with no segments left: walked",
+     Program::XdpNic,
+     from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}).extension(43, 0, 0)),
+     kXdpPass,
+     std::nullopt,
+     {}},
+    {"a routing header with segments left: not walked, dropped",
+     Program::XdpNic,
+     from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}).extension(43, 2, 1)),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_EXT_HEADER}},
+    {"an authentication header: not walked, dropped",
+     Program::XdpNic,
+     from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}).extension(51, 1)),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_EXT_HEADER}},
+    {"five destination options headers: more than walked, dropped",
+     Program::XdpNic,
+     from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385})
+                    .extension(60)
+                    .extension(60)
+                    .extension(60)
+                    .extension(60)
+                    .extension(60)),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_EXT_HEADER}},
+    {"a hop-by-hop header after the first: malformed",
+     Program::XdpNic,
+     from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}).extension(60).extension(0)),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_MALFORMED}},
+    {"a fragment header: ports not trustworthy, dropped",
+     Program::XdpNic,
+     from_host6(Packet6::udp({host_ip6, 40001}, {service_ip6, 69}).extension(44)),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_FRAGMENT}},
+    {"an extension header reaching past the packet: malformed",
+     Program::XdpNic,
+     with_byte(from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}).extension(60)), kL4Offset6 + 1, 200),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_MALFORMED}},
+    {"a port not listed: dropped",
+     Program::XdpNic,
+     api_request(service_ip6, 3306),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_NOT_ALLOWED}},
+    {"from off the IPv6 provisioning subnet: dropped",
+     Program::XdpNic,
+     from_host6(Packet6::tcp({outside_ip6, 40000}, {service_ip6, 6385})),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_OFF_SUBNET}},
+    {"UDP without a checksum (not allowed over IPv6): malformed",
+     Program::XdpNic,
+     from_host6(Packet6::udp({host_ip6, 40001}, {service_ip6, 69}).udp_checksum_zero()),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_MALFORMED}},
+    {"a payload length past the frame: malformed",
+     Program::XdpNic,
+     with_u16(api_request(service_ip6), kIp6Offset + 4, 1000),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_MALFORMED}},
+    {"an echo request to the service address: dropped",
+     Program::XdpNic,
+     from_host6(Packet6::icmp(host_ip6, service_ip6, 128, 0, {0x42, 0x42, 0, 1})),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_PROTOCOL}},
+    {"an allowed packet passes XDP for TC to steer",
+     Program::XdpNic,
+     api_request(service_ip6),
+     kXdpPass,
+     std::nullopt,
+     {}},
+    {"IPv6 not for a service address: the kernel's",
+     Program::XdpNic,
+     api_request(other_lan_ip6),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS}},
+    {"the pod's answer from a listed port: sent as the service address",
+     Program::TcPod,
+     from_pod6(Packet6::tcp({pod_ip6, 6385}, {host_ip6, 40000})),
+     kTcRedirect,
+     to_host6(Packet6::tcp({service_ip6, 6385}, {host_ip6, 40000})),
+     {BPFNET_CTR_SNAT_REPLY}},
+    {"the pod calls a host's agent: sent as the service address, the flow recorded",
+     Program::TcPod,
+     from_pod6(Packet6::tcp({pod_ip6, 45000}, {host_ip6, 9999})),
+     kTcRedirect,
+     to_host6(Packet6::tcp({service_ip6, 45000}, {host_ip6, 9999})),
+     {BPFNET_CTR_SNAT_FLOW, BPFNET_CTR_FLOW_CREATED}},
+    {"the host answers the pod's call: into the pod, the flow confirmed",
+     Program::TcNic,
+     from_host6(Packet6::tcp({host_ip6, 9999}, {service_ip6, 45000})),
+     kTcRedirect,
+     into_pod6(Packet6::tcp({host_ip6, 9999}, {pod_ip6, 45000})),
+     {BPFNET_CTR_DNAT_FLOW, BPFNET_CTR_FLOW_CONFIRMED},
+     [](DatapathTest &t) {
+         t.deliver(Program::TcPod, from_pod6(Packet6::tcp({pod_ip6, 45000}, {host_ip6, 9999})));
+     }},
+    {"the pod calls a host never seen: neighbour miss, dropped",
+     Program::TcPod,
+     from_pod6(Packet6::tcp({pod_ip6, 45000}, {unknown_host_ip6, 9999})),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_NEIGHBOUR_MISS}},
+    {"the pod calls its own service address (hairpin): dropped",
+     Program::TcPod,
+     from_pod6(Packet6::tcp({pod_ip6, 45000}, {service_ip6, 6385})),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_HAIRPIN}},
+    {"the pod's IPv6 traffic off the provisioning subnet: the CNI's",
+     Program::TcPod,
+     from_pod6(Packet6::tcp({pod_ip6, 45000}, {outside_ip6, 443})),
+     kTcNext,
+     std::nullopt,
+     {}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Ndp, DatapathTable, ::testing::ValuesIn(kNdpRows), row_test_name);
+INSTANTIATE_TEST_SUITE_P(Nat66, DatapathTable, ::testing::ValuesIn(kNat66Rows), row_test_name);
+
+// What the conflict leaves behind: the claimant in the conflicts table and a report to the loader, as for ARP.
+TEST_F(DatapathTest, DadProbeForTheServiceAddressIsRecordedAndReported) {
+    drain_events();
+    run(Program::XdpNic,
+        Packet6::icmp("::", solicited_node(service_ip6), kNeighbourSolicit, 0, ns_body(service_ip6, std::nullopt))
+            .hop_limit(255)
+            .macs(service_group_mac, client_mac)
+            .bytes());
+    auto conflict = maps_->conflicts.lookup(key_ip(service_ip6));
+    ASSERT_TRUE(conflict.has_value());
+    EXPECT_TRUE(std::equal(client_mac.begin(), client_mac.end(), conflict->mac));
+    auto events = drain_events();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].type, BPFNET_EVENT_CONFLICT);
+    EXPECT_EQ(events[0].service_ip, key_ip(service_ip6));
+}
+
+// A miss asks the loader to resolve the IPv6 host (it sends a neighbour solicitation from the service address).
+TEST_F(DatapathTest, NeighbourMissOverIpv6IsReportedWithBothAddresses) {
+    drain_events();
+    run(Program::TcPod, from_pod6(Packet6::tcp({pod_ip6, 45000}, {unknown_host_ip6, 9999})));
+    auto events = drain_events();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].type, BPFNET_EVENT_NEIGHBOUR_MISS);
+    EXPECT_EQ(events[0].ip, key_ip(unknown_host_ip6));
+    EXPECT_EQ(events[0].service_ip, key_ip(service_ip6));
+}
+
+} // namespace
+} // namespace bpfnet::test
