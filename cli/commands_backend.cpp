@@ -15,6 +15,7 @@ namespace {
 
 struct BackendSetArgs {
     std::string ip;
+    std::string ipv6;
     std::string veth;
 };
 
@@ -60,8 +61,10 @@ std::string veth_label(const nlohmann::json &entry) {
 
 } // namespace
 
-nlohmann::json backend_set_request(const std::string &ip, const std::string &veth) {
+nlohmann::json backend_set_request(const std::string &ip, const std::string &veth, const std::string &ipv6) {
     nlohmann::json request{{"command", "backend_set"}, {"ip", ip}};
+    if (!ipv6.empty())
+        request["ipv6"] = ipv6;
     if (!veth.empty())
         request["veth"] = veth;
     return request;
@@ -114,14 +117,17 @@ void add_backend_command(CLI::App &app, CommandSet &commands) {
     auto args = std::make_shared<BackendSetArgs>();
     auto *set = backend->add_subcommand("set", "steer every listed port to the pod IP (through its veth), by the "
                                                "running loader");
-    set->add_option("IP", args->ip, "the pod's IP address")->required();
+    set->add_option("IP", args->ip, "the pod's IP address (IPv6 for an IPv6-only service)")->required();
+    set->add_option("--ipv6", args->ipv6, "the pod's IPv6 address, for a dual-stack service's IPv6 address");
     set->add_option("--veth", args->veth, "host side of the pod's veth (default: found through the route to IP)");
     commands.add(set, [args](Context &context) {
         // Malformed values are refused here, before the loader is asked; its config rules are checked there.
-        parse_ipv4(args->ip, "IP");
+        parse_ip(args->ip, "IP");
+        if (!args->ipv6.empty())
+            parse_ipv6(args->ipv6, "--ipv6");
         if (!args->veth.empty())
             parse_interface_name(args->veth, "--veth");
-        send(context, backend_set_request(args->ip, args->veth));
+        send(context, backend_set_request(args->ip, args->veth, args->ipv6));
     });
 
     auto *clear = backend->add_subcommand("clear", "no backend: service IPs inactive, their ports dropped");

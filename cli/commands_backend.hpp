@@ -15,7 +15,7 @@
 namespace bpfnet::cli {
 
 // The request sent for `backend set` (veth may be empty: found by the loader through the route to ip).
-nlohmann::json backend_set_request(const std::string &ip, const std::string &veth);
+nlohmann::json backend_set_request(const std::string &ip, const std::string &veth, const std::string &ipv6 = "");
 nlohmann::json backend_clear_request();
 
 // The exit code for a request the loader refused, by the kind it gave.

@@ -55,6 +55,13 @@ bpfnet_ip parse_ip(const std::string &text, const std::string &what) {
     return *ip;
 }
 
+bpfnet_ip parse_ipv6(const std::string &text, const std::string &what) {
+    auto ip = bpfnet::parse_ip(text);
+    if (!ip || is_v4(*ip))
+        invalid(what, text, "must be an IPv6 address like fd00:1::2");
+    return *ip;
+}
+
 uint16_t parse_port(const std::string &text, const std::string &what) {
     unsigned long value = 0;
     if (!parse_decimal(text, value) || value < 1 || value > 65535)

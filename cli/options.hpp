@@ -26,7 +26,8 @@ struct GlobalOptions {
 
 // Each parser throws CliError(InvalidArgument) naming `what` (the option or argument) and the bad value.
 OutputFormat parse_output_format(const std::string &text, const std::string &what);
-bpfnet_ip parse_ip(const std::string &text, const std::string &what);                       // either family
+bpfnet_ip parse_ip(const std::string &text, const std::string &what);
+bpfnet_ip parse_ipv6(const std::string &text, const std::string &what);                     // either family
 uint32_t parse_ipv4(const std::string &text, const std::string &what);                      // network byte order
 uint16_t parse_port(const std::string &text, const std::string &what);                      // 1-65535, decimal
 std::chrono::milliseconds parse_interval(const std::string &text, const std::string &what); // seconds, > 0

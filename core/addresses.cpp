@@ -98,4 +98,60 @@ std::optional<std::string> backend_ip_problem(uint32_t ip_be, const std::vector<
     return std::nullopt;
 }
 
+bpfnet_ip prefix6_network(const bpfnet_ip &ip, uint8_t prefix_len) {
+    bpfnet_ip network = ip;
+    auto *bytes = reinterpret_cast<uint8_t *>(&network);
+    for (unsigned bit = prefix_len; bit < 128; bit++)
+        bytes[bit / 8] = static_cast<uint8_t>(bytes[bit / 8] & ~(0x80u >> (bit % 8)));
+    return network;
+}
+
+bool in_prefix6(const bpfnet_ip &ip, const bpfnet_ip &network, uint8_t prefix_len) {
+    return prefix6_network(ip, prefix_len) == prefix6_network(network, prefix_len);
+}
+
+std::string format_prefix6(const bpfnet_ip &network, uint8_t prefix_len) {
+    return format_ip(network) + "/" + std::to_string(prefix_len);
+}
+
+std::optional<std::string> non_unicast_reason6(const bpfnet_ip &ip) {
+    const auto *b = reinterpret_cast<const uint8_t *>(&ip);
+    if (is_v4(ip))
+        return "an IPv4-mapped address";
+    if (ip == bpfnet_ip{})
+        return "the unspecified address";
+    if (b[0] == 0xff)
+        return "a multicast address";
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
+        return "a link-local address";
+    bpfnet_ip loopback{};
+    loopback.w[3] = htonl(1);
+    if (ip == loopback)
+        return "the loopback address";
+    return std::nullopt;
+}
+
+std::optional<std::string> lan_host_problem6(const bpfnet_ip &ip, const bpfnet_ip &network, uint8_t prefix_len) {
+    const std::string where = "subnet " + format_prefix6(network, prefix_len);
+    if (const auto reason = non_unicast_reason6(ip))
+        return "must be a unicast address, got " + format_ip(ip) + ", " + *reason;
+    if (!in_prefix6(ip, network, prefix_len))
+        return format_ip(ip) + " is not inside " + where;
+    if (ip == prefix6_network(network, prefix_len))
+        return format_ip(ip) + " is the subnet-router anycast address of " + where;
+    return std::nullopt;
+}
+
+std::optional<std::string> backend_ip6_problem(const bpfnet_ip &ip, const bpfnet_ip &service_ip,
+                                               const bpfnet_ip &network, uint8_t prefix_len) {
+    if (const auto reason = non_unicast_reason6(ip))
+        return "must be a unicast address, got " + format_ip(ip) + ", " + *reason;
+    if (ip == service_ip)
+        return "must not be the service IP " + format_ip(ip) + ": it is the pod's own address on the pod network";
+    if (prefix_len != 0 && in_prefix6(ip, network, prefix_len))
+        return format_ip(ip) + " is inside subnet " + format_prefix6(network, prefix_len) +
+               ": the pod lives on the pod network, not on the provisioning LAN";
+    return std::nullopt;
+}
+
 } // namespace bpfnet

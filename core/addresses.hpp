@@ -44,4 +44,20 @@ std::optional<std::string> lan_host_problem(uint32_t ip_be, uint32_t network_be,
 std::optional<std::string> backend_ip_problem(uint32_t ip_be, const std::vector<uint32_t> &service_ips,
                                               uint32_t network_be, uint8_t prefix_len);
 
+/* ---- IPv6 (addresses in their map form, struct bpfnet_ip) ---- */
+
+/* The first prefix_len bits of ip, the rest zero. */
+bpfnet_ip prefix6_network(const bpfnet_ip &ip, uint8_t prefix_len);
+bool in_prefix6(const bpfnet_ip &ip, const bpfnet_ip &network, uint8_t prefix_len);
+/* "2001:db8::/64". */
+std::string format_prefix6(const bpfnet_ip &network, uint8_t prefix_len);
+/* "fe80::/10"-style ranges no provisioning subnet, service address or pod address can be in; nullopt else. */
+std::optional<std::string> non_unicast_reason6(const bpfnet_ip &ip);
+/* lan_host_problem() for IPv6: outside the subnet, its subnet-router anycast address (RFC 4291 2.6.1), or
+ * not a global unicast address at all. */
+std::optional<std::string> lan_host_problem6(const bpfnet_ip &ip, const bpfnet_ip &network, uint8_t prefix_len);
+/* backend_ip_problem() for IPv6. */
+std::optional<std::string> backend_ip6_problem(const bpfnet_ip &ip, const bpfnet_ip &service_ip,
+                                               const bpfnet_ip &network, uint8_t prefix_len);
+
 } // namespace bpfnet

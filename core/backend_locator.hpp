@@ -26,5 +26,7 @@ private:
 };
 
 BackendLocation locate_backend(const Backend &backend);
+// The backend's addresses for messages: "10.244.1.7", "fd00:10:244::7", or both, comma-separated.
+std::string describe(const Backend &backend);
 
 } // namespace bpfnet

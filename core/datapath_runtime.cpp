@@ -94,6 +94,8 @@ void DatapathRuntime::attach() {
                                                {"attach", to_string(datapath_->tc_kind())},
                                                {"arp_responder", kArpResponder}});
     arp_.emplace(nic.ifindex);
+    ndp_.emplace(nic.ifindex);
+    groups_.emplace(nic.ifindex);
     // The HTTP thread gets fds of its own, so it never shares an object with this thread.
     status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
     // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
@@ -154,6 +156,8 @@ DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const 
     bool new_interval = node.heartbeat_interval != node_.heartbeat_interval;
     node_.subnet_be = node.subnet_be;
     node_.prefix_len = node.prefix_len;
+    node_.subnet6 = node.subnet6;
+    node_.prefix6_len = node.prefix6_len;
     node_.dhcp_max_hops = node.dhcp_max_hops;
     node_.dhcp_relays = node.dhcp_relays;
     node_.heartbeat_interval = node.heartbeat_interval;
@@ -216,6 +220,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         if (spec.location)
             spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
     applied.report = reconcile(maps, desired_state(effective));
+    join_solicited_node_groups(specs);
     // An announcement round still under way for an IP that stopped being answered here (released, yielded)
     // would pull the hosts back to this node: it ends now.
     std::erase_if(announcing_, [&](const bpfnet_ip &ip) {
@@ -268,6 +273,21 @@ void DatapathRuntime::announce(const std::vector<bpfnet_ip> &service_ips) {
 void DatapathRuntime::announce_once(const bpfnet_ip &service_ip) {
     if (is_v4(service_ip))
         arp_->send_gratuitous(v4_of(service_ip), nic_mac_);
+    else
+        ndp_->send_unsolicited_advertisement(service_ip, nic_mac_);
+}
+
+// Hosts solicit a service address at its solicited-node group; a switch that snoops MLD forwards the group
+// only to ports that joined it, and the NIC's filter drops groups nobody joined. Logged, not fatal: the NIC
+// may have IPv6 disabled (then nothing IPv6 reaches it anyway).
+void DatapathRuntime::join_solicited_node_groups(const std::vector<ServiceSpec> &specs) {
+    std::vector<bpfnet_ip> addresses;
+    for (const ServiceSpec &spec : specs)
+        addresses.push_back(spec.service_ip);
+    for (const auto &[group, error] : groups_->set(addresses))
+        log_warn("cannot join the solicited-node group of a service IPv6 address on the NIC: hosts behind an "
+                 "MLD-snooping switch may not reach it",
+                 {{"iface", node_.interface}, {"group", format_ip(group)}, {"error", error}});
 }
 
 void DatapathRuntime::send_next_announcement() {
@@ -306,10 +326,13 @@ void DatapathRuntime::resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &
     if (now - last < kResolutionRetry)
         return;
     last = now;
-    if (!is_v4(host) || !is_v4(service_ip))
-        return;
-    arp_->send_request(v4_of(service_ip), nic_mac_, v4_of(host));
-    log_debug("neighbour miss: ARP request sent", {{"host", format_ip(host)}});
+    if (is_v4(host) != is_v4(service_ip))
+        return; /* never from the datapath: a host and the service IP it talks to share a family */
+    if (is_v4(host))
+        arp_->send_request(v4_of(service_ip), nic_mac_, v4_of(host));
+    else
+        ndp_->send_solicitation(service_ip, nic_mac_, host);
+    log_debug("neighbour miss: resolution sent", {{"host", format_ip(host)}});
     if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
         last_resolution_.clear();
 }

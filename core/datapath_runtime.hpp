@@ -11,6 +11,7 @@
 #include "core/desired_state.hpp"
 #include "core/kernel_probe.hpp"
 #include "core/loader_status.hpp"
+#include "core/ndp_sender.hpp"
 #include "core/node.hpp"
 #include "core/pin_lock.hpp"
 #include "core/tc_hook.hpp"
@@ -107,12 +108,14 @@ private:
     void write_heartbeat();
     void announce(const std::vector<bpfnet_ip> &service_ips);
     void send_next_announcement();
-    // One announcement of a service IP this node claims: a gratuitous ARP.
+    // One announcement of a service IP this node claims: a gratuitous ARP, or an unsolicited neighbour
+    // advertisement for an IPv6 one.
     void announce_once(const bpfnet_ip &service_ip);
     void handle_event(const struct bpfnet_event &event);
     void resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip);
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
     Applied apply_locked(const std::vector<ServiceSpec> &specs);
+    void join_solicited_node_groups(const std::vector<ServiceSpec> &specs);
     static int on_ring_event(void *ctx, void *data, size_t size);
     void serve(); // the thread
 
@@ -123,6 +126,8 @@ private:
     std::optional<KernelFeatures> kernel_; // probed by claim()
     AttachPlan plan_;
     std::optional<ArpSender> arp_;
+    std::optional<NdpSender> ndp_;
+    std::optional<SolicitedNodeGroups> groups_;
     MacAddress nic_mac_{};
     bool announce_all_on_first_apply_ = false;
     bool heartbeat_running_ = false; // written every interval: from attach() when it was fresh, else from apply()

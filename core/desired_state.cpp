@@ -157,8 +157,17 @@ bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAdd
     bpfnet_iface entry{};
     entry.nic_ifindex = static_cast<__u32>(nic_ifindex);
     std::copy(nic_mac.begin(), nic_mac.end(), entry.nic_mac);
-    entry.subnet_be = node.subnet_be;
-    entry.subnet_mask_be = node.subnet_mask_be();
+    if (node.prefix_len != 0) {
+        entry.subnet_be = node.subnet_be;
+        entry.subnet_mask_be = node.subnet_mask_be();
+    } else {
+        // No IPv4 subnet (an IPv6-only LAN): a network no address can be in ((ip & 0) != 255.255.255.255), so
+        // the datapath never takes an IPv4 packet or ARP sender as its business.
+        entry.subnet_be = 0xffffffff;
+        entry.subnet_mask_be = 0;
+    }
+    entry.subnet6 = node.subnet6;
+    entry.subnet6_prefix_len = node.prefix6_len;
     entry.dhcp_max_hops = node.dhcp_max_hops;
     // Broadcast DHCP has no service IP in it: it is relayed for the service IP that lists the DHCP port.
     entry.dhcp_service_ip_be = dhcp_service_ip_be;

@@ -1,5 +1,7 @@
 #include "core/netlink.hpp"
 
+#include "core/addresses.hpp"
+
 #include "maps/system_error.hpp"
 
 #include <arpa/inet.h>
@@ -17,12 +19,6 @@ namespace {
 // Large enough for any single link, route or neighbour message; libmnl reports ENOSPC rather than
 // silently truncating if one ever is not.
 constexpr size_t kReceiveBufferSize = 32 * 1024;
-
-std::string ipv4_text(uint32_t ip_be) {
-    std::array<char, INET_ADDRSTRLEN> text{};
-    inet_ntop(AF_INET, &ip_be, text.data(), text.size());
-    return text.data();
-}
 
 // The attributes of a message or nest indexed by type, each validated on access, so a short or malformed
 // attribute reads as absent instead of being read past its end.
@@ -285,12 +281,19 @@ std::optional<MacAddress> peer_mac(const LinkInfo &veth) {
 }
 
 int route_oif(uint32_t dst_be) {
-    std::string context = "RTM_GETROUTE " + ipv4_text(dst_be);
+    return route_oif(ip_from_v4(dst_be));
+}
+
+int route_oif(const bpfnet_ip &dst) {
+    std::string context = "RTM_GETROUTE " + format_ip(dst);
     Request request(RTM_GETROUTE);
     auto &rtm = request.put_family_header<rtmsg>();
-    rtm.rtm_family = AF_INET;
-    rtm.rtm_dst_len = 32;
-    mnl_attr_put_u32(request.header(), RTA_DST, dst_be);
+    rtm.rtm_family = is_v4(dst) ? AF_INET : AF_INET6;
+    rtm.rtm_dst_len = is_v4(dst) ? 32 : 128;
+    if (is_v4(dst))
+        mnl_attr_put_u32(request.header(), RTA_DST, v4_of(dst));
+    else
+        mnl_attr_put(request.header(), RTA_DST, sizeof(dst), &dst);
     // Unreachable, blackhole and prohibit routes make the kernel answer with an error, which query() throws.
     auto reply = RouteSocket(context).query(request, RTM_NEWROUTE, context);
     auto oif = Attributes<RTA_MAX>(as_message(reply), sizeof(rtmsg)).u32(RTA_OIF);
@@ -300,13 +303,20 @@ int route_oif(uint32_t dst_be) {
 }
 
 std::optional<MacAddress> neighbour_mac(int ifindex, uint32_t ip_be) {
-    std::string context = "RTM_GETNEIGH " + ipv4_text(ip_be) + " on ifindex " + std::to_string(ifindex);
+    return neighbour_mac(ifindex, ip_from_v4(ip_be));
+}
+
+std::optional<MacAddress> neighbour_mac(int ifindex, const bpfnet_ip &ip) {
+    std::string context = "RTM_GETNEIGH " + format_ip(ip) + " on ifindex " + std::to_string(ifindex);
     // A single-entry get (kernel >= 5.0) rather than a dump: the kernel does the lookup by (ifindex, address).
     Request request(RTM_GETNEIGH);
     auto &ndm = request.put_family_header<ndmsg>();
-    ndm.ndm_family = AF_INET;
+    ndm.ndm_family = is_v4(ip) ? AF_INET : AF_INET6;
     ndm.ndm_ifindex = ifindex;
-    mnl_attr_put_u32(request.header(), NDA_DST, ip_be);
+    if (is_v4(ip))
+        mnl_attr_put_u32(request.header(), NDA_DST, v4_of(ip));
+    else
+        mnl_attr_put(request.header(), NDA_DST, sizeof(ip), &ip);
     // ENOENT is the kernel's answer for "no entry".
     auto reply = unless_absent(std::errc::no_such_file_or_directory,
                                [&] { return RouteSocket(context).query(request, RTM_NEWNEIGH, context); });

@@ -4,6 +4,8 @@
 // bpfnet::SystemError naming the request and its object.
 #pragma once
 
+#include "maps/bpfnet_maps.h"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -36,9 +38,11 @@ std::optional<MacAddress> peer_mac(const LinkInfo &veth);
 
 // The output ifindex the kernel would use to reach dst (like `ip route get`). Throws when unreachable.
 int route_oif(uint32_t dst_be);
+int route_oif(const bpfnet_ip &dst); // either family
 
 // The link-layer address the kernel knows for ip_be on ifindex, if the entry is usable (reachable, stale,
 // being reconfirmed, or permanent); nullopt when there is no such entry or it is incomplete or failed.
 std::optional<MacAddress> neighbour_mac(int ifindex, uint32_t ip_be);
+std::optional<MacAddress> neighbour_mac(int ifindex, const bpfnet_ip &ip); // either family (IPv6: the NDP cache)
 
 } // namespace bpfnet

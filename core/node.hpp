@@ -9,6 +9,7 @@
 #define BPFNET_CORE_NODE_HPP
 
 #include "maps/bpfnet_maps.h"
+#include "maps/layout.hpp"
 #include "maps/pin_layout.hpp"
 
 #include <chrono>
@@ -52,8 +53,9 @@ struct PortRule {
 
 /* The pod that backs a service IP. */
 struct Backend {
-    uint32_t ip_be = 0;
-    std::string veth; /* host side of the pod's veth; empty = found through the route to ip */
+    uint32_t ip_be = 0;           /* its IPv4 address; 0: none (an IPv6-only backend) */
+    std::optional<bpfnet_ip> ip6; /* its IPv6 address, for an IPv6 service IP */
+    std::string veth;             /* host side of the pod's veth; empty = found through the route to its address */
 
     bool operator==(const Backend &) const = default;
 };
@@ -71,9 +73,11 @@ std::string default_control_socket(const std::string &interface);
 
 /* The provisioning NIC and how the datapath on it behaves, whatever decides the services. */
 struct NodeSettings {
-    std::string interface;  /* the provisioning NIC */
-    uint32_t subnet_be = 0; /* network address of the provisioning subnet */
-    uint8_t prefix_len = 0;
+    std::string interface;                 /* the provisioning NIC */
+    uint32_t subnet_be = 0;                /* network address of the IPv4 provisioning subnet */
+    uint8_t prefix_len = 0;                /* 0: no IPv4 provisioning subnet (an IPv6-only LAN) */
+    bpfnet_ip subnet6{};                   /* the IPv6 provisioning subnet, host bits zero */
+    uint8_t prefix6_len = 0;               /* 0: no IPv6 provisioning subnet */
     std::string pin_root{kDefaultPinRoot}; /* absolute, without a trailing '/' */
     std::string control_socket;            /* empty: default_control_socket(interface) */
     XdpMode xdp_mode = XdpMode::Auto;

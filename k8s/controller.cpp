@@ -416,7 +416,7 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
         if (!resolve_ports(candidate) || !candidate.endpoint->on_this_node)
             continue;
         try {
-            candidate.location = locate_backend(Backend{candidate.endpoint->ip_be, ""});
+            candidate.location = locate_backend(Backend{candidate.endpoint->ip_be, std::nullopt, ""});
         } catch (const BackendNotFound &e) {
             // detail(): the config file's field names mean nothing to a Service's reader.
             std::string note = "the ready endpoint " + format_ipv4(candidate.endpoint->ip_be) + " runs on node " +

@@ -38,6 +38,7 @@ struct Range {
 /* Limits; docs/config.md lists the same values. */
 constexpr size_t kMaxInterfaceNameLen = 15; /* IFNAMSIZ - 1 */
 constexpr Range kPrefixLen{8, 30};          /* /31 and /32 leave no room for hosts beside the service IP */
+constexpr Range kPrefix6Len{16, 124};       /* a /64 as a rule (SLAAC, metal3-dev-env's ULA) */
 constexpr Range kHeartbeatIntervalMs{100, 60000};
 constexpr int64_t kMaxHeartbeatTimeoutMs = 600000;
 constexpr Range kGarpCount{0, 20};
@@ -337,6 +338,38 @@ Subnet read_subnet(const Field &field) {
     return subnet;
 }
 
+bpfnet_ip read_ipv6(const Field &field) {
+    const std::string text = read_string(field);
+    const std::optional<bpfnet_ip> ip = parse_ip(text);
+    if (!ip || is_v4(*ip))
+        field.fail("must be an IPv6 address like fd00:1::2, got " + quoted(text));
+    return *ip;
+}
+
+struct Subnet6 {
+    bpfnet_ip network;
+    uint8_t prefix_len;
+};
+
+Subnet6 read_subnet6(const Field &field) {
+    const std::string text = read_string(field);
+    const size_t slash = text.find('/');
+    const auto address = slash == std::string::npos ? std::nullopt : parse_ip(text.substr(0, slash));
+    const auto prefix_len = slash == std::string::npos ? std::nullopt : parse_decimal(text.substr(slash + 1));
+    if (!address || is_v4(*address) || !prefix_len)
+        field.fail("must be an IPv6 CIDR like fd00:1::/64, got " + quoted(text));
+    if (*prefix_len < kPrefix6Len.min || *prefix_len > kPrefix6Len.max)
+        field.fail("prefix length must be between " + range_text(kPrefix6Len) + ", got " + std::to_string(*prefix_len));
+    const Subnet6 subnet{*address, static_cast<uint8_t>(*prefix_len)};
+    if (const auto reason = non_unicast_reason6(subnet.network))
+        field.fail("must be a unicast prefix, got " + quoted(text) + ", " + *reason);
+    const bpfnet_ip masked = prefix6_network(subnet.network, subnet.prefix_len);
+    if (masked != subnet.network)
+        field.fail("has host bits set: " + quoted(text) + "; did you mean " +
+                   format_prefix6(masked, subnet.prefix_len) + "?");
+    return subnet;
+}
+
 /* An address hosts on the LAN reach directly (the service IP, a relay agent): a usable host address there. */
 uint32_t read_lan_host_ip(const Field &field, const Subnet &subnet) {
     const uint32_t ip_be = read_ipv4(field);
@@ -424,8 +457,11 @@ void read_dhcp_relay(const Field &field, Config &config) {
     const Mapping relay(field, {"maxHops", "relays"});
     if (const auto hops = relay.find("maxHops"))
         config.dhcp_max_hops = static_cast<uint8_t>(read_integer(*hops, kDhcpMaxHops));
-    if (const auto relays = relay.find("relays"))
+    if (const auto relays = relay.find("relays")) {
+        if (config.service_ip_be == 0)
+            relays->fail("relay agents are IPv4 (giaddr): the config has no serviceIP");
         config.dhcp_relays = read_dhcp_relays(*relays, config);
+    }
 }
 
 PortRule read_port_rule(const Mapping &entry) {
@@ -466,14 +502,29 @@ std::vector<PortRule> read_ports(const Field &field) {
     entry.locate(problem->field).fail(problem->detail + (defaulted ? " (defaulted from port)" : ""));
 }
 
-/* The pod lives on the pod network; only the datapath may put the service IP in front of it. */
+/* The pod lives on the pod network; only the datapath may put the service IP in front of it. It has an
+ * address of each family the service has (a dual-stack pod for a dual-stack service). */
 Backend read_backend(const Field &field, const Config &config) {
-    const Mapping section(field, {"ip", "veth"});
-    const Field ip = section.require("ip");
-    Backend backend{read_ipv4(ip), ""};
-    if (const auto problem =
-            backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
-        ip.fail(*problem);
+    const Mapping section(field, {"ip", "ipv6", "veth"});
+    Backend backend;
+    if (config.service_ip_be != 0) {
+        const Field ip = section.require("ip");
+        backend.ip_be = read_ipv4(ip);
+        if (const auto problem =
+                backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
+            ip.fail(*problem);
+    } else if (section.find("ip")) {
+        section.locate("ip").fail("the service has no IPv4 address (no serviceIP): leave ip out");
+    }
+    if (config.service_ip6) {
+        const Field ip6 = section.require("ipv6");
+        backend.ip6 = read_ipv6(ip6);
+        if (const auto problem =
+                backend_ip6_problem(*backend.ip6, *config.service_ip6, config.subnet6, config.prefix6_len))
+            ip6.fail(*problem);
+    } else if (section.find("ipv6")) {
+        section.locate("ipv6").fail("the service has no IPv6 address (no serviceIPv6): leave ipv6 out");
+    }
 
     if (const auto veth = section.find("veth")) {
         const std::string name = read_interface_name(*veth);
@@ -485,16 +536,40 @@ Backend read_backend(const Field &field, const Config &config) {
     return backend;
 }
 
+/*
+ * The service addresses: an IPv4 pair (serviceIP in subnet), an IPv6 pair (serviceIPv6 in subnetV6), or both
+ * (dual stack). Each address needs its subnet and each subnet its address.
+ */
+void read_service_addresses(const Mapping &document, Config &config) {
+    const bool v4 = document.find("serviceIP") || document.find("subnet");
+    const bool v6 = document.find("serviceIPv6") || document.find("subnetV6");
+    if (!v4 && !v6)
+        document.locate("serviceIP").fail("is required (or serviceIPv6 and subnetV6 for an IPv6 LAN)");
+    if (v4) {
+        const Subnet subnet = read_subnet(document.require("subnet"));
+        config.subnet_be = subnet.network_be;
+        config.prefix_len = subnet.prefix_len;
+        config.service_ip_be = read_lan_host_ip(document.require("serviceIP"), subnet);
+    }
+    if (v6) {
+        const Subnet6 subnet = read_subnet6(document.require("subnetV6"));
+        config.subnet6 = subnet.network;
+        config.prefix6_len = subnet.prefix_len;
+        const Field ip = document.require("serviceIPv6");
+        const bpfnet_ip service = read_ipv6(ip);
+        if (const auto problem = lan_host_problem6(service, subnet.network, subnet.prefix_len))
+            ip.fail(*problem);
+        config.service_ip6 = service;
+    }
+}
+
 Config read_config(const Field &root) {
-    const Mapping document(root, {"interface", "serviceIP", "subnet", "pinRoot", "controlSocket", "xdpMode", "tcAttach",
-                                  "redirectPeer", "heartbeat", "gratuitousARP", "dhcpRelay", "ports", "backend",
-                                  "sourceRanges"});
+    const Mapping document(root, {"interface", "serviceIP", "subnet", "serviceIPv6", "subnetV6", "pinRoot",
+                                  "controlSocket", "xdpMode", "tcAttach", "redirectPeer", "heartbeat", "gratuitousARP",
+                                  "dhcpRelay", "ports", "backend", "sourceRanges"});
     Config config;
     config.interface = read_interface_name(document.require("interface"));
-    const Subnet subnet = read_subnet(document.require("subnet"));
-    config.subnet_be = subnet.network_be;
-    config.prefix_len = subnet.prefix_len;
-    config.service_ip_be = read_lan_host_ip(document.require("serviceIP"), subnet);
+    read_service_addresses(document, config);
     if (const auto pin_root = document.find("pinRoot"))
         config.pin_root = read_pin_root(*pin_root);
     if (const auto control_socket = document.find("controlSocket"))
@@ -514,8 +589,12 @@ Config read_config(const Field &root) {
     config.ports = read_ports(document.require("ports"));
     if (const auto backend = document.find("backend"))
         config.backend = read_backend(*backend, config);
-    if (const auto ranges = document.find("sourceRanges"))
+    if (const auto ranges = document.find("sourceRanges")) {
+        if (config.service_ip6)
+            ranges->fail("not supported with serviceIPv6 yet: the ranges are IPv4 and would leave the IPv6 "
+                         "service address open to every source");
         config.source_ranges = read_source_ranges(*ranges);
+    }
     return config;
 }
 

@@ -24,7 +24,8 @@ namespace bpfnet {
 
 /* The file: the node's settings (NodeSettings, shared with Kubernetes mode) and its one service. */
 struct Config : NodeSettings {
-    uint32_t service_ip_be = 0;
+    uint32_t service_ip_be = 0;           /* the IPv4 service IP; 0: none (an IPv6-only LAN) */
+    std::optional<bpfnet_ip> service_ip6; /* the IPv6 service address, beside or instead of IPv4 */
     std::vector<PortRule> ports;
     std::optional<Backend> backend;         /* absent: service traffic is dropped until a backend is set */
     std::vector<SourceRange> source_ranges; /* who may reach the listed ports; empty: every source */
@@ -58,7 +59,8 @@ Config parse_config(std::string_view yaml_text, std::string_view source_name);
 Config load_config_file(const std::string &path);
 
 /* The config's one service as the core's mode-neutral desired state, with its backend located at `where`
- * (nullopt: no backend here). */
+ * (nullopt: no backend here): a spec per service IP (IPv4, IPv6), with the same ports. The IPv4 DHCP port
+ * is IPv4's: an IPv6 service address does not list it. */
 std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &where);
 DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &where);
 /* The iface entry for the config: DHCP is relayed for its service IP when its ports list the DHCP port. */

@@ -18,6 +18,14 @@ namespace bpfnet {
 
 namespace {
 
+// "198.18.0.2", "fd00:1::2" or both, for the log.
+std::string service_ips_text(const Config &config) {
+    std::string text;
+    for (const ServiceSpec &spec : service_specs(config, std::nullopt))
+        text += (text.empty() ? "" : ", ") + format_ip(spec.service_ip);
+    return text;
+}
+
 // Editors and ConfigMap updates replace the file rather than write it: watch the directory.
 UniqueFd watch_config_dir(const std::string &config_path) {
     int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -87,15 +95,15 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
         change.where = locate_backend(*config.backend);
         // A route that leads back out of the NIC would steer the LAN's requests back onto the LAN.
         if (change.where->ifindex == nic_ifindex_)
-            throw BackendNotFound("the route to backend " + format_ipv4(config.backend->ip_be) +
+            throw BackendNotFound("the route to backend " + describe(*config.backend) +
                                       " leaves through the provisioning interface " + config.interface,
                                   config.backend->veth.empty(), true);
     }
     change.applied = runtime_.apply(config, service_specs(config, change.where));
     log_info("maps reconciled", {{"writes", std::to_string(change.applied.report.upserts)},
                                  {"removals", std::to_string(change.applied.report.removals)},
-                                 {"service_ip", format_ipv4(config.service_ip_be)},
-                                 {"backend", config.backend ? format_ipv4(config.backend->ip_be) : "none"}});
+                                 {"service_ip", service_ips_text(config)},
+                                 {"backend", config.backend ? describe(*config.backend) : "none"}});
     return change;
 }
 
@@ -118,13 +126,14 @@ nlohmann::json change_json(const Config &config, const std::optional<BackendLoca
     json["backend"] = nullptr;
     json["pod_hook"] = nullptr;
     if (config.backend && where) {
-        json["backend"] = {{"ip", format_ipv4(config.backend->ip_be)},
-                           {"veth", interface_json(where->ifindex)},
-                           {"ifindex", where->ifindex}};
+        json["backend"] = {
+            {"ip", describe(*config.backend)}, {"veth", interface_json(where->ifindex)}, {"ifindex", where->ifindex}};
         if (auto hook = applied.pod_hooks.find(where->ifindex); hook != applied.pod_hooks.end())
             json["pod_hook"] = pod_hook_name(hook->second);
     }
-    json["service_ips"] = nlohmann::json::array({format_ipv4(config.service_ip_be)});
+    json["service_ips"] = nlohmann::json::array();
+    for (const ServiceSpec &spec : service_specs(config, std::nullopt))
+        json["service_ips"].push_back(format_ip(spec.service_ip));
     json["writes"] = applied.report.upserts;
     json["removals"] = applied.report.removals;
     json["announced"] = nlohmann::json::array();
@@ -143,13 +152,41 @@ Backend StandaloneLoader::requested_backend(const nlohmann::json &request) const
     using Kind = ControlFailure::Kind;
     if (!request.contains("ip") || !request["ip"].is_string())
         throw ControlFailure(Kind::BadRequest, "backend_set needs \"ip\", a string");
+    // "ip" is the pod's address of the service's first family (IPv4, or IPv6 for an IPv6-only service);
+    // "ipv6" its IPv6 address beside an IPv4 one. The pod has an address of each family the service has.
     const std::string text = request["ip"];
-    const auto ip_be = parse_ipv4(text);
-    if (!ip_be)
-        throw ControlFailure(Kind::InvalidArgument, "backend IP '" + text + "' is not an IPv4 address");
-    if (auto problem = backend_ip_problem(*ip_be, {config_.service_ip_be}, config_.subnet_be, config_.prefix_len))
-        throw ControlFailure(Kind::InvalidArgument, "backend IP: " + *problem);
-    Backend backend{*ip_be, request.value("veth", "")};
+    const auto ip = parse_ip(text);
+    if (!ip)
+        throw ControlFailure(Kind::InvalidArgument, "backend IP '" + text + "' is not an IP address");
+    std::optional<bpfnet_ip> ip6 = is_v4(*ip) ? std::nullopt : ip;
+    if (request.contains("ipv6")) {
+        const std::string text6 = request["ipv6"].is_string() ? request["ipv6"].get<std::string>() : "";
+        const auto given = parse_ip(text6);
+        if (!given || is_v4(*given) || ip6)
+            throw ControlFailure(Kind::InvalidArgument,
+                                 "backend IPv6 '" + text6 + "' must be an IPv6 address beside an IPv4 backend IP");
+        ip6 = given;
+    }
+    Backend backend{v4_of(*ip), ip6, request.value("veth", "")};
+    if ((config_.service_ip_be != 0) != (backend.ip_be != 0))
+        throw ControlFailure(Kind::InvalidArgument, config_.service_ip_be != 0
+                                                        ? "backend IP: the service has an IPv4 address: give the "
+                                                          "pod's IPv4 address"
+                                                        : "backend IP: the service is IPv6 only: give the pod's "
+                                                          "IPv6 address");
+    if (config_.service_ip6.has_value() != backend.ip6.has_value())
+        throw ControlFailure(Kind::InvalidArgument, config_.service_ip6 ? "backend IP: the service has an IPv6 "
+                                                                          "address: give the pod's IPv6 address too"
+                                                                        : "backend IPv6: the service has no IPv6 "
+                                                                          "address");
+    if (backend.ip_be != 0)
+        if (auto problem =
+                backend_ip_problem(backend.ip_be, {config_.service_ip_be}, config_.subnet_be, config_.prefix_len))
+            throw ControlFailure(Kind::InvalidArgument, "backend IP: " + *problem);
+    if (backend.ip6)
+        if (auto problem =
+                backend_ip6_problem(*backend.ip6, *config_.service_ip6, config_.subnet6, config_.prefix6_len))
+            throw ControlFailure(Kind::InvalidArgument, "backend IPv6: " + *problem);
     if (backend.veth == config_.interface)
         throw ControlFailure(Kind::InvalidArgument,
                              "veth: must be the pod's veth, not the provisioning interface " + config_.interface);
@@ -172,12 +209,12 @@ nlohmann::json StandaloneLoader::control(const ControlRequest &request) {
         change = apply(next);
     } catch (const BackendNotFound &e) {
         throw ControlFailure(Kind::BackendUnavailable,
-                             "cannot locate backend " + format_ipv4(next.backend->ip_be) + ": " + e.detail() +
+                             "cannot locate backend " + describe(*next.backend) + ": " + e.detail() +
                                  (e.naming_veth_helps() ? "; name the pod's veth with --veth" : ""));
     }
     config_ = std::move(next);
     log_info("backend changed through the control socket",
-             {{"backend", config_.backend ? format_ipv4(config_.backend->ip_be) : "none"},
+             {{"backend", config_.backend ? describe(*config_.backend) : "none"},
               {"peer_pid", std::to_string(request.peer_pid)},
               {"lasts_until", "the config is applied again (SIGHUP, file change, restart)"}});
     return change_json(config_, change.where, change.applied);
@@ -234,7 +271,7 @@ int StandaloneLoader::run() {
     runtime_.start();
     // start() attached and reconciled; with the heartbeat and the event consumer running, it serves.
     status_.set_ready();
-    log_info("serving", {{"iface", config_.interface}, {"service_ip", format_ipv4(config_.service_ip_be)}});
+    log_info("serving", {{"iface", config_.interface}, {"service_ip", service_ips_text(config_)}});
 
     for (;;) {
         for (int fd : loop::wait(epoll_)) {

@@ -61,8 +61,9 @@ std::array<uint8_t, 16> ip6(const std::string &text) {
 
 std::string solicited_node(const std::string &address) {
     auto a = ip6(address);
-    char text[64];
-    std::snprintf(text, sizeof(text), "ff02::1:ff%02x:%02x%02x", a[13], a[14], a[15]);
+    std::array<uint8_t, 16> group = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff, a[13], a[14], a[15]};
+    char text[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, group.data(), text, sizeof(text));
     return text;
 }
 

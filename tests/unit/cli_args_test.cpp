@@ -3,6 +3,7 @@
 #include "cli/app.hpp"
 #include "cli/errors.hpp"
 #include "cli/options.hpp"
+#include "core/addresses.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -43,6 +44,15 @@ void expect_failure(const Result &result, ExitCode code, const std::string &ment
     EXPECT_EQ(result.err.rfind("bpfnetctl: ", 0), 0u) << result.err;
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
     EXPECT_NE(result.err.find(mentions), std::string::npos) << result.err;
+}
+
+TEST(CliArgs, IpTakesEitherFamilyIpv6OnlyIpv6) {
+    EXPECT_EQ(format_ip(parse_ip("fd00:1::2", "IP")), "fd00:1::2");
+    EXPECT_EQ(format_ip(parse_ip("198.18.100.2", "IP")), "198.18.100.2");
+    for (const char *bad : {"", "fd00::1::2", "198.18.100", "fd00:1::2/64", "::ffff:1.2.3.4x"})
+        EXPECT_THROW(parse_ip(bad, "IP"), CliError) << bad;
+    EXPECT_EQ(format_ip(parse_ipv6("2001:db8::7", "--ipv6")), "2001:db8::7");
+    EXPECT_THROW(parse_ipv6("198.18.100.2", "--ipv6"), CliError);
 }
 
 TEST(CliArgs, Ipv4IsAStrictDottedQuad) {

@@ -164,7 +164,7 @@ backend:
         {"dhcp", Protocol::Udp, 67, 67, PortKind::Dhcp},
         {"tftp", Protocol::Udp, 69, 69, PortKind::Tftp},
     };
-    want.backend = Backend{ip("10.244.1.7"), "cali12345"};
+    want.backend = Backend{ip("10.244.1.7"), std::nullopt, "cali12345"};
     EXPECT_EQ(config, want);
     EXPECT_EQ(config.pin_dir(), "/sys/fs/bpf/test/prov0");
 }
@@ -201,7 +201,7 @@ TEST(ConfigParse, EmptySectionsAndAutoVethMeanDefaults) {
     EXPECT_EQ(config, parse(minimal_with("")));
 
     const Config with_backend = parse(minimal_with("backend:\n  ip: 10.244.0.9\n  veth: auto\n"));
-    EXPECT_EQ(with_backend.backend, (Backend{ip("10.244.0.9"), ""}));
+    EXPECT_EQ(with_backend.backend, (Backend{ip("10.244.0.9"), std::nullopt, ""}));
 }
 
 TEST(ConfigParse, SamePortOnTcpAndUdpIsAllowed) {
@@ -638,6 +638,111 @@ TEST(DhcpRelayConfig, MaxHopsAboveTheRfcLimitIsRejected) {
         EXPECT_EQ(e.field(), "dhcpRelay.maxHops");
         EXPECT_NE(std::string(e.what()).find("16"), std::string::npos) << e.what();
     }
+}
+
+} // namespace
+} // namespace bpfnet
+
+/* ---- IPv6: beside IPv4 (dual stack) or instead of it ---- */
+
+namespace bpfnet {
+namespace {
+
+bpfnet_ip ip6(const char *text) {
+    auto ip = parse_ip(text);
+    EXPECT_TRUE(ip && !is_v4(*ip)) << text;
+    return ip.value_or(bpfnet_ip{});
+}
+
+const std::string kPorts6 = "ports:\n  - {name: ironic-api, protocol: tcp, port: 6385}\n"
+                            "  - {name: dhcp, protocol: udp, port: 67, kind: dhcp}\n"
+                            "  - {name: tftp, protocol: udp, port: 69, kind: tftp}\n";
+const std::string kHead6 = "interface: prov0\nserviceIPv6: fd00:1::2\nsubnetV6: fd00:1::/64\n";
+
+TEST(ConfigIpv6, Ipv6OnlyConfigParses) {
+    const Config config = parse(kHead6 + kOnePort + "backend:\n  ipv6: fd00:10:244::7\n");
+    EXPECT_EQ(config.service_ip_be, 0u);
+    EXPECT_EQ(config.prefix_len, 0u);
+    ASSERT_TRUE(config.service_ip6);
+    EXPECT_EQ(*config.service_ip6, ip6("fd00:1::2"));
+    EXPECT_EQ(config.subnet6, ip6("fd00:1::"));
+    EXPECT_EQ(config.prefix6_len, 64u);
+    ASSERT_TRUE(config.backend);
+    EXPECT_EQ(config.backend->ip_be, 0u);
+    EXPECT_EQ(config.backend->ip6, ip6("fd00:10:244::7"));
+}
+
+TEST(ConfigIpv6, DualStackGivesASpecPerFamilyAndKeepsDhcpOnIpv4) {
+    const Config config = parse("interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n"
+                                "serviceIPv6: fd00:1::2\nsubnetV6: fd00:1::/64\n" +
+                                kPorts6 + "backend:\n  ip: 10.244.1.7\n  ipv6: fd00:10:244::7\n");
+    BackendLocation where;
+    where.ifindex = 20;
+    const auto specs = service_specs(config, where);
+    ASSERT_EQ(specs.size(), 2u);
+    EXPECT_EQ(specs[0].service_ip, ip_from_v4(ip("198.18.0.2")));
+    EXPECT_EQ(specs[0].backend_ip, ip_from_v4(ip("10.244.1.7")));
+    EXPECT_EQ(specs[0].ports.size(), 3u);
+    EXPECT_EQ(specs[1].service_ip, ip6("fd00:1::2"));
+    EXPECT_EQ(specs[1].backend_ip, ip6("fd00:10:244::7"));
+    ASSERT_EQ(specs[1].ports.size(), 2u) << "IPv4's DHCP port is not an IPv6 service port";
+    EXPECT_EQ(specs[1].ports[1].kind, PortKind::Tftp);
+    EXPECT_EQ(specs[1].location, specs[0].location) << "one pod, one veth";
+
+    const bpfnet_iface iface = iface_entry(config, 3, MacAddress{2, 0, 0, 0, 0, 1});
+    EXPECT_EQ(iface.subnet_be, ip("198.18.0.0"));
+    EXPECT_EQ(iface.subnet6, ip6("fd00:1::"));
+    EXPECT_EQ(iface.subnet6_prefix_len, 64u);
+    EXPECT_EQ(iface.dhcp_service_ip_be, ip("198.18.0.2"));
+}
+
+TEST(ConfigIpv6, Ipv6OnlyIfaceMatchesNoIpv4Address) {
+    const Config config = parse(kHead6 + kOnePort);
+    const bpfnet_iface iface = iface_entry(config, 3, MacAddress{2, 0, 0, 0, 0, 1});
+    /* (ip & mask) == subnet holds for no IPv4 address: the datapath takes no IPv4 packet as its own. */
+    EXPECT_EQ(iface.subnet_mask_be, 0u);
+    EXPECT_EQ(iface.subnet_be, 0xffffffffu);
+    EXPECT_EQ(iface.subnet6_prefix_len, 64u);
+    EXPECT_EQ(service_specs(config, std::nullopt).size(), 1u);
+}
+
+TEST(ConfigIpv6, EachAddressNeedsItsSubnet) {
+    EXPECT_TRUE(Rejected("interface: prov0\nserviceIPv6: fd00:1::2\n" + kOnePort, "subnetV6", "is required"));
+    EXPECT_TRUE(Rejected("interface: prov0\nsubnetV6: fd00:1::/64\n" + kOnePort, "serviceIPv6", "is required"));
+    EXPECT_TRUE(Rejected("interface: prov0\n" + kOnePort, "serviceIP", "serviceIPv6"));
+}
+
+TEST(ConfigIpv6, AddressesAndPrefixesAreChecked) {
+    auto with = [](std::string_view service, std::string_view subnet) {
+        return "interface: prov0\nserviceIPv6: " + std::string(service) + "\nsubnetV6: " + std::string(subnet) + "\n" +
+               kOnePort;
+    };
+    EXPECT_TRUE(Rejected(with("198.18.0.2", "fd00:1::/64"), "serviceIPv6", "must be an IPv6 address"));
+    EXPECT_TRUE(Rejected(with("fd00:2::2", "fd00:1::/64"), "serviceIPv6", "is not inside"));
+    EXPECT_TRUE(Rejected(with("'fd00:1::'", "fd00:1::/64"), "serviceIPv6", "subnet-router anycast"));
+    EXPECT_TRUE(Rejected(with("fd00:1::2", "fd00:1::1/64"), "subnetV6", "host bits"));
+    EXPECT_TRUE(Rejected(with("fd00:1::2", "fd00:1::/8"), "subnetV6", "prefix length"));
+    EXPECT_TRUE(Rejected(with("fe80::2", "fe80::/64"), "subnetV6", "link-local"));
+    EXPECT_TRUE(Rejected(with("fd00:1::2", "198.18.0.0/24"), "subnetV6", "IPv6 CIDR"));
+}
+
+TEST(ConfigIpv6, BackendHasAnAddressOfEachFamily) {
+    const std::string dual = "interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n"
+                             "serviceIPv6: fd00:1::2\nsubnetV6: fd00:1::/64\n" +
+                             kOnePort;
+    EXPECT_TRUE(Rejected(dual + "backend:\n  ip: 10.244.1.7\n", "backend.ipv6", "is required"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "backend:\n  ip: 10.244.1.7\n", "backend.ip", "no IPv4 address"));
+    EXPECT_TRUE(Rejected(kHead + kOnePort + "backend:\n  ip: 10.244.1.7\n  ipv6: fd00:10::7\n", "backend.ipv6",
+                         "no IPv6 address"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "backend:\n  ipv6: fd00:1::9\n", "backend.ipv6", "pod network"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "backend:\n  ipv6: fd00:1::2\n", "backend.ipv6", "service IP"));
+}
+
+TEST(ConfigIpv6, Ipv4OnlyFeaturesAreRefusedWithIpv6) {
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "dhcpRelay:\n  relays: [198.18.0.1]\n", "dhcpRelay.relays", "IPv4"));
+    EXPECT_TRUE(Rejected("interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n" + kHead6.substr(16) +
+                             kOnePort + "sourceRanges: [198.18.0.0/24]\n",
+                         "sourceRanges", "serviceIPv6"));
 }
 
 } // namespace

@@ -1,0 +1,207 @@
+#include "core/ndp_sender.hpp"
+
+#include "core/addresses.hpp"
+#include "maps/system_error.hpp"
+
+#include <arpa/inet.h>
+#include <net/ethernet.h>
+#include <netinet/in.h>
+#include <netpacket/packet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace bpfnet {
+namespace {
+
+constexpr uint8_t kIcmp6 = 58;
+constexpr uint8_t kHopLimit = 255; // RFC 4861: receivers drop neighbour discovery that came through a router
+constexpr uint8_t kSolicitation = 135, kAdvertisement = 136;
+constexpr uint8_t kSourceLinkLayer = 1, kTargetLinkLayer = 2;
+constexpr uint8_t kOverride = 0x20; // in the advertisement's first flags byte
+
+const uint8_t *bytes_of(const bpfnet_ip &ip) {
+    return reinterpret_cast<const uint8_t *>(&ip);
+}
+
+void append(Frame &frame, const uint8_t *data, size_t len) {
+    frame.insert(frame.end(), data, data + len);
+}
+
+// The ICMPv6 checksum (RFC 4443 2.3): over the pseudo-header of RFC 8200 8.1 and the message.
+uint16_t icmp6_checksum(const bpfnet_ip &source, const bpfnet_ip &destination, const Frame &message) {
+    Frame pseudo;
+    append(pseudo, bytes_of(source), 16);
+    append(pseudo, bytes_of(destination), 16);
+    const auto len = static_cast<uint32_t>(message.size());
+    const uint8_t tail[8] = {static_cast<uint8_t>(len >> 24),
+                             static_cast<uint8_t>(len >> 16),
+                             static_cast<uint8_t>(len >> 8),
+                             static_cast<uint8_t>(len),
+                             0,
+                             0,
+                             0,
+                             kIcmp6};
+    append(pseudo, tail, sizeof(tail));
+    pseudo.insert(pseudo.end(), message.begin(), message.end());
+    uint32_t sum = 0;
+    for (size_t i = 0; i + 1 < pseudo.size(); i += 2)
+        sum += static_cast<uint32_t>(pseudo[i] << 8 | pseudo[i + 1]);
+    if (pseudo.size() % 2)
+        sum += static_cast<uint32_t>(pseudo.back() << 8);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return static_cast<uint16_t>(~sum & 0xffff);
+}
+
+// Ethernet + IPv6 + the ICMPv6 message (type, code 0, checksum, body).
+Frame icmp6_frame(const std::array<uint8_t, 6> &dst_mac, const std::array<uint8_t, 6> &src_mac, const bpfnet_ip &source,
+                  const bpfnet_ip &destination, uint8_t type, const Frame &body) {
+    Frame message = {type, 0, 0, 0};
+    message.insert(message.end(), body.begin(), body.end());
+    const uint16_t checksum = icmp6_checksum(source, destination, message);
+    message[2] = static_cast<uint8_t>(checksum >> 8);
+    message[3] = static_cast<uint8_t>(checksum & 0xff);
+
+    Frame frame;
+    append(frame, dst_mac.data(), 6);
+    append(frame, src_mac.data(), 6);
+    frame.push_back(ETHERTYPE_IPV6 >> 8);
+    frame.push_back(ETHERTYPE_IPV6 & 0xff);
+    const uint8_t header[8] = {
+        0x60,   0,        0, 0, static_cast<uint8_t>(message.size() >> 8), static_cast<uint8_t>(message.size() & 0xff),
+        kIcmp6, kHopLimit};
+    append(frame, header, sizeof(header));
+    append(frame, bytes_of(source), 16);
+    append(frame, bytes_of(destination), 16);
+    frame.insert(frame.end(), message.begin(), message.end());
+    return frame;
+}
+
+// A group's MAC: 33:33 and the group's last 32 bits (RFC 2464 7).
+std::array<uint8_t, 6> group_mac(const bpfnet_ip &group) {
+    const uint8_t *b = bytes_of(group);
+    return {0x33, 0x33, b[12], b[13], b[14], b[15]};
+}
+
+bpfnet_ip all_nodes() {
+    bpfnet_ip group{};
+    group.w[0] = htonl(0xff020000);
+    group.w[3] = htonl(1);
+    return group;
+}
+
+// The 16-byte target, then the link-layer option.
+Frame nd_body(const uint8_t first_flags, const bpfnet_ip &target, uint8_t option, const std::array<uint8_t, 6> &mac) {
+    Frame body = {first_flags, 0, 0, 0};
+    append(body, bytes_of(target), 16);
+    body.push_back(option);
+    body.push_back(1); // length in units of 8 bytes
+    append(body, mac.data(), 6);
+    return body;
+}
+
+sockaddr_ll link_address(int ifindex) {
+    sockaddr_ll address{};
+    address.sll_family = AF_PACKET;
+    address.sll_protocol = htons(ETH_P_IPV6);
+    address.sll_ifindex = ifindex;
+    return address;
+}
+
+} // namespace
+
+bpfnet_ip solicited_node_group(const bpfnet_ip &address) {
+    bpfnet_ip group{};
+    group.w[0] = htonl(0xff020000);
+    group.w[2] = htonl(1);
+    auto *b = reinterpret_cast<uint8_t *>(&group);
+    b[12] = 0xff;
+    std::copy(bytes_of(address) + 13, bytes_of(address) + 16, b + 13);
+    return group;
+}
+
+Frame unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac) {
+    const bpfnet_ip to = all_nodes();
+    return icmp6_frame(group_mac(to), mac, address, to, kAdvertisement,
+                       nd_body(kOverride, address, kTargetLinkLayer, mac));
+}
+
+Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
+    const bpfnet_ip to = solicited_node_group(target);
+    return icmp6_frame(group_mac(to), mac, source, to, kSolicitation, nd_body(0, target, kSourceLinkLayer, mac));
+}
+
+// Protocol 0: the socket only sends (see ArpSender).
+NdpSender::NdpSender(int ifindex) : fd_(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0)), ifindex_(ifindex) {
+    const std::string context = "NdpSender ifindex " + std::to_string(ifindex);
+    if (!fd_.valid())
+        throw_errno(context + ": socket(AF_PACKET)");
+    sockaddr_ll address = link_address(ifindex);
+    address.sll_protocol = 0;
+    if (bind(fd_.get(), reinterpret_cast<const sockaddr *>(&address), sizeof(address)) < 0)
+        throw_errno(context + ": bind");
+}
+
+void NdpSender::send(const Frame &frame, const std::string &what) {
+    const std::string context = what + " on ifindex " + std::to_string(ifindex_);
+    sockaddr_ll destination = link_address(ifindex_);
+    ssize_t sent = sendto(fd_.get(), frame.data(), frame.size(), 0, reinterpret_cast<const sockaddr *>(&destination),
+                          sizeof(destination));
+    if (sent < 0)
+        throw_errno(context);
+    if (static_cast<size_t>(sent) != frame.size())
+        throw SystemError(context + ": short send", EMSGSIZE);
+}
+
+void NdpSender::send_unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac) {
+    send(unsolicited_advertisement(address, mac), "neighbour advertisement of " + format_ip(address));
+}
+
+void NdpSender::send_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
+    send(neighbour_solicitation(source, mac, target), "neighbour solicitation for " + format_ip(target));
+}
+
+SolicitedNodeGroups::SolicitedNodeGroups(int ifindex)
+    : fd_(socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)), ifindex_(ifindex) {
+    if (!fd_.valid())
+        throw_errno("SolicitedNodeGroups: socket(AF_INET6)");
+}
+
+std::vector<std::pair<bpfnet_ip, std::string>> SolicitedNodeGroups::set(const std::vector<bpfnet_ip> &addresses) {
+    std::vector<bpfnet_ip> wanted;
+    for (const bpfnet_ip &address : addresses)
+        if (!is_v4(address) && std::find(wanted.begin(), wanted.end(), solicited_node_group(address)) == wanted.end())
+            wanted.push_back(solicited_node_group(address));
+    auto request = [this](const bpfnet_ip &group) {
+        ipv6_mreq mreq{};
+        std::memcpy(&mreq.ipv6mr_multiaddr, &group, sizeof(group));
+        mreq.ipv6mr_interface = static_cast<unsigned>(ifindex_);
+        return mreq;
+    };
+    for (const bpfnet_ip &group : groups_)
+        if (std::find(wanted.begin(), wanted.end(), group) == wanted.end()) {
+            ipv6_mreq mreq = request(group);
+            setsockopt(fd_.get(), IPPROTO_IPV6, IPV6_LEAVE_GROUP, &mreq, sizeof(mreq)); // gone with the socket anyway
+        }
+    std::erase_if(groups_,
+                  [&](const bpfnet_ip &g) { return std::find(wanted.begin(), wanted.end(), g) == wanted.end(); });
+    std::vector<std::pair<bpfnet_ip, std::string>> failed;
+    for (const bpfnet_ip &group : wanted) {
+        if (std::find(groups_.begin(), groups_.end(), group) != groups_.end())
+            continue;
+        ipv6_mreq mreq = request(group);
+        if (setsockopt(fd_.get(), IPPROTO_IPV6, IPV6_JOIN_GROUP, &mreq, sizeof(mreq)) < 0 && errno != EADDRINUSE)
+            failed.emplace_back(group, std::error_code(errno, std::generic_category()).message());
+        else
+            groups_.push_back(group);
+    }
+    return failed;
+}
+
+std::vector<bpfnet_ip> SolicitedNodeGroups::joined() const {
+    return groups_;
+}
+
+} // namespace bpfnet

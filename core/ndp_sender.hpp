@@ -1,0 +1,61 @@
+// IPv6's counterparts of ArpSender, for the service addresses that exist only in the datapath: unsolicited
+// neighbour advertisements when this node takes an address over (RFC 4861 7.2.6, as gratuitous ARP), and
+// neighbour solicitations when the datapath misses a host. And the solicited-node group memberships that make
+// MLD-snooping switches (and the NIC's own multicast filter) deliver the hosts' solicitations to this NIC.
+#pragma once
+
+#include "maps/bpfnet_maps.h"
+#include "maps/unique_fd.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bpfnet {
+
+using Frame = std::vector<uint8_t>;
+
+// The frames, built whole (Ethernet, IPv6 with hop limit 255, ICMPv6 with its checksum); exposed for tests.
+// An unsolicited advertisement of `address` at `mac`, to all nodes, overriding caches (not solicited).
+Frame unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac);
+// A solicitation for `target` from `source` (a service address) at `mac`, to target's solicited-node group.
+Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
+// ff02::1:ffXX:XXXX for an address (RFC 4291 2.7.1).
+bpfnet_ip solicited_node_group(const bpfnet_ip &address);
+
+class NdpSender {
+public:
+    // Throws bpfnet::SystemError if the socket cannot be opened or ifindex does not exist.
+    explicit NdpSender(int ifindex);
+
+    void send_unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac);
+    void send_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
+
+private:
+    void send(const Frame &frame, const std::string &what);
+
+    UniqueFd fd_;
+    int ifindex_;
+};
+
+// The NIC's memberships in the solicited-node groups of the service addresses. The kernel then reports them
+// by MLD and accepts their frames through the NIC's multicast filter. Joined for every address listed here,
+// active or not, so that a takeover waits for no MLD report to propagate.
+class SolicitedNodeGroups {
+public:
+    explicit SolicitedNodeGroups(int ifindex);
+
+    // Joins the groups of `addresses` not joined yet and leaves the others. Returns what could not be
+    // joined (the NIC has IPv6 disabled, say), with why; the rest is joined either way.
+    std::vector<std::pair<bpfnet_ip, std::string>> set(const std::vector<bpfnet_ip> &addresses);
+    std::vector<bpfnet_ip> joined() const;
+
+private:
+    UniqueFd fd_;
+    int ifindex_;
+    std::vector<bpfnet_ip> groups_; // joined, by group
+};
+
+} // namespace bpfnet

@@ -1,0 +1,47 @@
+// The loader's own NDP frames (core/ndp_sender.cpp) against frames built independently by the packet tables'
+// IPv6 builder (tests/bpf/packet6.cpp): the unsolicited advertisement a takeover sends and the solicitation
+// that resolves a neighbour miss, checksums included.
+#include "core/addresses.hpp"
+#include "core/ndp_sender.hpp"
+#include "tests/bpf/packet6.hpp"
+
+#include <gtest/gtest.h>
+
+namespace bpfnet {
+namespace {
+
+using test::Packet6;
+
+const std::array<uint8_t, 6> kNicMac = {0x02, 0, 0, 0, 0, 0x01};
+
+bpfnet_ip addr(const char *text) {
+    return *parse_ip(text);
+}
+
+TEST(NdpSender, UnsolicitedAdvertisementOverridesAtAllNodes) {
+    const auto want = Packet6::icmp("fd00:1::2", "ff02::1", test::kNeighbourAdvert, 0,
+                                    test::na_body("fd00:1::2", test::kNaOverride, kNicMac))
+                          .hop_limit(255)
+                          .macs(test::mac("33:33:00:00:00:01"), kNicMac)
+                          .bytes();
+    EXPECT_EQ(unsolicited_advertisement(addr("fd00:1::2"), kNicMac), want);
+}
+
+TEST(NdpSender, SolicitationGoesToTheTargetsSolicitedNodeGroup) {
+    const std::string group = test::solicited_node("fd00:1::10");
+    EXPECT_EQ(format_ip(solicited_node_group(addr("fd00:1::10"))), group);
+    EXPECT_EQ(group, "ff02::1:ff00:10");
+    const auto want =
+        Packet6::icmp("fd00:1::2", group, test::kNeighbourSolicit, 0, test::ns_body("fd00:1::10", kNicMac))
+            .hop_limit(255)
+            .macs(test::multicast_mac(group), kNicMac)
+            .bytes();
+    EXPECT_EQ(neighbour_solicitation(addr("fd00:1::2"), kNicMac, addr("fd00:1::10")), want);
+}
+
+TEST(NdpSender, SolicitedNodeGroupTakesTheLast24Bits) {
+    EXPECT_EQ(format_ip(solicited_node_group(addr("2001:db8::abcd:ef12:3456"))), "ff02::1:ff12:3456");
+}
+
+} // namespace
+} // namespace bpfnet
