@@ -3,10 +3,11 @@
 
 usage: addr_server.py BIND_ADDRESS PORT
 
-The body is the peer's IPv4 address and a newline, so a test can check that a NAT preserved (or
+BIND_ADDRESS may be IPv6 (then it serves IPv6). The body is the peer's address and a newline, so a test can check that a NAT preserved (or
 rewrote) the source address. It logs one line per request to stderr.
 """
 import http.server
+import socket
 import sys
 
 
@@ -28,7 +29,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    server = http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), Handler)
+    server_class = http.server.ThreadingHTTPServer
+    if ":" in sys.argv[1]:  # an IPv6 bind address
+
+        class Server6(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        server_class = Server6
+    server = server_class((sys.argv[1], int(sys.argv[2])), Handler)
     server.daemon_threads = True
     server.serve_forever()
 

@@ -1,0 +1,185 @@
+#!/bin/bash
+# End-to-end test of bpfnet over IPv6 on the bridge world of lib.sh, made dual stack: every host, the pod and
+# the service have an IPv6 address beside the IPv4 one (IPv6's benchmarking range 2001:2::/48, the
+# counterpart of 198.18.0.0/15). The hosts' kernels resolve the service address by NDP (the datapath answers)
+# and reach the pod through NAT66; the pod reaches a host as the service address (the loader resolves the
+# host by a neighbour solicitation); another node taking the address is refused by DAD and reported.
+#
+#   usage: test_ipv6.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#
+# Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
+# shellcheck disable=SC2317
+set -uo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$(realpath "$0")")/lib.sh"
+
+e2e_start "$@"
+
+require_tools curl python3 bpftool nsenter
+
+SUBNET6=2001:2::/64
+SERVICE6=2001:2::2
+HOST6=2001:2::10
+BYSTANDER=e2e-host2
+BYSTANDER6=2001:2::6
+POD6=2001:2:0:100::2
+POD_GW6=2001:2:0:100::1
+POD_HTTP_PORT=8080
+HOST_AGENT_PORT=9999
+
+# An address is usable once duplicate address detection is over (RFC 4862): the kernel drops it from
+# "tentative" then.
+no_tentative() { [ -z "$(ip -n "$1" -6 addr show tentative 2>/dev/null)" ]; }
+
+add_ipv6() {
+    ip -n "$E2E_HOST" -6 addr add "$HOST6/64" dev eth0 || die "host IPv6 address"
+    ip -n "$BYSTANDER" -6 addr add "$BYSTANDER6/64" dev eth0 || die "bystander IPv6 address"
+    ip -n "$E2E_NODE" -6 addr add "$POD_GW6/64" dev "$E2E_VETH" || die "pod gateway IPv6 address"
+    ip -n "$E2E_POD" -6 addr add "$POD6/64" dev eth0 || die "pod IPv6 address"
+    ip -n "$E2E_POD" -6 route add default via "$POD_GW6" || die "pod IPv6 default route"
+    for ns in "$E2E_HOST" "$BYSTANDER" "$E2E_NODE" "$E2E_POD"; do
+        wait_for 10 no_tentative "$ns" || die "IPv6 addresses of $ns still tentative"
+    done
+    if ip -n "$E2E_NODE" -6 route get "$HOST6" >/dev/null 2>&1; then
+        die "the node has a route to $HOST6; only the datapath may connect pod and LAN"
+    fi
+}
+
+write_dual_config() {
+    cat >"$CONFIG" <<YAML
+interface: $E2E_NIC
+serviceIP: $E2E_SERVICE_IP
+subnet: $E2E_SUBNET
+serviceIPv6: $SERVICE6
+subnetV6: $SUBNET6
+pinRoot: $E2E_PIN_ROOT
+ports:
+  - name: http
+    protocol: tcp
+    port: 80
+    targetPort: $POD_HTTP_PORT
+backend:
+  ip: $E2E_POD_IP
+  ipv6: $POD6
+YAML
+}
+
+# The host's neighbour entry for an address: "MAC STATE", empty when it has none.
+host_neighbour() { ip -n "$1" -6 neigh show "$2" dev eth0 | awk '{ print $3, $NF }'; }
+
+# ---------------------------------------------------------------------------------------------------
+# Cases
+
+# a. The host resolves the service address (the datapath's advertisement) and reaches the pod through it;
+# the pod sees the host's own address.
+case_host_to_pod() {
+    local replies_before body entry
+    replies_before=$(counter ndp_reply)
+    body=$(host curl -s -6 --max-time 5 "http://[$SERVICE6]/") || {
+        E2E_REASON="curl to [$SERVICE6]:80 failed (ndp_reply $replies_before -> $(counter ndp_reply))"
+        return 1
+    }
+    if [ "$body" != "$HOST6" ]; then
+        E2E_REASON="the pod saw '$body', want the host's own address $HOST6"
+        return 1
+    fi
+    entry=$(host_neighbour "$E2E_HOST" "$SERVICE6")
+    if [ "${entry%% *}" != "$E2E_NIC_MAC" ]; then
+        E2E_REASON="the host's neighbour entry for $SERVICE6 is '$entry', want the NIC's MAC $E2E_NIC_MAC"
+        return 1
+    fi
+    if [ "$(counter ndp_reply)" -le "$replies_before" ]; then
+        E2E_REASON="ndp_reply did not move ($replies_before)"
+        return 1
+    fi
+    log "host -> [$SERVICE6]:80 -> pod: the pod saw $body; the host has $SERVICE6 at $entry"
+}
+
+# b. The pod calls the host's agent. The host's entry is removed from the datapath's neighbour table first
+# (case a's packets taught it), so the first packet misses and the loader solicits the host from the service
+# address; the connection then goes through as the service address.
+case_pod_to_host() {
+    local misses_before body key
+    read -ra key <<<"$(map_key "$HOST6")"
+    bpftool map delete pinned "$E2E_PIN_DIR/neighbours" key "${key[@]}" 2>/dev/null
+    if neighbour_learned "$HOST6"; then
+        E2E_REASON="could not remove $HOST6 from the neighbour table"
+        return 1
+    fi
+    misses_before=$(counter neighbour_miss)
+    body=$(pod curl -s -6 --max-time 10 "http://[$HOST6]:$HOST_AGENT_PORT/") || {
+        E2E_REASON="curl from the pod to [$HOST6]:$HOST_AGENT_PORT failed (neighbour_miss $misses_before -> $(counter neighbour_miss))"
+        return 1
+    }
+    if [ "$body" != "$SERVICE6" ]; then
+        E2E_REASON="the host's agent saw '$body', want the service address $SERVICE6"
+        return 1
+    fi
+    if [ "$(counter neighbour_miss)" -le "$misses_before" ]; then
+        E2E_REASON="the connection did not go through the miss path (neighbour_miss $misses_before)"
+        return 1
+    fi
+    if ! neighbour_learned "$HOST6"; then
+        E2E_REASON="the datapath has no entry for $HOST6 after the connection"
+        return 1
+    fi
+    log "pod -> [$HOST6]:$HOST_AGENT_PORT: the agent saw $body (neighbour_miss $misses_before -> $(counter neighbour_miss))"
+}
+
+# c. Anything but a listed port is dropped at the service address.
+case_unlisted_dropped() {
+    local before
+    before=$(counter drop_not_allowed)
+    if host curl -s -6 --max-time 2 -o /dev/null "http://[$SERVICE6]:3306/"; then
+        E2E_REASON="port 3306 of $SERVICE6 answered"
+        return 1
+    fi
+    if [ "$(counter drop_not_allowed)" -le "$before" ]; then
+        E2E_REASON="drop_not_allowed did not move"
+        return 1
+    fi
+}
+
+# d. Another node configuring the service address runs duplicate address detection: the datapath defends the
+# address (the other node's kernel marks it dadfailed) and reports the conflict.
+case_dad_defended() {
+    local conflicts_before
+    conflicts_before=$(counter arp_conflict)
+    ip -n "$BYSTANDER" -6 addr add "$SERVICE6/64" dev eth0 || {
+        E2E_REASON="cannot add $SERVICE6 on $BYSTANDER"
+        return 1
+    }
+    dad_failed() { ip -n "$BYSTANDER" -6 addr show dev eth0 | grep -q "$SERVICE6/64 .*dadfailed"; }
+    if ! wait_for 10 dad_failed; then
+        E2E_REASON="$BYSTANDER's DAD for $SERVICE6 did not fail: $(ip -n "$BYSTANDER" -6 addr show dev eth0 | grep "$SERVICE6")"
+        return 1
+    fi
+    if [ "$(counter arp_conflict)" -le "$conflicts_before" ]; then
+        E2E_REASON="the conflict was not counted (arp_conflict $conflicts_before)"
+        return 1
+    fi
+    if ! wait_for 5 grep -q "conflict.*$SERVICE6" "$LOADER_LOG"; then
+        E2E_REASON="the loader did not log the conflict"
+        return 1
+    fi
+    ip -n "$BYSTANDER" -6 addr del "$SERVICE6/64" dev eth0
+    log "$BYSTANDER's DAD for $SERVICE6: dadfailed; arp_conflict $conflicts_before -> $(counter arp_conflict)"
+}
+
+# ---------------------------------------------------------------------------------------------------
+
+topology_create
+add_ipv6
+mkdir -p "$LOGS"
+bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_HTTP_PORT"
+bg_in_ns "$E2E_HOST" "$LOGS/host-agent.log" python3 "$E2E_DIR/addr_server.py" "$HOST6" "$HOST_AGENT_PORT"
+wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
+write_dual_config
+loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+
+run_case "host -> service IPv6 address -> pod (NDP answered by the datapath, NAT66, client kept)" case_host_to_pod
+run_case "pod -> host over IPv6 as the service address (miss resolved by the loader's solicitation)" case_pod_to_host
+run_case "unlisted port of the service IPv6 address dropped" case_unlisted_dropped
+run_case "another node's DAD for the service address defended and reported" case_dad_defended
+finish
