@@ -1,6 +1,7 @@
 #include "cli/commands_status.hpp"
 
 #include "cli/commands.hpp"
+#include "core/ndp_sender.hpp"
 #include "core/netlink.hpp"
 #include "maps/layout.hpp"
 
@@ -28,7 +29,7 @@ bool by_address(const bpfnet_ip &a, const bpfnet_ip &b) {
 std::vector<ServiceIpStatus> read_service_ips(const DatapathMaps &maps) {
     std::vector<ServiceIpStatus> out;
     for (const auto &[ip, entry] : maps.service_ips.entries())
-        out.push_back({ip, (entry.flags & BPFNET_SERVICE_IP_ACTIVE) != 0});
+        out.push_back({ip, (entry.flags & BPFNET_SERVICE_IP_ACTIVE) != 0, std::nullopt});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip, b.ip); });
     return out;
 }
@@ -80,10 +81,19 @@ std::string describe_heartbeat(const StatusView &status) {
 
 std::string describe_service_ip(const StatusView &status, const ServiceIpStatus &ip) {
     std::string text = format_ip(ip.ip);
+    const std::string protocol = is_v4(ip.ip) ? "ARP" : "NDP";
+    std::string group;
+    if (ip.solicited_node_member)
+        group = *ip.solicited_node_member ? ", NIC in its solicited-node group"
+                                          : ", NIC NOT in its solicited-node group (MLD-snooping switches may not "
+                                            "deliver solicitations)";
     if (!ip.active)
-        return text + ": inactive (not the owner here, or no backend)";
+        return text + ": inactive (not the owner here, or no backend)" + group;
     text += ": active (owner)";
-    return text + (status.answering_arp(ip) ? ", answering ARP" : ", NOT answering ARP (heartbeat not fresh)");
+    return text +
+           (status.answering_arp(ip) ? ", answering " + protocol
+                                     : ", NOT answering " + protocol + " (heartbeat not fresh)") +
+           group;
 }
 
 std::string describe_backend(const BackendStatus &backend) {
@@ -149,6 +159,11 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
         status.heartbeat_age_seconds = seconds_since(heartbeat->monotonic_ns, now);
     status.heartbeat_timeout_seconds = static_cast<double>(iface.heartbeat_timeout_ns) / 1e9;
     status.service_ips = read_service_ips(maps);
+    const std::vector<bpfnet_ip> groups = ipv6_groups_of(static_cast<int>(iface.nic_ifindex));
+    for (ServiceIpStatus &ip : status.service_ips)
+        if (!is_v4(ip.ip))
+            ip.solicited_node_member =
+                std::find(groups.begin(), groups.end(), solicited_node_group(ip.ip)) != groups.end();
     status.backends = read_backends(maps, pin_dir, map_id);
     status.conflicts_seen = maps.counters.sum(BPFNET_CTR_ARP_CONFLICT);
     status.conflicts = read_conflicts(maps, now);
@@ -220,7 +235,10 @@ Json status_json(const StatusView &status) {
     json["service_ips"] = Json::array();
     for (const auto &ip : status.service_ips)
         json["service_ips"].push_back(
-            {{"ip", format_ip(ip.ip)}, {"active", ip.active}, {"answering_arp", status.answering_arp(ip)}});
+            {{"ip", format_ip(ip.ip)},
+             {"active", ip.active},
+             {"answering_arp", status.answering_arp(ip)},
+             {"solicited_node_group", ip.solicited_node_member ? Json(*ip.solicited_node_member) : Json(nullptr)}});
 
     json["backends"] = Json::array();
     for (const auto &backend : status.backends)

@@ -15,7 +15,10 @@ namespace bpfnet::cli {
 
 struct ServiceIpStatus {
     bpfnet_ip ip{};
-    bool active = false; // this node owns it (the ACTIVE flag): it answers ARP while the heartbeat is fresh
+    bool active = false; // this node owns it (the ACTIVE flag): it answers ARP (NDP) while the heartbeat is fresh
+    // IPv6: the NIC is a member of the address's solicited-node group (the loader joins it, so that hosts
+    // behind an MLD-snooping switch reach the NIC with their solicitations); nullopt for IPv4.
+    std::optional<bool> solicited_node_member;
 };
 
 struct BackendStatus {

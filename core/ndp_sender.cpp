@@ -10,7 +10,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace bpfnet {
 namespace {
@@ -131,6 +134,38 @@ Frame unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8
 Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
     const bpfnet_ip to = solicited_node_group(target);
     return icmp6_frame(group_mac(to), mac, source, to, kSolicitation, nd_body(0, target, kSourceLinkLayer, mac));
+}
+
+std::vector<bpfnet_ip> parse_igmp6(const std::string &text, int ifindex) {
+    // Each line: ifindex, name, the group as 32 hex digits, users, flags, timer.
+    std::vector<bpfnet_ip> groups;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::istringstream fields(line);
+        int index = 0;
+        std::string name, hex;
+        if (!(fields >> index >> name >> hex) || index != ifindex || hex.size() != 32)
+            continue;
+        bpfnet_ip group{};
+        auto *bytes = reinterpret_cast<uint8_t *>(&group);
+        bool valid = true;
+        for (size_t i = 0; i < 16 && valid; i++) {
+            unsigned value = 0;
+            valid = std::sscanf(hex.c_str() + 2 * i, "%2x", &value) == 1;
+            bytes[i] = static_cast<uint8_t>(value);
+        }
+        if (valid)
+            groups.push_back(group);
+    }
+    return groups;
+}
+
+std::vector<bpfnet_ip> ipv6_groups_of(int ifindex) {
+    std::ifstream file("/proc/net/igmp6");
+    std::stringstream text;
+    text << file.rdbuf();
+    return parse_igmp6(text.str(), ifindex);
 }
 
 // Protocol 0: the socket only sends (see ArpSender).

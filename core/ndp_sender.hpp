@@ -24,6 +24,11 @@ Frame unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8
 Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
 // ff02::1:ffXX:XXXX for an address (RFC 4291 2.7.1).
 bpfnet_ip solicited_node_group(const bpfnet_ip &address);
+// The IPv6 multicast groups interface ifindex is a member of, as the kernel of the calling thread's network
+// namespace lists them (/proc/net/igmp6): what MLD reports, whoever joined. Empty when it cannot be read.
+std::vector<bpfnet_ip> ipv6_groups_of(int ifindex);
+// The same parse, of that file's text (unit-tested).
+std::vector<bpfnet_ip> parse_igmp6(const std::string &text, int ifindex);
 
 class NdpSender {
 public:

@@ -17,6 +17,8 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 e2e_start "$@"
 
 require_tools curl python3 bpftool nsenter
+BPFNETCTL=$(realpath "$(dirname "$LOADER")/../cli/bpfnetctl" 2>/dev/null) || true
+[ -x "$BPFNETCTL" ] || die "no bpfnetctl next to the loader's build directory"
 
 SUBNET6=2001:2::/64
 SERVICE6=2001:2::2
@@ -167,6 +169,27 @@ case_dad_defended() {
     log "$BYSTANDER's DAD for $SERVICE6: dadfailed; arp_conflict $conflicts_before -> $(counter arp_conflict)"
 }
 
+# e. The loader made the NIC a member of the service address's solicited-node group (the kernel reports it by
+# MLD, so snooping switches forward the hosts' solicitations), and bpfnetctl status says so.
+case_solicited_node_group() {
+    local group=ff02::1:ff00:2 out
+    if ! ip -n "$E2E_NODE" -6 maddr show dev "$E2E_NIC" | grep -q "inet6 $group\$"; then
+        E2E_REASON="$E2E_NIC is not in $group: $(ip -n "$E2E_NODE" -6 maddr show dev "$E2E_NIC" | tr '\n' ' ')"
+        return 1
+    fi
+    out=$(nsenter --net="/run/netns/$E2E_NODE" "$BPFNETCTL" -i "$E2E_NIC" status -o json) || {
+        E2E_REASON="bpfnetctl status failed"
+        return 1
+    }
+    if ! python3 -c 'import json, sys
+ips = {i["ip"]: i for i in json.load(sys.stdin)["service_ips"]}
+sys.exit(0 if ips[sys.argv[1]]["solicited_node_group"] is True and ips[sys.argv[1]]["answering_arp"] else 1)' \
+        "$SERVICE6" <<<"$out"; then
+        E2E_REASON="bpfnetctl status does not show $SERVICE6 answered with the NIC in its group: $out"
+        return 1
+    fi
+}
+
 # ---------------------------------------------------------------------------------------------------
 
 topology_create
@@ -181,5 +204,6 @@ loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
 run_case "host -> service IPv6 address -> pod (NDP answered by the datapath, NAT66, client kept)" case_host_to_pod
 run_case "pod -> host over IPv6 as the service address (miss resolved by the loader's solicitation)" case_pod_to_host
 run_case "unlisted port of the service IPv6 address dropped" case_unlisted_dropped
+run_case "the NIC is in the service address's solicited-node group, and status says so" case_solicited_node_group
 run_case "another node's DAD for the service address defended and reported" case_dad_defended
 finish

@@ -47,7 +47,7 @@ StatusView sample_status() {
     status.redirect_peer = true;
     status.heartbeat_age_seconds = 0.31;
     status.heartbeat_timeout_seconds = 5;
-    status.service_ips = {{addr("198.18.0.2"), true}};
+    status.service_ips = {{addr("198.18.0.2"), true, std::nullopt}};
     status.backends = {{addr("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
     status.conflicts_seen = 2;
     status.conflicts = {{addr("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
@@ -79,10 +79,29 @@ TEST(CliStatus, JsonShape) {
         R"("tc_ingress":{"attached":true,"program":"tc_nic_ingress","program_id":42,"attach":"tcx"}},)"
         R"("pod_delivery":"redirect_peer","arp_responder":"tc_egress",)"
         R"("heartbeat":{"state":"fresh","age_seconds":0.31,"timeout_seconds":5.0},)"
-        R"("service_ips":[{"ip":"198.18.0.2","active":true,"answering_arp":true}],)"
+        R"("service_ips":[{"ip":"198.18.0.2","active":true,"answering_arp":true,"solicited_node_group":null}],)"
         R"("backends":[{"ip":"198.18.100.2","veth":"vethpod","ifindex":3,)"
         R"("pod_hook":{"attached":true,"program":"tc_pod_ingress","program_id":43,"attach":"tcx"}}],)"
         R"("conflicts":{"seen":2,"entries":[{"service_ip":"198.18.0.2","mac":"02:00:00:00:00:66","age_seconds":1.5}]}})");
+}
+
+// An IPv6 service address answers NDP, and status says whether the NIC is in its solicited-node group.
+TEST(CliStatus, Ipv6ServiceAddressShowsNdpAndTheSolicitedNodeGroup) {
+    StatusView status = sample_status();
+    status.service_ips = {
+        {addr("198.18.0.2"), true, std::nullopt}, {addr("fd00:1::2"), true, true}, {addr("fd00:1::3"), false, false}};
+    std::string table = rendered(print_status_table, status);
+    EXPECT_NE(table.find("198.18.0.2: active (owner), answering ARP\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("fd00:1::2: active (owner), answering NDP, NIC in its solicited-node group\n"),
+              std::string::npos)
+        << table;
+    EXPECT_NE(
+        table.find("fd00:1::3: inactive (not the owner here, or no backend), NIC NOT in its solicited-node group"),
+        std::string::npos)
+        << table;
+    Json json = status_json(status);
+    EXPECT_EQ(json["service_ips"][1]["solicited_node_group"], true);
+    EXPECT_EQ(json["service_ips"][2]["solicited_node_group"], false);
 }
 
 TEST(CliStatus, StaleHeartbeatMeansNoArpAnswersEvenWhenActive) {
@@ -106,7 +125,7 @@ TEST(CliStatus, NothingAttachedNoBackendNeverHeartbeat) {
     status.xdp = {};
     status.tc_ingress = {};
     status.heartbeat_age_seconds.reset();
-    status.service_ips = {{addr("198.18.0.2"), false}};
+    status.service_ips = {{addr("198.18.0.2"), false, std::nullopt}};
     status.backends.clear();
     status.conflicts_seen = 0;
     status.conflicts.clear();

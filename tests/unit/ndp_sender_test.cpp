@@ -43,5 +43,18 @@ TEST(NdpSender, SolicitedNodeGroupTakesTheLast24Bits) {
     EXPECT_EQ(format_ip(solicited_node_group(addr("2001:db8::abcd:ef12:3456"))), "ff02::1:ff12:3456");
 }
 
+// /proc/net/igmp6 lines: ifindex, name, group, users, flags, timer; only the asked interface's count.
+TEST(NdpSender, Igmp6ListsTheInterfacesGroups) {
+    const std::string text = "1    lo              ff020000000000000000000000000001     1 0000000C 0\n"
+                             "4    prov0           ff0200000000000000000001ff000002     1 00000004 0\n"
+                             "4    prov0           ff020000000000000000000000000001     1 0000000C 0\n"
+                             "5    vethpod         ff0200000000000000000001ff000002     1 00000004 0\n"
+                             "4    prov0           not-hex\n";
+    const auto groups = parse_igmp6(text, 4);
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0], solicited_node_group(addr("fd00:1::2")));
+    EXPECT_EQ(format_ip(groups[1]), "ff02::1");
+}
+
 } // namespace
 } // namespace bpfnet
