@@ -138,6 +138,12 @@ HeartbeatState StatusView::heartbeat() const {
     return *heartbeat_age_seconds <= heartbeat_timeout_seconds ? HeartbeatState::Fresh : HeartbeatState::Stale;
 }
 
+std::string StatusView::subnet_text() const {
+    if (subnet_be == 0xffffffff && subnet_mask_be == 0)
+        return "none";
+    return format_prefix(subnet_be, subnet_mask_be);
+}
+
 StatusView read_status(const DatapathMaps &maps, const std::string &interface, const std::string &pin_dir) {
     const __u64 now = monotonic_now_ns();
     const bpfnet_iface iface = maps.iface.lookup(0).value_or(bpfnet_iface{});
@@ -149,6 +155,8 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
     status.subnet_be = iface.subnet_be;
     status.subnet_mask_be = iface.subnet_mask_be;
     status.dhcp_service_ip_be = iface.dhcp_service_ip_be;
+    status.subnet6 = iface.subnet6;
+    status.subnet6_prefix_len = iface.subnet6_prefix_len;
     if (iface.nic_ifindex) {
         status.xdp = query_xdp(static_cast<int>(iface.nic_ifindex), map_id);
         status.tc_ingress = query_tc_ingress(static_cast<int>(iface.nic_ifindex), pin_dir, map_id);
@@ -174,7 +182,9 @@ void print_status_table(std::ostream &out, const StatusView &status) {
     KeyValueList list;
     list.add("interface", status.interface + " (ifindex " + std::to_string(status.ifindex) + ", mac " +
                               format_mac(status.nic_mac) + ")");
-    list.add("subnet", format_prefix(status.subnet_be, status.subnet_mask_be));
+    list.add("subnet", status.subnet_text());
+    if (status.subnet6_prefix_len)
+        list.add("subnet ipv6", format_prefix6(status.subnet6, status.subnet6_prefix_len));
     list.add("xdp", describe_hook(status.xdp));
     list.add("tc ingress", describe_hook(status.tc_ingress));
     list.add("arp", status.tc_ingress.attached ? "answered at tc ingress, out of the NIC's egress (every NIC kind)"
@@ -217,7 +227,10 @@ Json tc_hook_json(const HookState &hook) {
 Json status_json(const StatusView &status) {
     Json json;
     json["interface"] = {{"name", status.interface}, {"ifindex", status.ifindex}, {"mac", format_mac(status.nic_mac)}};
-    json["subnet"] = format_prefix(status.subnet_be, status.subnet_mask_be);
+    json["subnet"] =
+        status.subnet_be == 0xffffffff && status.subnet_mask_be == 0 ? Json(nullptr) : Json(status.subnet_text());
+    json["subnet_ipv6"] =
+        status.subnet6_prefix_len ? Json(format_prefix6(status.subnet6, status.subnet6_prefix_len)) : Json(nullptr);
     json["dhcp_service_ip"] = optional_ip(status.dhcp_service_ip_be);
 
     Json xdp = hook_json(status.xdp);

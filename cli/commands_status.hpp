@@ -43,6 +43,10 @@ struct StatusView {
     __be32 subnet_be = 0;
     __be32 subnet_mask_be = 0;
     __be32 dhcp_service_ip_be = 0; // 0: no service IP relays DHCP
+    bpfnet_ip subnet6{};
+    uint8_t subnet6_prefix_len = 0; // 0: no IPv6 subnet
+    // The IPv4 subnet, or "none" (an IPv6-only LAN's iface entry matches no IPv4 address).
+    std::string subnet_text() const;
     HookState xdp;
     HookState tc_ingress;
     bool redirect_peer = false; // the loader delivers into pods with bpf_redirect_peer (probed at its start)

@@ -95,7 +95,6 @@ void DatapathRuntime::attach() {
                                                {"arp_responder", kArpResponder}});
     arp_.emplace(nic.ifindex);
     ndp_.emplace(nic.ifindex);
-    groups_.emplace(nic.ifindex);
     // The HTTP thread gets fds of its own, so it never shares an object with this thread.
     status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
     // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
@@ -283,7 +282,21 @@ void DatapathRuntime::announce_once(const bpfnet_ip &service_ip) {
 void DatapathRuntime::join_solicited_node_groups(const std::vector<ServiceSpec> &specs) {
     std::vector<bpfnet_ip> addresses;
     for (const ServiceSpec &spec : specs)
-        addresses.push_back(spec.service_ip);
+        if (!is_v4(spec.service_ip))
+            addresses.push_back(spec.service_ip);
+    // The socket only once there is an IPv6 address: a kernel booted with ipv6.disable=1 has no AF_INET6, and an
+    // IPv4-only node must run there.
+    if (!groups_ && addresses.empty())
+        return;
+    if (!groups_) {
+        try {
+            groups_.emplace(datapath_->nic_ifindex());
+        } catch (const std::exception &e) {
+            log_warn("cannot join solicited-node groups: no IPv6 in this kernel?",
+                     {{"iface", node_.interface}, {"error", e.what()}});
+            return;
+        }
+    }
     for (const auto &[group, error] : groups_->set(addresses))
         log_warn("cannot join the solicited-node group of a service IPv6 address on the NIC: hosts behind an "
                  "MLD-snooping switch may not reach it",

@@ -86,12 +86,13 @@ struct bpfnet_iface {
 	__be32 subnet_mask_be;
 	__be32 dhcp_service_ip_be;  /* the service IP whose DHCP port takes broadcast DHCP; 0: none */
 	__u64 heartbeat_timeout_ns; /* ARP and NDP answers stop when the loader's heartbeat is older */
-	struct bpfnet_ip subnet6;   /* IPv6 provisioning prefix, host bits zero (subnet6_prefix_len) */
-	struct bpfnet_ip
-		nic_link_local; /* the NIC's link-local address: relayed DHCPv6 replies leave from it */
-	struct bpfnet_ip
-		dhcp6_service_ip; /* the service IPv6 whose DHCPv6 port takes ff02::1:2; zero: none */
-	__u8 subnet6_prefix_len;  /* 0: no IPv6 provisioning subnet */
+	/* The IPv6 provisioning prefix, host bits zero; subnet6_prefix_len 0: no IPv6 subnet. */
+	struct bpfnet_ip subnet6;
+	/* Reserved for the DHCPv6 relay (not written yet: zero): the NIC's link-local address, which relayed
+	 * replies leave from, and the service address whose DHCPv6 port takes ff02::1:2. */
+	struct bpfnet_ip nic_link_local;
+	struct bpfnet_ip dhcp6_service_ip;
+	__u8 subnet6_prefix_len;
 	__u8 pad[7];
 };
 

@@ -363,6 +363,9 @@ Subnet6 read_subnet6(const Field &field) {
     const Subnet6 subnet{*address, static_cast<uint8_t>(*prefix_len)};
     if (const auto reason = non_unicast_reason6(subnet.network))
         field.fail("must be a unicast prefix, got " + quoted(text) + ", " + *reason);
+    /* The IPv4-mapped addresses are the maps' IPv4 entries: no IPv6 subnet may hold them. */
+    if (in_prefix6(ip_from_v4(0), subnet.network, subnet.prefix_len))
+        field.fail("must not contain ::ffff:0:0/96, the IPv4-mapped addresses, got " + quoted(text));
     const bpfnet_ip masked = prefix6_network(subnet.network, subnet.prefix_len);
     if (masked != subnet.network)
         field.fail("has host bits set: " + quoted(text) + "; did you mean " +

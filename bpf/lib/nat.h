@@ -83,10 +83,18 @@ static __always_inline int nat6_rewrite(struct __sk_buff *skb, const struct ip_p
 	if (!ip_equal(&from, &to)) {
 		__s64 diff = bpf_csum_diff(from.w, sizeof(from), to.w, sizeof(to), 0);
 
-		if (diff < 0 ||
-		    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, (__u32)diff,
-					BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)) ||
-		    bpf_skb_store_bytes(skb, ip_off, &to, sizeof(to), 0))
+		/*
+		 * With BPF_F_PSEUDO_HDR the helper also takes diff out of skb->csum of a CHECKSUM_COMPLETE
+		 * skb (right for IPv4, whose header checksum changes too). Over IPv6 the address change and
+		 * the L4 checksum change cancel out in skb->csum, so diff is given back (a no-op for any
+		 * other skb); kernels from 6.16 offer BPF_F_IPV6 for the same. Without it the receiver sees
+		 * "hw csum failure".
+		 */
+		if (diff < 0 || bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, (__u32)diff,
+						    BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))
+			return -1;
+		bpf_csum_update(skb, (__u32)diff);
+		if (bpf_skb_store_bytes(skb, ip_off, &to, sizeof(to), 0))
 			return -1;
 	}
 	return nat_rewrite_port(skb, pkt, side, old_port, new_port);

@@ -29,6 +29,10 @@ struct ndp_msg {
 	__u8 type;	 /* ICMPV6_NEIGHBOUR_SOLICIT or _ADVERT */
 	__u8 has_lladdr; /* the source (solicitation) or target (advertisement) link-layer option */
 	__u8 lladdr[6];
+	__u8 override;	 /* an advertisement's Override flag */
+	__u8 answers_us; /* a solicited advertisement to one of our service addresses (the loader's
+			    solicitation) */
+	__u8 pad[6];
 	struct bpfnet_ip source; /* of the IPv6 header; unspecified (::) for a DAD probe */
 	struct bpfnet_ip target;
 };
@@ -72,8 +76,14 @@ static __always_inline int ndp_read(void *ctx, int xdp, void *data, __u32 frame_
 	nd->target = ip_of(&head.target);
 	nd->source = ip_of(&ip6->saddr);
 	nd->has_lladdr = 0;
+	nd->override = (head.flags & bpf_htonl(ND_FLAG_OVERRIDE)) != 0;
 	struct bpfnet_ip dest = ip_of(&ip6->daddr);
-	if (ipv6_is_multicast(&nd->target))
+	nd->answers_us = head.type == ICMPV6_NEIGHBOUR_ADVERT &&
+			 (head.flags & bpf_htonl(ND_FLAG_SOLICITED)) &&
+			 bpf_map_lookup_elem(&service_ips, &dest) != NULL;
+	/* An IPv4-mapped address would name an IPv4 service IP's entry: never NDP's. */
+	if (ipv6_is_multicast(&nd->target) || ip_is_v4(&nd->target) || ipv6_is_multicast(&nd->source) ||
+	    ip_is_v4(&nd->source))
 		return -1;
 	if (head.type == ICMPV6_NEIGHBOUR_ADVERT && ipv6_is_multicast(&dest) &&
 	    (head.flags & bpf_htonl(ND_FLAG_SOLICITED)))
@@ -147,17 +157,31 @@ static __always_inline void ndp_observe(const struct ndp_msg *nd, const __u8 *fr
 	const __u8 *claimant = nd->has_lladdr ? nd->lladdr : frame_source;
 
 	if (nd->type == ICMPV6_NEIGHBOUR_SOLICIT) {
-		if (!ip_is_unset(&nd->source)) {
-			if (nd->has_lladdr)
-				learn_neighbour6(cfg, &nd->source, nd->lladdr, NEIGHBOUR_FROM_ARP,
-						 &nd->target);
-		} else if (ours && !mac_equal(frame_source, cfg->nic_mac)) {
-			report_conflict(&nd->target, frame_source);
+		if (ip_is_unset(&nd->source)) {
+			if (ours && !mac_equal(frame_source, cfg->nic_mac))
+				report_conflict(&nd->target, frame_source);
+			return;
 		}
+		/* A solicitation from a service address is another owner resolving a neighbour (as an ARP
+		 * request in its name is). */
+		struct bpfnet_service_ip *sender = bpf_map_lookup_elem(&service_ips, &nd->source);
+		if (sender) {
+			if ((sender->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
+			    !mac_equal(claimant, cfg->nic_mac))
+				report_conflict(&nd->source, claimant);
+			return;
+		}
+		if (nd->has_lladdr)
+			learn_neighbour6(cfg, &nd->source, nd->lladdr, NEIGHBOUR_FROM_ARP, &nd->target);
 		return;
 	}
 	if (!claimed) {
-		if (nd->has_lladdr)
+		/* RFC 4861 7.2.5: an advertisement updates an entry that exists, and changes its address only
+		 * with the Override flag; it creates none, but for the answer to the loader's solicitation
+		 * (the kernel has an incomplete entry waiting for that one; the loader's is the miss it
+		 * reported). */
+		struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, &nd->target);
+		if (nd->has_lladdr && (known ? nd->override : nd->answers_us))
 			learn_neighbour6(cfg, &nd->target, nd->lladdr, NEIGHBOUR_FROM_ARP, &nd->target);
 		return;
 	}

@@ -124,7 +124,25 @@ const std::vector<Row> kNdpRows = {
      kXdpPass,
      std::nullopt,
      {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
-    {"an advertisement with a target link-layer option teaches where its target is",
+    {"an overriding advertisement moves a known host (RFC 4861 7.2.5)",
+     Program::XdpNic,
+     Packet6::icmp(host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(host_ip6, kNaOverride, client_mac))
+         .hop_limit(255)
+         .macs(all_nodes_mac, client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+    {"an advertisement without the Override flag leaves a known host where it is",
+     Program::XdpNic,
+     Packet6::icmp(host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(host_ip6, 0, client_mac))
+         .hop_limit(255)
+         .macs(all_nodes_mac, client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS}},
+    {"an advertisement for a host never seen creates no entry",
      Program::XdpNic,
      Packet6::icmp(unknown_host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(unknown_host_ip6, kNaOverride, client_mac))
          .hop_limit(255)
@@ -132,7 +150,42 @@ const std::vector<Row> kNdpRows = {
          .bytes(),
      kXdpPass,
      std::nullopt,
+     {BPFNET_CTR_PASS}},
+    {"a host's answer to the loader's solicitation teaches where it is",
+     Program::XdpNic,
+     Packet6::icmp(unknown_host_ip6, service_ip6, kNeighbourAdvert, 0,
+                   na_body(unknown_host_ip6, kNaSolicited | kNaOverride, client_mac))
+         .hop_limit(255)
+         .macs(nic_mac, client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
      {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+    {"another MAC soliciting from the service address is a conflict",
+     Program::XdpNic,
+     Packet6::icmp(service_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0, ns_body(other_lan_ip6, client_mac))
+         .hop_limit(255)
+         .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
+    {"a solicitation for the IPv4 service IP's mapped address is not NDP's: not answered",
+     Program::TcNic,
+     from_host6(solicitation(host_ip6, "::ffff:" + service_ip, host_mac), service_group_mac),
+     kTcNext,
+     std::nullopt,
+     {}},
+    {"an advertisement for the IPv4 service IP's mapped address claims nothing",
+     Program::XdpNic,
+     Packet6::icmp("::ffff:" + service_ip, all_nodes, kNeighbourAdvert, 0,
+                   na_body("::ffff:" + service_ip, kNaOverride, client_mac))
+         .hop_limit(255)
+         .macs(all_nodes_mac, client_mac)
+         .bytes(),
+     kXdpPass,
+     std::nullopt,
+     {BPFNET_CTR_PASS}},
     {"another MAC advertising the service address is a conflict",
      Program::XdpNic,
      Packet6::icmp(service_ip6, all_nodes, kNeighbourAdvert, 0, na_body(service_ip6, kNaOverride, client_mac))
@@ -152,19 +205,18 @@ const std::vector<Row> kNdpRows = {
      kXdpPass,
      std::nullopt,
      {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_REFUSED}},
-    {"a solicitation with an option of length 0 is invalid (RFC 4861 4.6): nothing learned",
-     Program::XdpNic,
+    {"a solicitation with an option of length 0 is invalid (RFC 4861 4.6): not answered",
+     Program::TcNic,
      [] {
-         Bytes body = ns_body(other_lan_ip6, client_mac);
+         Bytes body = ns_body(service_ip6, host_mac);
          body[21] = 0; // the source link-layer option's length
-         return Packet6::icmp(unknown_host_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0, body)
-             .hop_limit(255)
-             .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
-             .bytes();
+         return from_host6(
+             Packet6::icmp(host_ip6, solicited_node(service_ip6), kNeighbourSolicit, 0, body).hop_limit(255),
+             service_group_mac);
      }(),
-     kXdpPass,
+     kTcNext,
      std::nullopt,
-     {BPFNET_CTR_PASS}},
+     {}},
 };
 
 const std::vector<Row> kNat66Rows = {

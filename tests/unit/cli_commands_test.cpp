@@ -74,7 +74,7 @@ TEST(CliStatus, JsonShape) {
     EXPECT_EQ(
         status_json(sample_status()).dump(),
         R"({"interface":{"name":"prov0","ifindex":2,"mac":"02:00:00:00:00:01"},)"
-        R"("subnet":"198.18.0.0/24","dhcp_service_ip":"198.18.0.2",)"
+        R"("subnet":"198.18.0.0/24","subnet_ipv6":null,"dhcp_service_ip":"198.18.0.2",)"
         R"("hooks":{"xdp":{"attached":true,"program":"xdp_nic","program_id":41,"mode":"native","dispatcher":false},)"
         R"("tc_ingress":{"attached":true,"program":"tc_nic_ingress","program_id":42,"attach":"tcx"}},)"
         R"("pod_delivery":"redirect_peer","arp_responder":"tc_egress",)"
@@ -83,6 +83,21 @@ TEST(CliStatus, JsonShape) {
         R"("backends":[{"ip":"198.18.100.2","veth":"vethpod","ifindex":3,)"
         R"("pod_hook":{"attached":true,"program":"tc_pod_ingress","program_id":43,"attach":"tcx"}}],)"
         R"("conflicts":{"seen":2,"entries":[{"service_ip":"198.18.0.2","mac":"02:00:00:00:00:66","age_seconds":1.5}]}})");
+}
+
+// An IPv6-only LAN: no IPv4 subnet (the iface entry's match-nothing network), the IPv6 one shown.
+TEST(CliStatus, Ipv6OnlyShowsNoIpv4SubnetAndTheIpv6One) {
+    StatusView status = sample_status();
+    status.subnet_be = 0xffffffff;
+    status.subnet_mask_be = 0;
+    status.subnet6 = addr("fd00:1::");
+    status.subnet6_prefix_len = 64;
+    std::string table = rendered(print_status_table, status);
+    EXPECT_NE(table.find("subnet        none\n"), std::string::npos) << table;
+    EXPECT_NE(table.find("subnet ipv6   fd00:1::/64\n"), std::string::npos) << table;
+    Json json = status_json(status);
+    EXPECT_TRUE(json["subnet"].is_null());
+    EXPECT_EQ(json["subnet_ipv6"], "fd00:1::/64");
 }
 
 // An IPv6 service address answers NDP, and status says whether the NIC is in its solicited-node group.

@@ -724,6 +724,7 @@ TEST(ConfigIpv6, AddressesAndPrefixesAreChecked) {
     EXPECT_TRUE(Rejected(with("fd00:1::2", "fd00:1::/8"), "subnetV6", "prefix length"));
     EXPECT_TRUE(Rejected(with("fe80::2", "fe80::/64"), "subnetV6", "link-local"));
     EXPECT_TRUE(Rejected(with("fd00:1::2", "198.18.0.0/24"), "subnetV6", "IPv6 CIDR"));
+    EXPECT_TRUE(Rejected(with("::ff00:0:2", "::ff00:0:0/88"), "subnetV6", "IPv4-mapped"));
 }
 
 TEST(ConfigIpv6, BackendHasAnAddressOfEachFamily) {
