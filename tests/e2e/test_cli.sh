@@ -219,7 +219,7 @@ case_status() {
     json_expect status-json "d['arp_responder'] == 'tc_egress'" || return 1
     json_expect status-json "d['heartbeat']['state'] == 'fresh' and 0 <= d['heartbeat']['age_seconds'] <= 5 and
         d['heartbeat']['timeout_seconds'] == 5.0" || return 1
-    json_expect status-json "d['service_ips'] == [{'ip': '$E2E_SERVICE_IP', 'active': True, 'answering_arp': True}]" || return 1
+    json_expect status-json "d['service_ips'] == [{'ip': '$E2E_SERVICE_IP', 'active': True, 'answering_arp': True, 'solicited_node_group': None}]" || return 1
     json_expect status-json "d['backends'] == [{'ip': '$E2E_POD_IP', 'veth': '$E2E_VETH', 'ifindex': $veth_index,
         'pod_hook': {'attached': True, 'program': 'tc_pod_ingress', 'program_id': $pod_id, 'attach': '$attach'}}]" || return 1
     json_expect status-json "d['conflicts'] == {'seen': 0, 'entries': []}" || return 1
@@ -591,7 +591,7 @@ case_backend_clear() {
     json_expect clear-services "[(s['port'], s['backend_ip'], s['backend_port']) for s in d['services']] ==
         [(80, None, 8080), (5201, None, 5201), (67, None, 67), (69, None, 69)]" || return 1
     ctl_ok clear-status status -o json || return 1
-    json_expect clear-status "d['service_ips'] == [{'ip': '$E2E_SERVICE_IP', 'active': False, 'answering_arp': False}] and
+    json_expect clear-status "d['service_ips'] == [{'ip': '$E2E_SERVICE_IP', 'active': False, 'answering_arp': False, 'solicited_node_group': None}] and
         d['backends'] == []" || return 1
     ctl_ok clear-backends backends -o json || return 1
     json_expect clear-backends "d == {'backends': []}" || return 1
