@@ -578,7 +578,10 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
 		return tc_arp(skb, cfg);
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		int ndp = tc_ndp(skb, cfg);
+		/* Only ICMPv6 right after the fixed header can be neighbour discovery: the rest skips that
+		 * call. */
+		struct ipv6hdr *ip6 = parse_ipv6_fixed(eth, data_end);
+		int ndp = ip6 && ip6->nexthdr == IPV6_NEXTHDR_ICMP ? tc_ndp(skb, cfg) : TC_NOT_NDP;
 		return ndp != TC_NOT_NDP ? ndp : tc_ipv6_from_lan(skb, cfg);
 	}
 	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
