@@ -25,6 +25,7 @@
 #include "lib/steer.h"
 #include "lib/nat.h"
 #include "lib/dhcp.h"
+#include "lib/dhcp6.h"
 #include "lib/tftp.h"
 #include "lib/icmp.h"
 #include "lib/trace.h"
@@ -245,6 +246,8 @@ static __always_inline void trace_end_skb(struct __sk_buff *skb)
 	if (s->rec.proto == IPPROTO_UDP && s->l4_end) {
 		if (s->kind == BPFNET_KIND_DHCP || s->rec.dport_be == bpf_htons(DHCP_SERVER_PORT))
 			dhcp_trace_details(skb, s);
+		else if (s->kind == BPFNET_KIND_DHCP6 || s->rec.dport_be == bpf_htons(DHCP6_SERVER_PORT))
+			dhcp6_trace_details(skb, s);
 		else if (s->kind == BPFNET_KIND_TFTP || s->rec.dport_be == bpf_htons(TFTP_PORT))
 			tftp_trace_details(skb, s);
 	}
@@ -448,9 +451,10 @@ static __always_inline int steer6_from_lan(struct __sk_buff *skb, void *data, st
 	}
 	struct lan_ports ports = lan_ports_of(&pkt);
 	trace_steered(&target.backend_ip, target.backend_port, target.kind);
-	if (target.kind == BPFNET_KIND_DHCP) {
-		decide(BPFNET_CTR_DROP_NOT_ALLOWED); /* DHCPv6 is relayed, not steered (the relay is not here
-							yet) */
+	if (target.kind == BPFNET_KIND_DHCP || target.kind == BPFNET_KIND_DHCP6) {
+		/* DHCPv6 is relayed (tc_ipv6_dhcp), and only a datagram right after the fixed header gets
+		 * there: clients send no extension headers. */
+		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
 		return TC_ACT_SHOT;
 	}
 	__u8 sender_mac[6]; /* the rewrite below moves the packet */
@@ -507,6 +511,98 @@ static __noinline int tc_ipv6_from_lan(struct __sk_buff *skb, const struct bpfne
 	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
 	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
 	return traced_tc(skb, steer6_from_lan(skb, data, eth, ip6, cfg, &saddr, &daddr));
+}
+
+/* Not DHCPv6 the relay takes (tc_ipv6_dhcp, tc_pod_dhcp6): the packet is for the IPv6 path. */
+#define TC_NOT_DHCP6 (-3)
+
+/* ff02::1:2, All_DHCP_Relay_Agents_and_Servers (RFC 8415 section 7.1). */
+static __always_inline int ip6_all_dhcp_agents(const struct bpfnet_ip *ip)
+{
+	return ip->w[0] == bpf_htonl(0xff020000) && ip->w[1] == 0 && ip->w[2] == 0 &&
+	       ip->w[3] == bpf_htonl(0x00010002);
+}
+
+/* An IPv6 UDP datagram to port 547 right after the fixed header (its header in the linear part). */
+static __always_inline int udp6_to_dhcp_server(struct ipv6hdr *ip6, void *data_end)
+{
+	struct udphdr *udp = (void *)(ip6 + 1);
+
+	if (ip6->nexthdr != IPPROTO_UDP || (void *)(udp + 1) > data_end)
+		return 0;
+	return udp->dest == bpf_htons(DHCP6_SERVER_PORT);
+}
+
+/*
+ * A DHCPv6 message to relay: to ff02::1:2 while this node owns the DHCPv6 service address (else not ours:
+ * another node relays), or to that address (a relay on the LAN, from its subnet address). Fills pkt.
+ */
+static __always_inline int dhcp6_for_us(struct __sk_buff *skb, void *data, struct ipv6hdr *ip6,
+					const struct bpfnet_iface *cfg, const struct bpfnet_ip *daddr,
+					struct ip_packet *pkt)
+{
+	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &cfg->dhcp6_service_ip);
+
+	if (ip_is_unset(&cfg->dhcp6_service_ip) || !owned)
+		return 0;
+	if (ip6_all_dhcp_agents(daddr)) {
+		if (!(owned->flags & BPFNET_SERVICE_IP_ACTIVE))
+			return 0;
+	} else if (!ip_equal(daddr, &cfg->dhcp6_service_ip)) {
+		return 0;
+	}
+	return ipv6_validate(skb, 0, data, skb->len, ip6, pkt) == PARSE_OK && pkt->proto == IPPROTO_UDP &&
+	       pkt->dport == bpf_htons(DHCP6_SERVER_PORT);
+}
+
+/* pkt: validated by dhcp6_for_us(). */
+static __always_inline int relay_dhcp6(struct __sk_buff *skb, const struct ip_packet *pkt, struct ethhdr *eth,
+				       const struct bpfnet_iface *cfg, const struct bpfnet_ip *saddr,
+				       const struct bpfnet_ip *daddr)
+{
+	struct bpfnet_ip service = cfg->dhcp6_service_ip;
+	int multicast = ip6_all_dhcp_agents(daddr);
+	struct steer_target target;
+
+	trace_ports(pkt);
+	if (!loader_alive(cfg)) {
+		decide(BPFNET_CTR_DHCP_STALE_HEARTBEAT); /* as for DHCP: another node may own the address */
+		return multicast ? BPFNET_TC_NEXT : TC_ACT_SHOT;
+	}
+	/* Unicast comes from a relay's address on the LAN; clients send from link-local addresses. */
+	if (!multicast && !in_provisioning_subnet6(cfg, saddr)) {
+		decide(BPFNET_CTR_DROP_OFF_SUBNET);
+		return TC_ACT_SHOT;
+	}
+	struct lan_ports ports = lan_ports_of(pkt);
+	enum steer_result steered = steer_lookup(&ports, saddr, &service, &target, !multicast);
+	if (steered != STEER_OK || target.kind != BPFNET_KIND_DHCP6) {
+		decide(steered == STEER_OK ? BPFNET_CTR_DROP_NO_BACKEND : steer_drop_reason(steered));
+		return TC_ACT_SHOT;
+	}
+	trace_steered(&target.backend_ip, target.backend_port, target.kind);
+	__u8 sender_mac[6]; /* the rewrite moves the packet */
+	mac_copy(sender_mac, eth->h_source);
+	return dhcp6_relay_request(skb, pkt, cfg, &target, saddr, daddr, &service, sender_mac);
+}
+
+/* IPv6 UDP to port 547 at TC ingress on the NIC: DHCPv6 to relay, to ff02::1:2 or the service address. */
+static __noinline int tc_ipv6_dhcp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+	struct ip_packet pkt = {};
+
+	if (!ip6)
+		return BPFNET_TC_NEXT;
+	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
+	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	if (!dhcp6_for_us(skb, data, ip6, cfg, &daddr, &pkt))
+		return TC_NOT_DHCP6;
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
+	trace_addresses6(&saddr, &daddr, IPPROTO_UDP, eth->h_source);
+	return traced_tc(skb, relay_dhcp6(skb, &pkt, eth, cfg, &saddr, &daddr));
 }
 
 /* A UDP datagram to the DHCP server port (its header in the linear part, which tc_parse_eth pulled). */
@@ -581,6 +677,10 @@ int tc_nic_ingress(struct __sk_buff *skb)
 		/* Only ICMPv6 right after the fixed header can be neighbour discovery: the rest skips that
 		 * call. */
 		struct ipv6hdr *ip6 = parse_ipv6_fixed(eth, data_end);
+		if (ip6 && udp6_to_dhcp_server(ip6, data_end)) {
+			int relayed = tc_ipv6_dhcp(skb, cfg);
+			return relayed != TC_NOT_DHCP6 ? relayed : tc_ipv6_from_lan(skb, cfg);
+		}
 		int ndp = ip6 && ip6->nexthdr == IPV6_NEXTHDR_ICMP ? tc_ndp(skb, cfg) : TC_NOT_NDP;
 		return ndp != TC_NOT_NDP ? ndp : tc_ipv6_from_lan(skb, cfg);
 	}
@@ -750,6 +850,32 @@ static __always_inline int steer6_from_pod(struct __sk_buff *skb, void *data, st
 	return bpf_redirect(cfg->nic_ifindex, 0);
 }
 
+/* The pod's UDP to port 547: its DHCPv6 server's Relay-Reply to the DHCPv6 service address. */
+static __noinline int tc_pod_dhcp6(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+	struct ip_packet pkt = {};
+
+	if (!ip6)
+		return BPFNET_TC_NEXT;
+	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
+	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	if (ip_is_unset(&cfg->dhcp6_service_ip) || !ip_equal(&daddr, &cfg->dhcp6_service_ip) ||
+	    !bpf_map_lookup_elem(&backends, &saddr) ||
+	    ipv6_validate(skb, 0, data, skb->len, ip6, &pkt) != PARSE_OK || pkt.proto != IPPROTO_UDP)
+		return TC_NOT_DHCP6;
+	struct bpfnet_backend_port_key bkey = {.backend_ip = saddr, .port_be = pkt.sport, .proto = pkt.proto};
+	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	if (!listed || listed->kind != BPFNET_KIND_DHCP6)
+		return TC_NOT_DHCP6;
+	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
+	trace_addresses6(&saddr, &daddr, IPPROTO_UDP, eth->h_source);
+	trace_ports(&pkt);
+	return traced_tc(skb, dhcp6_relay_reply(skb, &pkt, cfg, &saddr, &daddr));
+}
+
 /* IPv6 at TC ingress on a backend's veth. */
 static __noinline int tc_pod_ipv6(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
@@ -809,8 +935,12 @@ int tc_pod_ingress(struct __sk_buff *skb)
 
 	if (!cfg || !eth)
 		return BPFNET_TC_NEXT;
-	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
-		return tc_pod_ipv6(skb, cfg);
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = parse_ipv6_fixed(eth, data_end);
+		int relayed =
+			ip6 && udp6_to_dhcp_server(ip6, data_end) ? tc_pod_dhcp6(skb, cfg) : TC_NOT_DHCP6;
+		return relayed != TC_NOT_DHCP6 ? relayed : tc_pod_ipv6(skb, cfg);
+	}
 	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
 	if (!ip)
 		return BPFNET_TC_NEXT;

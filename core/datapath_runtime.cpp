@@ -136,10 +136,7 @@ void DatapathRuntime::write_heartbeat() {
 namespace {
 
 // The relay agents whose giaddr the datapath accepts: exactly the configured ones, written only on change.
-void sync_dhcp_relays(DatapathMaps &maps, const std::vector<uint32_t> &relays) {
-    std::vector<bpfnet_ip> wanted;
-    for (uint32_t ip_be : relays)
-        wanted.push_back(ip_from_v4(ip_be));
+void sync_dhcp_relays(DatapathMaps &maps, const std::vector<bpfnet_ip> &wanted) {
     for (const auto &[ip, entry] : maps.dhcp_relays.entries())
         if (std::find(wanted.begin(), wanted.end(), ip) == wanted.end())
             maps.dhcp_relays.erase(ip);
@@ -179,7 +176,10 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
             spec.location.reset();
         }
     DatapathMaps &maps = datapath_->maps();
-    bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, dhcp_service_ip(specs));
+    RelayAddresses relay = relay_addresses(specs);
+    nic_link_local_ = link_local_address(node_.interface).value_or(bpfnet_ip{});
+    relay.nic_link_local = nic_link_local_;
+    bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, relay);
     iface.hooks = static_cast<__u8>((plan_.tc == TcHookKind::Tcx ? BPFNET_HOOKS_TCX : 0) |
                                     (plan_.redirect_peer ? BPFNET_HOOKS_REDIRECT_PEER : 0));
     auto current = maps.iface.lookup(0);
@@ -219,7 +219,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         if (spec.location)
             spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
     applied.report = reconcile(maps, desired_state(effective));
-    join_solicited_node_groups(specs);
+    join_multicast_groups(specs);
     // An announcement round still under way for an IP that stopped being answered here (released, yielded)
     // would pull the hosts back to this node: it ends now.
     std::erase_if(announcing_, [&](const bpfnet_ip &ip) {
@@ -276,30 +276,30 @@ void DatapathRuntime::announce_once(const bpfnet_ip &service_ip) {
         ndp_->send_unsolicited_advertisement(service_ip, nic_mac_);
 }
 
-// Hosts solicit a service address at its solicited-node group; a switch that snoops MLD forwards the group
-// only to ports that joined it, and the NIC's filter drops groups nobody joined. Logged, not fatal: the NIC
-// may have IPv6 disabled (then nothing IPv6 reaches it anyway).
-void DatapathRuntime::join_solicited_node_groups(const std::vector<ServiceSpec> &specs) {
+// Hosts solicit a service address at its solicited-node group, and DHCPv6 clients send to ff02::1:2; a switch
+// that snoops MLD forwards a group only to ports that joined it, and the NIC's filter drops groups nobody
+// joined. Logged, not fatal: the NIC may have IPv6 disabled (then nothing IPv6 reaches it anyway).
+void DatapathRuntime::join_multicast_groups(const std::vector<ServiceSpec> &specs) {
     std::vector<bpfnet_ip> addresses;
     for (const ServiceSpec &spec : specs)
-        if (!is_v4(spec.service_ip))
-            addresses.push_back(spec.service_ip);
-    // The socket only once there is an IPv6 address: a kernel booted with ipv6.disable=1 has no AF_INET6, and an
+        addresses.push_back(spec.service_ip);
+    const std::vector<bpfnet_ip> groups = nic_groups(addresses, dhcp6_service_ip(specs) != bpfnet_ip{});
+    // The socket only once there is a group: a kernel booted with ipv6.disable=1 has no AF_INET6, and an
     // IPv4-only node must run there.
-    if (!groups_ && addresses.empty())
+    if (!groups_ && groups.empty())
         return;
     if (!groups_) {
         try {
             groups_.emplace(datapath_->nic_ifindex());
         } catch (const std::exception &e) {
-            log_warn("cannot join solicited-node groups: no IPv6 in this kernel?",
+            log_warn("cannot join IPv6 multicast groups: no IPv6 in this kernel?",
                      {{"iface", node_.interface}, {"error", e.what()}});
             return;
         }
     }
-    for (const auto &[group, error] : groups_->set(addresses))
-        log_warn("cannot join the solicited-node group of a service IPv6 address on the NIC: hosts behind an "
-                 "MLD-snooping switch may not reach it",
+    for (const auto &[group, error] : groups_->set(groups))
+        log_warn("cannot join an IPv6 multicast group on the NIC (a service address's solicited-node group, or "
+                 "DHCPv6's ff02::1:2): hosts behind an MLD-snooping switch may not reach it",
                  {{"iface", node_.interface}, {"group", format_ip(group)}, {"error", error}});
 }
 

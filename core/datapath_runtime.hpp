@@ -115,7 +115,7 @@ private:
     void resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip);
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
     Applied apply_locked(const std::vector<ServiceSpec> &specs);
-    void join_solicited_node_groups(const std::vector<ServiceSpec> &specs);
+    void join_multicast_groups(const std::vector<ServiceSpec> &specs);
     static int on_ring_event(void *ctx, void *data, size_t size);
     void serve(); // the thread
 
@@ -127,8 +127,9 @@ private:
     AttachPlan plan_;
     std::optional<ArpSender> arp_;
     std::optional<NdpSender> ndp_;
-    std::optional<SolicitedNodeGroups> groups_;
+    std::optional<NicMulticastGroups> groups_;
     MacAddress nic_mac_{};
+    bpfnet_ip nic_link_local_{}; // zero: none (read again on every apply: it appears after the NIC's DAD)
     bool announce_all_on_first_apply_ = false;
     bool heartbeat_running_ = false; // written every interval: from attach() when it was fresh, else from apply()
     std::set<int> hooked_;           // backend veths whose pod hook this process attached or adopted

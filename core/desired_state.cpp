@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace bpfnet {
 
@@ -135,25 +136,43 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
     return state;
 }
 
-__be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs) {
-    auto lists_dhcp = [](const ServiceSpec &spec) {
+namespace {
+
+// The service address of the first spec listing a port of `kind` in `family`, preferring one this node serves.
+std::optional<bpfnet_ip> relayed_service_ip(const std::vector<ServiceSpec> &specs, PortKind kind, bool v4) {
+    auto lists = [kind](const ServiceSpec &spec) {
         return std::any_of(spec.ports.begin(), spec.ports.end(),
-                           [](const PortRule &rule) { return rule.kind == PortKind::Dhcp; });
+                           [kind](const PortRule &rule) { return rule.kind == kind; });
     };
-    __be32 listed = 0;
+    std::optional<bpfnet_ip> listed;
     for (const ServiceSpec &spec : specs) {
-        if (!lists_dhcp(spec) || !is_v4(spec.service_ip))
+        if (!lists(spec) || is_v4(spec.service_ip) != v4)
             continue;
         if (spec.location)
-            return v4_of(spec.service_ip);
-        if (listed == 0)
-            listed = v4_of(spec.service_ip);
+            return spec.service_ip;
+        if (!listed)
+            listed = spec.service_ip;
     }
     return listed;
 }
 
+} // namespace
+
+__be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs) {
+    auto ip = relayed_service_ip(specs, PortKind::Dhcp, true);
+    return ip ? v4_of(*ip) : 0;
+}
+
+bpfnet_ip dhcp6_service_ip(const std::vector<ServiceSpec> &specs) {
+    return relayed_service_ip(specs, PortKind::Dhcp6, false).value_or(bpfnet_ip{});
+}
+
+RelayAddresses relay_addresses(const std::vector<ServiceSpec> &specs) {
+    return RelayAddresses{.dhcp_service_ip_be = dhcp_service_ip(specs), .dhcp6_service_ip = dhcp6_service_ip(specs)};
+}
+
 bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAddress &nic_mac,
-                         __be32 dhcp_service_ip_be) {
+                         const RelayAddresses &relay) {
     bpfnet_iface entry{};
     entry.nic_ifindex = static_cast<__u32>(nic_ifindex);
     std::copy(nic_mac.begin(), nic_mac.end(), entry.nic_mac);
@@ -170,7 +189,10 @@ bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAdd
     entry.subnet6_prefix_len = node.prefix6_len;
     entry.dhcp_max_hops = node.dhcp_max_hops;
     // Broadcast DHCP has no service IP in it: it is relayed for the service IP that lists the DHCP port.
-    entry.dhcp_service_ip_be = dhcp_service_ip_be;
+    entry.dhcp_service_ip_be = relay.dhcp_service_ip_be;
+    // DHCPv6 to ff02::1:2 has none either: relayed for the IPv6 service address that lists the dhcpv6 port.
+    entry.dhcp6_service_ip = relay.dhcp6_service_ip;
+    entry.nic_link_local = relay.nic_link_local;
     entry.heartbeat_timeout_ns =
         static_cast<__u64>(std::chrono::duration_cast<std::chrono::nanoseconds>(node.heartbeat_timeout).count());
     return entry;

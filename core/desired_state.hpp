@@ -78,11 +78,22 @@ struct ServiceSpec {
 // ports stay listed with no backend, so their traffic is dropped and counted as drop_no_backend. Several
 // specs may share a service IP (disjoint ports); it is active when any of them has a backend.
 DesiredState desired_state(const std::vector<ServiceSpec> &specs);
-// dhcp_service_ip_be: the service IP broadcast DHCP is relayed for (0: none).
+// What the relays need besides the node's settings: the service IP broadcast DHCP is relayed for (0: none),
+// the IPv6 service address DHCPv6 to ff02::1:2 is relayed for (zero: none), and the NIC's link-local address
+// DHCPv6 replies to clients leave from (zero: the NIC has none, they leave from the service address).
+struct RelayAddresses {
+    __be32 dhcp_service_ip_be = 0;
+    bpfnet_ip dhcp6_service_ip{};
+    bpfnet_ip nic_link_local{};
+};
 bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAddress &nic_mac,
-                         __be32 dhcp_service_ip_be);
+                         const RelayAddresses &relay);
 // The service IP of the first spec with a DHCP port, preferring one this node serves; 0 when none lists one.
 __be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs);
+// The same for DHCPv6: the IPv6 service address of the first spec with a dhcpv6 port; zero when none.
+bpfnet_ip dhcp6_service_ip(const std::vector<ServiceSpec> &specs);
+// Both relays' service addresses (nic_link_local left zero: a fact of the NIC, not of the specs).
+RelayAddresses relay_addresses(const std::vector<ServiceSpec> &specs);
 
 template <typename K, typename V>
 struct TableDiff {

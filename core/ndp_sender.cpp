@@ -198,32 +198,30 @@ void NdpSender::send_solicitation(const bpfnet_ip &source, const std::array<uint
     send(neighbour_solicitation(source, mac, target), "neighbour solicitation for " + format_ip(target));
 }
 
-SolicitedNodeGroups::SolicitedNodeGroups(int ifindex)
+NicMulticastGroups::NicMulticastGroups(int ifindex)
     : fd_(socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)), ifindex_(ifindex) {
     if (!fd_.valid())
-        throw_errno("SolicitedNodeGroups: socket(AF_INET6)");
+        throw_errno("NicMulticastGroups: socket(AF_INET6)");
 }
 
-std::vector<std::pair<bpfnet_ip, std::string>> SolicitedNodeGroups::set(const std::vector<bpfnet_ip> &addresses) {
-    std::vector<bpfnet_ip> wanted;
-    for (const bpfnet_ip &address : addresses)
-        if (!is_v4(address) && std::find(wanted.begin(), wanted.end(), solicited_node_group(address)) == wanted.end())
-            wanted.push_back(solicited_node_group(address));
+std::vector<std::pair<bpfnet_ip, std::string>> NicMulticastGroups::set(const std::vector<bpfnet_ip> &groups) {
     auto request = [this](const bpfnet_ip &group) {
         ipv6_mreq mreq{};
         std::memcpy(&mreq.ipv6mr_multiaddr, &group, sizeof(group));
         mreq.ipv6mr_interface = static_cast<unsigned>(ifindex_);
         return mreq;
     };
+    auto wanted = [&groups](const bpfnet_ip &g) {
+        return std::find(groups.begin(), groups.end(), g) != groups.end();
+    };
     for (const bpfnet_ip &group : groups_)
-        if (std::find(wanted.begin(), wanted.end(), group) == wanted.end()) {
+        if (!wanted(group)) {
             ipv6_mreq mreq = request(group);
             setsockopt(fd_.get(), IPPROTO_IPV6, IPV6_LEAVE_GROUP, &mreq, sizeof(mreq)); // gone with the socket anyway
         }
-    std::erase_if(groups_,
-                  [&](const bpfnet_ip &g) { return std::find(wanted.begin(), wanted.end(), g) == wanted.end(); });
+    std::erase_if(groups_, [&](const bpfnet_ip &g) { return !wanted(g); });
     std::vector<std::pair<bpfnet_ip, std::string>> failed;
-    for (const bpfnet_ip &group : wanted) {
+    for (const bpfnet_ip &group : groups) {
         if (std::find(groups_.begin(), groups_.end(), group) != groups_.end())
             continue;
         ipv6_mreq mreq = request(group);
@@ -235,8 +233,29 @@ std::vector<std::pair<bpfnet_ip, std::string>> SolicitedNodeGroups::set(const st
     return failed;
 }
 
-std::vector<bpfnet_ip> SolicitedNodeGroups::joined() const {
+std::vector<bpfnet_ip> NicMulticastGroups::joined() const {
     return groups_;
+}
+
+bpfnet_ip all_dhcp_relay_agents_and_servers() {
+    bpfnet_ip group{};
+    group.w[0] = htonl(0xff020000);
+    group.w[3] = htonl(0x00010002);
+    return group;
+}
+
+std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, bool relays_dhcp6) {
+    std::vector<bpfnet_ip> groups;
+    auto add = [&groups](const bpfnet_ip &group) {
+        if (std::find(groups.begin(), groups.end(), group) == groups.end())
+            groups.push_back(group);
+    };
+    for (const bpfnet_ip &address : service_ips)
+        if (!is_v4(address))
+            add(solicited_node_group(address));
+    if (relays_dhcp6)
+        add(all_dhcp_relay_agents_and_servers());
+    return groups;
 }
 
 } // namespace bpfnet

@@ -45,22 +45,30 @@ private:
     int ifindex_;
 };
 
-// The NIC's memberships in the solicited-node groups of the service addresses. The kernel then reports them
-// by MLD and accepts their frames through the NIC's multicast filter. Joined for every address listed here,
+// The NIC's memberships in IPv6 multicast groups: the solicited-node groups of the service addresses, and
+// All_DHCP_Relay_Agents_and_Servers (ff02::1:2) while the DHCPv6 relay is on. The kernel then reports them by
+// MLD and accepts their frames through the NIC's multicast filter. Joined for every address listed,
 // active or not, so that a takeover waits for no MLD report to propagate.
-class SolicitedNodeGroups {
+class NicMulticastGroups {
 public:
-    explicit SolicitedNodeGroups(int ifindex);
+    explicit NicMulticastGroups(int ifindex);
 
-    // Joins the groups of `addresses` not joined yet and leaves the others. Returns what could not be
-    // joined (the NIC has IPv6 disabled, say), with why; the rest is joined either way.
-    std::vector<std::pair<bpfnet_ip, std::string>> set(const std::vector<bpfnet_ip> &addresses);
+    // Joins the groups not joined yet and leaves the others. Returns what could not be joined (the NIC has
+    // IPv6 disabled, say), with why; the rest is joined either way.
+    std::vector<std::pair<bpfnet_ip, std::string>> set(const std::vector<bpfnet_ip> &groups);
     std::vector<bpfnet_ip> joined() const;
 
 private:
     UniqueFd fd_;
     int ifindex_;
-    std::vector<bpfnet_ip> groups_; // joined, by group
+    std::vector<bpfnet_ip> groups_; // joined
 };
+
+// ff02::1:2, where DHCPv6 clients send (RFC 8415 section 7.1).
+bpfnet_ip all_dhcp_relay_agents_and_servers();
+
+// The groups the NIC must be in: the solicited-node group of every IPv6 address in service_ips, and ff02::1:2
+// when `relays_dhcp6`.
+std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, bool relays_dhcp6);
 
 } // namespace bpfnet

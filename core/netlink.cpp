@@ -5,11 +5,13 @@
 #include "maps/system_error.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <libmnl/libmnl.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 
 #include <algorithm>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -254,6 +256,25 @@ LinkInfo link_by_index(int ifindex) {
     Request request(RTM_GETLINK);
     put_link_header(request, ifindex);
     return query_link(request, "RTM_GETLINK ifindex " + std::to_string(ifindex)).link;
+}
+
+std::optional<bpfnet_ip> link_local_address(const std::string &interface) {
+    ifaddrs *all = nullptr;
+    if (getifaddrs(&all) < 0)
+        return std::nullopt;
+    std::optional<bpfnet_ip> found;
+    for (const ifaddrs *a = all; a && !found; a = a->ifa_next) {
+        if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET6 || interface != a->ifa_name)
+            continue;
+        const auto *sin6 = reinterpret_cast<const sockaddr_in6 *>(a->ifa_addr);
+        if (IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr)) {
+            bpfnet_ip ip{};
+            std::memcpy(&ip, &sin6->sin6_addr, sizeof(ip));
+            found = ip;
+        }
+    }
+    freeifaddrs(all);
+    return found;
 }
 
 std::optional<MacAddress> peer_mac(const LinkInfo &veth) {

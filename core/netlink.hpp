@@ -36,6 +36,10 @@ std::string interface_name(int ifindex);
 // kernel >= 4.20). nullopt if `veth` is not a veth or its peer has no Ethernet address or is gone.
 std::optional<MacAddress> peer_mac(const LinkInfo &veth);
 
+// The interface's IPv6 link-local address (fe80::/10, the first one the kernel lists); nullopt when it has
+// none (IPv6 disabled on it, or no IPv6 in the kernel).
+std::optional<bpfnet_ip> link_local_address(const std::string &interface);
+
 // The output ifindex the kernel would use to reach dst (like `ip route get`). Throws when unreachable.
 int route_oif(uint32_t dst_be);
 int route_oif(const bpfnet_ip &dst); // either family

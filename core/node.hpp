@@ -88,7 +88,8 @@ struct NodeSettings {
     uint32_t garp_count = kDefaultGarpCount; /* gratuitous ARPs sent on taking ownership */
     std::chrono::milliseconds garp_interval = kDefaultGarpInterval;
     uint8_t dhcp_max_hops = BPFNET_DHCP_DEFAULT_MAX_HOPS; /* relayed DHCP requests with more hops are dropped */
-    std::vector<uint32_t> dhcp_relays; /* relay agents on the LAN whose giaddr is accepted (docs/design.md) */
+    /* relay agents on the LAN whose giaddr (IPv6: Relay-Forward) is accepted (docs/design.md) */
+    std::vector<bpfnet_ip> dhcp_relays;
 
     uint32_t subnet_mask_be() const;
     /* Where this interface's maps and programs are pinned: <pin root>/<interface> (maps/pin_layout.hpp). */

@@ -8,6 +8,7 @@ namespace bpfnet {
 namespace {
 
 constexpr uint16_t kDhcpServerPort = 67;
+constexpr uint16_t kDhcp6ServerPort = 547;
 
 // The datapath treats DHCP and TFTP specially, which only makes sense for UDP.
 std::optional<std::string> kind_problem(const PortRule &rule) {
@@ -17,6 +18,8 @@ std::optional<std::string> kind_problem(const PortRule &rule) {
         return to_string(rule.kind) + " requires protocol udp, got " + to_string(rule.protocol);
     if (rule.kind == PortKind::Dhcp && rule.port != kDhcpServerPort)
         return "dhcp requires port " + std::to_string(kDhcpServerPort) + ", got " + std::to_string(rule.port);
+    if (rule.kind == PortKind::Dhcp6 && rule.port != kDhcp6ServerPort)
+        return "dhcpv6 requires port " + std::to_string(kDhcp6ServerPort) + ", got " + std::to_string(rule.port);
     return std::nullopt;
 }
 

@@ -128,9 +128,9 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
             throw std::invalid_argument("--dhcp-relays: '" + text + "' is not an IPv4 address");
         if (auto problem = lan_host_problem(*relay, node.subnet_be, node.prefix_len))
             throw std::invalid_argument("--dhcp-relays: " + *problem);
-        if (std::find(node.dhcp_relays.begin(), node.dhcp_relays.end(), *relay) != node.dhcp_relays.end())
+        if (std::find(node.dhcp_relays.begin(), node.dhcp_relays.end(), ip_from_v4(*relay)) != node.dhcp_relays.end())
             throw std::invalid_argument("--dhcp-relays: " + text + " is listed twice");
-        node.dhcp_relays.push_back(*relay);
+        node.dhcp_relays.push_back(ip_from_v4(*relay));
     }
     if (node.dhcp_relays.size() > BPFNET_MAX_DHCP_RELAYS)
         throw std::invalid_argument("--dhcp-relays: at most " + std::to_string(BPFNET_MAX_DHCP_RELAYS) + " relays");

@@ -40,7 +40,7 @@
 #define BPFNET_RING_MAPS(X)    X(events) X(trace)
 /* Per-CPU scratch space of the programs: never pinned, never read by C++ (listed so the drift check knows).
  */
-#define BPFNET_PRIVATE_MAPS(X) X(dhcp_walk_scratch) X(tftp_request_scratch) X(trace_scratch)
+#define BPFNET_PRIVATE_MAPS(X) X(dhcp_walk_scratch) X(dhcp6_scratch) X(tftp_request_scratch) X(trace_scratch)
 /* A map's name as a string: BPFNET_MAP_NAME(flows) is "flows". */
 #define BPFNET_MAP_NAME_(name) #name
 #define BPFNET_MAP_NAME(name)  BPFNET_MAP_NAME_(name)
@@ -88,8 +88,9 @@ struct bpfnet_iface {
 	__u64 heartbeat_timeout_ns; /* ARP and NDP answers stop when the loader's heartbeat is older */
 	/* The IPv6 provisioning prefix, host bits zero; subnet6_prefix_len 0: no IPv6 subnet. */
 	struct bpfnet_ip subnet6;
-	/* Reserved for the DHCPv6 relay (not written yet: zero): the NIC's link-local address, which relayed
-	 * replies leave from, and the service address whose DHCPv6 port takes ff02::1:2. */
+	/* The DHCPv6 relay: the NIC's link-local address, which replies to clients leave from (zero: none,
+	 * they leave from the service address), and the service address whose dhcpv6 port takes ff02::1:2
+	 * (zero: no relay). */
 	struct bpfnet_ip nic_link_local;
 	struct bpfnet_ip dhcp6_service_ip;
 	__u8 subnet6_prefix_len;
@@ -128,11 +129,13 @@ enum bpfnet_proto {
  *   plain: TCP or UDP service: DNAT and reverse SNAT
  *   tftp:  UDP; the server answers from ephemeral ports, recorded as flows; blksize clamped to the pod MTU
  *   dhcp:  UDP 67; relayed (RFC 1542)
+ *   dhcpv6: UDP 547 of an IPv6 service address; relayed (RFC 8415 section 19)
  */
 #define BPFNET_PORT_KINDS(X)                                                                                 \
 	X(PLAIN, Plain, plain, 0)                                                                            \
 	X(TFTP, Tftp, tftp, 1)                                                                               \
-	X(DHCP, Dhcp, dhcp, 2)
+	X(DHCP, Dhcp, dhcp, 2)                                                                               \
+	X(DHCP6, Dhcp6, dhcpv6, 3)
 
 #define BPFNET_PORT_KIND_ENUMERATOR(id, cxx, spelling, value) BPFNET_KIND_##id = value,
 enum bpfnet_port_kind { BPFNET_PORT_KINDS(BPFNET_PORT_KIND_ENUMERATOR) };
@@ -294,8 +297,12 @@ struct bpfnet_dhcp_relay {
 	X(DHCP_OPTIONS_MALFORMED, "dhcp_options_malformed", EVENT,                                           \
 	  "option list broken: delivered without option rewriting")                                          \
 	X(DHCP_STALE_HEARTBEAT, "dhcp_stale_heartbeat", PATH,                                                \
-	  "a DHCP request, the loader's heartbeat stale: not relayed (broadcasts handed on, unicast "        \
-	  "dropped)")                                                                                        \
+	  "a DHCP or DHCPv6 request, the loader's heartbeat stale: not relayed (broadcasts and multicasts "  \
+	  "handed on, unicast dropped)")                                                                     \
+	X(DHCP6_REQUEST_RELAYED, "dhcp6_request_relayed", PATH,                                              \
+	  "DHCPv6 client (or LAN relay) -> server: wrapped in a Relay-Forward, into the pod")                \
+	X(DHCP6_REPLY_RELAYED, "dhcp6_reply_relayed", PATH,                                                  \
+	  "the pod's Relay-Reply unwrapped: its message sent to the client (or LAN relay)")                  \
 	X(TFTP_BLKSIZE_CLAMPED, "tftp_blksize_clamped", EVENT,                                               \
 	  "a TFTP read request asked for blocks the pod's MTU cannot carry: blksize lowered")                \
 	X(ICMP_ERROR_TO_POD, "icmp_error_to_pod", PATH,                                                      \
@@ -304,11 +311,15 @@ struct bpfnet_dhcp_relay {
 	  "the pod's ICMP error about a steered packet, sent as the service IP")                             \
 	X(DROP_DHCP_MALFORMED, "drop_dhcp_malformed", DROP,                                                  \
 	  "BOOTP header truncated, wrong op or inconsistent")                                                \
-	X(DROP_DHCP_HOPS, "drop_dhcp_hops", DROP, "a relayed DHCP request with more hops than the limit")    \
+	X(DROP_DHCP6_MALFORMED, "drop_dhcp6_malformed", DROP,                                                \
+	  "DHCPv6 message truncated, too long, of a type not relayed that way, or a Relay-Reply without "    \
+	  "one Relay Message and the relay's Interface-ID")                                                  \
+	X(DROP_DHCP_HOPS, "drop_dhcp_hops", DROP,                                                            \
+	  "a relayed DHCP request (DHCPv6 Relay-Forward) with more hops than the limit")                     \
 	X(DROP_DHCP_FOREIGN_RELAY, "drop_dhcp_foreign_relay", DROP,                                          \
-	  "giaddr set to an address that is no configured relay")                                            \
+	  "giaddr (a DHCPv6 Relay-Forward's source, a Relay-Reply's peer) is no configured relay")           \
 	X(DROP_DHCP_OFF_SUBNET, "drop_dhcp_off_subnet", DROP,                                                \
-	  "a reply to unicast to ciaddr or yiaddr off the provisioning subnet")                              \
+	  "a reply to unicast to ciaddr or yiaddr (DHCPv6: a peer-address) off the provisioning subnet")     \
 	X(DROP_ICMP_UNMATCHED, "drop_icmp_unmatched", DROP,                                                  \
 	  "an ICMP error about no packet the datapath steered")                                              \
 	X(DROP_OFF_SUBNET, "drop_off_subnet", DROP,                                                          \

@@ -410,22 +410,46 @@ void read_gratuitous_arp(const Field &field, Config &config) {
         config.garp_interval = read_millis(*interval, kGarpIntervalMs);
 }
 
-/* Relay agents on the LAN (routers forwarding other segments' DHCP): the server's replies go to them. */
-std::vector<uint32_t> read_dhcp_relays(const Field &field, const Config &config) {
+/*
+ * Relay agents on the LAN (routers forwarding other segments' DHCP): the server's replies go to them. IPv4
+ * ones on `subnet` (giaddr), IPv6 ones on `subnetV6` (the source of a Relay-Forward).
+ */
+bpfnet_ip read_dhcp_relay_ip(const Field &item, const Config &config) {
+    const std::string text = read_string(item);
+    const std::optional<bpfnet_ip> ip = parse_ip(text);
+    if (!ip)
+        item.fail("must be an IPv4 or IPv6 address like 198.18.0.1 or fd00:1::1, got " + quoted(text));
+    if (is_v4(*ip)) {
+        if (config.service_ip_be == 0)
+            item.fail("an IPv4 relay (giaddr) needs serviceIP: the config has none");
+        if (const auto problem = lan_host_problem(v4_of(*ip), config.subnet_be, config.prefix_len))
+            item.fail(*problem);
+        if (v4_of(*ip) == config.service_ip_be)
+            item.fail(text + " is the service IP: the datapath itself is the relay there");
+        return *ip;
+    }
+    if (!config.service_ip6)
+        item.fail("an IPv6 relay needs serviceIPv6: the config has none");
+    if (const auto problem = lan_host_problem6(*ip, config.subnet6, config.prefix6_len))
+        item.fail(*problem);
+    if (*ip == *config.service_ip6)
+        item.fail(text + " is the service IPv6 address: the datapath itself is the relay there");
+    return *ip;
+}
+
+std::vector<bpfnet_ip> read_dhcp_relays(const Field &field, const Config &config) {
     if (!field.node.IsSequence())
         field.fail("must be a list of relay agent addresses, got " + describe(field.node));
     if (field.node.size() > BPFNET_MAX_DHCP_RELAYS)
         field.fail("must list at most " + std::to_string(BPFNET_MAX_DHCP_RELAYS) + " relays, got " +
                    std::to_string(field.node.size()));
-    std::vector<uint32_t> relays;
+    std::vector<bpfnet_ip> relays;
     for (size_t i = 0; i < field.node.size(); i++) {
         const Field item = field.item(i);
-        const uint32_t ip_be = read_lan_host_ip(item, {config.subnet_be, config.prefix_len});
-        if (ip_be == config.service_ip_be)
-            item.fail(format_ipv4(ip_be) + " is the service IP: the datapath itself is the relay there");
-        if (std::find(relays.begin(), relays.end(), ip_be) != relays.end())
-            item.fail(format_ipv4(ip_be) + " is listed twice");
-        relays.push_back(ip_be);
+        const bpfnet_ip ip = read_dhcp_relay_ip(item, config);
+        if (std::find(relays.begin(), relays.end(), ip) != relays.end())
+            item.fail(format_ip(ip) + " is listed twice");
+        relays.push_back(ip);
     }
     return relays;
 }
@@ -460,11 +484,8 @@ void read_dhcp_relay(const Field &field, Config &config) {
     const Mapping relay(field, {"maxHops", "relays"});
     if (const auto hops = relay.find("maxHops"))
         config.dhcp_max_hops = static_cast<uint8_t>(read_integer(*hops, kDhcpMaxHops));
-    if (const auto relays = relay.find("relays")) {
-        if (config.service_ip_be == 0)
-            relays->fail("relay agents are IPv4 (giaddr): the config has no serviceIP");
+    if (const auto relays = relay.find("relays"))
         config.dhcp_relays = read_dhcp_relays(*relays, config);
-    }
 }
 
 PortRule read_port_rule(const Mapping &entry) {
@@ -503,6 +524,19 @@ std::vector<PortRule> read_ports(const Field &field) {
     /* A defaulted targetPort collides too; the message says where the value came from. */
     const bool defaulted = problem->field == "targetPort" && !entry.find("targetPort");
     entry.locate(problem->field).fail(problem->detail + (defaulted ? " (defaulted from port)" : ""));
+}
+
+/* A relayed port is one family's: dhcp relays for serviceIP, dhcpv6 for serviceIPv6. */
+void check_relay_families(const Field &field, const Config &config) {
+    for (size_t i = 0; i < config.ports.size(); i++) {
+        const PortKind kind = config.ports[i].kind;
+        const Mapping entry(field.item(i), {"name", "protocol", "port", "targetPort", "kind"});
+        if (kind == PortKind::Dhcp && config.service_ip_be == 0)
+            entry.locate("kind").fail("dhcp relays DHCPv4 for serviceIP, and the config has none (an IPv6 LAN "
+                                      "uses kind dhcpv6 on port 547)");
+        if (kind == PortKind::Dhcp6 && !config.service_ip6)
+            entry.locate("kind").fail("dhcpv6 relays DHCPv6 for serviceIPv6, and the config has none");
+    }
 }
 
 /* The pod lives on the pod network; only the datapath may put the service IP in front of it. It has an
@@ -590,6 +624,7 @@ Config read_config(const Field &root) {
     if (const auto relay = document.find("dhcpRelay"))
         read_dhcp_relay(*relay, config);
     config.ports = read_ports(document.require("ports"));
+    check_relay_families(document.require("ports"), config);
     if (const auto backend = document.find("backend"))
         config.backend = read_backend(*backend, config);
     if (const auto ranges = document.find("sourceRanges")) {

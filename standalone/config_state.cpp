@@ -11,7 +11,9 @@ std::vector<ServiceSpec> service_specs(const Config &config, const std::optional
     if (config.service_ip_be != 0) {
         ServiceSpec spec;
         spec.service_ip = ip_from_v4(config.service_ip_be);
-        spec.ports = config.ports;
+        // DHCPv6 (port 547) is IPv6's.
+        std::copy_if(config.ports.begin(), config.ports.end(), std::back_inserter(spec.ports),
+                     [](const PortRule &rule) { return rule.kind != PortKind::Dhcp6; });
         spec.source_ranges = config.source_ranges;
         if (where && config.backend) {
             spec.backend_ip = ip_from_v4(config.backend->ip_be);
@@ -22,7 +24,7 @@ std::vector<ServiceSpec> service_specs(const Config &config, const std::optional
     if (config.service_ip6) {
         ServiceSpec spec;
         spec.service_ip = *config.service_ip6;
-        // DHCP (port 67) is IPv4's; DHCPv6 is relayed on its own port.
+        // DHCP (port 67) is IPv4's; DHCPv6 is relayed on its own port (547).
         std::copy_if(config.ports.begin(), config.ports.end(), std::back_inserter(spec.ports),
                      [](const PortRule &rule) { return rule.kind != PortKind::Dhcp; });
         if (where && config.backend && config.backend->ip6) {
@@ -39,7 +41,7 @@ DesiredState desired_state(const Config &config, const std::optional<BackendLoca
 }
 
 bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac) {
-    return iface_entry(config, nic_ifindex, nic_mac, dhcp_service_ip(service_specs(config, std::nullopt)));
+    return iface_entry(config, nic_ifindex, nic_mac, relay_addresses(service_specs(config, std::nullopt)));
 }
 
 } // namespace bpfnet

@@ -132,6 +132,7 @@ void DatapathTest::set_backend_mtu(uint16_t mtu) {
 
 void DatapathTest::remove_backend() {
     maps_->backends.erase(key_ip(world::pod_ip));
+    maps_->backends.erase(key_ip(world::pod_ip6));
 }
 
 } // namespace bpfnet::test

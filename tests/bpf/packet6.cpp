@@ -132,6 +132,11 @@ Packet6 &Packet6::payload(const std::string &text) {
     return *this;
 }
 
+Packet6 &Packet6::payload(const Bytes &bytes) {
+    payload_.assign(bytes.begin(), bytes.end());
+    return *this;
+}
+
 Packet6 &Packet6::hop_limit(uint8_t hops) {
     hop_limit_ = hops;
     return *this;

@@ -28,6 +28,7 @@ public:
 
     Packet6 &macs(const Mac &dst, const Mac &src);
     Packet6 &payload(const std::string &text);
+    Packet6 &payload(const Bytes &bytes);
     Packet6 &hop_limit(uint8_t hops);
     // An extension header after those added before: `type` (0 hop-by-hop, 43 routing, 44 fragment, 51 AH,
     // 60 destination options...), 8 * (1 + units) bytes; a routing header with segments_left.

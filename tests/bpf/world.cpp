@@ -86,11 +86,15 @@ void fill_world6(DatapathMaps &maps) {
     auto iface = maps.iface.lookup(0).value();
     iface.subnet6 = key_ip(world::subnet6);
     iface.subnet6_prefix_len = world::subnet6_prefix_len;
+    iface.dhcp6_service_ip = key_ip(world::service_ip6);
+    iface.nic_link_local = key_ip(world::nic_link_local);
     maps.iface.update(0, iface);
     maps.service_ips.update(key_ip(world::service_ip6), bpfnet_service_ip{BPFNET_SERVICE_IP_ACTIVE});
     add_service(maps, kTcp, 6385, 6385, BPFNET_KIND_PLAIN, world::service_ip6, world::pod_ip6);
     add_service(maps, kTcp, 80, 8080, BPFNET_KIND_PLAIN, world::service_ip6, world::pod_ip6);
     add_service(maps, kUdp, 69, 69, BPFNET_KIND_TFTP, world::service_ip6, world::pod_ip6);
+    add_service(maps, kUdp, 547, 547, BPFNET_KIND_DHCP6, world::service_ip6, world::pod_ip6);
+    maps.dhcp_relays.update(key_ip(world::lan_relay_ip6), bpfnet_dhcp_relay{});
 
     bpfnet_backend backend = maps.backends.lookup(key_ip(world::pod_ip)).value();
     backend.service_ip = key_ip(world::service_ip6);

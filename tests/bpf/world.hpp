@@ -45,6 +45,11 @@ inline const std::string host_ip6 = "2001:2::10";
 inline const std::string unknown_host_ip6 = "2001:2::11";
 inline const std::string outside_ip6 = "2001:2:1::1"; // not on the provisioning subnet
 inline const std::string pod_ip6 = "2001:2:0:100::2";
+// The DHCPv6 relay: the NIC's link-local address (replies to clients leave from it), a client's link-local
+// address, and a configured relay agent on the LAN (its MAC is host_mac).
+inline const std::string nic_link_local = "fe80::1";
+inline const std::string client_link_local = "fe80::5054:ff:fe12:3456";
+inline const std::string lan_relay_ip6 = "2001:2::20";
 } // namespace world
 
 // Fills freshly created maps with the world (both families).

@@ -437,7 +437,7 @@ TEST(ConfigValidation, GratuitousArpRanges) {
 TEST(ConfigValidation, DhcpRelaysAreHostsOnTheProvisioningSubnet) {
     EXPECT_TRUE(parse(minimal_with("")).dhcp_relays.empty()) << "no relay is trusted by default";
     EXPECT_EQ(parse(minimal_with("dhcpRelay:\n  relays: [198.18.0.1, 198.18.0.254]\n")).dhcp_relays,
-              (std::vector<uint32_t>{ip("198.18.0.1"), ip("198.18.0.254")}));
+              (std::vector<bpfnet_ip>{ip_from_v4(ip("198.18.0.1")), ip_from_v4(ip("198.18.0.254"))}));
     EXPECT_TRUE(Rejected(minimal_with("dhcpRelay:\n  relays: [203.0.113.1]\n"), "dhcpRelay.relays[0]",
                          "203.0.113.1 is not inside subnet 198.18.0.0/24"));
     EXPECT_TRUE(Rejected(minimal_with("dhcpRelay:\n  relays: [198.18.0.1, 198.18.0.255]\n"), "dhcpRelay.relays[1]",
@@ -497,7 +497,7 @@ TEST(ConfigValidation, PortAndTargetPortRange) {
 
 TEST(ConfigValidation, KindMustBeKnown) {
     EXPECT_TRUE(Rejected(with_ports("  - {name: a, protocol: udp, port: 1, kind: dns}\n"), "ports[0].kind",
-                         "must be one of: plain, tftp, dhcp; got \"dns\""));
+                         "must be one of: plain, tftp, dhcp, dhcpv6; got \"dns\""));
 }
 
 TEST(ConfigValidation, TftpAndDhcpRequireUdp) {
@@ -740,10 +740,55 @@ TEST(ConfigIpv6, BackendHasAnAddressOfEachFamily) {
 }
 
 TEST(ConfigIpv6, Ipv4OnlyFeaturesAreRefusedWithIpv6) {
-    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "dhcpRelay:\n  relays: [198.18.0.1]\n", "dhcpRelay.relays", "IPv4"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "dhcpRelay:\n  relays: [198.18.0.1]\n", "dhcpRelay.relays[0]",
+                         "IPv4 relay (giaddr) needs serviceIP"));
     EXPECT_TRUE(Rejected("interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n" + kHead6.substr(16) +
                              kOnePort + "sourceRanges: [198.18.0.0/24]\n",
                          "sourceRanges", "serviceIPv6"));
+}
+
+const std::string kDhcp6Port = "  - {name: dhcpv6, protocol: udp, port: 547, kind: dhcpv6}\n";
+
+TEST(ConfigIpv6, Dhcp6IsRelayedForTheIpv6ServiceAddress) {
+    const std::string dual = "interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n"
+                             "serviceIPv6: fd00:1::2\nsubnetV6: fd00:1::/64\n";
+    const Config config = parse(dual + kPorts6 + kDhcp6Port + "backend:\n  ip: 10.244.1.7\n  ipv6: fd00:10:244::7\n");
+    const auto specs = service_specs(config, BackendLocation{});
+    ASSERT_EQ(specs.size(), 2u);
+    ASSERT_EQ(specs[0].ports.size(), 3u) << "DHCPv6 is no IPv4 service port";
+    ASSERT_EQ(specs[1].ports.size(), 3u);
+    EXPECT_EQ(specs[1].ports[2].kind, PortKind::Dhcp6);
+    const bpfnet_iface iface = iface_entry(config, 3, MacAddress{2, 0, 0, 0, 0, 1});
+    EXPECT_EQ(iface.dhcp_service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(iface.dhcp6_service_ip, ip6("fd00:1::2"));
+    EXPECT_EQ(iface.nic_link_local, bpfnet_ip{}) << "a fact of the NIC, read by the runtime";
+
+    const bpfnet_iface without = iface_entry(parse(kHead6 + kOnePort), 3, MacAddress{2, 0, 0, 0, 0, 1});
+    EXPECT_EQ(without.dhcp6_service_ip, bpfnet_ip{}) << "no dhcpv6 port: ff02::1:2 is not relayed";
+}
+
+TEST(ConfigIpv6, RelayedPortsBelongToTheirFamily) {
+    EXPECT_TRUE(Rejected(kHead6 + "ports:\n  - {name: dhcp, protocol: udp, port: 67, kind: dhcp}\n", "ports[0].kind",
+                         "dhcp relays DHCPv4 for serviceIP"));
+    EXPECT_TRUE(Rejected(kHead + "ports:\n" + kDhcp6Port, "ports[0].kind", "dhcpv6 relays DHCPv6 for serviceIPv6"));
+    EXPECT_TRUE(Rejected(kHead6 + "ports:\n  - {name: dhcpv6, protocol: udp, port: 546, kind: dhcpv6}\n",
+                         "ports[0].kind", "dhcpv6 requires port 547, got 546"));
+    EXPECT_TRUE(Rejected(kHead6 + "ports:\n  - {name: dhcpv6, protocol: tcp, port: 547, kind: dhcpv6}\n",
+                         "ports[0].kind", "requires protocol udp"));
+}
+
+TEST(ConfigIpv6, RelayAgentsOfEitherFamilyOnTheirSubnet) {
+    const std::string dual = "interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n"
+                             "serviceIPv6: fd00:1::2\nsubnetV6: fd00:1::/64\n" +
+                             kOnePort;
+    EXPECT_EQ(parse(dual + "dhcpRelay:\n  relays: [198.18.0.1, 'fd00:1::1']\n").dhcp_relays,
+              (std::vector<bpfnet_ip>{ip_from_v4(ip("198.18.0.1")), ip6("fd00:1::1")}));
+    EXPECT_TRUE(Rejected(dual + "dhcpRelay:\n  relays: ['fd00:2::1']\n", "dhcpRelay.relays[0]", "is not inside"));
+    EXPECT_TRUE(
+        Rejected(dual + "dhcpRelay:\n  relays: ['fd00:1::2']\n", "dhcpRelay.relays[0]", "is the service IPv6 address"));
+    EXPECT_TRUE(Rejected(kHead + kOnePort + "dhcpRelay:\n  relays: ['fd00:1::1']\n", "dhcpRelay.relays[0]",
+                         "needs serviceIPv6"));
+    EXPECT_TRUE(Rejected(dual + "dhcpRelay:\n  relays: [relay]\n", "dhcpRelay.relays[0]", "IPv4 or IPv6 address"));
 }
 
 } // namespace

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The DHCPv6 relay agent (RFC 8415 section 19). A client's message to All_DHCP_Relay_Agents_and_Servers
+ * (ff02::1:2, port 547), or a Relay-Forward from a relay on the LAN to the service address, goes into the
+ * pod wrapped in a Relay-Forward from the service address: link-address = the service address (the server
+ * picks the subnet by it), peer-address = where the message came from, and an Interface-ID option holding
+ * the frame's source MAC. The server's Relay-Reply to the service address is unwrapped, and its inner
+ * message sent to the peer-address (port 546, or 547 for a relay's Relay-Reply) at the MAC the server
+ * echoed in the Interface-ID: a reply goes back to the frame that asked for it, whatever address that
+ * frame claimed.
+ *
+ * Wrapping and unwrapping change the UDP payload's length. The UDP header stays where it is (the message
+ * is moved within the payload and the tail grown or cut with bpf_skb_change_tail), so a CHECKSUM_PARTIAL
+ * skb's checksum start stays right; the UDP checksum follows every change through bpf_l4_csum_replace,
+ * which applies payload changes only where the checksum is not left to the device.
+ */
+#ifndef BPFNET_DHCP6_H
+#define BPFNET_DHCP6_H
+
+#include <linux/if_packet.h>
+#include "parse.h"
+#include "ipv6.h"
+#include "maps.h"
+#include "nat.h"
+#include "steer.h"
+#include "trace.h"
+
+#define DHCP6_CLIENT_PORT	  546
+#define DHCP6_SERVER_PORT	  547
+/* Message types (RFC 8415 section 7.3). */
+#define DHCP6_SOLICIT		  1
+#define DHCP6_ADVERTISE		  2
+#define DHCP6_REQUEST		  3
+#define DHCP6_CONFIRM		  4
+#define DHCP6_RENEW		  5
+#define DHCP6_REBIND		  6
+#define DHCP6_REPLY		  7
+#define DHCP6_RELEASE		  8
+#define DHCP6_DECLINE		  9
+#define DHCP6_RECONFIGURE	  10
+#define DHCP6_INFORMATION_REQUEST 11
+#define DHCP6_RELAY_FORW	  12
+#define DHCP6_RELAY_REPL	  13
+/* Options (RFC 8415 section 21). */
+#define DHCP6_OPT_RELAY_MSG	  9
+#define DHCP6_OPT_INTERFACE_ID	  18
+
+/* msg-type, hop-count, link-address, peer-address (RFC 8415 section 9). */
+#define DHCP6_RELAY_HEAD_LEN   34
+#define DHCP6_RELAY_LINK       2
+#define DHCP6_RELAY_PEER       18
+#define DHCP6_OPT_HEAD_LEN     4
+#define DHCP6_INTERFACE_ID_LEN 6 /* the MAC the relayed frame came from */
+/* What wrapping adds: the relay header, the Interface-ID option, the Relay Message option's header. A
+ * multiple of 4, so the checksum difference is one bpf_csum_diff over it. */
+#define DHCP6_WRAP_LEN                                                                                       \
+	(DHCP6_RELAY_HEAD_LEN + DHCP6_OPT_HEAD_LEN + DHCP6_INTERFACE_ID_LEN + DHCP6_OPT_HEAD_LEN)
+/* The largest UDP payload relayed either way (more than a 1500-byte LAN carries); a power of two. */
+#define DHCP6_MAX_MSG	2048
+/* bpf_csum_diff sums at most 512 bytes per call on the oldest kernels of the matrix. */
+#define DHCP6_SUM_CHUNK 512
+
+struct dhcp6_scratch {
+	/* The message as it is read or built. Twice DHCP6_MAX_MSG: an offset below DHCP6_MAX_MSG plus a
+	 * length up to it stays inside, which is what the verifier can prove; 4 more for the padding after
+	 * one. */
+	__u8 msg[2 * DHCP6_MAX_MSG + 4];
+	/* The Relay-Reply's option walk (dhcp6_option_step). */
+	__u32 pos;
+	__u32 end;
+	__u32 relay_msg_off; /* the Relay Message option's data, in msg[]; 0: none */
+	__u32 relay_msg_len;
+	__u32 interface_id_off; /* the Interface-ID option's data; 0: none */
+	__u32 interface_id_len;
+	__u32 broken;
+	/* Where the inner message goes, read from the Relay-Reply before the message is moved. */
+	struct bpfnet_ip peer;
+	__u8 peer_mac[6];
+	__u8 pad[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dhcp6_scratch);
+} dhcp6_scratch SEC(".maps");
+
+static __always_inline struct dhcp6_scratch *dhcp6_state(void)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem(&dhcp6_scratch, &key);
+}
+
+/* fe80::/10: where clients send from (RFC 8415 section 13.1). */
+static __always_inline int ip6_link_local(const struct bpfnet_ip *ip)
+{
+	return (ip->w[0] & bpf_htonl(0xffc00000)) == bpf_htonl(0xfe800000);
+}
+
+/* A message a client sends to servers (RFC 8415 section 7.3); what the relay wraps as it is. */
+static __always_inline int dhcp6_client_message(__u8 type)
+{
+	return type == DHCP6_SOLICIT || type == DHCP6_REQUEST || type == DHCP6_CONFIRM ||
+	       type == DHCP6_RENEW || type == DHCP6_REBIND || type == DHCP6_RELEASE ||
+	       type == DHCP6_DECLINE || type == DHCP6_INFORMATION_REQUEST;
+}
+
+/* A message a server sends to clients. */
+static __always_inline int dhcp6_server_message(__u8 type)
+{
+	return type == DHCP6_ADVERTISE || type == DHCP6_REPLY || type == DHCP6_RECONFIGURE;
+}
+
+/*
+ * The ones'-complement sum of msg[0, len) (len a multiple of 4, at most DHCP6_MAX_MSG), in chunks
+ * bpf_csum_diff takes. The bytes past the message up to len must be zero: they pad it as the UDP checksum
+ * does. Negative when the helper refused.
+ */
+static __always_inline __s64 dhcp6_sum(const struct dhcp6_scratch *s, __u32 len)
+{
+	__s64 sum = 0;
+
+	for (__u32 start = 0; start < DHCP6_MAX_MSG; start += DHCP6_SUM_CHUNK) {
+		if (start >= len)
+			break;
+		__u32 size = len - start;
+		if (size > DHCP6_SUM_CHUNK)
+			size = DHCP6_SUM_CHUNK;
+		/* Restate 0 <= size <= DHCP6_SUM_CHUNK where the verifier sees it. */
+		asm volatile("%[size] &= 1023" : [size] "+r"(size));
+		if (size > DHCP6_SUM_CHUNK)
+			return -1;
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)&s->msg[start], size, (__wsum)sum);
+		if (sum < 0)
+			return -1;
+	}
+	return sum;
+}
+
+/* Zeroes the 4 bytes after msg[len): the padding dhcp6_sum() sums over. */
+static __always_inline void dhcp6_zero_after(struct dhcp6_scratch *s, __u32 len)
+{
+	__u32 at = len & (2 * DHCP6_MAX_MSG - 1); /* len itself: at most DHCP6_MAX_MSG */
+
+	for (int i = 0; i < 4; i++)
+		s->msg[at + i] = 0;
+}
+
+static __always_inline __u32 round_up4(__u32 n)
+{
+	return (n + 3) & ~3u;
+}
+
+/*
+ * The UDP length goes from old_len to new_len: the header field and the pseudo-header's length, both in
+ * the checksum, and the IPv6 payload length (the extension headers before the datagram included).
+ */
+static __always_inline int udp6_set_length(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 old_len,
+					   __u32 new_len)
+{
+	__be16 from = bpf_htons((__u16)old_len), to = bpf_htons((__u16)new_len);
+	__be16 payload = bpf_htons((__u16)(pkt->l4_off - pkt->l3_off - IPV6_HEADER_LEN + new_len));
+
+	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), from, to, BPF_F_MARK_MANGLED_0 | sizeof(to)) ||
+	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), from, to,
+				BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0 | sizeof(to)) ||
+	    bpf_skb_store_bytes(skb, pkt->l4_off + offsetof(struct udphdr, len), &to, sizeof(to), 0) ||
+	    bpf_skb_store_bytes(skb, pkt->l3_off + offsetof(struct ipv6hdr, payload_len), &payload,
+				sizeof(payload), 0))
+		return -1;
+	return 0;
+}
+
+/* Writes msg[0, len) as the UDP payload of a datagram that now ends there. */
+static __always_inline int udp6_store_payload(struct __sk_buff *skb, const struct ip_packet *pkt,
+					      const struct dhcp6_scratch *s, __u32 len)
+{
+	__u32 off = pkt->l4_off + sizeof(struct udphdr);
+
+	if (len == 0 || len > DHCP6_MAX_MSG)
+		return -1;
+	/* Restate 1 <= len <= DHCP6_MAX_MSG where the verifier sees it. */
+	asm volatile("%[len] += -1; %[len] &= 2047; %[len] += 1" : [len] "+r"(len));
+	if (bpf_skb_change_tail(skb, off + len, 0))
+		return -1;
+	return bpf_skb_store_bytes(skb, off, s->msg, len, 0);
+}
+
+static __always_inline int dhcp6_relay_configured(const struct bpfnet_ip *relay)
+{
+	return bpf_map_lookup_elem(&dhcp_relays, relay) != NULL;
+}
+
+static __always_inline void put_be16(__u8 *at, __u16 value)
+{
+	at[0] = value >> 8;
+	at[1] = value & 0xff;
+}
+
+/*
+ * Builds the Relay-Forward header in msg[0, DHCP6_WRAP_LEN) in front of the n-byte message already at
+ * msg[DHCP6_WRAP_LEN]. Returns the drop counter when the message may not be relayed, BPFNET_CTR_MAX when
+ * it is wrapped.
+ */
+static __always_inline enum bpfnet_counter dhcp6_wrap(struct dhcp6_scratch *s, __u32 n,
+						      const struct bpfnet_iface *cfg,
+						      const struct bpfnet_ip *service,
+						      const struct bpfnet_ip *peer, const __u8 *peer_mac)
+{
+	__u8 type = s->msg[DHCP6_WRAP_LEN];
+	__u8 hops = 0;
+	struct bpfnet_ip link = *service;
+
+	if (type == DHCP6_RELAY_FORW) {
+		/* A relay on the LAN (RFC 8415 19.1.2): replies go to it, so only a configured one. */
+		if (n < DHCP6_RELAY_HEAD_LEN || !dhcp6_relay_configured(peer))
+			return BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY;
+		hops = s->msg[DHCP6_WRAP_LEN + 1];
+		if (hops >= cfg->dhcp_max_hops)
+			return BPFNET_CTR_DROP_DHCP_HOPS;
+		hops++;
+		/* Its global address names its link already; a link-local one needs ours. */
+		if (!ip6_link_local(peer))
+			__builtin_memset(&link, 0, sizeof(link));
+	} else if (!dhcp6_client_message(type)) {
+		return BPFNET_CTR_DROP_DHCP6_MALFORMED;
+	}
+	s->msg[0] = DHCP6_RELAY_FORW;
+	s->msg[1] = hops;
+	__builtin_memcpy(&s->msg[DHCP6_RELAY_LINK], &link, sizeof(link));
+	__builtin_memcpy(&s->msg[DHCP6_RELAY_PEER], peer, sizeof(*peer));
+	put_be16(&s->msg[DHCP6_RELAY_HEAD_LEN], DHCP6_OPT_INTERFACE_ID);
+	put_be16(&s->msg[DHCP6_RELAY_HEAD_LEN + 2], DHCP6_INTERFACE_ID_LEN);
+	mac_copy(&s->msg[DHCP6_RELAY_HEAD_LEN + DHCP6_OPT_HEAD_LEN], peer_mac);
+	put_be16(&s->msg[DHCP6_WRAP_LEN - DHCP6_OPT_HEAD_LEN], DHCP6_OPT_RELAY_MSG);
+	put_be16(&s->msg[DHCP6_WRAP_LEN - 2], (__u16)n);
+	return BPFNET_CTR_MAX;
+}
+
+/*
+ * Client (or a relay on the LAN) -> server: the message becomes a Relay-Forward's Relay Message and the
+ * datagram goes into the pod from service:547 to backend:port. pkt: the validated UDP datagram to port
+ * 547; saddr, daddr: its addresses (daddr ff02::1:2 or the service address); service: the DHCPv6 service
+ * address.
+ */
+static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const struct ip_packet *pkt,
+					       const struct bpfnet_iface *cfg,
+					       const struct steer_target *target,
+					       const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
+					       const struct bpfnet_ip *service, const __u8 *sender_mac)
+{
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
+	struct dhcp6_scratch *s = dhcp6_state();
+	__u32 payload_off = pkt->l4_off + sizeof(struct udphdr);
+	__u32 n = pkt->l4_end - payload_off;
+
+	if (!backend) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	if (!s || n < 4 || n > DHCP6_MAX_MSG - DHCP6_WRAP_LEN) {
+		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	/* Restate 1 <= n < DHCP6_MAX_MSG where the verifier sees it. */
+	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
+	if (bpf_skb_load_bytes(skb, payload_off, &s->msg[DHCP6_WRAP_LEN], n)) {
+		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	enum bpfnet_counter refused = dhcp6_wrap(s, n, cfg, service, saddr, sender_mac);
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
+		return TC_ACT_SHOT;
+	}
+	/* The message keeps its alignment (the header is a multiple of 4): the header is all that adds. */
+	__s64 added = bpf_csum_diff(NULL, 0, (__be32 *)s->msg, DHCP6_WRAP_LEN, 0);
+	__u32 udp_len = sizeof(struct udphdr) + n;
+	if (added < 0 || udp6_store_payload(skb, pkt, s, n + DHCP6_WRAP_LEN) ||
+	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, (__u32)added, BPF_F_MARK_MANGLED_0) ||
+	    udp6_set_length(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN) ||
+	    nat6_rewrite(skb, pkt, NAT_SOURCE, saddr, service, pkt->sport, bpf_htons(DHCP6_SERVER_PORT)) ||
+	    nat6_rewrite(skb, pkt, NAT_DESTINATION, daddr, &target->backend_ip, pkt->dport,
+			 target->backend_port) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac) ||
+	    /* A multicast frame stays PACKET_MULTICAST through redirect_peer; it is the pod's now. */
+	    bpf_skb_change_type(skb, PACKET_HOST)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(BPFNET_CTR_DHCP6_REQUEST_RELAYED);
+	return deliver_to_backend(backend);
+}
+
+/* One option of the Relay-Reply, at s->pos. A bpf_loop callback: verified apart, the state in the map. */
+static long dhcp6_option_step(__u32 index, void *unused)
+{
+	struct dhcp6_scratch *s = dhcp6_state();
+
+	(void)index;
+	(void)unused;
+	if (!s)
+		return 1;
+	__u32 pos = s->pos;
+	if (pos == s->end)
+		return 1; /* done */
+	if (pos + DHCP6_OPT_HEAD_LEN > s->end || pos >= DHCP6_MAX_MSG) {
+		s->broken = 1;
+		return 1;
+	}
+	__u32 at = pos & (DHCP6_MAX_MSG - 1);
+	__u16 code = (__u16)s->msg[at] << 8 | s->msg[at + 1];
+	__u32 len = (__u32)s->msg[at + 2] << 8 | s->msg[at + 3];
+	__u32 data = pos + DHCP6_OPT_HEAD_LEN;
+	if (data + len > s->end) {
+		s->broken = 1;
+		return 1;
+	}
+	/* RFC 8415 21.9, 21.18: each at most once in a relay message. */
+	if (code == DHCP6_OPT_RELAY_MSG) {
+		if (s->relay_msg_off) {
+			s->broken = 1;
+			return 1;
+		}
+		s->relay_msg_off = data;
+		s->relay_msg_len = len;
+	} else if (code == DHCP6_OPT_INTERFACE_ID) {
+		if (s->interface_id_off) {
+			s->broken = 1;
+			return 1;
+		}
+		s->interface_id_off = data;
+		s->interface_id_len = len;
+	}
+	s->pos = data + len;
+	return 0;
+}
+
+/* Walks the options of the Relay-Reply in msg[0, n). 0 when it has one Relay Message and our Interface-ID. */
+static __always_inline int dhcp6_walk_relay_reply(struct dhcp6_scratch *s, __u32 n)
+{
+	s->pos = DHCP6_RELAY_HEAD_LEN;
+	s->end = n;
+	s->relay_msg_off = 0;
+	s->relay_msg_len = 0;
+	s->interface_id_off = 0;
+	s->interface_id_len = 0;
+	s->broken = 0;
+	/* Each step takes at least an option header. */
+	bpf_loop(DHCP6_MAX_MSG / DHCP6_OPT_HEAD_LEN + 1, dhcp6_option_step, NULL, 0);
+	if (s->broken || s->pos != s->end || !s->relay_msg_off || s->relay_msg_len < 4 ||
+	    s->interface_id_len != DHCP6_INTERFACE_ID_LEN)
+		return -1;
+	__builtin_memcpy(&s->peer, &s->msg[DHCP6_RELAY_PEER], sizeof(s->peer));
+	__u32 id = s->interface_id_off & (DHCP6_MAX_MSG - 1);
+	for (int i = 0; i < 6; i++)
+		s->peer_mac[i] = s->msg[id + i];
+	/* The MAC a frame came from: never a group or zero address. */
+	if ((s->peer_mac[0] & 1) || !(s->peer_mac[0] | s->peer_mac[1] | s->peer_mac[2] | s->peer_mac[3] |
+				      s->peer_mac[4] | s->peer_mac[5]))
+		return -1;
+	return 0;
+}
+
+/*
+ * Where the inner message of a checked Relay-Reply goes: a client at its link-local address (port 546),
+ * or a configured relay on the LAN (547). Returns the drop counter, or BPFNET_CTR_MAX with *to_port set.
+ */
+static __always_inline enum bpfnet_counter
+dhcp6_reply_destination(const struct dhcp6_scratch *s, const struct bpfnet_iface *cfg, __be16 *to_port)
+{
+	__u8 inner = s->msg[s->relay_msg_off & (DHCP6_MAX_MSG - 1)];
+
+	if (inner == DHCP6_RELAY_REPL) {
+		if (!dhcp6_relay_configured(&s->peer))
+			return BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY;
+		*to_port = bpf_htons(DHCP6_SERVER_PORT);
+		return BPFNET_CTR_MAX;
+	}
+	if (!dhcp6_server_message(inner))
+		return BPFNET_CTR_DROP_DHCP6_MALFORMED;
+	/* A client on this LAN: its link-local address, or one of the provisioning prefix. */
+	if (!ip6_link_local(&s->peer) && !in_provisioning_subnet6(cfg, &s->peer))
+		return BPFNET_CTR_DROP_DHCP_OFF_SUBNET;
+	*to_port = bpf_htons(DHCP6_CLIENT_PORT);
+	return BPFNET_CTR_MAX;
+}
+
+/*
+ * Server -> client (or relay). The pod's DHCPv6 server answers the Relay-Forward with a Relay-Reply to
+ * service:547; its Relay Message goes to the peer-address, from the NIC's link-local address to a client
+ * (RFC 8415 19.2), from the service address to a relay. pod: the server's address; service: the service
+ * address the reply was sent to.
+ */
+static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct ip_packet *pkt,
+					     const struct bpfnet_iface *cfg, const struct bpfnet_ip *pod,
+					     const struct bpfnet_ip *service)
+{
+	struct dhcp6_scratch *s = dhcp6_state();
+	__u32 payload_off = pkt->l4_off + sizeof(struct udphdr);
+	__u32 n = pkt->l4_end - payload_off;
+	__be16 to_port = 0;
+
+	if (!s || n < DHCP6_RELAY_HEAD_LEN || n > DHCP6_MAX_MSG) {
+		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
+	if (bpf_skb_load_bytes(skb, payload_off, s->msg, n) || s->msg[0] != DHCP6_RELAY_REPL ||
+	    dhcp6_walk_relay_reply(s, n)) {
+		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	enum bpfnet_counter refused = dhcp6_reply_destination(s, cfg, &to_port);
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
+		return TC_ACT_SHOT;
+	}
+	dhcp6_zero_after(s, n);
+	__s64 old_sum = dhcp6_sum(s, round_up4(n));
+	/* The inner message, read again to the front of msg[]: at an odd offset its words were others. */
+	__u32 inner_off = s->relay_msg_off & (DHCP6_MAX_MSG - 1);
+	__u32 len = s->relay_msg_len;
+	if (len == 0 || len > DHCP6_MAX_MSG || old_sum < 0) {
+		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	asm volatile("%[len] += -1; %[len] &= 2047; %[len] += 1" : [len] "+r"(len));
+	if (bpf_skb_load_bytes(skb, payload_off + inner_off, s->msg, len)) {
+		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	dhcp6_zero_after(s, len);
+	__s64 new_sum = dhcp6_sum(s, round_up4(len));
+	struct bpfnet_ip from = ip_is_unset(&cfg->nic_link_local) || to_port == bpf_htons(DHCP6_SERVER_PORT)
+					? *service
+					: cfg->nic_link_local;
+	struct bpfnet_ip to = s->peer;
+	trace_steered(&to, to_port, BPFNET_KIND_DHCP6);
+	if (new_sum < 0 || udp6_store_payload(skb, pkt, s, len) ||
+	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), (__u32)old_sum, (__u32)new_sum,
+				BPF_F_MARK_MANGLED_0 | sizeof(__u32)) ||
+	    udp6_set_length(skb, pkt, sizeof(struct udphdr) + n, sizeof(struct udphdr) + len) ||
+	    nat6_rewrite(skb, pkt, NAT_SOURCE, pod, &from, pkt->sport, bpf_htons(DHCP6_SERVER_PORT)) ||
+	    nat6_rewrite(skb, pkt, NAT_DESTINATION, service, &to, pkt->dport, to_port) ||
+	    rewrite_macs(skb, s->peer_mac, cfg->nic_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(BPFNET_CTR_DHCP6_REPLY_RELAYED);
+	return bpf_redirect(cfg->nic_ifindex, 0);
+}
+
+/* What a DHCPv6 message was, for the trace: msg-type and transaction id (of the relayed client message). */
+static __always_inline void dhcp6_trace_details(struct __sk_buff *skb, struct trace_scratch *s)
+{
+	__u32 off = s->l4_off + sizeof(struct udphdr);
+	__u8 head[4];
+
+	if (bpf_skb_load_bytes(skb, off, head, sizeof(head)))
+		return;
+	/* A request the relay wrapped: the client's message is behind the header it added. */
+	if (head[0] == DHCP6_RELAY_FORW && s->rec.decision == BPFNET_CTR_DHCP6_REQUEST_RELAYED &&
+	    bpf_skb_load_bytes(skb, off + DHCP6_WRAP_LEN, head, sizeof(head)))
+		return;
+	s->rec.dhcp_type = head[0];
+	if (head[0] != DHCP6_RELAY_FORW && head[0] != DHCP6_RELAY_REPL)
+		s->rec.dhcp_xid_be = bpf_htonl((__u32)head[1] << 16 | (__u32)head[2] << 8 | head[3]);
+}
+
+#endif /* BPFNET_DHCP6_H */
