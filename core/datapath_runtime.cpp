@@ -69,6 +69,7 @@ void DatapathRuntime::attach() {
     claim();
     heartbeat_timer_ = loop::make_timer();
     announce_timer_ = loop::make_timer();
+    ra_timer_ = loop::make_timer();
     LinkInfo nic = link_by_name(node_.interface);
     nic_mac_ = nic.mac;
     const KernelFeatures &kernel = *kernel_;
@@ -160,8 +161,14 @@ DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const 
     node_.heartbeat_timeout = node.heartbeat_timeout;
     node_.garp_count = node.garp_count;
     node_.garp_interval = node.garp_interval;
+    const bool new_ra =
+        node.router_advertisements != node_.router_advertisements || node.ra_interval != node_.ra_interval;
+    node_.router_advertisements = node.router_advertisements;
+    node_.ra_interval = node.ra_interval;
     if (new_interval && thread_.joinable())
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
+    if (new_ra && thread_.joinable())
+        arm_ra_timer();
     specs_ = specs;
     applied_once_ = true;
     return apply_locked(specs);
@@ -270,10 +277,40 @@ void DatapathRuntime::announce(const std::vector<bpfnet_ip> &service_ips) {
 }
 
 void DatapathRuntime::announce_once(const bpfnet_ip &service_ip) {
-    if (is_v4(service_ip))
+    if (is_v4(service_ip)) {
         arp_->send_gratuitous(v4_of(service_ip), nic_mac_);
+        return;
+    }
+    ndp_->send_unsolicited_advertisement(service_ip, nic_mac_);
+    advertise_router(); // hosts waiting for the prefix need not wait for the next interval
+}
+
+void DatapathRuntime::arm_ra_timer() {
+    if (node_.router_advertisements)
+        arm_timer(ra_timer_, node_.ra_interval, node_.ra_interval);
     else
-        ndp_->send_unsolicited_advertisement(service_ip, nic_mac_);
+        arm_timer(ra_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+}
+
+// RAs say "ask DHCPv6" and "this prefix is on-link" (dnsmasq's enable-ra in the host network does the same):
+// hosts booting over IPv6 need both before DHCPv6 and before they reach the service address. Only the node
+// that owns an IPv6 service address sends them, so the LAN hears one sender, which moves with the address.
+void DatapathRuntime::advertise_router() {
+    if (!node_.router_advertisements || node_.prefix6_len == 0 || !heartbeat_running_)
+        return;
+    if (nic_link_local_ == bpfnet_ip{}) {
+        log_warn("no router advertisement: the NIC has no IPv6 link-local address to send it from",
+                 {{"iface", node_.interface}});
+        return;
+    }
+    bool owning = false;
+    for (const auto &[ip, entry] : datapath_->maps().service_ips.entries())
+        owning = owning || (!is_v4(ip) && (entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !yielded_.contains(ip));
+    if (!owning)
+        return;
+    // Valid three intervals: a prefix outlives a missed advertisement or two, not a node that stopped.
+    const auto valid = static_cast<uint32_t>(3 * node_.ra_interval.count());
+    ndp_->send_router_advertisement(nic_link_local_, nic_mac_, node_.subnet6, node_.prefix6_len, valid);
 }
 
 // Hosts solicit a service address at its solicited-node group, and DHCPv6 clients send to ff02::1:2; a switch
@@ -447,8 +484,10 @@ void DatapathRuntime::start(ConflictHandler on_conflict) {
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
         if (announcements_left_ > 0)
             arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
+        arm_ra_timer();
     }
-    for (int fd : {stop_.get(), heartbeat_timer_.get(), announce_timer_.get(), ring_buffer__epoll_fd(events_.get())})
+    for (int fd : {stop_.get(), heartbeat_timer_.get(), announce_timer_.get(), ra_timer_.get(),
+                   ring_buffer__epoll_fd(events_.get())})
         loop::add(epoll_, fd);
     thread_ = std::thread([this] { serve(); });
 }
@@ -478,6 +517,9 @@ void DatapathRuntime::serve() {
                     drain(announce_timer_);
                     if (announcements_left_ > 0)
                         send_next_announcement();
+                } else if (fd == ra_timer_.get()) {
+                    drain(ra_timer_);
+                    advertise_router();
                 } else {
                     ring_buffer__consume(events_.get());
                 }

@@ -111,6 +111,10 @@ private:
     // One announcement of a service IP this node claims: a gratuitous ARP, or an unsolicited neighbour
     // advertisement for an IPv6 one.
     void announce_once(const bpfnet_ip &service_ip);
+    // A router advertisement for the IPv6 provisioning prefix, when configured and an IPv6 service address is
+    // active here (and the NIC has the link-local address RAs must come from).
+    void advertise_router();
+    void arm_ra_timer(); // every ra_interval while configured, else disarmed
     void handle_event(const struct bpfnet_event &event);
     void resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip);
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
@@ -136,7 +140,7 @@ private:
     ConflictHandler on_conflict_;
 
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread
-    UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_;
+    UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_, ra_timer_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
     std::vector<bpfnet_ip> announcing_;
     uint32_t announcements_left_ = 0;

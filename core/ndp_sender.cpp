@@ -20,7 +20,11 @@ namespace {
 
 constexpr uint8_t kIcmp6 = 58;
 constexpr uint8_t kHopLimit = 255; // RFC 4861: receivers drop neighbour discovery that came through a router
-constexpr uint8_t kSolicitation = 135, kAdvertisement = 136;
+constexpr uint8_t kRouterAdvertisement = 134, kSolicitation = 135, kAdvertisement = 136;
+constexpr uint8_t kPrefixInformation = 3;
+constexpr uint8_t kManaged = 0x80, kOtherConfig = 0x40; // the advertisement's flags (RFC 4861 4.2)
+constexpr uint8_t kOnLink = 0x80;                       // the prefix's flags; no A: no SLAAC (RFC 4861 4.6.2)
+constexpr uint8_t kCurHopLimit = 64;
 constexpr uint8_t kSourceLinkLayer = 1, kTargetLinkLayer = 2;
 constexpr uint8_t kOverride = 0x20; // in the advertisement's first flags byte
 
@@ -136,6 +140,29 @@ Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 
     return icmp6_frame(group_mac(to), mac, source, to, kSolicitation, nd_body(0, target, kSourceLinkLayer, mac));
 }
 
+Frame router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
+                           uint8_t prefix_len, uint32_t valid_lifetime_s) {
+    const bpfnet_ip to = all_nodes();
+    auto put32 = [](Frame &f, uint32_t v) {
+        for (int shift = 24; shift >= 0; shift -= 8)
+            f.push_back(static_cast<uint8_t>(v >> shift));
+    };
+    // Hop limit, flags, router lifetime 0, reachable time and retransmission timer unspecified (0).
+    Frame body = {kCurHopLimit, kManaged | kOtherConfig, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    body.push_back(kSourceLinkLayer);
+    body.push_back(1);
+    append(body, mac.data(), 6);
+    body.push_back(kPrefixInformation);
+    body.push_back(4); // 32 bytes
+    body.push_back(prefix_len);
+    body.push_back(kOnLink);
+    put32(body, valid_lifetime_s);
+    put32(body, valid_lifetime_s); // preferred: the same (no address is formed from it)
+    put32(body, 0);                // reserved
+    append(body, bytes_of(prefix), 16);
+    return icmp6_frame(group_mac(to), mac, source, to, kRouterAdvertisement, body);
+}
+
 std::vector<bpfnet_ip> parse_igmp6(const std::string &text, int ifindex) {
     // Each line: ifindex, name, the group as 32 hex digits, users, flags, timer.
     std::vector<bpfnet_ip> groups;
@@ -196,6 +223,12 @@ void NdpSender::send_unsolicited_advertisement(const bpfnet_ip &address, const s
 
 void NdpSender::send_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
     send(neighbour_solicitation(source, mac, target), "neighbour solicitation for " + format_ip(target));
+}
+
+void NdpSender::send_router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac,
+                                          const bpfnet_ip &prefix, uint8_t prefix_len, uint32_t valid_lifetime_s) {
+    send(router_advertisement(source, mac, prefix, prefix_len, valid_lifetime_s),
+         "router advertisement of " + format_ip(prefix) + "/" + std::to_string(prefix_len));
 }
 
 NicMulticastGroups::NicMulticastGroups(int ifindex)

@@ -22,6 +22,11 @@ using Frame = std::vector<uint8_t>;
 Frame unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac);
 // A solicitation for `target` from `source` (a service address) at `mac`, to target's solicited-node group.
 Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
+// A router advertisement (RFC 4861 4.2) from `source` (the NIC's link-local address) at `mac` to all nodes: the
+// M and O flags (addresses and other configuration by DHCPv6), router lifetime 0 (this is no default router),
+// the source link-layer address and the prefix `prefix`/`prefix_len` as on-link, not for autoconfiguration.
+Frame router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
+                           uint8_t prefix_len, uint32_t valid_lifetime_s);
 // ff02::1:ffXX:XXXX for an address (RFC 4291 2.7.1).
 bpfnet_ip solicited_node_group(const bpfnet_ip &address);
 // The IPv6 multicast groups interface ifindex is a member of, as the kernel of the calling thread's network
@@ -37,6 +42,8 @@ public:
 
     void send_unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac);
     void send_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
+    void send_router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
+                                   uint8_t prefix_len, uint32_t valid_lifetime_s);
 
 private:
     void send(const Frame &frame, const std::string &what);

@@ -68,6 +68,7 @@ inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
 inline constexpr uint32_t kDefaultGarpCount = 3;
 inline constexpr std::chrono::milliseconds kDefaultGarpInterval{200};
+inline constexpr std::chrono::seconds kDefaultRouterAdvertisementInterval{10};
 
 std::string default_control_socket(const std::string &interface);
 
@@ -90,6 +91,10 @@ struct NodeSettings {
     uint8_t dhcp_max_hops = BPFNET_DHCP_DEFAULT_MAX_HOPS; /* relayed DHCP requests with more hops are dropped */
     /* relay agents on the LAN whose giaddr (IPv6: Relay-Forward) is accepted (docs/design.md) */
     std::vector<bpfnet_ip> dhcp_relays;
+    /* Router advertisements for subnet6 from the NIC (managed: hosts ask DHCPv6), while an IPv6 service
+     * address is active here: what dnsmasq's enable-ra does on a host network, for a pod that cannot. */
+    bool router_advertisements = false;
+    std::chrono::seconds ra_interval = kDefaultRouterAdvertisementInterval;
 
     uint32_t subnet_mask_be() const;
     /* Where this interface's maps and programs are pinned: <pin root>/<interface> (maps/pin_layout.hpp). */

@@ -14,6 +14,8 @@ packages=(
   iproute2 util-linux procps psmisc ethtool iperf3 curl python3 xdp-tools
   # the PXE walk: real DHCP/TFTP servers and clients, OpenStack Ironic, capabilities
   dnsmasq-base kea-dhcp4-server busybox isc-dhcp-client tftp-hpa ironic-api libcap2-bin
+  # DHCPv6 through the relay: Kea's DHCPv6 server, and dhcpcd as a second client beside dhclient -6
+  kea-dhcp6-server dhcpcd-base
   # observability: the loader's metrics and health endpoints, and promtool to check the exposition
   libcpp-httplib-dev prometheus
   # Kubernetes mode: the manifest test (PyYAML from Debian), the API server stand-in's HTTP/2 (python3-h2)
@@ -58,6 +60,6 @@ fi
 # socket unit would own UDP 69 of the host). Removing the .wants links is what `systemctl disable` does,
 # and works where systemd is not running.
 for unit in atftpd.socket atftpd.service haproxy.service iperf3.service ironic-api.service \
-  kea-dhcp4-server.service prometheus.service; do
+  kea-dhcp4-server.service kea-dhcp6-server.service prometheus.service; do
   rm -f /etc/systemd/system/*.wants/"$unit"
 done

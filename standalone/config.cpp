@@ -44,6 +44,7 @@ constexpr int64_t kMaxHeartbeatTimeoutMs = 600000;
 constexpr Range kGarpCount{0, 20};
 constexpr Range kGarpIntervalMs{10, 10000};
 constexpr Range kDhcpMaxHops{1, BPFNET_DHCP_MAX_HOPS_LIMIT}; /* RFC 1542 4.1.1: never more than 16 */
+constexpr Range kRaIntervalSeconds{4, 1800};                 /* RFC 4861 6.2.1 MaxRtrAdvInterval */
 constexpr Range kPortNumber{1, 65535};
 constexpr size_t kMaxPortNameLen = 63;
 constexpr std::string_view kAutoVeth = "auto";
@@ -211,6 +212,13 @@ int64_t read_integer(const Field &field, Range range) {
 
 std::chrono::milliseconds read_millis(const Field &field, Range range) {
     return std::chrono::milliseconds(read_integer(field, range));
+}
+
+/* true or false, unquoted (YAML 1.2's core schema; "yes", "on" and quoted words are refused). */
+bool read_bool(const Field &field) {
+    if (is_plain(field.node) && (field.node.Scalar() == "true" || field.node.Scalar() == "false"))
+        return field.node.Scalar() == "true";
+    field.fail("must be true or false, got " + describe(field.node));
 }
 
 uint16_t read_port_number(const Field &field) {
@@ -488,6 +496,17 @@ void read_dhcp_relay(const Field &field, Config &config) {
         config.dhcp_relays = read_dhcp_relays(*relays, config);
 }
 
+/* Router advertisements for subnetV6 (docs/config.md): off unless enabled, and only with an IPv6 LAN. */
+void read_router_advertisements(const Field &field, Config &config) {
+    const Mapping ra(field, {"enabled", "intervalSeconds"});
+    if (const auto enabled = ra.find("enabled"))
+        config.router_advertisements = read_bool(*enabled);
+    if (const auto interval = ra.find("intervalSeconds"))
+        config.ra_interval = std::chrono::seconds(read_integer(*interval, kRaIntervalSeconds));
+    if (config.router_advertisements && !config.service_ip6)
+        ra.locate("enabled").fail("router advertisements are for an IPv6 LAN: the config has no serviceIPv6");
+}
+
 PortRule read_port_rule(const Mapping &entry) {
     PortRule rule;
     rule.name = read_port_name(entry.require("name"));
@@ -603,7 +622,7 @@ void read_service_addresses(const Mapping &document, Config &config) {
 Config read_config(const Field &root) {
     const Mapping document(root, {"interface", "serviceIP", "subnet", "serviceIPv6", "subnetV6", "pinRoot",
                                   "controlSocket", "xdpMode", "tcAttach", "redirectPeer", "heartbeat", "gratuitousARP",
-                                  "dhcpRelay", "ports", "backend", "sourceRanges"});
+                                  "dhcpRelay", "routerAdvertisements", "ports", "backend", "sourceRanges"});
     Config config;
     config.interface = read_interface_name(document.require("interface"));
     read_service_addresses(document, config);
@@ -623,6 +642,8 @@ Config read_config(const Field &root) {
         read_gratuitous_arp(*garp, config);
     if (const auto relay = document.find("dhcpRelay"))
         read_dhcp_relay(*relay, config);
+    if (const auto ra = document.find("routerAdvertisements"))
+        read_router_advertisements(*ra, config);
     config.ports = read_ports(document.require("ports"));
     check_relay_families(document.require("ports"), config);
     if (const auto backend = document.find("backend"))

@@ -791,5 +791,20 @@ TEST(ConfigIpv6, RelayAgentsOfEitherFamilyOnTheirSubnet) {
     EXPECT_TRUE(Rejected(dual + "dhcpRelay:\n  relays: [relay]\n", "dhcpRelay.relays[0]", "IPv4 or IPv6 address"));
 }
 
+TEST(ConfigIpv6, RouterAdvertisementsAreOffUnlessEnabledOnAnIpv6Lan) {
+    EXPECT_FALSE(parse(kHead6 + kOnePort).router_advertisements);
+    const Config on = parse(kHead6 + kOnePort + "routerAdvertisements:\n  enabled: true\n  intervalSeconds: 30\n");
+    EXPECT_TRUE(on.router_advertisements);
+    EXPECT_EQ(on.ra_interval, std::chrono::seconds(30));
+    EXPECT_EQ(parse(kHead6 + kOnePort + "routerAdvertisements:\n  enabled: true\n").ra_interval,
+              kDefaultRouterAdvertisementInterval);
+    EXPECT_TRUE(Rejected(kHead + kOnePort + "routerAdvertisements:\n  enabled: true\n", "routerAdvertisements.enabled",
+                         "no serviceIPv6"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "routerAdvertisements:\n  enabled: yes\n", "routerAdvertisements.enabled",
+                         "must be true or false"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "routerAdvertisements:\n  intervalSeconds: 2\n",
+                         "routerAdvertisements.intervalSeconds", "between 4 and 1800"));
+}
+
 } // namespace
 } // namespace bpfnet

@@ -39,6 +39,20 @@ TEST(NdpSender, SolicitationGoesToTheTargetsSolicitedNodeGroup) {
     EXPECT_EQ(neighbour_solicitation(addr("fd00:1::2"), kNicMac, addr("fd00:1::10")), want);
 }
 
+// The body written out from RFC 4861 4.2 and 4.6.2, field by field.
+TEST(NdpSender, RouterAdvertisementAsksForDhcpv6AndMakesThePrefixOnLink) {
+    test::Bytes body = {64, 0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}; // hop limit, M and O, lifetime 0, timers 0
+    body.insert(body.end(), {1, 1, 0x02, 0, 0, 0, 0, 0x01});     // source link-layer address
+    body.insert(body.end(), {3, 4, 64, 0x80, 0, 0, 0, 30, 0, 0, 0, 30, 0, 0, 0, 0}); // on-link, not autonomous
+    const auto prefix = test::ip6("fd00:1::");
+    body.insert(body.end(), prefix.begin(), prefix.end());
+    const auto want = Packet6::icmp("fe80::1", "ff02::1", 134, 0, body)
+                          .hop_limit(255)
+                          .macs(test::mac("33:33:00:00:00:01"), kNicMac)
+                          .bytes();
+    EXPECT_EQ(router_advertisement(addr("fe80::1"), kNicMac, addr("fd00:1::"), 64, 30), want);
+}
+
 TEST(NdpSender, SolicitedNodeGroupTakesTheLast24Bits) {
     EXPECT_EQ(format_ip(solicited_node_group(addr("2001:db8::abcd:ef12:3456"))), "ff02::1:ff12:3456");
 }

@@ -34,7 +34,7 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 kernels="6.1 6.12"
-DATAPATH_SUITES="e2e_steering,e2e_steering@vlan,e2e_lifecycle,e2e_pxe,e2e_pxe@vlan,e2e_lan,e2e_cli,e2e_coexist,e2e_privileges,e2e_metrics,e2e_ipv6"
+DATAPATH_SUITES="e2e_steering,e2e_steering@vlan,e2e_lifecycle,e2e_pxe,e2e_pxe@vlan,e2e_lan,e2e_cli,e2e_coexist,e2e_privileges,e2e_metrics,e2e_ipv6,e2e_dhcp6"
 suites="bpf,fuzz,$DATAPATH_SUITES"
 jobs=1
 build=$repo/build

@@ -1,0 +1,339 @@
+#!/bin/bash
+# End-to-end test of the DHCPv6 relay on an IPv6-only provisioning LAN (the config has serviceIPv6 and no
+# serviceIP): the bridge world of lib.sh, the hosts on 2001:2::/64. Real servers in the pod (dnsmasq's DHCPv6,
+# Kea's kea-dhcp6) answer real clients on the host (ISC dhclient -6, dhcpcd) through the datapath, which
+# wraps the clients' messages to ff02::1:2 in Relay-Forwards and unwraps the servers' Relay-Replies. The host
+# then fetches the boot file the lease names (option 59, RFC 5970) by TFTP and an image by HTTP, both from the
+# service address.
+#
+#   usage: test_dhcp6.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#
+# Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
+# shellcheck disable=SC2317
+set -uo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$(realpath "$0")")/lib.sh"
+# shellcheck source=dhcp.sh
+source "$E2E_DIR/dhcp.sh"
+
+e2e_start --needs-dhcp "$@"
+
+require_tools python3 bpftool nsenter ss curl tftp sha256sum kea-dhcp6 dhcpcd
+BPFNETCTL=$(realpath "$(dirname "$LOADER")/../cli/bpfnetctl" 2>/dev/null) || true
+[ -x "$BPFNETCTL" ] || die "no bpfnetctl next to the loader's build directory"
+
+SUBNET6=2001:2::/64
+SERVICE6=2001:2::2
+POD6=2001:2:0:100::2
+POD_GW6=2001:2:0:100::1
+POD_HTTP_PORT=8080
+RANGE6_FIRST=2001:2::100
+RANGE6_LAST=2001:2::1ff
+BOOT_URL="tftp://[$SERVICE6]/$DHCP_BOOT_FILE"
+DHCP_TFTP_ROOT=$E2E_TMP/tftp
+HTTP_ROOT=$E2E_TMP/http
+DOWNLOADS=$E2E_TMP/downloads
+
+no_tentative() { [ -z "$(ip -n "$1" -6 addr show tentative 2>/dev/null)" ]; }
+
+# The hosts keep only their link-local addresses (a host being provisioned has nothing else yet); the pod and
+# its gateway get their IPv6 addresses.
+add_ipv6() {
+    ip -n "$E2E_NODE" -6 addr add "$POD_GW6/64" dev "$E2E_VETH" || die "pod gateway IPv6 address"
+    ip -n "$E2E_POD" -6 addr add "$POD6/64" dev eth0 || die "pod IPv6 address"
+    ip -n "$E2E_POD" -6 route add default via "$POD_GW6" || die "pod IPv6 default route"
+    local ns
+    for ns in "$E2E_HOST" "$E2E_NODE" "$E2E_POD"; do
+        wait_for 10 no_tentative "$ns" || die "IPv6 addresses of $ns still tentative"
+    done
+}
+
+write_ipv6_only_config() {
+    cat >"$CONFIG" <<YAML
+interface: $E2E_NIC
+serviceIPv6: $SERVICE6
+subnetV6: $SUBNET6
+pinRoot: $E2E_PIN_ROOT
+ports:
+  - name: dhcpv6
+    protocol: udp
+    port: 547
+    kind: dhcpv6
+  - name: tftp
+    protocol: udp
+    port: 69
+    kind: tftp
+  - name: http
+    protocol: tcp
+    port: 80
+    targetPort: $POD_HTTP_PORT
+routerAdvertisements:
+  enabled: true
+  intervalSeconds: 4
+backend:
+  ipv6: $POD6
+YAML
+}
+
+in_range6() {
+    python3 -c 'import ipaddress, sys
+a, lo, hi = (ipaddress.IPv6Address(x) for x in sys.argv[1:4])
+sys.exit(0 if lo <= a <= hi else 1)' "$1" "$2" "$3" 2>/dev/null
+}
+
+# dnsmasq's DHCPv6 for relayed requests: the range is chosen by the Relay-Forward's link-address (the service
+# address), the boot file URL is option 59; TFTP from the same root.
+dnsmasq6_start() {
+    dnsmasq_run "$E2E_POD" "$E2E_TMP/dnsmasq6" --log-dhcp \
+        --dhcp-range="$RANGE6_FIRST,$RANGE6_LAST,64,10m" \
+        --dhcp-option="option6:bootfile-url,$BOOT_URL" \
+        --enable-tftp --tftp-root="$DHCP_TFTP_ROOT" || return 1
+    if ! wait_for 5 ns_udp_listens "$E2E_POD" 547; then
+        E2E_REASON="dnsmasq does not listen on UDP 547 in the pod"
+        return 1
+    fi
+}
+
+kea6_started() { grep -q 'DHCP6_STARTED' "$KEA_LOG" 2>/dev/null || pid_gone "$KEA_PID"; }
+
+# kea-dhcp6 for relayed requests: Relay-Forwards arrive at the pod's global address, on which Kea listens only
+# when told (eth0/ADDRESS; by default it takes link-local and multicast traffic only); the subnet is
+# selected by the link-address, leases in memory, a server DUID not written anywhere, its log, pid and lock
+# files in DIR.
+kea6_start() {
+    local dir=$E2E_TMP/kea6
+    mkdir -p "$dir"
+    KEA_LOG=$dir/kea.log
+    : >"$KEA_LOG"
+    cat >"$dir/kea-dhcp6.json" <<EOF
+{
+  "Dhcp6": {
+    "interfaces-config": { "interfaces": [ "eth0/$POD6" ] },
+    "lease-database": { "type": "memfile", "persist": false },
+    "server-id": { "type": "LLT", "persist": false },
+    "preferred-lifetime": 300,
+    "valid-lifetime": $DHCP_LEASE_SECONDS,
+    "subnet6": [
+      {
+        "id": 1,
+        "subnet": "$SUBNET6",
+        "pools": [ { "pool": "$RANGE6_FIRST-$RANGE6_LAST" } ],
+        "option-data": [ { "name": "bootfile-url", "data": "$BOOT_URL" } ]
+      }
+    ],
+    "loggers": [
+      { "name": "kea-dhcp6", "output_options": [ { "output": "$KEA_LOG" } ], "severity": "DEBUG", "debuglevel": 40 }
+    ]
+  }
+}
+EOF
+    bg_in_ns "$E2E_POD" "$dir/kea.out" env KEA_PIDFILE_DIR="$dir" KEA_LOCKFILE_DIR="$dir" \
+        kea-dhcp6 -c "$dir/kea-dhcp6.json"
+    KEA_PID=$BG_PID
+    if ! wait_for 10 kea6_started || pid_gone "$KEA_PID"; then
+        E2E_REASON="kea-dhcp6 did not start: $(head -c 300 "$dir/kea.out") $(grep -m3 -E 'ERROR|FATAL' "$KEA_LOG")"
+        return 1
+    fi
+    if ! wait_for 5 ns_udp_listens "$E2E_POD" 547; then
+        E2E_REASON="kea-dhcp6 started but does not listen on UDP 547 in the pod"
+        return 1
+    fi
+}
+
+dhclient6_bound_or_dead() { has_event "$1" BOUND6 || pid_gone "$2"; }
+
+# dhclient6_lease DIR: ISC dhclient -6 once on the host's eth0 (stateful, from its link-local address), asking
+# for option 59; its hook records the events (BOUND6 with new_ip6_address and new_dhcp6_bootfile_url).
+dhclient6_lease() {
+    local dir=$1 hook pid
+    mkdir -p "$dir"
+    hook=$(dhcp_hook "$dir/dhclient.events")
+    cat >"$dir/dhclient.conf" <<'EOF'
+timeout 15;
+retry 1;
+initial-interval 1;
+option dhcp6.bootfile-url code 59 = string;
+also request dhcp6.bootfile-url;
+EOF
+    bg_in_ns "$E2E_HOST" "$dir/dhclient.log" \
+        dhclient -6 -d -1 -v -cf "$dir/dhclient.conf" -sf "$hook" -lf "$dir/dhclient.leases" \
+        -pf "$dir/dhclient.pid" eth0
+    pid=$BG_PID
+    wait_for 20 dhclient6_bound_or_dead "$dir/dhclient.events" "$pid"
+    local bound=0
+    has_event "$dir/dhclient.events" BOUND6 && bound=1
+    stop_pid "$pid"
+    if [ "$bound" != 1 ]; then
+        E2E_REASON="dhclient -6 got no lease (events: $(lease_events "$dir/dhclient.events"); $(tail -n 4 "$dir/dhclient.log" | tr '\n' ' '))"
+        return 1
+    fi
+}
+
+# check_lease EVENTS: the BOUND6 event's address is in the range and the boot file URL is the service's.
+check_lease() {
+    local address url
+    address=$(lease_field "$1" new_ip6_address BOUND6)
+    url=$(lease_field "$1" new_dhcp6_bootfile_url BOUND6)
+    if ! in_range6 "$address" "$RANGE6_FIRST" "$RANGE6_LAST"; then
+        E2E_REASON="leased address '$address' is not in $RANGE6_FIRST-$RANGE6_LAST"
+        return 1
+    fi
+    if [ "$url" != "$BOOT_URL" ]; then
+        E2E_REASON="boot file URL '$url', want $BOOT_URL"
+        return 1
+    fi
+    LEASED6=$address
+}
+
+# relayed_both_ways BEFORE_REQUESTS BEFORE_REPLIES: at least two messages each way (Solicit and Request,
+# Advertise and Reply) went through the relay.
+relayed_both_ways() {
+    local requests replies
+    requests=$(($(counter dhcp6_request_relayed) - $1))
+    replies=$(($(counter dhcp6_reply_relayed) - $2))
+    if [ "$requests" -lt 2 ] || [ "$replies" -lt 2 ]; then
+        E2E_REASON="relayed $requests requests and $replies replies, want at least 2 each"
+        return 1
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Cases
+
+LEASED6=""
+
+# a. dnsmasq's DHCPv6 in the pod, dhclient -6 on the host: an address of the range and the boot file URL,
+# every message through the relay. The server saw the Relay-Forward with the service address as link-address.
+case_dnsmasq_dhclient() {
+    local requests replies
+    requests=$(counter dhcp6_request_relayed)
+    replies=$(counter dhcp6_reply_relayed)
+    dnsmasq6_start || return 1
+    dhclient6_lease "$E2E_TMP/dhclient-dnsmasq" || { dnsmasq_stop; return 1; }
+    check_lease "$E2E_TMP/dhclient-dnsmasq/dhclient.events" || { dnsmasq_stop; return 1; }
+    relayed_both_ways "$requests" "$replies" || { dnsmasq_stop; return 1; }
+    if ! grep -q "DHCPREPLY.*$LEASED6" "$DNSMASQ_LOG"; then
+        E2E_REASON="dnsmasq's log has no DHCPREPLY for $LEASED6: $(grep DHCP "$DNSMASQ_LOG" | tail -n 4 | tr '\n' ' ')"
+        dnsmasq_stop
+        return 1
+    fi
+    log "dnsmasq -> dhclient -6: $LEASED6, boot file $BOOT_URL"
+}
+
+# b. The boot file the lease names, by TFTP from the service address (dnsmasq's TFTP, its ephemeral port
+# steered back), and an image by HTTP: the host's files are the pod's. The host configures its lease as a
+# client does (the address alone, /128); the router advertisement made the prefix, and so the service
+# address, on-link.
+case_boot_file_and_image() {
+    case_needs dnsmasq_dhclient || return 1
+    case_needs prefix_on_link || return 1
+    host ip -6 addr add "$LEASED6/128" dev eth0 nodad || {
+        E2E_REASON="cannot configure the lease $LEASED6 on the host"
+        return 1
+    }
+    boot_file_and_image
+    local rc=$?
+    host ip -6 addr del "$LEASED6/128" dev eth0
+    return $rc
+}
+
+boot_file_and_image() {
+    mkdir -p "$DOWNLOADS"
+    if ! host tftp -6 -m binary "$SERVICE6" -c get "$DHCP_BOOT_FILE" "$DOWNLOADS/$DHCP_BOOT_FILE" 2>"$E2E_TMP/tftp.err" ||
+        ! cmp -s "$DHCP_TFTP_ROOT/$DHCP_BOOT_FILE" "$DOWNLOADS/$DHCP_BOOT_FILE"; then
+        E2E_REASON="TFTP of $DHCP_BOOT_FILE from [$SERVICE6] failed: $(head -c 200 "$E2E_TMP/tftp.err")"
+        return 1
+    fi
+    if ! host curl -s -6 --max-time 10 -o "$DOWNLOADS/image.qcow2" "http://[$SERVICE6]/image.qcow2" ||
+        ! cmp -s "$HTTP_ROOT/image.qcow2" "$DOWNLOADS/image.qcow2"; then
+        E2E_REASON="HTTP download of image.qcow2 from [$SERVICE6] failed"
+        return 1
+    fi
+    dnsmasq_stop
+    log "TFTP $DHCP_BOOT_FILE ($(stat -c %s "$DOWNLOADS/$DHCP_BOOT_FILE") bytes) and HTTP image.qcow2 ($(stat -c %s "$DOWNLOADS/image.qcow2") bytes) from [$SERVICE6]"
+}
+
+# f. The router advertisement: the host's kernel has the provisioning prefix on-link (learned from the RA the
+# loader sends while it owns the service address) and no default route (router lifetime 0: no router here).
+# The kernel installs an RA's on-link prefix as a route that expires with the prefix's valid lifetime.
+ra_route() { ip -n "$E2E_HOST" -6 route show "$SUBNET6" | grep -q expires; }
+case_prefix_on_link() {
+    if ! wait_for 10 ra_route; then
+        E2E_REASON="the host learned no on-link route for $SUBNET6 from a router advertisement: $(ip -n "$E2E_HOST" -6 route | tr '\n' ' ')"
+        return 1
+    fi
+    if ip -n "$E2E_HOST" -6 route show default | grep -q .; then
+        E2E_REASON="the host has a default route: $(ip -n "$E2E_HOST" -6 route show default)"
+        return 1
+    fi
+    log "host routes: $(ip -n "$E2E_HOST" -6 route | tr '\n' ';')"
+}
+
+# c. Kea's kea-dhcp6 in the pod, dhclient -6 on the host: Kea selects the subnet by the relay's link-address.
+case_kea_dhclient() {
+    local requests replies
+    dnsmasq_stop
+    requests=$(counter dhcp6_request_relayed)
+    replies=$(counter dhcp6_reply_relayed)
+    kea6_start || return 1
+    dhclient6_lease "$E2E_TMP/dhclient-kea" || return 1
+    check_lease "$E2E_TMP/dhclient-kea/dhclient.events" || return 1
+    relayed_both_ways "$requests" "$replies" || return 1
+    log "kea-dhcp6 -> dhclient -6: $LEASED6"
+}
+
+# d. dhcpcd as the client (a second implementation), against Kea: it configures the leased address on eth0.
+# Its state and run directories are the sandbox's own (bind mounts in the test's private mount namespace),
+# and its hook only records (no resolv.conf, hostname or NTP changes on this machine).
+case_kea_dhcpcd() {
+    case_needs kea_dhclient || return 1
+    local dir=$E2E_TMP/dhcpcd address hook
+    mkdir -p "$dir/db" "$dir/run" /run/dhcpcd
+    if ! mount --bind "$dir/db" /var/lib/dhcpcd || ! mount --bind "$dir/run" /run/dhcpcd; then
+        E2E_REASON="cannot give dhcpcd private state directories"
+        return 1
+    fi
+    hook=$(dhcp_hook "$dir/dhcpcd.events")
+    cat >"$dir/dhcpcd.conf" <<'EOF'
+noipv6rs
+ia_na 1
+option bootfile_url
+EOF
+    timeout 40 ip netns exec "$E2E_HOST" dhcpcd -6 -1 -B -t 30 -c "$hook" -f "$dir/dhcpcd.conf" eth0 \
+        >"$dir/dhcpcd.log" 2>&1
+    address=$(ip -n "$E2E_HOST" -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1 | head -n 1)
+    if [ -z "$address" ] || ! in_range6 "$address" "$RANGE6_FIRST" "$RANGE6_LAST"; then
+        E2E_REASON="dhcpcd configured '$address' on eth0: $(tail -n 5 "$dir/dhcpcd.log" | tr '\n' ' ')"
+        return 1
+    fi
+    log "kea-dhcp6 -> dhcpcd: $address on the host's eth0 (events: $(lease_events "$dir/dhcpcd.events"))"
+}
+
+# e. The NIC is a member of ff02::1:2 (MLD-snooping switches forward the clients' messages to it).
+case_nic_in_dhcp_group() {
+    if ! ip -n "$E2E_NODE" -6 maddr show dev "$E2E_NIC" | grep -q "inet6 ff02::1:2\$"; then
+        E2E_REASON="$E2E_NIC is not in ff02::1:2: $(ip -n "$E2E_NODE" -6 maddr show dev "$E2E_NIC" | tr '\n' ' ')"
+        return 1
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------------
+
+topology_create
+add_ipv6
+mkdir -p "$LOGS" "$DHCP_TFTP_ROOT" "$HTTP_ROOT"
+random_file "$DHCP_TFTP_ROOT/$DHCP_BOOT_FILE" 300000
+random_file "$HTTP_ROOT/image.qcow2" 2000000
+bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 -m http.server --bind :: --directory "$HTTP_ROOT" "$POD_HTTP_PORT"
+wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
+write_ipv6_only_config
+loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+
+run_case "the NIC is in ff02::1:2 while the relay is on" case_nic_in_dhcp_group
+run_case "the router advertisement makes the provisioning prefix on-link on the host, no default route" case_prefix_on_link
+run_case "dnsmasq DHCPv6 in the pod -> dhclient -6 on the host: address and boot file URL through the relay" case_dnsmasq_dhclient
+run_case "the boot file by TFTP and an image by HTTP from the service IPv6 address" case_boot_file_and_image
+run_case "kea-dhcp6 in the pod -> dhclient -6 on the host through the relay" case_kea_dhclient
+run_case "kea-dhcp6 in the pod -> dhcpcd on the host, which configures the address" case_kea_dhcpcd
+finish
