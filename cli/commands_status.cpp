@@ -155,6 +155,7 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
     status.subnet_be = iface.subnet_be;
     status.subnet_mask_be = iface.subnet_mask_be;
     status.dhcp_service_ip_be = iface.dhcp_service_ip_be;
+    status.dhcp6_service_ip = iface.dhcp6_service_ip;
     status.subnet6 = iface.subnet6;
     status.subnet6_prefix_len = iface.subnet6_prefix_len;
     if (iface.nic_ifindex) {
@@ -172,10 +173,21 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
         if (!is_v4(ip.ip))
             ip.solicited_node_member =
                 std::find(groups.begin(), groups.end(), solicited_node_group(ip.ip)) != groups.end();
+    status.dhcp6_group_member =
+        std::find(groups.begin(), groups.end(), all_dhcp_relay_agents_and_servers()) != groups.end();
     status.backends = read_backends(maps, pin_dir, map_id);
     status.conflicts_seen = maps.counters.sum(BPFNET_CTR_ARP_CONFLICT);
     status.conflicts = read_conflicts(maps, now);
     return status;
+}
+
+std::string describe_dhcp6_relay(const StatusView &status) {
+    if (status.dhcp6_service_ip == bpfnet_ip{})
+        return "off";
+    return "for " + format_ip(status.dhcp6_service_ip) +
+           (status.dhcp6_group_member ? ", NIC in ff02::1:2"
+                                      : ", NIC NOT in ff02::1:2 (MLD-snooping switches may not forward clients' "
+                                        "messages)");
 }
 
 void print_status_table(std::ostream &out, const StatusView &status) {
@@ -197,6 +209,7 @@ void print_status_table(std::ostream &out, const StatusView &status) {
     if (status.service_ips.empty())
         list.add("service IP", "none");
     list.add("dhcp relay", status.dhcp_service_ip_be ? "for " + format_ipv4(status.dhcp_service_ip_be) : "off");
+    list.add("dhcpv6 relay", describe_dhcp6_relay(status));
     for (const auto &backend : status.backends)
         list.add("backend", describe_backend(backend));
     if (status.backends.empty())
@@ -232,6 +245,10 @@ Json status_json(const StatusView &status) {
     json["subnet_ipv6"] =
         status.subnet6_prefix_len ? Json(format_prefix6(status.subnet6, status.subnet6_prefix_len)) : Json(nullptr);
     json["dhcp_service_ip"] = optional_ip(status.dhcp_service_ip_be);
+    json["dhcp6_relay"] =
+        status.dhcp6_service_ip == bpfnet_ip{}
+            ? Json(nullptr)
+            : Json({{"service_ip", format_ip(status.dhcp6_service_ip)}, {"nic_in_group", status.dhcp6_group_member}});
 
     Json xdp = hook_json(status.xdp);
     xdp["mode"] = status.xdp.attached ? Json(status.xdp.mode) : Json(nullptr);

@@ -42,7 +42,9 @@ struct StatusView {
     Mac nic_mac{};
     __be32 subnet_be = 0;
     __be32 subnet_mask_be = 0;
-    __be32 dhcp_service_ip_be = 0; // 0: no service IP relays DHCP
+    __be32 dhcp_service_ip_be = 0;   // 0: no service IP relays DHCP
+    bpfnet_ip dhcp6_service_ip{};    // zero: no DHCPv6 relay
+    bool dhcp6_group_member = false; // the NIC is in ff02::1:2 (where DHCPv6 clients send)
     bpfnet_ip subnet6{};
     uint8_t subnet6_prefix_len = 0; // 0: no IPv6 subnet
     // The IPv4 subnet, or "none" (an IPv6-only LAN's iface entry matches no IPv4 address).

@@ -59,6 +59,23 @@ std::string_view dhcp_type_name(__u8 type) {
     return type < names.size() ? names[type] : "?";
 }
 
+// RFC 8415 section 7.3.
+std::string_view dhcp6_type_name(__u8 type) {
+    static constexpr std::array<std::string_view, 14> names = {
+        "",           "SOLICIT",   "ADVERTISE", "REQUEST", "CONFIRM",     "RENEW",
+        "REBIND",     "REPLY",     "RELEASE",   "DECLINE", "RECONFIGURE", "INFORMATION-REQUEST",
+        "RELAY-FORW", "RELAY-REPL"};
+    return type < names.size() ? names[type] : "?";
+}
+
+// A record's DHCP details are DHCPv6's when its packet was IPv6.
+std::string_view dhcp_protocol(const bpfnet_trace &r) {
+    return is_v4(r.saddr) ? "dhcp" : "dhcpv6";
+}
+std::string_view dhcp_type_name(const bpfnet_trace &r) {
+    return is_v4(r.saddr) ? dhcp_type_name(r.dhcp_type) : dhcp6_type_name(r.dhcp_type);
+}
+
 // RFC 1350 and RFC 2347.
 std::string_view tftp_op_name(__u8 op) {
     static constexpr std::array<std::string_view, 7> names = {"", "RRQ", "WRQ", "DATA", "ACK", "ERROR", "OACK"};
@@ -181,7 +198,8 @@ std::string trace_line(const bpfnet_trace &r) {
     if (is_dhcp(r)) {
         char xid[16];
         std::snprintf(xid, sizeof(xid), "0x%08x", ntohl(r.dhcp_xid_be));
-        line += " dhcp " + std::string(dhcp_type_name(r.dhcp_type)) + " xid " + xid + " client " + format_mac(r.mac);
+        line += " " + std::string(dhcp_protocol(r)) + " " + std::string(dhcp_type_name(r)) + " xid " + xid +
+                " client " + format_mac(r.mac);
     } else if (is_tftp(r)) {
         line += " tftp " + std::string(tftp_op_name(r.tftp_op));
         if (r.tftp_file[0])
@@ -209,7 +227,8 @@ std::string trace_json(const bpfnet_trace &r) {
     if (is_dhcp(r)) {
         char xid[16];
         std::snprintf(xid, sizeof(xid), "0x%08x", ntohl(r.dhcp_xid_be));
-        j["dhcp"] = {{"type", dhcp_type_name(r.dhcp_type)}, {"xid", xid}, {"client_mac", format_mac(r.mac)}};
+        j[std::string(dhcp_protocol(r))] = {
+            {"type", dhcp_type_name(r)}, {"xid", xid}, {"client_mac", format_mac(r.mac)}};
     }
     if (is_tftp(r))
         j["tftp"] = {{"op", tftp_op_name(r.tftp_op)},

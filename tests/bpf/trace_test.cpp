@@ -112,6 +112,41 @@ TEST_F(TraceTest, Ipv6DecisionsCarryTheirAddresses) {
     EXPECT_STREQ(got[0].tftp_file, "pxelinux.0");
 }
 
+// A DHCPv6 Solicit the relay wrapped: its msg-type and transaction id (read behind the Relay-Forward header
+// the relay added), and a Relay-Reply unwrapped: the Advertise it carried.
+TEST_F(TraceTest, Dhcpv6MessagesShowTheirTypeAndTransactionId) {
+    set_tracing(true);
+    const Bytes solicit = {1, 0x12, 0x34, 0x56, 0, 8, 0, 2, 0, 0}; // Solicit, xid 0x123456, elapsed time
+    run(Program::TcNic, Packet6::udp({client_link_local, 546}, {"ff02::1:2", 547})
+                            .payload(solicit)
+                            .macs(mac("33:33:00:01:00:02"), client_mac)
+                            .bytes());
+    auto got = records();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].decision, BPFNET_CTR_DHCP6_REQUEST_RELAYED);
+    EXPECT_EQ(got[0].dhcp_type, 1);
+    EXPECT_EQ(ntohl(got[0].dhcp_xid_be), 0x123456u);
+    EXPECT_EQ(0, std::memcmp(got[0].mac, client_mac.data(), 6));
+    EXPECT_EQ(got[0].to_addr, key_ip(pod_ip6));
+
+    Bytes reply = {13, 0};
+    const auto link = ip6(service_ip6), peer = ip6(client_link_local);
+    reply.insert(reply.end(), link.begin(), link.end());
+    reply.insert(reply.end(), peer.begin(), peer.end());
+    reply.insert(reply.end(), {0, 18, 0, 6});
+    reply.insert(reply.end(), client_mac.begin(), client_mac.end());
+    reply.insert(reply.end(), {0, 9, 0, 4, 2, 0x12, 0x34, 0x56}); // Advertise, xid 0x123456
+    run(Program::TcPod,
+        Packet6::udp({pod_ip6, 547}, {service_ip6, 547}).payload(reply).macs(veth_mac, pod_mac).bytes());
+    got = records();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].decision, BPFNET_CTR_DHCP6_REPLY_RELAYED);
+    EXPECT_EQ(got[0].dhcp_type, 2);
+    EXPECT_EQ(ntohl(got[0].dhcp_xid_be), 0x123456u);
+    EXPECT_EQ(got[0].to_addr, key_ip(client_link_local));
+    EXPECT_EQ(ntohs(got[0].to_port_be), 546);
+}
+
 TEST_F(TraceTest, DropsAreTracedWithTheirReason) {
     set_tracing(true);
     run(Program::XdpNic, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22})));

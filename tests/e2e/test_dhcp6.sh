@@ -310,10 +310,23 @@ EOF
     log "kea-dhcp6 -> dhcpcd: $address on the host's eth0 (events: $(lease_events "$dir/dhcpcd.events"))"
 }
 
-# e. The NIC is a member of ff02::1:2 (MLD-snooping switches forward the clients' messages to it).
+# e. The NIC is a member of ff02::1:2 (MLD-snooping switches forward the clients' messages to it), and
+# bpfnetctl status says so.
 case_nic_in_dhcp_group() {
+    local out
     if ! ip -n "$E2E_NODE" -6 maddr show dev "$E2E_NIC" | grep -q "inet6 ff02::1:2\$"; then
         E2E_REASON="$E2E_NIC is not in ff02::1:2: $(ip -n "$E2E_NODE" -6 maddr show dev "$E2E_NIC" | tr '\n' ' ')"
+        return 1
+    fi
+    out=$(nsenter --net="/run/netns/$E2E_NODE" "$BPFNETCTL" -i "$E2E_NIC" status -o json) || {
+        E2E_REASON="bpfnetctl status failed"
+        return 1
+    }
+    if ! python3 -c 'import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if d["dhcp6_relay"] == {"service_ip": sys.argv[1], "nic_in_group": True} and d["subnet"] is None else 1)' \
+        "$SERVICE6" <<<"$out"; then
+        E2E_REASON="bpfnetctl status does not show the DHCPv6 relay for $SERVICE6 with the NIC in ff02::1:2: $out"
         return 1
     fi
 }

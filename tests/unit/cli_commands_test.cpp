@@ -65,6 +65,7 @@ TEST(CliStatus, TableShowsEveryFact) {
               "heartbeat     fresh: 0.3 s ago (timeout 5.0 s)\n"
               "service IP    198.18.0.2: active (owner), answering ARP\n"
               "dhcp relay    for 198.18.0.2\n"
+              "dhcpv6 relay  off\n"
               "backend       198.18.100.2 on vethpod (ifindex 3), pod hook tc_pod_ingress (tcx)\n"
               "conflicts     2 seen (arp_conflict)\n"
               "conflict      198.18.0.2 claimed by 02:00:00:00:00:66, 1.5 s ago\n");
@@ -74,7 +75,7 @@ TEST(CliStatus, JsonShape) {
     EXPECT_EQ(
         status_json(sample_status()).dump(),
         R"({"interface":{"name":"prov0","ifindex":2,"mac":"02:00:00:00:00:01"},)"
-        R"("subnet":"198.18.0.0/24","subnet_ipv6":null,"dhcp_service_ip":"198.18.0.2",)"
+        R"("subnet":"198.18.0.0/24","subnet_ipv6":null,"dhcp_service_ip":"198.18.0.2","dhcp6_relay":null,)"
         R"("hooks":{"xdp":{"attached":true,"program":"xdp_nic","program_id":41,"mode":"native","dispatcher":false},)"
         R"("tc_ingress":{"attached":true,"program":"tc_nic_ingress","program_id":42,"attach":"tcx"}},)"
         R"("pod_delivery":"redirect_peer","arp_responder":"tc_egress",)"
@@ -117,6 +118,18 @@ TEST(CliStatus, Ipv6ServiceAddressShowsNdpAndTheSolicitedNodeGroup) {
     Json json = status_json(status);
     EXPECT_EQ(json["service_ips"][1]["solicited_node_group"], true);
     EXPECT_EQ(json["service_ips"][2]["solicited_node_group"], false);
+}
+
+// The DHCPv6 relay: for which address, and whether the NIC is in ff02::1:2.
+TEST(CliStatus, Dhcpv6RelayShowsItsAddressAndTheGroup) {
+    StatusView status = sample_status();
+    status.dhcp6_service_ip = addr("fd00:1::2");
+    status.dhcp6_group_member = true;
+    EXPECT_NE(rendered(print_status_table, status).find("dhcpv6 relay  for fd00:1::2, NIC in ff02::1:2\n"),
+              std::string::npos);
+    EXPECT_EQ(status_json(status)["dhcp6_relay"].dump(), R"({"service_ip":"fd00:1::2","nic_in_group":true})");
+    status.dhcp6_group_member = false;
+    EXPECT_NE(rendered(print_status_table, status).find("NIC NOT in ff02::1:2"), std::string::npos);
 }
 
 TEST(CliStatus, StaleHeartbeatMeansNoArpAnswersEvenWhenActive) {
