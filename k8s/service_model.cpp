@@ -202,6 +202,9 @@ std::optional<std::string> port_kind(const json &p, const std::string &label, Po
         return kind && *kind != PortKind::Plain ? kind : std::nullopt;
     };
     out.kind = special(app).value_or(special(out.name).value_or(PortKind::Plain));
+    if (out.kind == PortKind::Dhcp6)
+        return label + ": dhcpv6 relays DHCPv6 for an IPv6 service address, and Kubernetes mode serves IPv4 only "
+                       "for now (use the standalone config for IPv6)";
     return std::nullopt;
 }
 

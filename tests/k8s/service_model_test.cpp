@@ -332,6 +332,14 @@ TEST(ServiceModel, DhcpMustBeUdp67) {
     expect_refused(app, "spec.ports[0] (ironic-api): dhcp requires protocol udp, got tcp");
 }
 
+// Kubernetes mode serves IPv4 service IPs only: a DHCPv6 port is refused with the reason, never steered as plain.
+TEST(ServiceModel, Dhcpv6PortIsRefusedInKubernetesMode) {
+    auto s = make_service();
+    s["spec"]["ports"][2]["appProtocol"] = "dhcpv6";
+    s["spec"]["ports"][2]["port"] = 547;
+    expect_refused(s, "spec.ports[2] (dhcp): dhcpv6 relays DHCPv6 for an IPv6 service address");
+}
+
 TEST(ServiceModel, TftpMustBeUdp) {
     auto s = make_service();
     s["spec"]["ports"][3]["protocol"] = "TCP";
