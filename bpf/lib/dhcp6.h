@@ -215,7 +215,9 @@ static __always_inline enum bpfnet_counter dhcp6_wrap(struct dhcp6_scratch *s, _
 
 	if (type == DHCP6_RELAY_FORW) {
 		/* A relay on the LAN (RFC 8415 19.1.2): replies go to it, so only a configured one. */
-		if (n < DHCP6_RELAY_HEAD_LEN || !dhcp6_relay_configured(peer))
+		if (n < DHCP6_RELAY_HEAD_LEN)
+			return BPFNET_CTR_DROP_DHCP6_MALFORMED;
+		if (!dhcp6_relay_configured(peer))
 			return BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY;
 		hops = s->msg[DHCP6_WRAP_LEN + 1];
 		if (hops >= cfg->dhcp_max_hops)

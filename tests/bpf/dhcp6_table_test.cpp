@@ -158,6 +158,15 @@ const std::vector<Row> kRequestRows = {
      kTcShot,
      std::nullopt,
      {BPFNET_CTR_DROP_DHCP_HOPS}},
+    {"a Relay-Forward shorter than its header, from a configured relay: malformed",
+     Program::TcNic,
+     Packet6::udp({lan_relay_ip6, kServerPort}, {service_ip6, kServerPort})
+         .payload(Bytes{kRelayForw, 0, 0x20, 0x01})
+         .macs(nic_mac, host_mac)
+         .bytes(),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_DHCP6_MALFORMED}},
     {"a server's Advertise from the LAN: not relayed",
      Program::TcNic,
      client_solicits(advertise()),
