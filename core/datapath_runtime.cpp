@@ -290,6 +290,32 @@ void DatapathRuntime::arm_ra_timer() {
         arm_timer(ra_timer_, node_.ra_interval, node_.ra_interval);
     else
         arm_timer(ra_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+    listen_for_solicitations();
+}
+
+// A booting host solicits a router and waits a few seconds for the answer; without one it waits for the next
+// periodic advertisement. Not fatal: without the socket the periodic ones still go out.
+void DatapathRuntime::listen_for_solicitations() {
+    if (!node_.router_advertisements) {
+        solicitations_.reset(); // closing the socket takes it out of the loop
+        return;
+    }
+    if (solicitations_)
+        return;
+    try {
+        solicitations_.emplace(node_.interface);
+        loop::add(epoll_, solicitations_->fd());
+    } catch (const std::exception &e) {
+        solicitations_.reset();
+        log_warn("router solicitations are not answered (advertisements are still sent every interval)",
+                 {{"iface", node_.interface}, {"error", e.what()}});
+    }
+}
+
+void DatapathRuntime::answer_solicitations() {
+    constexpr auto kMinDelayBetweenRas = std::chrono::seconds(3); // RFC 4861 10
+    if (solicitations_->drain() && std::chrono::steady_clock::now() - last_ra_ >= kMinDelayBetweenRas)
+        advertise_router();
 }
 
 // RAs say "ask DHCPv6" and "this prefix is on-link" (dnsmasq's enable-ra in the host network does the same):
@@ -311,6 +337,7 @@ void DatapathRuntime::advertise_router() {
     // Valid three intervals: a prefix outlives a missed advertisement or two, not a node that stopped.
     const auto valid = static_cast<uint32_t>(3 * node_.ra_interval.count());
     ndp_->send_router_advertisement(nic_link_local_, nic_mac_, node_.subnet6, node_.prefix6_len, valid);
+    last_ra_ = std::chrono::steady_clock::now();
 }
 
 // Hosts solicit a service address at its solicited-node group, and DHCPv6 clients send to ff02::1:2; a switch
@@ -320,7 +347,8 @@ void DatapathRuntime::join_multicast_groups(const std::vector<ServiceSpec> &spec
     std::vector<bpfnet_ip> addresses;
     for (const ServiceSpec &spec : specs)
         addresses.push_back(spec.service_ip);
-    const std::vector<bpfnet_ip> groups = nic_groups(addresses, dhcp6_service_ip(specs) != bpfnet_ip{});
+    const std::vector<bpfnet_ip> groups = nic_groups(addresses, dhcp6_service_ip(specs) != bpfnet_ip{},
+                                                     node_.router_advertisements && node_.prefix6_len != 0);
     // The socket only once there is a group: a kernel booted with ipv6.disable=1 has no AF_INET6, and an
     // IPv4-only node must run there.
     if (!groups_ && groups.empty())
@@ -520,6 +548,8 @@ void DatapathRuntime::serve() {
                 } else if (fd == ra_timer_.get()) {
                     drain(ra_timer_);
                     advertise_router();
+                } else if (solicitations_ && fd == solicitations_->fd()) {
+                    answer_solicitations();
                 } else {
                     ring_buffer__consume(events_.get());
                 }

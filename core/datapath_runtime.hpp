@@ -114,7 +114,9 @@ private:
     // A router advertisement for the IPv6 provisioning prefix, when configured and an IPv6 service address is
     // active here (and the NIC has the link-local address RAs must come from).
     void advertise_router();
-    void arm_ra_timer(); // every ra_interval while configured, else disarmed
+    void arm_ra_timer();             // every ra_interval while configured, else disarmed
+    void listen_for_solicitations(); // opens (and adds to the loop) or closes the RS socket as configured
+    void answer_solicitations();
     void handle_event(const struct bpfnet_event &event);
     void resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip);
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
@@ -132,6 +134,8 @@ private:
     std::optional<ArpSender> arp_;
     std::optional<NdpSender> ndp_;
     std::optional<NicMulticastGroups> groups_;
+    std::optional<RouterSolicitations> solicitations_; // while routerAdvertisements is on
+    std::chrono::steady_clock::time_point last_ra_{};  // RFC 4861 6.2.6: one RA to all nodes per 3 s at most
     MacAddress nic_mac_{};
     bpfnet_ip nic_link_local_{}; // zero: none (read again on every apply: it appears after the NIC's DAD)
     bool announce_all_on_first_apply_ = false;

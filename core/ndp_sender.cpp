@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <net/ethernet.h>
+#include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <netpacket/packet.h>
 #include <sys/socket.h>
@@ -277,7 +278,15 @@ bpfnet_ip all_dhcp_relay_agents_and_servers() {
     return group;
 }
 
-std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, bool relays_dhcp6) {
+bpfnet_ip all_routers() {
+    bpfnet_ip group{};
+    group.w[0] = htonl(0xff020000);
+    group.w[3] = htonl(2);
+    return group;
+}
+
+std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, bool relays_dhcp6,
+                                  bool advertises_router) {
     std::vector<bpfnet_ip> groups;
     auto add = [&groups](const bpfnet_ip &group) {
         if (std::find(groups.begin(), groups.end(), group) == groups.end())
@@ -288,7 +297,36 @@ std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, boo
             add(solicited_node_group(address));
     if (relays_dhcp6)
         add(all_dhcp_relay_agents_and_servers());
+    if (advertises_router)
+        add(all_routers());
     return groups;
+}
+
+RouterSolicitations::RouterSolicitations(const std::string &interface)
+    : fd_(socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_ICMPV6)) {
+    const std::string context = "RouterSolicitations on " + interface;
+    if (!fd_.valid())
+        throw_errno(context + ": socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6)");
+    icmp6_filter filter{};
+    ICMP6_FILTER_SETBLOCKALL(&filter);
+    ICMP6_FILTER_SETPASS(ND_ROUTER_SOLICIT, &filter);
+    if (setsockopt(fd_.get(), IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof(filter)) < 0)
+        throw_errno(context + ": ICMP6_FILTER");
+    if (setsockopt(fd_.get(), SOL_SOCKET, SO_BINDTODEVICE, interface.c_str(),
+                   static_cast<socklen_t>(interface.size())) < 0)
+        throw_errno(context + ": SO_BINDTODEVICE");
+}
+
+bool RouterSolicitations::drain() {
+    bool solicited = false;
+    uint8_t message[1500];
+    for (;;) {
+        const ssize_t got = recv(fd_.get(), message, sizeof(message), 0);
+        if (got < 0)
+            return solicited; // EAGAIN: nothing more queued
+        // The kernel checked the ICMPv6 checksum; the raw socket gives the message without the IPv6 header.
+        solicited = solicited || (got >= 8 && message[0] == ND_ROUTER_SOLICIT && message[1] == 0);
+    }
 }
 
 } // namespace bpfnet

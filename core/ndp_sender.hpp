@@ -74,8 +74,25 @@ private:
 // ff02::1:2, where DHCPv6 clients send (RFC 8415 section 7.1).
 bpfnet_ip all_dhcp_relay_agents_and_servers();
 
-// The groups the NIC must be in: the solicited-node group of every IPv6 address in service_ips, and ff02::1:2
-// when `relays_dhcp6`.
-std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, bool relays_dhcp6);
+// ff02::2, where hosts send router solicitations (RFC 4291 2.7.1).
+bpfnet_ip all_routers();
+
+// The groups the NIC must be in: the solicited-node group of every IPv6 address in service_ips, ff02::1:2
+// when `relays_dhcp6`, ff02::2 when `advertises_router`.
+std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, bool relays_dhcp6, bool advertises_router);
+
+// The router solicitations (RFC 4861 4.1) that hosts send on the NIC, read through a raw ICMPv6 socket bound to
+// it that takes nothing else (ICMP6_FILTER). They reach it when the NIC is in ff02::2 (NicMulticastGroups).
+class RouterSolicitations {
+public:
+    // Throws bpfnet::SystemError when the socket cannot be opened or bound (no IPv6, no such interface).
+    explicit RouterSolicitations(const std::string &interface);
+    int fd() const { return fd_.get(); }
+    // Reads everything queued (non-blocking); true when a router solicitation was among it.
+    bool drain();
+
+private:
+    UniqueFd fd_;
+};
 
 } // namespace bpfnet

@@ -331,6 +331,33 @@ sys.exit(0 if d["dhcp6_relay"] == {"service_ip": sys.argv[1], "nic_in_group": Tr
     fi
 }
 
+# g. A router solicitation is answered at once: with the periodic advertisements 30 minutes apart, a host whose
+# link comes back (its kernel solicits, and forgets the prefix with the link) learns the prefix within seconds.
+config_reloaded() { [ "$(grep -c 'config reloaded' "$LOADER_LOG")" -gt "$1" ]; }
+case_solicitation_answered() {
+    local reloads
+    reloads=$(grep -c 'config reloaded' "$LOADER_LOG")
+    sed -i 's/intervalSeconds: 4$/intervalSeconds: 1800/' "$CONFIG"
+    kill -HUP "$LOADER_PID"
+    wait_for 10 config_reloaded "$reloads" || {
+        E2E_REASON="the loader did not reload the config: $(tail -n 2 "$LOADER_LOG")"
+        return 1
+    }
+    ip -n "$E2E_HOST" link set eth0 down
+    ip -n "$E2E_HOST" link set eth0 up
+    if ra_route; then
+        E2E_REASON="the host kept the prefix over the link going down"
+        return 1
+    fi
+    local t0
+    t0=$(date +%s.%N)
+    if ! wait_for 10 ra_route; then
+        E2E_REASON="no on-link route 10 s after the host's link came up (its solicitation not answered): $(ip -n "$E2E_HOST" -6 route | tr '\n' ' ')"
+        return 1
+    fi
+    log "the host's solicitation answered: prefix on-link $(since "$t0") s after its link came up"
+}
+
 # ---------------------------------------------------------------------------------------------------
 
 topology_create
@@ -349,4 +376,5 @@ run_case "dnsmasq DHCPv6 in the pod -> dhclient -6 on the host: address and boot
 run_case "the boot file by TFTP and an image by HTTP from the service IPv6 address" case_boot_file_and_image
 run_case "kea-dhcp6 in the pod -> dhclient -6 on the host through the relay" case_kea_dhclient
 run_case "kea-dhcp6 in the pod -> dhcpcd on the host, which configures the address" case_kea_dhcpcd
+run_case "a router solicitation is answered without waiting for the interval" case_solicitation_answered
 finish
