@@ -375,6 +375,7 @@ run_case "the router advertisement makes the provisioning prefix on-link on the 
 run_case "dnsmasq DHCPv6 in the pod -> dhclient -6 on the host: address and boot file URL through the relay" case_dnsmasq_dhclient
 run_case "the boot file by TFTP and an image by HTTP from the service IPv6 address" case_boot_file_and_image
 run_case "kea-dhcp6 in the pod -> dhclient -6 on the host through the relay" case_kea_dhclient
-run_case "kea-dhcp6 in the pod -> dhcpcd on the host, which configures the address" case_kea_dhcpcd
 run_case "a router solicitation is answered without waiting for the interval" case_solicitation_answered
+# Last: dhcpcd takes IPv6 configuration of eth0 over from the kernel (accept_ra, link-local generation).
+run_case "kea-dhcp6 in the pod -> dhcpcd on the host, which configures the address" case_kea_dhcpcd
 finish
