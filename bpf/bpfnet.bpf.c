@@ -541,16 +541,14 @@ static __always_inline int dhcp6_for_us(struct __sk_buff *skb, void *data, struc
 					const struct bpfnet_iface *cfg, const struct bpfnet_ip *daddr,
 					struct ip_packet *pkt)
 {
-	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &cfg->dhcp6_service_ip);
+	int multicast = ip6_all_dhcp_agents(daddr);
 
-	if (ip_is_unset(&cfg->dhcp6_service_ip) || !owned)
+	/* The destination first: UDP to 547 of any other host of the LAN costs no map lookup. */
+	if (ip_is_unset(&cfg->dhcp6_service_ip) || (!multicast && !ip_equal(daddr, &cfg->dhcp6_service_ip)))
 		return 0;
-	if (ip6_all_dhcp_agents(daddr)) {
-		if (!(owned->flags & BPFNET_SERVICE_IP_ACTIVE))
-			return 0;
-	} else if (!ip_equal(daddr, &cfg->dhcp6_service_ip)) {
+	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &cfg->dhcp6_service_ip);
+	if (!owned || (multicast && !(owned->flags & BPFNET_SERVICE_IP_ACTIVE)))
 		return 0;
-	}
 	return ipv6_validate(skb, 0, data, skb->len, ip6, pkt) == PARSE_OK && pkt->proto == IPPROTO_UDP &&
 	       pkt->dport == bpf_htons(DHCP6_SERVER_PORT);
 }

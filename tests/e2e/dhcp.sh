@@ -10,10 +10,12 @@
 #   dnsmasq_start NS DIR [ARGS...]     the PXE server of docs/ironic-pod.md for relayed DHCP (range, router,
 #                                      boot file, next server = service IP, TFTP from DHCP_TFTP_ROOT) + ARGS
 #   kea_start NS DIR [SERVER_ID]       kea-dhcp4 in NS, the same lease parameters; KEA_PID, KEA_LOG
+#   kea_run NS DIR PROGRAM PORT        kea-dhcp4 or kea-dhcp6 with the caller's DIR/PROGRAM.json
 #                                      (dhcp-socket-type KEA_SOCKET_TYPE, udp unless set)
 #   udhcpc_lease NS IFACE OUT [ARGS]   one busybox udhcpc run (exits once bound, or after 3 tries)
 #   udhcpc_start NS IFACE OUT [ARGS]   udhcpc staying in the foreground (renewals, SIGUSR1); UDHCPC_PID
 #   dhclient_lease NS IFACE DIR        one ISC dhclient -1 run; lease file DIR/dhclient.leases
+#   dhclient_run NS IFACE DIR EVENT [ARGS]  the same with the caller's DIR/dhclient.conf (-6: DHCPv6)
 #   lease_field OUT FIELD [EVENT]      a variable of the last hook event (of kind EVENT) recorded in OUT
 #   lease_events OUT                   the events recorded in OUT, space separated
 #   dhclient_option LEASEFILE NAME     an option of the last lease in a dhclient lease file
@@ -21,7 +23,7 @@
 #   capture_stop                       stops it (it appends its packet and drop statistics)
 #   tftp_get NS SERVER FILE DEST       tftp-hpa: get FILE from SERVER into DEST (binary, bounded)
 #   random_file PATH BYTES             random contents that never contain the pod IP's 4 bytes
-#   ip_in_range IP FIRST LAST          0 when FIRST <= IP <= LAST
+#   ip_in_range IP FIRST LAST          0 when FIRST <= IP <= LAST (IPv4 or IPv6)
 #   ns_udp_listens NS PORT             something in NS has a UDP socket on PORT
 #
 # The clients' hook (OUT.hook, written next to the events file OUT) records every event with the environment
@@ -127,7 +129,7 @@ dhclient_option() {
 
 ip_in_range() {
     python3 -c 'import ipaddress, sys
-a, lo, hi = (ipaddress.IPv4Address(x) for x in sys.argv[1:4])
+a, lo, hi = (ipaddress.ip_address(x) for x in sys.argv[1:4])
 sys.exit(0 if lo <= a <= hi else 1)' "$1" "$2" "$3" 2>/dev/null
 }
 
@@ -185,7 +187,27 @@ dnsmasq_stop() {
     DNSMASQ_PID=""
 }
 
-kea_started() { grep -q 'DHCP4_STARTED' "$KEA_LOG" 2>/dev/null || pid_gone "$KEA_PID"; }
+kea_started() { grep -q "$1" "$KEA_LOG" 2>/dev/null || pid_gone "$KEA_PID"; }
+
+# kea_run NS DIR PROGRAM PORT: PROGRAM (kea-dhcp4 or kea-dhcp6) in NS with DIR/PROGRAM.json, its pid and lock
+# files in DIR, logging to KEA_LOG (set by the caller, whose configuration names it); waits until it has
+# started and listens on UDP PORT. KEA_PID.
+kea_run() {
+    local ns=$1 dir=$2 program=$3 port=$4 started
+    started=$(tr a-z A-Z <<<"${program#kea-}")_STARTED # DHCP4_STARTED, DHCP6_STARTED
+    [ -z "$DHCP_SERVER_OWNER" ] || chown -R "$DHCP_SERVER_OWNER" "$dir"
+    bg_in_ns "$ns" "$dir/kea.out" "${DHCP_SERVER_AS[@]}" env KEA_PIDFILE_DIR="$dir" KEA_LOCKFILE_DIR="$dir" \
+        "$program" -c "$dir/$program.json"
+    KEA_PID=$BG_PID
+    if ! wait_for 10 kea_started "$started" || pid_gone "$KEA_PID"; then
+        E2E_REASON="$program did not start in $ns: $(head -c 300 "$dir/kea.out") $(grep -m3 -E 'ERROR|FATAL' "$KEA_LOG")"
+        return 1
+    fi
+    if ! wait_for 5 ns_udp_listens "$ns" "$port"; then
+        E2E_REASON="$program started but does not listen on UDP $port in $ns"
+        return 1
+    fi
+}
 
 # kea_start NS DIR [SERVER_ID]: kea-dhcp4 with UDP sockets on eth0 (relayed traffic needs no raw socket),
 # leases in memory, the subnet selected by giaddr, the same pool, router, next server and boot file as
@@ -226,18 +248,7 @@ kea_start() {
   }
 }
 EOF
-    [ -z "$DHCP_SERVER_OWNER" ] || chown -R "$DHCP_SERVER_OWNER" "$dir"
-    bg_in_ns "$ns" "$dir/kea.out" "${DHCP_SERVER_AS[@]}" env KEA_PIDFILE_DIR="$dir" KEA_LOCKFILE_DIR="$dir" \
-        kea-dhcp4 -c "$dir/kea-dhcp4.json"
-    KEA_PID=$BG_PID
-    if ! wait_for 10 kea_started || pid_gone "$KEA_PID"; then
-        E2E_REASON="kea-dhcp4 did not start in $ns: $(head -c 300 "$dir/kea.out") $(grep -m3 -E 'ERROR|FATAL' "$KEA_LOG")"
-        return 1
-    fi
-    if ! wait_for 5 ns_udp_listens "$ns" 67; then
-        E2E_REASON="kea-dhcp4 started but does not listen on UDP 67 in $ns"
-        return 1
-    fi
+    kea_run "$ns" "$dir" kea-dhcp4 67
 }
 
 kea_stop() {
@@ -278,33 +289,41 @@ udhcpc_start() {
     fi
 }
 
-dhclient_bound_or_dead() { has_event "$1" BOUND || pid_gone "$2"; }
+dhclient_bound_or_dead() { has_event "$1" "$3" || pid_gone "$2"; }
 
-# dhclient_lease NS IFACE DIR: ISC dhclient -1 (one attempt, up to its 15 s timeout) in the foreground (-d,
-# as a background job of the test), its own configuration, the hook, lease and pid files in DIR; stopped
-# once bound (SIGTERM: no release). Events in DIR/dhclient.events, the lease in DIR/dhclient.leases.
-dhclient_lease() {
-    local ns=$1 iface=$2 dir=$3 hook pid
-    mkdir -p "$dir"
+# dhclient_run NS IFACE DIR EVENT [ARGS...]: ISC dhclient -1 (one attempt, up to the timeout of its
+# configuration DIR/dhclient.conf, which the caller wrote) in the foreground (-d, as a background job of the
+# test) with ARGS (-6 for DHCPv6), the hook, lease and pid files in DIR; stopped once it reports EVENT (BOUND,
+# BOUND6; SIGTERM: no release). Events in DIR/dhclient.events, the lease in DIR/dhclient.leases.
+dhclient_run() {
+    local ns=$1 iface=$2 dir=$3 event=$4 hook pid
+    shift 4
     hook=$(dhcp_hook "$dir/dhclient.events")
+    bg_in_ns "$ns" "$dir/dhclient.log" \
+        dhclient "$@" -d -1 -v -cf "$dir/dhclient.conf" -sf "$hook" -lf "$dir/dhclient.leases" \
+        -pf "$dir/dhclient.pid" "$iface"
+    pid=$BG_PID
+    wait_for 20 dhclient_bound_or_dead "$dir/dhclient.events" "$pid" "$event"
+    local bound=0
+    has_event "$dir/dhclient.events" "$event" && bound=1
+    stop_pid "$pid"
+    if [ "$bound" != 1 ]; then
+        E2E_REASON="dhclient $* got no lease (events: $(lease_events "$dir/dhclient.events"); $(tail -n 4 "$dir/dhclient.log" | tr '\n' ' '))"
+        return 1
+    fi
+}
+
+# dhclient_lease NS IFACE DIR: dhclient_run for a DHCPv4 lease, its 15 s timeout, the usual options.
+dhclient_lease() {
+    local ns=$1 iface=$2 dir=$3
+    mkdir -p "$dir"
     cat >"$dir/dhclient.conf" <<'EOF'
 timeout 15;
 retry 1;
 initial-interval 1;
 request subnet-mask, broadcast-address, routers, dhcp-lease-time, dhcp-server-identifier;
 EOF
-    bg_in_ns "$ns" "$dir/dhclient.log" \
-        dhclient -d -1 -v -cf "$dir/dhclient.conf" -sf "$hook" -lf "$dir/dhclient.leases" \
-        -pf "$dir/dhclient.pid" "$iface"
-    pid=$BG_PID
-    wait_for 20 dhclient_bound_or_dead "$dir/dhclient.events" "$pid"
-    local bound=0
-    has_event "$dir/dhclient.events" BOUND && bound=1
-    stop_pid "$pid"
-    if [ "$bound" != 1 ]; then
-        E2E_REASON="dhclient got no lease (events: $(lease_events "$dir/dhclient.events"); $(tail -n 4 "$dir/dhclient.log" | tr '\n' ' '))"
-        return 1
-    fi
+    dhclient_run "$ns" "$iface" "$dir" BOUND
 }
 
 # ---------------------------------------------------------------------------------------------------

@@ -617,6 +617,10 @@ since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; 
 
 pod_listens() { pod ss -Htln "sport = :$1" | grep -q LISTEN; }
 
+# no_tentative NS: every IPv6 address in NS is usable, duplicate address detection over (RFC 4862: the kernel
+# drops "tentative" then).
+no_tentative() { [ -z "$(ip -n "$1" -6 addr show tentative 2>/dev/null)" ]; }
+
 # The host resolves the service IP (the datapath's ARP answer) and reaches the HTTP port through it: the
 # standard configuration's tcp 80 -> pod 8080, where addr_server.py answers with the client's address.
 # map_key IP: the 16 bytes of IP as the maps key it (struct bpfnet_ip: IPv4 as ::ffff:a.b.c.d), as bpftool

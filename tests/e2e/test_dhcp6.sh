@@ -35,8 +35,6 @@ DHCP_TFTP_ROOT=$E2E_TMP/tftp
 HTTP_ROOT=$E2E_TMP/http
 DOWNLOADS=$E2E_TMP/downloads
 
-no_tentative() { [ -z "$(ip -n "$1" -6 addr show tentative 2>/dev/null)" ]; }
-
 # The hosts keep only their link-local addresses (a host being provisioned has nothing else yet); the pod and
 # its gateway get their IPv6 addresses.
 add_ipv6() {
@@ -76,12 +74,6 @@ backend:
 YAML
 }
 
-in_range6() {
-    python3 -c 'import ipaddress, sys
-a, lo, hi = (ipaddress.IPv6Address(x) for x in sys.argv[1:4])
-sys.exit(0 if lo <= a <= hi else 1)' "$1" "$2" "$3" 2>/dev/null
-}
-
 # dnsmasq's DHCPv6 for relayed requests: the range is chosen by the Relay-Forward's link-address (the service
 # address), the boot file URL is option 59; TFTP from the same root.
 dnsmasq6_start() {
@@ -95,12 +87,9 @@ dnsmasq6_start() {
     fi
 }
 
-kea6_started() { grep -q 'DHCP6_STARTED' "$KEA_LOG" 2>/dev/null || pid_gone "$KEA_PID"; }
-
 # kea-dhcp6 for relayed requests: Relay-Forwards arrive at the pod's global address, on which Kea listens only
 # when told (eth0/ADDRESS; by default it takes link-local and multicast traffic only); the subnet is
-# selected by the link-address, leases in memory, a server DUID not written anywhere, its log, pid and lock
-# files in DIR.
+# selected by the link-address, leases in memory, a server DUID not written anywhere.
 kea6_start() {
     local dir=$E2E_TMP/kea6
     mkdir -p "$dir"
@@ -128,27 +117,14 @@ kea6_start() {
   }
 }
 EOF
-    bg_in_ns "$E2E_POD" "$dir/kea.out" env KEA_PIDFILE_DIR="$dir" KEA_LOCKFILE_DIR="$dir" \
-        kea-dhcp6 -c "$dir/kea-dhcp6.json"
-    KEA_PID=$BG_PID
-    if ! wait_for 10 kea6_started || pid_gone "$KEA_PID"; then
-        E2E_REASON="kea-dhcp6 did not start: $(head -c 300 "$dir/kea.out") $(grep -m3 -E 'ERROR|FATAL' "$KEA_LOG")"
-        return 1
-    fi
-    if ! wait_for 5 ns_udp_listens "$E2E_POD" 547; then
-        E2E_REASON="kea-dhcp6 started but does not listen on UDP 547 in the pod"
-        return 1
-    fi
+    kea_run "$E2E_POD" "$dir" kea-dhcp6 547
 }
-
-dhclient6_bound_or_dead() { has_event "$1" BOUND6 || pid_gone "$2"; }
 
 # dhclient6_lease DIR: ISC dhclient -6 once on the host's eth0 (stateful, from its link-local address), asking
 # for option 59; its hook records the events (BOUND6 with new_ip6_address and new_dhcp6_bootfile_url).
 dhclient6_lease() {
-    local dir=$1 hook pid
+    local dir=$1
     mkdir -p "$dir"
-    hook=$(dhcp_hook "$dir/dhclient.events")
     cat >"$dir/dhclient.conf" <<'EOF'
 timeout 15;
 retry 1;
@@ -156,18 +132,7 @@ initial-interval 1;
 option dhcp6.bootfile-url code 59 = string;
 also request dhcp6.bootfile-url;
 EOF
-    bg_in_ns "$E2E_HOST" "$dir/dhclient.log" \
-        dhclient -6 -d -1 -v -cf "$dir/dhclient.conf" -sf "$hook" -lf "$dir/dhclient.leases" \
-        -pf "$dir/dhclient.pid" eth0
-    pid=$BG_PID
-    wait_for 20 dhclient6_bound_or_dead "$dir/dhclient.events" "$pid"
-    local bound=0
-    has_event "$dir/dhclient.events" BOUND6 && bound=1
-    stop_pid "$pid"
-    if [ "$bound" != 1 ]; then
-        E2E_REASON="dhclient -6 got no lease (events: $(lease_events "$dir/dhclient.events"); $(tail -n 4 "$dir/dhclient.log" | tr '\n' ' '))"
-        return 1
-    fi
+    dhclient_run "$E2E_HOST" eth0 "$dir" BOUND6 -6
 }
 
 # check_lease EVENTS: the BOUND6 event's address is in the range and the boot file URL is the service's.
@@ -175,7 +140,7 @@ check_lease() {
     local address url
     address=$(lease_field "$1" new_ip6_address BOUND6)
     url=$(lease_field "$1" new_dhcp6_bootfile_url BOUND6)
-    if ! in_range6 "$address" "$RANGE6_FIRST" "$RANGE6_LAST"; then
+    if ! ip_in_range "$address" "$RANGE6_FIRST" "$RANGE6_LAST"; then
         E2E_REASON="leased address '$address' is not in $RANGE6_FIRST-$RANGE6_LAST"
         return 1
     fi
@@ -303,7 +268,7 @@ EOF
     timeout 40 ip netns exec "$E2E_HOST" dhcpcd -6 -1 -B -t 30 -c "$hook" -f "$dir/dhcpcd.conf" eth0 \
         >"$dir/dhcpcd.log" 2>&1
     address=$(ip -n "$E2E_HOST" -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1 | head -n 1)
-    if [ -z "$address" ] || ! in_range6 "$address" "$RANGE6_FIRST" "$RANGE6_LAST"; then
+    if [ -z "$address" ] || ! ip_in_range "$address" "$RANGE6_FIRST" "$RANGE6_LAST"; then
         E2E_REASON="dhcpcd configured '$address' on eth0: $(tail -n 5 "$dir/dhcpcd.log" | tr '\n' ' ')"
         return 1
     fi

@@ -30,10 +30,6 @@ POD_GW6=2001:2:0:100::1
 POD_HTTP_PORT=8080
 HOST_AGENT_PORT=9999
 
-# An address is usable once duplicate address detection is over (RFC 4862): the kernel drops it from
-# "tentative" then.
-no_tentative() { [ -z "$(ip -n "$1" -6 addr show tentative 2>/dev/null)" ]; }
-
 add_ipv6() {
     ip -n "$E2E_HOST" -6 addr add "$HOST6/64" dev eth0 || die "host IPv6 address"
     ip -n "$BYSTANDER" -6 addr add "$BYSTANDER6/64" dev eth0 || die "bystander IPv6 address"
