@@ -73,14 +73,18 @@ void add_source_ranges(DesiredState &state, const bpfnet_ip &service_ip, const s
     rest.prefixlen = kServiceIpPrefixLen;
     rest.service_ip = service_ip;
     state.source_ranges.try_emplace(rest, bpfnet_source_range{});
+    const bool v4 = is_v4(service_ip);
     for (const SourceRange &range : ranges) {
+        if (is_v4(range.network) != v4)
+            continue; // an IPv4 service IP gets no IPv6 packets, and the other way round
         bpfnet_source_range_key key{};
         key.service_ip = service_ip;
-        key.source = ip_from_v4(range.network_be);
-        // 0.0.0.0/0 covers every IPv4 source: the {128, IP, ::} entry itself would also take IPv6 ones, but
-        // an IPv4 service IP gets no IPv6 packets.
-        key.prefixlen = range.prefix_len == 0 ? kServiceIpPrefixLen
-                                              : kServiceIpPrefixLen + BPFNET_IP_V4_MAPPED_PREFIX_LEN + range.prefix_len;
+        key.source = range.network;
+        // The whole family (0.0.0.0/0, ::/0) is the {128, IP, ::} entry itself: it would also match the other
+        // family's sources, but no packet of the other family reaches this service IP.
+        const unsigned family_bits = v4 ? BPFNET_IP_V4_MAPPED_PREFIX_LEN : 0;
+        key.prefixlen =
+            range.prefix_len == 0 ? kServiceIpPrefixLen : kServiceIpPrefixLen + family_bits + range.prefix_len;
         if (range.prefix_len == 0)
             key.source = bpfnet_ip{};
         bpfnet_source_range allowed{};
@@ -118,6 +122,11 @@ void remove_source_ranges_last(DatapathMaps &maps, const TableDiff<bpfnet_source
 }
 
 } // namespace
+
+std::string format_source_range(const SourceRange &range) {
+    return is_v4(range.network) ? format_prefix(v4_of(range.network), range.prefix_len)
+                                : format_prefix6(range.network, range.prefix_len);
+}
 
 DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
     DesiredState state;

@@ -53,14 +53,18 @@ struct DesiredState {
 // Source ranges one service IP takes (the datapath's table holds BPFNET_MAX_SOURCE_RANGES in all).
 inline constexpr size_t kMaxSourceRangesPerIp = 63;
 
-// An IPv4 range, as its network (host bits zero) and prefix length.
+// A range of sources, as its network (host bits zero; IPv4 in its IPv4-mapped form) and prefix length within
+// its family (0..32 for IPv4, 0..128 for IPv6).
 struct SourceRange {
-    uint32_t network_be = 0;
+    bpfnet_ip network{};
     uint8_t prefix_len = 0;
 
     bool operator==(const SourceRange &) const = default;
     auto operator<=>(const SourceRange &) const = default;
 };
+
+// "198.18.0.0/24", "fd00:1::/64".
+std::string format_source_range(const SourceRange &range);
 
 // One service IP's listed ports and, when this node serves it, the backend pod that gets its traffic.
 struct ServiceSpec {
@@ -69,6 +73,7 @@ struct ServiceSpec {
     bpfnet_ip backend_ip{};                  // of the service IP's family; zero: no backend here
     std::optional<BackendLocation> location; // set exactly when backend_ip is
     // The sources that may reach the listed ports; empty: every source (specs sharing an IP: the union).
+    // Only the ranges of the service IP's family apply: a list with none of them admits no source.
     std::vector<SourceRange> source_ranges;
 
     bool operator==(const ServiceSpec &) const = default;

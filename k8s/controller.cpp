@@ -245,7 +245,7 @@ void KubernetesLoader::reconcile() {
         spec.service_ip = ip_from_v4(candidate.service.service_ip_be);
         spec.ports = candidate.ports;
         for (const auto &[network, prefix] : candidate.service.source_ranges)
-            spec.source_ranges.push_back({network, prefix});
+            spec.source_ranges.push_back({ip_from_v4(network), prefix});
         if (here) {
             spec.backend_ip = ip_from_v4(candidate.endpoint->ip_be);
             spec.location = candidate.location;

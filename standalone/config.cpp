@@ -462,8 +462,35 @@ std::vector<bpfnet_ip> read_dhcp_relays(const Field &field, const Config &config
     return relays;
 }
 
-/* Who may reach the listed ports: CIDRs of any length (0.0.0.0/0: everyone), written without host bits. */
-std::vector<SourceRange> read_source_ranges(const Field &field) {
+/* One source range, IPv4 ("198.18.0.0/24") or IPv6 ("fd00:1::/64"), written without host bits. */
+SourceRange read_source_range(const Field &item) {
+    const std::string text = read_string(item);
+    const size_t slash = text.find('/');
+    const auto address = slash == std::string::npos ? std::nullopt : parse_ip(text.substr(0, slash));
+    const auto prefix_len = slash == std::string::npos ? std::nullopt : parse_decimal(text.substr(slash + 1));
+    const int64_t max_len = address && is_v4(*address) ? 32 : 128;
+    if (!address || !prefix_len || *prefix_len < 0 || *prefix_len > max_len)
+        item.fail("must be a CIDR like 198.18.0.0/24 or fd00:1::/64, got " + quoted(text));
+    const uint8_t len = static_cast<uint8_t>(*prefix_len);
+    if (is_v4(*address)) {
+        const uint32_t network_be = v4_of(*address);
+        const uint32_t masked_be = network_be & prefix_mask_be(len);
+        if (masked_be != network_be)
+            item.fail("has host bits set: " + quoted(text) + "; did you mean " + format_prefix(masked_be, len) + "?");
+        return SourceRange{*address, len};
+    }
+    const bpfnet_ip masked = prefix6_network(*address, len);
+    if (masked != *address)
+        item.fail("has host bits set: " + quoted(text) + "; did you mean " + format_prefix6(masked, len) + "?");
+    return SourceRange{*address, len};
+}
+
+/*
+ * Who may reach the listed ports: CIDRs of any length (0.0.0.0/0, ::/0: everyone of that family). Each
+ * service address takes the ranges of its family, so a family with an address here must have a range: an
+ * IPv4-only list would otherwise close the IPv6 address to every host (or, read the other way, leave it open).
+ */
+std::vector<SourceRange> read_source_ranges(const Field &field, const Config &config) {
     if (!field.node.IsSequence())
         field.fail("must be a list of CIDRs like 198.18.0.0/24, got " + describe(field.node));
     if (field.node.size() > kMaxSourceRangesPerIp)
@@ -472,19 +499,21 @@ std::vector<SourceRange> read_source_ranges(const Field &field) {
     std::vector<SourceRange> ranges;
     for (size_t i = 0; i < field.node.size(); i++) {
         const Field item = field.item(i);
-        const std::string text = read_string(item);
-        const auto cidr = split_cidr(text);
-        if (!cidr || cidr->second < 0 || cidr->second > 32)
-            item.fail("must be a CIDR like 198.18.0.0/24, got " + quoted(text));
-        const SourceRange range{cidr->first, static_cast<uint8_t>(cidr->second)};
-        const uint32_t masked_be = range.network_be & prefix_mask_be(range.prefix_len);
-        if (masked_be != range.network_be)
-            item.fail("has host bits set: " + quoted(text) + "; did you mean " +
-                      format_prefix(masked_be, range.prefix_len) + "?");
+        const SourceRange range = read_source_range(item);
         if (std::find(ranges.begin(), ranges.end(), range) != ranges.end())
-            item.fail(quoted(text) + " is listed twice");
+            item.fail("lists " + format_source_range(range) + " twice");
+        if (is_v4(range.network) ? config.service_ip_be == 0 : !config.service_ip6)
+            item.fail(format_source_range(range) + " is " +
+                      (is_v4(range.network) ? "IPv4 but there is no serviceIP" : "IPv6 but there is no serviceIPv6"));
         ranges.push_back(range);
     }
+    const auto has_family = [&](bool v4) {
+        return std::any_of(ranges.begin(), ranges.end(), [&](const SourceRange &r) { return is_v4(r.network) == v4; });
+    };
+    if (config.service_ip_be != 0 && !has_family(true))
+        field.fail("lists no IPv4 range for serviceIP: add the IPv4 ranges that may reach it (0.0.0.0/0: every host)");
+    if (config.service_ip6 && !has_family(false))
+        field.fail("lists no IPv6 range for serviceIPv6: add the IPv6 ranges that may reach it (::/0: every host)");
     return ranges;
 }
 
@@ -648,12 +677,8 @@ Config read_config(const Field &root) {
     check_relay_families(document.require("ports"), config);
     if (const auto backend = document.find("backend"))
         config.backend = read_backend(*backend, config);
-    if (const auto ranges = document.find("sourceRanges")) {
-        if (config.service_ip6)
-            ranges->fail("not supported with serviceIPv6 yet: the ranges are IPv4 and would leave the IPv6 "
-                         "service address open to every source");
-        config.source_ranges = read_source_ranges(*ranges);
-    }
+    if (const auto ranges = document.find("sourceRanges"))
+        config.source_ranges = read_source_ranges(*ranges, config);
     return config;
 }
 

@@ -14,7 +14,7 @@ std::vector<ServiceSpec> service_specs(const Config &config, const std::optional
         // DHCPv6 (port 547) is IPv6's.
         std::copy_if(config.ports.begin(), config.ports.end(), std::back_inserter(spec.ports),
                      [](const PortRule &rule) { return rule.kind != PortKind::Dhcp6; });
-        spec.source_ranges = config.source_ranges;
+        spec.source_ranges = config.source_ranges; // desired_state() takes the ranges of the spec's family
         if (where && config.backend) {
             spec.backend_ip = ip_from_v4(config.backend->ip_be);
             spec.location = where;
@@ -27,6 +27,7 @@ std::vector<ServiceSpec> service_specs(const Config &config, const std::optional
         // DHCP (port 67) is IPv4's; DHCPv6 is relayed on its own port (547).
         std::copy_if(config.ports.begin(), config.ports.end(), std::back_inserter(spec.ports),
                      [](const PortRule &rule) { return rule.kind != PortKind::Dhcp; });
+        spec.source_ranges = config.source_ranges;
         if (where && config.backend && config.backend->ip6) {
             spec.backend_ip = *config.backend->ip6;
             spec.location = where;

@@ -112,13 +112,13 @@ void DatapathTest::set_heartbeat_grace_seconds(int seconds) {
     maps_->heartbeat.update(0, bpfnet_heartbeat{now_ns() + static_cast<__u64>(seconds) * 1'000'000'000ull});
 }
 
-void DatapathTest::set_source_ranges(const std::vector<std::string> &ranges) {
+void DatapathTest::set_source_ranges(const std::vector<std::string> &ranges, const std::string &service_ip) {
     ServiceSpec spec;
-    spec.service_ip = key_ip(world::service_ip);
+    spec.service_ip = key_ip(service_ip);
     for (const std::string &text : ranges) {
         auto slash = text.find('/');
         spec.source_ranges.push_back(
-            {ip(text.substr(0, slash)), static_cast<uint8_t>(std::stoi(text.substr(slash + 1)))});
+            {key_ip(text.substr(0, slash)), static_cast<uint8_t>(std::stoi(text.substr(slash + 1)))});
     }
     for (const auto &[key, value] : desired_state({spec}).source_ranges)
         maps_->source_ranges.update(key, value);

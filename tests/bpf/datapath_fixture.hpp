@@ -45,7 +45,8 @@ public:
     // A stopped loader's grace: the heartbeat written `seconds` into the future (leave_with_grace).
     void set_heartbeat_grace_seconds(int seconds);
     // The service IP's source ranges, as the loader writes them (core/desired_state.cpp): "a.b.c.d/len" each.
-    void set_source_ranges(const std::vector<std::string> &ranges);
+    // The ranges (either family) of one service address, as desired_state() writes them.
+    void set_source_ranges(const std::vector<std::string> &ranges, const std::string &service_ip = world::service_ip);
     void remove_backend();
     // Runs a frame for the state it leaves (a flow the pod opened, say), before the frame a case is about.
     void deliver(Program program, const Bytes &frame) { run(program, frame); }

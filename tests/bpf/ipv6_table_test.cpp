@@ -315,6 +315,43 @@ const std::vector<Row> kNat66Rows = {
      kXdpDrop,
      std::nullopt,
      {BPFNET_CTR_DROP_MALFORMED}},
+    // sourceRanges: the IPv6 service address takes the IPv6 ranges of the list.
+    {"xdp: a source inside the address's IPv6 ranges: passed on to tc",
+     Program::XdpNic,
+     api_request(service_ip6),
+     kXdpPass,
+     std::nullopt,
+     {},
+     [](DatapathTest &t) {
+         t.set_source_ranges({"2001:2::/120", "198.18.0.0/24"}, service_ip6);
+     }},
+    {"xdp: a source outside the address's IPv6 ranges: dropped",
+     Program::XdpNic,
+     api_request(service_ip6),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_SOURCE_RANGE},
+     [](DatapathTest &t) {
+         t.set_source_ranges({"2001:2::80/121", "198.18.0.0/24"}, service_ip6);
+     }},
+    {"tc nic: a list with IPv4 ranges only admits no IPv6 source",
+     Program::TcNic,
+     api_request(service_ip6),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_SOURCE_RANGE},
+     [](DatapathTest &t) {
+         t.set_source_ranges({"0.0.0.0/0"}, service_ip6);
+     }},
+    {"tc nic: ::/0 among the ranges: every IPv6 source steered",
+     Program::TcNic,
+     api_request(service_ip6),
+     kTcRedirect,
+     into_pod6(Packet6::tcp({host_ip6, 40000}, {pod_ip6, 6385})),
+     {BPFNET_CTR_DNAT_SERVICE},
+     [](DatapathTest &t) {
+         t.set_source_ranges({"2001:2::80/121", "::/0"}, service_ip6);
+     }},
     {"an echo request to the service address: dropped",
      Program::XdpNic,
      from_host6(Packet6::icmp(host_ip6, service_ip6, 128, 0, {0x42, 0x42, 0, 1})),

@@ -69,13 +69,13 @@ TEST_F(ReconcileTest, SourceRangesWrittenChangedAndRemoved) {
     ServiceSpec spec;
     spec.service_ip = key_ip("198.18.0.2");
     spec.ports = {{"http", Protocol::Tcp, 80, 8080, PortKind::Plain}};
-    spec.source_ranges = {{ip("198.18.0.0"), 28}, {ip("10.1.0.0"), 16}};
+    spec.source_ranges = {{key_ip("198.18.0.0"), 28}, {key_ip("10.1.0.0"), 16}};
     ReconcileReport first = reconcile(*maps_, desired_state({spec}));
     EXPECT_EQ(first.upserts, 1u + 1u + 3u); // service IP, service, three range entries
     EXPECT_EQ(maps_->source_ranges.entries().size(), 3u);
     EXPECT_EQ(reconcile(*maps_, desired_state({spec})).upserts, 0u);
 
-    spec.source_ranges = {{ip("198.18.0.0"), 28}};
+    spec.source_ranges = {{key_ip("198.18.0.0"), 28}};
     ReconcileReport narrowed = reconcile(*maps_, desired_state({spec}));
     EXPECT_EQ(narrowed.upserts, 0u);
     EXPECT_EQ(narrowed.removals, 1u);

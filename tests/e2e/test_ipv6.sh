@@ -44,8 +44,9 @@ add_ipv6() {
     fi
 }
 
+# write_dual_config [FILE [EXTRA_YAML]]: the dual-stack config (to $CONFIG unless FILE is given).
 write_dual_config() {
-    cat >"$CONFIG" <<YAML
+    cat >"${1:-$CONFIG}" <<YAML
 interface: $E2E_NIC
 serviceIP: $E2E_SERVICE_IP
 subnet: $E2E_SUBNET
@@ -60,7 +61,17 @@ ports:
 backend:
   ip: $E2E_POD_IP
   ipv6: $POD6
+${2:-}
 YAML
+}
+
+# Rewrites the config (one rename, as a ConfigMap update does) and waits until the loader has applied it.
+reload_dual_config() {
+    local reloaded
+    reloaded=$(grep -cF 'config reloaded' "$LOADER_LOG")
+    write_dual_config "$CONFIG.new" "${1:-}"
+    replace_file "$CONFIG.new" "$CONFIG"
+    wait_for 5 test "$(grep -cF 'config reloaded' "$LOADER_LOG")" -gt "$reloaded"
 }
 
 # The host's neighbour entry for an address: "MAC STATE", empty when it has none.
@@ -139,6 +150,43 @@ case_unlisted_dropped() {
     fi
 }
 
+# f. sourceRanges of both families: the IPv6 address takes the IPv6 ranges (the host's /128 only), the IPv4
+# address the IPv4 ones (the whole subnet). The bystander reaches the pod over IPv4, not over IPv6
+# (drop_source_range); the host over IPv6. Without the ranges again, the bystander gets through over IPv6.
+case_source_ranges() {
+    local before body
+    reload_dual_config "sourceRanges: [$E2E_SUBNET, '$HOST6/128']" || {
+        E2E_REASON="the loader did not apply the config with sourceRanges: $(tail -n 3 "$LOADER_LOG")"
+        return 1
+    }
+    before=$(counter drop_source_range)
+    if body=$(ip netns exec "$BYSTANDER" curl -s -6 --max-time 2 "http://[$SERVICE6]/"); then
+        E2E_REASON="the bystander $BYSTANDER6, outside the IPv6 ranges, reached the pod over IPv6 (it saw '$body')"
+        return 1
+    fi
+    if [ "$(counter drop_source_range)" -le "$before" ]; then
+        E2E_REASON="drop_source_range did not count the bystander's IPv6 tries ($before)"
+        return 1
+    fi
+    body=$(ip netns exec "$BYSTANDER" curl -s -4 --max-time 5 "http://$E2E_SERVICE_IP/") || {
+        E2E_REASON="the bystander, inside the IPv4 range $E2E_SUBNET, did not reach the pod over IPv4"
+        return 1
+    }
+    body=$(host curl -s -6 --max-time 5 "http://[$SERVICE6]/") || {
+        E2E_REASON="the host $HOST6, inside the IPv6 ranges, did not reach the pod over IPv6"
+        return 1
+    }
+    log "IPv6 ranges [$HOST6/128]: the bystander dropped over IPv6 (drop_source_range $before -> $(counter drop_source_range)), served over IPv4; the host served over IPv6"
+    reload_dual_config || {
+        E2E_REASON="the loader did not apply the config without sourceRanges"
+        return 1
+    }
+    body=$(ip netns exec "$BYSTANDER" curl -s -6 --max-time 5 "http://[$SERVICE6]/") || {
+        E2E_REASON="without sourceRanges, the bystander still cannot reach the pod over IPv6"
+        return 1
+    }
+}
+
 # d. Another node configuring the service address runs duplicate address detection: the datapath defends the
 # address (the other node's kernel marks it dadfailed) and reports the conflict.
 case_dad_defended() {
@@ -201,5 +249,6 @@ run_case "host -> service IPv6 address -> pod (NDP answered by the datapath, NAT
 run_case "pod -> host over IPv6 as the service address (miss resolved by the loader's solicitation)" case_pod_to_host
 run_case "unlisted port of the service IPv6 address dropped" case_unlisted_dropped
 run_case "the NIC is in the service address's solicited-node group, and status says so" case_solicited_node_group
+run_case "sourceRanges of both families: each service address takes the ranges of its family" case_source_ranges
 run_case "another node's DAD for the service address defended and reported" case_dad_defended
 finish

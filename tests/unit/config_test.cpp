@@ -354,7 +354,8 @@ TEST(ConfigValidation, SubnetHostBitsMustBeZero) {
 
 TEST(ConfigValidation, SourceRangesAreCidrsWithoutHostBits) {
     const Config config = parse(minimal_with("sourceRanges: [198.18.0.0/28, 0.0.0.0/0, 10.1.2.3/32]\n"));
-    const std::vector<SourceRange> want = {{*parse_ipv4("198.18.0.0"), 28}, {0, 0}, {*parse_ipv4("10.1.2.3"), 32}};
+    const std::vector<SourceRange> want = {
+        {*parse_ip("198.18.0.0"), 28}, {*parse_ip("0.0.0.0"), 0}, {*parse_ip("10.1.2.3"), 32}};
     EXPECT_EQ(config.source_ranges, want);
     EXPECT_EQ(service_specs(config, std::nullopt).at(0).source_ranges, want);
     EXPECT_TRUE(parse(minimal_with("")).source_ranges.empty());
@@ -362,9 +363,11 @@ TEST(ConfigValidation, SourceRangesAreCidrsWithoutHostBits) {
                          "has host bits set: \"198.18.0.1/24\"; did you mean 198.18.0.0/24?"));
     EXPECT_TRUE(
         Rejected(minimal_with("sourceRanges: [10.0.0.0/8, 198.18.0.0/33]\n"), "sourceRanges[1]", "must be a CIDR"));
-    EXPECT_TRUE(
-        Rejected(minimal_with("sourceRanges: [10.0.0.0/8, 10.0.0.0/8]\n"), "sourceRanges[1]", "is listed twice"));
+    EXPECT_TRUE(Rejected(minimal_with("sourceRanges: [10.0.0.0/8, 10.0.0.0/8]\n"), "sourceRanges[1]",
+                         "lists 10.0.0.0/8 twice"));
     EXPECT_TRUE(Rejected(minimal_with("sourceRanges: 10.0.0.0/8\n"), "sourceRanges", "must be a list of CIDRs"));
+    EXPECT_TRUE(Rejected(minimal_with("sourceRanges: [10.0.0.0/8, 'fd00:1::/64']\n"), "sourceRanges[1]",
+                         "fd00:1::/64 is IPv6 but there is no serviceIPv6"));
 }
 
 TEST(ConfigValidation, ServiceIPMustBeInsideSubnet) {
@@ -742,9 +745,28 @@ TEST(ConfigIpv6, BackendHasAnAddressOfEachFamily) {
 TEST(ConfigIpv6, Ipv4OnlyFeaturesAreRefusedWithIpv6) {
     EXPECT_TRUE(Rejected(kHead6 + kOnePort + "dhcpRelay:\n  relays: [198.18.0.1]\n", "dhcpRelay.relays[0]",
                          "IPv4 relay (giaddr) needs serviceIP"));
-    EXPECT_TRUE(Rejected("interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n" + kHead6.substr(16) +
-                             kOnePort + "sourceRanges: [198.18.0.0/24]\n",
-                         "sourceRanges", "serviceIPv6"));
+}
+
+// Each service address takes the ranges of its family; a family with an address must have one.
+TEST(ConfigIpv6, SourceRangesOfBothFamilies) {
+    const std::string dual = "interface: prov0\nserviceIP: 198.18.0.2\nsubnet: 198.18.0.0/24\n"
+                             "serviceIPv6: fd00:1::2\nsubnetV6: fd00:1::/64\n" +
+                             kPorts6 + "backend:\n  ip: 10.244.1.7\n  ipv6: fd00:10:244::7\n";
+    const Config config = parse(dual + "sourceRanges: [198.18.0.0/28, 'fd00:1::/120', '::/0']\n");
+    const std::vector<SourceRange> want = {
+        {*parse_ip("198.18.0.0"), 28}, {*parse_ip("fd00:1::"), 120}, {*parse_ip("::"), 0}};
+    EXPECT_EQ(config.source_ranges, want);
+    const DesiredState state = desired_state(config, BackendLocation{});
+    EXPECT_EQ(state.source_ranges.size(), 2u + 2u) << "per address: its ranges and the entry refusing the rest";
+    EXPECT_TRUE(
+        Rejected(dual + "sourceRanges: [198.18.0.0/24]\n", "sourceRanges", "lists no IPv6 range for serviceIPv6"));
+    EXPECT_TRUE(
+        Rejected(dual + "sourceRanges: ['fd00:1::/64']\n", "sourceRanges", "lists no IPv4 range for serviceIP"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "sourceRanges: [198.18.0.0/24]\n", "sourceRanges[0]",
+                         "198.18.0.0/24 is IPv4 but there is no serviceIP"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "sourceRanges: ['fd00:1::1/64']\n", "sourceRanges[0]",
+                         "has host bits set: \"fd00:1::1/64\"; did you mean fd00:1::/64?"));
+    EXPECT_TRUE(Rejected(kHead6 + kOnePort + "sourceRanges: ['fd00:1::/129']\n", "sourceRanges[0]", "must be a CIDR"));
 }
 
 const std::string kDhcp6Port = "  - {name: dhcpv6, protocol: udp, port: 547, kind: dhcpv6}\n";

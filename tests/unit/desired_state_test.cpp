@@ -71,7 +71,7 @@ TEST(DesiredState, SourceRangesAndTheEntryThatRefusesTheRest) {
     spec.service_ip = key_ip("198.18.0.2");
     spec.ports = {{"http", Protocol::Tcp, 80, 8080, PortKind::Plain}};
     EXPECT_TRUE(desired_state({spec}).source_ranges.empty());
-    spec.source_ranges = {{ip("198.18.0.0"), 28}, {ip("10.1.0.0"), 16}};
+    spec.source_ranges = {{key_ip("198.18.0.0"), 28}, {key_ip("10.1.0.0"), 16}};
     DesiredState state = desired_state({spec});
     ASSERT_EQ(state.source_ranges.size(), 3u);
     bpfnet_source_range_key key{};
@@ -81,7 +81,33 @@ TEST(DesiredState, SourceRangesAndTheEntryThatRefusesTheRest) {
     key.prefixlen = 128 + 96 + 28;
     key.source = key_ip("198.18.0.0");
     EXPECT_EQ(state.source_ranges.at(key).allowed, 1);
-    spec.source_ranges = {{0, 0}};
+    spec.source_ranges = {{key_ip("0.0.0.0"), 0}};
+    state = desired_state({spec});
+    ASSERT_EQ(state.source_ranges.size(), 1u);
+    EXPECT_EQ(state.source_ranges.begin()->second.allowed, 1);
+}
+
+// An IPv6 range n bits long is (128 + n) long after the service address; a range of the other family does not
+// apply, so an IPv6 address whose list has only IPv4 ranges refuses every source.
+TEST(DesiredState, Ipv6SourceRangesApplyToTheIpv6ServiceAddressOnly) {
+    ServiceSpec spec;
+    spec.service_ip = key_ip("fd00:1::2");
+    spec.ports = {{"http", Protocol::Tcp, 80, 8080, PortKind::Plain}};
+    spec.source_ranges = {{key_ip("fd00:1::"), 120}, {key_ip("198.18.0.0"), 24}};
+    DesiredState state = desired_state({spec});
+    ASSERT_EQ(state.source_ranges.size(), 2u);
+    bpfnet_source_range_key key{};
+    key.prefixlen = 128;
+    key.service_ip = key_ip("fd00:1::2");
+    EXPECT_EQ(state.source_ranges.at(key).allowed, 0);
+    key.prefixlen = 128 + 120;
+    key.source = key_ip("fd00:1::");
+    EXPECT_EQ(state.source_ranges.at(key).allowed, 1);
+    spec.source_ranges = {{key_ip("198.18.0.0"), 24}};
+    state = desired_state({spec});
+    ASSERT_EQ(state.source_ranges.size(), 1u);
+    EXPECT_EQ(state.source_ranges.begin()->second.allowed, 0);
+    spec.source_ranges = {{key_ip("::"), 0}};
     state = desired_state({spec});
     ASSERT_EQ(state.source_ranges.size(), 1u);
     EXPECT_EQ(state.source_ranges.begin()->second.allowed, 1);
