@@ -28,6 +28,7 @@
 #include "lib/dhcp6.h"
 #include "lib/tftp.h"
 #include "lib/icmp.h"
+#include "lib/icmp6.h"
 #include "lib/trace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -152,6 +153,35 @@ static __always_inline int xdp_filter_service_traffic6(struct xdp_md *ctx, void 
 	return XDP_PASS; /* tc_nic_ingress steers it */
 }
 
+/* xdp_ipv6's answer for ICMPv6 (not neighbour discovery) to a service address: xdp_icmp6_error's to judge. */
+#define XDP_ICMP6_TO_SERVICE (-1)
+
+/*
+ * An ICMPv6 error to a service address passes on to TC when it quotes a packet the datapath sent from there.
+ * Called by xdp_nic, not xdp_ipv6: their frames together would pass the verifier's 512 bytes.
+ */
+static __noinline int xdp_icmp6_error(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = parse_eth(data, data_end);
+	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+	struct ip_packet pkt = {};
+	struct icmp6_error e;
+	struct steer_target target;
+
+	if (!ip6)
+		return XDP_PASS;
+	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	enum bpfnet_counter refused =
+		admit_icmp6_error(ctx, 1, data, data_end - data, ip6, &daddr, &pkt, &e, &target);
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
+		return XDP_DROP;
+	}
+	return XDP_PASS; /* tc_nic_ingress translates it */
+}
+
 /*
  * XDP for IPv6: what neighbour discovery tells, and the filter in front of the service addresses. A function
  * of its own (as the two IPv6 TC paths): its stack is not added to the IPv4 paths' (the verifier's 512
@@ -176,6 +206,8 @@ static __noinline int xdp_ipv6(struct xdp_md *ctx, void *data, void *data_end, s
 		goto pass;
 	trace_begin(BPFNET_HOOK_XDP_NIC);
 	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
+	if (ip6->nexthdr == IPV6_NEXTHDR_ICMP)
+		return XDP_ICMP6_TO_SERVICE;
 	return traced_xdp(xdp_filter_service_traffic6(ctx, data, data_end, ip6, cfg, &saddr, &daddr));
 pass:
 	count(BPFNET_CTR_PASS);
@@ -194,8 +226,10 @@ int xdp_nic(struct xdp_md *ctx)
 		goto pass;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
 		return xdp_observe_arp(eth, data_end, cfg);
-	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
-		return xdp_ipv6(ctx, data, data_end, eth, cfg);
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		int verdict = xdp_ipv6(ctx, data, data_end, eth, cfg);
+		return verdict != XDP_ICMP6_TO_SERVICE ? verdict : traced_xdp(xdp_icmp6_error(ctx));
+	}
 	if (eth->h_proto != bpf_htons(ETH_P_IP))
 		goto pass;
 
@@ -513,6 +547,47 @@ static __noinline int tc_ipv6_from_lan(struct __sk_buff *skb, const struct bpfne
 	return traced_tc(skb, steer6_from_lan(skb, data, eth, ip6, cfg, &saddr, &daddr));
 }
 
+/* An ICMPv6 error about a packet the datapath sent as a service address, translated into the backend's pod.
+ */
+static __noinline int tc_icmp6_error_to_pod(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+	struct ip_packet pkt = {};
+	struct icmp6_error e;
+	struct steer_target target;
+
+	if (!ip6)
+		return BPFNET_TC_NEXT;
+	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	if (!service_ip6_for(cfg, &daddr))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
+	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
+	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
+	enum bpfnet_counter refused =
+		admit_icmp6_error(skb, 0, data, skb->len, ip6, &daddr, &pkt, &e, &target);
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
+		return traced_tc(skb, TC_ACT_SHOT);
+	}
+	trace_steered(&target.backend_ip, target.backend_port, BPFNET_KIND_PLAIN);
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
+	if (!backend) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND);
+		return traced_tc(skb, TC_ACT_SHOT);
+	}
+	if (icmp6_error_rewrite(skb, &pkt, &e, NAT_DESTINATION, &daddr, &target.backend_ip, e.ports.sport,
+				target.backend_port) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return traced_tc(skb, TC_ACT_SHOT);
+	}
+	decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
+	return traced_tc(skb, deliver_to_backend(backend));
+}
+
 /* Not DHCPv6 the relay takes (tc_ipv6_dhcp, tc_pod_dhcp6): the packet is for the IPv6 path. */
 #define TC_NOT_DHCP6 (-3)
 
@@ -679,8 +754,10 @@ int tc_nic_ingress(struct __sk_buff *skb)
 			int relayed = tc_ipv6_dhcp(skb, cfg);
 			return relayed != TC_NOT_DHCP6 ? relayed : tc_ipv6_from_lan(skb, cfg);
 		}
-		int ndp = ip6 && ip6->nexthdr == IPV6_NEXTHDR_ICMP ? tc_ndp(skb, cfg) : TC_NOT_NDP;
-		return ndp != TC_NOT_NDP ? ndp : tc_ipv6_from_lan(skb, cfg);
+		if (!ip6 || ip6->nexthdr != IPV6_NEXTHDR_ICMP)
+			return tc_ipv6_from_lan(skb, cfg);
+		int ndp = tc_ndp(skb, cfg);
+		return ndp != TC_NOT_NDP ? ndp : tc_icmp6_error_to_pod(skb, cfg);
 	}
 	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
 	if (!ip)
@@ -874,6 +951,55 @@ static __noinline int tc_pod_dhcp6(struct __sk_buff *skb, const struct bpfnet_if
 	return traced_tc(skb, dhcp6_relay_reply(skb, &pkt, cfg, &saddr, &daddr));
 }
 
+/* The backend's ICMPv6 error about a packet the datapath delivered to it, sent to the LAN as the service
+ * address. */
+static __noinline int tc_pod_icmp6_error(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+	struct ip_packet pkt = {};
+	struct icmp6_error e;
+	struct bpfnet_ip service_ip;
+	__be16 service_port;
+
+	if (!ip6)
+		return BPFNET_TC_NEXT;
+	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
+	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
+	/* As tc_pod_ipv6: the pod's neighbour discovery with its gateway and the rest are not ours. */
+	if (!backend || !in_provisioning_subnet6(cfg, &daddr))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
+	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
+	enum parse_verdict verdict = ipv6_validate(skb, 0, data, skb->len, ip6, &pkt);
+	if (verdict != PARSE_OTHER_PROTOCOL || icmp6_error_read(skb, 0, &pkt, &e)) {
+		decide(verdict == PARSE_OTHER_PROTOCOL || verdict == PARSE_OK
+			       ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
+			       : drop_reason(verdict));
+		return traced_tc(skb, TC_ACT_SHOT);
+	}
+	if (!ip_equal(&e.inner_daddr, &saddr) ||
+	    quote_to_backend(&e.ports, &e.inner_saddr, &saddr, backend, &service_ip, &service_port) ||
+	    ip_is_v4(&service_ip)) {
+		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
+		return traced_tc(skb, TC_ACT_SHOT);
+	}
+	trace_steered(&service_ip, service_port, BPFNET_KIND_PLAIN);
+	__u8 host_mac[6];
+	if (lan_host_mac(&daddr, &service_ip, host_mac))
+		return traced_tc(skb, TC_ACT_SHOT);
+	if (icmp6_error_rewrite(skb, &pkt, &e, NAT_SOURCE, &saddr, &service_ip, e.ports.dport,
+				service_port) ||
+	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return traced_tc(skb, TC_ACT_SHOT);
+	}
+	decide(BPFNET_CTR_ICMP_ERROR_TO_LAN);
+	return traced_tc(skb, bpf_redirect(cfg->nic_ifindex, 0));
+}
+
 /* IPv6 at TC ingress on a backend's veth. */
 static __noinline int tc_pod_ipv6(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
@@ -935,6 +1061,8 @@ int tc_pod_ingress(struct __sk_buff *skb)
 		return BPFNET_TC_NEXT;
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = parse_ipv6_fixed(eth, data_end);
+		if (ip6 && ip6->nexthdr == IPV6_NEXTHDR_ICMP)
+			return tc_pod_icmp6_error(skb, cfg);
 		int relayed =
 			ip6 && udp6_to_dhcp_server(ip6, data_end) ? tc_pod_dhcp6(skb, cfg) : TC_NOT_DHCP6;
 		return relayed != TC_NOT_DHCP6 ? relayed : tc_pod_ipv6(skb, cfg);

@@ -306,9 +306,9 @@ struct bpfnet_dhcp_relay {
 	X(TFTP_BLKSIZE_CLAMPED, "tftp_blksize_clamped", EVENT,                                               \
 	  "a TFTP read request asked for blocks the pod's MTU cannot carry: blksize lowered")                \
 	X(ICMP_ERROR_TO_POD, "icmp_error_to_pod", PATH,                                                      \
-	  "an ICMP error about a steered packet, translated into the pod")                                   \
+	  "an ICMP or ICMPv6 error about a steered packet, translated into the pod")                         \
 	X(ICMP_ERROR_TO_LAN, "icmp_error_to_lan", PATH,                                                      \
-	  "the pod's ICMP error about a steered packet, sent as the service IP")                             \
+	  "the pod's ICMP or ICMPv6 error about a steered packet, sent as the service IP")                   \
 	X(DROP_DHCP_MALFORMED, "drop_dhcp_malformed", DROP,                                                  \
 	  "BOOTP header truncated, wrong op or inconsistent")                                                \
 	X(DROP_DHCP6_MALFORMED, "drop_dhcp6_malformed", DROP,                                                \

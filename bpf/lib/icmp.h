@@ -84,37 +84,59 @@ static __always_inline int icmp_error_read(void *ctx, int xdp, const struct ip_p
 	return 0;
 }
 
+/* What an ICMP error (either family) quotes: the protocol and ports of the packet it is about. */
+struct icmp_quoted_ports {
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+};
+
 /*
- * An error from the LAN about a packet the datapath sent as the service IP (the quote's source): the
- * backend endpoint that packet came from. The host's answer to that packet would have been steered by a
- * recorded flow or a listed port, so the quote, turned around, is looked up as that answer would be.
- * Returns -1 when the datapath sent no such packet.
+ * An error from the LAN about a packet the datapath sent as the service IP (the quote's source) to host (the
+ * quote's destination): the backend endpoint that packet came from. The host's answer to that packet would
+ * have been steered by a recorded flow or a listed port, so the quote, turned around, is looked up as that
+ * answer would be. Returns -1 when the datapath sent no such packet.
  */
+static __always_inline int quote_from_service(const struct icmp_quoted_ports *q,
+					      const struct bpfnet_ip *service_ip,
+					      const struct bpfnet_ip *host, struct steer_target *target)
+{
+	struct lan_ports answer = {.sport = q->dport, .dport = q->sport, .proto = q->proto};
+
+	if (steer_lookup(&answer, host, service_ip, target, 1) != STEER_OK)
+		return -1;
+	/* The relays' DHCP replies are not the server's packets: an error about one is not for the pod. */
+	return target->kind == BPFNET_KIND_DHCP || target->kind == BPFNET_KIND_DHCP6 ||
+			       ip_is_unset(&target->backend_ip)
+		       ? -1
+		       : 0;
+}
+
 static __always_inline int icmp_quote_from_service(const struct icmp_error *e, struct steer_target *target)
 {
-	struct lan_ports answer = {.sport = e->inner_dport, .dport = e->inner_sport, .proto = e->inner_proto};
+	struct icmp_quoted_ports q = {
+		.sport = e->inner_sport, .dport = e->inner_dport, .proto = e->inner_proto};
 	struct bpfnet_ip host = ip_v4(e->inner_daddr);
 	struct bpfnet_ip service_ip = ip_v4(e->inner_saddr);
 
-	if (steer_lookup(&answer, &host, &service_ip, target, 1) != STEER_OK)
-		return -1;
-	/* The relay's DHCP replies are not the server's packets: an error about one is not for the pod. */
-	return target->kind == BPFNET_KIND_DHCP || ip_is_unset(&target->backend_ip) ? -1 : 0;
+	return quote_from_service(&q, &service_ip, &host, target);
 }
 
 /*
- * The pod's error about a packet the datapath delivered to it (the quote's destination, the backend): the
- * service IP and port the host sent it to. Returns -1 when no listed port or recorded flow explains it.
+ * The pod's error about a packet host sent that the datapath delivered to it (the quote's destination, the
+ * backend): the service IP and port the host sent it to. Returns -1 when no listed port or recorded flow
+ * explains it.
  */
-static __always_inline int icmp_quote_to_backend(const struct icmp_error *e,
-						 const struct bpfnet_backend *backend,
-						 struct bpfnet_ip *service_ip, __be16 *service_port)
+static __always_inline int quote_to_backend(const struct icmp_quoted_ports *q, const struct bpfnet_ip *host,
+					    const struct bpfnet_ip *backend_ip,
+					    const struct bpfnet_backend *backend,
+					    struct bpfnet_ip *service_ip, __be16 *service_port)
 {
 	struct bpfnet_backend_port_key bkey = {
-		.backend_ip = ip_v4(e->inner_daddr), .port_be = e->inner_dport, .proto = e->inner_proto};
+		.backend_ip = *backend_ip, .port_be = q->dport, .proto = q->proto};
 	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
 	if (listed) {
-		if (listed->kind == BPFNET_KIND_DHCP)
+		if (listed->kind == BPFNET_KIND_DHCP || listed->kind == BPFNET_KIND_DHCP6)
 			return -1;
 		*service_ip = listed->service_ip;
 		*service_port = listed->service_port_be;
@@ -122,19 +144,30 @@ static __always_inline int icmp_quote_to_backend(const struct icmp_error *e,
 	}
 	/* Flows keep the port: the pod's side of the flow is the service IP's. */
 	struct bpfnet_flow_key fkey = {
-		.remote_ip = ip_v4(e->inner_saddr),
+		.remote_ip = *host,
 		.service_ip = backend->service_ip,
-		.remote_port_be = e->inner_sport,
-		.service_port_be = e->inner_dport,
-		.proto = e->inner_proto,
+		.remote_port_be = q->sport,
+		.service_port_be = q->dport,
+		.proto = q->proto,
 	};
 	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
-	if (!flow || !ip_equal(&flow->backend_ip, &bkey.backend_ip) ||
-	    flow->backend_port_be != e->inner_dport)
+	if (!flow || !ip_equal(&flow->backend_ip, backend_ip) || flow->backend_port_be != q->dport)
 		return -1;
 	*service_ip = backend->service_ip;
-	*service_port = e->inner_dport;
+	*service_port = q->dport;
 	return 0;
+}
+
+static __always_inline int icmp_quote_to_backend(const struct icmp_error *e,
+						 const struct bpfnet_backend *backend,
+						 struct bpfnet_ip *service_ip, __be16 *service_port)
+{
+	struct icmp_quoted_ports q = {
+		.sport = e->inner_sport, .dport = e->inner_dport, .proto = e->inner_proto};
+	struct bpfnet_ip host = ip_v4(e->inner_saddr);
+	struct bpfnet_ip backend_ip = ip_v4(e->inner_daddr);
+
+	return quote_to_backend(&q, &host, &backend_ip, backend, service_ip, service_port);
 }
 
 /* A UDP checksum after an address and a port it covers changed; 0 (no checksum) stays 0. */

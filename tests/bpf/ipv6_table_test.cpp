@@ -47,6 +47,40 @@ Bytes api_request(const std::string &to, uint16_t port = 6385) {
     return from_host6(Packet6::tcp({host_ip6, 40000}, {to, port}));
 }
 
+// ICMPv6 errors (RFC 4443): type, code, the 4-byte field after the checksum (a packet too big's MTU) and
+// the quoted packet, as the sender saw it (without its Ethernet header), cut at quote_len bytes if given.
+inline constexpr uint8_t kIcmp6Unreachable = 1, kIcmp6PacketTooBig = 2, kIcmp6TimeExceeded = 3;
+inline constexpr uint8_t kIcmp6PortUnreachable = 4;
+const std::string router_ip6 = "2001:2:1::fe"; // a router: errors may come from off the subnet
+
+Packet6 icmp6_error(const std::string &from, const std::string &to, uint8_t type, uint8_t code, const Packet6 &quoted,
+                    uint32_t mtu = 0, size_t quote_len = SIZE_MAX) {
+    Bytes body = {static_cast<uint8_t>(mtu >> 24), static_cast<uint8_t>(mtu >> 16), static_cast<uint8_t>(mtu >> 8),
+                  static_cast<uint8_t>(mtu)};
+    const Bytes frame = quoted.bytes();
+    const size_t end = kIp6Offset + std::min(frame.size() - kIp6Offset, quote_len);
+    body.insert(body.end(), frame.begin() + kIp6Offset, frame.begin() + static_cast<std::ptrdiff_t>(end));
+    return Packet6::icmp(from, to, type, code, body);
+}
+
+// The pod's call to a host's agent over UDP, as it left the NIC (from the service address) and as the pod
+// sent it; the setup records its flow.
+Packet6 call_from(const std::string &address) {
+    return Packet6::udp({address, 45000}, {host_ip6, 9999}).payload("hello agent");
+}
+void pod_calls_agent(DatapathTest &t) {
+    t.deliver(Program::TcPod, from_pod6(call_from(pod_ip6)));
+}
+// ... and the agent answered, which confirms the flow (an answer the pod's stack could refuse).
+void agent_answered(DatapathTest &t) {
+    pod_calls_agent(t);
+    t.deliver(Program::TcNic, from_host6(Packet6::udp({host_ip6, 9999}, {service_ip6, 45000})));
+}
+// The API's answer from port 80 (6385 in the pod), long enough to be too big for a smaller hop.
+Packet6 api_reply_from(const std::string &address, uint16_t port) {
+    return Packet6::tcp({address, port}, {host_ip6, 40000}).payload(std::string(1200, 'x'));
+}
+
 const std::vector<Row> kNdpRows = {
     {"solicitation for the service address (solicited-node group): advertised, solicited and overriding",
      Program::TcNic,
@@ -370,6 +404,109 @@ const std::vector<Row> kNat66Rows = {
      kXdpPass,
      std::nullopt,
      {BPFNET_CTR_PASS}},
+    // ICMPv6 errors from the LAN about packets the datapath sent as the service address: into the pod, the
+    // quote translated back to what the pod sent (address, port, quoted checksum, ICMPv6 checksum).
+    {"xdp: a host's port unreachable about the pod's call to its agent: passed on to tc",
+     Program::XdpNic,
+     from_host6(icmp6_error(host_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable, call_from(service_ip6))),
+     kXdpPass,
+     std::nullopt,
+     {},
+     pod_calls_agent},
+    {"tc nic: a host's port unreachable about the pod's call: into the pod, quote translated",
+     Program::TcNic,
+     from_host6(icmp6_error(host_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable, call_from(service_ip6))),
+     kTcRedirect,
+     into_pod6(icmp6_error(host_ip6, pod_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable, call_from(pod_ip6))),
+     {BPFNET_CTR_ICMP_ERROR_TO_POD},
+     pod_calls_agent},
+    {"tc nic: a router's packet too big (MTU 1280) about the API's reply from 80: to the pod, quoting 8080",
+     Program::TcNic,
+     from_host6(icmp6_error(router_ip6, service_ip6, kIcmp6PacketTooBig, 0, api_reply_from(service_ip6, 80), 1280)),
+     kTcRedirect,
+     into_pod6(icmp6_error(router_ip6, pod_ip6, kIcmp6PacketTooBig, 0, api_reply_from(pod_ip6, 8080), 1280)),
+     {BPFNET_CTR_ICMP_ERROR_TO_POD}},
+    {"tc nic: time exceeded quoting a TCP header cut before its checksum: addresses and ports translated",
+     Program::TcNic,
+     from_host6(
+         icmp6_error(router_ip6, service_ip6, kIcmp6TimeExceeded, 0, api_reply_from(service_ip6, 6385), 0, 40 + 12)),
+     kTcRedirect,
+     into_pod6(icmp6_error(router_ip6, pod_ip6, kIcmp6TimeExceeded, 0, api_reply_from(pod_ip6, 6385), 0, 40 + 12)),
+     {BPFNET_CTR_ICMP_ERROR_TO_POD}},
+    {"xdp: an error about a port the service address never sent from: dropped, unmatched",
+     Program::XdpNic,
+     from_host6(icmp6_error(host_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                            Packet6::udp({service_ip6, 4444}, {host_ip6, 5555}))),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_ICMP_UNMATCHED}},
+    {"xdp: an error to the service address quoting another sender: dropped, unmatched",
+     Program::XdpNic,
+     from_host6(icmp6_error(host_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable, call_from(other_lan_ip6))),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_ICMP_UNMATCHED},
+     pod_calls_agent},
+    {"tc nic: an error about the relay's Relay-Reply to a LAN relay: not the pod's packet, dropped",
+     Program::TcNic,
+     from_host6(icmp6_error(lan_relay_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                            Packet6::udp({service_ip6, 547}, {lan_relay_ip6, 547}))),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_ICMP_UNMATCHED}},
+    {"xdp: an error whose quote ends inside the ports: dropped (protocol)",
+     Program::XdpNic,
+     from_host6(icmp6_error(host_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable, call_from(service_ip6), 0,
+                            40 + 2)),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_PROTOCOL},
+     pod_calls_agent},
+    // The pod's ICMPv6 errors about packets the datapath delivered to it: to the LAN as the service address.
+    {"tc pod: the pod's port unreachable about a datagram to TFTP 69: sent as the service address",
+     Program::TcPod,
+     from_pod6(icmp6_error(pod_ip6, host_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                           Packet6::udp({host_ip6, 40000}, {pod_ip6, 69}))),
+     kTcRedirect,
+     to_host6(icmp6_error(service_ip6, host_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                          Packet6::udp({host_ip6, 40000}, {service_ip6, 69}))),
+     {BPFNET_CTR_ICMP_ERROR_TO_LAN}},
+    {"tc pod: the pod's error about a TCP segment to 8080: the quote names service port 80",
+     Program::TcPod,
+     from_pod6(icmp6_error(pod_ip6, host_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                           Packet6::tcp({host_ip6, 40000}, {pod_ip6, 8080}))),
+     kTcRedirect,
+     to_host6(icmp6_error(service_ip6, host_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                          Packet6::tcp({host_ip6, 40000}, {service_ip6, 80}))),
+     {BPFNET_CTR_ICMP_ERROR_TO_LAN}},
+    {"tc pod: the pod's port unreachable about the agent's answer to its call: the service address's",
+     Program::TcPod,
+     from_pod6(icmp6_error(pod_ip6, host_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                           Packet6::udp({host_ip6, 9999}, {pod_ip6, 45000}))),
+     kTcRedirect,
+     to_host6(icmp6_error(service_ip6, host_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                          Packet6::udp({host_ip6, 9999}, {service_ip6, 45000}))),
+     {BPFNET_CTR_ICMP_ERROR_TO_LAN},
+     agent_answered},
+    {"tc pod: the pod's error about a port nothing steered: dropped, unmatched (the pod's address never leaves)",
+     Program::TcPod,
+     from_pod6(icmp6_error(pod_ip6, host_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                           Packet6::udp({host_ip6, 40000}, {pod_ip6, 7777}))),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_ICMP_UNMATCHED}},
+    {"tc pod: the pod's echo request to a LAN host: dropped (protocol)",
+     Program::TcPod,
+     from_pod6(Packet6::icmp(pod_ip6, host_ip6, 128, 0, {0x42, 0x42, 0, 1})),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_BACKEND_PROTOCOL}},
+    {"tc pod: the pod's neighbour solicitation to its gateway: not the datapath's",
+     Program::TcPod,
+     from_pod6(solicitation(pod_ip6, "2001:2:0:100::1", pod_mac)),
+     kTcNext,
+     std::nullopt,
+     {}},
     {"the pod's answer from a listed port: sent as the service address",
      Program::TcPod,
      from_pod6(Packet6::tcp({pod_ip6, 6385}, {host_ip6, 40000})),

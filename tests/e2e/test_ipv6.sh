@@ -3,7 +3,8 @@
 # the service have an IPv6 address beside the IPv4 one (IPv6's benchmarking range 2001:2::/48, the
 # counterpart of 198.18.0.0/15). The hosts' kernels resolve the service address by NDP (the datapath answers)
 # and reach the pod through NAT66; the pod reaches a host as the service address (the loader resolves the
-# host by a neighbour solicitation); another node taking the address is refused by DAD and reported.
+# host by a neighbour solicitation); another node taking the address is refused by DAD and reported;
+# sourceRanges apply per family; ICMPv6 errors (port unreachable both ways, packet too big) are translated.
 #
 #   usage: test_ipv6.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
 #
@@ -29,6 +30,8 @@ POD6=2001:2:0:100::2
 POD_GW6=2001:2:0:100::1
 POD_HTTP_PORT=8080
 HOST_AGENT_PORT=9999
+CLOSED_PORT=7000 # listed (udp), and nothing in the pod listens on it
+POD_SPORT=41000  # the pod's own datagrams leave from here
 
 add_ipv6() {
     ip -n "$E2E_HOST" -6 addr add "$HOST6/64" dev eth0 || die "host IPv6 address"
@@ -58,6 +61,9 @@ ports:
     protocol: tcp
     port: 80
     targetPort: $POD_HTTP_PORT
+  - name: closed
+    protocol: udp
+    port: $CLOSED_PORT
 backend:
   ip: $E2E_POD_IP
   ipv6: $POD6
@@ -187,6 +193,76 @@ case_source_ranges() {
     }
 }
 
+# host6_introduced: the host has talked to the service address over IPv6 and the datapath knows its MAC, so
+# the pod's first datagram to it leaves (rather than missing the neighbour and being dropped).
+host6_introduced() {
+    host curl -s -6 -o /dev/null --max-time 2 "http://[$SERVICE6]/"
+    wait_for 5 neighbour_learned "$HOST6" || {
+        E2E_REASON="the datapath did not learn $HOST6 after it talked to the service address"
+        return 1
+    }
+}
+
+# g. ICMPv6 errors both ways: the pod sends to a closed port of the host, whose kernel answers port
+# unreachable to the service address; translated (outer and quoted address, quoted port and checksum, the
+# ICMPv6 checksum the pod's kernel verifies), it reaches the pod's socket.
+case_icmp6_host_refuses() {
+    local before out
+    host6_introduced || return 1
+    before=$(counter icmp_error_to_pod)
+    out=$(pod python3 "$E2E_DIR/udp_refused.py" --sport "$POD_SPORT" "$HOST6" 9)
+    if [ "$out" != refused ]; then
+        E2E_REASON="pod -> [$HOST6]:9 (closed): '$out', want refused (icmp_error_to_pod $before -> $(counter icmp_error_to_pod), drop_icmp_unmatched $(counter drop_icmp_unmatched), drop_protocol $(counter drop_protocol))"
+        return 1
+    fi
+    log "the pod's socket saw ECONNREFUSED; icmp_error_to_pod $before -> $(counter icmp_error_to_pod)"
+}
+
+# h. The host sends to a listed UDP port where nothing in the pod listens: the pod's port unreachable leaves
+# as the service address's, and the host's socket sees it.
+case_icmp6_pod_refuses() {
+    local before out
+    before=$(counter icmp_error_to_lan)
+    out=$(host python3 "$E2E_DIR/udp_refused.py" "$SERVICE6" "$CLOSED_PORT")
+    if [ "$out" != refused ]; then
+        E2E_REASON="host -> [$SERVICE6]:$CLOSED_PORT (nothing listens in the pod): '$out', want refused (icmp_error_to_lan $before -> $(counter icmp_error_to_lan), drop_icmp_unmatched $(counter drop_icmp_unmatched))"
+        return 1
+    fi
+    log "the host's socket saw ECONNREFUSED from the service address; icmp_error_to_lan $before -> $(counter icmp_error_to_lan)"
+}
+
+# i. Path MTU discovery through the service address: a router on the LAN (here the host's namespace speaking
+# for one) says the pod's datagram to the host is too big for a 1280-byte hop. IPv6 routers never fragment,
+# so without the translation the pod would keep sending what cannot pass.
+case_icmp6_packet_too_big() {
+    host6_introduced || return 1
+    # A socket bound to the quoted port, for the error to be taken; its datagram records the flow.
+    bg_in_ns "$E2E_POD" "$LOGS/pmtu6-socket.log" python3 -c "
+import socket, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(('::', $POD_SPORT + 1)); s.sendto(b'x' * 64, ('$HOST6', 9)); time.sleep(30)"
+    local sock_pid=$BG_PID
+    wait_for 5 pod_udp_bound $((POD_SPORT + 1)) || {
+        E2E_REASON="the pod's socket did not bind"
+        return 1
+    }
+    if pod ip -6 route get "$HOST6" | grep -q "mtu 1280"; then
+        E2E_REASON="the pod's route to $HOST6 has MTU 1280 before the error"
+        return 1
+    fi
+    host python3 "$E2E_DIR/icmp_send.py" --to "$SERVICE6" --mtu 1280 \
+        --quote "[$SERVICE6]:$((POD_SPORT + 1))-[$HOST6]:9"
+    if ! wait_for 3 pod_route6_mtu_is 1280; then
+        stop_pid "$sock_pid"
+        E2E_REASON="the pod's route to $HOST6 did not learn MTU 1280: $(pod ip -6 route get "$HOST6") (icmp_error_to_pod $(counter icmp_error_to_pod), drop_icmp_unmatched $(counter drop_icmp_unmatched))"
+        return 1
+    fi
+    stop_pid "$sock_pid"
+    log "pod route: $(pod ip -6 route get "$HOST6" | tr -s " \n" " ")"
+}
+pod_udp_bound() { pod ss -Hunl "sport = :$1" | grep -q .; }
+pod_route6_mtu_is() { pod ip -6 route get "$HOST6" | grep -q "mtu $1"; }
+
 # d. Another node configuring the service address runs duplicate address detection: the datapath defends the
 # address (the other node's kernel marks it dadfailed) and reports the conflict.
 case_dad_defended() {
@@ -250,5 +326,8 @@ run_case "pod -> host over IPv6 as the service address (miss resolved by the loa
 run_case "unlisted port of the service IPv6 address dropped" case_unlisted_dropped
 run_case "the NIC is in the service address's solicited-node group, and status says so" case_solicited_node_group
 run_case "sourceRanges of both families: each service address takes the ranges of its family" case_source_ranges
+run_case "ICMPv6: a host's port unreachable reaches the pod's socket" case_icmp6_host_refuses
+run_case "ICMPv6: the pod's port unreachable reaches the host as the service address's" case_icmp6_pod_refuses
+run_case "ICMPv6: packet too big through the service address sets the pod's path MTU" case_icmp6_packet_too_big
 run_case "another node's DAD for the service address defended and reported" case_dad_defended
 finish
