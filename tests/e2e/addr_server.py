@@ -3,17 +3,22 @@
 
 usage: addr_server.py BIND_ADDRESS PORT
 
-BIND_ADDRESS may be IPv6 (then it serves IPv6). The body is the peer's address and a newline, so a test can check that a NAT preserved (or
-rewrote) the source address. It logs one line per request to stderr.
+BIND_ADDRESS may be IPv6 (then it serves IPv6, and IPv4 too for "::"). The body is the peer's address and a
+newline (an IPv4 peer of an IPv6 socket as IPv4, not ::ffff:a.b.c.d), so a test can check that a NAT
+preserved (or rewrote) the source address. It logs one line per request to stderr.
 """
 import http.server
 import socket
 import sys
 
 
+def peer(address):
+    return address[7:] if address.startswith("::ffff:") and "." in address else address
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        body = (self.client_address[0] + "\n").encode()
+        body = (peer(self.client_address[0]) + "\n").encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))

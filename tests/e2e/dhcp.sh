@@ -16,12 +16,13 @@
 #   udhcpc_start NS IFACE OUT [ARGS]   udhcpc staying in the foreground (renewals, SIGUSR1); UDHCPC_PID
 #   dhclient_lease NS IFACE DIR        one ISC dhclient -1 run; lease file DIR/dhclient.leases
 #   dhclient_run NS IFACE DIR EVENT [ARGS]  the same with the caller's DIR/dhclient.conf (-6: DHCPv6)
+#   dhclient6_lease NS IFACE DIR       one dhclient -6 run asking for the boot file URL (option 59)
 #   lease_field OUT FIELD [EVENT]      a variable of the last hook event (of kind EVENT) recorded in OUT
 #   lease_events OUT                   the events recorded in OUT, space separated
 #   dhclient_option LEASEFILE NAME     an option of the last lease in a dhclient lease file
 #   capture_start NS IFACE OUT         capture.py record on IFACE (needle: the pod IP); CAPTURE_PID
 #   capture_stop                       stops it (it appends its packet and drop statistics)
-#   tftp_get NS SERVER FILE DEST       tftp-hpa: get FILE from SERVER into DEST (binary, bounded)
+#   tftp_get NS SERVER FILE DEST       tftp-hpa: get FILE from SERVER (IPv4 or IPv6) into DEST (binary, bounded)
 #   random_file PATH BYTES             random contents that never contain the pod IP's 4 bytes
 #   ip_in_range IP FIRST LAST          0 when FIRST <= IP <= LAST (IPv4 or IPv6)
 #   ns_udp_listens NS PORT             something in NS has a UDP socket on PORT
@@ -313,6 +314,22 @@ dhclient_run() {
     fi
 }
 
+# dhclient6_lease NS IFACE DIR: ISC dhclient -6 once (stateful, from the link-local address), asking for the
+# boot file URL (option 59, RFC 5970); the hook records BOUND6 with new_ip6_address and
+# new_dhcp6_bootfile_url.
+dhclient6_lease() {
+    local ns=$1 iface=$2 dir=$3
+    mkdir -p "$dir"
+    cat >"$dir/dhclient.conf" <<'EOF'
+timeout 15;
+retry 1;
+initial-interval 1;
+option dhcp6.bootfile-url code 59 = string;
+also request dhcp6.bootfile-url;
+EOF
+    dhclient_run "$ns" "$iface" "$dir" BOUND6 -6
+}
+
 # dhclient_lease NS IFACE DIR: dhclient_run for a DHCPv4 lease, its 15 s timeout, the usual options.
 dhclient_lease() {
     local ns=$1 iface=$2 dir=$3
@@ -362,8 +379,10 @@ print("packets=%d drops=%d" % (s[-1]["packets"], s[-1]["drops"]) if s else "runn
 tftp_get() {
     local ns=$1 server=$2 file=$3 dest=$4 rc
     rm -f "$dest"
-    (cd "$(dirname "$dest")" && timeout 60 ip netns exec "$ns" tftp -m binary -v "$server" -c get "$file" \
-        "$(basename "$dest")") >"$dest.log" 2>&1
+    local family=()
+    [[ $server != *:* ]] || family=(-6)
+    (cd "$(dirname "$dest")" && timeout 60 ip netns exec "$ns" tftp "${family[@]}" -m binary -v "$server" -c get \
+        "$file" "$(basename "$dest")") >"$dest.log" 2>&1
     rc=$?
     if [ "$rc" != 0 ] || [ ! -f "$dest" ] || grep -qiE 'error|timed out|refused' "$dest.log"; then
         E2E_REASON="tftp get $file from $server exit $rc: $(head -c 300 "$dest.log" | tr '\n' ' ')"

@@ -24,6 +24,8 @@
 
 IRONIC_PORT=6385
 IRONIC_API_VERSION=1.82
+# The API's listening address: "::" serves IPv6 and IPv4 (an IPv6 or dual-stack provisioning LAN).
+IRONIC_HOST_IP=${IRONIC_HOST_IP:-0.0.0.0}
 # Ironic needs no privilege here (6385 > 1024, fake hardware, no DHCP or TFTP of its own): it runs as
 # nobody:nogroup. IRONIC_UID=0 runs it as root instead.
 IRONIC_UID=${IRONIC_UID:-65534}
@@ -84,7 +86,7 @@ debug = true
 graceful_shutdown_timeout = 5
 
 [api]
-host_ip = 0.0.0.0
+host_ip = $IRONIC_HOST_IP
 port = $IRONIC_PORT
 api_workers = 1
 # Lookup works in any provision state: fake hardware never waits in "wait call-back".

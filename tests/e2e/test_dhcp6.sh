@@ -120,20 +120,8 @@ EOF
     kea_run "$E2E_POD" "$dir" kea-dhcp6 547
 }
 
-# dhclient6_lease DIR: ISC dhclient -6 once on the host's eth0 (stateful, from its link-local address), asking
-# for option 59; its hook records the events (BOUND6 with new_ip6_address and new_dhcp6_bootfile_url).
-dhclient6_lease() {
-    local dir=$1
-    mkdir -p "$dir"
-    cat >"$dir/dhclient.conf" <<'EOF'
-timeout 15;
-retry 1;
-initial-interval 1;
-option dhcp6.bootfile-url code 59 = string;
-also request dhcp6.bootfile-url;
-EOF
-    dhclient_run "$E2E_HOST" eth0 "$dir" BOUND6 -6
-}
+# host_dhclient6_lease DIR: dhclient -6 once on the host's eth0 (dhcp.sh), asking for option 59.
+host_dhclient6_lease() { dhclient6_lease "$E2E_HOST" eth0 "$1"; }
 
 # check_lease EVENTS: the BOUND6 event's address is in the range and the boot file URL is the service's.
 check_lease() {
@@ -175,7 +163,7 @@ case_dnsmasq_dhclient() {
     requests=$(counter dhcp6_request_relayed)
     replies=$(counter dhcp6_reply_relayed)
     dnsmasq6_start || return 1
-    dhclient6_lease "$E2E_TMP/dhclient-dnsmasq" || { dnsmasq_stop; return 1; }
+    host_dhclient6_lease "$E2E_TMP/dhclient-dnsmasq" || { dnsmasq_stop; return 1; }
     check_lease "$E2E_TMP/dhclient-dnsmasq/dhclient.events" || { dnsmasq_stop; return 1; }
     relayed_both_ways "$requests" "$replies" || { dnsmasq_stop; return 1; }
     if ! grep -q "DHCPREPLY.*$LEASED6" "$DNSMASQ_LOG"; then
@@ -242,7 +230,7 @@ case_kea_dhclient() {
     requests=$(counter dhcp6_request_relayed)
     replies=$(counter dhcp6_reply_relayed)
     kea6_start || return 1
-    dhclient6_lease "$E2E_TMP/dhclient-kea" || return 1
+    host_dhclient6_lease "$E2E_TMP/dhclient-kea" || return 1
     check_lease "$E2E_TMP/dhclient-kea/dhclient.events" || return 1
     relayed_both_ways "$requests" "$replies" || return 1
     log "kea-dhcp6 -> dhclient -6: $LEASED6"
