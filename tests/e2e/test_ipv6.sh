@@ -263,6 +263,45 @@ s.bind(('::', $POD_SPORT + 1)); s.sendto(b'x' * 64, ('$HOST6', 9)); time.sleep(3
 pod_udp_bound() { pod ss -Hunl "sport = :$1" | grep -q .; }
 pod_route6_mtu_is() { pod ip -6 route get "$HOST6" | grep -q "mtu $1"; }
 
+# j. Taking the address over, the loader announces it with unsolicited neighbour advertisements (RFC 4861
+# 7.2.6, Override set), as it sends gratuitous ARP for IPv4 (test_lifecycle.sh, case k): they alone fix a
+# host's stale entry. The datapath is torn down first so that the new loader takes the address over; the host
+# has no traffic for the address, so it solicits nothing itself (ndp_reply stays put), and its entry shows the
+# NIC's MAC within 0.5 s of the loader serving.
+host_entry_is_nic() { [ "$(host_neighbour "$E2E_HOST" "$SERVICE6" | cut -d' ' -f1)" = "$E2E_NIC_MAC" ]; }
+case_takeover_advertisement() {
+    local bogus=02:00:00:00:00:99 launched serving_at fixed_after
+    loader_stop
+    run_loader --config "$CONFIG" --teardown >"$LOGS/teardown.log" 2>&1 || {
+        E2E_REASON="teardown failed: $(tail -n 2 "$LOGS/teardown.log")"
+        return 1
+    }
+    ip -n "$E2E_HOST" -6 neigh replace "$SERVICE6" lladdr "$bogus" dev eth0 nud stale
+    if [ "$(host_neighbour "$E2E_HOST" "$SERVICE6")" != "$bogus STALE" ]; then
+        E2E_REASON="could not plant the stale entry: $(host_neighbour "$E2E_HOST" "$SERVICE6")"
+        return 1
+    fi
+    launched=$(date +%s.%N)
+    loader_start "$CONFIG" "$LOGS/loader-takeover.log" || return 1
+    serving_at=$(date +%s.%N)
+    if ! wait_for 0.5 host_entry_is_nic; then
+        E2E_REASON="0.5 s after the loader served, the host's entry is still '$(host_neighbour "$E2E_HOST" "$SERVICE6")'"
+        return 1
+    fi
+    fixed_after="$(since "$launched") s after the loader's start, $(since "$serving_at") s after 'serving'"
+    # The teardown cleared the counters: any solicitation the datapath answered came after the start.
+    if [ "$(counter ndp_reply)" != 0 ]; then
+        E2E_REASON="the host solicited the address itself (ndp_reply $(counter ndp_reply))"
+        return 1
+    fi
+    log "host entry fixed by the advertisements: $(host_neighbour "$E2E_HOST" "$SERVICE6"), $fixed_after"
+    wait_for 5 service6_reachable || {
+        E2E_REASON="the host cannot reach http://[$SERVICE6]/ after the takeover"
+        return 1
+    }
+}
+service6_reachable() { [ "$(host curl -s -6 --max-time 1 "http://[$SERVICE6]/")" = "$HOST6" ]; }
+
 # d. Another node configuring the service address runs duplicate address detection: the datapath defends the
 # address (the other node's kernel marks it dadfailed) and reports the conflict.
 case_dad_defended() {
@@ -330,4 +369,5 @@ run_case "ICMPv6: a host's port unreachable reaches the pod's socket" case_icmp6
 run_case "ICMPv6: the pod's port unreachable reaches the host as the service address's" case_icmp6_pod_refuses
 run_case "ICMPv6: packet too big through the service address sets the pod's path MTU" case_icmp6_packet_too_big
 run_case "another node's DAD for the service address defended and reported" case_dad_defended
+run_case "a takeover's unsolicited advertisements fix a host's stale entry (as gratuitous ARP)" case_takeover_advertisement
 finish
