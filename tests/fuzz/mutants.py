@@ -60,6 +60,20 @@ MUTANTS = [
     ("trust: a giaddr kept from any host", "lib/dhcp.h",
      "if (head.giaddr && !dhcp_relay_configured(head.giaddr)) {",
      "if (0) {"),
+    # IPv6, caught by the properties of the IPv6 batches (ipv6_frames.hpp).
+    ("checksum: NAT66 leaves the address change out of the L4 checksum", "lib/nat.h",
+     "if (diff < 0 || bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, (__u32)diff,\n"
+     "\t\t\t\t\t\t    BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))",
+     "if (diff < 0)"),
+    ("checksum: the ICMPv6 checksum misses the quoted address", "lib/icmp6.h",
+     "if (bpf_l4_csum_replace(skb, icmp_check, 0, (__u32)diff, 0) ||",
+     "if ("),
+    ("trust: the DHCPv6 relay's answer sent elsewhere than the Interface-ID's MAC", "lib/dhcp6.h",
+     "rewrite_macs(skb, s->peer_mac, cfg->nic_mac)) {",
+     "rewrite_macs(skb, cfg->nic_mac, cfg->nic_mac)) {"),
+    ("trust: NDP answered for a service address another node owns", "lib/ndp.h",
+     "if (!(service->flags & BPFNET_SERVICE_IP_ACTIVE)) {",
+     "if (0) {"),
 ]
 
 
