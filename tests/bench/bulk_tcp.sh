@@ -10,8 +10,10 @@
 #                   and MetalLB's data path)
 #   HAProxy         host -> 198.18.0.4 on the node, HAProxy in the node namespace proxying to the pod (the
 #                   ironic-proxy approach: a reverse proxy; TCP mode for iperf3, HTTP mode for GET)
+#   bpfnet IPv6     host -> service address [2001:2::2]: NAT66 into the pod's IPv6 address (paths.sh)
+#   plain routing IPv6  host -> [2001:2:0:100::3], the pod's second IPv6 address, routed by the node
 #
-# bpfnet's XDP program stays on prov0 for all four (it passes what is not for a service IP), so the others
+# bpfnet's XDP program stays on prov0 for all of them (it passes what is not for a service IP), so the others
 # are measured with that pass-through included. Per round, each path runs once per measurement, in an order
 # that rotates from round to round: iperf3 host -> pod and pod -> host (-R), and an HTTP GET of a SIZE MiB
 # blob from the pod. Reported: throughput, and CPU seconds per GB moved (all CPUs' busy time from
@@ -48,6 +50,11 @@ declare -A HTTP_PORT=([bpfnet]=80 ["plain routing"]=8080 ["nftables DNAT"]=8080 
 CANDIDATES=(bpfnet "plain routing" "nftables DNAT" HAProxy)
 
 paths_create
+paths_add_ipv6
+for name in "${!PATH_TARGET6[@]}"; do TARGET[$name]=${PATH_TARGET6[$name]}; done
+HTTP_PORT["bpfnet IPv6"]=80
+HTTP_PORT["plain routing IPv6"]=8080
+CANDIDATES+=("bpfnet IPv6" "plain routing IPv6")
 ip -n "$E2E_NODE" addr add "$HAPROXY_IP/32" dev "$E2E_NIC"
 
 # HAProxy in the node namespace: TCP for iperf3, HTTP (a reverse proxy, as ironic-proxy) for the blob.
@@ -76,9 +83,11 @@ EOF
 bg_in_ns "$E2E_NODE" "$E2E_TMP/logs/haproxy.log" haproxy -db -f "$E2E_TMP/haproxy.cfg"
 
 bg_in_ns "$E2E_POD" "$E2E_TMP/logs/iperf.log" iperf3 -s
-bg_in_ns "$E2E_POD" "$E2E_TMP/logs/blob.log" "$BLOB_SERVER" 0.0.0.0 8080 "$BLOB_MIB"
+bg_in_ns "$E2E_POD" "$E2E_TMP/logs/blob.log" "$BLOB_SERVER" :: 8080 "$BLOB_MIB"
+# url_host ADDRESS: as a URL writes it (an IPv6 address in brackets).
+url_host() { if [[ $1 == *:* ]]; then echo "[$1]"; else echo "$1"; fi; }
 for name in "${CANDIDATES[@]}"; do
-    wait_for 10 host curl -s -o /dev/null --max-time 1 "http://${TARGET[$name]}:${HTTP_PORT[$name]}/" ||
+    wait_for 10 host curl -s -o /dev/null --max-time 1 "http://$(url_host "${TARGET[$name]}"):${HTTP_PORT[$name]}/" ||
         die "no HTTP answer through $name (${TARGET[$name]}:${HTTP_PORT[$name]})"
 done
 
@@ -101,7 +110,7 @@ print(s["bytes"], s["seconds"])')
         ;;
     http)
         read -r bytes seconds < <(ip netns exec "$E2E_HOST" curl -sS -o /dev/null --max-time 120 \
-            -w '%{size_download} %{time_total}\n' "http://$target:${HTTP_PORT[$name]}/blob")
+            -w '%{size_download} %{time_total}\n' "http://$(url_host "$target"):${HTTP_PORT[$name]}/blob")
         ;;
     esac
     cpu1=$(busy_jiffies)
@@ -139,7 +148,7 @@ for kind in up down http; do
         if [ "$metric" = throughput ]; then
             "$SYSTEM_PYTHON" "$REPORT" table "$RESULTS_FILE" bulk_tcp --title "${TITLE[$kind]}: throughput" \
                 --unit Gbit/s --better higher --baseline "plain routing" --paired "${args[@]}" \
-                --notes "$ROUNDS rounds, the four paths in rotating order; iperf3 -t $SECONDS_PER_RUN, one stream."
+                --notes "$ROUNDS rounds, the ${#CANDIDATES[@]} paths in rotating order; iperf3 -t $SECONDS_PER_RUN, one stream."
         else
             "$SYSTEM_PYTHON" "$REPORT" table "$RESULTS_FILE" bulk_tcp --title "${TITLE[$kind]}: CPU seconds per GB" \
                 --unit "CPU s/GB" --better lower --baseline "plain routing" --paired "${args[@]}" \

@@ -15,6 +15,7 @@
 #include "floor.skel.h"
 #include "tests/bench/tables.hpp"
 #include "tests/bpf/packet.hpp"
+#include "tests/bpf/packet6.hpp"
 #include "tests/bpf/world.hpp"
 
 #include <bpf/bpf.h>
@@ -113,6 +114,54 @@ Bytes offer_frame() {
 
 Bytes from_pod(Packet p) {
     return p.macs(veth_mac, pod_mac).bytes();
+}
+
+// IPv6 counterparts of the IPv4 paths (the same world, dual stack: tests/bpf/world.cpp).
+Bytes from_host6(Packet6 p) {
+    return p.macs(nic_mac, host_mac).bytes();
+}
+Bytes from_pod6(Packet6 p) {
+    return p.macs(veth_mac, pod_mac).bytes();
+}
+Bytes solicitation_frame() {
+    const std::string group = solicited_node(service_ip6);
+    return Packet6::icmp(host_ip6, group, kNeighbourSolicit, 0, ns_body(service_ip6, host_mac))
+        .hop_limit(255)
+        .macs(multicast_mac(group), host_mac)
+        .bytes();
+}
+// DHCPv6 (RFC 8415): option code, length, data.
+Bytes dhcp6_option(uint16_t code, const Bytes &data) {
+    Bytes o = {static_cast<uint8_t>(code >> 8), static_cast<uint8_t>(code), static_cast<uint8_t>(data.size() >> 8),
+               static_cast<uint8_t>(data.size())};
+    o.insert(o.end(), data.begin(), data.end());
+    return o;
+}
+Bytes dhcp6_message(uint8_t type) {
+    Bytes m = {type, 0x12, 0x34, 0x56};
+    Bytes duid = {0, 3, 0, 1};
+    duid.insert(duid.end(), client_mac.begin(), client_mac.end());
+    Bytes id = dhcp6_option(1, duid);
+    m.insert(m.end(), id.begin(), id.end());
+    return m;
+}
+const std::string client_link_local = "fe80::99";
+Bytes solicit_frame() {
+    return Packet6::udp({client_link_local, 546}, {"ff02::1:2", 547})
+        .payload(dhcp6_message(1))
+        .macs(multicast_mac("ff02::1:2"), client_mac)
+        .bytes();
+}
+Bytes relay_reply_frame() {
+    Bytes r = {13, 0};
+    auto link = ip6(service_ip6), peer = ip6(client_link_local);
+    r.insert(r.end(), link.begin(), link.end());
+    r.insert(r.end(), peer.begin(), peer.end());
+    Bytes id = dhcp6_option(18, Bytes(client_mac.begin(), client_mac.end()));
+    Bytes msg = dhcp6_option(9, dhcp6_message(2));
+    r.insert(r.end(), id.begin(), id.end());
+    r.insert(r.end(), msg.begin(), msg.end());
+    return from_pod6(Packet6::udp({pod_ip6, 547}, {service_ip6, 547}).payload(r));
 }
 
 double block_median(int prog_fd, const Bytes &frame, int runs) {
@@ -264,6 +313,7 @@ int main(int argc, char **argv) {
 
     const Bytes tcp_other = from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385}));
     const Bytes tcp_listed = from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}));
+    const Bytes tcp_listed6 = from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}));
     std::vector<Hook> hooks = {
         {"XDP on the NIC",
          "floor (XDP_PASS)",
@@ -271,7 +321,9 @@ int main(int argc, char **argv) {
          {{"pass-through (not a service IP)", xdp, tcp_other},
           {"ARP who-has service IP (learn, on to tc)", xdp, arp(1, broadcast, host_mac, host_ip, zero_mac, service_ip)},
           {"listed port, on to tc", xdp, tcp_listed},
-          {"drop (unlisted port)", xdp, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22}))}}},
+          {"drop (unlisted port)", xdp, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22}))},
+          {"IPv6: neighbour solicitation for the service address (observed, on to tc)", xdp, solicitation_frame()},
+          {"IPv6: listed port, on to tc", xdp, tcp_listed6}}},
         {"TC on the NIC ingress",
          "floor (TC_ACT_OK)",
          tc_floor,
@@ -281,13 +333,19 @@ int main(int argc, char **argv) {
           {"DNAT listed port + redirect_peer", tc_nic, tcp_listed},
           {"DNAT recorded flow + redirect_peer", tc_nic,
            from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port}))},
-          {"DHCP relay request (broadcast DISCOVER)", tc_nic, discover_frame()}}},
+          {"DHCP relay request (broadcast DISCOVER)", tc_nic, discover_frame()},
+          {"IPv6: neighbour advertisement + redirect to the NIC's egress", tc_nic, solicitation_frame()},
+          {"IPv6: NAT66 listed port + redirect_peer", tc_nic, tcp_listed6},
+          {"IPv6: DHCPv6 relay request (Solicit wrapped in a Relay-Forward)", tc_nic, solicit_frame()}}},
         {"TC on the pod veth",
          "floor (TC_ACT_OK)",
          tc_floor,
          {{"reverse SNAT (reply) + redirect", tc_pod, from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000}))},
           {"SNAT pod-initiated flow + redirect", tc_pod, from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}))},
-          {"DHCP relay reply (OFFER, server id rewritten)", tc_pod, offer_frame()}}},
+          {"DHCP relay reply (OFFER, server id rewritten)", tc_pod, offer_frame()},
+          {"IPv6: reverse NAT66 (reply) + redirect", tc_pod,
+           from_pod6(Packet6::tcp({pod_ip6, 6385}, {host_ip6, 40000}))},
+          {"IPv6: DHCPv6 relay reply (Relay-Reply unwrapped)", tc_pod, relay_reply_frame()}}},
     };
     // Warm: the pod-initiated path records its flow once, so every measured run sees the same state.
     for (const Hook &hook : hooks)

@@ -41,3 +41,39 @@ NFT
     write_config "$@" "$E2E_TMP/conf/bpfnet.yaml"
     loader_start "$E2E_TMP/conf/bpfnet.yaml" "$E2E_TMP/logs/loader.log" >/dev/null || die "$E2E_REASON"
 }
+
+# IPv6 beside IPv4, for the benchmarks that compare the families (bulk_tcp.sh): the host, the pod (its
+# backend address and a second one for plain routing), the node's address on the NIC (the plain route's
+# gateway), and the loader's config made dual stack (serviceIPv6, NAT66 to the pod's IPv6 address).
+SERVICE6=2001:2::2
+HOST6=2001:2::10
+NODE6=2001:2::1
+POD6=2001:2:0:100::2
+POD_GW6=2001:2:0:100::1
+PLAIN6=2001:2:0:100::3
+# shellcheck disable=SC2034 # read by the benchmarks that source this file
+declare -A PATH_TARGET6=(["bpfnet IPv6"]=$SERVICE6 ["plain routing IPv6"]=$PLAIN6)
+
+paths_add_ipv6() {
+    ip -n "$E2E_HOST" -6 addr add "$HOST6/64" dev eth0 &&
+        ip -n "$E2E_NODE" -6 addr add "$NODE6/64" dev "$E2E_NIC" &&
+        ip -n "$E2E_NODE" -6 addr add "$POD_GW6/64" dev "$E2E_VETH" &&
+        ip -n "$E2E_POD" -6 addr add "$POD6/64" dev eth0 &&
+        ip -n "$E2E_POD" -6 addr add "$PLAIN6/64" dev eth0 &&
+        ip -n "$E2E_POD" -6 route add default via "$POD_GW6" || die "IPv6 addresses"
+    ip netns exec "$E2E_NODE" sysctl -qw net.ipv6.conf.all.forwarding=1
+    local ns
+    for ns in "$E2E_HOST" "$E2E_NODE" "$E2E_POD"; do
+        wait_for 10 no_tentative "$ns" || die "IPv6 addresses of $ns still tentative"
+    done
+    ip -n "$E2E_HOST" -6 route add 2001:2:0:100::/64 via "$NODE6" || die "the host's IPv6 route to the pod"
+
+    # The standard config with the IPv6 service address beside the IPv4 one, applied by the running loader.
+    local config=$E2E_TMP/conf/bpfnet.yaml reloaded
+    reloaded=$(grep -c 'config reloaded' "$LOADER_LOG" || true)
+    sed "s/^  veth: auto\$/  veth: auto\n  ipv6: $POD6/" "$config" >"$config.new"
+    printf 'serviceIPv6: %s\nsubnetV6: 2001:2::/64\n' "$SERVICE6" >>"$config.new"
+    replace_file "$config.new" "$config"
+    wait_for 5 test_reloaded "$reloaded" || die "the loader did not apply the dual-stack config: $(tail -n 2 "$LOADER_LOG")"
+}
+test_reloaded() { [ "$(grep -c 'config reloaded' "$LOADER_LOG")" -gt "$1" ]; }
