@@ -32,6 +32,7 @@ POD_HTTP_PORT=8080
 HOST_AGENT_PORT=9999
 CLOSED_PORT=7000 # listed (udp), and nothing in the pod listens on it
 POD_SPORT=41000  # the pod's own datagrams leave from here
+POD_UNLISTED_PORT=9090 # the pod listens here too, but the port is not listed: no one may reach it
 
 add_ipv6() {
     ip -n "$E2E_HOST" -6 addr add "$HOST6/64" dev eth0 || die "host IPv6 address"
@@ -302,6 +303,30 @@ case_takeover_advertisement() {
 }
 service6_reachable() { [ "$(host curl -s -6 --max-time 1 "http://[$SERVICE6]/")" = "$HOST6" ]; }
 
+# k. Exposure: a TCP scan of ports 1-1024 and the pod's own ports on each service address (IPv6 and IPv4)
+# finds the listed port (80) open and nothing else, not even the port the pod listens on without it being
+# listed; every other port is silent (dropped, not refused: nothing behind the address answers for it).
+case_exposure_scan() {
+    local address out open counts
+    for address in "$SERVICE6" "$E2E_SERVICE_IP"; do
+        out=$(host python3 "$E2E_DIR/port_scan.py" --timeout $((2 * ${E2E_TIME_SCALE:-1})) "$address" "1-1024,$POD_HTTP_PORT,$POD_UNLISTED_PORT,$CLOSED_PORT,$HOST_AGENT_PORT") || {
+            E2E_REASON="the scan of $address failed: $out"
+            return 1
+        }
+        open=$(sed -n 1p <<<"$out")
+        counts=$(sed -n 2p <<<"$out")
+        if [ "$open" != 80 ] || [[ $counts != "refused 0 "* ]]; then
+            E2E_REASON="scanning $address: open '$open' ($counts), want only 80 open and no port refused"
+            return 1
+        fi
+        log "scan of $address: open $open; $counts"
+    done
+    if ! pod ss -Htln "sport = :$POD_UNLISTED_PORT" | grep -q LISTEN; then
+        E2E_REASON="the pod does not listen on $POD_UNLISTED_PORT: the scan proved nothing about it"
+        return 1
+    fi
+}
+
 # d. Another node configuring the service address runs duplicate address detection: the datapath defends the
 # address (the other node's kernel marks it dadfailed) and reports the conflict.
 case_dad_defended() {
@@ -355,6 +380,7 @@ topology_create
 add_ipv6
 mkdir -p "$LOGS"
 bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_HTTP_PORT"
+bg_in_ns "$E2E_POD" "$LOGS/pod-unlisted.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_UNLISTED_PORT"
 bg_in_ns "$E2E_HOST" "$LOGS/host-agent.log" python3 "$E2E_DIR/addr_server.py" "$HOST6" "$HOST_AGENT_PORT"
 wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
 write_dual_config
@@ -365,6 +391,7 @@ run_case "pod -> host over IPv6 as the service address (miss resolved by the loa
 run_case "unlisted port of the service IPv6 address dropped" case_unlisted_dropped
 run_case "the NIC is in the service address's solicited-node group, and status says so" case_solicited_node_group
 run_case "sourceRanges of both families: each service address takes the ranges of its family" case_source_ranges
+run_case "exposure: a scan of each service address finds the listed port open and nothing else" case_exposure_scan
 run_case "ICMPv6: a host's port unreachable reaches the pod's socket" case_icmp6_host_refuses
 run_case "ICMPv6: the pod's port unreachable reaches the host as the service address's" case_icmp6_pod_refuses
 run_case "ICMPv6: packet too big through the service address sets the pod's path MTU" case_icmp6_packet_too_big
