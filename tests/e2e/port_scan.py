@@ -9,6 +9,7 @@ answered with a reset, and ports that never answered (dropped). Exit 0, or 2 on 
 """
 import argparse
 import errno
+import resource
 import select
 import socket
 import sys
@@ -23,18 +24,14 @@ def ports_of(spec):
     return sorted(ports)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--timeout", type=float, default=2.0)
-    parser.add_argument("address")
-    parser.add_argument("ports")
-    args = parser.parse_args()
-    family = socket.AF_INET6 if ":" in args.address else socket.AF_INET
+def scan(address, ports, timeout):
+    """One round of connects, all at once: (accepted ports, refused count, silent count)."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
     pending = {}
-    for port in ports_of(args.ports):
+    for port in ports:
         s = socket.socket(family, socket.SOCK_STREAM)
         s.setblocking(False)
-        rc = s.connect_ex((args.address, port))
+        rc = s.connect_ex((address, port))
         if rc not in (0, errno.EINPROGRESS):
             s.close()
             continue
@@ -44,7 +41,7 @@ def main():
     by_fd = {s.fileno(): s for s in pending}
     for fd in by_fd:
         poller.register(fd, select.POLLOUT)
-    deadline = time.monotonic() + args.timeout
+    deadline = time.monotonic() + timeout
     while pending and time.monotonic() < deadline:
         for fd, _ in poller.poll(max(0, int((deadline - time.monotonic()) * 1000))):
             s = by_fd[fd]
@@ -55,10 +52,34 @@ def main():
             else:
                 refused += 1
             s.close()
+    silent = len(pending)
     for s in pending:
         s.close()
+    return accepted, refused, silent
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--timeout", type=float, default=2.0)
+    parser.add_argument("address")
+    parser.add_argument("ports")
+    args = parser.parse_args()
+    ports = ports_of(args.ports)
+    # As many sockets at once as the descriptor limit allows (its soft value is often 1024): rounds of them.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = len(ports) + 64
+    if soft != resource.RLIM_INFINITY and soft < want:
+        soft = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    per_round = max(64, len(ports) if soft == resource.RLIM_INFINITY else soft - 64)
+    accepted, refused, silent = [], 0, 0
+    for first in range(0, len(ports), per_round):
+        a, r, s = scan(args.address, ports[first : first + per_round], args.timeout)
+        accepted += a
+        refused += r
+        silent += s
     print(" ".join(str(p) for p in sorted(accepted)))
-    print("refused %d silent %d" % (refused, len(pending)))
+    print("refused %d silent %d" % (refused, silent))
     return 0
 
 

@@ -309,7 +309,7 @@ service6_reachable() { [ "$(host curl -s -6 --max-time 1 "http://[$SERVICE6]/")"
 case_exposure_scan() {
     local address out open counts
     for address in "$SERVICE6" "$E2E_SERVICE_IP"; do
-        out=$(host python3 "$E2E_DIR/port_scan.py" --timeout $((2 * ${E2E_TIME_SCALE:-1})) "$address" "1-1024,$POD_HTTP_PORT,$POD_UNLISTED_PORT,$CLOSED_PORT,$HOST_AGENT_PORT") || {
+        out=$(host python3 "$E2E_DIR/port_scan.py" --timeout $((2 * ${E2E_TIME_SCALE:-1})) "$address" "1-1024,$POD_HTTP_PORT,$POD_UNLISTED_PORT,$CLOSED_PORT,$HOST_AGENT_PORT" 2>&1) || {
             E2E_REASON="the scan of $address failed: $out"
             return 1
         }
