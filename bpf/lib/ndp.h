@@ -20,6 +20,7 @@
 #define ND_OPT_TARGET_LL_ADDR	 2
 #define ND_MESSAGE_LEN		 24  /* type, code, checksum, flags (reserved in a solicitation), target */
 #define ND_MAX_OPTIONS		 4   /* options looked at for the link-layer address */
+#define ND_MAX_CHECKED_LEN	 128 /* longest message whose checksum is verified; a longer one is not ours */
 #define ND_HOP_LIMIT		 255 /* RFC 4861 7.1: anything else came through a router */
 #define ND_FLAG_SOLICITED	 0x40000000
 #define ND_FLAG_OVERRIDE	 0x20000000
@@ -52,11 +53,50 @@ static __always_inline int ipv6_is_multicast(const struct bpfnet_ip *ip)
 }
 
 /*
+ * RFC 4861 7.1.1: the ICMPv6 checksum must be valid, over the pseudo-header (RFC 8200 8.1) and the message
+ * [icmp_off, end). The kernel drops a message that fails it; so must the responder and what XDP learns, or a
+ * frame the hosts' stacks ignore would still be answered and believed. Summed 8 bytes at a time (a message is
+ * 24 bytes plus options of 8-byte units), up to ND_MAX_CHECKED_LEN: real solicitations and advertisements
+ * carry one or two options; a longer message is left to the kernel.
+ */
+static __always_inline int nd_checksum_ok(void *ctx, int xdp, const struct bpfnet_ip *source,
+					  const struct bpfnet_ip *dest, __u32 icmp_off, __u32 end)
+{
+	__u32 len = end - icmp_off;
+	struct {
+		__be32 len;
+		__be32 next_header;
+	} rest = {bpf_htonl(len), bpf_htonl(IPV6_NEXTHDR_ICMP)};
+	struct bpfnet_ip s = *source, d = *dest;
+	__s64 sum;
+
+	if (len > ND_MAX_CHECKED_LEN || len % 8)
+		return 0;
+	sum = bpf_csum_diff(NULL, 0, s.w, sizeof(s), 0);
+	sum = bpf_csum_diff(NULL, 0, d.w, sizeof(d), (__u32)sum);
+	sum = bpf_csum_diff(NULL, 0, (__be32 *)&rest, sizeof(rest), (__u32)sum);
+	for (int i = 0; i < ND_MAX_CHECKED_LEN / 8; i++) {
+		__be32 chunk[2];
+		__u32 off = icmp_off + i * 8;
+
+		if (off >= end)
+			break;
+		if (load_packet_bytes(ctx, xdp, off, chunk, sizeof(chunk)))
+			return 0;
+		sum = bpf_csum_diff(NULL, 0, chunk, sizeof(chunk), (__u32)sum);
+	}
+	__u32 folded = (__u32)sum;
+	folded = (folded & 0xffff) + (folded >> 16);
+	folded = (folded & 0xffff) + (folded >> 16);
+	return folded == 0xffff;
+}
+
+/*
  * Reads a neighbour solicitation or advertisement that passes RFC 4861's checks (7.1.1, 7.1.2): ICMPv6 right
- * after the fixed header, hop limit 255, code 0, at least the fixed message, a unicast target; a DAD probe
- * (from ::) only to a multicast group and without a source link-layer option. Returns -1 for anything else.
- * The link-layer option is looked for among the first ND_MAX_OPTIONS options; an option of length 0 ends the
- * message as invalid.
+ * after the fixed header, hop limit 255, code 0, a valid checksum, at least the fixed message, a unicast
+ * target; a DAD probe (from ::) only to a multicast group and without a source link-layer option. Returns -1
+ * for anything else. The link-layer option is looked for among the first ND_MAX_OPTIONS options; an option of
+ * length 0 ends the message as invalid.
  */
 static __always_inline int ndp_read(void *ctx, int xdp, void *data, __u32 frame_len, struct ipv6hdr *ip6,
 				    struct ndp_msg *nd)
@@ -87,6 +127,8 @@ static __always_inline int ndp_read(void *ctx, int xdp, void *data, __u32 frame_
 		return -1;
 	if (head.type == ICMPV6_NEIGHBOUR_ADVERT && ipv6_is_multicast(&dest) &&
 	    (head.flags & bpf_htonl(ND_FLAG_SOLICITED)))
+		return -1;
+	if (!nd_checksum_ok(ctx, xdp, &nd->source, &dest, icmp_off, end))
 		return -1;
 
 	__u8 wanted = head.type == ICMPV6_NEIGHBOUR_SOLICIT ? ND_OPT_SOURCE_LL_ADDR : ND_OPT_TARGET_LL_ADDR;

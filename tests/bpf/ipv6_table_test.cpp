@@ -81,176 +81,221 @@ Packet6 api_reply_from(const std::string &address, uint16_t port) {
     return Packet6::tcp({address, port}, {host_ip6, 40000}).payload(std::string(1200, 'x'));
 }
 
-const std::vector<Row> kNdpRows = {
-    {"solicitation for the service address (solicited-node group): advertised, solicited and overriding",
-     Program::TcNic,
-     from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
-     kTcRedirect,
-     service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
-     {BPFNET_CTR_NDP_REPLY}},
-    {"unicast solicitation (reachability confirmation): advertised",
-     Program::TcNic,
-     from_host6(solicitation(host_ip6, service_ip6, host_mac, service_ip6)),
-     kTcRedirect,
-     service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
-     {BPFNET_CTR_NDP_REPLY}},
-    {"solicitation without a link-layer option: advertised to the frame's sender",
-     Program::TcNic,
-     from_host6(solicitation(host_ip6, service_ip6, std::nullopt), service_group_mac),
-     kTcRedirect,
-     service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
-     {BPFNET_CTR_NDP_REPLY}},
-    {"another node's duplicate address detection probe: defended to all nodes, not solicited",
-     Program::TcNic,
-     Packet6::icmp("::", solicited_node(service_ip6), kNeighbourSolicit, 0, ns_body(service_ip6, std::nullopt))
-         .hop_limit(255)
-         .macs(service_group_mac, client_mac)
-         .bytes(),
-     kTcRedirect,
-     service_advertisement(all_nodes, kNaOverride, all_nodes_mac),
-     {BPFNET_CTR_NDP_REPLY}},
-    {"another node's DAD probe for the service address is a conflict",
-     Program::XdpNic,
-     Packet6::icmp("::", solicited_node(service_ip6), kNeighbourSolicit, 0, ns_body(service_ip6, std::nullopt))
-         .hop_limit(255)
-         .macs(service_group_mac, client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
-    {"solicitation with a hop limit below 255 came through a router: not answered",
-     Program::TcNic,
-     from_host6(solicitation(host_ip6, service_ip6, host_mac).hop_limit(254), service_group_mac),
-     kTcNext,
-     std::nullopt,
-     {}},
-    {"solicitation for the service address this node does not own: passed",
-     Program::TcNic,
-     from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
-     kTcNext,
-     std::nullopt,
-     {BPFNET_CTR_NDP_NOT_ACTIVE},
-     [](DatapathTest &t) {
-         t.set_service_ip6_active(false);
-     }},
-    {"solicitation while the loader's heartbeat is stale: not answered",
-     Program::TcNic,
-     from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
-     kTcNext,
-     std::nullopt,
-     {BPFNET_CTR_NDP_STALE_HEARTBEAT},
-     [](DatapathTest &t) {
-         t.set_heartbeat_age_seconds(60);
-     }},
-    {"solicitation for another address on the LAN: the kernel's",
-     Program::TcNic,
-     from_host6(solicitation(host_ip6, other_lan_ip6, host_mac), multicast_mac(solicited_node(other_lan_ip6))),
-     kTcNext,
-     std::nullopt,
-     {}},
-    {"a new host's solicitation teaches where it is",
-     Program::XdpNic,
-     Packet6::icmp(unknown_host_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0,
-                   ns_body(other_lan_ip6, client_mac))
-         .hop_limit(255)
-         .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
-    {"an overriding advertisement moves a known host (RFC 4861 7.2.5)",
-     Program::XdpNic,
-     Packet6::icmp(host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(host_ip6, kNaOverride, client_mac))
-         .hop_limit(255)
-         .macs(all_nodes_mac, client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
-    {"an advertisement without the Override flag leaves a known host where it is",
-     Program::XdpNic,
-     Packet6::icmp(host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(host_ip6, 0, client_mac))
-         .hop_limit(255)
-         .macs(all_nodes_mac, client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS}},
-    {"an advertisement for a host never seen creates no entry",
-     Program::XdpNic,
-     Packet6::icmp(unknown_host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(unknown_host_ip6, kNaOverride, client_mac))
-         .hop_limit(255)
-         .macs(all_nodes_mac, client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS}},
-    {"a host's answer to the loader's solicitation teaches where it is",
-     Program::XdpNic,
-     Packet6::icmp(unknown_host_ip6, service_ip6, kNeighbourAdvert, 0,
-                   na_body(unknown_host_ip6, kNaSolicited | kNaOverride, client_mac))
-         .hop_limit(255)
-         .macs(nic_mac, client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
-    {"another MAC soliciting from the service address is a conflict",
-     Program::XdpNic,
-     Packet6::icmp(service_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0, ns_body(other_lan_ip6, client_mac))
-         .hop_limit(255)
-         .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
-    {"a solicitation for the IPv4 service IP's mapped address is not NDP's: not answered",
-     Program::TcNic,
-     from_host6(solicitation(host_ip6, "::ffff:" + service_ip, host_mac), service_group_mac),
-     kTcNext,
-     std::nullopt,
-     {}},
-    {"an advertisement for the IPv4 service IP's mapped address claims nothing",
-     Program::XdpNic,
-     Packet6::icmp("::ffff:" + service_ip, all_nodes, kNeighbourAdvert, 0,
-                   na_body("::ffff:" + service_ip, kNaOverride, client_mac))
-         .hop_limit(255)
-         .macs(all_nodes_mac, client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS}},
-    {"another MAC advertising the service address is a conflict",
-     Program::XdpNic,
-     Packet6::icmp(service_ip6, all_nodes, kNeighbourAdvert, 0, na_body(service_ip6, kNaOverride, client_mac))
-         .hop_limit(255)
-         .macs(all_nodes_mac, client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
-    {"a solicitation offering a group MAC teaches nothing",
-     Program::XdpNic,
-     Packet6::icmp(unknown_host_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0,
-                   ns_body(other_lan_ip6, mac("01:00:5e:00:00:01")))
-         .hop_limit(255)
-         .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
-         .bytes(),
-     kXdpPass,
-     std::nullopt,
-     {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_REFUSED}},
-    {"a solicitation with an option of length 0 is invalid (RFC 4861 4.6): not answered",
-     Program::TcNic,
-     [] {
-         Bytes body = ns_body(service_ip6, host_mac);
-         body[21] = 0; // the source link-layer option's length
-         return from_host6(
-             Packet6::icmp(host_ip6, solicited_node(service_ip6), kNeighbourSolicit, 0, body).hop_limit(255),
-             service_group_mac);
-     }(),
-     kTcNext,
-     std::nullopt,
-     {}},
+// The frame with its ICMPv6 checksum broken (the message is otherwise the same).
+Bytes with_bad_icmp6_checksum(Bytes frame) {
+    frame[kL4Offset6 + 2] ^= 0xff;
+    return frame;
+}
+
+const std::
+    vector<Row>
+        kNdpRows =
+            {
+                // RFC 4861 7.1.1: a message with a wrong checksum is invalid; hosts drop it, and so does NDP here.
+                {"a solicitation with a wrong ICMPv6 checksum: not answered, handed to the kernel (which drops it)",
+                 Program::TcNic,
+                 with_bad_icmp6_checksum(from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac)),
+                 kTcNext,
+                 std::nullopt,
+                 {}},
+                {"an overriding advertisement with a wrong checksum moves no known host",
+                 Program::XdpNic,
+                 with_bad_icmp6_checksum(
+                     Packet6::icmp(host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(host_ip6, kNaOverride, client_mac))
+                         .hop_limit(255)
+                         .macs(all_nodes_mac, client_mac)
+                         .bytes()),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS}},
+                {"an answer to the loader's solicitation with a wrong checksum teaches nothing, and is dropped",
+                 Program::XdpNic,
+                 with_bad_icmp6_checksum(
+                     Packet6::icmp(unknown_host_ip6, service_ip6, kNeighbourAdvert, 0,
+                                   na_body(unknown_host_ip6, kNaSolicited | kNaOverride, client_mac))
+                         .hop_limit(255)
+                         .macs(nic_mac, client_mac)
+                         .bytes()),
+                 kXdpDrop,
+                 std::nullopt,
+                 {BPFNET_CTR_DROP_PROTOCOL}},
+                {"solicitation for the service address (solicited-node group): advertised, solicited and overriding",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
+                 kTcRedirect,
+                 service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
+                 {BPFNET_CTR_NDP_REPLY}},
+                {"unicast solicitation (reachability confirmation): advertised",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, service_ip6, host_mac, service_ip6)),
+                 kTcRedirect,
+                 service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
+                 {BPFNET_CTR_NDP_REPLY}},
+                {"solicitation without a link-layer option: advertised to the frame's sender",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, service_ip6, std::nullopt), service_group_mac),
+                 kTcRedirect,
+                 service_advertisement(host_ip6, kNaSolicited | kNaOverride, host_mac),
+                 {BPFNET_CTR_NDP_REPLY}},
+                {"another node's duplicate address detection probe: defended to all nodes, not solicited",
+                 Program::TcNic,
+                 Packet6::icmp("::", solicited_node(service_ip6), kNeighbourSolicit, 0,
+                               ns_body(service_ip6, std::nullopt))
+                     .hop_limit(255)
+                     .macs(service_group_mac, client_mac)
+                     .bytes(),
+                 kTcRedirect,
+                 service_advertisement(all_nodes, kNaOverride, all_nodes_mac),
+                 {BPFNET_CTR_NDP_REPLY}},
+                {"another node's DAD probe for the service address is a conflict",
+                 Program::XdpNic,
+                 Packet6::icmp("::", solicited_node(service_ip6), kNeighbourSolicit, 0,
+                               ns_body(service_ip6, std::nullopt))
+                     .hop_limit(255)
+                     .macs(service_group_mac, client_mac)
+                     .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
+                {"solicitation with a hop limit below 255 came through a router: not answered",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, service_ip6, host_mac).hop_limit(254), service_group_mac),
+                 kTcNext,
+                 std::nullopt,
+                 {}},
+                {"solicitation for the service address this node does not own: passed",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
+                 kTcNext,
+                 std::nullopt,
+                 {BPFNET_CTR_NDP_NOT_ACTIVE},
+                 [](DatapathTest &t) {
+                     t.set_service_ip6_active(false);
+                 }},
+                {"solicitation while the loader's heartbeat is stale: not answered",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
+                 kTcNext,
+                 std::nullopt,
+                 {BPFNET_CTR_NDP_STALE_HEARTBEAT},
+                 [](DatapathTest &t) {
+                     t.set_heartbeat_age_seconds(60);
+                 }},
+                {"solicitation for another address on the LAN: the kernel's",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, other_lan_ip6, host_mac),
+                            multicast_mac(solicited_node(other_lan_ip6))),
+                 kTcNext,
+                 std::nullopt,
+                 {}},
+                {"a new host's solicitation teaches where it is",
+                 Program::XdpNic,
+                 Packet6::icmp(unknown_host_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0,
+                               ns_body(other_lan_ip6, client_mac))
+                     .hop_limit(255)
+                     .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
+                     .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+                {"an overriding advertisement moves a known host (RFC 4861 7.2.5)",
+                 Program::XdpNic,
+                 Packet6::icmp(host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(host_ip6, kNaOverride, client_mac))
+                     .hop_limit(255)
+                     .macs(all_nodes_mac, client_mac)
+                     .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+                {"an advertisement without the Override flag leaves a known host where it is",
+                 Program::XdpNic,
+                 Packet6::icmp(host_ip6, all_nodes, kNeighbourAdvert, 0, na_body(host_ip6, 0, client_mac))
+                     .hop_limit(255)
+                     .macs(all_nodes_mac, client_mac)
+                     .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS}},
+                {"an advertisement for a host never seen creates no entry",
+                 Program::XdpNic,
+                 Packet6::icmp(unknown_host_ip6, all_nodes, kNeighbourAdvert, 0,
+                               na_body(unknown_host_ip6, kNaOverride, client_mac))
+                     .hop_limit(255)
+                     .macs(all_nodes_mac, client_mac)
+                     .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS}},
+                {"a host's answer to the loader's solicitation teaches where it is",
+                 Program::XdpNic,
+                 Packet6::icmp(unknown_host_ip6, service_ip6, kNeighbourAdvert, 0,
+                               na_body(unknown_host_ip6, kNaSolicited | kNaOverride, client_mac))
+                     .hop_limit(255)
+                     .macs(nic_mac, client_mac)
+                     .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+                {"another MAC soliciting from the service address is a conflict",
+                 Program::XdpNic,
+                 Packet6::icmp(service_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0,
+                               ns_body(other_lan_ip6, client_mac))
+                     .hop_limit(255)
+                     .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
+                     .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
+                {"a solicitation for the IPv4 service IP's mapped address is not NDP's: not answered",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, "::ffff:" + service_ip, host_mac), service_group_mac),
+                 kTcNext,
+                 std::nullopt,
+                 {}},
+                {"an advertisement for the IPv4 service IP's mapped address claims nothing",
+                 Program::XdpNic,
+                 Packet6::
+                     icmp("::ffff:" + service_ip, all_nodes, kNeighbourAdvert,
+                          0, na_body("::ffff:" + service_ip, kNaOverride, client_mac))
+                         .hop_limit(255)
+                         .macs(all_nodes_mac, client_mac)
+                         .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS}},
+                {"another MAC advertising the service address is a conflict",
+                 Program::XdpNic,
+                 Packet6::
+                     icmp(service_ip6, all_nodes, kNeighbourAdvert, 0, na_body(service_ip6, kNaOverride, client_mac))
+                         .hop_limit(255)
+                         .macs(all_nodes_mac, client_mac)
+                         .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},
+                {"a solicitation offering a group MAC teaches nothing",
+                 Program::XdpNic,
+                 Packet6::
+                     icmp(unknown_host_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit,
+                          0, ns_body(other_lan_ip6, mac("01:00:5e:00:00:01")))
+                         .hop_limit(255)
+                         .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
+                         .bytes(),
+                 kXdpPass,
+                 std::nullopt,
+                 {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_REFUSED}},
+                {"a solicitation with an option of length 0 is invalid (RFC 4861 4.6): not answered",
+                 Program::TcNic,
+                 [] {
+                     Bytes body = ns_body(service_ip6, host_mac);
+                     body[21] = 0; // the source link-layer option's length
+                     return from_host6(Packet6::icmp(host_ip6, solicited_node(service_ip6), kNeighbourSolicit, 0, body)
+                                           .hop_limit(255),
+                                       service_group_mac);
+                 }(),
+                 kTcNext,
+                 std::nullopt,
+                 {}},
 };
 
 const std::vector<Row> kNat66Rows = {
