@@ -70,10 +70,9 @@ paths_add_ipv6() {
 
     # The standard config with the IPv6 service address beside the IPv4 one, applied by the running loader.
     local config=$E2E_TMP/conf/bpfnet.yaml reloaded
-    reloaded=$(grep -c 'config reloaded' "$LOADER_LOG" || true)
+    reloaded=$(loader_reloads)
     sed "s/^  veth: auto\$/  veth: auto\n  ipv6: $POD6/" "$config" >"$config.new"
     printf 'serviceIPv6: %s\nsubnetV6: 2001:2::/64\n' "$SERVICE6" >>"$config.new"
     replace_file "$config.new" "$config"
-    wait_for 5 test_reloaded "$reloaded" || die "the loader did not apply the dual-stack config: $(tail -n 2 "$LOADER_LOG")"
+    wait_for 5 loader_reloaded_since "$reloaded" || die "the loader did not apply the dual-stack config: $(tail -n 2 "$LOADER_LOG")"
 }
-test_reloaded() { [ "$(grep -c 'config reloaded' "$LOADER_LOG")" -gt "$1" ]; }

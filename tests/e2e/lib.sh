@@ -591,6 +591,11 @@ loader_start() {
 
 loader_up_or_dead() { loader_serving || pid_gone "$LOADER_PID"; }
 
+# loader_reloads: how many new configs the running loader has applied (file edits, SIGHUP);
+# loader_reloaded_since N: more than N, for wait_for after an edit.
+loader_reloads() { grep -c 'config reloaded' "$LOADER_LOG" || true; }
+loader_reloaded_since() { [ "$(loader_reloads)" -gt "$1" ]; }
+
 # loader_stop [SIGNAL]: stops the running loader; its exit status is left in STOPPED_RC.
 loader_stop() {
     [ -n "$LOADER_PID" ] || return 0
@@ -616,6 +621,7 @@ is_number() { [[ $1 =~ ^[0-9]+$ ]]; }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
 
 pod_listens() { pod ss -Htln "sport = :$1" | grep -q LISTEN; }
+pod_udp_bound() { pod ss -Hunl "sport = :$1" | grep -q .; }
 
 # no_tentative NS: every IPv6 address in NS is usable, duplicate address detection over (RFC 4862: the kernel
 # drops "tentative" then).

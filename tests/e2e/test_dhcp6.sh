@@ -286,13 +286,12 @@ sys.exit(0 if d["dhcp6_relay"] == {"service_ip": sys.argv[1], "nic_in_group": Tr
 
 # g. A router solicitation is answered at once: with the periodic advertisements 30 minutes apart, a host whose
 # link comes back (its kernel solicits, and forgets the prefix with the link) learns the prefix within seconds.
-config_reloaded() { [ "$(grep -c 'config reloaded' "$LOADER_LOG")" -gt "$1" ]; }
 case_solicitation_answered() {
     local reloads
-    reloads=$(grep -c 'config reloaded' "$LOADER_LOG")
+    reloads=$(loader_reloads)
     sed -i 's/intervalSeconds: 4$/intervalSeconds: 1800/' "$CONFIG"
     kill -HUP "$LOADER_PID"
-    wait_for 10 config_reloaded "$reloads" || {
+    wait_for 10 loader_reloaded_since "$reloads" || {
         E2E_REASON="the loader did not reload the config: $(tail -n 2 "$LOADER_LOG")"
         return 1
     }

@@ -75,10 +75,10 @@ YAML
 # Rewrites the config (one rename, as a ConfigMap update does) and waits until the loader has applied it.
 reload_dual_config() {
     local reloaded
-    reloaded=$(grep -cF 'config reloaded' "$LOADER_LOG")
+    reloaded=$(loader_reloads)
     write_dual_config "$CONFIG.new" "${1:-}"
     replace_file "$CONFIG.new" "$CONFIG"
-    wait_for 5 test "$(grep -cF 'config reloaded' "$LOADER_LOG")" -gt "$reloaded"
+    wait_for 5 loader_reloaded_since "$reloaded"
 }
 
 # The host's neighbour entry for an address: "MAC STATE", empty when it has none.
@@ -261,7 +261,6 @@ s.bind(('::', $POD_SPORT + 1)); s.sendto(b'x' * 64, ('$HOST6', 9)); time.sleep(3
     stop_pid "$sock_pid"
     log "pod route: $(pod ip -6 route get "$HOST6" | tr -s " \n" " ")"
 }
-pod_udp_bound() { pod ss -Hunl "sport = :$1" | grep -q .; }
 pod_route6_mtu_is() { pod ip -6 route get "$HOST6" | grep -q "mtu $1"; }
 
 # j. Taking the address over, the loader announces it with unsolicited neighbour advertisements (RFC 4861

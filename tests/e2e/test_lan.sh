@@ -161,7 +161,6 @@ s.bind(('0.0.0.0', $POD_SPORT + 1)); s.sendto(b'x' * 64, ('$E2E_HOST_IP', 9)); t
     stop_pid "$sock_pid"
     log "pod route: $(pod ip route get "$E2E_HOST_IP" | tr -s " \n" " ")"
 }
-pod_udp_bound() { pod ss -Hunl "sport = :$1" | grep -q .; }
 pod_route_mtu_is() { pod ip route get "$E2E_HOST_IP" | grep -q "mtu $1"; }
 
 # ---------------------------------------------------------------------------------------------------
