@@ -69,6 +69,12 @@ inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{5000};
 inline constexpr uint32_t kDefaultGarpCount = 3;
 inline constexpr std::chrono::milliseconds kDefaultGarpInterval{200};
 inline constexpr std::chrono::seconds kDefaultRouterAdvertisementInterval{10};
+/* Limits both modes apply. The IPv6 provisioning subnet: a /64 as a rule (SLAAC, metal3-dev-env's ULA). */
+inline constexpr unsigned kMinPrefix6Len = 16;
+inline constexpr unsigned kMaxPrefix6Len = 124;
+/* Router advertisement interval, seconds: RFC 4861 6.2.1's MinRtrAdvInterval floor and MaxRtrAdvInterval. */
+inline constexpr unsigned kMinRaIntervalSeconds = 4;
+inline constexpr unsigned kMaxRaIntervalSeconds = 1800;
 
 std::string default_control_socket(const std::string &interface);
 

@@ -109,6 +109,10 @@ void KubernetesLoader::start() {
                                  {"lease_duration_s", std::to_string(options_.lease_duration.count())}});
 }
 
+std::string KubernetesLoader::Candidate::id() const {
+    return service.key() + " " + format_ip(service_ip);
+}
+
 std::string KubernetesLoader::leases_path() const {
     return "/apis/coordination.k8s.io/v1/namespaces/" + options_.lease_namespace + "/leases";
 }
@@ -150,7 +154,7 @@ int KubernetesLoader::run() {
     runtime_.start([this](const bpfnet_ip &service_ip, const std::string &mac, bool yielded) {
         {
             std::lock_guard lock(conflicts_mutex_);
-            conflicts_.push_back({v4_of(service_ip), mac, yielded});
+            conflicts_.push_back({service_ip, mac, yielded});
         }
         wake();
     });
@@ -218,13 +222,13 @@ void KubernetesLoader::reconcile() {
 
     // One Lease per service IP: Services sharing an IP are eligible here only together (find_endpoints).
     IpServices eligible;
-    std::set<__be32> used_ips;
+    std::set<bpfnet_ip> used_ips;
     for (const Candidate &candidate : candidates) {
-        used_ips.insert(candidate.service.service_ip_be);
+        used_ips.insert(candidate.service_ip);
         if (candidate.location)
-            eligible[candidate.service.service_ip_be].push_back(candidate.service.key());
+            eligible[candidate.service_ip].push_back(candidate.service.key());
     }
-    std::set<__be32> held_here, answered_here;
+    std::set<bpfnet_ip> held_here, answered_here;
     for (const auto &[ip, keys] : eligible) {
         try {
             if (!hold_lease(ip, keys, leases, now))
@@ -233,23 +237,22 @@ void KubernetesLoader::reconcile() {
             if (!announcing(ip))
                 answered_here.insert(ip);
         } catch (const std::exception &e) {
-            log_warn("lease not claimed", {{"service_ip", format_ipv4(ip)}, {"error", e.what()}});
+            log_warn("lease not claimed", {{"service_ip", format_ip(ip)}, {"error", e.what()}});
         }
     }
 
     std::vector<ServiceSpec> specs;
-    std::set<std::string> serving;
+    std::map<std::string, Served> serving;
     for (const Candidate &candidate : candidates) {
-        bool here = candidate.location && answered_here.contains(candidate.service.service_ip_be);
+        bool here = candidate.location && answered_here.contains(candidate.service_ip);
         ServiceSpec spec;
-        spec.service_ip = ip_from_v4(candidate.service.service_ip_be);
+        spec.service_ip = candidate.service_ip;
         spec.ports = candidate.ports;
-        for (const auto &[network, prefix] : candidate.service.source_ranges)
-            spec.source_ranges.push_back({ip_from_v4(network), prefix});
+        spec.source_ranges = candidate.service.source_ranges; // the datapath takes those of the IP's family
         if (here) {
-            spec.backend_ip = ip_from_v4(candidate.endpoint->ip_be);
+            spec.backend_ip = candidate.endpoint->ip;
             spec.location = candidate.location;
-            serving.insert(candidate.service.key());
+            serving[candidate.id()] = {candidate.service.key(), candidate.service_ip};
         }
         specs.push_back(std::move(spec));
     }
@@ -270,22 +273,23 @@ void KubernetesLoader::reconcile() {
     release_leases(held_here, leases);
     collect_orphaned_leases(leases, used_ips);
 
-    for (const Candidate &candidate : candidates)
-        if (serving.contains(candidate.service.key())) {
-            publish_ingress(candidate);
-            served_ips_[candidate.service.key()] = candidate.service.service_ip_be;
-        }
+    std::set<std::string> served_services, accepted_services;
+    for (const Candidate &candidate : candidates) {
+        accepted_services.insert(candidate.service.key());
+        // Once per Service (the status lists all its addresses), from its first address served here.
+        if (serving.contains(candidate.id()) && served_services.insert(candidate.service.key()).second)
+            publish_ingress(candidate, answered_here, leases);
+    }
     report_transitions(candidates, serving, services);
     std::erase_if(taken_from_, [&](const auto &entry) {
         return !held_.contains(entry.first) || answered_here.contains(entry.first);
     });
-    served_count_ = serving.size();
-    standby_count_ = candidates.size() - serving.size();
+    served_count_ = served_services.size();
+    standby_count_ = accepted_services.size() - served_services.size();
     held_count_ = held_.size();
     ++reconciles_;
     serving_ = std::move(serving);
     answered_ips_ = std::move(answered_here);
-    std::erase_if(served_ips_, [&](const auto &entry) { return !serving_.contains(entry.first); });
     report_conflicts(candidates);
     if (!ready_reported_) {
         ready_reported_ = true;
@@ -320,7 +324,8 @@ const Snapshot &KubernetesLoader::our_services() {
 }
 
 std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(const Snapshot &services) {
-    std::vector<Candidate> candidates;
+    std::vector<AcceptedService> all;
+    std::vector<const json *> objects; // of all[i]
     std::set<std::string> present;
     std::uint64_t refused = 0;
     for (const auto &[key, object] : services) {
@@ -334,16 +339,9 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
                         warning_event("Refused", "Refuse", "bpfnet refused this Service: " + decision.reason));
             continue;
         }
-        posted_.erase(key + "|Refused");
-        AcceptedService service = accepted(decision);
-        // Until an endpoint resolves them, named target ports are not listed (nothing could be steered to them).
-        std::vector<PortRule> listed = resolve_target_ports(service, std::nullopt).ports;
-        candidates.push_back({std::move(service), object, std::nullopt, std::nullopt, std::move(listed)});
+        all.push_back(accepted(decision));
+        objects.push_back(&object);
     }
-
-    std::vector<AcceptedService> all;
-    for (const Candidate &candidate : candidates)
-        all.push_back(candidate.service);
     std::set<std::string> shared_ip_refused;
     for (const Conflict &conflict : check_shared_ips(all)) {
         if (!shared_ip_refused.insert(conflict.refused).second)
@@ -353,7 +351,21 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
             report_once(it->second, conflict.refused,
                         warning_event("Refused", "Refuse", "bpfnet refused this Service: " + conflict.reason));
     }
-    std::erase_if(candidates, [&](const Candidate &c) { return shared_ip_refused.contains(c.service.key()); });
+    // One candidate per address: each family is steered to the pod's address of that family, under its own
+    // Lease.
+    std::vector<Candidate> candidates;
+    for (size_t i = 0; i < all.size(); ++i) {
+        if (shared_ip_refused.contains(all[i].key()))
+            continue;
+        forget_posted(all[i].key(), "Refused"); // accepted now: a later refusal is reported at once
+        for (const bpfnet_ip &ip : all[i].service_ips) {
+            AcceptedService service = ports_for_family(all[i], family_of(ip));
+            // Until an endpoint resolves them, named target ports are not listed (nothing could be steered to
+            // them).
+            std::vector<PortRule> listed = resolve_target_ports(service, std::nullopt).ports;
+            candidates.push_back({std::move(service), ip, *objects[i], std::nullopt, std::nullopt, std::move(listed)});
+        }
+    }
     refused_count_ = refused + shared_ip_refused.size();
 
     // Forget what was posted for Services that are gone, so a recreated one is told again.
@@ -377,9 +389,10 @@ bool KubernetesLoader::resolve_ports(Candidate &candidate) {
             list += (list.empty() ? "" : ", ") + m;
         report_once(candidate.object, key,
                     warning_event("TargetPortNotFound", "Resolve",
-                                  "the EndpointSlice of endpoint " + format_ipv4(candidate.endpoint->ip_be) +
+                                  "the EndpointSlice of endpoint " + format_ip(candidate.endpoint->ip) +
                                       " has no port for " + list +
-                                      ": does the pod declare a container port of that name and protocol?"));
+                                      ": does the pod declare a container port of that name and protocol?"),
+                    format_ip(candidate.service_ip));
         return false;
     }
     auto entry = [](size_t i) {
@@ -388,12 +401,13 @@ bool KubernetesLoader::resolve_ports(Candidate &candidate) {
     if (auto problem = port_rules_problem(candidate.ports, entry)) {
         report_once(candidate.object, key,
                     warning_event("TargetPortConflict", "Resolve",
-                                  "the target ports resolved for endpoint " + format_ipv4(candidate.endpoint->ip_be) +
-                                      " collide: " + problem->detail));
+                                  "the target ports resolved for endpoint " + format_ip(candidate.endpoint->ip) +
+                                      " collide: " + problem->detail),
+                    format_ip(candidate.service_ip));
         return false;
     }
-    posted_.erase(key + "|TargetPortNotFound");
-    posted_.erase(key + "|TargetPortConflict");
+    forget_posted(key, "TargetPortNotFound", format_ip(candidate.service_ip));
+    forget_posted(key, "TargetPortConflict", format_ip(candidate.service_ip));
     return true;
 }
 
@@ -412,26 +426,64 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
         auto it = by_service.find(candidate.service.key());
         if (it == by_service.end())
             continue;
-        candidate.endpoint = ready_endpoint(it->second, options_.node_name);
+        const std::string scope = format_ip(candidate.service_ip);
+        candidate.endpoint = ready_endpoint(it->second, options_.node_name, family_of(candidate.service_ip));
         if (!resolve_ports(candidate) || !candidate.endpoint->on_this_node)
             continue;
+        const bpfnet_ip pod = candidate.endpoint->ip;
         try {
-            candidate.location = locate_backend(Backend{candidate.endpoint->ip_be, std::nullopt, ""});
+            candidate.location =
+                locate_backend(is_v4(pod) ? Backend{v4_of(pod), std::nullopt, ""} : Backend{0, pod, ""});
         } catch (const BackendNotFound &e) {
             // detail(): the config file's field names mean nothing to a Service's reader.
-            std::string note = "the ready endpoint " + format_ipv4(candidate.endpoint->ip_be) + " runs on node " +
-                               options_.node_name + " but its pod cannot be reached from the datapath: " + e.detail();
-            report_once(candidate.object, candidate.service.key(), warning_event("BackendNotFound", "Locate", note));
-            log_warn("backend not found", {{"service", candidate.service.key()}, {"error", e.detail()}});
+            std::string note = "the ready endpoint " + format_ip(pod) + " runs on node " + options_.node_name +
+                               " but its pod cannot be reached from the datapath: " + e.detail();
+            report_once(candidate.object, candidate.service.key(), warning_event("BackendNotFound", "Locate", note),
+                        scope);
+            log_warn("backend not found", {{"service", candidate.id()}, {"error", e.detail()}});
             continue;
         } catch (const std::exception &e) {
-            log_warn("backend not located", {{"service", candidate.service.key()}, {"error", e.what()}});
+            log_warn("backend not located", {{"service", candidate.id()}, {"error", e.what()}});
             continue;
         }
-        posted_.erase(candidate.service.key() + "|BackendNotFound");
+        forget_posted(candidate.service.key(), "BackendNotFound", scope);
     }
     keep_shared_ips_together(candidates);
     keep_target_ports_apart(candidates);
+    keep_pods_to_one_address(candidates);
+}
+
+// A pod's replies and its own connections leave with one service address per family (the backends map holds
+// one per pod address), and its ports map back to one: Services on different addresses of one family cannot
+// share a pod. The one served here already keeps it (a new Service never takes a pod from a served one),
+// else the first by namespace/name; the others are not served here and say why (Services that need one pod
+// share one address, with disjoint ports).
+void KubernetesLoader::keep_pods_to_one_address(std::vector<Candidate> &candidates) {
+    std::vector<Candidate *> order;
+    for (Candidate &candidate : candidates)
+        if (candidate.location)
+            order.push_back(&candidate);
+    std::stable_sort(order.begin(), order.end(), [this](const Candidate *a, const Candidate *b) {
+        return std::make_pair(!serving_.contains(a->id()), a->service.key()) <
+               std::make_pair(!serving_.contains(b->id()), b->service.key());
+    });
+    std::map<bpfnet_ip, const Candidate *> owner; // pod address -> the first candidate steered to it
+    for (Candidate *c : order) {
+        const std::string scope = format_ip(c->service_ip);
+        auto [it, first] = owner.emplace(c->endpoint->ip, c);
+        if (first || it->second->service_ip == c->service_ip) {
+            forget_posted(c->service.key(), "BackendShared", scope);
+            continue;
+        }
+        c->location.reset();
+        report_once(c->object, c->service.key(),
+                    warning_event("BackendShared", "Refuse",
+                                  "pod " + format_ip(c->endpoint->ip) + " already backs service IP " +
+                                      format_ip(it->second->service_ip) + " (Service " + it->second->service.key() +
+                                      "); a pod answers for one service address per family, so Services steered "
+                                      "to one pod must share that address (with disjoint ports)"),
+                    scope);
+    }
 }
 
 // Services sharing an IP need disjoint target ports (replies are mapped back to their service port by the
@@ -447,12 +499,12 @@ void KubernetesLoader::keep_target_ports_apart(std::vector<Candidate> &candidate
         return std::make_pair(!a->service.target_port_names.empty(), a->service.key()) <
                std::make_pair(!b->service.target_port_names.empty(), b->service.key());
     });
-    using Target = std::pair<__be32, std::pair<Protocol, uint16_t>>; // (service IP, (protocol, target port))
-    std::map<Target, std::string> taken;                             // -> the Service that uses it
+    using Target = std::pair<bpfnet_ip, std::pair<Protocol, uint16_t>>; // (service IP, (protocol, target port))
+    std::map<Target, std::string> taken;                                // -> the Service that uses it
     for (Candidate *c : order) {
         std::string other;
         for (const PortRule &p : c->ports) {
-            auto it = taken.find({c->service.service_ip_be, {p.protocol, p.target_port}});
+            auto it = taken.find({c->service_ip, {p.protocol, p.target_port}});
             if (it != taken.end() && it->second != c->service.key()) {
                 other = it->second + " (" + to_string(p.protocol) + " " + std::to_string(p.target_port) + ")";
                 break;
@@ -460,7 +512,7 @@ void KubernetesLoader::keep_target_ports_apart(std::vector<Candidate> &candidate
         }
         if (other.empty()) {
             for (const PortRule &p : c->ports)
-                taken.emplace(Target{c->service.service_ip_be, {p.protocol, p.target_port}}, c->service.key());
+                taken.emplace(Target{c->service_ip, {p.protocol, p.target_port}}, c->service.key());
             continue;
         }
         c->location.reset();
@@ -468,17 +520,18 @@ void KubernetesLoader::keep_target_ports_apart(std::vector<Candidate> &candidate
         report_once(c->object, c->service.key(),
                     warning_event("TargetPortConflict", "Resolve",
                                   "a named targetPort resolves to a target port that " + other +
-                                      " uses on the same service IP " + format_ipv4(c->service.service_ip_be) +
-                                      "; Services sharing an IP need disjoint target ports"));
+                                      " uses on the same service IP " + format_ip(c->service_ip) +
+                                      "; Services sharing an IP need disjoint target ports"),
+                    format_ip(c->service_ip));
     }
 }
 
 // One node answers for a service IP, and it can only steer to pods on itself: Services that share an IP are
 // served here only when every one of them that has a ready endpoint has it on this node.
 void KubernetesLoader::keep_shared_ips_together(std::vector<Candidate> &candidates) {
-    std::map<__be32, std::vector<Candidate *>> by_ip;
+    std::map<bpfnet_ip, std::vector<Candidate *>> by_ip;
     for (Candidate &candidate : candidates)
-        by_ip[candidate.service.service_ip_be].push_back(&candidate);
+        by_ip[candidate.service_ip].push_back(&candidate);
     for (auto &[ip, group] : by_ip) {
         if (group.size() < 2)
             continue;
@@ -491,7 +544,7 @@ void KubernetesLoader::keep_shared_ips_together(std::vector<Candidate> &candidat
         }
         if (here.empty() || elsewhere.empty()) {
             for (const Candidate *c : group)
-                posted_.erase(c->service.key() + "|SharedIPSplit");
+                forget_posted(c->service.key(), "SharedIPSplit", format_ip(ip));
             continue;
         }
         auto join = [](const std::vector<std::string> &keys) {
@@ -500,22 +553,21 @@ void KubernetesLoader::keep_shared_ips_together(std::vector<Candidate> &candidat
                 out += (out.empty() ? "" : ", ") + k;
             return out;
         };
-        std::string note = "Services sharing " + format_ipv4(ip) +
+        std::string note = "Services sharing " + format_ip(ip) +
                            " have ready endpoints on different nodes: " + join(here) + " on " + options_.node_name +
                            ", " + join(elsewhere) +
                            "; one node answers for the IP and steers only to its own pods, so none is served "
                            "until they run on one node";
         for (Candidate *c : group) {
             c->location.reset();
-            report_once(c->object, c->service.key(), warning_event("SharedIPSplit", "Refuse", note));
+            report_once(c->object, c->service.key(), warning_event("SharedIPSplit", "Refuse", note), format_ip(ip));
         }
     }
 }
 
 // Why this node stopped serving a Service, for the Released Event.
-std::string KubernetesLoader::release_reason(const std::string &key, const std::vector<Candidate> &candidates) const {
-    auto it =
-        std::find_if(candidates.begin(), candidates.end(), [&](const Candidate &c) { return c.service.key() == key; });
+std::string KubernetesLoader::release_reason(const std::string &id, const std::vector<Candidate> &candidates) const {
+    auto it = std::find_if(candidates.begin(), candidates.end(), [&](const Candidate &c) { return c.id() == id; });
     if (it == candidates.end())
         return "the Service was deleted or is no longer accepted";
     if (!it->endpoint)
@@ -561,8 +613,8 @@ void KubernetesLoader::forget_unseen_leases(const Snapshot &leases) {
         unchanged_for(read_lease(object));
 }
 
-bool KubernetesLoader::hold_lease(__be32 service_ip, const std::vector<std::string> &services, const Snapshot &leases,
-                                  Clock::time_point now) {
+bool KubernetesLoader::hold_lease(const bpfnet_ip &service_ip, const std::vector<std::string> &services,
+                                  const Snapshot &leases, Clock::time_point now) {
     const std::string name = lease_name(service_ip);
     auto seen_it = leases.find(options_.lease_namespace + "/" + name);
     LeaseState seen = seen_it == leases.end() ? LeaseState{} : read_lease(seen_it->second);
@@ -604,7 +656,7 @@ bool KubernetesLoader::hold_lease(__be32 service_ip, const std::vector<std::stri
 
 // The IP was taken over from a holder that did not release it: it is answered only once the announcement
 // has had a gratuitous ARP interval to reach the old holder (a wake-up is due then).
-bool KubernetesLoader::announcing(__be32 service_ip) {
+bool KubernetesLoader::announcing(const bpfnet_ip &service_ip) {
     auto it = takeover_until_.find(service_ip);
     if (it == takeover_until_.end())
         return false;
@@ -615,17 +667,17 @@ bool KubernetesLoader::announcing(__be32 service_ip) {
     return true;
 }
 
-void KubernetesLoader::lose_lease(__be32 service_ip) {
+void KubernetesLoader::lose_lease(const bpfnet_ip &service_ip) {
     held_.erase(service_ip);
     takeover_until_.erase(service_ip);
-    runtime_.drop_claim(ip_from_v4(service_ip));
+    runtime_.drop_claim(service_ip);
 }
 
 // Claims or renews; on 409 reads the Lease again and tries once more if it is still ours to take. An API
 // server that cannot be reached keeps a held Lease held: the datapath keeps serving through an outage, and
 // the runtime yields the IP if another node claims it on the LAN after this claim could not be renewed.
-bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::string> &services, LeaseState base,
-                                   Clock::time_point now) {
+bool KubernetesLoader::write_claim(const bpfnet_ip &service_ip, const std::vector<std::string> &services,
+                                   LeaseState base, Clock::time_point now) {
     const std::string name = lease_name(service_ip);
     const std::string lease_key = options_.lease_namespace + "/" + name;
     bool holding = held_.contains(service_ip);
@@ -641,18 +693,18 @@ bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::str
             LeaseState state = read_lease(written);
             if (!state.exists || state.holder != options_.node_name)
                 throw std::runtime_error("the API server answered the Lease write with an unexpected object");
-            runtime_.confirm_claim(ip_from_v4(service_ip), sent + options_.lease_duration);
+            runtime_.confirm_claim(service_ip, sent + options_.lease_duration);
             held_[service_ip] = std::move(state);
             if (holding) {
                 // Repeated on every renewal: a holder cut off from the API that missed the takeover's
                 // announcement sees this one and yields.
                 if (answered_ips_.contains(service_ip))
-                    runtime_.announce_claim({ip_from_v4(service_ip)}, true);
+                    runtime_.announce_claim({service_ip}, true);
                 return true;
             }
             const bool takeover = base.exists && !base.holder.empty() && base.holder != options_.node_name;
             log_info("lease acquired", {{"lease", lease_key},
-                                        {"service_ip", format_ipv4(service_ip)},
+                                        {"service_ip", format_ip(service_ip)},
                                         {"services", join(services)},
                                         {"previous_holder", takeover ? base.holder : std::string("none")}});
             if (takeover) {
@@ -661,7 +713,7 @@ bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::str
                 ++takeovers_;
                 taken_from_[service_ip] = base.holder;
                 takeover_until_[service_ip] = sent + node_.garp_interval;
-                runtime_.announce_claim({ip_from_v4(service_ip)}, false);
+                runtime_.announce_claim({service_ip}, false);
                 loop::arm_timer(takeover_timer_, node_.garp_interval, std::chrono::milliseconds(0));
             }
             return true;
@@ -701,8 +753,8 @@ bool KubernetesLoader::write_claim(__be32 service_ip, const std::vector<std::str
     return false;
 }
 
-void KubernetesLoader::release_leases(const std::set<__be32> &kept, const Snapshot &leases) {
-    std::map<__be32, LeaseState> to_release;
+void KubernetesLoader::release_leases(const std::set<bpfnet_ip> &kept, const Snapshot &leases) {
+    std::map<bpfnet_ip, LeaseState> to_release;
     for (const auto &[ip, lease] : held_)
         if (!kept.contains(ip))
             to_release[ip] = lease;
@@ -719,7 +771,7 @@ void KubernetesLoader::release_leases(const std::set<__be32> &kept, const Snapsh
             if (release_lease(ip, lease))
                 lose_lease(ip);
         } catch (const std::exception &e) {
-            log_warn("lease not released; retrying", {{"service_ip", format_ipv4(ip)}, {"error", e.what()}});
+            log_warn("lease not released; retrying", {{"service_ip", format_ip(ip)}, {"error", e.what()}});
         }
     }
 }
@@ -728,7 +780,7 @@ void KubernetesLoader::release_leases(const std::set<__be32> &kept, const Snapsh
 // any more is deleted once nobody holds it (released, or expired as this node observed it). The delete is
 // conditional on the resourceVersion seen, so a node that claims it meanwhile (a Service on the IP again)
 // wins.
-void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const std::set<__be32> &used_ips) {
+void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const std::set<bpfnet_ip> &used_ips) {
     for (const auto &[lease_key, object] : leases) {
         LeaseState lease = read_lease(object);
         auto ip = lease_service_ip(lease.name);
@@ -749,7 +801,7 @@ void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const std
         try {
             Response r = api_->request("DELETE", leases_path() + "/" + lease.name, &options, kWriteTimeout);
             if (r.status >= 200 && r.status < 300)
-                log_info("orphaned lease deleted", {{"lease", lease_key}, {"service_ip", format_ipv4(*ip)}});
+                log_info("orphaned lease deleted", {{"lease", lease_key}, {"service_ip", format_ip(*ip)}});
             else if (r.status != 404 && r.status != 409)
                 log_warn("orphaned lease not deleted; retrying in 30 s",
                          {{"lease", lease_key}, {"status", std::to_string(r.status)}, {"body", r.raw.substr(0, 200)}});
@@ -760,14 +812,14 @@ void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const std
     std::erase_if(lease_delete_retry_, [&](const auto &entry) { return !leases.contains(entry.first); });
 }
 
-bool KubernetesLoader::release_lease(__be32 service_ip, LeaseState lease) {
+bool KubernetesLoader::release_lease(const bpfnet_ip &service_ip, LeaseState lease) {
     const std::string path = leases_path() + "/" + lease.name;
     for (int attempt = 0; attempt < 2; attempt++) {
         json body = lease_release(lease);
         Response r = api_->request("PUT", path, &body, kWriteTimeout);
         if (r.status >= 200 && r.status < 300) {
             log_info("lease released",
-                     {{"service_ip", format_ipv4(service_ip)}, {"lease", options_.lease_namespace + "/" + lease.name}});
+                     {{"service_ip", format_ip(service_ip)}, {"lease", options_.lease_namespace + "/" + lease.name}});
             return true;
         }
         if (r.status == 404)
@@ -786,18 +838,34 @@ std::string KubernetesLoader::status_path(const std::string &namespace_, const s
     return "/api/v1/namespaces/" + namespace_ + "/services/" + name + "/status";
 }
 
-// The owner announces the service IP in status.loadBalancer.ingress. Only that field is patched; the check
-// is by meaning, so the server's defaulted ipMode does not cause a write per Service change.
-void KubernetesLoader::publish_ingress(const Candidate &candidate) {
+// A node other than this one holds the Lease of the address (and so serves it).
+bool KubernetesLoader::held_elsewhere(const bpfnet_ip &service_ip, const Snapshot &leases) const {
+    auto it = leases.find(options_.lease_namespace + "/" + lease_name(service_ip));
+    if (it == leases.end())
+        return false;
+    const std::string holder = read_lease(it->second).holder;
+    return !holder.empty() && holder != options_.node_name;
+}
+
+// A node serving a Service announces its addresses in status.loadBalancer.ingress: those served here and those
+// whose Lease another node holds (a dual-stack Service's families may be served by two nodes; both write the
+// same list). Only that field is patched; the check is by meaning, so the server's defaulted ipMode does not
+// cause a write per Service change.
+void KubernetesLoader::publish_ingress(const Candidate &candidate, const std::set<bpfnet_ip> &answered,
+                                       const Snapshot &leases) {
     const std::string &key = candidate.service.key();
-    if (ingress_announces(candidate.object, candidate.service.service_ip_be))
+    std::vector<bpfnet_ip> served;
+    for (const bpfnet_ip &ip : candidate.service.service_ips)
+        if (answered.contains(ip) || held_elsewhere(ip, leases))
+            served.push_back(ip);
+    if (ingress_announces(candidate.object, served))
         return;
     const std::string base = resource_version(candidate.object);
     if (ingress_rv_[key] == base)
         return; // written from this version already; the watch has not shown the result yet
     try {
-        api_->patch(status_path(candidate.service.namespace_, candidate.service.name),
-                    ingress_patch(candidate.service.service_ip_be), kWriteTimeout);
+        api_->patch(status_path(candidate.service.namespace_, candidate.service.name), ingress_patch(served),
+                    kWriteTimeout);
         ingress_rv_[key] = base;
         log_info("status.loadBalancer.ingress written", {{"service", key}});
     } catch (const std::exception &e) {
@@ -805,64 +873,73 @@ void KubernetesLoader::publish_ingress(const Candidate &candidate) {
     }
 }
 
-// The node that stops serving a Service takes its IP out of the status when no node can serve it (no
-// endpoint, or the Service is refused now): a status that names an IP nobody answers would mislead. When
-// the endpoint moved to another node, that node's status write follows instead.
-void KubernetesLoader::withdraw_ingress(const std::string &key, const json &service, uint32_t service_ip_be) {
-    if (!ingress_names(service, service_ip_be))
+// The node that stops serving a Service's address takes it out of the status when no node can serve it (no
+// endpoint of its family, or the Service is refused now): a status that names an address nobody answers
+// would mislead. When the endpoint moved to another node, that node's status write follows instead.
+void KubernetesLoader::withdraw_ingress(const std::string &key, const json &service,
+                                        const std::vector<bpfnet_ip> &service_ips) {
+    std::vector<bpfnet_ip> kept = ingress_addresses(service);
+    const size_t before = kept.size();
+    std::erase_if(kept, [&](const bpfnet_ip &ip) {
+        return std::find(service_ips.begin(), service_ips.end(), ip) != service_ips.end();
+    });
+    if (kept.size() == before)
         return;
     const std::string ns = metadata_string(service, "namespace");
     const std::string name = metadata_string(service, "name");
     try {
-        api_->patch(status_path(ns, name), ingress_removal_patch(), kWriteTimeout);
+        api_->patch(status_path(ns, name), ingress_patch(kept), kWriteTimeout);
         ingress_rv_.erase(key);
-        log_info("status.loadBalancer.ingress cleared: no node serves the Service", {{"service", key}});
+        log_info(kept.empty() ? "status.loadBalancer.ingress cleared: no node serves the Service"
+                              : "status.loadBalancer.ingress: an address no node serves taken out",
+                 {{"service", key}});
     } catch (const std::exception &e) {
         log_warn("status not cleared", {{"service", key}, {"error", e.what()}});
     }
 }
 
 void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidates,
-                                          const std::set<std::string> &serving, const Snapshot &services) {
+                                          const std::map<std::string, Served> &serving, const Snapshot &services) {
     for (const Candidate &candidate : candidates) {
-        const std::string &key = candidate.service.key();
-        if (serving.contains(key) && !serving_.contains(key)) {
-            const __be32 ip = candidate.service.service_ip_be;
+        const std::string id = candidate.id();
+        if (serving.contains(id) && !serving_.contains(id)) {
+            const bpfnet_ip &ip = candidate.service_ip;
             std::string note =
-                "node " + options_.node_name + " serves " + format_ipv4(ip) +
-                " (answers ARP, steers its ports to pod " + format_ipv4(candidate.endpoint->ip_be) +
+                "node " + options_.node_name + " serves " + format_ip(ip) + " (answers " + (is_v4(ip) ? "ARP" : "NDP") +
+                ", steers its ports to pod " + format_ip(candidate.endpoint->ip) +
                 (candidate.endpoint->terminating ? ", which is terminating and serves until a new pod is ready)" : ")");
             if (auto from = taken_from_.find(ip); from != taken_from_.end())
                 note += "; taken over from node " + from->second +
                         ", whose Lease expired unrenewed (the node down, or cut off from the API server)";
-            log_info("serving service", {{"service", key},
-                                         {"service_ip", format_ipv4(candidate.service.service_ip_be)},
-                                         {"backend", format_ipv4(candidate.endpoint->ip_be)},
+            log_info("serving service", {{"service", candidate.service.key()},
+                                         {"service_ip", format_ip(ip)},
+                                         {"backend", format_ip(candidate.endpoint->ip)},
                                          {"terminating", candidate.endpoint->terminating ? "yes" : "no"}});
             post_event(candidate.object, normal_event("Serving", "Activate", note));
         }
     }
-    for (const std::string &key : serving_) {
-        if (serving.contains(key))
+    // The addresses of each Service that no node can serve now, taken out of its status together.
+    std::map<std::string, std::vector<bpfnet_ip>> withdrawn;
+    for (const auto &[id, served] : serving_) {
+        if (serving.contains(id))
             continue;
-        std::string why = release_reason(key, candidates);
-        log_info("stopped serving service", {{"service", key}, {"reason", why}});
-        auto it = services.find(key);
+        std::string why = release_reason(id, candidates);
+        log_info("stopped serving service",
+                 {{"service", served.key}, {"service_ip", format_ip(served.service_ip)}, {"reason", why}});
+        auto it = services.find(served.key);
         if (it == services.end())
             continue;
-        post_event(it->second,
-                   normal_event("Released", "Deactivate",
-                                "node " + options_.node_name + " stopped serving this Service (" + why + ")"));
-        auto candidate = std::find_if(candidates.begin(), candidates.end(),
-                                      [&](const Candidate &c) { return c.service.key() == key; });
-        if (candidate == candidates.end()) {
-            // Refused now (its IP or ports changed): the IP it announced is the one written earlier.
-            if (auto announced = served_ips_.find(key); announced != served_ips_.end())
-                withdraw_ingress(key, it->second, announced->second);
-        } else if (!candidate->endpoint) {
-            withdraw_ingress(key, it->second, candidate->service.service_ip_be);
-        }
+        post_event(it->second, normal_event("Released", "Deactivate",
+                                            "node " + options_.node_name + " stopped serving this Service on " +
+                                                format_ip(served.service_ip) + " (" + why + ")"));
+        auto candidate =
+            std::find_if(candidates.begin(), candidates.end(), [&](const Candidate &c) { return c.id() == id; });
+        // Refused now (its addresses or ports changed), or no endpoint of the family: nobody serves it.
+        if (candidate == candidates.end() || !candidate->endpoint)
+            withdrawn[served.key].push_back(served.service_ip);
     }
+    for (const auto &[key, ips] : withdrawn)
+        withdraw_ingress(key, services.at(key), ips);
 }
 
 void KubernetesLoader::report_conflicts(const std::vector<Candidate> &candidates) {
@@ -872,7 +949,7 @@ void KubernetesLoader::report_conflicts(const std::vector<Candidate> &candidates
         seen.swap(conflicts_);
     }
     for (const SeenConflict &conflict : seen) {
-        const std::string ip = format_ipv4(conflict.service_ip);
+        const std::string ip = format_ip(conflict.service_ip);
         ServiceEvent event =
             conflict.yielded
                 ? warning_event("Yielded", "Yield",
@@ -888,16 +965,17 @@ void KubernetesLoader::report_conflicts(const std::vector<Candidate> &candidates
         if (conflict.yielded)
             ++yields_;
         for (const Candidate &candidate : candidates)
-            if (candidate.service.service_ip_be == conflict.service_ip)
+            if (candidate.service_ip == conflict.service_ip)
                 post_event(candidate.object, event);
     }
 }
 
 // Every node sees the same refusal: the Event gets a name derived from what it says, so the cluster gets one
 // Event however many nodes report it.
-void KubernetesLoader::report_once(const json &service, const std::string &key, ServiceEvent event) {
+void KubernetesLoader::report_once(const json &service, const std::string &key, ServiceEvent event,
+                                   const std::string &scope) {
     const auto now = std::chrono::steady_clock::now();
-    auto &last = posted_[key + "|" + event.reason];
+    auto &last = posted_[key + "|" + event.reason + "|" + scope];
     if (last.note == event.note && last.at != std::chrono::steady_clock::time_point{} &&
         now - last.at < options_.event_refresh)
         return;
@@ -906,6 +984,11 @@ void KubernetesLoader::report_once(const json &service, const std::string &key, 
     last = {event.note, now};
     event.name = shared_event_name(service, event.reason, event.note);
     post_event(service, event);
+}
+
+// The condition is over: the next time it is reported, it is reported at once.
+void KubernetesLoader::forget_posted(const std::string &key, const std::string &reason, const std::string &scope) {
+    posted_.erase(key + "|" + reason + "|" + scope);
 }
 
 void KubernetesLoader::post_event(const json &service, const ServiceEvent &event) {

@@ -80,13 +80,23 @@ public:
     int run();
 
 private:
-    // An accepted Service and what this node knows about its backend.
+    // One address of an accepted Service (a dual-stack Service has two) and what this node knows about the
+    // backend behind it: the endpoint of the same family. Each address has its own Lease.
     struct Candidate {
-        AcceptedService service;
+        AcceptedService service; // its ports: those of the address's family (ports_for_family)
+        bpfnet_ip service_ip{};
         nlohmann::json object;
         std::optional<ReadyEndpoint> endpoint;
         std::optional<BackendLocation> location; // set when eligible: the endpoint runs here and was found
         std::vector<PortRule> ports;             // listed: service.ports with named target ports resolved
+
+        // "metal3/ironic 172.22.0.2": what is served (and reported) one by one.
+        std::string id() const;
+    };
+    // A Service address this node served after the last pass.
+    struct Served {
+        std::string key; // namespace/name
+        bpfnet_ip service_ip{};
     };
 
     void wake();
@@ -98,29 +108,34 @@ private:
     bool resolve_ports(Candidate &candidate);
     void keep_shared_ips_together(std::vector<Candidate> &candidates);
     void keep_target_ports_apart(std::vector<Candidate> &candidates);
-    std::string release_reason(const std::string &key, const std::vector<Candidate> &candidates) const;
+    void keep_pods_to_one_address(std::vector<Candidate> &candidates);
+    std::string release_reason(const std::string &id, const std::vector<Candidate> &candidates) const;
     // The Services eligible here on one service IP (namespace/name, sorted), for the Lease's annotation.
-    using IpServices = std::map<__be32, std::vector<std::string>>;
-    bool hold_lease(__be32 service_ip, const std::vector<std::string> &services, const Snapshot &leases,
+    using IpServices = std::map<bpfnet_ip, std::vector<std::string>>;
+    bool hold_lease(const bpfnet_ip &service_ip, const std::vector<std::string> &services, const Snapshot &leases,
                     Clock::time_point now);
-    bool write_claim(__be32 service_ip, const std::vector<std::string> &services, LeaseState base,
+    bool write_claim(const bpfnet_ip &service_ip, const std::vector<std::string> &services, LeaseState base,
                      Clock::time_point now);
-    void lose_lease(__be32 service_ip);
-    bool announcing(__be32 service_ip);
+    void lose_lease(const bpfnet_ip &service_ip);
+    bool announcing(const bpfnet_ip &service_ip);
     std::optional<LeaseState> fetch_lease(const std::string &name);
-    void release_leases(const std::set<__be32> &kept, const Snapshot &leases);
-    bool release_lease(__be32 service_ip, LeaseState lease);
-    void collect_orphaned_leases(const Snapshot &leases, const std::set<__be32> &used_ips);
+    void release_leases(const std::set<bpfnet_ip> &kept, const Snapshot &leases);
+    bool release_lease(const bpfnet_ip &service_ip, LeaseState lease);
+    void collect_orphaned_leases(const Snapshot &leases, const std::set<bpfnet_ip> &used_ips);
+    bool held_elsewhere(const bpfnet_ip &service_ip, const Snapshot &leases) const;
     std::string leases_path() const;
     static std::string status_path(const std::string &namespace_, const std::string &name);
-    void publish_ingress(const Candidate &candidate);
-    void withdraw_ingress(const std::string &key, const nlohmann::json &service, uint32_t service_ip_be);
-    void report_transitions(const std::vector<Candidate> &candidates, const std::set<std::string> &serving,
+    void publish_ingress(const Candidate &candidate, const std::set<bpfnet_ip> &answered, const Snapshot &leases);
+    void withdraw_ingress(const std::string &key, const nlohmann::json &service,
+                          const std::vector<bpfnet_ip> &service_ips);
+    void report_transitions(const std::vector<Candidate> &candidates, const std::map<std::string, Served> &serving,
                             const Snapshot &services);
     void report_conflicts(const std::vector<Candidate> &candidates);
-    // Posts an Event unless the same reason with the same note was posted for this Service less than
-    // options_.event_refresh ago.
-    void report_once(const nlohmann::json &service, const std::string &key, ServiceEvent event);
+    // Posts an Event unless the same reason with the same note was posted for this Service (and scope: one of
+    // its addresses, for what is said per address) less than options_.event_refresh ago.
+    void report_once(const nlohmann::json &service, const std::string &key, ServiceEvent event,
+                     const std::string &scope = {});
+    void forget_posted(const std::string &key, const std::string &reason, const std::string &scope = {});
     void post_event(const nlohmann::json &service, const ServiceEvent &event);
 
     NodeSettings node_;
@@ -134,7 +149,7 @@ private:
     UniqueFd epoll_, signals_, wake_, tick_, takeover_timer_;
 
     struct SeenConflict {
-        __be32 service_ip;
+        bpfnet_ip service_ip;
         std::string mac;
         bool yielded; // this node stopped answering for the IP because of it
     };
@@ -151,19 +166,18 @@ private:
     std::map<std::string, Observation> observed_;
     std::uint64_t lease_watch_epoch_ = 0; // lists + watches of the Lease watcher when observed_ was last valid
 
-    std::map<__be32, LeaseState> held_; // service IP -> its Lease as this node last wrote it
+    std::map<bpfnet_ip, LeaseState> held_; // service IP -> its Lease as this node last wrote it
     // Service IPs taken over from a holder that did not release them: announced, answered from this time on.
-    std::map<__be32, std::chrono::steady_clock::time_point> takeover_until_;
-    std::map<__be32, std::string> taken_from_; // -> the previous holder, for the Serving Event
+    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> takeover_until_;
+    std::map<bpfnet_ip, std::string> taken_from_; // -> the previous holder, for the Serving Event
     struct Posted {
         std::string note;
         std::chrono::steady_clock::time_point at;
     };
-    std::map<std::string, Posted> posted_;          // "service key|reason" -> the last such Event
+    std::map<std::string, Posted> posted_;          // "service key|reason|scope" -> the last such Event
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
-    std::set<std::string> serving_;                 // service keys served here after the last pass
-    std::map<std::string, uint32_t> served_ips_;    // service key -> the IP this node serves it on
-    std::set<__be32> answered_ips_;                 // service IPs this node answers for after the last pass
+    std::map<std::string, Served> serving_;         // Candidate::id() -> what it is, served here after the last pass
+    std::set<bpfnet_ip> answered_ips_;              // service IPs this node answers for after the last pass
     // Orphaned Leases whose delete was sent: lease key -> (its resourceVersion then, when to ask again).
     std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> lease_delete_retry_;
     std::vector<ServiceSpec> applied_specs_; // what the maps were last brought to

@@ -29,6 +29,52 @@ bool namespace_name(const std::string &name) {
            std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
 }
 
+// --subnet: an IPv4 CIDR with room for hosts.
+void read_subnet(const std::string &text, NodeSettings &node) {
+    const auto subnet = parse_cidr(text);
+    if (!subnet || !is_v4(subnet->network))
+        throw std::invalid_argument("--subnet: '" + text + "' is not an IPv4 CIDR like 172.22.0.0/24 (no host bits)" +
+                                    (subnet ? "; an IPv6 subnet goes in --subnet-v6" : ""));
+    node.subnet_be = v4_of(subnet->network);
+    node.prefix_len = subnet->prefix_len;
+    if (node.prefix_len == 0)
+        throw std::invalid_argument("--subnet: '" + text + "' is every address, not a provisioning subnet");
+}
+
+// --subnet-v6: a unicast IPv6 prefix, as the config file's subnetV6. (A prefix holding ::ffff:0:0/96, the
+// IPv4-mapped addresses, is "::/n" or IPv4-mapped itself: refused as not unicast or not IPv6.)
+void read_subnet6(const std::string &text, NodeSettings &node) {
+    const auto subnet = parse_cidr(text);
+    if (!subnet || is_v4(subnet->network))
+        throw std::invalid_argument("--subnet-v6: '" + text + "' is not an IPv6 CIDR like fd00:1::/64 (no host bits)");
+    if (subnet->prefix_len < kMinPrefix6Len || subnet->prefix_len > kMaxPrefix6Len)
+        throw std::invalid_argument("--subnet-v6: the prefix length must be between " + std::to_string(kMinPrefix6Len) +
+                                    " and " + std::to_string(kMaxPrefix6Len) + ", got " +
+                                    std::to_string(subnet->prefix_len));
+    if (const auto reason = non_unicast_reason6(subnet->network))
+        throw std::invalid_argument("--subnet-v6: '" + text + "' must be a unicast prefix, not " + *reason);
+    node.subnet6 = subnet->network;
+    node.prefix6_len = subnet->prefix_len;
+}
+
+// A relay agent on the LAN: IPv4 ones on --subnet (giaddr), IPv6 ones on --subnet-v6 (a Relay-Forward's source).
+bpfnet_ip read_relay(const std::string &text, const NodeSettings &node) {
+    const auto relay = parse_address(text);
+    if (!relay)
+        throw std::invalid_argument("--dhcp-relays: '" + text + "' is not an IPv4 or IPv6 address");
+    if (is_v4(*relay) && node.prefix_len == 0)
+        throw std::invalid_argument("--dhcp-relays: " + text + " is IPv4, and there is no --subnet");
+    if (!is_v4(*relay) && node.prefix6_len == 0)
+        throw std::invalid_argument("--dhcp-relays: " + text + " is IPv6, and there is no --subnet-v6");
+    const auto problem = is_v4(*relay) ? lan_host_problem(v4_of(*relay), node.subnet_be, node.prefix_len)
+                                       : lan_host_problem6(*relay, node.subnet6, node.prefix6_len);
+    if (problem)
+        throw std::invalid_argument("--dhcp-relays: " + *problem);
+    if (std::find(node.dhcp_relays.begin(), node.dhcp_relays.end(), *relay) != node.dhcp_relays.end())
+        throw std::invalid_argument("--dhcp-relays: " + text + " is listed twice");
+    return *relay;
+}
+
 } // namespace
 
 void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
@@ -38,7 +84,11 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
     app.add_option("--kubeconfig", k.kubeconfig, "kubeconfig to use (default: the in-cluster service account)")
         ->group(group);
     app.add_option("--interface", k.interface, "the provisioning NIC")->group(group);
-    app.add_option("--subnet", k.subnet, "the provisioning subnet, CIDR (e.g. 172.22.0.0/24)")->group(group);
+    app.add_option("--subnet", k.subnet, "the IPv4 provisioning subnet, CIDR (e.g. 172.22.0.0/24)")->group(group);
+    app.add_option("--subnet-v6", k.subnet_v6,
+                   "the IPv6 provisioning subnet, CIDR (e.g. fd00:1::/64); with --subnet for a dual-stack LAN, "
+                   "alone for an IPv6-only one")
+        ->group(group);
     app.add_option("--node-name", k.node_name, "this node's name (default: $NODE_NAME)")->group(group);
     app.add_option("--allowed-namespaces", k.allowed_namespaces, "namespaces whose Services may be served")
         ->delimiter(',')
@@ -49,7 +99,8 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->group(group);
     app.add_option("--allowed-cidrs", k.allowed_cidrs, "CIDRs service IPs must lie in")->delimiter(',')->group(group);
     app.add_option("--dhcp-relays", k.dhcp_relays,
-                   "DHCP relay agents on the provisioning LAN whose giaddr is accepted (default: none)")
+                   "DHCP relay agents on the provisioning LAN whose giaddr (IPv6: Relay-Forward) is accepted "
+                   "(default: none)")
         ->delimiter(',')
         ->group(group);
     app.add_option("--lease-duration", k.lease_duration_s, "seconds a Lease holder's claim lasts without renewal")
@@ -74,6 +125,14 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->check(CLI::Range(0u, 600u))
         ->capture_default_str()
         ->group(group);
+    app.add_flag("--router-advertisements", k.router_advertisements,
+                 "send router advertisements for --subnet-v6 (managed: hosts ask DHCPv6) while this node owns an "
+                 "IPv6 service address, as dnsmasq's enable-ra does on a host network")
+        ->group(group);
+    app.add_option("--ra-interval", k.ra_interval_s, "seconds between router advertisements")
+        ->check(CLI::Range(kMinRaIntervalSeconds, kMaxRaIntervalSeconds))
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--xdp-mode", k.xdp_mode, "auto (native where the driver supports it), native or generic")
         ->check(one_of<XdpMode>())
         ->capture_default_str()
@@ -95,9 +154,9 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
 std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k) {
     if (k.interface.empty())
         throw std::invalid_argument("--interface is required with --kubernetes");
-    auto subnet = parse_cidr(k.subnet);
-    if (!subnet)
-        throw std::invalid_argument("--subnet: '" + k.subnet + "' is not a CIDR like 172.22.0.0/24 (no host bits)");
+    if (k.subnet.empty() && k.subnet_v6.empty())
+        throw std::invalid_argument("--subnet (IPv4) or --subnet-v6 (IPv6) is required with --kubernetes: the "
+                                    "provisioning subnet, both on a dual-stack LAN");
     if (k.node_name.empty())
         if (const char *env = std::getenv("NODE_NAME"))
             k.node_name = env;
@@ -120,20 +179,18 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
 
     NodeSettings node;
     node.interface = k.interface;
-    node.subnet_be = subnet->first;
-    node.prefix_len = subnet->second;
-    for (const std::string &text : k.dhcp_relays) {
-        auto relay = parse_ipv4(text);
-        if (!relay)
-            throw std::invalid_argument("--dhcp-relays: '" + text + "' is not an IPv4 address");
-        if (auto problem = lan_host_problem(*relay, node.subnet_be, node.prefix_len))
-            throw std::invalid_argument("--dhcp-relays: " + *problem);
-        if (std::find(node.dhcp_relays.begin(), node.dhcp_relays.end(), ip_from_v4(*relay)) != node.dhcp_relays.end())
-            throw std::invalid_argument("--dhcp-relays: " + text + " is listed twice");
-        node.dhcp_relays.push_back(ip_from_v4(*relay));
-    }
+    if (!k.subnet.empty())
+        read_subnet(k.subnet, node);
+    if (!k.subnet_v6.empty())
+        read_subnet6(k.subnet_v6, node);
+    node.router_advertisements = k.router_advertisements;
+    node.ra_interval = std::chrono::seconds(k.ra_interval_s);
+    for (const std::string &text : k.dhcp_relays)
+        node.dhcp_relays.push_back(read_relay(text, node));
     if (node.dhcp_relays.size() > BPFNET_MAX_DHCP_RELAYS)
         throw std::invalid_argument("--dhcp-relays: at most " + std::to_string(BPFNET_MAX_DHCP_RELAYS) + " relays");
+    if (node.router_advertisements && node.prefix6_len == 0)
+        throw std::invalid_argument("--router-advertisements are for an IPv6 LAN: give --subnet-v6");
     // The spellings were checked by CLI11 (one_of) against the same names the config file takes.
     node.xdp_mode = parse_xdp_mode(k.xdp_mode).value_or(XdpMode::Auto);
     node.tc_attach = parse_tc_attach(k.tc_attach).value_or(TcAttach::Auto);
@@ -154,11 +211,16 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     options.watch_idle_timeout = std::chrono::seconds(k.watch_idle_timeout_s);
     options.upgrade_grace = std::chrono::seconds(k.upgrade_grace_s);
     options.policy.allowed_namespaces = k.allowed_namespaces;
+    options.policy.ipv4_lan = node.prefix_len != 0;
+    options.policy.ipv6_lan = node.prefix6_len != 0;
     for (const std::string &text : k.allowed_cidrs) {
         auto cidr = parse_cidr(text);
         if (!cidr)
             throw std::invalid_argument("--allowed-cidrs: '" + text +
-                                        "' is not a CIDR like 172.22.0.0/24 (no host bits)");
+                                        "' is not a CIDR like 172.22.0.0/24 or fd00:1::/64 (no host bits)");
+        if (is_v4(cidr->network) ? node.prefix_len == 0 : node.prefix6_len == 0)
+            throw std::invalid_argument("--allowed-cidrs: " + text + " is " + to_string(family_of(cidr->network)) +
+                                        ", and there is no " + (is_v4(cidr->network) ? "--subnet" : "--subnet-v6"));
         options.policy.allowed_cidrs.push_back(*cidr);
     }
     return {node, options};

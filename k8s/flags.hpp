@@ -18,7 +18,8 @@ struct KubernetesFlags {
     bool enabled = false;
     std::string kubeconfig;
     std::string interface;
-    std::string subnet;
+    std::string subnet;    // IPv4; empty with subnet_v6: an IPv6-only LAN
+    std::string subnet_v6; // empty: no IPv6 on the LAN
     std::string node_name;
     std::vector<std::string> allowed_namespaces;
     std::string lease_namespace; // empty: $POD_NAMESPACE, else bpfnet-system
@@ -28,6 +29,8 @@ struct KubernetesFlags {
     unsigned event_refresh_s = 1800;
     unsigned watch_idle_timeout_s = 150;
     unsigned upgrade_grace_s = 60;
+    bool router_advertisements = false;
+    unsigned ra_interval_s = static_cast<unsigned>(kDefaultRouterAdvertisementInterval.count());
     std::string xdp_mode = "auto";
     std::string tc_attach = "auto";
     std::string redirect_peer = "auto";

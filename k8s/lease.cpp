@@ -17,21 +17,67 @@ std::optional<Clock::time_point> time_at(const json &object, const char *key) {
     return parse_micro_time(string_member(object, key));
 }
 
+// An IPv6 address as its eight groups in lower-case hex without leading zeros, '-'-separated: a Lease name
+// must be a DNS subdomain (no ':'), and "::" compressed to "--" could end the name with '-'.
+std::string ipv6_label(const bpfnet_ip &ip) {
+    const auto *bytes = reinterpret_cast<const uint8_t *>(&ip);
+    std::string label;
+    for (int group = 0; group < 8; ++group) {
+        char text[8];
+        std::snprintf(text, sizeof(text), "%x", (bytes[2 * group] << 8) | bytes[2 * group + 1]);
+        label += (group == 0 ? "" : "-") + std::string(text);
+    }
+    return label;
+}
+
+std::optional<bpfnet_ip> parse_ipv6_label(const std::string &label) {
+    bpfnet_ip ip{};
+    auto *bytes = reinterpret_cast<uint8_t *>(&ip);
+    size_t start = 0;
+    for (int group = 0; group < 8; ++group) {
+        const size_t end = group == 7 ? label.size() : label.find('-', start);
+        if (end == std::string::npos || end == start || end - start > 4)
+            return std::nullopt;
+        unsigned value = 0;
+        for (size_t i = start; i < end; ++i) {
+            const char c = label[i];
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+                return std::nullopt;
+            value = value * 16 + static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10);
+        }
+        bytes[2 * group] = static_cast<uint8_t>(value >> 8);
+        bytes[2 * group + 1] = static_cast<uint8_t>(value);
+        start = end + 1;
+    }
+    return ip;
+}
+
 } // namespace
 
-std::string lease_name(uint32_t service_ip_be) {
-    std::string name = kLeaseNamePrefix + format_ipv4(service_ip_be);
+std::string lease_name(const bpfnet_ip &service_ip) {
+    if (!is_v4(service_ip))
+        return kLeaseNamePrefix + ipv6_label(service_ip);
+    std::string name = kLeaseNamePrefix + format_ipv4(v4_of(service_ip));
     std::replace(name.begin(), name.end(), '.', '-'); // the dots of an IP would read as DNS labels
     return name;
 }
 
-std::optional<uint32_t> lease_service_ip(const std::string &name) {
+std::optional<bpfnet_ip> lease_service_ip(const std::string &name) {
     const std::string prefix = kLeaseNamePrefix;
     if (name.rfind(prefix, 0) != 0)
         return std::nullopt;
-    std::string dotted = name.substr(prefix.size());
-    std::replace(dotted.begin(), dotted.end(), '-', '.');
-    auto ip = parse_ipv4(dotted);
+    const std::string label = name.substr(prefix.size());
+    std::optional<bpfnet_ip> ip;
+    if (std::count(label.begin(), label.end(), '-') == 7) {
+        ip = parse_ipv6_label(label);
+        if (ip && is_v4(*ip))
+            return std::nullopt; // IPv4 addresses have the dotted form only
+    } else {
+        std::string dotted = label;
+        std::replace(dotted.begin(), dotted.end(), '-', '.');
+        if (auto v4 = parse_ipv4(dotted))
+            ip = ip_from_v4(*v4);
+    }
     if (!ip || lease_name(*ip) != name) // one spelling only: "bpfnet-198-18-0-010" is not ours
         return std::nullopt;
     return ip;

@@ -5,6 +5,8 @@
 // stale read fails with 409 instead of overwriting another node's claim.
 #pragma once
 
+#include "maps/layout.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -34,10 +36,11 @@ struct LeaseState {
     nlohmann::json object; // the Lease as read (null when it does not exist)
 };
 
-// The Lease that decides the owner of a service IP: "bpfnet-198-18-0-10" for 198.18.0.10 (in the loader's
-// Lease namespace). nullopt from lease_service_ip when the name is not one of these.
-std::string lease_name(uint32_t service_ip_be);
-std::optional<uint32_t> lease_service_ip(const std::string &lease_name);
+// The Lease that decides the owner of a service IP: "bpfnet-198-18-0-10" for 198.18.0.10, and
+// "bpfnet-fd00-1-0-0-0-0-0-10" (all eight groups) for fd00:1::10 (in the loader's Lease namespace). nullopt from
+// lease_service_ip when the name is not one of these, spelled exactly so.
+std::string lease_name(const bpfnet_ip &service_ip);
+std::optional<bpfnet_ip> lease_service_ip(const std::string &lease_name);
 
 LeaseState read_lease(const nlohmann::json &lease);
 

@@ -42,20 +42,35 @@ std::optional<int64_t> integer_in(const json &value, int64_t lo, int64_t hi) {
     return std::nullopt;
 }
 
-uint32_t mask_be(uint8_t prefix) {
-    if (prefix == 0)
-        return 0;
-    if (prefix >= 32)
-        return 0xffffffffu;
-    return htonl(~((uint32_t{1} << (32 - prefix)) - 1));
+// The items of a comma-separated annotation, blanks around them trimmed, empty ones left out.
+std::vector<std::string> comma_separated(const std::string &list) {
+    std::vector<std::string> items;
+    for (size_t start = 0; start <= list.size();) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        std::string item = list.substr(start, comma - start);
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        if (!item.empty())
+            items.push_back(std::move(item));
+        start = comma + 1;
+    }
+    return items;
+}
+
+// The text of a range's length: decimal, no sign, no leading zero.
+std::optional<int> prefix_length(const std::string &digits) {
+    if (digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0') ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
+    return std::stoi(digits);
 }
 
 // spec.loadBalancerSourceRanges, else (when absent or empty) the annotation's comma-separated list, as
-// Kubernetes reads them; an error for the Event, or nullopt with `out` filled.
-std::optional<std::string> read_source_ranges(const json &spec, const json *annotations,
-                                              std::vector<std::pair<uint32_t, uint8_t>> &out) {
+// Kubernetes reads them (host bits cleared); an error for the Event, or nullopt with `out` filled.
+std::optional<std::string> read_source_ranges(const json &spec, const json *annotations, std::vector<SourceRange> &out,
+                                              std::string &where) {
     std::vector<std::string> texts;
-    std::string where = "spec.loadBalancerSourceRanges";
+    where = "spec.loadBalancerSourceRanges";
     if (const json *ranges = member(spec, "loadBalancerSourceRanges"); ranges && !ranges->is_null()) {
         if (!ranges->is_array())
             return where + " is not a list";
@@ -70,35 +85,51 @@ std::optional<std::string> read_source_ranges(const json &spec, const json *anno
             where = std::string("annotation ") + kSourceRangesAnnotation;
             if (!a->is_string())
                 return where + " is not a string";
-            std::string list = a->get<std::string>();
-            for (size_t start = 0; start <= list.size();) {
-                size_t comma = std::min(list.find(',', start), list.size());
-                std::string item = list.substr(start, comma - start);
-                item.erase(0, item.find_first_not_of(" \t"));
-                item.erase(item.find_last_not_of(" \t") + 1);
-                if (!item.empty())
-                    texts.push_back(item);
-                start = comma + 1;
-            }
+            texts = comma_separated(a->get<std::string>());
         }
     }
     for (const std::string &text : texts) {
-        size_t slash = text.find('/');
-        auto ip = slash == std::string::npos ? std::nullopt : parse_ipv4_strict(text.substr(0, slash));
-        const std::string len_text = slash == std::string::npos ? "" : text.substr(slash + 1);
-        const bool len_ok = !len_text.empty() && len_text.size() <= 2 &&
-                            std::all_of(len_text.begin(), len_text.end(), [](char c) { return c >= '0' && c <= '9'; });
-        const int len = len_ok ? std::stoi(len_text) : -1;
-        if (!ip || len < 0 || len > 32)
-            return where + ": \"" + text + "\" is not an IPv4 CIDR like 172.22.0.0/24" +
-                   (text.find(':') != std::string::npos ? " (bpfnet serves IPv4 only)" : "");
-        out.emplace_back(*ip & mask_be(static_cast<uint8_t>(len)), static_cast<uint8_t>(len));
+        const size_t slash = text.find('/');
+        const auto address = slash == std::string::npos ? std::nullopt : parse_address(text.substr(0, slash));
+        const auto len = slash == std::string::npos ? std::nullopt : prefix_length(text.substr(slash + 1));
+        if (!address || !len || *len > (is_v4(*address) ? 32 : 128))
+            return where + ": \"" + text + "\" is not a CIDR like 172.22.0.0/24 or fd00:1::/64";
+        const auto prefix = static_cast<uint8_t>(*len);
+        const bpfnet_ip network =
+            is_v4(*address) ? ip_from_v4(v4_of(*address) & prefix_mask_be(prefix)) : prefix6_network(*address, prefix);
+        out.push_back({network, prefix});
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    if (out.size() > kMaxSourceRangesPerIp)
-        return where + " has " + std::to_string(out.size()) + " ranges; bpfnet takes at most " +
-               std::to_string(kMaxSourceRangesPerIp);
+    return std::nullopt;
+}
+
+// Each service address takes the ranges of its family: a list must cover every family the Service has (an
+// IPv4-only list would otherwise close the IPv6 address to every host, or, read the other way, leave it
+// open) and no other (a range nothing can match is a mistake worth hearing about).
+std::optional<std::string> source_range_families_problem(const std::vector<SourceRange> &ranges,
+                                                         const std::vector<bpfnet_ip> &service_ips,
+                                                         const std::string &where) {
+    if (ranges.empty())
+        return std::nullopt;
+    for (const SourceRange &range : ranges) {
+        const IpFamily family = family_of(range.network);
+        if (std::none_of(service_ips.begin(), service_ips.end(),
+                         [&](const bpfnet_ip &ip) { return family_of(ip) == family; }))
+            return where + ": " + format_source_range(range) + " is " + to_string(family) + " but the Service has no " +
+                   to_string(family) + " address";
+    }
+    for (const bpfnet_ip &ip : service_ips) {
+        const IpFamily family = family_of(ip);
+        const size_t count = ranges_of_family(ranges, family).size();
+        if (count == 0)
+            return where + " lists no " + to_string(family) + " range for service IP " + format_ip(ip) + ": add the " +
+                   to_string(family) + " ranges that may reach it (" + (family == IpFamily::V4 ? "0.0.0.0/0" : "::/0") +
+                   ": every host)";
+        if (count > kMaxSourceRangesPerIp)
+            return where + " has " + std::to_string(count) + " " + to_string(family) +
+                   " ranges; bpfnet takes at most " + std::to_string(kMaxSourceRangesPerIp) + " per service IP";
+    }
     return std::nullopt;
 }
 
@@ -109,8 +140,9 @@ std::string proto_name(Protocol p) {
 ServiceDecision refuse(ServiceDecision d, std::string reason) {
     d.outcome = ServiceDecision::Outcome::Refused;
     d.reason = std::move(reason);
-    d.service_ip_be = 0;
+    d.service_ips.clear();
     d.ports.clear();
+    d.source_ranges.clear();
     return d;
 }
 
@@ -202,9 +234,93 @@ std::optional<std::string> port_kind(const json &p, const std::string &label, Po
         return kind && *kind != PortKind::Plain ? kind : std::nullopt;
     };
     out.kind = special(app).value_or(special(out.name).value_or(PortKind::Plain));
-    if (out.kind == PortKind::Dhcp6)
-        return label + ": dhcpv6 relays DHCPv6 for an IPv6 service address, and Kubernetes mode serves IPv4 only "
-                       "for now (use the standalone config for IPv6)";
+    return std::nullopt;
+}
+
+// The service addresses: the annotation's list (one address per family), else spec.loadBalancerIP. IPv4
+// first. An error for the Event, or nullopt with `out` filled.
+std::optional<std::string> read_service_ips(const json &spec, const json *annotations, std::vector<bpfnet_ip> &out) {
+    std::vector<std::string> texts;
+    std::string source;
+    if (const json *a = annotations ? member(*annotations, kServiceIpAnnotation) : nullptr) {
+        source = std::string("annotation ") + kServiceIpAnnotation;
+        if (!a->is_string())
+            return source + " is not a string";
+        texts = comma_separated(a->get<std::string>());
+    } else if (const json *lb = member(spec, "loadBalancerIP")) {
+        source = "spec.loadBalancerIP";
+        if (!lb->is_string())
+            return source + " is not a string";
+        if (!lb->get<std::string>().empty())
+            texts.push_back(lb->get<std::string>());
+    }
+    if (texts.empty())
+        return std::string("no service IP: set the annotation ") + kServiceIpAnnotation +
+               " (one address, or an IPv4 and an IPv6 address comma-separated) or spec.loadBalancerIP";
+    for (const std::string &text : texts) {
+        const auto ip = parse_address(text);
+        if (!ip)
+            return source + " \"" + text + "\" is not a valid IPv4 or IPv6 address";
+        const auto unusable = is_v4(*ip) ? non_unicast_reason(v4_of(*ip)) : non_unicast_reason6(*ip);
+        if (unusable)
+            return source + " \"" + text + "\" cannot be a service IP: it is " + *unusable;
+        if (std::any_of(out.begin(), out.end(), [&](const bpfnet_ip &o) { return family_of(o) == family_of(*ip); }))
+            return source + " lists two " + to_string(family_of(*ip)) + " addresses: one address per family";
+        out.push_back(*ip);
+    }
+    std::sort(out.begin(), out.end(), [](const bpfnet_ip &a, const bpfnet_ip &b) { return is_v4(a) && !is_v4(b); });
+    return std::nullopt;
+}
+
+// The addresses against the Service's families (spec.ipFamilies and ipFamilyPolicy, when the API server set
+// them) and this node's LAN.
+std::optional<std::string> families_problem(const json &spec, const std::vector<bpfnet_ip> &ips,
+                                            const ServicePolicy &policy) {
+    if (const json *families = member(spec, "ipFamilies")) {
+        std::vector<std::string> listed;
+        if (families->is_array())
+            for (const json &f : *families)
+                if (f.is_string())
+                    listed.push_back(f.get<std::string>());
+        if (!families->is_array() || listed.size() != families->size())
+            return "spec.ipFamilies is not a list of IPv4 and IPv6";
+        for (const bpfnet_ip &ip : ips)
+            if (std::find(listed.begin(), listed.end(), to_string(family_of(ip))) == listed.end())
+                return "service IP " + format_ip(ip) + " is " + to_string(family_of(ip)) +
+                       ", and spec.ipFamilies does not list it: a Service with an address of each family needs "
+                       "ipFamilyPolicy PreferDualStack (or RequireDualStack) and ipFamilies [IPv4, IPv6]";
+    }
+    if (const json *policy_field = member(spec, "ipFamilyPolicy")) {
+        if (!policy_field->is_string())
+            return "spec.ipFamilyPolicy is not a string";
+        if (policy_field->get<std::string>() == "RequireDualStack" && ips.size() < 2)
+            return std::string("spec.ipFamilyPolicy is RequireDualStack: the annotation ") + kServiceIpAnnotation +
+                   " needs an IPv4 and an IPv6 address, comma-separated";
+    }
+    for (const bpfnet_ip &ip : ips) {
+        const bool v4 = is_v4(ip);
+        if (v4 ? !policy.ipv4_lan : !policy.ipv6_lan)
+            return "service IP " + format_ip(ip) + " is " + to_string(family_of(ip)) + ", and the loader has no " +
+                   to_string(family_of(ip)) + " provisioning subnet (" + (v4 ? "--subnet" : "--subnet-v6") + ")";
+    }
+    return std::nullopt;
+}
+
+// A relayed port is one family's: DHCP is relayed for the IPv4 address, DHCPv6 for the IPv6 one.
+std::optional<std::string> relay_families_problem(const std::vector<PortRule> &rules,
+                                                  const std::vector<bpfnet_ip> &ips) {
+    const auto has = [&](IpFamily family) {
+        return std::any_of(ips.begin(), ips.end(), [&](const bpfnet_ip &ip) { return family_of(ip) == family; });
+    };
+    for (size_t i = 0; i < rules.size(); ++i) {
+        const std::string label =
+            "spec.ports[" + std::to_string(i) + "]" + (rules[i].name.empty() ? "" : " (" + rules[i].name + ")");
+        if (rules[i].kind == PortKind::Dhcp && !has(IpFamily::V4))
+            return label + ": dhcp relays DHCPv4 for an IPv4 service address, and the Service has none (an IPv6 "
+                           "LAN uses dhcpv6 on UDP 547)";
+        if (rules[i].kind == PortKind::Dhcp6 && !has(IpFamily::V6))
+            return label + ": dhcpv6 relays DHCPv6 for an IPv6 service address, and the Service has none";
+    }
     return std::nullopt;
 }
 
@@ -246,43 +362,36 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     if (const json *ns = member(*meta, "namespace"); !ns || !ns->is_string() || d.namespace_.empty())
         return refuse(d, "metadata.namespace is missing or not a string");
 
-    std::string ip_text;
-    std::string ip_source;
     const json *annotations = member(*meta, "annotations");
     if (annotations && !annotations->is_object())
         return refuse(d, "metadata.annotations is not an object");
-    if (const json *a = annotations ? member(*annotations, kServiceIpAnnotation) : nullptr) {
-        if (!a->is_string())
-            return refuse(d, std::string("annotation ") + kServiceIpAnnotation + " is not a string");
-        ip_text = a->get<std::string>();
-        ip_source = std::string("annotation ") + kServiceIpAnnotation;
-    } else if (const json *lb = member(*spec, "loadBalancerIP")) {
-        if (!lb->is_string())
-            return refuse(d, "spec.loadBalancerIP is not a string");
-        ip_text = lb->get<std::string>();
-        ip_source = "spec.loadBalancerIP";
-    }
-    if (ip_text.empty())
-        return refuse(d, std::string("no service IP: set the annotation ") + kServiceIpAnnotation +
-                             " or spec.loadBalancerIP");
-    auto ip = parse_ipv4_strict(ip_text);
-    if (!ip)
-        return refuse(d, ip_source + " \"" + ip_text + "\" is not a valid IPv4 address");
+    std::vector<bpfnet_ip> ips;
+    if (auto why = read_service_ips(*spec, annotations, ips))
+        return refuse(d, *why);
+    if (auto why = families_problem(*spec, ips, policy))
+        return refuse(d, *why);
 
     if (std::find(policy.allowed_namespaces.begin(), policy.allowed_namespaces.end(), d.namespace_) ==
         policy.allowed_namespaces.end())
         return refuse(d,
                       "namespace " + d.namespace_ + " is not allowed to use the class " + policy.load_balancer_class);
-    const bool in_cidr = std::any_of(policy.allowed_cidrs.begin(), policy.allowed_cidrs.end(), [&](const auto &c) {
-        const uint32_t m = mask_be(c.second);
-        return (*ip & m) == (c.first & m);
-    });
-    if (!in_cidr)
-        return refuse(d, "service IP " + ip_text + " is outside every allowed CIDR");
+    for (const bpfnet_ip &ip : ips) {
+        const bool in_cidr = std::any_of(policy.allowed_cidrs.begin(), policy.allowed_cidrs.end(), [&](const auto &c) {
+            if (is_v4(ip) != is_v4(c.network))
+                return false;
+            return is_v4(ip) ? in_prefix(v4_of(ip), v4_of(c.network), c.prefix_len)
+                             : in_prefix6(ip, c.network, c.prefix_len);
+        });
+        if (!in_cidr)
+            return refuse(d, "service IP " + format_ip(ip) + " is outside every allowed CIDR");
+    }
 
     // A source restriction is a security setting: one that cannot be read refuses the Service rather than
     // serve the IP to every host on the LAN.
-    if (auto why = read_source_ranges(*spec, annotations, d.source_ranges))
+    std::string ranges_field;
+    if (auto why = read_source_ranges(*spec, annotations, d.source_ranges, ranges_field))
+        return refuse(d, *why);
+    if (auto why = source_range_families_problem(d.source_ranges, ips, ranges_field))
         return refuse(d, *why);
 
     const json *ports = member(*spec, "ports");
@@ -321,9 +430,11 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
         return refuse(d, entry(*problem->index) + (rule.name.empty() ? "" : " (" + rule.name + ")") + ": " +
                              problem->detail);
     }
+    if (auto why = relay_families_problem(rules, ips))
+        return refuse(d, *why);
 
     d.outcome = ServiceDecision::Outcome::Accepted;
-    d.service_ip_be = *ip;
+    d.service_ips = std::move(ips);
     d.ports = std::move(rules);
     if (std::any_of(target_names.begin(), target_names.end(), [](const std::string &n) { return !n.empty(); }))
         d.target_port_names = std::move(target_names);
@@ -336,11 +447,11 @@ enum class Readiness { Ready, ServingWhileTerminating };
 
 struct Candidate {
     Readiness readiness;
-    uint32_t ip_host;
+    bpfnet_ip ip; // ordered by value: the bytes are in network order
     std::string node;
     std::vector<EndpointPort> ports; // of the endpoint's slice
     bool operator<(const Candidate &o) const {
-        return std::tie(readiness, ip_host, node) < std::tie(o.readiness, o.ip_host, o.node);
+        return std::tie(readiness, ip, node) < std::tie(o.readiness, o.ip, o.node);
     }
 };
 
@@ -407,9 +518,9 @@ std::vector<EndpointPort> slice_ports(const json &slice) {
     return out;
 }
 
-void collect_slice(const json &slice, std::vector<Candidate> &out) {
+void collect_slice(const json &slice, IpFamily family, std::vector<Candidate> &out) {
     const json *type = member(slice, "addressType");
-    if (!type || !type->is_string() || type->get<std::string>() != "IPv4")
+    if (!type || !type->is_string() || type->get<std::string>() != to_string(family))
         return;
     const std::vector<EndpointPort> ports = slice_ports(slice);
     const json *endpoints = member(slice, "endpoints");
@@ -433,13 +544,48 @@ void collect_slice(const json &slice, std::vector<Candidate> &out) {
         for (const json &a : *addrs) {
             if (!a.is_string())
                 continue;
-            if (auto ip = parse_ipv4_strict(a.get<std::string>()))
-                out.push_back({*how, ntohl(*ip), node, ports});
+            if (auto ip = parse_address(a.get<std::string>()); ip && family_of(*ip) == family)
+                out.push_back({*how, *ip, node, ports});
         }
     }
 }
 
 } // namespace
+
+std::string to_string(IpFamily family) {
+    return family == IpFamily::V4 ? "IPv4" : "IPv6";
+}
+
+std::optional<bpfnet_ip> parse_address(const std::string &text) {
+    if (text.find(':') == std::string::npos) {
+        const auto v4 = parse_ipv4_strict(text);
+        return v4 ? std::optional(ip_from_v4(*v4)) : std::nullopt;
+    }
+    const auto ip = parse_ip(text); // never IPv4-mapped: those are written as the IPv4 address they are
+    return ip && !is_v4(*ip) ? ip : std::nullopt;
+}
+
+AcceptedService ports_for_family(const AcceptedService &service, IpFamily family) {
+    AcceptedService out = service;
+    out.ports.clear();
+    out.target_port_names.clear();
+    const PortKind other = family == IpFamily::V4 ? PortKind::Dhcp6 : PortKind::Dhcp;
+    for (size_t i = 0; i < service.ports.size(); ++i) {
+        if (service.ports[i].kind == other)
+            continue;
+        out.ports.push_back(service.ports[i]);
+        if (i < service.target_port_names.size())
+            out.target_port_names.push_back(service.target_port_names[i]);
+    }
+    return out;
+}
+
+std::vector<SourceRange> ranges_of_family(const std::vector<SourceRange> &ranges, IpFamily family) {
+    std::vector<SourceRange> out;
+    std::copy_if(ranges.begin(), ranges.end(), std::back_inserter(out),
+                 [&](const SourceRange &range) { return family_of(range.network) == family; });
+    return out;
+}
 
 std::optional<uint32_t> parse_ipv4_strict(const std::string &text) {
     uint32_t host = 0;
@@ -475,7 +621,7 @@ ServiceDecision decide_service(const json &service, const ServicePolicy &policy)
 }
 
 AcceptedService accepted(const ServiceDecision &decision) {
-    return AcceptedService{decision.namespace_,        decision.name,         decision.service_ip_be, decision.ports,
+    return AcceptedService{decision.namespace_,        decision.name,         decision.service_ips, decision.ports,
                            decision.target_port_names, decision.source_ranges};
 }
 
@@ -497,8 +643,16 @@ std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &servi
         }
         for (size_t i = 0; i < j; ++i) {
             const AcceptedService &earlier = *sorted[i];
-            if (earlier.service_ip_be != later.service_ip_be)
+            std::vector<bpfnet_ip> shared_ips;
+            for (const bpfnet_ip &ip : later.service_ips)
+                if (std::find(earlier.service_ips.begin(), earlier.service_ips.end(), ip) != earlier.service_ips.end())
+                    shared_ips.push_back(ip);
+            if (shared_ips.empty())
                 continue;
+            const bool same_ranges = std::all_of(shared_ips.begin(), shared_ips.end(), [&](const bpfnet_ip &ip) {
+                return ranges_of_family(earlier.source_ranges, family_of(ip)) ==
+                       ranges_of_family(later.source_ranges, family_of(ip));
+            });
             // Services sharing an IP are served by one node and usually one pod; the datapath maps a reply back
             // to its service port by the pod's port, so target ports must be disjoint too.
             std::set<std::pair<Protocol, uint16_t>> overlap, target_overlap;
@@ -510,12 +664,12 @@ std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &servi
             }
             bool on_targets = overlap.empty();
             if (on_targets && target_overlap.empty()) {
-                if (earlier.source_ranges != later.source_ranges) {
+                if (!same_ranges) {
                     Conflict c;
                     c.refused = later.key();
                     c.other = earlier.key();
-                    c.service_ip_be = later.service_ip_be;
-                    c.reason = "service IP " + format_ipv4(c.service_ip_be) + " is shared with Service " + c.other +
+                    c.service_ip = shared_ips.front();
+                    c.reason = "service IP " + format_ip(c.service_ip) + " is shared with Service " + c.other +
                                " with other loadBalancerSourceRanges; the datapath filters sources per IP, so "
                                "services sharing an IP need the same ranges";
                     out.push_back(std::move(c));
@@ -525,14 +679,14 @@ std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &servi
             Conflict c;
             c.refused = later.key();
             c.other = earlier.key();
-            c.service_ip_be = later.service_ip_be;
+            c.service_ip = shared_ips.front();
             const auto &shared = on_targets ? target_overlap : overlap;
             c.overlap.assign(shared.begin(), shared.end());
             std::string list;
             for (const auto &[proto, port] : c.overlap)
                 list += (list.empty() ? "" : ", ") + proto_name(proto) + " " + std::to_string(port);
             c.reason =
-                "service IP " + format_ipv4(c.service_ip_be) + " is shared with Service " + c.other +
+                "service IP " + format_ip(c.service_ip) + " is shared with Service " + c.other +
                 (on_targets ? " with the same target ports (" + list +
                                   "); replies are mapped back by the pod's port, so services sharing an IP "
                                   "need disjoint ports and target ports"
@@ -546,7 +700,8 @@ std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &servi
     return out;
 }
 
-std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_service, const std::string &node_name) {
+std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_service, const std::string &node_name,
+                                            IpFamily family) {
     std::vector<Candidate> all;
     try {
         const json *slices = &endpoint_slices_for_service;
@@ -557,7 +712,7 @@ std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_serv
         for (const json &slice : *slices) {
             std::vector<Candidate> mine;
             try {
-                collect_slice(slice, mine);
+                collect_slice(slice, family, mine);
             } catch (const std::exception &) {
                 continue; // a slice that cannot be read contributes nothing
             }
@@ -575,7 +730,7 @@ std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_serv
     auto local = std::find_if(all.begin(), all.end(),
                               [&](const Candidate &c) { return !node_name.empty() && c.node == node_name; });
     const Candidate &pick = local != all.end() ? *local : all.front();
-    return ReadyEndpoint{htonl(pick.ip_host), pick.node, local != all.end(), best == Readiness::ServingWhileTerminating,
+    return ReadyEndpoint{pick.ip, pick.node, local != all.end(), best == Readiness::ServingWhileTerminating,
                          pick.ports};
 }
 
@@ -603,19 +758,20 @@ ResolvedPorts resolve_target_ports(const AcceptedService &service, const std::op
     return out;
 }
 
-std::optional<std::pair<uint32_t, uint8_t>> parse_cidr(const std::string &text) {
-    auto slash = text.find('/');
-    if (slash == std::string::npos || slash + 1 == text.size() || text.size() - slash > 3)
+std::optional<SourceRange> parse_cidr(const std::string &text) {
+    const size_t slash = text.find('/');
+    if (slash == std::string::npos)
         return std::nullopt;
-    auto network = parse_ipv4_strict(text.substr(0, slash));
-    const std::string digits = text.substr(slash + 1);
-    if (!network || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        (digits.size() > 1 && digits[0] == '0'))
+    const auto address = parse_address(text.substr(0, slash));
+    const auto len = prefix_length(text.substr(slash + 1));
+    if (!address || !len || *len > (is_v4(*address) ? 32 : 128))
         return std::nullopt;
-    int prefix = std::stoi(digits);
-    if (prefix > 32 || (*network & ~mask_be(static_cast<uint8_t>(prefix))) != 0)
+    const auto prefix = static_cast<uint8_t>(*len);
+    const bool host_bits = is_v4(*address) ? (v4_of(*address) & ~prefix_mask_be(prefix)) != 0
+                                           : prefix6_network(*address, prefix) != *address;
+    if (host_bits)
         return std::nullopt;
-    return std::make_pair(*network, static_cast<uint8_t>(prefix));
+    return SourceRange{*address, prefix};
 }
 
 } // namespace bpfnet::k8s

@@ -17,13 +17,25 @@
 
 namespace bpfnet::k8s {
 
+// An address family as the API spells it in spec.ipFamilies and an EndpointSlice's addressType.
+enum class IpFamily { V4, V6 };
+inline IpFamily family_of(const bpfnet_ip &ip) {
+    return is_v4(ip) ? IpFamily::V4 : IpFamily::V6;
+}
+std::string to_string(IpFamily family); // "IPv4", "IPv6"
+
 // Which Services of our class are honoured.
 struct ServicePolicy {
-    std::vector<std::string> allowed_namespaces;             // exact names; empty = none allowed
-    std::vector<std::pair<uint32_t, uint8_t>> allowed_cidrs; // (network_be, prefix 0..32); empty = none
+    std::vector<std::string> allowed_namespaces; // exact names; empty = none allowed
+    std::vector<SourceRange> allowed_cidrs;      // either family; empty = none
     std::string load_balancer_class = "bpfnet.io/provisioning";
+    // The families of this node's provisioning LAN (--subnet, --subnet-v6): an address of another family
+    // could never be reached from the LAN, so a Service asking for one is refused.
+    bool ipv4_lan = true;
+    bool ipv6_lan = true;
 };
 
+// The service addresses: one, or one per family comma-separated ("172.22.0.2,fd00:1::2").
 inline constexpr const char *kServiceIpAnnotation = "bpfnet.io/ip";
 // The older form of spec.loadBalancerSourceRanges, still honoured by cloud load balancers.
 inline constexpr const char *kSourceRangesAnnotation = "service.beta.kubernetes.io/load-balancer-source-ranges";
@@ -31,16 +43,16 @@ inline constexpr const char *kSourceRangesAnnotation = "service.beta.kubernetes.
 struct ServiceDecision {
     enum class Outcome { Ignored, Refused, Accepted };
     Outcome outcome = Outcome::Ignored;
-    std::string reason;          // Refused: human-readable, for the Event; empty otherwise
-    std::string namespace_;      // metadata.namespace (empty when it could not be read)
-    std::string name;            // metadata.name (empty when it could not be read)
-    uint32_t service_ip_be = 0;  // Accepted only
-    std::vector<PortRule> ports; // Accepted only, in spec order; a named targetPort leaves target_port 0
+    std::string reason;                 // Refused: human-readable, for the Event; empty otherwise
+    std::string namespace_;             // metadata.namespace (empty when it could not be read)
+    std::string name;                   // metadata.name (empty when it could not be read)
+    std::vector<bpfnet_ip> service_ips; // Accepted only: one or two, one per family, IPv4 first
+    std::vector<PortRule> ports;        // Accepted only, in spec order; a named targetPort leaves target_port 0
     // Accepted only: the named targetPort of each port ("" for a number), or empty when no port names one.
     std::vector<std::string> target_port_names;
-    // Accepted only: spec.loadBalancerSourceRanges (else its annotation) as (network_be, prefix), host bits
-    // cleared, sorted, without duplicates; empty: every source.
-    std::vector<std::pair<uint32_t, uint8_t>> source_ranges;
+    // Accepted only: spec.loadBalancerSourceRanges (else its annotation), either family, host bits cleared,
+    // sorted, without duplicates; empty: every source. Each service address takes the ranges of its family.
+    std::vector<SourceRange> source_ranges;
 
     std::string key() const { return namespace_ + "/" + name; }
 };
@@ -48,14 +60,19 @@ struct ServiceDecision {
 // Ignored: spec.type is not "LoadBalancer" (absent counts as ClusterIP) or spec.loadBalancerClass is not
 //   policy.load_balancer_class (absent counts as the cluster default) -- not ours, no Event.
 // Refused: the object, metadata or spec is not an object, or type/class are not strings (we cannot tell it is
-//   not ours); no IP (annotation bpfnet.io/ip, else spec.loadBalancerIP); IP not a strict dotted quad;
-//   namespace not allowed; IP outside every allowed CIDR; spec.loadBalancerSourceRanges (or, when it is
-//   empty, its annotation) not a list of IPv4 CIDRs (host bits are cleared, as Kubernetes does), or more than
-//   kMaxSourceRangesPerIp (what the datapath holds per IP); no ports; a port that is not an object, protocol
-//   other than TCP/UDP (absent = TCP), port not an integer 1..65535, targetPort neither an integer 1..65535
-//   nor a port name (IANA_SVC_NAME, as the API validates container port names), DHCP port that is not UDP
-//   67, TFTP port that is not UDP, duplicate (protocol, port) or (protocol, targetPort). A named targetPort
-//   (the Ironic Standalone Operator's Services use them) is resolved per endpoint: resolve_target_ports.
+//   not ours); no IP (annotation bpfnet.io/ip, else spec.loadBalancerIP); an address that is neither a strict
+//   dotted quad nor an IPv6 unicast address, or two of one family; an address of a family spec.ipFamilies
+//   (when set) does not list, or of a family this node's LAN does not have (ServicePolicy); ipFamilyPolicy
+//   RequireDualStack with one address; namespace not allowed; an address outside every allowed CIDR of its
+//   family; spec.loadBalancerSourceRanges (or, when it is empty, its annotation) not a list of CIDRs (host bits
+//   are cleared, as Kubernetes does), a range of a family the Service has no address of, no range of a family
+//   it has one of, or more than kMaxSourceRangesPerIp of one family (what the datapath holds per IP); no
+//   ports; a port that is not an object, protocol other than TCP/UDP (absent = TCP), port not an integer
+//   1..65535, targetPort neither an integer 1..65535 nor a port name (IANA_SVC_NAME, as the API validates
+//   container port names), DHCP port that is not UDP 67 or without an IPv4 address, DHCPv6 port that is not
+//   UDP 547 or without an IPv6 address, TFTP port that is not UDP, duplicate (protocol, port) or (protocol,
+//   targetPort). A named targetPort (the Ironic Standalone Operator's Services use them) is resolved per
+//   endpoint: resolve_target_ports.
 // Port kind: dhcp when appProtocol is "dhcp", or (appProtocol absent or neither dhcp nor tftp) the name is
 //   "dhcp"; likewise tftp; else plain.
 ServiceDecision decide_service(const nlohmann::json &service, const ServicePolicy &policy);
@@ -64,21 +81,27 @@ ServiceDecision decide_service(const nlohmann::json &service, const ServicePolic
 struct AcceptedService {
     std::string namespace_;
     std::string name;
-    uint32_t service_ip_be = 0;
+    std::vector<bpfnet_ip> service_ips;
     std::vector<PortRule> ports;
-    std::vector<std::string> target_port_names;              // as in ServiceDecision
-    std::vector<std::pair<uint32_t, uint8_t>> source_ranges; // as in ServiceDecision
+    std::vector<std::string> target_port_names; // as in ServiceDecision
+    std::vector<SourceRange> source_ranges;     // as in ServiceDecision
 
     std::string key() const { return namespace_ + "/" + name; }
 };
 AcceptedService accepted(const ServiceDecision &decision);
 
+// The Service as one of its addresses serves it: the ports of that family (and their target port names). DHCP
+// is relayed on the IPv4 address, DHCPv6 on the IPv6 one; every other port is listed on both.
+AcceptedService ports_for_family(const AcceptedService &service, IpFamily family);
+// The source ranges of one family.
+std::vector<SourceRange> ranges_of_family(const std::vector<SourceRange> &ranges, IpFamily family);
+
 // One overlapping pair: `refused` (the later by namespace/name order) must not get the IP; `other` keeps it
 // as far as this pair is concerned.
 struct Conflict {
-    std::string refused; // "namespace/name"
-    std::string other;   // "namespace/name"
-    uint32_t service_ip_be = 0;
+    std::string refused;                                // "namespace/name"
+    std::string other;                                  // "namespace/name"
+    bpfnet_ip service_ip{};                             // the (first) address both use
     std::vector<std::pair<Protocol, uint16_t>> overlap; // the shared (protocol, port)s, sorted
     std::string reason;                                 // for the refused Service's Event; names the other Service
 
@@ -86,8 +109,8 @@ struct Conflict {
 };
 
 // Services may share an IP only with disjoint (protocol, port) sets and disjoint (protocol, targetPort) sets
-// (replies are mapped back to the service port by the pod's port), and with the same source ranges (the
-// datapath filters sources per IP). Reports every overlapping pair, ordered by
+// (replies are mapped back to the service port by the pod's port), and with the same source ranges of that
+// IP's family (the datapath filters sources per IP). Reports every overlapping pair, ordered by
 // (refused, other); `overlap` lists the shared ports, or the shared target ports when only those overlap.
 // Input order does not matter.
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services);
@@ -103,7 +126,7 @@ struct EndpointPort {
 };
 
 struct ReadyEndpoint {
-    uint32_t ip_be = 0;
+    bpfnet_ip ip{};
     std::string node_name;           // empty when the endpoint has no nodeName
     bool on_this_node = false;       // this node is eligible (a ready endpoint runs on it)
     bool terminating = false;        // no endpoint is ready: this one still serves while its pod terminates
@@ -113,14 +136,15 @@ struct ReadyEndpoint {
 };
 
 // endpoint_slices_for_service: a JSON array of EndpointSlices (discovery.k8s.io/v1) or an EndpointSliceList
-// ({"items": [...]}). Only addressType "IPv4" slices count. An endpoint is ready when conditions.ready is
-// true or absent (the API's "nil means ready"); when no endpoint is ready, those still serving while they
-// terminate (serving and terminating true, as during a rolling update) are used instead, as MetalLB's
-// EndpointCanServe does, so traffic stays on the old pod until a new one is ready. Every valid dotted-quad
-// address of such an endpoint is a candidate. When one runs on node_name, the lowest such address is chosen
+// ({"items": [...]}). Only slices of the family's addressType ("IPv4", "IPv6") count: a dual-stack Service has
+// one of each, and each of its addresses is steered to the pod's address of the same family. An endpoint is ready when
+// conditions.ready is true or absent (the API's "nil means ready"); when no endpoint is ready, those still serving
+// while they terminate (serving and terminating true, as during a rolling update) are used instead, as MetalLB's
+// EndpointCanServe does, so traffic stays on the old pod until a new one is ready. Every valid address of the
+// family of such an endpoint is a candidate. When one runs on node_name, the lowest such address is chosen
 // (on_this_node = true); otherwise the lowest on any node. Ties: lowest nodeName. nullopt when none can serve.
 std::optional<ReadyEndpoint> ready_endpoint(const nlohmann::json &endpoint_slices_for_service,
-                                            const std::string &node_name);
+                                            const std::string &node_name, IpFamily family = IpFamily::V4);
 
 // The Service's ports with every named targetPort resolved from the endpoint's slice: the slice port with
 // the Service port's name and protocol gives the number. `missing` names the ports the slice does not
@@ -132,8 +156,11 @@ struct ResolvedPorts {
 };
 ResolvedPorts resolve_target_ports(const AcceptedService &service, const std::optional<ReadyEndpoint> &endpoint);
 
-// "A.B.C.D/N" (strict dotted quad, N in 0..32, no host bits set) to (network_be, N); nullopt otherwise.
-std::optional<std::pair<uint32_t, uint8_t>> parse_cidr(const std::string &text);
+// "A.B.C.D/N" (strict dotted quad, N in 0..32) or "fd00:1::/64" (N in 0..128), no leading zeros in N, no
+// host bits set; nullopt otherwise.
+std::optional<SourceRange> parse_cidr(const std::string &text);
+// A service or endpoint address: a strict dotted quad, or IPv6 text (not IPv4-mapped); nullopt otherwise.
+std::optional<bpfnet_ip> parse_address(const std::string &text);
 
 // Strict dotted quad ("10.0.0.1": four decimal octets, no leading zeros) to network byte order.
 std::optional<uint32_t> parse_ipv4_strict(const std::string &text);

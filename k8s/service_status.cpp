@@ -1,8 +1,11 @@
 #include "k8s/service_status.hpp"
 
 #include "k8s/json_fields.hpp"
+#include "k8s/service_model.hpp"
 
 #include "core/addresses.hpp"
+
+#include <algorithm>
 
 namespace bpfnet::k8s {
 
@@ -17,36 +20,52 @@ const json *ingress_of(const json &service) {
     return ingress && ingress->is_array() ? ingress : nullptr;
 }
 
-bool entry_is(const json &entry, const std::string &ip) {
-    return entry.is_object() && string_member(entry, "ip") == ip;
+// An entry as this loader writes it: an address, no hostname, the default ipMode.
+std::optional<bpfnet_ip> written_entry(const json &entry) {
+    if (!entry.is_object() || member(entry, "hostname"))
+        return std::nullopt;
+    const json *mode = member(entry, "ipMode");
+    if (mode && !(mode->is_string() && mode->get<std::string>() == "VIP"))
+        return std::nullopt;
+    return parse_address(string_member(entry, "ip"));
 }
 
 } // namespace
 
-bool ingress_announces(const json &service, uint32_t service_ip_be) {
+bool ingress_announces(const json &service, const std::vector<bpfnet_ip> &service_ips) {
     const json *ingress = ingress_of(service);
-    if (!ingress || ingress->size() != 1)
+    if (!ingress || ingress->size() != service_ips.size())
         return false;
-    const json &entry = ingress->front();
-    if (!entry_is(entry, format_ipv4(service_ip_be)) || member(entry, "hostname"))
-        return false;
-    const json *mode = member(entry, "ipMode");
-    return !mode || (mode->is_string() && mode->get<std::string>() == "VIP");
+    std::vector<bpfnet_ip> listed;
+    for (const json &entry : *ingress) {
+        auto ip = written_entry(entry);
+        if (!ip)
+            return false;
+        listed.push_back(*ip);
+    }
+    std::vector<bpfnet_ip> wanted = service_ips;
+    std::sort(listed.begin(), listed.end());
+    std::sort(wanted.begin(), wanted.end());
+    return listed == wanted;
 }
 
-bool ingress_names(const json &service, uint32_t service_ip_be) {
-    const json *ingress = ingress_of(service);
-    if (!ingress)
-        return false;
-    const std::string ip = format_ipv4(service_ip_be);
-    for (const json &entry : *ingress)
-        if (entry_is(entry, ip))
-            return true;
-    return false;
+std::vector<bpfnet_ip> ingress_addresses(const json &service) {
+    std::vector<bpfnet_ip> out;
+    if (const json *ingress = ingress_of(service))
+        for (const json &entry : *ingress)
+            if (entry.is_object())
+                if (auto ip = parse_address(string_member(entry, "ip")))
+                    out.push_back(*ip);
+    return out;
 }
 
-json ingress_patch(uint32_t service_ip_be) {
-    return {{"status", {{"loadBalancer", {{"ingress", json::array({{{"ip", format_ipv4(service_ip_be)}}})}}}}}};
+json ingress_patch(const std::vector<bpfnet_ip> &service_ips) {
+    if (service_ips.empty())
+        return ingress_removal_patch();
+    json entries = json::array();
+    for (const bpfnet_ip &ip : service_ips)
+        entries.push_back({{"ip", format_ip(ip)}});
+    return {{"status", {{"loadBalancer", {{"ingress", entries}}}}}};
 }
 
 json ingress_removal_patch() {

@@ -38,13 +38,13 @@ struct Range {
 /* Limits; docs/config.md lists the same values. */
 constexpr size_t kMaxInterfaceNameLen = 15; /* IFNAMSIZ - 1 */
 constexpr Range kPrefixLen{8, 30};          /* /31 and /32 leave no room for hosts beside the service IP */
-constexpr Range kPrefix6Len{16, 124};       /* a /64 as a rule (SLAAC, metal3-dev-env's ULA) */
+constexpr Range kPrefix6Len{kMinPrefix6Len, kMaxPrefix6Len};
 constexpr Range kHeartbeatIntervalMs{100, 60000};
 constexpr int64_t kMaxHeartbeatTimeoutMs = 600000;
 constexpr Range kGarpCount{0, 20};
 constexpr Range kGarpIntervalMs{10, 10000};
 constexpr Range kDhcpMaxHops{1, BPFNET_DHCP_MAX_HOPS_LIMIT}; /* RFC 1542 4.1.1: never more than 16 */
-constexpr Range kRaIntervalSeconds{4, 1800};                 /* RFC 4861 6.2.1 MaxRtrAdvInterval */
+constexpr Range kRaIntervalSeconds{kMinRaIntervalSeconds, kMaxRaIntervalSeconds};
 constexpr Range kPortNumber{1, 65535};
 constexpr size_t kMaxPortNameLen = 63;
 constexpr std::string_view kAutoVeth = "auto";

@@ -12,8 +12,14 @@
 #                                      ── mgmt1 198.19.255.5/30 <-> 198.19.255.6 node b
 #
 # The pods are routed-CNI style (a /24 route to the pod through its veth); the nodes have no route to the
-# LAN: only the datapath connects pods and host. Each pod runs HTTP servers on 8080 and 8081 whose /who
-# answers with the pod's name, and dnsmasq (DHCP for relayed requests, a range of its own).
+# LAN: only the datapath connects pods and host. Each pod runs HTTP servers on 8080 and 8081 (both families)
+# whose /who answers with the pod's name, and dnsmasq (DHCP and DHCPv6 for relayed requests, ranges of its
+# own).
+#
+# The LAN is dual stack (IPv6's benchmarking range 2001:2::/48): the pods have IPv6 addresses too
+# (2001:2:0:100::2 and 2001:2:0:101::2, routed the same way), the host has 2001:2::10/128 as a DHCPv6 client
+# configures its lease, so it reaches the provisioning prefix only once a router advertisement made it
+# on-link, and the loaders get --subnet-v6 and --router-advertisements.
 #
 #   cluster_topology_create            builds it (dies on failure)
 #   pods_start                         HTTP and dnsmasq in both pods
@@ -44,6 +50,12 @@ declare -A MGMT_NODE=([node-a]=198.19.255.2 [node-b]=198.19.255.6)
 # Each pod's DHCP server offers addresses from its own range, so an offer tells which pod answered.
 declare -A DHCP_FIRST=([node-a]=198.18.0.100 [node-b]=198.18.0.150)
 declare -A DHCP_LAST=([node-a]=198.18.0.149 [node-b]=198.18.0.199)
+CLUSTER_SUBNET6=2001:2::/64
+CLUSTER_HOST6=2001:2::10
+declare -A POD_IP6=([node-a]=2001:2:0:100::2 [node-b]=2001:2:0:101::2)
+declare -A POD_GW6=([node-a]=2001:2:0:100::1 [node-b]=2001:2:0:101::1)
+declare -A DHCP6_FIRST=([node-a]=2001:2::100 [node-b]=2001:2::200)
+declare -A DHCP6_LAST=([node-a]=2001:2::1ff [node-b]=2001:2::2ff)
 declare -A STANDIN_PORT=()
 declare -A STANDIN_PID=()
 declare -A K8S_LOADER_PID=()
@@ -70,6 +82,7 @@ cluster_topology_create() {
     ip -n "$CLUSTER_LAN" link add lan-host type veth peer name eth0 address "$E2E_HOST_MAC" netns "$CLUSTER_HOST" ||
         die "host LAN veth"
     ip -n "$CLUSTER_HOST" addr add "$E2E_HOST_IP/24" dev eth0
+    ip -n "$CLUSTER_HOST" -6 addr add "$CLUSTER_HOST6/128" dev eth0
     ip -n "$CLUSTER_HOST" link set eth0 up
     ip -n "$CLUSTER_LAN" link set lan-host master br0 up
 
@@ -87,6 +100,9 @@ cluster_topology_create() {
         ip -n "${POD_NS[$node]}" addr add "${POD_IP[$node]}/24" dev eth0
         ip -n "${POD_NS[$node]}" link set eth0 up
         ip -n "${POD_NS[$node]}" route add default via "${POD_GW[$node]}" || die "$node pod route"
+        ip -n "$ns" -6 addr add "${POD_GW6[$node]}/64" dev "$E2E_VETH"
+        ip -n "${POD_NS[$node]}" -6 addr add "${POD_IP6[$node]}/64" dev eth0
+        ip -n "${POD_NS[$node]}" -6 route add default via "${POD_GW6[$node]}" || die "$node pod IPv6 route"
 
         ip link add "mgmt$i" type veth peer name mgmt0 netns "$ns" || die "$node management veth"
         ip addr add "${MGMT_ROOT[$node]}/30" dev "mgmt$i"
@@ -94,6 +110,9 @@ cluster_topology_create() {
         ip -n "$ns" addr add "${MGMT_NODE[$node]}/30" dev mgmt0
         ip -n "$ns" link set mgmt0 up
         i=$((i + 1))
+    done
+    for ns in "$CLUSTER_HOST" "${NODE_NS[@]}" "${POD_NS[@]}"; do
+        wait_for 10 no_tentative "$ns" || die "IPv6 addresses of $ns still tentative"
     done
     log "cluster topology up: host, node-a, node-b on br0; stand-ins reachable at ${MGMT_ROOT[node-a]}, ${MGMT_ROOT[node-b]}"
 }
@@ -106,11 +125,12 @@ pods_start() {
         dir=$E2E_TMP/pod-$node
         mkdir -p "$dir/www"
         echo "${POD_NAME[$node]}" >"$dir/www/who"
-        bg_in_ns "${POD_NS[$node]}" "$dir/http.log" "$SYSTEM_PYTHON" -m http.server --bind 0.0.0.0 --directory "$dir/www" 8080
-        bg_in_ns "${POD_NS[$node]}" "$dir/http-images.log" "$SYSTEM_PYTHON" -m http.server --bind 0.0.0.0 \
+        bg_in_ns "${POD_NS[$node]}" "$dir/http.log" "$SYSTEM_PYTHON" -m http.server --bind :: --directory "$dir/www" 8080
+        bg_in_ns "${POD_NS[$node]}" "$dir/http-images.log" "$SYSTEM_PYTHON" -m http.server --bind :: \
             --directory "$dir/www" 8081
         DHCP_RANGE_FIRST=${DHCP_FIRST[$node]} DHCP_RANGE_LAST=${DHCP_LAST[$node]} \
-            dnsmasq_start "${POD_NS[$node]}" "$dir/dnsmasq" || return 1
+            dnsmasq_start "${POD_NS[$node]}" "$dir/dnsmasq" \
+            --dhcp-range="${DHCP6_FIRST[$node]},${DHCP6_LAST[$node]},64,10m" || return 1
         wait_for 10 pod_http_up "$node" || { E2E_REASON="HTTP server in ${POD_NS[$node]} did not start"; return 1; }
     done
 }
@@ -227,8 +247,16 @@ except Exception:
     print("")' "$3"
 }
 
-# The Lease of a service IP (default: the test's) is named after it: bpfnet-198-18-0-2.
-lease_path() { local ip=${1:-$E2E_SERVICE_IP}; echo "$LEASE_PATH/bpfnet-${ip//./-}"; }
+# The Lease of a service IP (default: the test's) is named after it: bpfnet-198-18-0-2, and for an IPv6
+# address all eight groups without leading zeros: bpfnet-2001-2-0-0-0-0-0-2.
+lease_path() {
+    local ip=${1:-$E2E_SERVICE_IP}
+    if [[ $ip == *:* ]]; then
+        ip=$("$SYSTEM_PYTHON" -c 'import ipaddress, sys
+print("-".join("%x" % int(g, 16) for g in ipaddress.IPv6Address(sys.argv[1]).exploded.split(":")))' "$ip")
+    fi
+    echo "$LEASE_PATH/bpfnet-${ip//./-}"
+}
 lease_holder() { json_field "$1" "$(lease_path "${2:-}")" 'o.get("spec", {}).get("holderIdentity", "")'; }
 lease_services() {
     json_field "$1" "$(lease_path "${2:-}")" 'o["metadata"].get("annotations", {}).get("bpfnet.io/services", "")'
@@ -254,8 +282,8 @@ k8s_loader_start() {
     kubeconfig=$(kubeconfig_for "$node" "$name")
     K8S_LOADER_LOG[$node]=$logfile
     nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" --kubernetes --kubeconfig "$kubeconfig" \
-        --interface "$E2E_NIC" --subnet "$E2E_SUBNET" --node-name "$node" --allowed-namespaces "$SERVICE_NS" \
-        --allowed-cidrs "$E2E_SUBNET" --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3 --event-refresh 2 --watch-idle-timeout 3 --log-level debug ${K8S_LOADER_EXTRA:-} "$@" \
+        --interface "$E2E_NIC" --subnet "$E2E_SUBNET" --subnet-v6 "$CLUSTER_SUBNET6" --router-advertisements \
+        --node-name "$node" --allowed-namespaces "$SERVICE_NS" --allowed-cidrs "$E2E_SUBNET,$CLUSTER_SUBNET6" --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3 --event-refresh 2 --watch-idle-timeout 3 --log-level debug ${K8S_LOADER_EXTRA:-} "$@" \
         >"$logfile" 2>&1 &
     K8S_LOADER_PID[$node]=$!
     E2E_PIDS+=("$!")

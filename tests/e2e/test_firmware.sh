@@ -6,8 +6,15 @@
 # Ironic's lookup and heartbeat as the agent does (tests/vm/agent-init.sh), every step to the service IP.
 # Each stage is a case, reported with the seconds since the guest was started.
 #
+# With FIRMWARE_FAMILY=6 the LAN is IPv6 only (pxe_walk.sh's, WALK_FAMILIES=6): the loader's router
+# advertisement says "ask DHCPv6", iPXE takes a DHCPv6 lease through the relay with the boot file URL (option 59,
+# tftp://[service address]/boot.ipxe), fetches the script over TFTP and the kernel and ramdisk over HTTP, all
+# from the service's IPv6 address. The booted ramdisk's steps stay IPv4 only: Debian's busybox has no DHCPv6
+# client (the ramdisk's IPv6 lookup and heartbeat are e2e_pxe_walk_ipv6's, with dhclient -6 and real Ironic).
+#
 #   usage: test_firmware.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
-#   env:   FIRMWARE_BOOT_DIR  vmlinuz and initrd.img to serve (default: tests/vm/run.sh --agent-ramdisk
+#   env:   FIRMWARE_FAMILY    4 (default) or 6: the LAN's family
+#          FIRMWARE_BOOT_DIR  vmlinuz and initrd.img to serve (default: tests/vm/run.sh --agent-ramdisk
 #                             builds them from the newest Debian 6.12 kernel, cached in /var/cache/bpfnet-vm)
 #          E2E_KEEP_TMP       keep the temporary directory (console log, server logs)
 #
@@ -21,6 +28,9 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 source "$E2E_DIR/dhcp.sh"
 # shellcheck source=ironic.sh
 source "$E2E_DIR/ironic.sh"
+# shellcheck source=pxe_walk.sh
+source "$E2E_DIR/pxe_walk.sh"
+FIRMWARE_FAMILY=${FIRMWARE_FAMILY:-4}
 
 loader_argument "$@"
 
@@ -58,17 +68,22 @@ GUEST_T0=""
 # ---------------------------------------------------------------------------------------------------
 # The servers of the Ironic pod and the guest
 
-firmware_setup() {
+# boot_files ADDRESS HOST: the iPXE script iPXE runs (the kernel and ramdisk from the image server at HOST,
+# the service ADDRESS for the agent) over TFTP, and the kernel and ramdisk for the image server.
+boot_files() {
     mkdir -p "$FW/tftp" "$FW/images"
     DHCP_TFTP_ROOT=$FW/tftp
     DHCP_BOOT_FILE=boot.ipxe
-    # iPXE runs this script: the kernel and ramdisk from the image server, the service IP for the agent.
     printf '#!ipxe\nkernel http://%s:%s/vmlinuz console=ttyS0 panic=-1 quiet bpfnet.service=%s bpfnet.agent_port=%s\ninitrd http://%s:%s/initrd.img\nboot\n' \
-        "$E2E_SERVICE_IP" "$IMAGE_PORT" "$E2E_SERVICE_IP" "$AGENT_PORT" "$E2E_SERVICE_IP" "$IMAGE_PORT" \
-        >"$FW/tftp/boot.ipxe"
+        "$2" "$IMAGE_PORT" "$1" "$AGENT_PORT" "$2" "$IMAGE_PORT" >"$FW/tftp/boot.ipxe"
     cp "$FIRMWARE_BOOT_DIR/vmlinuz" "$FIRMWARE_BOOT_DIR/initrd.img" "$FW/images/"
     chmod -R o+rX "$FW"
     chmod o+x "$E2E_TMP"
+}
+
+firmware_setup() {
+    [ "$FIRMWARE_FAMILY" = 6 ] && { firmware_setup6; return; }
+    boot_files "$E2E_SERVICE_IP" "$E2E_SERVICE_IP"
 
     dnsmasq_start "$E2E_POD" "$FW/dnsmasq" || return 1
     bg_in_ns "$E2E_POD" "$FW/images.log" setpriv --reuid=65534 --regid=65534 --clear-groups \
@@ -81,6 +96,28 @@ firmware_setup() {
     ironic_create_node "$GUEST_MAC" firmware-host || return 1
 
     # The guest's NIC: a tap device, a port of the LAN bridge like every host's.
+    local lan
+    lan=$(lan_bridge_ns)
+    ip -n "$lan" tuntap add dev "$TAP" mode tap || die "tap device"
+    ip -n "$lan" link set "$TAP" master "$E2E_BRIDGE" up || die "tap into the bridge"
+    lan_port_vlan "$lan" "$TAP" access
+}
+
+# The IPv6-only LAN: the pod's IPv6 address, dnsmasq's DHCPv6 with the boot file URL and TFTP
+# (walk_dnsmasq_start), the image server on both families, the loader with serviceIPv6 and router
+# advertisements (walk_write_config6). No Ironic: the ramdisk's steps are not run over IPv6 (above).
+firmware_setup6() {
+    WALK_FAMILIES=6
+    WALK_DIR=$FW
+    boot_files "$WALK_SERVICE6" "[$WALK_SERVICE6]"
+
+    walk_pod_ipv6 || return 1
+    walk_dnsmasq_start || return 1
+    bg_in_ns "$E2E_POD" "$FW/images.log" setpriv --reuid=65534 --regid=65534 --clear-groups \
+        /usr/bin/python3 -m http.server "$IMAGE_PORT" --bind :: --directory "$FW/images"
+    walk_write_config6 "$E2E_TMP/conf/firmware.yaml"
+    loader_start "$E2E_TMP/conf/firmware.yaml" "$E2E_TMP/logs/loader.log" || return 1
+
     local lan
     lan=$(lan_bridge_ns)
     ip -n "$lan" tuntap add dev "$TAP" mode tap || die "tap device"
@@ -146,6 +183,14 @@ case_dhcp() {
         return 1
     }
 }
+# iPXE identifies itself by a DUID of its own, not its MAC: the guest is the only DHCPv6 client on this LAN.
+case_dhcp6() {
+    if ! stage "DHCPv6 lease" 120 "$FW/dnsmasq/dnsmasq.log" "DHCPREPLY\(.*${WALK_RANGE6_FIRST%??}"; then
+        E2E_REASON+="; dhcp6_request_relayed $(counter dhcp6_request_relayed), dhcp6_reply_relayed $(counter dhcp6_reply_relayed)"
+        return 1
+    fi
+    log "$(grep -m1 -E 'DHCPREPLY\(' "$FW/dnsmasq/dnsmasq.log" | sed 's/^.*dnsmasq-dhcp[^:]*: //')"
+}
 case_tftp() { stage "TFTP boot.ipxe" 30 "$FW/dnsmasq/dnsmasq.log" "sent .*boot\.ipxe"; }
 case_http_kernel() { stage "HTTP kernel" 30 "$FW/images.log" '"GET /vmlinuz HTTP/1\.[01]" 200'; }
 case_http_ramdisk() { stage "HTTP ramdisk" 60 "$FW/images.log" '"GET /initrd\.img HTTP/1\.[01]" 200'; }
@@ -173,6 +218,14 @@ topology_create
 firmware_setup || die "set-up failed: $E2E_REASON"
 guest_start
 
+if [ "$FIRMWARE_FAMILY" = 6 ]; then
+    run_step "firmware: DHCPv6 lease through the relay (iPXE), after the loader's router advertisement" case_dhcp6
+    run_step "firmware: iPXE script over TFTP from the service's IPv6 address" case_tftp
+    run_step "firmware: kernel over HTTP from the image server, over IPv6" case_http_kernel
+    run_step "firmware: ramdisk over HTTP from the image server, over IPv6" case_http_ramdisk
+    log "guest console: $CONSOLE"
+    finish
+fi
 run_step "firmware: DHCP lease through the relay (iPXE)" case_dhcp
 run_step "firmware: iPXE script over TFTP from the service IP" case_tftp
 run_step "firmware: kernel over HTTP from the image server" case_http_kernel

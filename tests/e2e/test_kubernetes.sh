@@ -17,8 +17,8 @@
 # away (60 s: nothing lost), then back with 410; e2. the owner's node alone cut off from the API server while
 # its pod moves (how long both nodes answer, measured); f. malformed and unexpected API answers, 409 on
 # renewal; f2. stalled watches; f3. a rolling update; f4. the Metal3 example; f5. the owner's loader upgraded
-# with a slow start (the ARP gap, measured); f6. loadBalancerSourceRanges; g. two Services sharing the IP; h. pivot between two clusters and
-# a double claim; i. a bridge CNI; j. every recorded API request granted by rbac.yaml and rbac-namespace.yaml.
+# with a slow start (the ARP gap, measured); f6. loadBalancerSourceRanges; g. two Services sharing the IP; g2.
+# the Service made dual stack, an IPv6-only one, two addresses on one pod; h. pivot between two clusters and a double claim; i. a bridge CNI; j. every recorded API request granted by rbac.yaml and rbac-namespace.yaml.
 #
 # Output is TAP-like. The cases share the topology and run in order; each says what it starts from.
 # Cases are called through run_case, which shellcheck cannot see.
@@ -652,21 +652,23 @@ case_rolling_update() {
 
 case_metal3_example() {
     # k8s/examples/metal3-ironic-service.yaml, the Service docs/metal3.md gives for baremetal-operator's
-    # ironic-deployment, with an IP of the test LAN: accepted, and served from the node of its ready endpoint.
-    local ip=198.18.0.9 name=ironic-provisioning body
+    # ironic-deployment, with an IP of the test LAN: accepted, and served from the node of its ready endpoint,
+    # the pod that does not back the Ironic Service (a pod answers for one address per family, case g2).
+    local ip=198.18.0.9 name=ironic-provisioning body node
+    node=$(other "$CURRENT")
     body=$("$SYSTEM_PYTHON" -c 'import json, sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
 d["metadata"]["annotations"]["bpfnet.io/ip"] = sys.argv[2]
 print(json.dumps(d))' "$E2E_REPO/k8s/examples/metal3-ironic-service.yaml" "$ip") ||
         { E2E_REASON="cannot read the example"; return 1; }
-    kapi c1 POST "$SLICE_PATH" "$(slice_json node-a true "$name")" >/dev/null || { E2E_REASON="cannot create its slice"; return 1; }
+    kapi c1 POST "$SLICE_PATH" "$(slice_json "$node" true "$name")" >/dev/null || { E2E_REASON="cannot create its slice"; return 1; }
     kapi c1 POST "$SERVICE_PATH" "$body" >/dev/null || { E2E_REASON="cannot create the example Service"; return 1; }
-    example_served() { [ "$(lease_holder c1 "$ip")" = node-a ] && [ "$(ingress_of c1 "$name")" = "$ip" ]; }
+    example_served() { [ "$(lease_holder c1 "$ip")" = "$node" ] && [ "$(ingress_of c1 "$name")" = "$ip" ]; }
     if ! wait_for 5 example_served; then
-        E2E_REASON="the example is not served: lease '$(lease_holder c1 "$ip")', ingress '$(ingress_of c1 "$name")', refusals: $(events_of c1 Refused | grep -F "$name")"
+        E2E_REASON="the example is not served: lease '$(lease_holder c1 "$ip")', ingress '$(ingress_of c1 "$name")', refusals: $(events_of c1 Refused | grep -F "$name") $(events_of c1 BackendShared)"
         return 1
     fi
-    log "the Metal3 example Service is accepted and served by node-a on $ip"
+    log "the Metal3 example Service is accepted and served by $node on $ip"
     kapi c1 DELETE "$SERVICE_PATH/$name" >/dev/null
     kapi c1 DELETE "$SLICE_PATH/$name-abcde" >/dev/null
     # No Service uses the IP any more: its Lease is released, then deleted as an orphan.
@@ -730,6 +732,156 @@ case_shared_ip() {
         { E2E_REASON="after images was deleted the IP's Lease names '$(lease_services c1)'"; return 1; }
     [ "$(lease_holder c1)" = "$here" ] || { E2E_REASON="the IP's Lease is held by '$(lease_holder c1)'"; return 1; }
     log "images deleted: the IP's Lease kept by $here, naming ironic alone"
+    loaders_alive
+}
+
+# g2: the Ironic Service made dual stack (its address per family, ipFamilies, DHCPv6), with the IPv6
+# EndpointSlice the EndpointSlice controller writes beside the IPv4 one for a dual-stack pod.
+SERVICE_IP6=2001:2::2
+V6ONLY_IP6=2001:2::3
+IRONIC_PORTS='{"name": "http", "protocol": "TCP", "port": 80, "targetPort": "web"},
+              {"name": "dhcp", "protocol": "UDP", "port": 67, "targetPort": 67, "appProtocol": "dhcp"}'
+
+# ipv6_slice_json SERVICE NODE|none: SERVICE's EndpointSlice of addressType IPv6 with the pod of NODE.
+ipv6_slice_json() {
+    local service=$1 node=$2 endpoints="[]"
+    [ "$node" != none ] &&
+        endpoints="[{\"addresses\": [\"${POD_IP6[$node]}\"], \"conditions\": {\"ready\": true}, \"nodeName\": \"$node\"}]"
+    cat <<EOF
+{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+ "metadata": {"name": "$service-ipv6", "namespace": "$SERVICE_NS",
+              "labels": {"kubernetes.io/service-name": "$service"}},
+ "addressType": "IPv6", "endpoints": $endpoints,
+ "ports": [{"name": "http", "protocol": "TCP", "port": 8080}, {"name": "dhcp", "protocol": "UDP", "port": 67},
+           {"name": "dhcpv6", "protocol": "UDP", "port": 547}]}
+EOF
+}
+
+set_ipv6_slice() {
+    local body
+    body=$(ipv6_slice_json "$@")
+    kapi c1 PUT "$SLICE_PATH/$1-ipv6" "$body" >/dev/null || kapi c1 POST "$SLICE_PATH" "$body" >/dev/null
+}
+
+# who6 ADDRESS: the pod that answers http://[ADDRESS]/who from the host ("" when none does).
+who6() { cluster_host curl -s -6 --max-time 1 "http://[$1]/who"; }
+# neighbour6 ADDRESS: the MAC the host's kernel resolved ADDRESS to.
+neighbour6() { cluster_host ip -6 neigh show "$1" dev eth0 | awk '{ for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1) }'; }
+# A router advertisement made the provisioning prefix on-link (the host's own address is a /128).
+ra_prefix_route() { cluster_host ip -6 route show "$CLUSTER_SUBNET6" | grep -q expires; }
+
+dual_served_by() {
+    [ "$(lease_holder c1)" = "$1" ] && [ "$(lease_holder c1 "$SERVICE_IP6")" = "$1" ] &&
+        [ "$(who6 "$SERVICE_IP6")" = "${POD_NAME[$1]}" ] && [ "$(who_serves)" = "${POD_NAME[$1]}" ]
+}
+
+case_dual_stack() {
+    case_needs case_serve || return 1
+    # From: both loaders on c1 (with --subnet-v6 and --router-advertisements), CURRENT serves the Ironic
+    # Service. It becomes dual stack: each address is served from the pod's node under a Lease of its own, the
+    # IPv6 one answered by NDP and steered to the pod's IPv6 address, the router advertisement sent by the
+    # owner; the status lists both; DHCPv6 is relayed to that pod's dnsmasq.
+    local path=$SERVICE_PATH/$SERVICE_NAME node=$CURRENT t0
+    set_ipv6_slice "$SERVICE_NAME" "$node" || { E2E_REASON="cannot write the IPv6 slice"; return 1; }
+    merge_patch c1 PATCH "$path" '{"metadata": {"annotations": {"bpfnet.io/ip": "'"$E2E_SERVICE_IP,$SERVICE_IP6"'"}},
+        "spec": {"ipFamilyPolicy": "RequireDualStack", "ipFamilies": ["IPv4", "IPv6"],
+                 "ports": ['"$IRONIC_PORTS"', {"name": "dhcpv6", "protocol": "UDP", "port": 547, "targetPort": 547}]}}' ||
+        { E2E_REASON="cannot make the Service dual stack"; return 1; }
+    if ! wait_for 10 ra_prefix_route; then
+        E2E_REASON="no router advertisement made $CLUSTER_SUBNET6 on-link on the host: $(cluster_host ip -6 route | tr '\n' ' '); refusals: $(events_of c1 Refused | tail -n 1)"
+        return 1
+    fi
+    if ! wait_for 10 dual_served_by "$node"; then
+        E2E_REASON="not served by $node: Leases '$(lease_holder c1)' '$(lease_holder c1 "$SERVICE_IP6")', IPv6 who '$(who6 "$SERVICE_IP6")', IPv4 who '$(who_serves)'"
+        return 1
+    fi
+    [ "$(neighbour6 "$SERVICE_IP6")" = "${NIC_MAC[$node]}" ] ||
+        { E2E_REASON="the host resolved $SERVICE_IP6 to '$(neighbour6 "$SERVICE_IP6")'"; return 1; }
+    wait_for 3 eval '[ "$(ingress_of c1)" = "$E2E_SERVICE_IP,$SERVICE_IP6" ]' ||
+        { E2E_REASON="status.loadBalancer.ingress is '$(ingress_of c1)'"; return 1; }
+    if ! events_of c1 Serving | grep -qF "serves $SERVICE_IP6 (answers NDP, steers its ports to pod ${POD_IP6[$node]})"; then
+        E2E_REASON="no Serving Event for $SERVICE_IP6: $(events_of c1 Serving | tail -n 2 | tr '\n' ' ')"
+        return 1
+    fi
+    log "dual stack on $node: Leases of both addresses, RA, NDP, HTTP over both, ingress $(ingress_of c1)"
+    dhclient6_lease "$CLUSTER_HOST" eth0 "$E2E_TMP/dual-dhcp6" || return 1
+    local leased
+    leased=$(lease_field "$E2E_TMP/dual-dhcp6/dhclient.events" new_ip6_address BOUND6)
+    ip_in_range "$leased" "${DHCP6_FIRST[$node]}" "${DHCP6_LAST[$node]}" ||
+        { E2E_REASON="DHCPv6 lease '$leased' is not from $node's pod"; return 1; }
+    log "DHCPv6 through the relay: $leased from ${POD_NAME[$node]}'s dnsmasq"
+
+    # The pod moves: both families follow, and the new owner's unsolicited advertisement fixes the host's
+    # entry without a solicitation of its own.
+    node=$(other "$node")
+    t0=$(date +%s.%N)
+    { move_to "$node" && set_ipv6_slice "$SERVICE_NAME" "$node"; } || { E2E_REASON="cannot move the slices"; return 1; }
+    if ! wait_for 10 eval '[ "$(neighbour6 "$SERVICE_IP6")" = "${NIC_MAC[$node]}" ]'; then
+        E2E_REASON="the host's entry for $SERVICE_IP6 is '$(neighbour6 "$SERVICE_IP6")' after the move"
+        return 1
+    fi
+    log "moved to $node: the host's entry for $SERVICE_IP6 is ${NIC_MAC[$node]} $(since "$t0") s after the slices changed"
+    wait_for 10 dual_served_by "$node" ||
+        { E2E_REASON="not served by $node after the move: IPv6 who '$(who6 "$SERVICE_IP6")', IPv4 who '$(who_serves)'"; return 1; }
+
+    # The pod loses its IPv6 endpoint: that address goes (its Lease released, the ingress keeps the IPv4 one),
+    # the IPv4 one stays served.
+    set_ipv6_slice "$SERVICE_NAME" none || { E2E_REASON="cannot empty the IPv6 slice"; return 1; }
+    if ! wait_for 10 eval '[ -z "$(lease_holder c1 "$SERVICE_IP6")" ] && [ "$(ingress_of c1)" = "$E2E_SERVICE_IP" ]'; then
+        E2E_REASON="without an IPv6 endpoint: Lease '$(lease_holder c1 "$SERVICE_IP6")', ingress '$(ingress_of c1)'"
+        return 1
+    fi
+    [ -z "$(who6 "$SERVICE_IP6")" ] || { E2E_REASON="$SERVICE_IP6 still answered without an endpoint"; return 1; }
+    serves "$node" || { E2E_REASON="$E2E_SERVICE_IP stopped being served: '$(who_serves)'"; return 1; }
+    log "IPv6 endpoint gone: its Lease released, the ingress $(ingress_of c1), $E2E_SERVICE_IP still served"
+
+    # Made single stack (IPv4) while the annotation still names the IPv6 address: refused, saying why.
+    merge_patch c1 PATCH "$path" '{"spec": {"ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]}}' ||
+        { E2E_REASON="cannot make the Service single stack"; return 1; }
+    if ! wait_for 5 eval '[[ $(events_of c1 Refused) == *"$SERVICE_IP6 is IPv6, and spec.ipFamilies does not list it"* ]]'; then
+        E2E_REASON="no Refused Event for the single-stack Service: '$(events_of c1 Refused | tail -n 1)'"
+        return 1
+    fi
+    wait_for 5 eval '[ "$(arp_owner)" = silent ]' || { E2E_REASON="still answered after the refusal: $(arp_owner)"; return 1; }
+    # Back to the IPv4 Service the other cases use.
+    merge_patch c1 PATCH "$path" '{"metadata": {"annotations": {"bpfnet.io/ip": "'"$E2E_SERVICE_IP"'"}},
+        "spec": {"ports": ['"$IRONIC_PORTS"']}}' || { E2E_REASON="cannot restore the Service"; return 1; }
+    kapi c1 DELETE "$SLICE_PATH/$SERVICE_NAME-ipv6" >/dev/null
+    wait_serves "$node" 10 || return 1
+
+    # An IPv6-only Service, on the pod's IPv6 address (no other Service uses it now): served on its own
+    # Lease, named with all eight groups. Then a Service on another IPv4 address steered to the Ironic pod:
+    # a pod answers for one address per family, so it is refused with an Event and Ironic stays served.
+    local v6only='{"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "ironic-v6", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/ip": "'$V6ONLY_IP6'"}},
+                   "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+                            "ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv6"],
+                            "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 8080}]}}'
+    set_ipv6_slice ironic-v6 "$node" || { E2E_REASON="cannot write ironic-v6's slice"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$v6only" >/dev/null || { E2E_REASON="cannot create ironic-v6"; return 1; }
+    if ! wait_for 10 eval '[ "$(who6 "$V6ONLY_IP6")" = "${POD_NAME[$node]}" ] && [ "$(lease_holder c1 "$V6ONLY_IP6")" = "$node" ]'; then
+        E2E_REASON="ironic-v6 not served by $node: who '$(who6 "$V6ONLY_IP6")', Lease $(lease_path "$V6ONLY_IP6") held by '$(lease_holder c1 "$V6ONLY_IP6")'"
+        return 1
+    fi
+    wait_for 3 eval '[ "$(ingress_of c1 ironic-v6)" = "$V6ONLY_IP6" ]' ||
+        { E2E_REASON="ironic-v6's ingress is '$(ingress_of c1 ironic-v6)'"; return 1; }
+    log "IPv6-only Service served by $node under the Lease $(basename "$(lease_path "$V6ONLY_IP6")")"
+    kapi c1 DELETE "$SERVICE_PATH/ironic-v6" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/ironic-v6-ipv6" >/dev/null
+    kapi c1 POST "$SLICE_PATH" "$(slice_json "$node" true other-ip)" >/dev/null || { E2E_REASON="cannot create other-ip's slice"; return 1; }
+    local other_ip='{"apiVersion": "v1", "kind": "Service",
+                     "metadata": {"name": "other-ip", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/ip": "198.18.0.7"}},
+                     "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+                              "ports": [{"name": "other-ip", "protocol": "TCP", "port": 80, "targetPort": 8081}]}}'
+    kapi c1 POST "$SERVICE_PATH" "$other_ip" >/dev/null || { E2E_REASON="cannot create other-ip"; return 1; }
+    if ! wait_for 5 eval '[[ $(events_of c1 BackendShared) == *"already backs service IP $E2E_SERVICE_IP"* ]]'; then
+        E2E_REASON="no BackendShared Event: '$(events_of c1 BackendShared)'"
+        return 1
+    fi
+    log "another address on the same pod: $(events_of c1 BackendShared | head -n 1)"
+    serves "$node" || { E2E_REASON="the Ironic Service stopped being served by $node"; return 1; }
+    kapi c1 DELETE "$SERVICE_PATH/other-ip" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/other-ip-abcde" >/dev/null
     loaders_alive
 }
 
@@ -859,6 +1011,7 @@ run_case "f5. the owner's loader upgraded with a slow start (past the heartbeat 
 [ -n "$UPGRADE_JSON" ] && log "upgrade: $UPGRADE_JSON"
 run_case "f6. loadBalancerSourceRanges: only sources in the ranges reach the service IP's ports; broadcast DHCP still relayed" case_source_ranges
 run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
+run_case "g2. the Service made dual stack: each address served under its own Lease (RA, NDP, DHCPv6, HTTP over both), both follow a move, the ingress lists what is served; an IPv6-only Service; two addresses on one pod refused" case_dual_stack
 run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
 run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
 run_case "j. every API request the loaders sent is granted by the ClusterRole and the metal3 Role" case_rbac

@@ -118,7 +118,7 @@ TEST(Lease, RenewalKeepsAcquireTimeAndTransitions) {
 
 TEST(Lease, NewLeaseHasNoVersionAndNoTransitions) {
     auto now = *parse_micro_time("2026-11-29T22:00:00Z");
-    json body = lease_claim(LeaseState{}, "bpfnet-system", lease_name(*parse_ipv4("198.18.0.10")), "node-a", 15s, now,
+    json body = lease_claim(LeaseState{}, "bpfnet-system", lease_name(*parse_ip("198.18.0.10")), "node-a", 15s, now,
                             "metal3/images,metal3/ironic");
     EXPECT_EQ(body["metadata"]["name"], "bpfnet-198-18-0-10");
     EXPECT_EQ(body["metadata"]["namespace"], "bpfnet-system");
@@ -131,13 +131,28 @@ TEST(Lease, NewLeaseHasNoVersionAndNoTransitions) {
 // One Lease per service IP, named after it; only the canonical spelling reads back as an IP, so a Lease of
 // another kind that happens to carry our label is never taken for one of ours.
 TEST(Lease, NamedAfterTheServiceIp) {
-    EXPECT_EQ(lease_name(*parse_ipv4("172.22.0.2")), "bpfnet-172-22-0-2");
-    EXPECT_EQ(lease_service_ip("bpfnet-172-22-0-2"), parse_ipv4("172.22.0.2"));
+    EXPECT_EQ(lease_name(*parse_ip("172.22.0.2")), "bpfnet-172-22-0-2");
+    EXPECT_EQ(lease_service_ip("bpfnet-172-22-0-2"), parse_ip("172.22.0.2"));
     EXPECT_EQ(lease_service_ip("bpfnet-ironic"), std::nullopt);
     EXPECT_EQ(lease_service_ip("bpfnet-172-22-0-02"), std::nullopt);
     EXPECT_EQ(lease_service_ip("bpfnet-172-22-0"), std::nullopt);
     EXPECT_EQ(lease_service_ip("bpfnet-172.22.0.2"), std::nullopt);
     EXPECT_EQ(lease_service_ip("other-172-22-0-2"), std::nullopt);
+}
+
+// An IPv6 address is written with all eight groups: a Lease name has no ':', and a compressed "::" written as
+// "--" could end the name with '-', which the API refuses.
+TEST(Lease, NamedAfterAnIpv6ServiceIp) {
+    EXPECT_EQ(lease_name(*parse_ip("fd00:1::2")), "bpfnet-fd00-1-0-0-0-0-0-2");
+    EXPECT_EQ(lease_name(*parse_ip("fd00:1::")), "bpfnet-fd00-1-0-0-0-0-0-0");
+    EXPECT_EQ(lease_name(*parse_ip("2001:db8:ab:cdef::ffff")), "bpfnet-2001-db8-ab-cdef-0-0-0-ffff");
+    EXPECT_EQ(lease_service_ip("bpfnet-fd00-1-0-0-0-0-0-2"), parse_ip("fd00:1::2"));
+    EXPECT_EQ(lease_service_ip("bpfnet-2001-db8-ab-cdef-0-0-0-ffff"), parse_ip("2001:db8:ab:cdef::ffff"));
+    for (const char *other :
+         {"bpfnet-fd00-1-0-0-0-0-0-02", "bpfnet-FD00-1-0-0-0-0-0-2", "bpfnet-fd00-1--2", "bpfnet-fd00-1-0-0-0-0-0",
+          "bpfnet-fd00-1-0-0-0-0-0-0-2", "bpfnet-fd00-1-0-0-0-0-0-", "bpfnet-fd00-1-0-0-0-0-0-12345",
+          "bpfnet-0-0-0-0-0-ffff-c612-2", "bpfnet-fd00-1-0-0-0-0-0-g"})
+        EXPECT_EQ(lease_service_ip(other), std::nullopt) << other;
 }
 
 TEST(Lease, ReleaseClearsTheHolderAndKeepsTheVersion) {
@@ -195,15 +210,22 @@ TEST(Event, SharedNameIsTheSameOnEveryNodeAndDiffersByWhatItSays) {
     EXPECT_FALSE(e["metadata"].contains("generateName"));
 }
 
-TEST(Cidr, ParsesNetworksAndRejectsTheRest) {
+TEST(Cidr, ParsesNetworksOfEitherFamilyAndRejectsTheRest) {
     auto c = parse_cidr("172.22.0.0/24");
     ASSERT_TRUE(c);
-    EXPECT_EQ(c->first, *parse_ipv4_strict("172.22.0.0"));
-    EXPECT_EQ(c->second, 24);
+    EXPECT_EQ(c->network, ip_from_v4(*parse_ipv4_strict("172.22.0.0")));
+    EXPECT_EQ(c->prefix_len, 24);
     EXPECT_TRUE(parse_cidr("0.0.0.0/0"));
     EXPECT_TRUE(parse_cidr("198.18.0.2/32"));
+    auto c6 = parse_cidr("fd00:1::/64");
+    ASSERT_TRUE(c6);
+    EXPECT_EQ(c6->network, *parse_ip("fd00:1::"));
+    EXPECT_EQ(c6->prefix_len, 64);
+    EXPECT_TRUE(parse_cidr("::/0"));
+    EXPECT_TRUE(parse_cidr("fd00:1::2/128"));
     for (const char *bad : {"", "172.22.0.0", "172.22.0.0/", "172.22.0.1/24", "172.22.0.0/33", "172.22.0.0/024",
-                            "172.22.0/24", "172.22.0.0/2a", "/24", "172.22.0.0/-1", "172.22.0.0/1234"})
+                            "172.22.0/24", "172.22.0.0/2a", "/24", "172.22.0.0/-1", "172.22.0.0/1234", "fd00:1::1/64",
+                            "fd00:1::/129", "fd00:1::/064", "fd00:1:::/64", "::ffff:172.22.0.0/120", "fd00::/"})
         EXPECT_FALSE(parse_cidr(bad)) << bad;
 }
 

@@ -15,10 +15,17 @@ using Outcome = ServiceDecision::Outcome;
 
 namespace {
 
-uint32_t ip(const char *s) {
-    auto v = parse_ipv4_strict(s);
+bpfnet_ip ip(const char *s) {
+    auto v = parse_address(s);
     EXPECT_TRUE(v.has_value()) << s;
-    return v.value_or(0);
+    return v.value_or(bpfnet_ip{});
+}
+
+std::vector<bpfnet_ip> ips(std::initializer_list<const char *> texts) {
+    std::vector<bpfnet_ip> out;
+    for (const char *text : texts)
+        out.push_back(ip(text));
+    return out;
 }
 
 ServicePolicy policy() {
@@ -66,7 +73,7 @@ TEST(ServiceModel, AcceptsOurServiceAndTranslatesPorts) {
     ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
     EXPECT_TRUE(d.reason.empty());
     EXPECT_EQ(d.key(), "metal3/ironic");
-    EXPECT_EQ(d.service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(d.service_ips, ips({"198.18.0.2"}));
     const std::vector<PortRule> want = {
         {"ironic-api", Protocol::Tcp, 6385, 6385, PortKind::Plain},
         {"ipxe-tls", Protocol::Tcp, 443, 8084, PortKind::Plain},
@@ -107,11 +114,11 @@ TEST(ServiceModel, IgnoresOtherTypesAndClasses) {
 TEST(ServiceModel, IpFromAnnotationElseLoadBalancerIP) {
     auto s = make_service();
     s["spec"]["loadBalancerIP"] = "198.18.0.9";
-    EXPECT_EQ(decide(s).service_ip_be, ip("198.18.0.2")); // annotation wins
+    EXPECT_EQ(decide(s).service_ips, ips({"198.18.0.2"})); // annotation wins
     s["metadata"].erase("annotations");
     auto d = decide(s);
     ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
-    EXPECT_EQ(d.service_ip_be, ip("198.18.0.9"));
+    EXPECT_EQ(d.service_ips, ips({"198.18.0.9"}));
 }
 
 TEST(ServiceModel, RefusesWithoutIp) {
@@ -122,17 +129,23 @@ TEST(ServiceModel, RefusesWithoutIp) {
     expect_refused(s, "no service IP");
 }
 
-TEST(ServiceModel, RefusesInvalidIPv4) {
-    for (const char *bad : {"198.18.0", "198.18.0.256", "198.18.0.02", "198.18.0.2 ", "fd00::2", "a.b.c.d",
-                            "198.18.0.2/24", "1.2.3.4.5", "0x1.2.3.4"}) {
+TEST(ServiceModel, RefusesInvalidAddresses) {
+    for (const char *bad :
+         {"198.18.0", "198.18.0.256", "198.18.0.02", "198.18.0.2 x", "a.b.c.d", "198.18.0.2/24", "1.2.3.4.5",
+          "0x1.2.3.4", "fd00::g", "fd00:::2", "fd00::2/64", "::ffff:198.18.0.2", "fd00::2%eth0"}) {
         auto s = make_service();
         s["metadata"]["annotations"]["bpfnet.io/ip"] = bad;
-        expect_refused(s, "is not a valid IPv4 address");
+        expect_refused(s, "is not a valid IPv4 or IPv6 address");
+    }
+    for (const char *unusable : {"fe80::2", "ff02::1:2", "::", "::1", "255.255.255.255", "224.0.0.5"}) {
+        auto s = make_service();
+        s["metadata"]["annotations"]["bpfnet.io/ip"] = unusable;
+        expect_refused(s, "cannot be a service IP");
     }
     auto s = make_service();
     s["metadata"].erase("annotations");
     s["spec"]["loadBalancerIP"] = "not-an-ip";
-    expect_refused(s, "spec.loadBalancerIP \"not-an-ip\" is not a valid IPv4 address");
+    expect_refused(s, "spec.loadBalancerIP \"not-an-ip\" is not a valid IPv4 or IPv6 address");
 }
 
 TEST(ServiceModel, RefusesDisallowedNamespace) {
@@ -150,7 +163,7 @@ TEST(ServiceModel, RefusesIpOutsideAllowedCidrs) {
     s["metadata"]["annotations"]["bpfnet.io/ip"] = "10.50.200.1"; // second CIDR
     EXPECT_EQ(decide(s).outcome, Outcome::Accepted);
     auto p = policy();
-    p.allowed_cidrs = {{0, 0}}; // /0 allows everything
+    p.allowed_cidrs = {{ip("0.0.0.0"), 0}}; // /0 allows everything
     s["metadata"]["annotations"]["bpfnet.io/ip"] = "203.0.113.5";
     EXPECT_EQ(decide_service(s, p).outcome, Outcome::Accepted);
     p.allowed_cidrs = {{ip("203.0.113.5"), 32}};
@@ -270,7 +283,7 @@ TEST(ServiceModel, SourceRangesReadOtherTrafficFieldsAccepted) {
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.128/25", "198.18.0.5/28", "198.18.0.0/28"};
     auto d = decide(s);
     ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
-    const std::vector<std::pair<uint32_t, uint8_t>> want = {{ip("198.18.0.0"), 28}, {ip("198.18.0.128"), 25}};
+    const std::vector<SourceRange> want = {{ip("198.18.0.0"), 28}, {ip("198.18.0.128"), 25}};
     EXPECT_EQ(d.source_ranges, want);
     EXPECT_EQ(accepted(d).source_ranges, want);
     // The field wins over the annotation; an empty field leaves it to the annotation.
@@ -284,11 +297,14 @@ TEST(ServiceModel, SourceRangesReadOtherTrafficFieldsAccepted) {
     EXPECT_TRUE(decide(s).source_ranges.empty());
 
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0"};
-    expect_refused(s, "spec.loadBalancerSourceRanges: \"198.18.0.0\" is not an IPv4 CIDR");
+    expect_refused(s, "spec.loadBalancerSourceRanges: \"198.18.0.0\" is not a CIDR like");
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/33"};
-    expect_refused(s, "is not an IPv4 CIDR");
-    s["spec"]["loadBalancerSourceRanges"] = {"fd00::/64"};
-    expect_refused(s, "(bpfnet serves IPv4 only)");
+    expect_refused(s, "is not a CIDR like");
+    s["spec"]["loadBalancerSourceRanges"] = {"fd00::/129"};
+    expect_refused(s, "is not a CIDR like");
+    // A range of a family the Service has no address of could never match: a mistake, not a no-op.
+    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/24", "fd00::/64"};
+    expect_refused(s, "spec.loadBalancerSourceRanges: fd00::/64 is IPv6 but the Service has no IPv6 address");
     s["spec"]["loadBalancerSourceRanges"] = {7};
     expect_refused(s, "spec.loadBalancerSourceRanges has an entry that is not a string");
     s["spec"]["loadBalancerSourceRanges"] = "198.18.0.0/28";
@@ -296,7 +312,7 @@ TEST(ServiceModel, SourceRangesReadOtherTrafficFieldsAccepted) {
     s["spec"]["loadBalancerSourceRanges"] = json::array();
     for (int i = 0; i < 64; i++)
         s["spec"]["loadBalancerSourceRanges"].push_back("10.0." + std::to_string(i) + ".0/24");
-    expect_refused(s, "has 64 ranges; bpfnet takes at most 63");
+    expect_refused(s, "has 64 IPv4 ranges; bpfnet takes at most 63 per service IP");
 
     auto t = make_service();
     t["spec"]["externalTrafficPolicy"] = "Local";
@@ -404,7 +420,7 @@ TEST(ServiceModel, MalformedServicesAreRefusedNeverThrow) {
 namespace {
 AcceptedService svc(const std::string &ns, const std::string &name, const char *addr,
                     std::vector<std::pair<Protocol, uint16_t>> ports) {
-    AcceptedService s{ns, name, ip(addr), {}, {}, {}};
+    AcceptedService s{ns, name, {ip(addr)}, {}, {}, {}};
     for (auto [proto, port] : ports)
         s.ports.push_back({"p" + std::to_string(port), proto, port, port, PortKind::Plain});
     return s;
@@ -445,7 +461,7 @@ TEST(SharedIps, OverlapRefusesTheLaterByNamespaceName) {
     ASSERT_EQ(got.size(), 2u);
     EXPECT_EQ(got[0].refused, "metal3/a");
     EXPECT_EQ(got[0].other, "ironic/b");
-    EXPECT_EQ(got[0].service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(got[0].service_ip, ip("198.18.0.2"));
     const std::vector<std::pair<Protocol, uint16_t>> overlap = {{Protocol::Tcp, 80}, {Protocol::Udp, 69}};
     EXPECT_EQ(got[0].overlap, overlap);
     EXPECT_NE(got[0].reason.find("Service ironic/b"), std::string::npos) << got[0].reason;
@@ -479,7 +495,7 @@ TEST(SharedIps, SameTargetPortOnSharedIpRefused) {
     images.ports[0].protocol = Protocol::Udp;
     EXPECT_TRUE(check_shared_ips({ironic, images}).empty());
     images.ports[0].protocol = Protocol::Tcp;
-    images.service_ip_be = ip("198.18.0.3");
+    images.service_ips = {ip("198.18.0.3")};
     EXPECT_TRUE(check_shared_ips({ironic, images}).empty());
 }
 
@@ -591,16 +607,30 @@ TEST(ReadyEndpoint, ServingAbsentMeansServingOtherwiseNotReadyCannotServe) {
     EXPECT_FALSE(ready_endpoint(json::array({slice({bad})}), "node-a"));
 }
 
-TEST(ReadyEndpoint, Ipv6AndFqdnSlicesIgnored) {
+// Each family reads the slices of its addressType only: a dual-stack Service's IPv4 address is steered to the
+// pod's IPv4 address, its IPv6 one to the pod's IPv6 address.
+TEST(ReadyEndpoint, EachFamilyReadsItsOwnSlicesFqdnNever) {
     const json slices = json::array({
-        slice({endpoint("fd00::7", "node-a")}, "IPv6"),
+        slice({endpoint("fd00:10:244:1::7", "node-a"), endpoint("fd00:10:244::9", "node-b")}, "IPv6"),
         slice({endpoint("ironic.example", "node-a")}, "FQDN"),
         slice({endpoint("10.244.2.9", "node-b")}),
+        // A slice saying IPv4 with an IPv6 address in it (or the reverse) contributes nothing of the other family.
+        slice({endpoint("fd00:10:244::1", "node-a")}, "IPv4"),
+        slice({endpoint("10.244.0.1", "node-a")}, "IPv6"),
     });
     const auto got = ready_endpoint(slices, "node-a");
     ASSERT_TRUE(got);
     EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false, {}}));
+    EXPECT_EQ(ready_endpoint(slices, "node-a", IpFamily::V6),
+              (ReadyEndpoint{ip("fd00:10:244:1::7"), "node-a", true, false, {}}));
+    // Lowest by value, as for IPv4: fd00:10:244::9 < fd00:10:244:1::7.
+    EXPECT_EQ(ready_endpoint(slices, "node-x", IpFamily::V6),
+              (ReadyEndpoint{ip("fd00:10:244::9"), "node-b", false, false, {}}));
     EXPECT_FALSE(ready_endpoint(json::array({slices[0], slices[1]}), "node-a"));
+    EXPECT_FALSE(ready_endpoint(json::array({slices[1], slices[2]}), "node-a", IpFamily::V6));
+    // Link-local or IPv4-mapped text is not a pod address either.
+    EXPECT_FALSE(ready_endpoint(json::array({slice({endpoint("::ffff:10.244.0.1", "node-a")}, "IPv6")}), "node-a",
+                                IpFamily::V6));
 }
 
 TEST(ReadyEndpoint, SeveralReadyPickLowestDeterministically) {
@@ -654,4 +684,213 @@ TEST(ParseIpv4, StrictDottedQuad) {
     for (const char *bad : {"", "1", "1.2.3", "1.2.3.4.", ".1.2.3", "1..2.3", "01.2.3.4", "1.2.3.1000", "256.1.1.1",
                             "1.2.3.-4", "+1.2.3.4", " 1.2.3.4"})
         EXPECT_FALSE(parse_ipv4_strict(bad)) << bad;
+}
+
+// ---- IPv6 and dual stack ----
+
+namespace {
+
+ServicePolicy dual_policy() {
+    ServicePolicy p = policy();
+    p.allowed_cidrs.push_back({ip("fd00:1::"), 64});
+    return p;
+}
+
+// The Ironic Service on a dual-stack LAN: an address of each family, DHCP and DHCPv6 beside the HTTP ports.
+json dual_service() {
+    json s = make_service();
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "fd00:1::2, 198.18.0.2";
+    s["spec"]["ipFamilyPolicy"] = "RequireDualStack";
+    s["spec"]["ipFamilies"] = {"IPv6", "IPv4"};
+    s["spec"]["ports"].push_back({{"name", "dhcpv6"}, {"protocol", "UDP"}, {"port", 547}});
+    return s;
+}
+
+} // namespace
+
+TEST(ServiceModelIpv6, OneAddressPerFamilyIpv4First) {
+    const auto d = decide_service(dual_service(), dual_policy());
+    ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
+    EXPECT_EQ(d.service_ips, ips({"198.18.0.2", "fd00:1::2"}));
+    ASSERT_EQ(d.ports.size(), 5u);
+    EXPECT_EQ(d.ports[4].kind, PortKind::Dhcp6);
+
+    // An IPv6-only Service, from the annotation or from spec.loadBalancerIP.
+    json v6 = dual_service();
+    v6["metadata"]["annotations"]["bpfnet.io/ip"] = "fd00:1::2";
+    v6["spec"]["ipFamilyPolicy"] = "SingleStack";
+    v6["spec"]["ipFamilies"] = {"IPv6"};
+    v6["spec"]["ports"].erase(2); // DHCP (v4)
+    const auto d6 = decide_service(v6, dual_policy());
+    ASSERT_EQ(d6.outcome, Outcome::Accepted) << d6.reason;
+    EXPECT_EQ(d6.service_ips, ips({"fd00:1::2"}));
+    v6["metadata"].erase("annotations");
+    v6["spec"]["loadBalancerIP"] = "fd00:1::3";
+    EXPECT_EQ(decide_service(v6, dual_policy()).service_ips, ips({"fd00:1::3"}));
+}
+
+TEST(ServiceModelIpv6, TwoAddressesOfOneFamilyAreRefused) {
+    json s = dual_service();
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "198.18.0.2,198.18.0.3";
+    EXPECT_NE(decide_service(s, dual_policy()).reason.find("lists two IPv4 addresses: one address per family"),
+              std::string::npos);
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "fd00:1::2,fd00:1::3,198.18.0.2";
+    EXPECT_NE(decide_service(s, dual_policy()).reason.find("lists two IPv6 addresses"), std::string::npos);
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "198.18.0.2,fd00:1::2/64";
+    EXPECT_EQ(decide_service(s, dual_policy()).outcome, Outcome::Refused);
+}
+
+// spec.ipFamilies is what the cluster gave the Service: an address of a family it does not list means the
+// Service is not what its owner thinks (a single-stack Service on a dual-stack cluster).
+TEST(ServiceModelIpv6, AddressesMustBeOfTheServicesFamilies) {
+    const auto refused = [](const json &s) {
+        return decide_service(s, dual_policy());
+    };
+    json s = dual_service();
+    s["spec"]["ipFamilies"] = {"IPv4"};
+    s["spec"]["ipFamilyPolicy"] = "SingleStack";
+    auto d = refused(s);
+    EXPECT_EQ(d.outcome, Outcome::Refused);
+    EXPECT_NE(d.reason.find("service IP fd00:1::2 is IPv6, and spec.ipFamilies does not list it"), std::string::npos)
+        << d.reason;
+    s["spec"]["ipFamilies"] = "IPv4";
+    EXPECT_NE(refused(s).reason.find("spec.ipFamilies is not a list"), std::string::npos);
+    s["spec"]["ipFamilies"] = {"IPv4", 6};
+    EXPECT_NE(refused(s).reason.find("spec.ipFamilies is not a list"), std::string::npos);
+    // Absent (an object written by hand, not read back from the API): the annotation decides.
+    s["spec"].erase("ipFamilies");
+    s["spec"].erase("ipFamilyPolicy");
+    EXPECT_EQ(refused(s).outcome, Outcome::Accepted) << refused(s).reason;
+    // RequireDualStack asks for both families.
+    s = dual_service();
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "198.18.0.2";
+    s["spec"]["ports"].erase(4); // DHCPv6
+    d = refused(s);
+    EXPECT_NE(d.reason.find("RequireDualStack: the annotation bpfnet.io/ip needs an IPv4 and an IPv6 address"),
+              std::string::npos)
+        << d.reason;
+    s["spec"]["ipFamilyPolicy"] = "PreferDualStack"; // one family is what was asked for
+    EXPECT_EQ(refused(s).outcome, Outcome::Accepted) << refused(s).reason;
+    s["spec"]["ipFamilyPolicy"] = 3;
+    EXPECT_NE(refused(s).reason.find("spec.ipFamilyPolicy is not a string"), std::string::npos);
+}
+
+TEST(ServiceModelIpv6, AFamilyTheLanDoesNotHaveIsRefused) {
+    ServicePolicy p = dual_policy();
+    p.ipv6_lan = false;
+    auto d = decide_service(dual_service(), p);
+    EXPECT_NE(d.reason.find("fd00:1::2 is IPv6, and the loader has no IPv6 provisioning subnet (--subnet-v6)"),
+              std::string::npos)
+        << d.reason;
+    p = dual_policy();
+    p.ipv4_lan = false;
+    d = decide_service(dual_service(), p);
+    EXPECT_NE(d.reason.find("198.18.0.2 is IPv4, and the loader has no IPv4 provisioning subnet (--subnet)"),
+              std::string::npos)
+        << d.reason;
+}
+
+TEST(ServiceModelIpv6, EachAddressMustLieInAnAllowedCidrOfItsFamily) {
+    json s = dual_service();
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "198.18.0.2,fd00:2::2";
+    EXPECT_NE(decide_service(s, dual_policy()).reason.find("fd00:2::2 is outside every allowed CIDR"),
+              std::string::npos);
+    // ::/0 admits every IPv6 address and no IPv4 one.
+    ServicePolicy p = policy();
+    p.allowed_cidrs = {{ip("::"), 0}};
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "fd00:2::2";
+    s["spec"]["ipFamilyPolicy"] = "SingleStack";
+    s["spec"]["ports"].erase(2);
+    EXPECT_EQ(decide_service(s, p).outcome, Outcome::Accepted) << decide_service(s, p).reason;
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "198.18.0.2";
+    s["spec"]["ipFamilies"] = {"IPv4"};
+    s["spec"]["ports"].erase(3); // DHCPv6
+    EXPECT_NE(decide_service(s, p).reason.find("198.18.0.2 is outside every allowed CIDR"), std::string::npos);
+}
+
+// DHCP is relayed for the IPv4 address, DHCPv6 for the IPv6 one: each needs its family.
+TEST(ServiceModelIpv6, RelayedPortsNeedTheirFamily) {
+    json s = make_service(); // IPv4 only, with a DHCPv6 port added
+    s["spec"]["ports"].push_back({{"name", "dhcpv6"}, {"protocol", "UDP"}, {"port", 547}});
+    auto d = decide_service(s, dual_policy());
+    EXPECT_NE(d.reason.find("spec.ports[4] (dhcpv6): dhcpv6 relays DHCPv6 for an IPv6 service address, and the "
+                            "Service has none"),
+              std::string::npos)
+        << d.reason;
+    s["metadata"]["annotations"]["bpfnet.io/ip"] = "fd00:1::2";
+    d = decide_service(s, dual_policy());
+    EXPECT_NE(d.reason.find("spec.ports[2] (dhcp): dhcp relays DHCPv4 for an IPv4 service address"), std::string::npos)
+        << d.reason;
+    json wrong_port = dual_service();
+    wrong_port["spec"]["ports"][4]["port"] = 546;
+    EXPECT_NE(decide_service(wrong_port, dual_policy()).reason.find("dhcpv6 requires port 547"), std::string::npos);
+}
+
+TEST(ServiceModelIpv6, EachAddressTakesTheRangesOfItsFamily) {
+    json s = dual_service();
+    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/24", "fd00:1::8/125", "fd00:1::/64"};
+    auto d = decide_service(s, dual_policy());
+    ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
+    const std::vector<SourceRange> v4 = {{ip("198.18.0.0"), 24}};
+    const std::vector<SourceRange> v6 = {{ip("fd00:1::"), 64}, {ip("fd00:1::8"), 125}};
+    EXPECT_EQ(ranges_of_family(d.source_ranges, IpFamily::V4), v4);
+    EXPECT_EQ(ranges_of_family(d.source_ranges, IpFamily::V6), v6);
+    // Host bits are cleared in IPv6 ranges too, as Kubernetes does.
+    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/24", "fd00:1::9/125"};
+    d = decide_service(s, dual_policy());
+    ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
+    EXPECT_EQ(ranges_of_family(d.source_ranges, IpFamily::V6), (std::vector<SourceRange>{{ip("fd00:1::8"), 125}}));
+    // A list that leaves a family out would close that address to every host: refused, saying how to open it.
+    s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/24"};
+    d = decide_service(s, dual_policy());
+    EXPECT_NE(d.reason.find("lists no IPv6 range for service IP fd00:1::2: add the IPv6 ranges that may reach it "
+                            "(::/0: every host)"),
+              std::string::npos)
+        << d.reason;
+    s["spec"]["loadBalancerSourceRanges"] = {"::/0"};
+    EXPECT_NE(decide_service(s, dual_policy()).reason.find("lists no IPv4 range for service IP 198.18.0.2"),
+              std::string::npos);
+}
+
+// Per address: DHCP only on the IPv4 one, DHCPv6 only on the IPv6 one, the rest on both; named target ports
+// follow their ports.
+TEST(ServiceModelIpv6, EachAddressListsTheFamilysPorts) {
+    json s = dual_service();
+    s["spec"]["ports"][0]["targetPort"] = "api";
+    const auto d = decide_service(s, dual_policy());
+    ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
+    const AcceptedService v4 = ports_for_family(accepted(d), IpFamily::V4);
+    const AcceptedService v6 = ports_for_family(accepted(d), IpFamily::V6);
+    const auto names = [](const AcceptedService &a) {
+        std::vector<std::string> out;
+        for (const PortRule &p : a.ports)
+            out.push_back(p.name);
+        return out;
+    };
+    EXPECT_EQ(names(v4), (std::vector<std::string>{"ironic-api", "ipxe-tls", "dhcp", "boot"}));
+    EXPECT_EQ(names(v6), (std::vector<std::string>{"ironic-api", "ipxe-tls", "boot", "dhcpv6"}));
+    EXPECT_EQ(v6.target_port_names, (std::vector<std::string>{"api", "", "", ""}));
+    EXPECT_EQ(v4.service_ips, d.service_ips); // the Service's addresses stay whole (its status lists both)
+}
+
+TEST(SharedIpsIpv6, AnIpv6AddressIsSharedLikeAnIpv4One) {
+    auto dual = svc("metal3", "ironic", "198.18.0.2", {{Protocol::Tcp, 6385}});
+    dual.service_ips.push_back(ip("fd00:1::2"));
+    auto images = svc("metal3", "images", "fd00:1::2", {{Protocol::Tcp, 6385}});
+    auto got = check_shared_ips({dual, images});
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].refused, "metal3/ironic"); // "metal3/images" sorts first
+    EXPECT_EQ(got[0].service_ip, ip("fd00:1::2"));
+    EXPECT_NE(got[0].reason.find("service IP fd00:1::2 is shared with Service metal3/images"), std::string::npos);
+    images.ports[0].port = 6180;
+    images.ports[0].target_port = 6180;
+    EXPECT_TRUE(check_shared_ips({dual, images}).empty());
+    // Only the ranges of the shared address's family must agree.
+    dual.source_ranges = {{ip("198.18.0.0"), 24}, {ip("fd00:1::"), 64}};
+    images.source_ranges = {{ip("fd00:1::"), 64}};
+    EXPECT_TRUE(check_shared_ips({dual, images}).empty());
+    images.source_ranges = {{ip("fd00:1::"), 65}};
+    got = check_shared_ips({dual, images});
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_NE(got[0].reason.find("other loadBalancerSourceRanges"), std::string::npos);
 }

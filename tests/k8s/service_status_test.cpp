@@ -1,15 +1,19 @@
 // status.loadBalancer.ingress as the owner reads and writes it (k8s/service_status).
 #include "k8s/service_status.hpp"
 
-#include <gtest/gtest.h>
+#include "core/addresses.hpp"
 
-#include <arpa/inet.h>
+#include <gtest/gtest.h>
 
 using namespace bpfnet::k8s;
 using nlohmann::json;
 
 namespace {
-const uint32_t kIp = htonl(0xc6120002); // 198.18.0.2
+bpfnet_ip ip(const char *text) {
+    return *bpfnet::parse_ip(text);
+}
+const std::vector<bpfnet_ip> kIp = {ip("198.18.0.2")};
+const std::vector<bpfnet_ip> kDual = {ip("198.18.0.2"), ip("fd00:1::2")};
 
 json with_ingress(json ingress) {
     return {{"metadata", {{"name", "ironic"}}}, {"status", {{"loadBalancer", {{"ingress", std::move(ingress)}}}}}};
@@ -32,13 +36,29 @@ TEST(ServiceStatus, AnythingElseIsNotWhatTheOwnerWrites) {
     EXPECT_FALSE(ingress_announces(with_ingress("198.18.0.2"), kIp));
 }
 
-TEST(ServiceStatus, NamesFindsTheIpAmongOthers) {
-    EXPECT_TRUE(ingress_names(with_ingress({{{"ip", "198.18.0.9"}}, {{"ip", "198.18.0.2"}}}), kIp));
-    EXPECT_FALSE(ingress_names(with_ingress({{{"ip", "198.18.0.9"}}}), kIp));
-    EXPECT_FALSE(ingress_names(with_ingress({1, "x", nullptr}), kIp));
+TEST(ServiceStatus, ADualStackIngressListsBothFamiliesInAnyOrder) {
+    EXPECT_TRUE(ingress_announces(with_ingress({{{"ip", "198.18.0.2"}}, {{"ip", "fd00:1::2"}}}), kDual));
+    EXPECT_TRUE(
+        ingress_announces(with_ingress({{{"ip", "fd00:1::2"}, {"ipMode", "VIP"}}, {{"ip", "198.18.0.2"}}}), kDual));
+    // One family missing, or one address twice, is not the list.
+    EXPECT_FALSE(ingress_announces(with_ingress({{{"ip", "198.18.0.2"}}}), kDual));
+    EXPECT_FALSE(ingress_announces(with_ingress({{{"ip", "198.18.0.2"}}, {{"ip", "198.18.0.2"}}}), kDual));
+    EXPECT_FALSE(ingress_announces(with_ingress({{{"ip", "198.18.0.2"}}, {{"ip", "fd00:1::2"}}}), kIp));
+    // The API's spelling of an IPv6 address may differ from ours: compared as addresses.
+    EXPECT_TRUE(ingress_announces(with_ingress({{{"ip", "198.18.0.2"}}, {{"ip", "FD00:1:0::2"}}}), kDual));
+}
+
+TEST(ServiceStatus, AddressesAreReadFromEveryEntryThatHasOne) {
+    EXPECT_EQ(ingress_addresses(with_ingress({{{"ip", "fd00:1::2"}}, {{"hostname", "x"}}, {{"ip", "198.18.0.9"}}})),
+              (std::vector<bpfnet_ip>{ip("fd00:1::2"), ip("198.18.0.9")}));
+    EXPECT_TRUE(ingress_addresses(with_ingress({1, "x", nullptr})).empty());
+    EXPECT_TRUE(ingress_addresses(json::object()).empty());
 }
 
 TEST(ServiceStatus, PatchesTouchOnlyTheIngress) {
     EXPECT_EQ(ingress_patch(kIp), json::parse(R"({"status": {"loadBalancer": {"ingress": [{"ip": "198.18.0.2"}]}}})"));
+    EXPECT_EQ(ingress_patch(kDual),
+              json::parse(R"({"status": {"loadBalancer": {"ingress": [{"ip": "198.18.0.2"}, {"ip": "fd00:1::2"}]}}})"));
     EXPECT_EQ(ingress_removal_patch(), json::parse(R"({"status": {"loadBalancer": {"ingress": null}}})"));
+    EXPECT_EQ(ingress_patch({}), ingress_removal_patch());
 }

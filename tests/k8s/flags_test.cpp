@@ -1,0 +1,112 @@
+// Kubernetes mode's flags (k8s/flags): the node settings and Service policy they stand for, and the words
+// they are refused in. Parsed by CLI11 exactly as bpfnet-loader does.
+#include "k8s/flags.hpp"
+
+#include "core/addresses.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace bpfnet;
+using namespace bpfnet::k8s;
+
+namespace {
+
+std::pair<NodeSettings, KubernetesOptions> settings(std::vector<std::string> args) {
+    CLI::App app;
+    KubernetesFlags flags;
+    add_kubernetes_flags(app, flags);
+    std::vector<std::string> argv = {"--kubernetes", "--interface",          "prov0", "--node-name",
+                                     "node-a",       "--allowed-namespaces", "metal3"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::reverse(argv.begin(), argv.end()); // CLI11 takes a vector in reverse order
+    app.parse(argv);
+    return kubernetes_settings(flags);
+}
+
+// The message of the std::invalid_argument the flags are refused with ("" when they are not).
+std::string refusal(std::vector<std::string> args) {
+    try {
+        settings(std::move(args));
+    } catch (const std::invalid_argument &e) {
+        return e.what();
+    }
+    return "";
+}
+
+bpfnet_ip ip(const char *text) {
+    return *parse_ip(text);
+}
+
+} // namespace
+
+TEST(KubernetesFlags, Ipv4Lan) {
+    const auto [node, options] = settings({"--subnet", "172.22.0.0/24", "--allowed-cidrs", "172.22.0.0/24"});
+    EXPECT_EQ(format_prefix(node.subnet_be, node.prefix_len), "172.22.0.0/24");
+    EXPECT_EQ(node.prefix6_len, 0);
+    EXPECT_TRUE(options.policy.ipv4_lan);
+    EXPECT_FALSE(options.policy.ipv6_lan);
+    EXPECT_EQ(options.policy.allowed_cidrs, (std::vector<SourceRange>{{ip("172.22.0.0"), 24}}));
+}
+
+TEST(KubernetesFlags, Ipv6OnlyLanWithRouterAdvertisements) {
+    const auto [node, options] =
+        settings({"--subnet-v6", "fd00:1::/64", "--allowed-cidrs", "fd00:1::/120", "--router-advertisements",
+                  "--ra-interval", "30", "--dhcp-relays", "fd00:1::fe"});
+    EXPECT_EQ(node.prefix_len, 0);
+    EXPECT_EQ(format_prefix6(node.subnet6, node.prefix6_len), "fd00:1::/64");
+    EXPECT_TRUE(node.router_advertisements);
+    EXPECT_EQ(node.ra_interval, std::chrono::seconds(30));
+    EXPECT_EQ(node.dhcp_relays, std::vector<bpfnet_ip>{ip("fd00:1::fe")});
+    EXPECT_FALSE(options.policy.ipv4_lan);
+    EXPECT_TRUE(options.policy.ipv6_lan);
+    EXPECT_EQ(options.policy.allowed_cidrs, (std::vector<SourceRange>{{ip("fd00:1::"), 120}}));
+}
+
+TEST(KubernetesFlags, DualStackLan) {
+    const auto [node, options] = settings({"--subnet", "172.22.0.0/24", "--subnet-v6", "fd00:1::/64", "--allowed-cidrs",
+                                           "172.22.0.0/28,fd00:1::/124", "--dhcp-relays", "172.22.0.254,fd00:1::fe"});
+    EXPECT_TRUE(options.policy.ipv4_lan);
+    EXPECT_TRUE(options.policy.ipv6_lan);
+    EXPECT_EQ(options.policy.allowed_cidrs.size(), 2u);
+    EXPECT_EQ(node.dhcp_relays, (std::vector<bpfnet_ip>{ip("172.22.0.254"), ip("fd00:1::fe")}));
+    EXPECT_FALSE(node.router_advertisements); // off unless asked for
+    EXPECT_EQ(node.ra_interval, kDefaultRouterAdvertisementInterval);
+}
+
+TEST(KubernetesFlags, RefusedInWordsThatNameTheFlag) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--allowed-cidrs", "172.22.0.0/24"}, "--subnet (IPv4) or --subnet-v6 (IPv6) is required"},
+        {{"--subnet", "fd00:1::/64", "--allowed-cidrs", "fd00:1::/64"}, "an IPv6 subnet goes in --subnet-v6"},
+        {{"--subnet", "0.0.0.0/0", "--allowed-cidrs", "0.0.0.0/0"}, "is every address"},
+        {{"--subnet-v6", "172.22.0.0/24", "--allowed-cidrs", "172.22.0.0/24"},
+         "--subnet-v6: '172.22.0.0/24' is not an"},
+        {{"--subnet-v6", "fd00:1::1/64", "--allowed-cidrs", "fd00:1::/64"}, "(no host bits)"},
+        {{"--subnet-v6", "fd00::/8", "--allowed-cidrs", "fd00::/8"}, "prefix length must be between 16 and 124"},
+        {{"--subnet-v6", "fe80::/64", "--allowed-cidrs", "fe80::/64"}, "not a link-local address"},
+        {{"--subnet-v6", "::/80", "--allowed-cidrs", "::/80"}, "not the unspecified address"},
+        {{"--subnet-v6", "::ffff:0:0/96", "--allowed-cidrs", "fd00::/64"}, "is not an IPv6 CIDR"},
+        {{"--subnet", "172.22.0.0/24", "--allowed-cidrs", "fd00:1::/64"},
+         "fd00:1::/64 is IPv6, and there is no "
+         "--subnet-v6"},
+        {{"--subnet-v6", "fd00:1::/64", "--allowed-cidrs", "172.22.0.0/24"}, "is IPv4, and there is no --subnet"},
+        {{"--subnet", "172.22.0.0/24", "--allowed-cidrs", "172.22.0.0/24", "--dhcp-relays", "fd00:1::fe"},
+         "--dhcp-relays: fd00:1::fe is IPv6, and there is no --subnet-v6"},
+        {{"--subnet-v6", "fd00:1::/64", "--allowed-cidrs", "fd00:1::/64", "--dhcp-relays", "fd00:2::fe"},
+         "--dhcp-relays: "},
+        {{"--subnet-v6", "fd00:1::/64", "--allowed-cidrs", "fd00:1::/64", "--dhcp-relays", "fd00:1::fe,fd00:1::fe"},
+         "listed twice"},
+        {{"--subnet", "172.22.0.0/24", "--allowed-cidrs", "172.22.0.0/24", "--router-advertisements"},
+         "--router-advertisements are for an IPv6 LAN: give --subnet-v6"},
+    };
+    for (const auto &[args, words] : cases) {
+        const std::string got = refusal(args);
+        EXPECT_NE(got.find(words), std::string::npos) << "got: '" << got << "', want: '" << words << "'";
+    }
+    // CLI11 checks the interval's range.
+    EXPECT_THROW(settings({"--subnet-v6", "fd00:1::/64", "--allowed-cidrs", "fd00:1::/64", "--ra-interval", "3"}),
+                 CLI::ValidationError);
+}
