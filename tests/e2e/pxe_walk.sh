@@ -2,7 +2,7 @@
 # The whole provisioning walk of a bare-metal host, as its firmware and ramdisk do it, every step through
 # the service IP: DHCP lease -> TFTP boot file -> HTTP boot script and image from the image server -> Ironic
 # lookup -> heartbeat -> Ironic calls the agent on the host. Shared by tests/e2e/test_pxe_walk.sh and the
-# demo (scripts/demo.sh). Source after lib.sh, dhcp.sh and ironic.sh.
+# demo (scripts/demo.sh). Source after lib.sh, dhcp.sh and ironic.sh; it sources lan6.sh (the IPv6 LAN).
 #
 # WALK_FAMILIES: the walks to set up, "4" (default: the IPv4 LAN), "6" (an IPv6-only LAN: serviceIPv6 alone,
 # DHCPv6 through the relay, router advertisements) or "4 6" (dual stack: both walks through one loader, one
@@ -24,85 +24,26 @@
 # Each step returns 0 or sets E2E_REASON and returns 1. Read by the sourcing script.
 # shellcheck disable=SC2034
 
+# shellcheck source=lan6.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lan6.sh"
+
 WALK_IMAGE_PORT=6180
 WALK_AGENT_PORT=9999
 WALK_IMAGE_BYTES=$((8 * 1024 * 1024))
 WALK_TFTP_BYTES=$((1024 * 1024))
 WALK_FAMILIES=${WALK_FAMILIES:-4}
-# The IPv6 LAN (IPv6's benchmarking range, as tests/e2e/test_ipv6.sh): the service, the pod and its gateway.
-WALK_SUBNET6=2001:2::/64
-WALK_SERVICE6=2001:2::2
-WALK_POD6=2001:2:0:100::2
-WALK_POD_GW6=2001:2:0:100::1
-WALK_RANGE6_FIRST=2001:2::100
-WALK_RANGE6_LAST=2001:2::1ff
-
 walk_has() { [[ " $WALK_FAMILIES " == *" $1 "* ]]; }
-
-# The pod's IPv6 address and route (a dual-stack pod network); the hosts keep their link-local addresses.
-walk_pod_ipv6() {
-    ip -n "$E2E_NODE" -6 addr add "$WALK_POD_GW6/64" dev "$E2E_VETH" &&
-        ip -n "$E2E_POD" -6 addr add "$WALK_POD6/64" dev eth0 &&
-        ip -n "$E2E_POD" -6 route add default via "$WALK_POD_GW6" || {
-        E2E_REASON="cannot give the pod its IPv6 address"
-        return 1
-    }
-    local ns
-    for ns in "$E2E_HOST" "$E2E_NODE" "$E2E_POD"; do
-        wait_for 10 no_tentative "$ns" || {
-            E2E_REASON="IPv6 addresses of $ns still tentative"
-            return 1
-        }
-    done
-}
-
-# The loader's config for an IPv6-only or dual-stack walk (docs/config.md): each family's service address,
-# its DHCP relay, TFTP, the Ironic API and the image server; router advertisements for the IPv6 hosts.
-walk_write_config6() {
-    local v4="" dhcp4="" backend4=""
-    if walk_has 4; then
-        v4="serviceIP: $E2E_SERVICE_IP"$'\n'"subnet: $E2E_SUBNET"
-        dhcp4="  - {name: dhcp, protocol: udp, port: 67, kind: dhcp}"
-        backend4="  ip: $E2E_POD_IP"
-    fi
-    cat >"$1" <<EOF
-interface: $E2E_NIC
-$v4
-serviceIPv6: $WALK_SERVICE6
-subnetV6: $WALK_SUBNET6
-pinRoot: $E2E_PIN_ROOT
-ports:
-$dhcp4
-  - {name: dhcpv6, protocol: udp, port: 547, kind: dhcpv6}
-  - {name: tftp, protocol: udp, port: 69, kind: tftp}
-  - {name: ironic-api, protocol: tcp, port: $IRONIC_PORT}
-  - {name: images, protocol: tcp, port: $WALK_IMAGE_PORT}
-routerAdvertisements:
-  enabled: true
-  intervalSeconds: 4
-backend:
-$backend4
-  ipv6: $WALK_POD6
-  veth: auto
-EOF
-}
 
 # dnsmasq in the pod: the IPv4 PXE server (dnsmasq_start) and, for IPv6, DHCPv6 for relayed requests with
 # the boot file URL (option 59); TFTP for both.
 walk_dnsmasq_start() {
-    local v6=()
-    walk_has 6 && v6=(--dhcp-range="$WALK_RANGE6_FIRST,$WALK_RANGE6_LAST,64,10m"
-        --dhcp-option="option6:bootfile-url,tftp://[$WALK_SERVICE6]/$DHCP_BOOT_FILE")
-    if walk_has 4; then
-        dnsmasq_start "$E2E_POD" "$WALK_DIR/dnsmasq" "${v6[@]}"
+    if ! walk_has 4; then
+        lan6_dnsmasq_start "$WALK_DIR/dnsmasq"
         return
     fi
-    dnsmasq_run "$E2E_POD" "$WALK_DIR/dnsmasq" --log-dhcp "${v6[@]}" --enable-tftp --tftp-root="$DHCP_TFTP_ROOT" ||
-        return 1
-    wait_for 5 ns_udp_listens "$E2E_POD" 547 || {
-        E2E_REASON="dnsmasq does not listen on UDP 547 in the pod"
-        return 1
-    }
+    LAN6_DNSMASQ=()
+    walk_has 6 && lan6_dnsmasq_options
+    dnsmasq_start "$E2E_POD" "$WALK_DIR/dnsmasq" "${LAN6_DNSMASQ[@]}"
 }
 
 pxe_walk_setup() {
@@ -114,7 +55,7 @@ pxe_walk_setup() {
     random_file "$WALK_HTTP_ROOT/ironic-agent.img" "$WALK_IMAGE_BYTES"
     printf '#!ipxe\nkernel http://%s:%s/ironic-agent.img\nboot\n' "$E2E_SERVICE_IP" "$WALK_IMAGE_PORT" \
         >"$WALK_HTTP_ROOT/boot.ipxe"
-    printf '#!ipxe\nkernel http://[%s]:%s/ironic-agent.img\nboot\n' "$WALK_SERVICE6" "$WALK_IMAGE_PORT" \
+    printf '#!ipxe\nkernel http://[%s]:%s/ironic-agent.img\nboot\n' "$LAN6_SERVICE" "$WALK_IMAGE_PORT" \
         >"$WALK_HTTP_ROOT/boot6.ipxe"
     chmod -R o+rX "$WALK_DIR"
     chmod o+x "$E2E_TMP"
@@ -122,7 +63,7 @@ pxe_walk_setup() {
     # "::" serves both families (Linux's sockets take IPv4 on an IPv6 socket unless told otherwise).
     local any=0.0.0.0
     if walk_has 6; then
-        walk_pod_ipv6 || return 1
+        lan6_pod_address || return 1
         any=::
         IRONIC_HOST_IP=::
     fi
@@ -136,7 +77,7 @@ pxe_walk_setup() {
 
     WALK_CONFIG=$E2E_TMP/conf/walk.yaml
     if walk_has 6; then
-        walk_write_config6 "$WALK_CONFIG"
+        lan6_write_config "$WALK_CONFIG" "$WALK_IMAGE_PORT" "$(walk_has 4 && echo dual)"
     else
         write_config --port dhcp:udp:67:67:dhcp --port tftp:udp:69:69:tftp --port ironic-api:tcp:6385 \
             --port images:tcp:"$WALK_IMAGE_PORT" "$WALK_CONFIG"
@@ -239,7 +180,7 @@ walk_agent_call() {
 # ---------------------------------------------------------------------------------------------------
 # The walk over IPv6: the host has only its link-local address until DHCPv6 gives it one.
 
-walk6_prefix_on_link() { ip -n "$E2E_HOST" -6 route show "$WALK_SUBNET6" | grep -q expires; }
+walk6_prefix_on_link() { ip -n "$E2E_HOST" -6 route show "$LAN6_SUBNET" | grep -q expires; }
 
 walk6_lease() {
     local dir=$WALK_DIR/dhclient6 events
@@ -247,8 +188,8 @@ walk6_lease() {
     events=$dir/dhclient.events
     WALK6_IP=$(lease_field "$events" new_ip6_address BOUND6)
     WALK6_BOOT_URL=$(lease_field "$events" new_dhcp6_bootfile_url BOUND6)
-    if ! ip_in_range "$WALK6_IP" "$WALK_RANGE6_FIRST" "$WALK_RANGE6_LAST" ||
-        [ "$WALK6_BOOT_URL" != "tftp://[$WALK_SERVICE6]/$DHCP_BOOT_FILE" ]; then
+    if ! ip_in_range "$WALK6_IP" "$LAN6_RANGE_FIRST" "$LAN6_RANGE_LAST" ||
+        [ "$WALK6_BOOT_URL" != "tftp://[$LAN6_SERVICE]/$DHCP_BOOT_FILE" ]; then
         E2E_REASON="lease ip6=$WALK6_IP bootfile-url=$WALK6_BOOT_URL"
         return 1
     fi
@@ -259,7 +200,7 @@ walk6_lease() {
         return 1
     }
     wait_for 10 walk6_prefix_on_link || {
-        E2E_REASON="no router advertisement made $WALK_SUBNET6 on-link: $(ip -n "$E2E_HOST" -6 route | tr '\n' ' ')"
+        E2E_REASON="no router advertisement made $LAN6_SUBNET on-link: $(ip -n "$E2E_HOST" -6 route | tr '\n' ' ')"
         return 1
     }
 }
@@ -276,7 +217,7 @@ walk6_tftp() {
 }
 
 walk6_http() {
-    local script image url="http://[$WALK_SERVICE6]:$WALK_IMAGE_PORT"
+    local script image url="http://[$LAN6_SERVICE]:$WALK_IMAGE_PORT"
     script=$(host curl -sSf -6 --max-time 10 "$url/boot6.ipxe") || {
         E2E_REASON="GET $url/boot6.ipxe failed"
         return 1
@@ -299,8 +240,8 @@ walk6_http() {
 walk6_lookup() {
     local body
     body=$(host curl -sS -6 --max-time 10 -H "X-OpenStack-Ironic-API-Version: $IRONIC_API_VERSION" \
-        "http://[$WALK_SERVICE6]:$IRONIC_PORT/v1/lookup?addresses=$E2E_HOST_MAC") || {
-        E2E_REASON="lookup through [$WALK_SERVICE6] failed"
+        "http://[$LAN6_SERVICE]:$IRONIC_PORT/v1/lookup?addresses=$E2E_HOST_MAC") || {
+        E2E_REASON="lookup through [$LAN6_SERVICE] failed"
         return 1
     }
     WALK6_NODE=$(json_get node.uuid <<<"$body" 2>/dev/null)
@@ -325,7 +266,7 @@ walk6_heartbeat() {
     code=$(host curl -sS -6 --max-time 10 -o /dev/null -w '%{http_code}' -X POST \
         -H "X-OpenStack-Ironic-API-Version: $IRONIC_API_VERSION" -H 'Content-Type: application/json' \
         -d "{\"callback_url\": \"http://[$WALK6_IP]:$WALK_AGENT_PORT\", \"agent_token\": \"$WALK6_TOKEN\", \"agent_version\": \"9.0.0\"}" \
-        "http://[$WALK_SERVICE6]:$IRONIC_PORT/v1/heartbeat/$WALK6_NODE")
+        "http://[$LAN6_SERVICE]:$IRONIC_PORT/v1/heartbeat/$WALK6_NODE")
     if [ "$code" != 202 ]; then
         E2E_REASON="heartbeat answered HTTP $code, want 202"
         return 1
@@ -344,8 +285,8 @@ walk6_agent_call() {
         E2E_REASON="the pod could not reach the agent at [$WALK6_IP]:$WALK_AGENT_PORT"
         return 1
     }
-    if [ "$WALK6_AGENT_SAW" != "$WALK_SERVICE6" ]; then
-        E2E_REASON="the agent saw the call from $WALK6_AGENT_SAW, want the service address $WALK_SERVICE6"
+    if [ "$WALK6_AGENT_SAW" != "$LAN6_SERVICE" ]; then
+        E2E_REASON="the agent saw the call from $WALK6_AGENT_SAW, want the service address $LAN6_SERVICE"
         return 1
     fi
 }

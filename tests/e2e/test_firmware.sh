@@ -6,7 +6,7 @@
 # Ironic's lookup and heartbeat as the agent does (tests/vm/agent-init.sh), every step to the service IP.
 # Each stage is a case, reported with the seconds since the guest was started.
 #
-# With FIRMWARE_FAMILY=6 the LAN is IPv6 only (pxe_walk.sh's, WALK_FAMILIES=6): the loader's router
+# With FIRMWARE_FAMILY=6 the LAN is IPv6 only (lan6.sh, as e2e_pxe_walk_ipv6's): the loader's router
 # advertisement says "ask DHCPv6", iPXE takes a DHCPv6 lease through the relay with the boot file URL (option 59,
 # tftp://[service address]/boot.ipxe), fetches the script over TFTP and the kernel and ramdisk over HTTP, all
 # from the service's IPv6 address. The booted ramdisk's steps stay IPv4 only: Debian's busybox has no DHCPv6
@@ -28,8 +28,8 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 source "$E2E_DIR/dhcp.sh"
 # shellcheck source=ironic.sh
 source "$E2E_DIR/ironic.sh"
-# shellcheck source=pxe_walk.sh
-source "$E2E_DIR/pxe_walk.sh"
+# shellcheck source=lan6.sh
+source "$E2E_DIR/lan6.sh"
 FIRMWARE_FAMILY=${FIRMWARE_FAMILY:-4}
 
 loader_argument "$@"
@@ -94,8 +94,11 @@ firmware_setup() {
     loader_start "$E2E_TMP/conf/firmware.yaml" "$E2E_TMP/logs/loader.log" || return 1
     ironic_wait 40 || return 1
     ironic_create_node "$GUEST_MAC" firmware-host || return 1
+    guest_tap
+}
 
-    # The guest's NIC: a tap device, a port of the LAN bridge like every host's.
+# The guest's NIC: a tap device, a port of the LAN bridge like every host's.
+guest_tap() {
     local lan
     lan=$(lan_bridge_ns)
     ip -n "$lan" tuntap add dev "$TAP" mode tap || die "tap device"
@@ -103,26 +106,18 @@ firmware_setup() {
     lan_port_vlan "$lan" "$TAP" access
 }
 
-# The IPv6-only LAN: the pod's IPv6 address, dnsmasq's DHCPv6 with the boot file URL and TFTP
-# (walk_dnsmasq_start), the image server on both families, the loader with serviceIPv6 and router
-# advertisements (walk_write_config6). No Ironic: the ramdisk's steps are not run over IPv6 (above).
+# The IPv6-only LAN: the pod's IPv6 address, dnsmasq's DHCPv6 with the boot file URL and TFTP, the image
+# server on both families, the loader with serviceIPv6 and router advertisements. No Ironic: the ramdisk's
+# steps are not run over IPv6 (above).
 firmware_setup6() {
-    WALK_FAMILIES=6
-    WALK_DIR=$FW
-    boot_files "$WALK_SERVICE6" "[$WALK_SERVICE6]"
-
-    walk_pod_ipv6 || return 1
-    walk_dnsmasq_start || return 1
+    boot_files "$LAN6_SERVICE" "[$LAN6_SERVICE]"
+    lan6_pod_address || return 1
+    lan6_dnsmasq_start "$FW/dnsmasq" || return 1
     bg_in_ns "$E2E_POD" "$FW/images.log" setpriv --reuid=65534 --regid=65534 --clear-groups \
         /usr/bin/python3 -m http.server "$IMAGE_PORT" --bind :: --directory "$FW/images"
-    walk_write_config6 "$E2E_TMP/conf/firmware.yaml"
+    lan6_write_config "$E2E_TMP/conf/firmware.yaml" "$IMAGE_PORT"
     loader_start "$E2E_TMP/conf/firmware.yaml" "$E2E_TMP/logs/loader.log" || return 1
-
-    local lan
-    lan=$(lan_bridge_ns)
-    ip -n "$lan" tuntap add dev "$TAP" mode tap || die "tap device"
-    ip -n "$lan" link set "$TAP" master "$E2E_BRIDGE" up || die "tap into the bridge"
-    lan_port_vlan "$lan" "$TAP" access
+    guest_tap
 }
 
 guest_start() {
@@ -185,7 +180,7 @@ case_dhcp() {
 }
 # iPXE identifies itself by a DUID of its own, not its MAC: the guest is the only DHCPv6 client on this LAN.
 case_dhcp6() {
-    if ! stage "DHCPv6 lease" 120 "$FW/dnsmasq/dnsmasq.log" "DHCPREPLY\(.*${WALK_RANGE6_FIRST%??}"; then
+    if ! stage "DHCPv6 lease" 120 "$FW/dnsmasq/dnsmasq.log" "DHCPREPLY\(.*${LAN6_RANGE_FIRST%??}"; then
         E2E_REASON+="; dhcp6_request_relayed $(counter dhcp6_request_relayed), dhcp6_reply_relayed $(counter dhcp6_reply_relayed)"
         return 1
     fi
@@ -194,6 +189,10 @@ case_dhcp6() {
 case_tftp() { stage "TFTP boot.ipxe" 30 "$FW/dnsmasq/dnsmasq.log" "sent .*boot\.ipxe"; }
 case_http_kernel() { stage "HTTP kernel" 30 "$FW/images.log" '"GET /vmlinuz HTTP/1\.[01]" 200'; }
 case_http_ramdisk() { stage "HTTP ramdisk" 60 "$FW/images.log" '"GET /initrd\.img HTTP/1\.[01]" 200'; }
+# The IPv6 walk's steps (their own names: `--case` selects steps by name).
+case_tftp6() { case_tftp; }
+case_http_kernel6() { case_http_kernel; }
+case_http_ramdisk6() { case_http_ramdisk; }
 case_agent_lease() { agent_step lease 120; }
 case_agent_lookup() { agent_step lookup 30; }
 case_agent_heartbeat() {
@@ -220,9 +219,9 @@ guest_start
 
 if [ "$FIRMWARE_FAMILY" = 6 ]; then
     run_step "firmware: DHCPv6 lease through the relay (iPXE), after the loader's router advertisement" case_dhcp6
-    run_step "firmware: iPXE script over TFTP from the service's IPv6 address" case_tftp
-    run_step "firmware: kernel over HTTP from the image server, over IPv6" case_http_kernel
-    run_step "firmware: ramdisk over HTTP from the image server, over IPv6" case_http_ramdisk
+    run_step "firmware: iPXE script over TFTP from the service's IPv6 address" case_tftp6
+    run_step "firmware: kernel over HTTP from the image server, over IPv6" case_http_kernel6
+    run_step "firmware: ramdisk over HTTP from the image server, over IPv6" case_http_ramdisk6
     log "guest console: $CONSOLE"
     finish
 fi
