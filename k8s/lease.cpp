@@ -30,28 +30,6 @@ std::string ipv6_label(const bpfnet_ip &ip) {
     return label;
 }
 
-std::optional<bpfnet_ip> parse_ipv6_label(const std::string &label) {
-    bpfnet_ip ip{};
-    auto *bytes = reinterpret_cast<uint8_t *>(&ip);
-    size_t start = 0;
-    for (int group = 0; group < 8; ++group) {
-        const size_t end = group == 7 ? label.size() : label.find('-', start);
-        if (end == std::string::npos || end == start || end - start > 4)
-            return std::nullopt;
-        unsigned value = 0;
-        for (size_t i = start; i < end; ++i) {
-            const char c = label[i];
-            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-                return std::nullopt;
-            value = value * 16 + static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10);
-        }
-        bytes[2 * group] = static_cast<uint8_t>(value >> 8);
-        bytes[2 * group + 1] = static_cast<uint8_t>(value);
-        start = end + 1;
-    }
-    return ip;
-}
-
 } // namespace
 
 std::string lease_name(const bpfnet_ip &service_ip) {
@@ -66,19 +44,13 @@ std::optional<bpfnet_ip> lease_service_ip(const std::string &name) {
     const std::string prefix = kLeaseNamePrefix;
     if (name.rfind(prefix, 0) != 0)
         return std::nullopt;
-    const std::string label = name.substr(prefix.size());
-    std::optional<bpfnet_ip> ip;
-    if (std::count(label.begin(), label.end(), '-') == 7) {
-        ip = parse_ipv6_label(label);
-        if (ip && is_v4(*ip))
-            return std::nullopt; // IPv4 addresses have the dotted form only
-    } else {
-        std::string dotted = label;
-        std::replace(dotted.begin(), dotted.end(), '-', '.');
-        if (auto v4 = parse_ipv4(dotted))
-            ip = ip_from_v4(*v4);
-    }
-    if (!ip || lease_name(*ip) != name) // one spelling only: "bpfnet-198-18-0-010" is not ours
+    // Eight groups are IPv6 text with ':' for '-', four IPv4 with '.'; parse_ip takes either.
+    std::string text = name.substr(prefix.size());
+    const bool v6 = std::count(text.begin(), text.end(), '-') == 7;
+    std::replace(text.begin(), text.end(), '-', v6 ? ':' : '.');
+    const auto ip = parse_ip(text);
+    // One spelling only: "bpfnet-198-18-0-010" or "bpfnet-fd00-1-0-0-0-0-0-02" is not ours.
+    if (!ip || lease_name(*ip) != name)
         return std::nullopt;
     return ip;
 }

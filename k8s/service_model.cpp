@@ -57,12 +57,39 @@ std::vector<std::string> comma_separated(const std::string &list) {
     return items;
 }
 
-// The text of a range's length: decimal, no sign, no leading zero.
-std::optional<int> prefix_length(const std::string &digits) {
-    if (digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0') ||
+// "address/length" of either family, the length decimal without a sign or leading zero and at most the
+// family's width; host bits are left as written (SourceRange::network may have them set here).
+std::optional<SourceRange> parse_range_text(const std::string &text) {
+    const size_t slash = text.find('/');
+    if (slash == std::string::npos)
+        return std::nullopt;
+    const auto address = parse_address(text.substr(0, slash));
+    const std::string digits = text.substr(slash + 1);
+    if (!address || digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0') ||
         !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return std::nullopt;
-    return std::stoi(digits);
+    const int len = std::stoi(digits);
+    if (len > (is_v4(*address) ? 32 : 128))
+        return std::nullopt;
+    return SourceRange{*address, static_cast<uint8_t>(len)};
+}
+
+// The range with its host bits cleared.
+SourceRange network_of(const SourceRange &range) {
+    const bpfnet_ip network = is_v4(range.network) ? ip_from_v4(v4_of(range.network) & prefix_mask_be(range.prefix_len))
+                                                   : prefix6_network(range.network, range.prefix_len);
+    return {network, range.prefix_len};
+}
+
+bool in_range(const bpfnet_ip &ip, const SourceRange &range) {
+    if (is_v4(ip) != is_v4(range.network))
+        return false;
+    return is_v4(ip) ? in_prefix(v4_of(ip), v4_of(range.network), range.prefix_len)
+                     : in_prefix6(ip, range.network, range.prefix_len);
+}
+
+bool has_family(const std::vector<bpfnet_ip> &ips, IpFamily family) {
+    return std::any_of(ips.begin(), ips.end(), [&](const bpfnet_ip &ip) { return family_of(ip) == family; });
 }
 
 // spec.loadBalancerSourceRanges, else (when absent or empty) the annotation's comma-separated list, as
@@ -89,15 +116,10 @@ std::optional<std::string> read_source_ranges(const json &spec, const json *anno
         }
     }
     for (const std::string &text : texts) {
-        const size_t slash = text.find('/');
-        const auto address = slash == std::string::npos ? std::nullopt : parse_address(text.substr(0, slash));
-        const auto len = slash == std::string::npos ? std::nullopt : prefix_length(text.substr(slash + 1));
-        if (!address || !len || *len > (is_v4(*address) ? 32 : 128))
+        const auto range = parse_range_text(text);
+        if (!range)
             return where + ": \"" + text + "\" is not a CIDR like 172.22.0.0/24 or fd00:1::/64";
-        const auto prefix = static_cast<uint8_t>(*len);
-        const bpfnet_ip network =
-            is_v4(*address) ? ip_from_v4(v4_of(*address) & prefix_mask_be(prefix)) : prefix6_network(*address, prefix);
-        out.push_back({network, prefix});
+        out.push_back(network_of(*range));
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -114,8 +136,7 @@ std::optional<std::string> source_range_families_problem(const std::vector<Sourc
         return std::nullopt;
     for (const SourceRange &range : ranges) {
         const IpFamily family = family_of(range.network);
-        if (std::none_of(service_ips.begin(), service_ips.end(),
-                         [&](const bpfnet_ip &ip) { return family_of(ip) == family; }))
+        if (!has_family(service_ips, family))
             return where + ": " + format_source_range(range) + " is " + to_string(family) + " but the Service has no " +
                    to_string(family) + " address";
     }
@@ -264,7 +285,7 @@ std::optional<std::string> read_service_ips(const json &spec, const json *annota
         const auto unusable = is_v4(*ip) ? non_unicast_reason(v4_of(*ip)) : non_unicast_reason6(*ip);
         if (unusable)
             return source + " \"" + text + "\" cannot be a service IP: it is " + *unusable;
-        if (std::any_of(out.begin(), out.end(), [&](const bpfnet_ip &o) { return family_of(o) == family_of(*ip); }))
+        if (has_family(out, family_of(*ip)))
             return source + " lists two " + to_string(family_of(*ip)) + " addresses: one address per family";
         out.push_back(*ip);
     }
@@ -309,16 +330,13 @@ std::optional<std::string> families_problem(const json &spec, const std::vector<
 // A relayed port is one family's: DHCP is relayed for the IPv4 address, DHCPv6 for the IPv6 one.
 std::optional<std::string> relay_families_problem(const std::vector<PortRule> &rules,
                                                   const std::vector<bpfnet_ip> &ips) {
-    const auto has = [&](IpFamily family) {
-        return std::any_of(ips.begin(), ips.end(), [&](const bpfnet_ip &ip) { return family_of(ip) == family; });
-    };
     for (size_t i = 0; i < rules.size(); ++i) {
         const std::string label =
             "spec.ports[" + std::to_string(i) + "]" + (rules[i].name.empty() ? "" : " (" + rules[i].name + ")");
-        if (rules[i].kind == PortKind::Dhcp && !has(IpFamily::V4))
+        if (rules[i].kind == PortKind::Dhcp && !has_family(ips, IpFamily::V4))
             return label + ": dhcp relays DHCPv4 for an IPv4 service address, and the Service has none (an IPv6 "
                            "LAN uses dhcpv6 on UDP 547)";
-        if (rules[i].kind == PortKind::Dhcp6 && !has(IpFamily::V6))
+        if (rules[i].kind == PortKind::Dhcp6 && !has_family(ips, IpFamily::V6))
             return label + ": dhcpv6 relays DHCPv6 for an IPv6 service address, and the Service has none";
     }
     return std::nullopt;
@@ -376,12 +394,8 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
         return refuse(d,
                       "namespace " + d.namespace_ + " is not allowed to use the class " + policy.load_balancer_class);
     for (const bpfnet_ip &ip : ips) {
-        const bool in_cidr = std::any_of(policy.allowed_cidrs.begin(), policy.allowed_cidrs.end(), [&](const auto &c) {
-            if (is_v4(ip) != is_v4(c.network))
-                return false;
-            return is_v4(ip) ? in_prefix(v4_of(ip), v4_of(c.network), c.prefix_len)
-                             : in_prefix6(ip, c.network, c.prefix_len);
-        });
+        const bool in_cidr = std::any_of(policy.allowed_cidrs.begin(), policy.allowed_cidrs.end(),
+                                         [&](const SourceRange &cidr) { return in_range(ip, cidr); });
         if (!in_cidr)
             return refuse(d, "service IP " + format_ip(ip) + " is outside every allowed CIDR");
     }
@@ -759,19 +773,10 @@ ResolvedPorts resolve_target_ports(const AcceptedService &service, const std::op
 }
 
 std::optional<SourceRange> parse_cidr(const std::string &text) {
-    const size_t slash = text.find('/');
-    if (slash == std::string::npos)
+    const auto range = parse_range_text(text);
+    if (!range || network_of(*range) != *range) // host bits set
         return std::nullopt;
-    const auto address = parse_address(text.substr(0, slash));
-    const auto len = prefix_length(text.substr(slash + 1));
-    if (!address || !len || *len > (is_v4(*address) ? 32 : 128))
-        return std::nullopt;
-    const auto prefix = static_cast<uint8_t>(*len);
-    const bool host_bits = is_v4(*address) ? (v4_of(*address) & ~prefix_mask_be(prefix)) != 0
-                                           : prefix6_network(*address, prefix) != *address;
-    if (host_bits)
-        return std::nullopt;
-    return SourceRange{*address, prefix};
+    return range;
 }
 
 } // namespace bpfnet::k8s
