@@ -23,33 +23,49 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-"$top/scripts/setup.sh"
+# Where the time goes: each stage's wall time and log, for the table printed at the end (also when a stage
+# failed: scripts/time_table.sh).
+times=$(mktemp -d /tmp/bpfnet-test-times.XXXXXX)
+trap '"$top/scripts/time_table.sh" "$times"' EXIT
 
-echo "== lint: formatting (clang-format-14) and shellcheck"
-"$top/scripts/lint.sh"
-
-build() { # build DIR BPF_CLANG
-  cmake -S "$top" -B "$1" -DBPF_CLANG="$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build "$1" -j "$jobs"
+# stage SLUG TITLE CMD...: runs CMD as one stage of the run, its output shown and kept in $times/SLUG.log.
+stage() {
+  local slug=$1 title=$2 t0 rc=0
+  shift 2
+  echo "== $title"
+  t0=$(date +%s)
+  "$@" 2>&1 | tee "$times/$slug.log" || rc=$?
+  printf '%s\t%s\t%s\n' "$(($(date +%s) - t0))" "$rc" "$title" >>"$times/stages"
+  return "$rc"
 }
 
-echo "== build (BPF compiled with clang-14)"
-build "$top/build" clang-14
-echo "== build (BPF compiled with clang-16)"
-build "$top/build-clang16" clang-16
+stage setup "setup: Debian packages (scripts/setup.sh)" "$top/scripts/setup.sh"
+stage lint "lint: formatting (clang-format-14) and shellcheck" "$top/scripts/lint.sh"
+
+build() { # build DIR BPF_CLANG [TARGET...]
+  local dir=$1 clang=$2
+  shift 2
+  cmake -S "$top" -B "$dir" -DBPF_CLANG="$clang" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$dir" -j "$jobs" ${1:+--target "$@"}
+}
+stage build "build, BPF compiled with clang-14" build "$top/build" clang-14
+# The clang-16 tree exists for the programs clang-16 compiles: only what loads them is built there (the
+# packet tables and the fuzzer); the loader, CLI and control-plane tests are the clang-14 tree's.
+stage build16 "build, BPF compiled with clang-16: the packet tables and the fuzzer" \
+  build "$top/build-clang16" clang-16 bpf_tests bpfnet_fuzz
 
 # The sandbox's loopback is brought up for the tests that talk to a local stand-in (the Kubernetes API).
 sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "$@"' sandboxed "$@"; }
 
-echo "== BPF packet tables and the fuzzer's quick mode, programs from clang-16"
-sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure
+stage ctest16 "BPF packet tables and the fuzzer's quick mode, programs from clang-16" \
+  sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure
 
-echo "== all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14"
-sandboxed ctest --test-dir "$top/build" --output-on-failure
+stage ctest "all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14" \
+  sandboxed ctest --test-dir "$top/build" --output-on-failure
 
 if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then
-  echo "== benchmarks, quick run: each one must still run (the numbers are not judged)"
-  "$top/tests/bench/run.sh" --quick --out "$top/build/bench-quick"
+  stage bench "benchmarks, quick run: each one must still run (the numbers are not judged)" \
+    "$top/tests/bench/run.sh" --quick --out "$top/build/bench-quick"
 fi
 
 if [ "${BPFNET_TEST_VM:-1}" = 0 ]; then
@@ -57,7 +73,6 @@ if [ "${BPFNET_TEST_VM:-1}" = 0 ]; then
   exit 0
 fi
 # QEMU guests with no network device: nothing here can reach the machine's interfaces.
-echo "== kernel matrix self-check: a datapath with a bounds check removed must be refused on every kernel"
-"$top/tests/vm/run.sh" --self-check
-echo "== kernel matrix: the bpf and e2e suites on Debian's 6.1 and 6.12 kernels"
-"$top/tests/vm/run.sh"
+stage vm_self_check "kernel matrix self-check: a datapath with a bounds check removed is refused on every kernel" \
+  "$top/tests/vm/run.sh" --self-check
+stage vm "kernel matrix: the bpf and e2e suites on Debian's 6.1 and 6.12 kernels" "$top/tests/vm/run.sh"
