@@ -460,7 +460,7 @@ topology_create() {
 # FILE [EXTRA_YAML]: the standard configuration of docs/config.md for this topology (tcp 80 -> pod 8080,
 # tcp 5201, the pod as backend), with the loader's defaults for what is not given (xdpMode auto, as a new
 # user's file has it), each --port appended to the port list (an empty TARGETPORT means the same port; KIND
-# is plain, tftp or dhcp), EXTRA_YAML (top-level keys) at the end.
+# is a port kind: plain, tftp, dhcp or dhcpv6), EXTRA_YAML (top-level keys) at the end.
 write_config() {
     local extra_ports="" name proto port target kind kernel_choices=""
     while [ $# -gt 0 ]; do
