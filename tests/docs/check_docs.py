@@ -108,15 +108,19 @@ def headwords(rows):
     return words
 
 
+SUFFIXES = ("ing", "ed", "es", "e", "s", "d", "er", "ers")
+
+
 def stem(word):
-    for suffix in ("ing", "ed", "e", "s"):
+    for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
     return word
 
 
 def is_glossary_word(token, words):
-    return any(" " not in w and (token == w or token.startswith(stem(w))) for w in words)
+    """token is a glossary word or one of its forms ("yielded" of "yield", "claimed" of "claim")."""
+    return any(token.startswith(base) and token[len(base):] in SUFFIXES + ("",) for w in words for base in (w, stem(w)))
 
 
 def event_reasons(problems):
