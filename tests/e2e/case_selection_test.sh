@@ -29,11 +29,7 @@ done
 # selects the dependent case alone. Every occurrence outside a comment counts: a call this cannot read fails.
 for script in "$dir"/test_*.sh; do
     suite=$(basename "$script")
-    files=("$script")
-    # shellcheck disable=SC2016 # the literal $E2E_DIR of the script's source lines, as suite_cases reads them
-    while read -r sourced; do
-        files+=("$dir/$sourced")
-    done < <(sed -n 's|^source "\$E2E_DIR/\([a-z_]*\.sh\)".*|\1|p' "$script")
+    mapfile -t files < <(bash -c 'source "$1/lib.sh"; suite_files' "$script" "$dir")
     keys=" $(bash -c 'source "$1/lib.sh"; suite_cases' "$script" "$dir" | tr '\n' ' ')"
     defined=" $(sed -n 's/^\([a-z_][a-z0-9_]*\)() {.*/\1/p' "${files[@]}" | tr '\n' ' ')"
     while IFS=: read -r file line text; do

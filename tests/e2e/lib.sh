@@ -125,14 +125,18 @@ loader_argument() {
     check_case_names
 }
 
+# suite_files: the calling script and the tests/e2e files it sources, one a line.
+suite_files() {
+    echo "$0"
+    # shellcheck disable=SC2016 # the literal $E2E_DIR of the script's source lines
+    sed -n 's|^source "\$E2E_DIR/\([a-z_]*\.sh\)".*|'"$E2E_DIR"'/\1|p' "$0"
+}
+
 # suite_cases: the names of the cases the calling script defines (its case_* and walk_* functions, and those
 # of the tests/e2e files it sources).
 suite_cases() {
-    local files=("$0") sourced
-    # shellcheck disable=SC2016 # the literal $E2E_DIR of the script's source lines
-    while read -r sourced; do
-        files+=("$E2E_DIR/$sourced")
-    done < <(sed -n 's|^source "\$E2E_DIR/\([a-z_]*\.sh\)".*|\1|p' "$0")
+    local files
+    mapfile -t files < <(suite_files)
     sed -n 's/^\(case\|walk\)_\([a-z0-9_]*\)() {.*/\2/p' "${files[@]}"
 }
 
