@@ -59,7 +59,7 @@ Mac to_mac(const __u8 mac[6]);
 std::string format_endpoint(const bpfnet_ip &ip, __be16 port_be); // 198.18.0.2:80, [fd00::2]:80
 std::string format_prefix(__be32 subnet_be, __be32 mask_be);      // 198.18.0.0/24
 std::string format_protocol(__u8 proto);                          // tcp, udp, or the number
-std::string format_kind(__u8 kind);                               // plain, tftp, dhcp, or the number
+std::string format_kind(__u8 kind);                               // a BPFNET_PORT_KINDS spelling, or the number
 std::string format_seconds(double seconds);                       // 0.4 s, 12.0 s, 3 m 5 s, ...
 std::string format_rate(double per_second);                       // 0, 12.5, 1234
 

@@ -1,5 +1,5 @@
-// IPv4 addresses as every layer writes and reads them (dotted quads, prefixes, MACs), and the rules about
-// which address may be what on the provisioning LAN. One copy, used by both modes and by bpfnetctl.
+// Addresses as every layer writes and reads them (dotted quads, RFC 5952 IPv6 text, prefixes, MACs), and the
+// rules about which address may be what on the provisioning LAN. One copy, used by both modes and by bpfnetctl.
 #pragma once
 
 #include "maps/layout.hpp"

@@ -20,7 +20,7 @@ namespace bpfnet {
 inline constexpr const char *kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 struct ServiceIpState {
-    std::string service_ip; // dotted quad
+    std::string service_ip; // format_ip: a dotted quad, or RFC 5952 text for IPv6
     bool active = false;    // this node owns it (BPFNET_SERVICE_IP_ACTIVE)
 };
 

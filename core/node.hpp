@@ -112,7 +112,7 @@ struct NodeSettings {
 };
 
 /* The spellings used in the config file, the flags and bpfnetctl: "tcp", "udp"; the port kinds of
- * BPFNET_PORT_KINDS ("plain", "tftp", "dhcp"); "auto", "native", "generic"; "auto", "tcx", "clsact"; "auto",
+ * BPFNET_PORT_KINDS ("plain", "tftp", "dhcp", "dhcpv6"); "auto", "native", "generic"; "auto", "tcx", "clsact"; "auto",
  * "off". A value without a spelling (a map entry of another version) is written as its number. */
 std::string to_string(Protocol protocol);
 std::string to_string(PortKind kind);

@@ -125,14 +125,18 @@ loader_argument() {
     check_case_names
 }
 
+# suite_files: the calling script and the tests/e2e files it sources, one a line.
+suite_files() {
+    echo "$0"
+    # shellcheck disable=SC2016 # the literal $E2E_DIR of the script's source lines
+    sed -n 's|^source "\$E2E_DIR/\([a-z_]*\.sh\)".*|'"$E2E_DIR"'/\1|p' "$0"
+}
+
 # suite_cases: the names of the cases the calling script defines (its case_* and walk_* functions, and those
 # of the tests/e2e files it sources).
 suite_cases() {
-    local files=("$0") sourced
-    # shellcheck disable=SC2016 # the literal $E2E_DIR of the script's source lines
-    while read -r sourced; do
-        files+=("$E2E_DIR/$sourced")
-    done < <(sed -n 's|^source "\$E2E_DIR/\([a-z_]*\.sh\)".*|\1|p' "$0")
+    local files
+    mapfile -t files < <(suite_files)
     sed -n 's/^\(case\|walk\)_\([a-z0-9_]*\)() {.*/\2/p' "${files[@]}"
 }
 
@@ -460,7 +464,7 @@ topology_create() {
 # FILE [EXTRA_YAML]: the standard configuration of docs/config.md for this topology (tcp 80 -> pod 8080,
 # tcp 5201, the pod as backend), with the loader's defaults for what is not given (xdpMode auto, as a new
 # user's file has it), each --port appended to the port list (an empty TARGETPORT means the same port; KIND
-# is plain, tftp or dhcp), EXTRA_YAML (top-level keys) at the end.
+# is a port kind: plain, tftp, dhcp or dhcpv6), EXTRA_YAML (top-level keys) at the end.
 write_config() {
     local extra_ports="" name proto port target kind kernel_choices=""
     while [ $# -gt 0 ]; do

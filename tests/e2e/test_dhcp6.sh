@@ -179,8 +179,8 @@ case_dnsmasq_dhclient() {
 # client does (the address alone, /128); the router advertisement made the prefix, and so the service
 # address, on-link.
 case_boot_file_and_image() {
-    case_needs dnsmasq_dhclient || return 1
-    case_needs prefix_on_link || return 1
+    case_needs case_dnsmasq_dhclient || return 1
+    case_needs case_prefix_on_link || return 1
     host ip -6 addr add "$LEASED6/128" dev eth0 nodad || {
         E2E_REASON="cannot configure the lease $LEASED6 on the host"
         return 1
@@ -240,7 +240,7 @@ case_kea_dhclient() {
 # Its state and run directories are the sandbox's own (bind mounts in the test's private mount namespace),
 # and its hook only records (no resolv.conf, hostname or NTP changes on this machine).
 case_kea_dhcpcd() {
-    case_needs kea_dhclient || return 1
+    case_needs case_kea_dhclient || return 1
     local dir=$E2E_TMP/dhcpcd address hook
     mkdir -p "$dir/db" "$dir/run" /run/dhcpcd
     if ! mount --bind "$dir/db" /var/lib/dhcpcd || ! mount --bind "$dir/run" /run/dhcpcd; then

@@ -7,7 +7,7 @@
 //
 //   bpfnet-fuzz --frames 1000000            quick mode (scripts/test.sh): at least that many per program
 //   bpfnet-fuzz --frames 10000000           long mode; reports frames per second
-//   bpfnet-fuzz --object mutant.bpf.o       another build of the datapath (tests/fuzz/mutants.sh)
+//   bpfnet-fuzz --object mutant.bpf.o       another build of the datapath (tests/fuzz/mutants.py)
 //
 // Exit status: 0 when every frame matched, 1 on any violation, 2 when the run itself failed.
 #include "frame_generator.hpp"
