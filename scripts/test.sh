@@ -72,7 +72,7 @@ if [ "${BPFNET_TEST_VM:-1}" = 0 ]; then
   echo "== kernel matrix skipped (BPFNET_TEST_VM=0)"
   exit 0
 fi
-# QEMU guests with no network device: nothing here can reach the machine's interfaces.
-stage vm_self_check "kernel matrix self-check: a datapath with a bounds check removed is refused on every kernel" \
-  "$top/tests/vm/run.sh" --self-check
-stage vm "kernel matrix: the bpf and e2e suites on Debian's 6.1 and 6.12 kernels" "$top/tests/vm/run.sh"
+# QEMU guests with no network device: nothing here can reach the machine's interfaces. Each guest first checks
+# that its verifier accepts the datapath and refuses it with a bounds check removed (the self-check).
+stage vm "kernel matrix: the verifier self-check, bpf and e2e suites on Debian's 6.1 and 6.12 kernels" \
+  "$top/tests/vm/run.sh"

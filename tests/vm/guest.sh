@@ -6,7 +6,7 @@
 #   PROBE <name> <value> [detail]       what this kernel offers (the loader's choices depend on it)
 #   RESULT <suite> pass|fail|skip <seconds> [reason]
 #   DONE
-#   usage: guest.sh REPO SUITES [BUILD [TIME_SCALE]]   SUITES: comma-separated bpf, fuzz, e2e (all of tests/e2e),
+#   usage: guest.sh REPO SUITES [BUILD [TIME_SCALE]]   SUITES: comma-separated verifier, bpf, fuzz, e2e (all of tests/e2e),
 #                                         e2e_<name> (tests/e2e/test_<name>.sh);
 #                                         BUILD: the build tree (default REPO/build)
 set -u
@@ -74,6 +74,31 @@ run_bpf() {
     done
 }
 
+# The self-check: this kernel's verifier accepts the datapath (bpf/bpfnet.bpf.o) and refuses the same
+# datapath with one bounds check removed (bpf/bpfnet_broken.bpf.o), both loaded the same way (bpftool prog
+# loadall). A guest whose verifier did not run, or that ran something else, cannot pass it.
+run_verifier() {
+    local t0 out pins=/sys/fs/bpf/bpfnet-verifier
+    t0=$(now)
+    rm -rf "$pins" && mkdir -p "$pins/datapath" "$pins/broken"
+    if ! out=$(bpftool prog loadall "$build/bpf/bpfnet.bpf.o" "$pins/datapath" 2>&1); then
+        echo "RESULT verifier fail $(took "$t0") the datapath was refused: $(verifier_says "$out")"
+        echo "$out" | grep -A30 'BEGIN PROG LOAD LOG' | head -n 60 | sed 's/^/# /'
+    elif out=$(bpftool prog loadall "$build/bpf/bpfnet_broken.bpf.o" "$pins/broken" 2>&1); then
+        echo "RESULT verifier fail $(took "$t0") the datapath with a bounds check removed was accepted"
+    elif ! grep -q 'invalid access to packet' <<<"$out"; then
+        echo "RESULT verifier fail $(took "$t0") the broken datapath was refused, not for its bounds: $(verifier_says "$out")"
+    else
+        echo "RESULT verifier pass $(took "$t0") datapath accepted; without a bounds check refused ($(verifier_says "$out"))"
+    fi
+    rm -rf "$pins"
+}
+# verifier_says OUTPUT: the verifier's (or else libbpf's) first complaint in bpftool's output.
+verifier_says() {
+    grep -m1 -E 'invalid access|outside of the packet' <<<"$1" ||
+        grep -m1 -E 'Permission denied|Invalid argument|failed' <<<"$1" | tr -s ' '
+}
+
 # The fuzzer's frames through this kernel's programs and helpers, checked against the reference model (a
 # tenth of the host tier's quick mode: TCG runs it 10-20x slower).
 run_fuzz() {
@@ -130,6 +155,7 @@ probe_loader
 IFS=, read -ra list <<<"$suites"
 for suite in "${list[@]}"; do
     case $suite in
+    verifier) run_verifier ;;
     bpf) run_bpf ;;
     fuzz) run_fuzz ;;
     e2e)
