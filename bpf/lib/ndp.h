@@ -231,19 +231,6 @@ static __always_inline void ndp_observe(const struct ndp_msg *nd, const __u8 *fr
 		report_conflict(&nd->target, claimant);
 }
 
-/* XDP: learns from every solicitation and advertisement; a solicitation for a service address goes on to
- * tc_nic_ingress, which answers it. Never answers here (see xdp_observe_arp). */
-static __always_inline int xdp_observe_ndp(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
-					   struct ipv6hdr *ip6, const struct bpfnet_iface *cfg)
-{
-	struct ndp_msg nd;
-
-	if (ndp_read(ctx, 1, data, data_end - data, ip6, &nd) == 0)
-		ndp_observe(&nd, eth->h_source, cfg);
-	count(BPFNET_CTR_PASS);
-	return XDP_PASS;
-}
-
 /* A neighbour advertisement, in three parts stored one after the other (each aligned for the checksum). */
 struct na_icmp {
 	struct nd_head na;

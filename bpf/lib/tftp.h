@@ -79,11 +79,6 @@ struct tftp_option_value {
 	__u32 end;
 };
 
-static __always_inline __u8 ascii_lower(__u8 c)
-{
-	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
-}
-
 /*
  * Whether the string that ends (with its NUL) at end is exactly "blksize", without regard to case: the
  * eight bytes before end, read as one word, are the NUL that ends the string before it and the name. Setting
