@@ -13,9 +13,11 @@
 #ifndef BPFNET_TFTP_H
 #define BPFNET_TFTP_H
 
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
 #include "parse.h"
-#include "maps.h"
-#include "dhcp.h"
+#include "counters.h"
+#include "csum.h"
 #include "trace.h"
 
 #define TFTP_PORT	    69
