@@ -18,7 +18,12 @@
 
 #include "bpfnet_maps.h"
 #include "lib/parse.h"
+#include "lib/addr.h"
 #include "lib/maps.h"
+#include "lib/iface.h"
+#include "lib/counters.h"
+#include "lib/liveness.h"
+#include "lib/neighbour.h"
 #include "lib/arp.h"
 #include "lib/ipv6.h"
 #include "lib/ndp.h"

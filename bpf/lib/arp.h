@@ -5,7 +5,12 @@
 
 #include <linux/bpf.h>
 #include "parse.h"
+#include "addr.h"
 #include "maps.h"
+#include "counters.h"
+#include "liveness.h"
+#include "events.h"
+#include "neighbour.h"
 #include "steer.h"
 #include "trace.h"
 

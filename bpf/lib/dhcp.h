@@ -13,8 +13,13 @@
 #define BPFNET_DHCP_H
 
 #include <linux/if_packet.h>
+#include <linux/pkt_cls.h>
 #include "parse.h"
+#include "addr.h"
 #include "maps.h"
+#include "iface.h"
+#include "counters.h"
+#include "csum.h"
 #include "nat.h"
 #include "steer.h"
 #include "trace.h"
@@ -75,46 +80,6 @@ static __always_inline int bootp_read(struct __sk_buff *skb, const struct ip_pac
 	if (pkt->l4_end < off + BOOTP_OPTIONS)
 		return -1;
 	return bpf_skb_load_bytes(skb, off, head, sizeof(*head));
-}
-
-/*
- * Writes 1, 2 or 4 bytes at off and updates the UDP checksum for them. The checksum sums 16-bit words
- * counted from the start of the UDP header, so a value at an odd position straddles two words: the words
- * around it are replaced whole (a window of at most 6 bytes).
- */
-static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 off,
-					  const __u8 *bytes, __u32 len)
-{
-	__u32 lead = (off - pkt->l4_off) & 1;
-	__u32 start = off - lead;
-	__u32 span = lead + len + ((lead + len) & 1);
-	__u8 old[6] = {}, new[6] = {};
-
-	if (span > sizeof(old) || start + span > pkt->l4_end)
-		return -1;
-	if (bpf_skb_load_bytes(skb, start, old, span))
-		return -1;
-	for (__u32 i = 0; i < sizeof(new); i++)
-		new[i] = old[i];
-	/* Constant stack offsets in both branches: the verifier refuses pointer arithmetic on the stack. */
-	for (__u32 j = 0; j < 4; j++) {
-		if (j >= len)
-			break;
-		if (lead)
-			new[j + 1] = bytes[j];
-		else
-			new[j] = bytes[j];
-	}
-	for (__u32 i = 0; i + 1 < sizeof(old); i += 2) {
-		if (i >= span)
-			break;
-		__u16 from = (__u16)(old[i] | old[i + 1] << 8); /* the word as it lies in memory */
-		__u16 to = (__u16)(new[i] | new[i + 1] << 8);
-		if (from != to && bpf_l4_csum_replace(skb, l4_csum_off(pkt), from, to,
-						      BPF_F_MARK_MANGLED_0 | sizeof(__u16)))
-			return -1;
-	}
-	return bpf_skb_store_bytes(skb, start, new, span, 0);
 }
 
 /*

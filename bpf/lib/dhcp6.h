@@ -18,9 +18,11 @@
 #define BPFNET_DHCP6_H
 
 #include <linux/if_packet.h>
+#include <linux/pkt_cls.h>
 #include "parse.h"
 #include "ipv6.h"
 #include "maps.h"
+#include "csum.h"
 #include "nat.h"
 #include "steer.h"
 #include "trace.h"

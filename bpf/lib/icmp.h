@@ -16,7 +16,9 @@
 #define BPFNET_ICMP_H
 
 #include "parse.h"
+#include "addr.h"
 #include "maps.h"
+#include "csum.h"
 #include "nat.h"
 #include "steer.h"
 
@@ -183,10 +185,7 @@ static __always_inline __be16 udp_check_after(__be16 check, __be32 from_ip, __be
 	if (!check)
 		return 0;
 	__s64 sum = bpf_csum_diff((__be32 *)&from, sizeof(from), (__be32 *)&to, sizeof(to), (__u16)~check);
-	__u32 folded = (__u32)sum;
-	folded = (folded & 0xffff) + (folded >> 16);
-	folded = (folded & 0xffff) + (folded >> 16);
-	__be16 result = (__be16)~folded;
+	__be16 result = csum_fold(sum);
 	return result ? result : 0xffff;
 }
 

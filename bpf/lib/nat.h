@@ -11,26 +11,12 @@
 #include <linux/pkt_cls.h>
 #include "parse.h"
 #include "addr.h"
+#include "csum.h"
 
 enum nat_side {
 	NAT_SOURCE,
 	NAT_DESTINATION,
 };
-
-static __always_inline __u32 l4_csum_off(const struct ip_packet *pkt)
-{
-	return pkt->l4_off +
-	       (pkt->proto == IPPROTO_TCP ? offsetof(struct tcphdr, check) : offsetof(struct udphdr, check));
-}
-
-/*
- * The flags every L4 checksum update takes: BPF_F_MARK_MANGLED_0 keeps a UDP checksum of 0 ("none", RFC 768)
- * at 0 and turns a computed 0 into 0xffff (0 is "none" on the wire, and invalid over IPv6).
- */
-static __always_inline __u64 l4_csum_flags(const struct ip_packet *pkt)
-{
-	return pkt->proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
-}
 
 /* One side's port, and the L4 checksum over it (either family). */
 static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct ip_packet *pkt,

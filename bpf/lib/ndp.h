@@ -8,9 +8,14 @@
 #define BPFNET_NDP_H
 
 #include <linux/bpf.h>
+#include <linux/pkt_cls.h>
 #include "parse.h"
 #include "ipv6.h"
 #include "maps.h"
+#include "csum.h"
+#include "liveness.h"
+#include "events.h"
+#include "neighbour.h"
 #include "steer.h"
 #include "trace.h"
 
@@ -85,10 +90,7 @@ static __always_inline int nd_checksum_ok(void *ctx, int xdp, const struct bpfne
 			return 0;
 		sum = bpf_csum_diff(NULL, 0, chunk, sizeof(chunk), (__u32)sum);
 	}
-	__u32 folded = (__u32)sum;
-	folded = (folded & 0xffff) + (folded >> 16);
-	folded = (folded & 0xffff) + (folded >> 16);
-	return folded == 0xffff;
+	return csum_fold(sum) == 0; /* a valid message sums to 0xffff */
 }
 
 /*
@@ -154,38 +156,6 @@ static __always_inline int ndp_read(void *ctx, int xdp, void *data, __u32 frame_
 }
 
 /*
- * Whether a frame may teach the datapath that ip is at mac: a host's unicast address on the IPv6 provisioning
- * subnet (not its subnet-router anycast address, nor a service address), with a unicast MAC. Link-local
- * addresses are not learned: nothing is sent to them through the table (relayed DHCPv6 replies carry their
- * client's MAC with them).
- */
-static __always_inline int neighbour6_acceptable(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
-						 const __u8 *mac)
-{
-	if (ip_equal(ip, &cfg->subnet6))
-		return 0;
-	if (mac[0] & 1)
-		return 0;
-	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
-		return 0;
-	return !bpf_map_lookup_elem(&service_ips, ip);
-}
-
-/* learn_neighbour_at() for an IPv6 host. */
-static __always_inline void learn_neighbour6(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
-					     const __u8 *mac, enum neighbour_source source,
-					     const struct bpfnet_ip *service_ip)
-{
-	if (!in_provisioning_subnet6(cfg, ip))
-		return; /* link-local, DAD's ::, other prefixes: nothing to learn */
-	if (!neighbour6_acceptable(cfg, ip, mac)) {
-		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
-		return;
-	}
-	learn_neighbour_at(ip, mac, source, service_ip);
-}
-
-/*
  * What a solicitation or advertisement tells the datapath, whoever it is for (XDP, like arp_observe): where
  * its sender is, or another node claiming a service address this node answers for: an advertisement for it
  * from another MAC, or another node's duplicate address detection probe for it (RFC 4862 5.4: a node about to
@@ -231,19 +201,6 @@ static __always_inline void ndp_observe(const struct ndp_msg *nd, const __u8 *fr
 		report_conflict(&nd->target, claimant);
 }
 
-/* XDP: learns from every solicitation and advertisement; a solicitation for a service address goes on to
- * tc_nic_ingress, which answers it. Never answers here (see xdp_observe_arp). */
-static __always_inline int xdp_observe_ndp(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
-					   struct ipv6hdr *ip6, const struct bpfnet_iface *cfg)
-{
-	struct ndp_msg nd;
-
-	if (ndp_read(ctx, 1, data, data_end - data, ip6, &nd) == 0)
-		ndp_observe(&nd, eth->h_source, cfg);
-	count(BPFNET_CTR_PASS);
-	return XDP_PASS;
-}
-
 /* A neighbour advertisement, in three parts stored one after the other (each aligned for the checksum). */
 struct na_icmp {
 	struct nd_head na;
@@ -266,15 +223,6 @@ struct icmp6_pseudo {
 	__be32 nexthdr;
 };
 
-static __always_inline __u16 csum_fold_s64(__s64 sum)
-{
-	__u32 folded = (__u32)sum;
-
-	folded = (folded & 0xffff) + (folded >> 16);
-	folded = (folded & 0xffff) + (folded >> 16);
-	return (__u16)~folded;
-}
-
 /* The advertisement's ICMPv6 checksum, over the pseudo-header and the message. Returns -1 if a helper failed.
  */
 static __always_inline int na_checksum(struct na_frame *f)
@@ -293,7 +241,7 @@ static __always_inline int na_checksum(struct na_frame *f)
 	sum = bpf_csum_diff(NULL, 0, (__be32 *)&f->icmp, sizeof(f->icmp), (__u32)sum);
 	if (sum < 0)
 		return -1;
-	f->icmp.na.check = csum_fold_s64(sum);
+	f->icmp.na.check = csum_fold(sum);
 	return 0;
 }
 

@@ -3,8 +3,11 @@
 #ifndef BPFNET_STEER_H
 #define BPFNET_STEER_H
 
+#include <linux/pkt_cls.h>
 #include "parse.h"
 #include "maps.h"
+#include "counters.h"
+#include "events.h"
 #include "trace.h"
 
 /*

@@ -13,9 +13,11 @@
 #ifndef BPFNET_TFTP_H
 #define BPFNET_TFTP_H
 
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
 #include "parse.h"
-#include "maps.h"
-#include "dhcp.h"
+#include "counters.h"
+#include "csum.h"
 #include "trace.h"
 
 #define TFTP_PORT	    69
@@ -78,11 +80,6 @@ struct tftp_option_value {
 	__u32 start;
 	__u32 end;
 };
-
-static __always_inline __u8 ascii_lower(__u8 c)
-{
-	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
-}
 
 /*
  * Whether the string that ends (with its NUL) at end is exactly "blksize", without regard to case: the

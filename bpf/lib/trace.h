@@ -12,7 +12,9 @@
 #define BPFNET_TRACE_H
 
 #include "parse.h"
+#include "addr.h"
 #include "maps.h"
+#include "counters.h"
 
 struct trace_scratch {
 	struct bpfnet_trace rec;

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Checksum helpers shared by the headers that rewrite packets: where a TCP or UDP checksum lies and the
+ * flags the kernel's updates of it take, the fold of a bpf_csum_diff sum, and a store of a few UDP payload
+ * bytes that keeps the checksum right.
+ */
+#ifndef BPFNET_CSUM_H
+#define BPFNET_CSUM_H
+
+#include <stddef.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "parse.h"
+
+/* Where the TCP or UDP checksum lies in the frame. */
+static __always_inline __u32 l4_csum_off(const struct ip_packet *pkt)
+{
+	return pkt->l4_off +
+	       (pkt->proto == IPPROTO_TCP ? offsetof(struct tcphdr, check) : offsetof(struct udphdr, check));
+}
+
+/*
+ * The flags every L4 checksum update takes: BPF_F_MARK_MANGLED_0 keeps a UDP checksum of 0 ("none", RFC 768)
+ * at 0 and turns a computed 0 into 0xffff (0 is "none" on the wire, and invalid over IPv6).
+ */
+static __always_inline __u64 l4_csum_flags(const struct ip_packet *pkt)
+{
+	return pkt->proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;
+}
+
+/* A bpf_csum_diff sum as the 16-bit checksum field takes it: folded and complemented. */
+static __always_inline __u16 csum_fold(__s64 sum)
+{
+	__u32 folded = (__u32)sum;
+
+	folded = (folded & 0xffff) + (folded >> 16);
+	folded = (folded & 0xffff) + (folded >> 16);
+	return (__u16)~folded;
+}
+
+/*
+ * Writes 1, 2 or 4 bytes at off and updates the UDP checksum for them. The checksum sums 16-bit words
+ * counted from the start of the UDP header, so a value at an odd position straddles two words: the words
+ * around it are replaced whole (a window of at most 6 bytes).
+ */
+static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 off,
+					  const __u8 *bytes, __u32 len)
+{
+	__u32 lead = (off - pkt->l4_off) & 1;
+	__u32 start = off - lead;
+	__u32 span = lead + len + ((lead + len) & 1);
+	__u8 old[6] = {}, new[6] = {};
+
+	if (span > sizeof(old) || start + span > pkt->l4_end)
+		return -1;
+	if (bpf_skb_load_bytes(skb, start, old, span))
+		return -1;
+	for (__u32 i = 0; i < sizeof(new); i++)
+		new[i] = old[i];
+	/* Constant stack offsets in both branches: the verifier refuses pointer arithmetic on the stack. */
+	for (__u32 j = 0; j < 4; j++) {
+		if (j >= len)
+			break;
+		if (lead)
+			new[j + 1] = bytes[j];
+		else
+			new[j] = bytes[j];
+	}
+	for (__u32 i = 0; i + 1 < sizeof(old); i += 2) {
+		if (i >= span)
+			break;
+		__u16 from = (__u16)(old[i] | old[i + 1] << 8); /* the word as it lies in memory */
+		__u16 to = (__u16)(new[i] | new[i + 1] << 8);
+		if (from != to && bpf_l4_csum_replace(skb, l4_csum_off(pkt), from, to,
+						      BPF_F_MARK_MANGLED_0 | sizeof(__u16)))
+			return -1;
+	}
+	return bpf_skb_store_bytes(skb, start, new, span, 0);
+}
+
+#endif /* BPFNET_CSUM_H */

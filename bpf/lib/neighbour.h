@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The neighbour table (where each LAN host is, for the replies from the pod) and the trust policy that
+ * decides what a frame may teach it: one rule for both families, the family's own part applied by
+ * learn_neighbour() (IPv4) and learn_neighbour6() (IPv6).
+ */
+#ifndef BPFNET_NEIGHBOUR_H
+#define BPFNET_NEIGHBOUR_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "maps.h"
+#include "parse.h"
+#include "addr.h"
+#include "ipv6.h"
+#include "iface.h"
+#include "counters.h"
+#include "events.h"
+
+/* How a frame may change the neighbour table. */
+enum neighbour_source {
+	NEIGHBOUR_FROM_ARP, /* ARP or NDP: adds or changes an entry, as the kernel's neighbour code does */
+	NEIGHBOUR_FROM_ACCEPTED, /* a packet the datapath accepted: adds an entry, never changes one */
+};
+
+/*
+ * Whether a frame may teach the datapath that ip (on the provisioning subnet, either family) is at mac (the
+ * trust model in docs/design.md): only a LAN host's own unicast address. Never a broadcast or multicast MAC,
+ * a service IP, or an address that names the subnet rather than a host (names_subnet, which the family's
+ * caller works out): the reverse path would send the pod's packets there.
+ */
+static __always_inline int neighbour_acceptable(const struct bpfnet_ip *ip, int names_subnet, const __u8 *mac)
+{
+	if (names_subnet)
+		return 0;
+	if (mac[0] & 1) /* the group bit: broadcast and multicast */
+		return 0;
+	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
+		return 0;
+	return !bpf_map_lookup_elem(&service_ips, ip);
+}
+
+/*
+ * Learns where a LAN host is (key: its address, on the subnet), when neighbour_acceptable() allows, writing
+ * only when the entry is new or (from ARP or NDP) changed. Callers pass only frames the datapath keeps: a
+ * dropped frame changes no state. A host added from a packet (for service_ip) is checked by the loader with
+ * an ARP request (NDP solicitation), whose answer, like any ARP, may correct it: a packet in a new host's
+ * name holds its entry only until the host answers.
+ */
+static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int names_subnet, const __u8 *mac,
+					       enum neighbour_source source,
+					       const struct bpfnet_ip *service_ip)
+{
+	if (!neighbour_acceptable(key, names_subnet, mac)) {
+		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
+		return;
+	}
+	struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, key);
+	if (known && mac_equal(known->mac, mac))
+		return;
+	if (known && source != NEIGHBOUR_FROM_ARP) {
+		/* Anyone can put another host's address on a packet; only ARP moves a host. */
+		count(BPFNET_CTR_NEIGHBOUR_KEPT);
+		return;
+	}
+
+	struct bpfnet_neighbour entry = {};
+	mac_copy(entry.mac, mac);
+	bpf_map_update_elem(&neighbours, key, &entry, BPF_ANY);
+	count(BPFNET_CTR_NEIGHBOUR_LEARNED);
+	if (source == NEIGHBOUR_FROM_ACCEPTED && events_room_for_low_priority())
+		report_event(BPFNET_EVENT_NEIGHBOUR_VERIFY, key, service_ip, mac);
+}
+
+/*
+ * learn_neighbour_at() for an IPv4 host. The subnet's network and broadcast addresses name no host; a /31
+ * or /32 has neither (RFC 3021).
+ */
+static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be32 ip, const __u8 *mac,
+					    enum neighbour_source source, __be32 service_ip)
+{
+	__u32 host_mask = bpf_ntohl(~cfg->subnet_mask_be);
+	__u32 host_part = bpf_ntohl(ip) & host_mask;
+
+	if (ip == 0 || !in_provisioning_subnet(cfg, ip))
+		return; /* ARP probes (sender 0.0.0.0) and other subnets: nothing to learn */
+	struct bpfnet_ip key = ip_v4(ip);
+	struct bpfnet_ip service = ip_v4(service_ip);
+	learn_neighbour_at(&key, host_mask >= 3 && (host_part == 0 || host_part == host_mask), mac, source,
+			   &service);
+}
+
+/*
+ * learn_neighbour_at() for an IPv6 host. The subnet-router anycast address (the prefix itself, RFC 4291
+ * 2.6.1) names no host. Link-local addresses are not learned: nothing is sent to them through the table
+ * (relayed DHCPv6 replies carry their client's MAC with them).
+ */
+static __always_inline void learn_neighbour6(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
+					     const __u8 *mac, enum neighbour_source source,
+					     const struct bpfnet_ip *service_ip)
+{
+	if (!in_provisioning_subnet6(cfg, ip))
+		return; /* link-local, DAD's ::, other prefixes: nothing to learn */
+	learn_neighbour_at(ip, ip_equal(ip, &cfg->subnet6), mac, source, service_ip);
+}
+
+#endif /* BPFNET_NEIGHBOUR_H */
