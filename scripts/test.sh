@@ -58,10 +58,11 @@ stage build16 "build, BPF compiled with clang-16: the packet tables and the fuzz
 sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "$@"' sandboxed "$@"; }
 
 stage ctest16 "BPF packet tables and the fuzzer's quick mode, programs from clang-16" \
-  sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure
+  sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure -j "$jobs"
 
-stage ctest "all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14" \
-  sandboxed ctest --test-dir "$top/build" --output-on-failure
+# One per core at a time: every e2e suite has a sandbox of its own (tests/e2e/lib.sh), and most of their time is waits.
+stage ctest "all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14, one per core at a time" \
+  sandboxed ctest --test-dir "$top/build" --output-on-failure -j "$jobs"
 
 if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then
   stage bench "benchmarks, quick run: each one must still run (the numbers are not judged)" \

@@ -113,8 +113,14 @@ lease_field() {
 
 lease_events() { grep '^event=' "$1" 2>/dev/null | cut -d= -f2 | tr '\n' ' ' | sed 's/ $//'; }
 
-# has_event OUT EVENT
-has_event() { grep -qx "event=$2" "$1" 2>/dev/null; }
+# has_event OUT EVENT: OUT holds a whole block of EVENT. The hook writes a block in several writes: a check
+# that saw only its event= line could read the block's fields before they are there.
+has_event() {
+    awk -v want="event=$2" '
+        /^event=/ { open = ($0 == want); next }
+        /^end$/ && open { found = 1; exit }
+        END { exit !found }' "$1" 2>/dev/null
+}
 
 # dhclient_option LEASEFILE NAME: "option NAME VALUE;" (or "NAME VALUE;" for fixed-address, filename,
 # next-server) of the last lease block, quotes removed.
