@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# Checks the sources without changing them: the formatting scripts/format.sh would apply (C++ with the
-# root .clang-format, the BPF programs and the shared map header in kernel style) and shellcheck's warnings
-# for every script (each checked from its own folder, following what it sources). Exits non-zero on any.
+# Checks every tracked source without changing it: the formatting scripts/format.sh would apply (C++ with the
+# root .clang-format; the BPF programs, their headers and the shared map header in kernel style), shellcheck's
+# warnings for every shell script (each checked from its own folder, following what it sources) and
+# pyflakes' for every Python script (unused imports and names, undefined names). The file lists come from
+# git, so a new folder is linted without a change here. Exits non-zero on any finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# tracked PATTERN...: the tracked files matching any PATTERN (git pathspecs), NUL-separated.
+tracked() { git ls-files -z -- "$@"; }
+
 status=0
-find loader cli maps k8s tests \( -name '*.cpp' -o -name '*.hpp' \) -print0 |
-  xargs -0 clang-format-14 --dry-run -Werror || status=1
-find bpf tests \( -name '*.bpf.c' -o -path 'bpf/*.h' \) -print0 |
+# BPF C is kernel style; everything else in C++ style.
+tracked '*.cpp' '*.hpp' | xargs -0 clang-format-14 --dry-run -Werror || status=1
+tracked '*.bpf.c' 'bpf/*.h' 'maps/bpfnet_maps.h' |
   xargs -0 clang-format-14 --style=file:bpf/.clang-format --dry-run -Werror || status=1
-clang-format-14 --style=file:bpf/.clang-format --dry-run -Werror maps/bpfnet_maps.h || status=1
 
 while IFS= read -r -d '' script; do
   (cd "$(dirname "$script")" && shellcheck -x -P SCRIPTDIR -S warning "$(basename "$script")") || status=1
-done < <(find scripts tests .ci \( -name '*.sh' -o -path .ci/run \) -print0)
+done < <(tracked '*.sh' .ci/run)
 
-[ "$status" = 0 ] && echo "lint: formatting and shellcheck clean"
+tracked '*.py' | xargs -0 pyflakes3 || status=1
+
+[ "$status" = 0 ] && echo "lint: formatting, shellcheck and pyflakes clean"
 exit "$status"

@@ -6,8 +6,8 @@ set -euo pipefail
 packages=(
   # build: C++20 toolchain, both supported BPF compilers, skeleton generator, libraries
   build-essential cmake pkg-config clang-14 clang-16 llvm-14 clang-format-14 bpftool
-  # lint (scripts/lint.sh): the formatter above, and shellcheck for the scripts
-  shellcheck
+  # lint (scripts/lint.sh): the formatter above, shellcheck for the shell scripts, pyflakes for the Python ones
+  shellcheck pyflakes3
   libbpf-dev libxdp-dev libelf-dev zlib1g-dev linux-libc-dev libcli11-dev libgtest-dev libgmock-dev
   libyaml-cpp-dev libmnl-dev nlohmann-json3-dev libcurl4-openssl-dev
   # tests and demo: namespaces, real traffic, servers and clients
