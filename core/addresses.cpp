@@ -4,9 +4,14 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 namespace bpfnet {
+
+std::string to_string(IpFamily family) {
+    return family == IpFamily::V4 ? "IPv4" : "IPv6";
+}
 
 std::string format_ipv4(uint32_t be) {
     char text[INET_ADDRSTRLEN];
@@ -152,6 +157,60 @@ std::optional<std::string> backend_ip6_problem(const bpfnet_ip &ip, const bpfnet
         return format_ip(ip) + " is inside subnet " + format_prefix6(network, prefix_len) +
                ": the pod lives on the pod network, not on the provisioning LAN";
     return std::nullopt;
+}
+
+bool Prefix::contains(const bpfnet_ip &ip) const {
+    if (family_of(ip) != family())
+        return false;
+    return is_v4(ip) ? in_prefix(v4_of(ip), v4_of(network), prefix_len) : in_prefix6(ip, network, prefix_len);
+}
+
+std::string format_prefix(const Prefix &prefix) {
+    return is_v4(prefix.network) ? format_prefix(v4_of(prefix.network), prefix.prefix_len)
+                                 : format_prefix6(prefix.network, prefix.prefix_len);
+}
+
+namespace {
+
+/* The first prefix_len bits of ip in its family, the rest zero. */
+bpfnet_ip network_of(const bpfnet_ip &ip, uint8_t prefix_len) {
+    return is_v4(ip) ? ip_from_v4(v4_of(ip) & prefix_mask_be(prefix_len)) : prefix6_network(ip, prefix_len);
+}
+
+/* A prefix length as written: decimal, no sign, no leading zero (octal in some readers), at most 3 digits. */
+std::optional<unsigned> parse_prefix_len(std::string_view digits) {
+    if (digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits.front() == '0'))
+        return std::nullopt;
+    unsigned len = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), len);
+    if (ec != std::errc() || end != digits.data() + digits.size())
+        return std::nullopt;
+    return len;
+}
+
+ParsedPrefix prefix_error(std::string_view text, std::string_view why) {
+    return {std::nullopt, "must be a CIDR like 198.18.0.0/24 or fd00:1::/64, got \"" + std::string(text) + "\" (" +
+                              std::string(why) + ")"};
+}
+
+} // namespace
+
+ParsedPrefix parse_prefix(std::string_view text, HostBits host_bits) {
+    const size_t slash = text.find('/');
+    if (slash == std::string_view::npos)
+        return prefix_error(text, "no /length");
+    const std::optional<bpfnet_ip> address = parse_ip(std::string(text.substr(0, slash)));
+    if (!address)
+        return prefix_error(text, "not an IPv4 or IPv6 address before the /");
+    const unsigned width = is_v4(*address) ? 32 : 128;
+    const std::optional<unsigned> len = parse_prefix_len(text.substr(slash + 1));
+    if (!len || *len > width)
+        return prefix_error(text, "the length must be 0 to " + std::to_string(width) + ", without leading zeros");
+    const Prefix prefix{network_of(*address, static_cast<uint8_t>(*len)), static_cast<uint8_t>(*len)};
+    if (prefix.network != *address && host_bits == HostBits::Refused)
+        return {std::nullopt,
+                "has host bits set: \"" + std::string(text) + "\"; did you mean " + format_prefix(prefix) + "?"};
+    return {prefix, ""};
 }
 
 } // namespace bpfnet

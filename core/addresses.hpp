@@ -1,15 +1,25 @@
-// Addresses as every layer writes and reads them (dotted quads, RFC 5952 IPv6 text, prefixes, MACs), and the
-// rules about which address may be what on the provisioning LAN. One copy, used by both modes and by bpfnetctl.
+// Addresses as every layer writes and reads them (dotted quads, RFC 5952 IPv6 text, prefixes of either family,
+// MACs), and the rules about which address may be what on the provisioning LAN. One copy, used by both modes
+// and by bpfnetctl.
 #pragma once
 
 #include "maps/layout.hpp"
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bpfnet {
+
+/* An address family, as messages and the Kubernetes API spell it: "IPv4", "IPv6". */
+enum class IpFamily { V4, V6 };
+inline IpFamily family_of(const bpfnet_ip &ip) {
+    return is_v4(ip) ? IpFamily::V4 : IpFamily::V6;
+}
+std::string to_string(IpFamily family);
 
 /* Dotted quad for IPv4, RFC 5952 text for IPv6. */
 std::string format_ip(const bpfnet_ip &ip);
@@ -59,5 +69,43 @@ std::optional<std::string> lan_host_problem6(const bpfnet_ip &ip, const bpfnet_i
 /* backend_ip_problem() for IPv6. */
 std::optional<std::string> backend_ip6_problem(const bpfnet_ip &ip, const bpfnet_ip &service_ip,
                                                const bpfnet_ip &network, uint8_t prefix_len);
+
+/* ---- prefixes of either family ---- */
+
+/*
+ * A CIDR prefix: its network (host bits zero; IPv4 in its IPv4-mapped form) and its length within its
+ * family (0..32 for IPv4, 0..128 for IPv6). A provisioning subnet, an allowed range of service IPs, a
+ * source range.
+ */
+struct Prefix {
+    bpfnet_ip network{};
+    uint8_t prefix_len = 0;
+
+    IpFamily family() const { return family_of(network); }
+    /* ip is of the prefix's family and inside it. */
+    bool contains(const bpfnet_ip &ip) const;
+
+    bool operator==(const Prefix &) const = default;
+    auto operator<=>(const Prefix &) const = default;
+};
+
+/* "198.18.0.0/24", "fd00:1::/64". */
+std::string format_prefix(const Prefix &prefix);
+
+/* What parse_prefix does with host bits: a subnet or a flag written with them is a typo worth refusing;
+ * Kubernetes clears them in a Service's loadBalancerSourceRanges, so a Service may have them. */
+enum class HostBits { Refused, Cleared };
+
+/* A prefix, or why its text is not one: words that follow the field's name ("subnet: <error>"). */
+struct ParsedPrefix {
+    std::optional<Prefix> prefix;
+    std::string error; /* empty when prefix is set */
+};
+
+/*
+ * The one parser of CIDR text, either family: "198.18.0.0/24" (strict dotted quad) or "fd00:1::/64" (not
+ * IPv4-mapped), the length decimal without sign or leading zero and at most the family's width.
+ */
+ParsedPrefix parse_prefix(std::string_view text, HostBits host_bits = HostBits::Refused);
 
 } // namespace bpfnet

@@ -47,8 +47,12 @@ LinkInfo backend_link(const Backend &backend) {
 
 } // namespace
 
-BackendLocation locate_backend(const Backend &backend) {
+BackendLocation locate_backend(const Backend &backend, int nic_ifindex) {
     LinkInfo link = backend_link(backend);
+    if (link.ifindex == nic_ifindex)
+        throw BackendNotFound("the route to backend " + describe(backend) +
+                                  " leaves through the provisioning interface " + link.name,
+                              backend.veth.empty(), true);
     BackendLocation where;
     where.ifindex = link.ifindex;
     where.veth_mac = link.mac;

@@ -25,7 +25,10 @@ private:
     bool naming_veth_helps_;
 };
 
-BackendLocation locate_backend(const Backend &backend);
+// Where the backend is, seen from the provisioning NIC (nic_ifindex). A backend reached through the NIC
+// itself is refused: steering the LAN's requests to it would send them back onto the LAN. Both modes locate
+// their backends here, so both refuse it (the config's backend at start, an EndpointSlice's pod when seen).
+BackendLocation locate_backend(const Backend &backend, int nic_ifindex);
 // The backend's addresses for messages: "10.244.1.7", "fd00:10:244::7", or both, comma-separated.
 std::string describe(const Backend &backend);
 

@@ -123,11 +123,6 @@ void remove_source_ranges_last(DatapathMaps &maps, const TableDiff<bpfnet_source
 
 } // namespace
 
-std::string format_source_range(const SourceRange &range) {
-    return is_v4(range.network) ? format_prefix(v4_of(range.network), range.prefix_len)
-                                : format_prefix6(range.network, range.prefix_len);
-}
-
 DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
     DesiredState state;
     for (const ServiceSpec &spec : specs) {

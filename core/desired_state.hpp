@@ -53,18 +53,8 @@ struct DesiredState {
 // Source ranges one service IP takes (the datapath's table holds BPFNET_MAX_SOURCE_RANGES in all).
 inline constexpr size_t kMaxSourceRangesPerIp = 63;
 
-// A range of sources, as its network (host bits zero; IPv4 in its IPv4-mapped form) and prefix length within
-// its family (0..32 for IPv4, 0..128 for IPv6).
-struct SourceRange {
-    bpfnet_ip network{};
-    uint8_t prefix_len = 0;
-
-    bool operator==(const SourceRange &) const = default;
-    auto operator<=>(const SourceRange &) const = default;
-};
-
-// "198.18.0.0/24", "fd00:1::/64".
-std::string format_source_range(const SourceRange &range);
+// A range of sources: a prefix of either family (core/addresses.hpp).
+using SourceRange = Prefix;
 
 // One service IP's listed ports and, when this node serves it, the backend pod that gets its traffic.
 struct ServiceSpec {

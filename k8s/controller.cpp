@@ -80,7 +80,7 @@ KubernetesLoader::~KubernetesLoader() {
 void KubernetesLoader::claim() {
     if (control_)
         return;
-    link_by_name(node_.interface); // a missing NIC is reported before the kernel is changed
+    nic_ifindex_ = link_by_name(node_.interface).ifindex; // a missing NIC is reported before the kernel is changed
     runtime_.claim();
     control_.emplace(node_.control_socket_path());
 }
@@ -433,7 +433,7 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
         const bpfnet_ip pod = candidate.endpoint->ip;
         try {
             candidate.location =
-                locate_backend(is_v4(pod) ? Backend{v4_of(pod), std::nullopt, ""} : Backend{0, pod, ""});
+                locate_backend(is_v4(pod) ? Backend{v4_of(pod), std::nullopt, ""} : Backend{0, pod, ""}, nic_ifindex_);
         } catch (const BackendNotFound &e) {
             // detail(): the config file's field names mean nothing to a Service's reader.
             std::string note = "the ready endpoint " + format_ip(pod) + " runs on node " + options_.node_name +

@@ -142,6 +142,7 @@ private:
     KubernetesOptions options_;
     LoaderStatus &status_;
     DatapathRuntime runtime_;
+    int nic_ifindex_ = 0;                  // the provisioning NIC, found at claim()
     std::optional<ControlServer> control_; // answers bpfnetctl: backends come from EndpointSlices here
     std::unique_ptr<ApiClient> api_;
     std::unique_ptr<EventRecorder> events_;

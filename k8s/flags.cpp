@@ -1,6 +1,7 @@
 #include "k8s/flags.hpp"
 
 #include "core/addresses.hpp"
+#include "core/node_rules.hpp"
 #include "k8s/service_model.hpp"
 
 #include <algorithm>
@@ -29,50 +30,76 @@ bool namespace_name(const std::string &name) {
            std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-'; });
 }
 
-// --subnet: an IPv4 CIDR with room for hosts.
-void read_subnet(const std::string &text, NodeSettings &node) {
-    const auto subnet = parse_cidr(text);
-    if (!subnet || !is_v4(subnet->network))
-        throw std::invalid_argument("--subnet: '" + text + "' is not an IPv4 CIDR like 172.22.0.0/24 (no host bits)" +
-                                    (subnet ? "; an IPv6 subnet goes in --subnet-v6" : ""));
-    node.subnet_be = v4_of(subnet->network);
-    node.prefix_len = subnet->prefix_len;
-    if (node.prefix_len == 0)
-        throw std::invalid_argument("--subnet: '" + text + "' is every address, not a provisioning subnet");
+// How the flags spell the node settings core/node_rules.hpp checks.
+constexpr NodeFieldNames kFlagNames{.interface = "--interface",
+                                    .subnet = "--subnet",
+                                    .subnet_v6 = "--subnet-v6",
+                                    .pin_root = "--pin-root",
+                                    .control_socket = "--control-socket",
+                                    .dhcp_relays = "--dhcp-relays",
+                                    .router_advertisements = "--router-advertisements",
+                                    .ra_interval = "--ra-interval"};
+
+[[noreturn]] void refuse(NodeField field, const std::string &detail) {
+    throw std::invalid_argument(std::string(kFlagNames[field]) + ": " + detail);
 }
 
-// --subnet-v6: a unicast IPv6 prefix, as the config file's subnetV6. (A prefix holding ::ffff:0:0/96, the
-// IPv4-mapped addresses, is "::/n" or IPv4-mapped itself: refused as not unicast or not IPv6.)
-void read_subnet6(const std::string &text, NodeSettings &node) {
-    const auto subnet = parse_cidr(text);
-    if (!subnet || is_v4(subnet->network))
-        throw std::invalid_argument("--subnet-v6: '" + text + "' is not an IPv6 CIDR like fd00:1::/64 (no host bits)");
-    if (subnet->prefix_len < kMinPrefix6Len || subnet->prefix_len > kMaxPrefix6Len)
-        throw std::invalid_argument("--subnet-v6: the prefix length must be between " + std::to_string(kMinPrefix6Len) +
-                                    " and " + std::to_string(kMaxPrefix6Len) + ", got " +
-                                    std::to_string(subnet->prefix_len));
-    if (const auto reason = non_unicast_reason6(subnet->network))
-        throw std::invalid_argument("--subnet-v6: '" + text + "' must be a unicast prefix, not " + *reason);
-    node.subnet6 = subnet->network;
-    node.prefix6_len = subnet->prefix_len;
+// --subnet or --subnet-v6, the provisioning subnet of `family`; its limits are checked with the rest.
+Prefix read_subnet(const std::string &text, IpFamily family) {
+    const ParsedPrefix subnet = parse_subnet(text, family, kFlagNames);
+    if (!subnet.prefix)
+        refuse(family == IpFamily::V4 ? NodeField::Subnet : NodeField::SubnetV6, subnet.error);
+    return *subnet.prefix;
 }
 
-// A relay agent on the LAN: IPv4 ones on --subnet (giaddr), IPv6 ones on --subnet-v6 (a Relay-Forward's source).
-bpfnet_ip read_relay(const std::string &text, const NodeSettings &node) {
-    const auto relay = parse_address(text);
-    if (!relay)
-        throw std::invalid_argument("--dhcp-relays: '" + text + "' is not an IPv4 or IPv6 address");
-    if (is_v4(*relay) && node.prefix_len == 0)
-        throw std::invalid_argument("--dhcp-relays: " + text + " is IPv4, and there is no --subnet");
-    if (!is_v4(*relay) && node.prefix6_len == 0)
-        throw std::invalid_argument("--dhcp-relays: " + text + " is IPv6, and there is no --subnet-v6");
-    const auto problem = is_v4(*relay) ? lan_host_problem(v4_of(*relay), node.subnet_be, node.prefix_len)
-                                       : lan_host_problem6(*relay, node.subnet6, node.prefix6_len);
-    if (problem)
-        throw std::invalid_argument("--dhcp-relays: " + *problem);
-    if (std::find(node.dhcp_relays.begin(), node.dhcp_relays.end(), *relay) != node.dhcp_relays.end())
-        throw std::invalid_argument("--dhcp-relays: " + text + " is listed twice");
-    return *relay;
+// The node's datapath settings from the flags, checked by the rules the config file obeys too.
+NodeSettings node_settings(const KubernetesFlags &k) {
+    NodeSettings node;
+    node.interface = k.interface;
+    if (!k.subnet.empty()) {
+        const Prefix subnet = read_subnet(k.subnet, IpFamily::V4);
+        node.subnet_be = v4_of(subnet.network);
+        node.prefix_len = subnet.prefix_len;
+    }
+    if (!k.subnet_v6.empty()) {
+        const Prefix subnet = read_subnet(k.subnet_v6, IpFamily::V6);
+        node.subnet6 = subnet.network;
+        node.prefix6_len = subnet.prefix_len;
+    }
+    node.router_advertisements = k.router_advertisements;
+    node.ra_interval = std::chrono::seconds(k.ra_interval_s);
+    for (const std::string &text : k.dhcp_relays) {
+        std::string error;
+        const std::optional<bpfnet_ip> relay = parse_relay(text, error);
+        if (!relay)
+            refuse(NodeField::DhcpRelays, error);
+        node.dhcp_relays.push_back(*relay);
+    }
+    // The spellings were checked by CLI11 (one_of) against the same names the config file takes.
+    node.xdp_mode = parse_xdp_mode(k.xdp_mode).value_or(XdpMode::Auto);
+    node.tc_attach = parse_tc_attach(k.tc_attach).value_or(TcAttach::Auto);
+    node.redirect_peer = parse_redirect_peer(k.redirect_peer).value_or(RedirectPeer::Auto);
+    node.pin_root = without_trailing_slashes(k.pin_root);
+    node.control_socket = k.control_socket;
+    if (const auto problem = validate_node_settings(node, kFlagNames))
+        refuse(problem->field, problem->detail);
+    return node;
+}
+
+// --allowed-cidrs: the ranges service IPs must lie in, each of a family the LAN has.
+std::vector<SourceRange> allowed_cidrs(const std::vector<std::string> &texts, const NodeSettings &node) {
+    std::vector<SourceRange> cidrs;
+    for (const std::string &text : texts) {
+        const ParsedPrefix cidr = parse_prefix(text);
+        if (!cidr.prefix)
+            throw std::invalid_argument("--allowed-cidrs: " + cidr.error);
+        const bool v4 = cidr.prefix->family() == IpFamily::V4;
+        if (v4 ? node.prefix_len == 0 : node.prefix6_len == 0)
+            throw std::invalid_argument("--allowed-cidrs: " + text + " is " + to_string(cidr.prefix->family()) +
+                                        ", and there is no " + (v4 ? "--subnet" : "--subnet-v6"));
+        cidrs.push_back(*cidr.prefix);
+    }
+    return cidrs;
 }
 
 } // namespace
@@ -129,8 +156,8 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
                  "send router advertisements for --subnet-v6 (managed: hosts ask DHCPv6) while this node owns an "
                  "IPv6 service address, as dnsmasq's enable-ra does on a host network")
         ->group(group);
-    app.add_option("--ra-interval", k.ra_interval_s, "seconds between router advertisements")
-        ->check(CLI::Range(kMinRaIntervalSeconds, kMaxRaIntervalSeconds))
+    // Its range is a node rule (core/node_rules.hpp), checked in the config file's words.
+    app.add_option("--ra-interval", k.ra_interval_s, "seconds between router advertisements (4..1800)")
         ->capture_default_str()
         ->group(group);
     app.add_option("--xdp-mode", k.xdp_mode, "auto (native where the driver supports it), native or generic")
@@ -154,9 +181,6 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
 std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k) {
     if (k.interface.empty())
         throw std::invalid_argument("--interface is required with --kubernetes");
-    if (k.subnet.empty() && k.subnet_v6.empty())
-        throw std::invalid_argument("--subnet (IPv4) or --subnet-v6 (IPv6) is required with --kubernetes: the "
-                                    "provisioning subnet, both on a dual-stack LAN");
     if (k.node_name.empty())
         if (const char *env = std::getenv("NODE_NAME"))
             k.node_name = env;
@@ -174,33 +198,7 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     if (!namespace_name(k.lease_namespace))
         throw std::invalid_argument("--lease-namespace: '" + k.lease_namespace +
                                     "' is not a namespace name (lower-case letters, digits and '-')");
-    if (k.pin_root.empty() || k.pin_root[0] != '/')
-        throw std::invalid_argument("--pin-root must be an absolute path");
-
-    NodeSettings node;
-    node.interface = k.interface;
-    if (!k.subnet.empty())
-        read_subnet(k.subnet, node);
-    if (!k.subnet_v6.empty())
-        read_subnet6(k.subnet_v6, node);
-    node.router_advertisements = k.router_advertisements;
-    node.ra_interval = std::chrono::seconds(k.ra_interval_s);
-    for (const std::string &text : k.dhcp_relays)
-        node.dhcp_relays.push_back(read_relay(text, node));
-    if (node.dhcp_relays.size() > BPFNET_MAX_DHCP_RELAYS)
-        throw std::invalid_argument("--dhcp-relays: at most " + std::to_string(BPFNET_MAX_DHCP_RELAYS) + " relays");
-    if (node.router_advertisements && node.prefix6_len == 0)
-        throw std::invalid_argument("--router-advertisements are for an IPv6 LAN: give --subnet-v6");
-    // The spellings were checked by CLI11 (one_of) against the same names the config file takes.
-    node.xdp_mode = parse_xdp_mode(k.xdp_mode).value_or(XdpMode::Auto);
-    node.tc_attach = parse_tc_attach(k.tc_attach).value_or(TcAttach::Auto);
-    node.redirect_peer = parse_redirect_peer(k.redirect_peer).value_or(RedirectPeer::Auto);
-    while (k.pin_root.size() > 1 && k.pin_root.back() == '/')
-        k.pin_root.pop_back();
-    node.pin_root = k.pin_root;
-    if (!k.control_socket.empty() && (k.control_socket[0] != '/' || k.control_socket.size() > 107))
-        throw std::invalid_argument("--control-socket must be an absolute path of at most 107 bytes");
-    node.control_socket = k.control_socket;
+    const NodeSettings node = node_settings(k);
 
     KubernetesOptions options;
     options.kubeconfig = k.kubeconfig;
@@ -213,16 +211,7 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     options.policy.allowed_namespaces = k.allowed_namespaces;
     options.policy.ipv4_lan = node.prefix_len != 0;
     options.policy.ipv6_lan = node.prefix6_len != 0;
-    for (const std::string &text : k.allowed_cidrs) {
-        auto cidr = parse_cidr(text);
-        if (!cidr)
-            throw std::invalid_argument("--allowed-cidrs: '" + text +
-                                        "' is not a CIDR like 172.22.0.0/24 or fd00:1::/64 (no host bits)");
-        if (is_v4(cidr->network) ? node.prefix_len == 0 : node.prefix6_len == 0)
-            throw std::invalid_argument("--allowed-cidrs: " + text + " is " + to_string(family_of(cidr->network)) +
-                                        ", and there is no " + (is_v4(cidr->network) ? "--subnet" : "--subnet-v6"));
-        options.policy.allowed_cidrs.push_back(*cidr);
-    }
+    options.policy.allowed_cidrs = allowed_cidrs(k.allowed_cidrs, node);
     return {node, options};
 }
 

@@ -57,37 +57,6 @@ std::vector<std::string> comma_separated(const std::string &list) {
     return items;
 }
 
-// "address/length" of either family, the length decimal without a sign or leading zero and at most the
-// family's width; host bits are left as written (SourceRange::network may have them set here).
-std::optional<SourceRange> parse_range_text(const std::string &text) {
-    const size_t slash = text.find('/');
-    if (slash == std::string::npos)
-        return std::nullopt;
-    const auto address = parse_address(text.substr(0, slash));
-    const std::string digits = text.substr(slash + 1);
-    if (!address || digits.empty() || digits.size() > 3 || (digits.size() > 1 && digits[0] == '0') ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return std::nullopt;
-    const int len = std::stoi(digits);
-    if (len > (is_v4(*address) ? 32 : 128))
-        return std::nullopt;
-    return SourceRange{*address, static_cast<uint8_t>(len)};
-}
-
-// The range with its host bits cleared.
-SourceRange network_of(const SourceRange &range) {
-    const bpfnet_ip network = is_v4(range.network) ? ip_from_v4(v4_of(range.network) & prefix_mask_be(range.prefix_len))
-                                                   : prefix6_network(range.network, range.prefix_len);
-    return {network, range.prefix_len};
-}
-
-bool in_range(const bpfnet_ip &ip, const SourceRange &range) {
-    if (is_v4(ip) != is_v4(range.network))
-        return false;
-    return is_v4(ip) ? in_prefix(v4_of(ip), v4_of(range.network), range.prefix_len)
-                     : in_prefix6(ip, range.network, range.prefix_len);
-}
-
 bool has_family(const std::vector<bpfnet_ip> &ips, IpFamily family) {
     return std::any_of(ips.begin(), ips.end(), [&](const bpfnet_ip &ip) { return family_of(ip) == family; });
 }
@@ -116,10 +85,10 @@ std::optional<std::string> read_source_ranges(const json &spec, const json *anno
         }
     }
     for (const std::string &text : texts) {
-        const auto range = parse_range_text(text);
-        if (!range)
-            return where + ": \"" + text + "\" is not a CIDR like 172.22.0.0/24 or fd00:1::/64";
-        out.push_back(network_of(*range));
+        const ParsedPrefix range = parse_prefix(text, HostBits::Cleared);
+        if (!range.prefix)
+            return where + ": " + range.error;
+        out.push_back(*range.prefix);
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -137,7 +106,7 @@ std::optional<std::string> source_range_families_problem(const std::vector<Sourc
     for (const SourceRange &range : ranges) {
         const IpFamily family = family_of(range.network);
         if (!has_family(service_ips, family))
-            return where + ": " + format_source_range(range) + " is " + to_string(family) + " but the Service has no " +
+            return where + ": " + format_prefix(range) + " is " + to_string(family) + " but the Service has no " +
                    to_string(family) + " address";
     }
     for (const bpfnet_ip &ip : service_ips) {
@@ -395,7 +364,7 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
                       "namespace " + d.namespace_ + " is not allowed to use the class " + policy.load_balancer_class);
     for (const bpfnet_ip &ip : ips) {
         const bool in_cidr = std::any_of(policy.allowed_cidrs.begin(), policy.allowed_cidrs.end(),
-                                         [&](const SourceRange &cidr) { return in_range(ip, cidr); });
+                                         [&](const SourceRange &cidr) { return cidr.contains(ip); });
         if (!in_cidr)
             return refuse(d, "service IP " + format_ip(ip) + " is outside every allowed CIDR");
     }
@@ -565,10 +534,6 @@ void collect_slice(const json &slice, IpFamily family, std::vector<Candidate> &o
 }
 
 } // namespace
-
-std::string to_string(IpFamily family) {
-    return family == IpFamily::V4 ? "IPv4" : "IPv6";
-}
 
 std::optional<bpfnet_ip> parse_address(const std::string &text) {
     if (text.find(':') == std::string::npos) {
@@ -770,13 +735,6 @@ ResolvedPorts resolve_target_ports(const AcceptedService &service, const std::op
         out.ports.push_back(std::move(rule));
     }
     return out;
-}
-
-std::optional<SourceRange> parse_cidr(const std::string &text) {
-    const auto range = parse_range_text(text);
-    if (!range || network_of(*range) != *range) // host bits set
-        return std::nullopt;
-    return range;
 }
 
 } // namespace bpfnet::k8s

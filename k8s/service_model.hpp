@@ -17,13 +17,6 @@
 
 namespace bpfnet::k8s {
 
-// An address family as the API spells it in spec.ipFamilies and an EndpointSlice's addressType.
-enum class IpFamily { V4, V6 };
-inline IpFamily family_of(const bpfnet_ip &ip) {
-    return is_v4(ip) ? IpFamily::V4 : IpFamily::V6;
-}
-std::string to_string(IpFamily family); // "IPv4", "IPv6"
-
 // Which Services of our class are honoured.
 struct ServicePolicy {
     std::vector<std::string> allowed_namespaces; // exact names; empty = none allowed
@@ -156,9 +149,6 @@ struct ResolvedPorts {
 };
 ResolvedPorts resolve_target_ports(const AcceptedService &service, const std::optional<ReadyEndpoint> &endpoint);
 
-// "A.B.C.D/N" (strict dotted quad, N in 0..32) or "fd00:1::/64" (N in 0..128), no leading zeros in N, no
-// host bits set; nullopt otherwise.
-std::optional<SourceRange> parse_cidr(const std::string &text);
 // A service or endpoint address: a strict dotted quad, or IPv6 text (not IPv4-mapped); nullopt otherwise.
 std::optional<bpfnet_ip> parse_address(const std::string &text);
 

@@ -8,6 +8,7 @@
  */
 #include "standalone/config.hpp"
 
+#include "core/node_rules.hpp"
 #include "core/service_rules.hpp"
 
 #include <arpa/inet.h>
@@ -19,6 +20,7 @@
 #include <charconv>
 #include <cstdio>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <system_error>
@@ -35,21 +37,30 @@ struct Range {
     int64_t max;
 };
 
-/* Limits; docs/config.md lists the same values. */
-constexpr size_t kMaxInterfaceNameLen = 15; /* IFNAMSIZ - 1 */
-constexpr Range kPrefixLen{8, 30};          /* /31 and /32 leave no room for hosts beside the service IP */
-constexpr Range kPrefix6Len{kMinPrefix6Len, kMaxPrefix6Len};
+/* Limits of the settings only this file has; docs/config.md lists the same values. The node settings both
+ * modes have are checked by core/node_rules.hpp, within the limits it holds. */
 constexpr Range kHeartbeatIntervalMs{100, 60000};
 constexpr int64_t kMaxHeartbeatTimeoutMs = 600000;
 constexpr Range kGarpCount{0, 20};
 constexpr Range kGarpIntervalMs{10, 10000};
 constexpr Range kDhcpMaxHops{1, BPFNET_DHCP_MAX_HOPS_LIMIT}; /* RFC 1542 4.1.1: never more than 16 */
-constexpr Range kRaIntervalSeconds{kMinRaIntervalSeconds, kMaxRaIntervalSeconds};
+/* Any count of seconds; core/node_rules.hpp holds the limits (4..1800 for the RA interval). */
+constexpr Range kSeconds{0, std::numeric_limits<uint32_t>::max()};
 constexpr Range kPortNumber{1, 65535};
 constexpr size_t kMaxPortNameLen = 63;
 constexpr std::string_view kAutoVeth = "auto";
 /* A config is a few hundred bytes; the cap keeps a wrong path (say /dev/zero) from eating memory. */
 constexpr size_t kMaxConfigBytes = 1 << 20;
+
+/* How the config file spells the node settings core/node_rules.hpp checks (paths from the document's root). */
+constexpr NodeFieldNames kNodeFieldNames{.interface = "interface",
+                                         .subnet = "subnet",
+                                         .subnet_v6 = "subnetV6",
+                                         .pin_root = "pinRoot",
+                                         .control_socket = "controlSocket",
+                                         .dhcp_relays = "dhcpRelay.relays",
+                                         .router_advertisements = "routerAdvertisements.enabled",
+                                         .ra_interval = "routerAdvertisements.intervalSeconds"};
 
 std::optional<int> line_of(const YAML::Mark &mark) {
     if (mark.is_null())
@@ -175,6 +186,37 @@ private:
     std::map<std::string, Field> members_;
 };
 
+/*
+ * The field at a dotted path below root ("dhcpRelay.relays"), for a problem found after the document was
+ * read (by core/node_rules.hpp); when it is absent (a defaulted value), a stand-in at the deepest mapping
+ * on the way.
+ */
+Field locate_path(const Field &root, std::string_view path) {
+    Field at = root;
+    while (!path.empty()) {
+        const size_t dot = path.find('.');
+        const std::string key(path.substr(0, dot));
+        path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+        const auto entry =
+            !at.node.IsMap() ? at.node.end() : std::find_if(at.node.begin(), at.node.end(), [&](const auto &member) {
+                return member.first.IsScalar() && member.first.Scalar() == key;
+            });
+        if (entry == at.node.end() || entry->second.IsNull())
+            return {root.source, at.member_path(key) + (path.empty() ? "" : "." + std::string(path)), YAML::Node(),
+                    at.mark};
+        at = at.member(key, entry->second, entry->first.Mark());
+    }
+    return at;
+}
+
+/* A node setting refused by core/node_rules.hpp, reported at its key (or its list entry). */
+[[noreturn]] void fail_node_setting(const Field &root, const NodeProblem &problem) {
+    const Field field = locate_path(root, kNodeFieldNames[problem.field]);
+    if (problem.index && field.node.IsSequence())
+        field.item(*problem.index).fail(problem.detail);
+    field.fail(problem.detail);
+}
+
 /* ---- scalar readers ---- */
 
 std::string read_string(const Field &field) {
@@ -239,57 +281,11 @@ T read_choice(const Field &field, std::optional<T> (*parse)(std::string_view)) {
 
 /* ---- names and paths ---- */
 
-/* The kernel's dev_valid_name() rules, plus control characters; the name also becomes a directory. */
-std::optional<std::string> interface_name_problem(std::string_view name) {
-    if (name.empty())
-        return "must not be empty";
-    if (name.size() > kMaxInterfaceNameLen)
-        return "must be at most " + std::to_string(kMaxInterfaceNameLen) + " characters";
-    if (name == "." || name == "..")
-        return "must not be \".\" or \"..\"";
-    for (const char c : name) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (c == '/' || c == ':')
-            return std::string("must not contain '") + c + "'";
-        if (byte <= ' ' || byte == 0x7f)
-            return "must not contain whitespace or control characters";
-    }
-    return std::nullopt;
-}
-
 std::string read_interface_name(const Field &field) {
     const std::string name = read_string(field);
     if (const auto problem = interface_name_problem(name))
-        field.fail("is not a valid interface name (" + *problem + "), got " + quoted(name));
+        field.fail(*problem);
     return name;
-}
-
-/* Trailing slashes are dropped so that pin_dir() never holds "//" and equal roots compare equal. */
-std::string read_pin_root(const Field &field) {
-    std::string root = read_string(field);
-    if (!root.starts_with('/'))
-        field.fail("must be an absolute path, got " + quoted(root));
-    while (root.size() > 1 && root.ends_with('/'))
-        root.pop_back();
-    if (root == "/")
-        field.fail("must be a directory below \"/\" (normally on bpffs, e.g. " + std::string(kDefaultPinRoot) + ")");
-    if (root.find("/../") != std::string::npos || root.ends_with("/.."))
-        field.fail("must not contain \"..\", got " + quoted(root));
-    if (std::any_of(root.begin(), root.end(), [](char c) { return static_cast<unsigned char>(c) < ' ' || c == 0x7f; }))
-        field.fail("must not contain control characters");
-    return root;
-}
-
-/* A Unix socket path must fit sockaddr_un.sun_path (108 bytes with its NUL). */
-std::string read_control_socket(const Field &field) {
-    std::string path = read_string(field);
-    if (!path.starts_with('/') || path.ends_with('/'))
-        field.fail("must be the absolute path of a socket file, got " + quoted(path));
-    if (std::any_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < ' ' || c == 0x7f; }))
-        field.fail("must not contain control characters");
-    if (path.size() > 107)
-        field.fail("must be at most 107 bytes long (a Unix socket path), got " + std::to_string(path.size()));
-    return path;
 }
 
 /* Like Kubernetes port names: they end up in metrics labels and bpfnetctl output. */
@@ -305,11 +301,6 @@ std::string read_port_name(const Field &field) {
 
 /* ---- addresses ---- */
 
-struct Subnet {
-    uint32_t network_be;
-    uint8_t prefix_len;
-};
-
 uint32_t read_ipv4(const Field &field) {
     const std::string text = read_string(field);
     const std::optional<uint32_t> ip_be = parse_ipv4(text);
@@ -318,32 +309,12 @@ uint32_t read_ipv4(const Field &field) {
     return *ip_be;
 }
 
-/* "a.b.c.d/n" as (address, n), host bits as written; nullopt when it is not of that form. */
-std::optional<std::pair<uint32_t, int64_t>> split_cidr(const std::string &text) {
-    const size_t slash = text.find('/');
-    if (slash == std::string::npos)
-        return std::nullopt;
-    const std::optional<uint32_t> address_be = parse_ipv4(text.substr(0, slash));
-    const std::optional<int64_t> prefix_len = parse_decimal(text.substr(slash + 1));
-    if (!address_be || !prefix_len)
-        return std::nullopt;
-    return std::make_pair(*address_be, *prefix_len);
-}
-
-Subnet read_subnet(const Field &field) {
-    const std::string text = read_string(field);
-    const auto cidr = split_cidr(text);
-    if (!cidr)
-        field.fail("must be a CIDR like 198.18.0.0/24, got " + quoted(text));
-    const auto [network_be, prefix_len] = *cidr;
-    if (prefix_len < kPrefixLen.min || prefix_len > kPrefixLen.max)
-        field.fail("prefix length must be between " + range_text(kPrefixLen) + ", got " + std::to_string(prefix_len));
-    const Subnet subnet{network_be, static_cast<uint8_t>(prefix_len)};
-    const uint32_t masked_be = subnet.network_be & prefix_mask_be(subnet.prefix_len);
-    if (masked_be != subnet.network_be)
-        field.fail("has host bits set: " + quoted(text) + "; did you mean " +
-                   format_prefix(masked_be, subnet.prefix_len) + "?");
-    return subnet;
+/* A provisioning subnet of the family; its limits are checked with the other node settings. */
+Prefix read_subnet(const Field &field, IpFamily family) {
+    const ParsedPrefix subnet = parse_subnet(read_string(field), family, kNodeFieldNames);
+    if (!subnet.prefix)
+        field.fail(subnet.error);
+    return *subnet.prefix;
 }
 
 bpfnet_ip read_ipv6(const Field &field) {
@@ -354,37 +325,10 @@ bpfnet_ip read_ipv6(const Field &field) {
     return *ip;
 }
 
-struct Subnet6 {
-    bpfnet_ip network;
-    uint8_t prefix_len;
-};
-
-Subnet6 read_subnet6(const Field &field) {
-    const std::string text = read_string(field);
-    const size_t slash = text.find('/');
-    const auto address = slash == std::string::npos ? std::nullopt : parse_ip(text.substr(0, slash));
-    const auto prefix_len = slash == std::string::npos ? std::nullopt : parse_decimal(text.substr(slash + 1));
-    if (!address || is_v4(*address) || !prefix_len)
-        field.fail("must be an IPv6 CIDR like fd00:1::/64, got " + quoted(text));
-    if (*prefix_len < kPrefix6Len.min || *prefix_len > kPrefix6Len.max)
-        field.fail("prefix length must be between " + range_text(kPrefix6Len) + ", got " + std::to_string(*prefix_len));
-    const Subnet6 subnet{*address, static_cast<uint8_t>(*prefix_len)};
-    if (const auto reason = non_unicast_reason6(subnet.network))
-        field.fail("must be a unicast prefix, got " + quoted(text) + ", " + *reason);
-    /* The IPv4-mapped addresses are the maps' IPv4 entries: no IPv6 subnet may hold them. */
-    if (in_prefix6(ip_from_v4(0), subnet.network, subnet.prefix_len))
-        field.fail("must not contain ::ffff:0:0/96, the IPv4-mapped addresses, got " + quoted(text));
-    const bpfnet_ip masked = prefix6_network(subnet.network, subnet.prefix_len);
-    if (masked != subnet.network)
-        field.fail("has host bits set: " + quoted(text) + "; did you mean " +
-                   format_prefix6(masked, subnet.prefix_len) + "?");
-    return subnet;
-}
-
 /* An address hosts on the LAN reach directly (the service IP, a relay agent): a usable host address there. */
-uint32_t read_lan_host_ip(const Field &field, const Subnet &subnet) {
+uint32_t read_lan_host_ip(const Field &field, const NodeSettings &node) {
     const uint32_t ip_be = read_ipv4(field);
-    if (const auto problem = lan_host_problem(ip_be, subnet.network_be, subnet.prefix_len))
+    if (const auto problem = lan_host_problem(ip_be, node.subnet_be, node.prefix_len))
         field.fail(*problem);
     return ip_be;
 }
@@ -419,70 +363,45 @@ void read_gratuitous_arp(const Field &field, Config &config) {
 }
 
 /*
- * Relay agents on the LAN (routers forwarding other segments' DHCP): the server's replies go to them. IPv4
- * ones on `subnet` (giaddr), IPv6 ones on `subnetV6` (the source of a Relay-Forward).
+ * Relay agents on the LAN (routers forwarding other segments' DHCP): the server's replies go to them. Where
+ * they may be is a node rule (core/node_rules.hpp); here only the addresses are read.
  */
-bpfnet_ip read_dhcp_relay_ip(const Field &item, const Config &config) {
-    const std::string text = read_string(item);
-    const std::optional<bpfnet_ip> ip = parse_ip(text);
-    if (!ip)
-        item.fail("must be an IPv4 or IPv6 address like 198.18.0.1 or fd00:1::1, got " + quoted(text));
-    if (is_v4(*ip)) {
-        if (config.service_ip_be == 0)
-            item.fail("an IPv4 relay (giaddr) needs serviceIP: the config has none");
-        if (const auto problem = lan_host_problem(v4_of(*ip), config.subnet_be, config.prefix_len))
-            item.fail(*problem);
-        if (v4_of(*ip) == config.service_ip_be)
-            item.fail(text + " is the service IP: the datapath itself is the relay there");
-        return *ip;
-    }
-    if (!config.service_ip6)
-        item.fail("an IPv6 relay needs serviceIPv6: the config has none");
-    if (const auto problem = lan_host_problem6(*ip, config.subnet6, config.prefix6_len))
-        item.fail(*problem);
-    if (*ip == *config.service_ip6)
-        item.fail(text + " is the service IPv6 address: the datapath itself is the relay there");
-    return *ip;
-}
-
-std::vector<bpfnet_ip> read_dhcp_relays(const Field &field, const Config &config) {
+std::vector<bpfnet_ip> read_dhcp_relays(const Field &field) {
     if (!field.node.IsSequence())
         field.fail("must be a list of relay agent addresses, got " + describe(field.node));
-    if (field.node.size() > BPFNET_MAX_DHCP_RELAYS)
-        field.fail("must list at most " + std::to_string(BPFNET_MAX_DHCP_RELAYS) + " relays, got " +
-                   std::to_string(field.node.size()));
     std::vector<bpfnet_ip> relays;
     for (size_t i = 0; i < field.node.size(); i++) {
         const Field item = field.item(i);
-        const bpfnet_ip ip = read_dhcp_relay_ip(item, config);
-        if (std::find(relays.begin(), relays.end(), ip) != relays.end())
-            item.fail(format_ip(ip) + " is listed twice");
-        relays.push_back(ip);
+        std::string error;
+        const std::optional<bpfnet_ip> ip = parse_relay(read_string(item), error);
+        if (!ip)
+            item.fail(error);
+        relays.push_back(*ip);
     }
     return relays;
 }
 
+/* The datapath itself is the relay for its own service addresses: a relay agent there would be a loop. */
+void check_relays_are_not_service_ips(const Field &root, const Config &config) {
+    for (size_t i = 0; i < config.dhcp_relays.size(); i++) {
+        const bpfnet_ip &relay = config.dhcp_relays[i];
+        if (is_v4(relay) && v4_of(relay) == config.service_ip_be)
+            locate_path(root, kNodeFieldNames.dhcp_relays)
+                .item(i)
+                .fail(format_ip(relay) + " is the service IP: the datapath itself is the relay there");
+        if (config.service_ip6 && relay == *config.service_ip6)
+            locate_path(root, kNodeFieldNames.dhcp_relays)
+                .item(i)
+                .fail(format_ip(relay) + " is the service IPv6 address: the datapath itself is the relay there");
+    }
+}
+
 /* One source range, IPv4 ("198.18.0.0/24") or IPv6 ("fd00:1::/64"), written without host bits. */
 SourceRange read_source_range(const Field &item) {
-    const std::string text = read_string(item);
-    const size_t slash = text.find('/');
-    const auto address = slash == std::string::npos ? std::nullopt : parse_ip(text.substr(0, slash));
-    const auto prefix_len = slash == std::string::npos ? std::nullopt : parse_decimal(text.substr(slash + 1));
-    const int64_t max_len = address && is_v4(*address) ? 32 : 128;
-    if (!address || !prefix_len || *prefix_len < 0 || *prefix_len > max_len)
-        item.fail("must be a CIDR like 198.18.0.0/24 or fd00:1::/64, got " + quoted(text));
-    const uint8_t len = static_cast<uint8_t>(*prefix_len);
-    if (is_v4(*address)) {
-        const uint32_t network_be = v4_of(*address);
-        const uint32_t masked_be = network_be & prefix_mask_be(len);
-        if (masked_be != network_be)
-            item.fail("has host bits set: " + quoted(text) + "; did you mean " + format_prefix(masked_be, len) + "?");
-        return SourceRange{*address, len};
-    }
-    const bpfnet_ip masked = prefix6_network(*address, len);
-    if (masked != *address)
-        item.fail("has host bits set: " + quoted(text) + "; did you mean " + format_prefix6(masked, len) + "?");
-    return SourceRange{*address, len};
+    const ParsedPrefix range = parse_prefix(read_string(item));
+    if (!range.prefix)
+        item.fail(range.error);
+    return *range.prefix;
 }
 
 /*
@@ -501,9 +420,9 @@ std::vector<SourceRange> read_source_ranges(const Field &field, const Config &co
         const Field item = field.item(i);
         const SourceRange range = read_source_range(item);
         if (std::find(ranges.begin(), ranges.end(), range) != ranges.end())
-            item.fail("lists " + format_source_range(range) + " twice");
+            item.fail("lists " + format_prefix(range) + " twice");
         if (is_v4(range.network) ? config.service_ip_be == 0 : !config.service_ip6)
-            item.fail(format_source_range(range) + " is " +
+            item.fail(format_prefix(range) + " is " +
                       (is_v4(range.network) ? "IPv4 but there is no serviceIP" : "IPv6 but there is no serviceIPv6"));
         ranges.push_back(range);
     }
@@ -522,18 +441,16 @@ void read_dhcp_relay(const Field &field, Config &config) {
     if (const auto hops = relay.find("maxHops"))
         config.dhcp_max_hops = static_cast<uint8_t>(read_integer(*hops, kDhcpMaxHops));
     if (const auto relays = relay.find("relays"))
-        config.dhcp_relays = read_dhcp_relays(*relays, config);
+        config.dhcp_relays = read_dhcp_relays(*relays);
 }
 
-/* Router advertisements for subnetV6 (docs/config.md): off unless enabled, and only with an IPv6 LAN. */
+/* Router advertisements for subnetV6 (docs/config.md): off unless enabled. */
 void read_router_advertisements(const Field &field, Config &config) {
     const Mapping ra(field, {"enabled", "intervalSeconds"});
     if (const auto enabled = ra.find("enabled"))
         config.router_advertisements = read_bool(*enabled);
     if (const auto interval = ra.find("intervalSeconds"))
-        config.ra_interval = std::chrono::seconds(read_integer(*interval, kRaIntervalSeconds));
-    if (config.router_advertisements && !config.service_ip6)
-        ra.locate("enabled").fail("router advertisements are for an IPv6 LAN: the config has no serviceIPv6");
+        config.ra_interval = std::chrono::seconds(read_integer(*interval, kSeconds));
 }
 
 PortRule read_port_rule(const Mapping &entry) {
@@ -622,43 +539,38 @@ Backend read_backend(const Field &field, const Config &config) {
 }
 
 /*
- * The service addresses: an IPv4 pair (serviceIP in subnet), an IPv6 pair (serviceIPv6 in subnetV6), or both
- * (dual stack). Each address needs its subnet and each subnet its address.
+ * The provisioning subnets of the service addresses: an IPv4 pair (serviceIP in subnet), an IPv6 pair
+ * (serviceIPv6 in subnetV6), or both (dual stack). Each address needs its subnet and each subnet its address.
  */
-void read_service_addresses(const Mapping &document, Config &config) {
+void read_subnets(const Mapping &document, Config &config) {
     const bool v4 = document.find("serviceIP") || document.find("subnet");
     const bool v6 = document.find("serviceIPv6") || document.find("subnetV6");
     if (!v4 && !v6)
         document.locate("serviceIP").fail("is required (or serviceIPv6 and subnetV6 for an IPv6 LAN)");
     if (v4) {
-        const Subnet subnet = read_subnet(document.require("subnet"));
-        config.subnet_be = subnet.network_be;
+        const Prefix subnet = read_subnet(document.require("subnet"), IpFamily::V4);
+        config.subnet_be = v4_of(subnet.network);
         config.prefix_len = subnet.prefix_len;
-        config.service_ip_be = read_lan_host_ip(document.require("serviceIP"), subnet);
     }
     if (v6) {
-        const Subnet6 subnet = read_subnet6(document.require("subnetV6"));
+        const Prefix subnet = read_subnet(document.require("subnetV6"), IpFamily::V6);
         config.subnet6 = subnet.network;
         config.prefix6_len = subnet.prefix_len;
-        const Field ip = document.require("serviceIPv6");
-        const bpfnet_ip service = read_ipv6(ip);
-        if (const auto problem = lan_host_problem6(service, subnet.network, subnet.prefix_len))
-            ip.fail(*problem);
-        config.service_ip6 = service;
     }
 }
 
-Config read_config(const Field &root) {
-    const Mapping document(root, {"interface", "serviceIP", "subnet", "serviceIPv6", "subnetV6", "pinRoot",
-                                  "controlSocket", "xdpMode", "tcAttach", "redirectPeer", "heartbeat", "gratuitousARP",
-                                  "dhcpRelay", "routerAdvertisements", "ports", "backend", "sourceRanges"});
-    Config config;
-    config.interface = read_interface_name(document.require("interface"));
-    read_service_addresses(document, config);
+/*
+ * The settings of the node, shared with Kubernetes mode and checked by the rules both modes obey
+ * (core/node_rules.hpp) before the service is read against them: a service IP is only checked against a
+ * subnet known to be usable.
+ */
+void read_node_settings(const Field &root, const Mapping &document, Config &config) {
+    config.interface = read_string(document.require("interface"));
+    read_subnets(document, config);
     if (const auto pin_root = document.find("pinRoot"))
-        config.pin_root = read_pin_root(*pin_root);
+        config.pin_root = without_trailing_slashes(read_string(*pin_root));
     if (const auto control_socket = document.find("controlSocket"))
-        config.control_socket = read_control_socket(*control_socket);
+        config.control_socket = read_string(*control_socket);
     if (const auto xdp_mode = document.find("xdpMode"))
         config.xdp_mode = read_choice(*xdp_mode, parse_xdp_mode);
     if (const auto tc_attach = document.find("tcAttach"))
@@ -673,6 +585,31 @@ Config read_config(const Field &root) {
         read_dhcp_relay(*relay, config);
     if (const auto ra = document.find("routerAdvertisements"))
         read_router_advertisements(*ra, config);
+    if (const auto problem = validate_node_settings(config, kNodeFieldNames))
+        fail_node_setting(root, *problem);
+}
+
+/* The service addresses, each a host of its subnet. */
+void read_service_addresses(const Mapping &document, Config &config) {
+    if (config.prefix_len != 0)
+        config.service_ip_be = read_lan_host_ip(document.require("serviceIP"), config);
+    if (config.prefix6_len != 0) {
+        const Field ip = document.require("serviceIPv6");
+        const bpfnet_ip service = read_ipv6(ip);
+        if (const auto problem = lan_host_problem6(service, config.subnet6, config.prefix6_len))
+            ip.fail(*problem);
+        config.service_ip6 = service;
+    }
+}
+
+Config read_config(const Field &root) {
+    const Mapping document(root, {"interface", "serviceIP", "subnet", "serviceIPv6", "subnetV6", "pinRoot",
+                                  "controlSocket", "xdpMode", "tcAttach", "redirectPeer", "heartbeat", "gratuitousARP",
+                                  "dhcpRelay", "routerAdvertisements", "ports", "backend", "sourceRanges"});
+    Config config;
+    read_node_settings(root, document, config);
+    read_service_addresses(document, config);
+    check_relays_are_not_service_ips(root, config);
     config.ports = read_ports(document.require("ports"));
     check_relay_families(document.require("ports"), config);
     if (const auto backend = document.find("backend"))

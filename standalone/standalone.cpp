@@ -76,7 +76,7 @@ void StandaloneLoader::claim() {
     // interface that is not there, or for a config whose backend cannot be found.
     nic_ifindex_ = link_by_name(config_.interface).ifindex;
     if (config_.backend)
-        locate_backend(*config_.backend);
+        locate_backend(*config_.backend, nic_ifindex_);
     runtime_.claim();
     control_.emplace(config_.control_socket_path());
 }
@@ -92,12 +92,7 @@ void StandaloneLoader::start() {
 StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
     Change change;
     if (config.backend) {
-        change.where = locate_backend(*config.backend);
-        // A route that leads back out of the NIC would steer the LAN's requests back onto the LAN.
-        if (change.where->ifindex == nic_ifindex_)
-            throw BackendNotFound("the route to backend " + describe(*config.backend) +
-                                      " leaves through the provisioning interface " + config.interface,
-                                  config.backend->veth.empty(), true);
+        change.where = locate_backend(*config.backend, nic_ifindex_);
     }
     change.applied = runtime_.apply(config, service_specs(config, change.where));
     log_info("maps reconciled", {{"writes", std::to_string(change.applied.report.upserts)},

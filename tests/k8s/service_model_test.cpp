@@ -297,11 +297,12 @@ TEST(ServiceModel, SourceRangesReadOtherTrafficFieldsAccepted) {
     EXPECT_TRUE(decide(s).source_ranges.empty());
 
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0"};
-    expect_refused(s, "spec.loadBalancerSourceRanges: \"198.18.0.0\" is not a CIDR like");
+    expect_refused(s, "spec.loadBalancerSourceRanges: must be a CIDR like 198.18.0.0/24 or fd00:1::/64, got "
+                      "\"198.18.0.0\" (no /length)");
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/33"};
-    expect_refused(s, "is not a CIDR like");
+    expect_refused(s, "must be a CIDR like");
     s["spec"]["loadBalancerSourceRanges"] = {"fd00::/129"};
-    expect_refused(s, "is not a CIDR like");
+    expect_refused(s, "must be a CIDR like");
     // A range of a family the Service has no address of could never match: a mistake, not a no-op.
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/24", "fd00::/64"};
     expect_refused(s, "spec.loadBalancerSourceRanges: fd00::/64 is IPv6 but the Service has no IPv6 address");

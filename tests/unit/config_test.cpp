@@ -724,7 +724,7 @@ TEST(ConfigIpv6, AddressesAndPrefixesAreChecked) {
     EXPECT_TRUE(Rejected(with("fd00:2::2", "fd00:1::/64"), "serviceIPv6", "is not inside"));
     EXPECT_TRUE(Rejected(with("'fd00:1::'", "fd00:1::/64"), "serviceIPv6", "subnet-router anycast"));
     EXPECT_TRUE(Rejected(with("fd00:1::2", "fd00:1::1/64"), "subnetV6", "host bits"));
-    EXPECT_TRUE(Rejected(with("fd00:1::2", "fd00:1::/8"), "subnetV6", "prefix length"));
+    EXPECT_TRUE(Rejected(with("fd00:1::2", "fd00::/8"), "subnetV6", "prefix length must be between 16 and 124, got 8"));
     EXPECT_TRUE(Rejected(with("fe80::2", "fe80::/64"), "subnetV6", "link-local"));
     EXPECT_TRUE(Rejected(with("fd00:1::2", "198.18.0.0/24"), "subnetV6", "IPv6 CIDR"));
     EXPECT_TRUE(Rejected(with("::ff00:0:2", "::ff00:0:0/88"), "subnetV6", "IPv4-mapped"));
@@ -744,7 +744,7 @@ TEST(ConfigIpv6, BackendHasAnAddressOfEachFamily) {
 
 TEST(ConfigIpv6, Ipv4OnlyFeaturesAreRefusedWithIpv6) {
     EXPECT_TRUE(Rejected(kHead6 + kOnePort + "dhcpRelay:\n  relays: [198.18.0.1]\n", "dhcpRelay.relays[0]",
-                         "IPv4 relay (giaddr) needs serviceIP"));
+                         "198.18.0.1 is IPv4, and there is no subnet"));
 }
 
 // Each service address takes the ranges of its family; a family with an address must have one.
@@ -809,7 +809,7 @@ TEST(ConfigIpv6, RelayAgentsOfEitherFamilyOnTheirSubnet) {
     EXPECT_TRUE(
         Rejected(dual + "dhcpRelay:\n  relays: ['fd00:1::2']\n", "dhcpRelay.relays[0]", "is the service IPv6 address"));
     EXPECT_TRUE(Rejected(kHead + kOnePort + "dhcpRelay:\n  relays: ['fd00:1::1']\n", "dhcpRelay.relays[0]",
-                         "needs serviceIPv6"));
+                         "fd00:1::1 is IPv6, and there is no subnetV6"));
     EXPECT_TRUE(Rejected(dual + "dhcpRelay:\n  relays: [relay]\n", "dhcpRelay.relays[0]", "IPv4 or IPv6 address"));
 }
 
@@ -821,7 +821,7 @@ TEST(ConfigIpv6, RouterAdvertisementsAreOffUnlessEnabledOnAnIpv6Lan) {
     EXPECT_EQ(parse(kHead6 + kOnePort + "routerAdvertisements:\n  enabled: true\n").ra_interval,
               kDefaultRouterAdvertisementInterval);
     EXPECT_TRUE(Rejected(kHead + kOnePort + "routerAdvertisements:\n  enabled: true\n", "routerAdvertisements.enabled",
-                         "no serviceIPv6"));
+                         "router advertisements are for an IPv6 LAN: give subnetV6"));
     EXPECT_TRUE(Rejected(kHead6 + kOnePort + "routerAdvertisements:\n  enabled: yes\n", "routerAdvertisements.enabled",
                          "must be true or false"));
     EXPECT_TRUE(Rejected(kHead6 + kOnePort + "routerAdvertisements:\n  intervalSeconds: 2\n",
