@@ -237,6 +237,10 @@ run_kernel() {
     [ "$n_fail" = 0 ]
 }
 
+# One writer of the cache at a time: the matrix and the firmware suites (tests/e2e/test_firmware.sh, two at a
+# time under ctest -j) may prepare the same kernel at once, and scripts/test.sh runs the matrix beside them.
+exec 9>"$cache/.lock"
+flock 9
 if [ -n "$agent_dir" ]; then
     pkg=$(package_for 6.12)
     [ -n "$pkg" ] || { echo "vm: apt knows no 6.12 kernel package (apt-get update?)" >&2; exit 2; }
@@ -258,6 +262,7 @@ for series in $kernels; do
     vmlinuz=$(ls "$cache/$pkg"/boot/vmlinuz-* | head -n1)
     initramfs "$pkg" "${vmlinuz##*/vmlinuz-}" || { echo "vm: cannot build the initramfs for $series" >&2; exit 2; }
 done
+flock -u 9
 for series in $kernels; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
     { run_kernel "$series"; echo $? >"$out/status-$series"; } &
