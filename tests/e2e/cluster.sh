@@ -239,12 +239,15 @@ set_slice() {
 
 # json_field NAME PATH EXPR: GET PATH from stand-in NAME and print the Python expression EXPR of it (o).
 json_field() {
+    # One write of the whole answer: with PYTHONUNBUFFERED set, print() writes the text and its newline apart,
+    # and a reader that has stopped at its first match (grep -q) makes the second write fail (a pipefail).
     kapi "$1" GET "$2" | "$SYSTEM_PYTHON" -c 'import json, sys
 try:
     o = json.load(sys.stdin)
-    print(eval(sys.argv[1]))
+    text = str(eval(sys.argv[1]))
 except Exception:
-    print("")' "$3"
+    text = ""
+sys.stdout.write(text + "\n")' "$3"
 }
 
 # The Lease of a service IP (default: the test's) is named after it: bpfnet-198-18-0-2, and for an IPv6

@@ -799,7 +799,7 @@ case_dual_stack() {
         { E2E_REASON="the host resolved $SERVICE_IP6 to '$(neighbour6 "$SERVICE_IP6")'"; return 1; }
     wait_for 3 eval '[ "$(ingress_of c1)" = "$E2E_SERVICE_IP,$SERVICE_IP6" ]' ||
         { E2E_REASON="status.loadBalancer.ingress is '$(ingress_of c1)'"; return 1; }
-    if ! events_of c1 Serving | grep -qF "serves $SERVICE_IP6 (answers NDP, steers its ports to pod ${POD_IP6[$node]})"; then
+    if ! events_of c1 Serving | grep -F "serves $SERVICE_IP6 (answers NDP, steers its ports to pod ${POD_IP6[$node]})" >/dev/null; then
         E2E_REASON="no Serving Event for $SERVICE_IP6: $(events_of c1 Serving | tail -n 2 | tr '\n' ' ')"
         return 1
     fi

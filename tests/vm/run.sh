@@ -204,8 +204,10 @@ run_kernel() {
         local again=""
         [ "$attempt" = 1 ] || again=" (boot attempt $attempt)"
         log "booting $kver ($(accel | awk '{print $2}')): suites $kernel_suites$again"
+        # --foreground: timeout stays in the caller's process group, so stopping the matrix (scripts/test.sh
+        # stops its whole group when a host stage fails) stops the guest too.
         # shellcheck disable=SC2046
-        timeout "$timeout_s" qemu-system-x86_64 -machine q35 $(accel) -m 2048 -smp 2 -display none -no-reboot \
+        timeout --foreground "$timeout_s" qemu-system-x86_64 -machine q35 $(accel) -m 2048 -smp 2 -display none -no-reboot \
             -nic none -monitor none -serial "file:$console" -serial "file:$results" \
             -kernel "$vmlinuz" -initrd "$cache/$pkg.cpio.gz" \
             -append "console=ttyS0 panic=-1 quiet bpfnet.repo=$repo bpfnet.build=$build bpfnet.suites=$kernel_suites bpfnet.scale=$(time_scale)" \
