@@ -451,8 +451,7 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 		return TC_ACT_SHOT;
 	}
 	trace_steered(&target.backend_ip, target.backend_port, target.kind);
-	__u8 sender_mac[6]; /* the rewrite below moves the packet */
-	mac_copy(sender_mac, eth->h_source);
+	__u64 sender = mac_load(eth->h_source); /* the rewrite below moves the packet */
 
 	if (target.kind == BPFNET_KIND_DHCP && !relays_dhcp) {
 		decide(BPFNET_CTR_DROP_NOT_ALLOWED); /* never: port 67 goes to tc_ipv4_dhcp */
@@ -471,6 +470,8 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
 	if (target.unconfirmed)
 		confirm_flow(&ports, &host, &service, &target);
+	__u8 sender_mac[6];
+	mac_store(sender_mac, sender);
 	learn_neighbour(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
 	return action;
 }
@@ -496,13 +497,14 @@ static __always_inline int steer6_from_lan(struct __sk_buff *skb, void *data, st
 		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
 		return TC_ACT_SHOT;
 	}
-	__u8 sender_mac[6]; /* the rewrite below moves the packet */
-	mac_copy(sender_mac, eth->h_source);
+	__u64 sender = mac_load(eth->h_source); /* the rewrite below moves the packet */
 	int action = steer_to_backend(skb, &pkt, daddr, &target);
 	if (action != TC_ACT_REDIRECT)
 		return action;
 	if (target.unconfirmed)
 		confirm_flow(&ports, saddr, daddr, &target);
+	__u8 sender_mac[6];
+	mac_store(sender_mac, sender);
 	learn_neighbour6(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
 	return action;
 }
