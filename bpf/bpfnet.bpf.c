@@ -381,7 +381,7 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct
 	}
 	if (icmp_error_rewrite(skb, pkt, &e, NAT_DESTINATION, daddr, target.backend_ip.w[3], e.inner_sport,
 			       target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -405,8 +405,8 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 		tftp_clamp_blksize(skb, pkt->l4_off, pkt->l4_end,
 				   pkt->ip6 ? (__u32)backend->mtu - IPV6_EXTRA_HEADER_LEN : backend->mtu);
 	if (nat_rewrite_ip(skb, pkt, NAT_DESTINATION, daddr, &target->backend_ip, pkt->dport,
-			   target->backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
+			   target->backend_port, NAT_WRITE_DIRECT) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -587,7 +587,7 @@ static __noinline int tc_icmp6_error_to_pod(struct __sk_buff *skb, const struct 
 	}
 	if (icmp6_error_rewrite(skb, &pkt, &e, NAT_DESTINATION, &daddr, &target.backend_ip, e.ports.sport,
 				target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return traced_tc(skb, TC_ACT_SHOT);
 	}
@@ -823,7 +823,7 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct
 		return TC_ACT_SHOT;
 	if (icmp_error_rewrite(skb, pkt, &e, NAT_SOURCE, saddr, service_ip.w[3], e.inner_dport,
 			       service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+	    rewrite_macs(skb, host_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -868,16 +868,17 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
 	trace_steered(&service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
 
-	__u8 host_mac[6];
-	if (lan_host_mac(&host, &service_ip, host_mac))
+	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
+	if (lan_host_mac(&host, &service_ip, macs))
 		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
 	if (!listed) {
 		struct lan_ports ports = lan_ports_of(&pkt);
 		record_flow(&ports, &host, &service_ip, &bkey.backend_ip);
 	}
 
-	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip.w[3], pkt.sport, service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip.w[3], pkt.sport, service_port,
+			NAT_WRITE_STORE) ||
+	    rewrite_macs_to_lan(skb, macs, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -916,15 +917,16 @@ static __always_inline int steer6_from_pod(struct __sk_buff *skb, void *data, st
 		return TC_ACT_SHOT;
 	}
 
-	__u8 host_mac[6];
-	if (lan_host_mac(daddr, &service_ip, host_mac))
+	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
+	if (lan_host_mac(daddr, &service_ip, macs))
 		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
 	if (!listed) {
 		struct lan_ports ports = lan_ports_of(&pkt);
 		record_flow(&ports, daddr, &service_ip, saddr);
 	}
-	if (nat6_rewrite(skb, &pkt, NAT_SOURCE, saddr, &service_ip, pkt.sport, service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+	if (nat6_rewrite(skb, &pkt, NAT_SOURCE, saddr, &service_ip, pkt.sport, service_port,
+			 NAT_WRITE_STORE) ||
+	    rewrite_macs_to_lan(skb, macs, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -999,7 +1001,7 @@ static __noinline int tc_pod_icmp6_error(struct __sk_buff *skb, const struct bpf
 		return traced_tc(skb, TC_ACT_SHOT);
 	if (icmp6_error_rewrite(skb, &pkt, &e, NAT_SOURCE, &saddr, &service_ip, e.ports.dport,
 				service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+	    rewrite_macs(skb, host_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return traced_tc(skb, TC_ACT_SHOT);
 	}
