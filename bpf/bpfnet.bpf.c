@@ -976,9 +976,11 @@ static __noinline int tc_pod_icmp6_error(struct __sk_buff *skb, const struct bpf
 		return BPFNET_TC_NEXT;
 	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
 	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
 	/* As tc_pod_ipv6: the pod's neighbour discovery with its gateway and the rest are not ours. */
-	if (!backend || !in_provisioning_subnet6(cfg, &daddr))
+	if (!in_provisioning_subnet6(cfg, &daddr))
+		return BPFNET_TC_NEXT;
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
+	if (!backend)
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
@@ -1020,8 +1022,11 @@ static __noinline int tc_pod_ipv6(struct __sk_buff *skb, const struct bpfnet_ifa
 		return BPFNET_TC_NEXT;
 	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
 	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	/* The destination first, as for IPv4 (pod_ipv4). */
+	if (!in_provisioning_subnet6(cfg, &daddr))
+		return BPFNET_TC_NEXT;
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
-	if (!backend || !in_provisioning_subnet6(cfg, &daddr))
+	if (!backend)
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
@@ -1038,10 +1043,13 @@ static __always_inline int pod_ipv4(struct __sk_buff *skb, const struct bpfnet_i
 
 	if (!ip)
 		return BPFNET_TC_NEXT;
+	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. The
+	 * destination first: the pod's traffic anywhere else costs no lookup. */
+	if (!in_provisioning_subnet(cfg, ip->daddr))
+		return BPFNET_TC_NEXT;
 	struct bpfnet_ip saddr = ip_v4(ip->saddr);
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
-	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
-	if (!backend || !in_provisioning_subnet(cfg, ip->daddr))
+	if (!backend)
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
