@@ -381,7 +381,7 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct
 	}
 	if (icmp_error_rewrite(skb, pkt, &e, NAT_DESTINATION, daddr, target.backend_ip.w[3], e.inner_sport,
 			       target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -405,8 +405,8 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 		tftp_clamp_blksize(skb, pkt->l4_off, pkt->l4_end,
 				   pkt->ip6 ? (__u32)backend->mtu - IPV6_EXTRA_HEADER_LEN : backend->mtu);
 	if (nat_rewrite_ip(skb, pkt, NAT_DESTINATION, daddr, &target->backend_ip, pkt->dport,
-			   target->backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
+			   target->backend_port, NAT_WRITE_DIRECT) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -451,8 +451,7 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 		return TC_ACT_SHOT;
 	}
 	trace_steered(&target.backend_ip, target.backend_port, target.kind);
-	__u8 sender_mac[6]; /* the rewrite below moves the packet */
-	mac_copy(sender_mac, eth->h_source);
+	__u64 sender = mac_load(eth->h_source); /* the rewrite below moves the packet */
 
 	if (target.kind == BPFNET_KIND_DHCP && !relays_dhcp) {
 		decide(BPFNET_CTR_DROP_NOT_ALLOWED); /* never: port 67 goes to tc_ipv4_dhcp */
@@ -471,6 +470,8 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
 	if (target.unconfirmed)
 		confirm_flow(&ports, &host, &service, &target);
+	__u8 sender_mac[6];
+	mac_store(sender_mac, sender);
 	learn_neighbour(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
 	return action;
 }
@@ -496,13 +497,14 @@ static __always_inline int steer6_from_lan(struct __sk_buff *skb, void *data, st
 		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
 		return TC_ACT_SHOT;
 	}
-	__u8 sender_mac[6]; /* the rewrite below moves the packet */
-	mac_copy(sender_mac, eth->h_source);
+	__u64 sender = mac_load(eth->h_source); /* the rewrite below moves the packet */
 	int action = steer_to_backend(skb, &pkt, daddr, &target);
 	if (action != TC_ACT_REDIRECT)
 		return action;
 	if (target.unconfirmed)
 		confirm_flow(&ports, saddr, daddr, &target);
+	__u8 sender_mac[6];
+	mac_store(sender_mac, sender);
 	learn_neighbour6(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
 	return action;
 }
@@ -585,7 +587,7 @@ static __noinline int tc_icmp6_error_to_pod(struct __sk_buff *skb, const struct 
 	}
 	if (icmp6_error_rewrite(skb, &pkt, &e, NAT_DESTINATION, &daddr, &target.backend_ip, e.ports.sport,
 				target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return traced_tc(skb, TC_ACT_SHOT);
 	}
@@ -821,7 +823,7 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct
 		return TC_ACT_SHOT;
 	if (icmp_error_rewrite(skb, pkt, &e, NAT_SOURCE, saddr, service_ip.w[3], e.inner_dport,
 			       service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+	    rewrite_macs(skb, host_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -866,16 +868,17 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
 	trace_steered(&service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
 
-	__u8 host_mac[6];
-	if (lan_host_mac(&host, &service_ip, host_mac))
+	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
+	if (lan_host_mac(&host, &service_ip, macs))
 		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
 	if (!listed) {
 		struct lan_ports ports = lan_ports_of(&pkt);
 		record_flow(&ports, &host, &service_ip, &bkey.backend_ip);
 	}
 
-	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip.w[3], pkt.sport, service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip.w[3], pkt.sport, service_port,
+			NAT_WRITE_STORE) ||
+	    rewrite_macs_to_lan(skb, macs, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -914,15 +917,16 @@ static __always_inline int steer6_from_pod(struct __sk_buff *skb, void *data, st
 		return TC_ACT_SHOT;
 	}
 
-	__u8 host_mac[6];
-	if (lan_host_mac(daddr, &service_ip, host_mac))
+	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
+	if (lan_host_mac(daddr, &service_ip, macs))
 		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
 	if (!listed) {
 		struct lan_ports ports = lan_ports_of(&pkt);
 		record_flow(&ports, daddr, &service_ip, saddr);
 	}
-	if (nat6_rewrite(skb, &pkt, NAT_SOURCE, saddr, &service_ip, pkt.sport, service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+	if (nat6_rewrite(skb, &pkt, NAT_SOURCE, saddr, &service_ip, pkt.sport, service_port,
+			 NAT_WRITE_STORE) ||
+	    rewrite_macs_to_lan(skb, macs, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -972,9 +976,11 @@ static __noinline int tc_pod_icmp6_error(struct __sk_buff *skb, const struct bpf
 		return BPFNET_TC_NEXT;
 	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
 	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
 	/* As tc_pod_ipv6: the pod's neighbour discovery with its gateway and the rest are not ours. */
-	if (!backend || !in_provisioning_subnet6(cfg, &daddr))
+	if (!in_provisioning_subnet6(cfg, &daddr))
+		return BPFNET_TC_NEXT;
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
+	if (!backend)
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
@@ -997,7 +1003,7 @@ static __noinline int tc_pod_icmp6_error(struct __sk_buff *skb, const struct bpf
 		return traced_tc(skb, TC_ACT_SHOT);
 	if (icmp6_error_rewrite(skb, &pkt, &e, NAT_SOURCE, &saddr, &service_ip, e.ports.dport,
 				service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
+	    rewrite_macs(skb, host_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return traced_tc(skb, TC_ACT_SHOT);
 	}
@@ -1016,8 +1022,11 @@ static __noinline int tc_pod_ipv6(struct __sk_buff *skb, const struct bpfnet_ifa
 		return BPFNET_TC_NEXT;
 	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
 	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	/* The destination first, as for IPv4 (pod_ipv4). */
+	if (!in_provisioning_subnet6(cfg, &daddr))
+		return BPFNET_TC_NEXT;
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
-	if (!backend || !in_provisioning_subnet6(cfg, &daddr))
+	if (!backend)
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
@@ -1034,10 +1043,13 @@ static __always_inline int pod_ipv4(struct __sk_buff *skb, const struct bpfnet_i
 
 	if (!ip)
 		return BPFNET_TC_NEXT;
+	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. The
+	 * destination first: the pod's traffic anywhere else costs no lookup. */
+	if (!in_provisioning_subnet(cfg, ip->daddr))
+		return BPFNET_TC_NEXT;
 	struct bpfnet_ip saddr = ip_v4(ip->saddr);
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
-	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. */
-	if (!backend || !in_provisioning_subnet(cfg, ip->daddr))
+	if (!backend)
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);

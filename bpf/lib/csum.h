@@ -39,12 +39,13 @@ static __always_inline __u16 csum_fold(__s64 sum)
 }
 
 /*
- * Writes 1, 2 or 4 bytes at off and updates the UDP checksum for them. The checksum sums 16-bit words
+ * Writes 1, 2 or 4 bytes at off of a UDP datagram and adds the change they make to its checksum to *diff,
+ * for one update of the checksum over several such fields (udp_csum_apply). The checksum sums 16-bit words
  * counted from the start of the UDP header, so a value at an odd position straddles two words: the words
  * around it are replaced whole (a window of at most 6 bytes).
  */
-static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 off,
-					  const __u8 *bytes, __u32 len)
+static __always_inline int udp_store_diff(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 off,
+					  const __u8 *bytes, __u32 len, __u32 *diff)
 {
 	__u32 lead = (off - pkt->l4_off) & 1;
 	__u32 start = off - lead;
@@ -71,11 +72,33 @@ static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ip
 			break;
 		__u16 from = (__u16)(old[i] | old[i + 1] << 8); /* the word as it lies in memory */
 		__u16 to = (__u16)(new[i] | new[i + 1] << 8);
-		if (from != to && bpf_l4_csum_replace(skb, l4_csum_off(pkt), from, to,
-						      BPF_F_MARK_MANGLED_0 | sizeof(__u16)))
-			return -1;
+		if (from != to)
+			*diff += (__u16)~from + (__u32)to;
 	}
 	return bpf_skb_store_bytes(skb, start, new, span, 0);
+}
+
+/*
+ * Applies the change summed by udp_store_diff() to the UDP checksum, in one call of the kernel's helper
+ * (payload: not applied to a CHECKSUM_PARTIAL skb's field, which holds the pseudo-header's sum). A UDP
+ * checksum of 0 ("none") stays 0.
+ */
+static __always_inline int udp_csum_apply(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 diff)
+{
+	if (!diff)
+		return 0;
+	return bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff, BPF_F_MARK_MANGLED_0) ? -1 : 0;
+}
+
+/* Writes 1, 2 or 4 bytes at off of a UDP datagram and updates its checksum for them. */
+static __always_inline int udp_store_csum(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 off,
+					  const __u8 *bytes, __u32 len)
+{
+	__u32 diff = 0;
+
+	if (udp_store_diff(skb, pkt, off, bytes, len, &diff))
+		return -1;
+	return udp_csum_apply(skb, pkt, diff);
 }
 
 #endif /* BPFNET_CSUM_H */

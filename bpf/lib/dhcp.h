@@ -25,7 +25,6 @@
 #include "trace.h"
 
 /* BOOTP message layout (RFC 2131 section 2), offsets from the start of the UDP payload. */
-#define BOOTP_HLEN_HOPS	      2 /* the 16-bit word holding hlen and hops */
 #define BOOTP_HOPS	      3
 #define BOOTP_SIADDR	      20
 #define BOOTP_GIADDR	      24
@@ -257,11 +256,13 @@ static __always_inline __be32 dhcp_server_id(const struct dhcp_walk *w, __u32 i)
 }
 
 /*
- * Writes to over every copy of option 54 that names from, in the datagram at l4_off; returns how many were
- * rewritten. The walk's offsets are from the start of the BOOTP message.
+ * Writes to over every copy of option 54 that names from, in the datagram at l4_off, adding the checksum's
+ * change to *diff (udp_store_diff); returns how many were rewritten. The walk's offsets are from the start
+ * of the BOOTP message.
  */
 static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const struct dhcp_walk *w,
-						   const struct ip_packet *pkt, __be32 from, __be32 to)
+						   const struct ip_packet *pkt, __be32 from, __be32 to,
+						   __u32 *diff)
 {
 	__u32 bootp = pkt->l4_off + sizeof(struct udphdr);
 	int rewritten = 0;
@@ -272,7 +273,7 @@ static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const 
 		if (dhcp_server_id(w, i) != from)
 			continue;
 		__u32 at = w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)] & (DHCP_SCAN - 1);
-		if (udp_store_csum(skb, pkt, bootp + at, (const __u8 *)&to, 4))
+		if (udp_store_diff(skb, pkt, bootp + at, (const __u8 *)&to, 4, diff))
 			return rewritten;
 		rewritten++;
 	}
@@ -308,7 +309,9 @@ __noinline int dhcp_restore_server_id(struct __sk_buff *skb, __u32 l4_off, __u32
 	if (!w)
 		return 0;
 	struct ip_packet request = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
-	int restored = dhcp_replace_server_ids(skb, w, &request, service_ip, own_id);
+	__u32 diff = 0;
+	int restored = dhcp_replace_server_ids(skb, w, &request, service_ip, own_id, &diff);
+	udp_csum_apply(skb, &request, diff);
 	if (restored)
 		count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
 	return restored;
@@ -325,12 +328,14 @@ __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_e
 	struct ip_packet reply = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
 	const struct ip_packet *pkt = &reply;
 	__be32 siaddr = 0;
+	__u32 diff = 0; /* the checksum's change, applied once for every field rewritten */
 	int rewritten = 0;
 
 	if (!skb || bpf_skb_load_bytes(skb, bootp_offset(pkt) + BOOTP_SIADDR, &siaddr, 4))
 		return 0;
 	if (siaddr == backend_ip) {
-		if (udp_store_csum(skb, pkt, bootp_offset(pkt) + BOOTP_SIADDR, (const __u8 *)&service_ip, 4))
+		if (udp_store_diff(skb, pkt, bootp_offset(pkt) + BOOTP_SIADDR, (const __u8 *)&service_ip, 4,
+				   &diff))
 			return 0;
 		rewritten = 1;
 	}
@@ -339,9 +344,10 @@ __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_e
 	if (!w || w->ids == 0)
 		goto done; /* plain BOOTP, a broken list (counted), or no identifier */
 	remember_server_id(backend_ip, dhcp_server_id(w, 0));
-	if (dhcp_replace_server_ids(skb, w, pkt, backend_ip, service_ip))
+	if (dhcp_replace_server_ids(skb, w, pkt, backend_ip, service_ip, &diff))
 		rewritten = 1;
 done:
+	udp_csum_apply(skb, pkt, diff);
 	if (rewritten)
 		count(BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN);
 	return rewritten;
@@ -354,6 +360,26 @@ static __always_inline int dhcp_relay_configured(__be32 giaddr)
 	return bpf_map_lookup_elem(&dhcp_relays, &key) != NULL;
 }
 
+/* Writes the hops and giaddr of a relayed request (their checksum change is the caller's). tc_nic_ingress
+ * only: directly where they lie in the linear part. */
+static __always_inline int dhcp_store_relay_fields(struct __sk_buff *skb, const struct ip_packet *pkt,
+						   __u8 hops, __be32 giaddr)
+{
+	__u32 bootp = bootp_offset(pkt);
+	__u8 *hops_at = nat_direct_at(skb, bootp + BOOTP_HOPS, sizeof(hops));
+
+	if (hops_at)
+		*hops_at = hops;
+	else if (bpf_skb_store_bytes(skb, bootp + BOOTP_HOPS, &hops, sizeof(hops), 0))
+		return -1;
+	__be32 *giaddr_at = nat_direct_at(skb, bootp + BOOTP_GIADDR, sizeof(giaddr));
+	if (giaddr_at) {
+		*giaddr_at = giaddr;
+		return 0;
+	}
+	return bpf_skb_store_bytes(skb, bootp + BOOTP_GIADDR, &giaddr, sizeof(giaddr), 0);
+}
+
 /*
  * Client (or a relay on the LAN) -> server. Sets giaddr to the service IP when no relay did, counts the
  * hop, and sends the request into the pod from service IP:67 to backend:port.
@@ -364,8 +390,6 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 {
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
 	struct bootp_head head;
-	__be32 saddr = pkt->ip->saddr;
-	__be32 daddr = pkt->ip->daddr;
 
 	if (!backend) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND);
@@ -388,13 +412,16 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	__be32 backend_ip = target->backend_ip.w[3]; /* an IPv4 service's backend: IPv4 */
 	dhcp_restore_server_id(skb, pkt->l4_off, pkt->l4_end, backend_ip, service_ip);
 
-	__u8 hlen_hops[2] = {head.hlen, (__u8)(head.hops + 1)};
-	if (udp_store_csum(skb, pkt, bootp_offset(pkt) + BOOTP_HLEN_HOPS, hlen_hops, 2) ||
-	    (!head.giaddr &&
-	     udp_store_csum(skb, pkt, bootp_offset(pkt) + BOOTP_GIADDR, (const __u8 *)&service_ip, 4)) ||
-	    nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
-	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, backend_ip, pkt->dport, target->backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac) ||
+	/* One more hop, and giaddr the service IP when no relay set it: payload, in the UDP checksum with the
+	 * new addresses and ports (one update for all). */
+	__u8 hops = head.hops + 1;
+	__be32 giaddr = head.giaddr ? head.giaddr : service_ip;
+	__u32 payload_diff = csum_word_diff(head.hlen | head.hops << 8, head.hlen | hops << 8) +
+			     csum_word4_diff(head.giaddr, giaddr);
+	if (udp4_readdress(skb, pkt, service_ip, backend_ip, bpf_htons(DHCP_SERVER_PORT),
+			   target->backend_port, payload_diff, NAT_WRITE_DIRECT) ||
+	    dhcp_store_relay_fields(skb, pkt, hops, giaddr) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT) ||
 	    /* A broadcast frame stays PACKET_BROADCAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
@@ -472,9 +499,9 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 	dhcp_hide_backend(skb, pkt->l4_off, pkt->l4_end, saddr, service_ip);
 	to = ip_v4(to_ip);
 	trace_steered(&to, to_port, BPFNET_KIND_DHCP);
-	if (nat_rewrite(skb, pkt, NAT_SOURCE, saddr, service_ip, pkt->sport, bpf_htons(DHCP_SERVER_PORT)) ||
-	    nat_rewrite(skb, pkt, NAT_DESTINATION, daddr, to_ip, pkt->dport, to_port) ||
-	    rewrite_macs(skb, to_mac, cfg->nic_mac)) {
+	if (udp4_readdress(skb, pkt, service_ip, to_ip, bpf_htons(DHCP_SERVER_PORT), to_port, 0,
+			   NAT_WRITE_STORE) ||
+	    rewrite_macs(skb, to_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}

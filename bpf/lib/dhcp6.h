@@ -155,24 +155,67 @@ static __always_inline __u32 round_up4(__u32 n)
 	return (n + 3) & ~3u;
 }
 
-/*
- * The UDP length goes from old_len to new_len: the header field and the pseudo-header's length, both in
- * the checksum, and the IPv6 payload length (the extension headers before the datagram included).
- */
-static __always_inline int udp6_set_length(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 old_len,
-					   __u32 new_len)
-{
-	__be16 from = bpf_htons((__u16)old_len), to = bpf_htons((__u16)new_len);
-	__be16 payload = bpf_htons((__u16)(pkt->l4_off - pkt->l3_off - IPV6_HEADER_LEN + new_len));
+/* Where a relayed datagram goes: its new addresses and ports. */
+struct udp6_ends {
+	struct bpfnet_ip saddr;
+	struct bpfnet_ip daddr;
+	__be16 sport;
+	__be16 dport;
+};
 
-	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), from, to, BPF_F_MARK_MANGLED_0 | sizeof(to)) ||
-	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), from, to,
-				BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0 | sizeof(to)) ||
-	    bpf_skb_store_bytes(skb, pkt->l4_off + offsetof(struct udphdr, len), &to, sizeof(to), 0) ||
-	    bpf_skb_store_bytes(skb, pkt->l3_off + offsetof(struct ipv6hdr, payload_len), &payload,
-				sizeof(payload), 0))
+/* The first bytes of a UDP header, as udp6_readdress() stores them. */
+struct udp_ports_len {
+	__be16 sport;
+	__be16 dport;
+	__be16 len;
+} __attribute__((packed));
+
+/*
+ * A relayed datagram's new length (old_len -> new_len), addresses (saddr, daddr -> to) and ports (pkt's ->
+ * to), with the UDP checksum, which also takes payload_diff (the caller's change to the payload). The length
+ * is in the UDP header, in the pseudo-header and in the IPv6 payload length (the extension headers before the
+ * datagram included). Two updates of the checksum (what the pseudo-header carries, with BPF_F_PSEUDO_HDR, and
+ * the rest) and one of skb->csum (the address change given back, as nat6_rewrite() explains), where one per
+ * field would make ten. The packet's pointers are invalid afterwards.
+ */
+static __always_inline int udp6_readdress(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 old_len,
+					  __u32 new_len, const struct bpfnet_ip *saddr,
+					  const struct bpfnet_ip *daddr, const struct udp6_ends *to,
+					  __u32 payload_diff, enum nat_write write)
+{
+	struct udp_ports_len udp = {.sport = to->sport, .dport = to->dport, .len = bpf_htons((__u16)new_len)};
+	__be16 payload = bpf_htons((__u16)(pkt->l4_off - pkt->l3_off - IPV6_HEADER_LEN + new_len));
+	__u32 len_diff = csum_word_diff(bpf_htons((__u16)old_len), udp.len);
+	__u32 addr_diff = csum_add32(csum_diff16(saddr, &to->saddr), csum_diff16(daddr, &to->daddr));
+	__u32 rest = csum_add32(payload_diff, len_diff + csum_word_diff(pkt->sport, udp.sport) +
+						      csum_word_diff(pkt->dport, udp.dport));
+
+	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest, BPF_F_MARK_MANGLED_0) ||
+	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, csum_add32(len_diff, addr_diff),
+				BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
 		return -1;
-	return 0;
+	bpf_csum_update(skb, addr_diff);
+	struct ipv6hdr *ip6 =
+		write == NAT_WRITE_DIRECT ? nat_direct_at(skb, pkt->l3_off, sizeof(*ip6)) : NULL;
+	if (ip6) {
+		ip6->payload_len = payload;
+		__builtin_memcpy(&ip6->saddr, &to->saddr, sizeof(to->saddr));
+		__builtin_memcpy(&ip6->daddr, &to->daddr, sizeof(to->daddr));
+	} else if (bpf_skb_store_bytes(skb, pkt->l3_off + offsetof(struct ipv6hdr, payload_len), &payload,
+				       sizeof(payload), 0) ||
+		   bpf_skb_store_bytes(skb, pkt->l3_off + offsetof(struct ipv6hdr, saddr), &to->saddr,
+				       sizeof(to->saddr), 0) ||
+		   bpf_skb_store_bytes(skb, pkt->l3_off + offsetof(struct ipv6hdr, daddr), &to->daddr,
+				       sizeof(to->daddr), 0)) {
+		return -1;
+	}
+	struct udp_ports_len *at =
+		write == NAT_WRITE_DIRECT ? nat_direct_at(skb, pkt->l4_off, sizeof(*at)) : NULL;
+	if (at) {
+		*at = udp;
+		return 0;
+	}
+	return bpf_skb_store_bytes(skb, pkt->l4_off, &udp, sizeof(udp), 0);
 }
 
 /* Writes msg[0, len) as the UDP payload of a datagram that now ends there. */
@@ -282,13 +325,14 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 	/* The message keeps its alignment (the header is a multiple of 4): the header is all that adds. */
 	__s64 added = bpf_csum_diff(NULL, 0, (__be32 *)s->msg, DHCP6_WRAP_LEN, 0);
 	__u32 udp_len = sizeof(struct udphdr) + n;
+	struct udp6_ends to = {.saddr = *service,
+			       .daddr = target->backend_ip,
+			       .sport = bpf_htons(DHCP6_SERVER_PORT),
+			       .dport = target->backend_port};
 	if (added < 0 || udp6_store_payload(skb, pkt, s, n + DHCP6_WRAP_LEN) ||
-	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, (__u32)added, BPF_F_MARK_MANGLED_0) ||
-	    udp6_set_length(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN) ||
-	    nat6_rewrite(skb, pkt, NAT_SOURCE, saddr, service, pkt->sport, bpf_htons(DHCP6_SERVER_PORT)) ||
-	    nat6_rewrite(skb, pkt, NAT_DESTINATION, daddr, &target->backend_ip, pkt->dport,
-			 target->backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac) ||
+	    udp6_readdress(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN, saddr, daddr, &to, (__u32)added,
+			   NAT_WRITE_DIRECT) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT) ||
 	    /* A multicast frame stays PACKET_MULTICAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
@@ -438,18 +482,19 @@ static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct
 	}
 	dhcp6_zero_after(s, len);
 	__s64 new_sum = dhcp6_sum(s, round_up4(len));
-	struct bpfnet_ip from = ip_is_unset(&cfg->nic_link_local) || to_port == bpf_htons(DHCP6_SERVER_PORT)
-					? *service
-					: cfg->nic_link_local;
-	struct bpfnet_ip to = s->peer;
-	trace_steered(&to, to_port, BPFNET_KIND_DHCP6);
+	struct udp6_ends to = {
+		.saddr = ip_is_unset(&cfg->nic_link_local) || to_port == bpf_htons(DHCP6_SERVER_PORT)
+				 ? *service
+				 : cfg->nic_link_local,
+		.daddr = s->peer,
+		.sport = bpf_htons(DHCP6_SERVER_PORT),
+		.dport = to_port,
+	};
+	trace_steered(&to.daddr, to_port, BPFNET_KIND_DHCP6);
 	if (new_sum < 0 || udp6_store_payload(skb, pkt, s, len) ||
-	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), (__u32)old_sum, (__u32)new_sum,
-				BPF_F_MARK_MANGLED_0 | sizeof(__u32)) ||
-	    udp6_set_length(skb, pkt, sizeof(struct udphdr) + n, sizeof(struct udphdr) + len) ||
-	    nat6_rewrite(skb, pkt, NAT_SOURCE, pod, &from, pkt->sport, bpf_htons(DHCP6_SERVER_PORT)) ||
-	    nat6_rewrite(skb, pkt, NAT_DESTINATION, service, &to, pkt->dport, to_port) ||
-	    rewrite_macs(skb, s->peer_mac, cfg->nic_mac)) {
+	    udp6_readdress(skb, pkt, sizeof(struct udphdr) + n, sizeof(struct udphdr) + len, pod, service,
+			   &to, csum_word4_diff((__u32)old_sum, (__u32)new_sum), NAT_WRITE_STORE) ||
+	    rewrite_macs(skb, s->peer_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}

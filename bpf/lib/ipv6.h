@@ -101,6 +101,22 @@ ipv6_walk_ext_headers(void *ctx, int xdp, __u32 l3_off, __u32 l3_end, __u8 first
 }
 
 /*
+ * Copies the TCP or UDP header at l4_off: straight from the packet when it follows the fixed header within
+ * the linear part (no extension headers, the common case), else through the load-bytes helper.
+ */
+static __always_inline long ipv6_load_l4(void *ctx, int xdp, struct ipv6hdr *ip6, void *data_end,
+					 __u32 l3_off, __u32 l4_off, void *to, __u32 len)
+{
+	void *l4 = ip6 + 1;
+
+	if (l4_off == l3_off + IPV6_HEADER_LEN && l4 + len <= data_end) {
+		__builtin_memcpy(to, l4, len);
+		return 0;
+	}
+	return load_packet_bytes(ctx, xdp, l4_off, to, len);
+}
+
+/*
  * Validates an IPv6 packet and its TCP or UDP header: version, payload length within the frame (no
  * jumbograms), the extension headers (ipv6_walk_ext_headers), L4 header present and consistent (TCP data
  * offset >= 5 and within the packet, UDP length >= 8 and equal to what the packet carries). Fills pkt like
@@ -109,6 +125,9 @@ ipv6_walk_ext_headers(void *ctx, int xdp, __u32 l3_off, __u32 l3_end, __u8 first
 static __always_inline enum parse_verdict ipv6_validate(void *ctx, int xdp, void *data, __u32 frame_len,
 							struct ipv6hdr *ip6, struct ip_packet *pkt)
 {
+	/* Where the directly readable part ends (a TC program's skb may have more in pages). */
+	void *data_end = xdp ? (void *)(long)((struct xdp_md *)ctx)->data_end
+			     : (void *)(long)((struct __sk_buff *)ctx)->data_end;
 	__u32 l3_off = (void *)ip6 - data;
 	__u32 payload = bpf_ntohs(ip6->payload_len);
 	__u32 l3_end = l3_off + IPV6_HEADER_LEN + payload;
@@ -131,7 +150,8 @@ static __always_inline enum parse_verdict ipv6_validate(void *ctx, int xdp, void
 	if (proto == IPPROTO_TCP) {
 		struct tcphdr tcp;
 
-		if (l4_off + sizeof(tcp) > l3_end || load_packet_bytes(ctx, xdp, l4_off, &tcp, sizeof(tcp)) ||
+		if (l4_off + sizeof(tcp) > l3_end ||
+		    ipv6_load_l4(ctx, xdp, ip6, data_end, l3_off, l4_off, &tcp, sizeof(tcp)) ||
 		    tcp.doff < 5 || l4_off + tcp.doff * 4 > l3_end)
 			return PARSE_MALFORMED;
 		pkt->sport = tcp.source;
@@ -141,7 +161,8 @@ static __always_inline enum parse_verdict ipv6_validate(void *ctx, int xdp, void
 	if (proto == IPPROTO_UDP) {
 		struct udphdr udp;
 
-		if (l4_off + sizeof(udp) > l3_end || load_packet_bytes(ctx, xdp, l4_off, &udp, sizeof(udp)))
+		if (l4_off + sizeof(udp) > l3_end ||
+		    ipv6_load_l4(ctx, xdp, ip6, data_end, l3_off, l4_off, &udp, sizeof(udp)))
 			return PARSE_MALFORMED;
 		__u32 udp_len = bpf_ntohs(udp.len);
 		/* Over IPv6 a UDP checksum is mandatory (RFC 8200 8.1): a receiver discards one of 0. */

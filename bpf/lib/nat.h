@@ -18,39 +18,214 @@ enum nat_side {
 	NAT_DESTINATION,
 };
 
+/*
+ * How a rewrite reaches the packet's bytes. A program that writes packet data directly gets a prologue from
+ * the verifier that un-clones a cloned skb before it runs, for every packet it sees. tc_nic_ingress has it
+ * anyway (the ARP responder answers in place), so its rewrites write directly: no helper call per field.
+ * tc_pod_ingress must not have it (the pod's TCP segments are clones, and most of them are the CNI's, not
+ * ours): its rewrites store through bpf_skb_store_bytes, which un-clones only the packets it writes.
+ */
+enum nat_write {
+	NAT_WRITE_STORE,
+	NAT_WRITE_DIRECT,
+};
+
+/*
+ * Checksum arithmetic (RFC 1624 eqn. 3) for fields the programs change: the difference a word's change
+ * makes to a ones'-complement sum, and a checksum field after such differences. Words are summed as they
+ * lie in memory: the ones'-complement sum does not depend on the byte order.
+ */
+static __always_inline __u32 csum_word_diff(__u16 from, __u16 to)
+{
+	return (__u16)~from + (__u32)to;
+}
+
+/* A 32-bit field's change: its two 16-bit words (the field at an even offset of what the sum covers). */
+static __always_inline __u32 csum_word4_diff(__be32 from, __be32 to)
+{
+	return csum_word_diff((__u16)from, (__u16)to) +
+	       csum_word_diff((__u16)(from >> 16), (__u16)(to >> 16));
+}
+
+/* A 16-bit checksum field after the words it covers changed by diff (a sum of a few of the above). */
+static __always_inline __sum16 csum_add_diff(__sum16 check, __u32 diff)
+{
+	__u64 sum = (__u16)~check + (__u64)diff;
+
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__sum16)~sum;
+}
+
+/* A checksum after a 32-bit word it covers changed (what the kernel's csum_replace4 does). */
+static __always_inline __sum16 csum_replace4_value(__sum16 check, __be32 from, __be32 to)
+{
+	return csum_add_diff(check, csum_word4_diff(from, to));
+}
+
+/* The bytes of an IPv4 header from its checksum to the destination address, stored in one call. */
+struct ipv4_check_addrs {
+	__sum16 check;
+	__be32 saddr;
+	__be32 daddr;
+} __attribute__((packed));
+
+/*
+ * Sets one side's address in the IPv4 header with the header checksum, in one write. Every IPv4 header the
+ * programs rewrite follows the Ethernet header (parse_ipv4_fixed), in the linear part (tc_parse_eth).
+ */
+static __always_inline int ipv4_set_address(struct __sk_buff *skb, const struct ip_packet *pkt,
+					    enum nat_side side, __be32 old_ip, __be32 new_ip,
+					    enum nat_write write)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+
+	if (pkt->l3_off != sizeof(struct ethhdr) || (void *)(ip + 1) > data_end)
+		return -1;
+	__sum16 check = csum_replace4_value(ip->check, old_ip, new_ip);
+	if (write == NAT_WRITE_DIRECT) {
+		ip->check = check;
+		if (side == NAT_SOURCE)
+			ip->saddr = new_ip;
+		else
+			ip->daddr = new_ip;
+		return 0;
+	}
+	struct ipv4_check_addrs h = {.check = check, .saddr = ip->saddr, .daddr = ip->daddr};
+	if (side == NAT_SOURCE)
+		h.saddr = new_ip;
+	else
+		h.daddr = new_ip;
+	return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), &h, sizeof(h),
+				   0);
+}
+
+/* Direct writes reach this far into the frame (the headers, and the BOOTP fields the relay sets). */
+#define NAT_DIRECT_MAX_OFF 127
+
+/*
+ * Where len bytes at off lie in the linear part, for a NAT_WRITE_DIRECT rewrite to write them; NULL when
+ * they do not (past NAT_DIRECT_MAX_OFF, or in the paged part): the helper stores them then.
+ */
+static __always_inline void *nat_direct_at(struct __sk_buff *skb, __u32 off, __u32 len)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+
+	if (off > NAT_DIRECT_MAX_OFF)
+		return NULL;
+	/* Restate off <= NAT_DIRECT_MAX_OFF where the verifier sees it. */
+	asm volatile("%[off] &= 127" : [off] "+r"(off));
+	if (data + off + len > data_end)
+		return NULL;
+	return data + off;
+}
+
 /* One side's port, and the L4 checksum over it (either family). */
 static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct ip_packet *pkt,
-					    enum nat_side side, __be16 old_port, __be16 new_port)
+					    enum nat_side side, __be16 old_port, __be16 new_port,
+					    enum nat_write write)
 {
 	__u32 port_off = pkt->l4_off + (side == NAT_SOURCE ? 0 : sizeof(__be16));
 
 	if (old_port == new_port)
 		return 0;
-	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), old_port, new_port, l4_csum_flags(pkt) | 2) ||
-	    bpf_skb_store_bytes(skb, port_off, &new_port, 2, 0))
+	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), old_port, new_port, l4_csum_flags(pkt) | 2))
 		return -1;
-	return 0;
+	__be16 *at = write == NAT_WRITE_DIRECT ? nat_direct_at(skb, port_off, sizeof(*at)) : NULL;
+	if (at) {
+		*at = new_port;
+		return 0;
+	}
+	return bpf_skb_store_bytes(skb, port_off, &new_port, sizeof(new_port), 0);
 }
 
 /*
- * Rewrites one side's address and port. The packet's pointers are invalid afterwards: helpers may
- * move the data. Returns 0 on success, negative when a helper refused.
+ * Rewrites one side's address and port. The L4 checksum follows through the kernel's helper (it knows the
+ * skb's checksum state); the IPv4 header checksum, which no device computes, is updated with the address.
+ * The packet's pointers are invalid afterwards: helpers may move the data. Returns 0 on success, negative
+ * when a helper refused.
  */
 static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt, enum nat_side side,
-				       __be32 old_ip, __be32 new_ip, __be16 old_port, __be16 new_port)
+				       __be32 old_ip, __be32 new_ip, __be16 old_port, __be16 new_port,
+				       enum nat_write write)
 {
-	__u32 ip_off = pkt->l3_off +
-		       (side == NAT_SOURCE ? offsetof(struct iphdr, saddr) : offsetof(struct iphdr, daddr));
-
 	if (old_ip != new_ip) {
 		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), old_ip, new_ip,
 					BPF_F_PSEUDO_HDR | l4_csum_flags(pkt) | 4) ||
-		    bpf_l3_csum_replace(skb, pkt->l3_off + offsetof(struct iphdr, check), old_ip, new_ip,
-					4) ||
-		    bpf_skb_store_bytes(skb, ip_off, &new_ip, 4, 0))
+		    ipv4_set_address(skb, pkt, side, old_ip, new_ip, write))
 			return -1;
 	}
-	return nat_rewrite_port(skb, pkt, side, old_port, new_port);
+	return nat_rewrite_port(skb, pkt, side, old_port, new_port, write);
+}
+
+/*
+ * Re-addresses an IPv4 UDP datagram: both addresses and both ports, with the IPv4 header checksum and the
+ * UDP checksum, which also takes payload_diff (the csum_word_diff()s of what the caller changes in the
+ * payload; the caller writes those bytes itself). Two calls of the kernel's checksum helper in all: one
+ * for the addresses, which the pseudo-header carries, one for the rest (a CHECKSUM_PARTIAL skb's field
+ * holds the pseudo-header's sum only), as nat_rewrite() would make them one field at a time. The headers
+ * are in the linear part (tc_parse_eth). The packet's pointers are invalid afterwards.
+ */
+static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip_packet *pkt, __be32 saddr,
+					  __be32 daddr, __be16 sport, __be16 dport, __u32 payload_diff,
+					  enum nat_write write)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	struct udphdr *udp = nat_direct_at(skb, pkt->l4_off, sizeof(*udp));
+
+	if (pkt->l3_off != sizeof(struct ethhdr) || (void *)(ip + 1) > data_end || !udp ||
+	    pkt->proto != IPPROTO_UDP)
+		return -1;
+	__u32 addr_diff = csum_word4_diff(ip->saddr, saddr) + csum_word4_diff(ip->daddr, daddr);
+	__u32 rest_diff =
+		payload_diff + csum_word_diff(udp->source, sport) + csum_word_diff(udp->dest, dport);
+	struct ipv4_check_addrs h = {
+		.check = csum_add_diff(ip->check, addr_diff), .saddr = saddr, .daddr = daddr};
+	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest_diff, BPF_F_MARK_MANGLED_0) ||
+	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, addr_diff, BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
+		return -1;
+	if (write == NAT_WRITE_DIRECT) {
+		struct ipv4_check_addrs *at = nat_direct_at(
+			skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), sizeof(*at));
+		udp = nat_direct_at(skb, pkt->l4_off, sizeof(*udp));
+		if (!at || !udp)
+			return -1;
+		*at = h;
+		udp->source = sport;
+		udp->dest = dport;
+		return 0;
+	}
+	__be16 ports[2] = {sport, dport};
+	return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), &h, sizeof(h),
+				   0) ||
+	       bpf_skb_store_bytes(skb, pkt->l4_off, ports, sizeof(ports), 0);
+}
+
+/* Two 32-bit partial sums added with the end-around carry (still a partial sum of 32 bits). */
+static __always_inline __u32 csum_add32(__u32 a, __u32 b)
+{
+	__u64 sum = (__u64)a + b;
+
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	return (__u32)sum + (__u32)(sum >> 32);
+}
+
+/* The ones'-complement sum of to - from over 16 bytes, as bpf_csum_diff would give it (a 32-bit partial sum).
+ */
+static __always_inline __u32 csum_diff16(const struct bpfnet_ip *from, const struct bpfnet_ip *to)
+{
+	__u64 sum = 0;
+
+	for (int i = 0; i < 4; i++)
+		sum += (__u32)~from->w[i] + (__u64)to->w[i];
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	return (__u32)sum;
 }
 
 /*
@@ -59,15 +234,15 @@ static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ip_pa
  */
 static __always_inline int nat6_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt,
 					enum nat_side side, const struct bpfnet_ip *old_ip,
-					const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port)
+					const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port,
+					enum nat_write write)
 {
 	__u32 ip_off = pkt->l3_off + (side == NAT_SOURCE ? offsetof(struct ipv6hdr, saddr)
 							 : offsetof(struct ipv6hdr, daddr));
-	struct bpfnet_ip from = *old_ip,
-			 to = *new_ip; /* on the stack: the helpers below may move the packet */
+	struct bpfnet_ip to = *new_ip; /* on the stack: the helpers below may move the packet */
 
-	if (!ip_equal(&from, &to)) {
-		__s64 diff = bpf_csum_diff(from.w, sizeof(from), to.w, sizeof(to), 0);
+	if (!ip_equal(old_ip, &to)) {
+		__u32 diff = csum_diff16(old_ip, &to);
 
 		/*
 		 * With BPF_F_PSEUDO_HDR the helper also takes diff out of skb->csum of a CHECKSUM_COMPLETE
@@ -76,33 +251,60 @@ static __always_inline int nat6_rewrite(struct __sk_buff *skb, const struct ip_p
 		 * other skb); kernels from 6.16 offer BPF_F_IPV6 for the same. Without it the receiver sees
 		 * "hw csum failure".
 		 */
-		if (diff < 0 || bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, (__u32)diff,
-						    BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))
+		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff,
+					BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))
 			return -1;
-		bpf_csum_update(skb, (__u32)diff);
-		if (bpf_skb_store_bytes(skb, ip_off, &to, sizeof(to), 0))
+		bpf_csum_update(skb, diff);
+		struct bpfnet_ip *at =
+			write == NAT_WRITE_DIRECT ? nat_direct_at(skb, ip_off, sizeof(*at)) : NULL;
+		if (at)
+			*at = to;
+		else if (bpf_skb_store_bytes(skb, ip_off, &to, sizeof(to), 0))
 			return -1;
 	}
-	return nat_rewrite_port(skb, pkt, side, old_port, new_port);
+	return nat_rewrite_port(skb, pkt, side, old_port, new_port, write);
 }
 
 /* Either family's rewrite, the addresses in their map form. */
 static __always_inline int nat_rewrite_ip(struct __sk_buff *skb, const struct ip_packet *pkt,
 					  enum nat_side side, const struct bpfnet_ip *old_ip,
-					  const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port)
+					  const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port,
+					  enum nat_write write)
 {
 	if (pkt->ip6)
-		return nat6_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port);
-	return nat_rewrite(skb, pkt, side, old_ip->w[3], new_ip->w[3], old_port, new_port);
+		return nat6_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port, write);
+	return nat_rewrite(skb, pkt, side, old_ip->w[3], new_ip->w[3], old_port, new_port, write);
 }
 
 /*
- * Sets both MACs of the frame, as the next hop expects to receive it. Stored straight from where they are
- * (no copy on the stack: every steering path's frame is close to the verifier's limit).
+ * Sets both MACs of the frame, as the next hop expects to receive it: written directly, or stored straight
+ * from where they are (no copy on the stack: the DHCP relay's frame is close to the verifier's limit).
  */
-static __always_inline int rewrite_macs(struct __sk_buff *skb, const __u8 *dst, const __u8 *src)
+static __always_inline int rewrite_macs(struct __sk_buff *skb, const __u8 *dst, const __u8 *src,
+					enum nat_write write)
 {
+	if (write == NAT_WRITE_DIRECT) {
+		void *data = (void *)(long)skb->data;
+		void *data_end = (void *)(long)skb->data_end;
+		struct ethhdr *eth = data;
+
+		if ((void *)(eth + 1) > data_end)
+			return -1;
+		mac_copy(eth->h_dest, dst);
+		mac_copy(eth->h_source, src);
+		return 0;
+	}
 	return bpf_skb_store_bytes(skb, 0, dst, 6, 0) || bpf_skb_store_bytes(skb, 6, src, 6, 0);
+}
+
+/*
+ * The MACs of a frame the NIC sends to a LAN host, stored in one call: macs holds the host's MAC, with room
+ * for the NIC's after it.
+ */
+static __always_inline int rewrite_macs_to_lan(struct __sk_buff *skb, __u8 *macs, const __u8 *nic_mac)
+{
+	mac_copy(macs + ETH_ALEN, nic_mac);
+	return bpf_skb_store_bytes(skb, 0, macs, 2 * ETH_ALEN, 0);
 }
 
 #endif /* BPFNET_NAT_H */

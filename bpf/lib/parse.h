@@ -161,6 +161,24 @@ static __always_inline void mac_copy(__u8 *dst, const __u8 *src)
 		dst[i] = src[i];
 }
 
+/* A MAC address as one value (its bytes in memory order), to keep across a rewrite in one stack slot. */
+static __always_inline __u64 mac_load(const __u8 *mac)
+{
+	__u64 value = 0;
+
+	for (int i = 0; i < 6; i++)
+		value |= (__u64)mac[i] << (8 * i);
+	/* Opaque to the compiler, which would otherwise keep six bytes in six slots again. */
+	asm volatile("" : "+r"(value));
+	return value;
+}
+
+static __always_inline void mac_store(__u8 *dst, __u64 value)
+{
+	for (int i = 0; i < 6; i++)
+		dst[i] = (__u8)(value >> (8 * i));
+}
+
 static __always_inline int mac_equal(const __u8 *a, const __u8 *b)
 {
 	__u8 diff = 0;

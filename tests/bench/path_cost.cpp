@@ -5,12 +5,17 @@
 // the medians over the rounds and each path's ratio to the floor of the same round. Not a test: nothing
 // here passes or fails on time.
 //
+// With --baseline OBJ, a second datapath loaded from the object file OBJ (an earlier build's
+// bpf/bpfnet.bpf.o) runs beside the built-in one, its paths in the same rotation: each path's ratio to the
+// floor is given for both, and the built-in one's ns per packet relative to the baseline's (per round,
+// then the median). Before and after measured in one run, on the same machine.
+//
 // With --scale, instead: the paths that look up or learn table entries, with the flows and neighbours
 // tables filled to 10, 1,000 and 100,000 entries (three copies of the datapath side by side, one per
 // size, in rotating order; tests/bench/tables.hpp), and the 10-entry copy as the baseline.
 //
-//   bench_path_cost [--scale] [--rounds R] [--runs N] [--json FILE]   (defaults 20, 1000; FILE:
-//                                                                      tests/bench/report.py)
+//   bench_path_cost [--scale] [--baseline OBJ] [--rounds R] [--runs N] [--json FILE]
+//                   (defaults 20, 1000; FILE: tests/bench/report.py)
 #include "bpfnet.skel.h"
 #include "floor.skel.h"
 #include "tests/bench/tables.hpp"
@@ -38,7 +43,7 @@ using namespace bpfnet::test;
 using namespace bpfnet::test::world;
 
 struct Path {
-    const char *name;
+    std::string name;
     int prog_fd;
     Bytes frame;
 };
@@ -174,10 +179,17 @@ double block_median(int prog_fd, const Bytes &frame, int runs) {
 
 // Per round, the floor and every path of the hook, rotating the order: the floor with each path's frame
 // (a floor does not look at the packet, so its frame does not matter; the first path's is used).
-std::map<std::string, std::vector<double>> measure(const Hook &hook, int rounds, int runs) {
+std::map<std::string, std::vector<double>> measure(const Hook &hook, int rounds, int runs,
+                                                   const std::vector<int> &heartbeat_fds) {
     std::map<std::string, std::vector<double>> series;
     const size_t n = hook.paths.size() + 1;
     for (int round = 0; round < rounds; round++) {
+        // The relays work only while the heartbeat is fresh: keep it so however long the run takes.
+        for (int fd : heartbeat_fds) {
+            const __u32 key = 0;
+            const bpfnet_heartbeat beat{now_ns()};
+            bpf_map_update_elem(fd, &key, &beat, BPF_ANY);
+        }
         for (size_t k = 0; k < n; k++) {
             const size_t which = (k + static_cast<size_t>(round)) % n;
             if (which == hook.paths.size())
@@ -268,12 +280,63 @@ nlohmann::ordered_json scale_tables(int rounds, int runs) {
     return tables;
 }
 
+// The programs of one copy of the datapath.
+struct Programs {
+    int xdp, tc_nic, tc_pod;
+};
+
+// Every path of every hook, through the given datapath's programs.
+std::vector<Hook> hooks_of(const Programs &p, int xdp_floor, int tc_floor) {
+    const Bytes tcp_other = from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385}));
+    const Bytes tcp_listed = from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}));
+    const Bytes tcp_listed6 = from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}));
+    return {
+        {"XDP on the NIC",
+         "floor (XDP_PASS)",
+         xdp_floor,
+         {{"pass-through (not a service IP)", p.xdp, tcp_other},
+          {"ARP who-has service IP (learn, on to tc)", p.xdp,
+           arp(1, broadcast, host_mac, host_ip, zero_mac, service_ip)},
+          {"listed port, on to tc", p.xdp, tcp_listed},
+          {"drop (unlisted port)", p.xdp, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22}))},
+          {"IPv6: neighbour solicitation for the service address (observed, on to tc)", p.xdp, solicitation_frame()},
+          {"IPv6: listed port, on to tc", p.xdp, tcp_listed6}}},
+        {"TC on the NIC ingress",
+         "floor (TC_ACT_OK)",
+         tc_floor,
+         {{"pass-through (not a service IP)", p.tc_nic, tcp_other},
+          {"ARP reply + redirect to the NIC's egress", p.tc_nic,
+           arp(1, broadcast, host_mac, host_ip, zero_mac, service_ip)},
+          {"DNAT listed port + redirect_peer", p.tc_nic, tcp_listed},
+          {"DNAT recorded flow + redirect_peer", p.tc_nic,
+           from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port}))},
+          {"DHCP relay request (broadcast DISCOVER)", p.tc_nic, discover_frame()},
+          {"IPv6: neighbour advertisement + redirect to the NIC's egress", p.tc_nic, solicitation_frame()},
+          {"IPv6: NAT66 listed port + redirect_peer", p.tc_nic, tcp_listed6},
+          {"IPv6: DHCPv6 relay request (Solicit wrapped in a Relay-Forward)", p.tc_nic, solicit_frame()}}},
+        {"TC on the pod veth",
+         "floor (TC_ACT_OK)",
+         tc_floor,
+         {{"reverse SNAT (reply) + redirect", p.tc_pod, from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000}))},
+          {"SNAT pod-initiated flow + redirect", p.tc_pod, from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}))},
+          {"DHCP relay reply (OFFER, server id rewritten)", p.tc_pod, offer_frame()},
+          {"IPv6: reverse NAT66 (reply) + redirect", p.tc_pod,
+           from_pod6(Packet6::tcp({pod_ip6, 6385}, {host_ip6, 40000}))},
+          {"IPv6: DHCPv6 relay reply (Relay-Reply unwrapped)", p.tc_pod, relay_reply_frame()}}},
+    };
+}
+
+// A path of the baseline copy is named after the built-in one's.
+std::string baseline_name(const std::string &name) {
+    return "baseline: " + name;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
     int rounds = 20;
     int runs = 1000;
-    std::string json_path;
+    std::string json_path, baseline_path;
     bool scale = false;
     for (int i = 1; i < argc; i++) {
         if (!std::strcmp(argv[i], "--scale"))
@@ -284,8 +347,11 @@ int main(int argc, char **argv) {
             runs = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
             json_path = argv[++i];
+        else if (!std::strcmp(argv[i], "--baseline") && i + 1 < argc)
+            baseline_path = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--scale] [--rounds R] [--runs N] [--json FILE]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--scale] [--baseline OBJ] [--rounds R] [--runs N] [--json FILE]\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -304,58 +370,52 @@ int main(int argc, char **argv) {
     }
     DatapathMaps maps = DatapathMaps::from_skeleton(*skel);
     fill_world(maps);
+    std::vector<int> heartbeat_fds = {bpf_map__fd(skel->maps.heartbeat)};
+    const Programs built_in = {bpf_program__fd(skel->progs.xdp_nic), bpf_program__fd(skel->progs.tc_nic_ingress),
+                               bpf_program__fd(skel->progs.tc_pod_ingress)};
+    const int xdp_floor = bpf_program__fd(floor->progs.xdp_floor);
+    const int tc_floor = bpf_program__fd(floor->progs.tc_floor);
+    std::vector<Hook> hooks = hooks_of(built_in, xdp_floor, tc_floor);
 
-    int xdp = bpf_program__fd(skel->progs.xdp_nic);
-    int tc_nic = bpf_program__fd(skel->progs.tc_nic_ingress);
-    int tc_pod = bpf_program__fd(skel->progs.tc_pod_ingress);
-    int xdp_floor = bpf_program__fd(floor->progs.xdp_floor);
-    int tc_floor = bpf_program__fd(floor->progs.tc_floor);
-
-    const Bytes tcp_other = from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385}));
-    const Bytes tcp_listed = from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}));
-    const Bytes tcp_listed6 = from_host6(Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}));
-    std::vector<Hook> hooks = {
-        {"XDP on the NIC",
-         "floor (XDP_PASS)",
-         xdp_floor,
-         {{"pass-through (not a service IP)", xdp, tcp_other},
-          {"ARP who-has service IP (learn, on to tc)", xdp, arp(1, broadcast, host_mac, host_ip, zero_mac, service_ip)},
-          {"listed port, on to tc", xdp, tcp_listed},
-          {"drop (unlisted port)", xdp, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 22}))},
-          {"IPv6: neighbour solicitation for the service address (observed, on to tc)", xdp, solicitation_frame()},
-          {"IPv6: listed port, on to tc", xdp, tcp_listed6}}},
-        {"TC on the NIC ingress",
-         "floor (TC_ACT_OK)",
-         tc_floor,
-         {{"pass-through (not a service IP)", tc_nic, tcp_other},
-          {"ARP reply + redirect to the NIC's egress", tc_nic,
-           arp(1, broadcast, host_mac, host_ip, zero_mac, service_ip)},
-          {"DNAT listed port + redirect_peer", tc_nic, tcp_listed},
-          {"DNAT recorded flow + redirect_peer", tc_nic,
-           from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port}))},
-          {"DHCP relay request (broadcast DISCOVER)", tc_nic, discover_frame()},
-          {"IPv6: neighbour advertisement + redirect to the NIC's egress", tc_nic, solicitation_frame()},
-          {"IPv6: NAT66 listed port + redirect_peer", tc_nic, tcp_listed6},
-          {"IPv6: DHCPv6 relay request (Solicit wrapped in a Relay-Forward)", tc_nic, solicit_frame()}}},
-        {"TC on the pod veth",
-         "floor (TC_ACT_OK)",
-         tc_floor,
-         {{"reverse SNAT (reply) + redirect", tc_pod, from_pod(Packet::tcp({pod_ip, 6385}, {host_ip, 40000}))},
-          {"SNAT pod-initiated flow + redirect", tc_pod, from_pod(Packet::tcp({pod_ip, 45000}, {host_ip, 9999}))},
-          {"DHCP relay reply (OFFER, server id rewritten)", tc_pod, offer_frame()},
-          {"IPv6: reverse NAT66 (reply) + redirect", tc_pod,
-           from_pod6(Packet6::tcp({pod_ip6, 6385}, {host_ip6, 40000}))},
-          {"IPv6: DHCPv6 relay reply (Relay-Reply unwrapped)", tc_pod, relay_reply_frame()}}},
-    };
+    bpf_object *baseline = nullptr;
+    if (!baseline_path.empty()) {
+        baseline = bpf_object__open_file(baseline_path.c_str(), nullptr);
+        if (!baseline || bpf_object__load(baseline) != 0) {
+            std::fprintf(stderr, "cannot load the baseline object %s: %s\n", baseline_path.c_str(),
+                         std::strerror(errno));
+            return 1;
+        }
+        DatapathMaps baseline_maps = DatapathMaps::from_object(baseline);
+        fill_world(baseline_maps);
+        heartbeat_fds.push_back(bpf_map__fd(bpf_object__find_map_by_name(baseline, "heartbeat")));
+        auto prog = [baseline](const char *name) {
+            return bpf_program__fd(bpf_object__find_program_by_name(baseline, name));
+        };
+        const std::vector<Hook> theirs =
+            hooks_of({prog("xdp_nic"), prog("tc_nic_ingress"), prog("tc_pod_ingress")}, xdp_floor, tc_floor);
+        for (size_t h = 0; h < hooks.size(); h++)
+            for (const Path &path : theirs[h].paths)
+                hooks[h].paths.push_back({baseline_name(path.name), path.prog_fd, path.frame});
+    }
     // Warm: the pod-initiated path records its flow once, so every measured run sees the same state.
     for (const Hook &hook : hooks)
         for (const Path &path : hook.paths)
             run_once(path.prog_fd, path.frame);
+    // Both copies should take the same way, or they are not measuring the same path: said, not refused (an
+    // experiment may leave a piece out on purpose).
+    if (baseline)
+        for (const Hook &hook : hooks)
+            for (const Path &path : hook.paths)
+                for (const Path &other : hook.paths)
+                    if (other.name == baseline_name(path.name) &&
+                        verdict_of(path.prog_fd, path.frame) != verdict_of(other.prog_fd, other.frame))
+                        std::fprintf(stderr, "warning: %s: another verdict from the baseline\n", path.name.c_str());
 
     nlohmann::ordered_json tables = nlohmann::ordered_json::array();
     for (const Hook &hook : hooks) {
-        auto series = measure(hook, rounds, runs);
+        auto series = measure(hook, rounds, runs, heartbeat_fds);
         const std::vector<double> &floor_values = series[hook.floor_name];
+        const double floor_median = stats(floor_values).median;
         std::printf("\n%s\n\n| path | ns/packet (median of rounds) | floor | ratio to floor |\n|---|---|---|---|\n",
                     hook.title);
         nlohmann::ordered_json table = {{"title", std::string(hook.title) + ": ns per packet"},
@@ -366,9 +426,31 @@ int main(int argc, char **argv) {
         table["series"][hook.floor_name] = floor_values;
         for (const Path &path : hook.paths) {
             const std::vector<double> &values = series[path.name];
-            const double median = stats(values).median, floor_median = stats(floor_values).median;
-            std::printf("| %s | %.0f | %.0f | %.2f |\n", path.name, median, floor_median, median / floor_median);
+            const double median = stats(values).median;
+            std::printf("| %s | %.0f | %.0f | %.2f |\n", path.name.c_str(), median, floor_median,
+                        median / floor_median);
             table["series"][path.name] = values;
+        }
+        if (baseline) {
+            // Per round: each copy's ratio to that round's floor, and the built-in copy's ns over the
+            // baseline's; the medians over the rounds, with the 10th-90th percentile spread.
+            std::printf("\n| path | baseline ns | baseline ratio to floor | ns | ratio to floor | ns / baseline ns |\n"
+                        "|---|---|---|---|---|---|\n");
+            for (const Path &path : hook.paths) {
+                if (!series.count(baseline_name(path.name)))
+                    continue;
+                const std::vector<double> &ours = series[path.name], &theirs = series[baseline_name(path.name)];
+                std::vector<double> our_ratio, their_ratio, relative;
+                for (size_t r = 0; r < ours.size(); r++) {
+                    our_ratio.push_back(ours[r] / floor_values[r]);
+                    their_ratio.push_back(theirs[r] / floor_values[r]);
+                    relative.push_back(ours[r] / theirs[r]);
+                }
+                const Stats a = stats(their_ratio), b = stats(our_ratio), rel = stats(relative);
+                std::printf("| %s | %.0f | %.2f (%.2f-%.2f) | %.0f | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) |\n",
+                            path.name.c_str(), stats(theirs).median, a.median, a.p10, a.p90, stats(ours).median,
+                            b.median, b.p10, b.p90, rel.median, rel.p10, rel.p90);
+            }
         }
         table["notes"] = std::to_string(rounds) + " rounds; per round, each program " + std::to_string(runs) +
                          " runs of one packet (BPF_PROG_TEST_RUN, repeat 1, kernel-measured), in rotating order; a "
@@ -378,6 +460,8 @@ int main(int argc, char **argv) {
     if (!json_path.empty())
         std::ofstream(json_path) << nlohmann::ordered_json{{"benchmark", "path_cost"}, {"tables", tables}}.dump(1)
                                  << "\n";
+    if (baseline)
+        bpf_object__close(baseline);
     floor_bpf__destroy(floor);
     bpfnet_bpf__destroy(skel);
     return 0;

@@ -36,8 +36,8 @@ MUTANTS = [
     # (Dropping BPF_F_PSEUDO_HDR would not be seen: it matters only for CHECKSUM_PARTIAL skbs, which a test
     # run cannot make; the end-to-end suites run with partial checksums.)
     ("checksum: the IPv4 header checksum not updated", "lib/nat.h",
-     "bpf_l3_csum_replace(skb, pkt->l3_off + offsetof(struct iphdr, check), old_ip, new_ip,\n\t\t\t\t\t4) ||",
-     ""),
+     "__sum16 check = csum_replace4_value(ip->check, old_ip, new_ip);",
+     "__sum16 check = ip->check;"),
     ("checksum: a UDP checksum of 0 no longer kept at 0", "lib/csum.h",
      "return pkt->proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;",
      "return 0;"),
@@ -62,15 +62,14 @@ MUTANTS = [
      "if (0) {"),
     # IPv6, caught by the properties of the IPv6 batches (ipv6_frames.hpp).
     ("checksum: NAT66 leaves the address change out of the L4 checksum", "lib/nat.h",
-     "if (diff < 0 || bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, (__u32)diff,\n"
-     "\t\t\t\t\t\t    BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))",
-     "if (diff < 0)"),
+     "if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff,\n\t\t\t\t\tBPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))",
+     "if (0)"),
     ("checksum: the ICMPv6 checksum misses the quoted address", "lib/icmp6.h",
      "if (bpf_l4_csum_replace(skb, icmp_check, 0, (__u32)diff, 0) ||",
      "if ("),
     ("trust: the DHCPv6 relay's answer sent elsewhere than the Interface-ID's MAC", "lib/dhcp6.h",
-     "rewrite_macs(skb, s->peer_mac, cfg->nic_mac)) {",
-     "rewrite_macs(skb, cfg->nic_mac, cfg->nic_mac)) {"),
+     "rewrite_macs(skb, s->peer_mac, cfg->nic_mac, NAT_WRITE_STORE)) {",
+     "rewrite_macs(skb, cfg->nic_mac, cfg->nic_mac, NAT_WRITE_STORE)) {"),
     ("trust: NDP answered for a service address another node owns", "lib/ndp.h",
      "if (!(service->flags & BPFNET_SERVICE_IP_ACTIVE)) {",
      "if (0) {"),
