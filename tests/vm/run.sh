@@ -17,7 +17,7 @@
 #                      5-10 min each under emulation: --suites bpf,e2e runs them too.
 #            --jobs    kernels booted at once (default 2). Under TCG the guests are CPU-bound: side by side on
 #                      2 CPUs each runs about as much slower as the other saves (2026-12-03: e2e_steering 291 s
-#                      on each, against 189 s and 98 s one after the other); the matrix takes the same time
+#                      on each; alone, 189 s and 98 s in the README table of 2026-12-01); the matrix takes the same time
 #                      either way, and scripts/test.sh runs it beside the host tier, whose waits it fills
 #          tests/vm/run.sh --self-check [--kernels ...]
 #            runs only the verifier suite, which every matrix runs first: each kernel's verifier must accept the
