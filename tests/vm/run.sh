@@ -15,10 +15,10 @@
 #                      subject is the datapath on the kernel ($DATAPATH_SUITES); the control-plane suites
 #                      (Ironic, the PXE walk, Kubernetes mode) exercise the same datapath paths and take
 #                      5-10 min each under emulation: --suites bpf,e2e runs them too.
-#            --jobs    kernels booted at once (default 2). Under TCG the guests are CPU-bound: side by side on
-#                      2 CPUs each runs about as much slower as the other saves (2026-12-03: e2e_steering 291 s
-#                      on each; alone, 189 s and 98 s in the README table of 2026-12-01); the matrix takes the same time
-#                      either way, and scripts/test.sh runs it beside the host tier, whose waits it fills
+#            --jobs    kernels booted at once (default 1). Under TCG the guests are CPU-bound: side by side on
+#                      2 CPUs each ran about as much slower as the other saved (2026-12-03: e2e_steering 291 s
+#                      on each; alone, 189 s and 98 s in the README table of 2026-12-01), and the slower guests
+#                      missed a wall-clock window (6.1: e2e_lifecycle's liveness-gate probes after the timeout)
 #          tests/vm/run.sh --self-check [--kernels ...]
 #            runs only the verifier suite, which every matrix runs first: each kernel's verifier must accept the
 #            datapath and refuse the same datapath with one bounds check removed (bpf/bpfnet_broken.bpf.o), which
@@ -47,7 +47,7 @@ kernels="6.1 6.12"
 # suites', which run on both kernels.
 DATAPATH_SUITES="e2e_steering,e2e_steering@vlan:6.1,e2e_lifecycle,e2e_pxe,e2e_pxe@vlan:6.12,e2e_lan,e2e_cli:6.12,e2e_coexist,e2e_privileges:6.1,e2e_metrics:6.12,e2e_ipv6,e2e_dhcp6"
 suites="verifier,bpf,fuzz,$DATAPATH_SUITES"
-jobs=2
+jobs=1
 build=$repo/build
 self_check=0
 agent_dir=""
