@@ -242,7 +242,7 @@ run_kernel() {
 }
 
 # One writer of the cache at a time: the matrix and the firmware suites (tests/e2e/test_firmware.sh, two at a
-# time under ctest -j) may prepare the same kernel at once, and scripts/test.sh runs the matrix beside them.
+# time under ctest -j) may prepare the same kernel at once, as may a matrix run by hand beside them.
 exec 9>"$cache/.lock"
 flock 9
 if [ -n "$agent_dir" ]; then
