@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up this machine (Debian packages), builds bpfnet and runs every test: unit, BPF packet tables, the
 # fuzzer's quick mode (10^6 frames per program against the reference model, and its source mutants) and the
-# network-namespace end-to-end suites on this machine's kernel, then the same BPF, fuzz and end-to-end suites
-# in VMs booting Debian's 6.1 and 6.12 kernels (tests/vm/run.sh, the kernel matrix). Needs root. The BPF
+# network-namespace end-to-end suites on this machine's kernel, then the same BPF and fuzz suites and the
+# end-to-end cases whose subject is the datapath on the kernel in VMs booting Debian's 6.1 and 6.12 kernels
+# (tests/vm/run.sh, the kernel matrix; `tests/vm/run.sh --long` runs every case there). Needs root. The BPF
 # programs are built, and their packet tables and the fuzzer run, with both supported compilers (clang-14
 # and clang-16).
 #
@@ -78,5 +79,5 @@ fi
 # missed a wall-clock window of e2e_lifecycle on 6.1; beside the host tier they would share the CPUs too. QEMU guests with no
 # network device: nothing there can reach the machine's interfaces. Each guest first checks that its verifier
 # accepts the datapath and refuses it with a bounds check removed (the self-check).
-stage vm "kernel matrix: the verifier self-check, bpf and e2e suites on Debian's 6.1 and 6.12 kernels" \
+stage vm "kernel matrix: the verifier self-check, bpf, fuzz and the datapath's e2e cases on Debian's 6.1 and 6.12 kernels" \
   "$top/tests/vm/run.sh"

@@ -62,10 +62,10 @@ if [ "$quick" = 1 ]; then
     PACKET_RATE_ARGS=(3 300000)
     BULK_ARGS=(3 1)
     BLOB_MIB=128
-    LATENCY_ARGS=(3 1)
+    LATENCY_ARGS=(2 1)
     DHCP_ARGS=(3 1)
     TFTP_ARGS=(3 2)
-    FAILOVER_ARGS=(4)
+    FAILOVER_ARGS=(2)
     SCALE_ARGS=(2)
 else
     PATH_COST_ARGS=(--rounds 20 --runs 1000)

@@ -329,7 +329,10 @@ case_liveness_gate() {
     is_number "$stale_before" || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
 
     local probe_log=$LOGS/arp-liveness.log
-    bg_in_ns "$E2E_HOST" "$probe_log" python3 "$ARP_PROBE" --every 0.1 --count 30 eth0 "$E2E_SERVICE_IP"
+    # 3 s of probes, longer under emulation (E2E_TIME_SCALE), where the kill and the heartbeat's read after the
+    # train started can take longer than the heartbeat timeout: the train must outlast both by a second or more.
+    bg_in_ns "$E2E_HOST" "$probe_log" python3 "$ARP_PROBE" --every 0.1 --count $((30 * ${E2E_TIME_SCALE:-1})) \
+        eth0 "$E2E_SERVICE_IP"
     local probe_pid=$BG_PID
     if ! wait_for 3 grep -q ' answered ' "$probe_log"; then
         E2E_REASON="the probe train got no answer before the kill: $(head -n3 "$probe_log" | tr '\n' '|')"
@@ -352,7 +355,7 @@ case_liveness_gate() {
         return 1
     fi
     stop_pid "$probe_pid"
-    # Steering after the gate closed (the train ran 3 s, well past the timeout).
+    # Steering after the gate closed (the train ran 3 s or more, well past the timeout).
     out=$(host curl -sS --max-time 5 "http://$E2E_SERVICE_IP/" 2>&1)
     local rc=$?
     if [ "$rc" != 0 ] || [ "$out" != "$E2E_HOST_IP" ]; then

@@ -60,7 +60,10 @@ run_bpf() {
     # The default tree also has its clang-16 twin (scripts/test.sh builds both).
     [ "$build" = "$repo/build" ] && trees+=("$repo/build-clang16")
     for b in "${trees[@]}"; do
-        [ -x "$b/tests/bpf/bpf_tests" ] || continue
+        if [ ! -x "$b/tests/bpf/bpf_tests" ]; then
+            echo "RESULT bpf_${b##*/} skip 0 $b/tests/bpf/bpf_tests is not built"
+            continue
+        fi
         t0=$(now)
         (cd /tmp && "$b/tests/bpf/bpf_tests" --gtest_brief=1) >"$log/bpf-$(basename "$b").log" 2>&1
         rc=$?
@@ -115,12 +118,16 @@ run_fuzz() {
     fi
 }
 
-# run_e2e e2e_NAME[@VARIANT]: tests/e2e/test_NAME.sh, on one of lib.sh's LAN variants: vlan (the provisioning
-# network as VLAN 100 on a vlan_filtering bridge, the NIC an 802.1Q sub-interface) or devenv (the bridge in
-# the node's namespace).
+# run_e2e e2e_NAME[@VARIANT][/CASE+CASE...]: tests/e2e/test_NAME.sh, on one of lib.sh's LAN variants: vlan
+# (the provisioning network as VLAN 100 on a vlan_filtering bridge, the NIC an 802.1Q sub-interface) or devenv
+# (the bridge in the node's namespace); with /CASE+CASE only those cases (--case).
 run_e2e() {
-    local name=$1 base=${1%@*} variant="" t0 rc
+    local name=${1%%/*} cases="" t0 rc
+    [ "$name" = "$1" ] || cases=${1#*/}
+    local base=${name%@*} variant=""
     [ "$base" = "$name" ] || variant=${name#*@}
+    local select=()
+    [ -z "$cases" ] || select=(--case "${cases//+/,}")
     local script=$repo/tests/e2e/test_${base#e2e_}.sh
     local lan=()
     case $variant in
@@ -138,7 +145,7 @@ run_e2e() {
     local moves=20
     [ "$time_scale" = 1 ] || moves=4
     env "${lan[@]}" XDP_PASS_OBJ=$build/tests/e2e/xdp_pass.bpf.o E2E_TIME_SCALE=$time_scale K8S_MOVES=$moves \
-        bash "$script" "$build/loader/bpfnet-loader" >"$log/$name.log" 2>&1
+        bash "$script" "$build/loader/bpfnet-loader" "${select[@]}" >"$log/$name.log" 2>&1
     rc=$?
     case $rc in
     0) echo "RESULT $name pass $(took "$t0") $(tail -n1 "$log/$name.log")" ;;
