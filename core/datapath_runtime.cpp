@@ -20,7 +20,6 @@ namespace {
 
 // A resolution request for the same host is not repeated more often than this.
 constexpr auto kResolutionRetry = std::chrono::milliseconds(200);
-constexpr auto kConflictLogInterval = std::chrono::seconds(10);
 
 using loop::arm_timer;
 using loop::drain;
@@ -122,7 +121,7 @@ bool DatapathRuntime::heartbeat_fresh() {
 
 void DatapathRuntime::leave_with_grace(std::chrono::milliseconds grace) {
     std::lock_guard lock(mutex_);
-    leaving_ = true; // from here on nothing starts the heartbeat again (a yield while shutting down)
+    claims_.leave_with_grace(); // from here on nothing starts the heartbeat again (a yield while shutting down)
     if (!datapath_ || !heartbeat_running_ || grace.count() <= 0)
         return;
     heartbeat_running_ = false; // the thread writes no more heartbeats over the grace
@@ -178,7 +177,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     // A yielded service IP keeps its ports listed, without a backend: inactive, as on a standby node.
     std::vector<ServiceSpec> specs = given;
     for (ServiceSpec &spec : specs)
-        if (yielded_.contains(spec.service_ip)) {
+        if (claims_.yielded(spec.service_ip)) {
             spec.backend_ip = bpfnet_ip{};
             spec.location.reset();
         }
@@ -242,7 +241,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         applied.detached.push_back(ifindex);
     }
 
-    if (!heartbeat_running_ && !leaving_) {
+    if (!heartbeat_running_ && !claims_.leaving()) {
         heartbeat_running_ = true;
         write_heartbeat();
     }
@@ -331,7 +330,7 @@ void DatapathRuntime::advertise_router() {
     }
     bool owning = false;
     for (const auto &[ip, entry] : datapath_->maps().service_ips.entries())
-        owning = owning || (!is_v4(ip) && (entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !yielded_.contains(ip));
+        owning = owning || (!is_v4(ip) && (entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !claims_.yielded(ip));
     if (!owning)
         return;
     // Valid three intervals: a prefix outlives a missed advertisement or two, not a node that stopped.
@@ -417,62 +416,93 @@ void DatapathRuntime::resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &
 
 // Another MAC claiming the service IP means two owners on one LAN: a pivot gone wrong, a second cluster, or,
 // once this node's claim is no longer confirmed, the node that rightfully took the IP over while this one
-// was cut off from the API server. The first two are reported (logged at most once per interval per IP, so
-// a flood cannot drown the log); the last makes this node yield at once.
+// was cut off from the API server. The first two are reported (at most once per interval per IP, so a flood
+// cannot drown the log); the last makes this node yield at once. The claim machine says which.
 void DatapathRuntime::report_conflict(const bpfnet_ip &service_ip, const __u8 *mac) {
-    auto now = std::chrono::steady_clock::now();
-    std::string text = format_mac(mac);
-    auto confirmed = confirmed_until_.find(service_ip);
-    if (confirmed != confirmed_until_.end() && now > confirmed->second && !yielded_.contains(service_ip)) {
-        yielded_.insert(service_ip);
-        std::erase(announcing_, service_ip);
-        try {
-            if (applied_once_) {
-                apply_locked(specs_);
-            } else if (auto entry = datapath_->maps().service_ips.lookup(service_ip)) {
-                // Adopted from a predecessor, nothing applied yet by this process: the IP is active only by the
-                // predecessor's word, and it stops being answered now (apply() keeps it yielded later).
-                entry->flags &= ~BPFNET_SERVICE_IP_ACTIVE;
-                datapath_->maps().service_ips.update(service_ip, *entry);
-            }
-        } catch (const std::exception &e) {
-            // Still yielded: the mode's next apply() takes the IP out; the yield is reported all the same.
-            log_error("yield not applied yet", {{"service_ip", format_ip(service_ip)}, {"error", e.what()}});
-        }
-        auto unconfirmed = std::chrono::duration_cast<std::chrono::milliseconds>(now - confirmed->second);
+    const ClaimStep step = claims_.conflict_seen(service_ip);
+    const std::string text = format_mac(mac);
+    if (step.has(ClaimAction::Deactivate))
+        yield(service_ip);
+    if (step.has(ClaimAction::ReportYield)) {
         log_warn("yielded: another MAC claims the service IP and this node's claim is unconfirmed",
                  {{"service_ip", format_ip(service_ip)},
                   {"mac", text},
-                  {"unconfirmed_for_ms", std::to_string(unconfirmed.count())}});
+                  {"unconfirmed_for_ms", std::to_string(step.unconfirmed_for.count())}});
         if (on_conflict_)
             on_conflict_(service_ip, text, true);
-        return;
     }
-    auto &last = last_conflict_log_[service_ip];
-    if (last != std::chrono::steady_clock::time_point{} && now - last < kConflictLogInterval)
+    if (step.has(ClaimAction::ReportConflict)) {
+        log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ip(service_ip)}, {"mac", text}});
+        if (on_conflict_)
+            on_conflict_(service_ip, text, false);
+    }
+}
+
+void DatapathRuntime::yield(const bpfnet_ip &service_ip) {
+    std::erase(announcing_, service_ip);
+    try {
+        if (applied_once_) {
+            apply_locked(specs_);
+        } else if (auto entry = datapath_->maps().service_ips.lookup(service_ip)) {
+            // Adopted from a predecessor, nothing applied yet by this process: the IP is active only by the
+            // predecessor's word, and it stops being answered now (apply() keeps it yielded later).
+            entry->flags &= ~BPFNET_SERVICE_IP_ACTIVE;
+            datapath_->maps().service_ips.update(service_ip, *entry);
+        }
+    } catch (const std::exception &e) {
+        // Still yielded: the mode's next apply() takes the IP out; the yield is reported all the same.
+        log_error("yield not applied yet", {{"service_ip", format_ip(service_ip)}, {"error", e.what()}});
+    }
+}
+
+// The machine lifted a yield: the mode's last desired state, with the IP's backend, goes back into the maps.
+// Before the mode's first apply() there is nothing to bring back: that apply() does it.
+void DatapathRuntime::reactivate(const bpfnet_ip &service_ip) {
+    if (!applied_once_)
         return;
-    last = now;
-    log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ip(service_ip)}, {"mac", text}});
-    if (on_conflict_)
-        on_conflict_(service_ip, text, false);
+    log_info("claim confirmed again: answering for the service IP", {{"service_ip", format_ip(service_ip)}});
+    apply_locked(specs_);
+}
+
+void DatapathRuntime::hold_claims(const std::vector<bpfnet_ip> &service_ips) {
+    std::lock_guard lock(mutex_);
+    const std::set<bpfnet_ip> held(service_ips.begin(), service_ips.end());
+    for (const bpfnet_ip &ip : config_claims_)
+        if (!held.contains(ip) && claims_.dropped(ip).has(ClaimAction::EndAnnouncement))
+            std::erase(announcing_, ip);
+    for (const bpfnet_ip &ip : held)
+        claims_.held_by_config(ip);
+    config_claims_ = held;
 }
 
 void DatapathRuntime::confirm_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until) {
     std::lock_guard lock(mutex_);
-    confirmed_until_[service_ip] = until;
-    if (until > std::chrono::steady_clock::now() && yielded_.erase(service_ip) && applied_once_) {
-        log_info("claim confirmed again: answering for the service IP", {{"service_ip", format_ip(service_ip)}});
-        apply_locked(specs_);
-    }
+    if (claims_.confirmed(service_ip, until).has(ClaimAction::Reactivate))
+        reactivate(service_ip);
+}
+
+void DatapathRuntime::take_over_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until,
+                                      std::chrono::steady_clock::time_point answer_at) {
+    std::lock_guard lock(mutex_);
+    const ClaimStep step = claims_.taken_over(service_ip, until, answer_at);
+    if (step.has(ClaimAction::Reactivate))
+        reactivate(service_ip);
+    if (step.has(ClaimAction::Announce) && arp_)
+        announce({service_ip});
+}
+
+bool DatapathRuntime::announcing(const bpfnet_ip &service_ip) {
+    std::lock_guard lock(mutex_);
+    return claims_.announcing(service_ip);
 }
 
 void DatapathRuntime::drop_claim(const bpfnet_ip &service_ip) {
     std::lock_guard lock(mutex_);
     // A yielded IP stays yielded: the mode stops serving it with its next apply(), and re-applying the last
-    // specs here would answer for it (and announce it) in between. A new claim's confirm_claim() lifts it.
-    // An announcement still under way (a takeover's, before the IP was answered) ends.
-    confirmed_until_.erase(service_ip);
-    std::erase(announcing_, service_ip);
+    // specs here would answer for it (and announce it) in between. An announcement still under way (a
+    // takeover's, before the IP was answered) ends.
+    if (claims_.dropped(service_ip).has(ClaimAction::EndAnnouncement))
+        std::erase(announcing_, service_ip);
 }
 
 void DatapathRuntime::unconfirm_active_claims() {
@@ -480,24 +510,17 @@ void DatapathRuntime::unconfirm_active_claims() {
     if (!datapath_)
         return;
     for (const auto &[ip, entry] : datapath_->maps().service_ips.entries())
-        if ((entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !confirmed_until_.contains(ip))
-            confirmed_until_[ip] = std::chrono::steady_clock::time_point{};
+        if (entry.flags & BPFNET_SERVICE_IP_ACTIVE)
+            claims_.adopted_active(ip);
 }
 
-void DatapathRuntime::announce_claim(const std::vector<bpfnet_ip> &service_ips, bool once) {
+void DatapathRuntime::announce_claim(const std::vector<bpfnet_ip> &service_ips) {
     std::lock_guard lock(mutex_);
     if (!arp_)
         return;
-    std::vector<bpfnet_ip> ips;
     for (const bpfnet_ip &ip : service_ips)
-        if (!yielded_.contains(ip)) // a node that yielded an IP never claims it on the LAN
-            ips.push_back(ip);
-    if (!once) {
-        announce(ips);
-        return;
-    }
-    for (const bpfnet_ip &ip : ips)
-        announce_once(ip);
+        if (claims_.announce_requested(ip).has(ClaimAction::Announce))
+            announce_once(ip);
 }
 
 void DatapathRuntime::start(ConflictHandler on_conflict) {
