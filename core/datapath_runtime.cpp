@@ -67,8 +67,6 @@ void DatapathRuntime::claim() {
 void DatapathRuntime::attach() {
     claim();
     heartbeat_timer_ = loop::make_timer();
-    announce_timer_ = loop::make_timer();
-    ra_timer_ = loop::make_timer();
     LinkInfo nic = link_by_name(node_.interface);
     nic_mac_ = nic.mac;
     const KernelFeatures &kernel = *kernel_;
@@ -93,8 +91,8 @@ void DatapathRuntime::attach() {
                                                {"action", to_string(datapath_->tc_nic_action())},
                                                {"attach", to_string(datapath_->tc_kind())},
                                                {"arp_responder", kArpResponder}});
-    arp_.emplace(nic.ifindex);
-    ndp_.emplace(nic.ifindex);
+    announcer_.emplace(
+        node_, nic.ifindex, nic_mac_, [this] { return heartbeat_running_; }, [this] { return owns_ipv6_address(); });
     // The HTTP thread gets fds of its own, so it never shares an object with this thread.
     status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
     // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
@@ -167,7 +165,7 @@ DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const 
     if (new_interval && thread_.joinable())
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
     if (new_ra && thread_.joinable())
-        arm_ra_timer();
+        announcer_->router_advertisements_changed();
     specs_ = specs;
     applied_once_ = true;
     return apply_locked(specs);
@@ -183,8 +181,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         }
     DatapathMaps &maps = datapath_->maps();
     RelayAddresses relay = relay_addresses(specs);
-    nic_link_local_ = link_local_address(node_.interface).value_or(bpfnet_ip{});
-    relay.nic_link_local = nic_link_local_;
+    relay.nic_link_local = announcer_->refresh_link_local();
     bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, relay);
     iface.hooks = static_cast<__u8>((plan_.tc == TcHookKind::Tcx ? BPFNET_HOOKS_TCX : 0) |
                                     (plan_.redirect_peer ? BPFNET_HOOKS_REDIRECT_PEER : 0));
@@ -228,10 +225,8 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     join_multicast_groups(specs);
     // An announcement round still under way for an IP that stopped being answered here (released, yielded)
     // would pull the hosts back to this node: it ends now.
-    std::erase_if(announcing_, [&](const bpfnet_ip &ip) {
-        return std::find(applied.report.deactivated.begin(), applied.report.deactivated.end(), ip) !=
-               applied.report.deactivated.end();
-    });
+    for (const bpfnet_ip &ip : applied.report.deactivated)
+        announcer_->end(ip);
     for (const bpfnet_backend &gone : applied.report.departed) {
         int ifindex = static_cast<int>(gone.ifindex);
         if (wanted.contains(ifindex))
@@ -253,7 +248,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
             if (entry.flags & BPFNET_SERVICE_IP_ACTIVE)
                 applied.announced.push_back(ip);
     }
-    announce(applied.announced);
+    announcer_->announce(applied.announced);
     return applied;
 }
 
@@ -262,81 +257,13 @@ void DatapathRuntime::recheck_hooks() {
     hooked_.clear();
 }
 
-void DatapathRuntime::announce(const std::vector<bpfnet_ip> &service_ips) {
-    if (service_ips.empty() || node_.garp_count == 0)
-        return;
-    // A round already under way restarts with the new IPs added: each IP gets the full count.
-    for (const bpfnet_ip &ip : service_ips)
-        if (std::find(announcing_.begin(), announcing_.end(), ip) == announcing_.end())
-            announcing_.push_back(ip);
-    announcements_left_ = node_.garp_count;
-    send_next_announcement();
-    if (announcements_left_ > 0)
-        arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
-}
-
-void DatapathRuntime::announce_once(const bpfnet_ip &service_ip) {
-    if (is_v4(service_ip)) {
-        arp_->send_gratuitous(v4_of(service_ip), nic_mac_);
-        return;
-    }
-    ndp_->send_unsolicited_advertisement(service_ip, nic_mac_);
-    advertise_router(); // hosts waiting for the prefix need not wait for the next interval
-}
-
-void DatapathRuntime::arm_ra_timer() {
-    if (node_.router_advertisements)
-        arm_timer(ra_timer_, node_.ra_interval, node_.ra_interval);
-    else
-        arm_timer(ra_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
-    listen_for_solicitations();
-}
-
-// A booting host solicits a router and waits a few seconds for the answer; without one it waits for the next
-// periodic advertisement. Not fatal: without the socket the periodic ones still go out.
-void DatapathRuntime::listen_for_solicitations() {
-    if (!node_.router_advertisements) {
-        solicitations_.reset(); // closing the socket takes it out of the loop
-        return;
-    }
-    if (solicitations_)
-        return;
-    try {
-        solicitations_.emplace(node_.interface);
-        loop::add(epoll_, solicitations_->fd());
-    } catch (const std::exception &e) {
-        solicitations_.reset();
-        log_warn("router solicitations are not answered (advertisements are still sent every interval)",
-                 {{"iface", node_.interface}, {"error", e.what()}});
-    }
-}
-
-void DatapathRuntime::answer_solicitations() {
-    constexpr auto kMinDelayBetweenRas = std::chrono::seconds(3); // RFC 4861 10
-    if (solicitations_->drain() && std::chrono::steady_clock::now() - last_ra_ >= kMinDelayBetweenRas)
-        advertise_router();
-}
-
-// RAs say "ask DHCPv6" and "this prefix is on-link" (dnsmasq's enable-ra in the host network does the same):
-// hosts booting over IPv6 need both before DHCPv6 and before they reach the service address. Only the node
-// that owns an IPv6 service address sends them, so the LAN hears one sender, which moves with the address.
-void DatapathRuntime::advertise_router() {
-    if (!node_.router_advertisements || node_.prefix6_len == 0 || !heartbeat_running_)
-        return;
-    if (nic_link_local_ == bpfnet_ip{}) {
-        log_warn("no router advertisement: the NIC has no IPv6 link-local address to send it from",
-                 {{"iface", node_.interface}});
-        return;
-    }
+// Router advertisements come from the node that owns an IPv6 service address, so the LAN hears one sender,
+// which moves with the address.
+bool DatapathRuntime::owns_ipv6_address() {
     bool owning = false;
     for (const auto &[ip, entry] : datapath_->maps().service_ips.entries())
         owning = owning || (!is_v4(ip) && (entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !claims_.yielded(ip));
-    if (!owning)
-        return;
-    // Valid three intervals: a prefix outlives a missed advertisement or two, not a node that stopped.
-    const auto valid = static_cast<uint32_t>(3 * node_.ra_interval.count());
-    ndp_->send_router_advertisement(nic_link_local_, nic_mac_, node_.subnet6, node_.prefix6_len, valid);
-    last_ra_ = std::chrono::steady_clock::now();
+    return owning;
 }
 
 // Hosts solicit a service address at its solicited-node group, and DHCPv6 clients send to ff02::1:2; a switch
@@ -367,16 +294,6 @@ void DatapathRuntime::join_multicast_groups(const std::vector<ServiceSpec> &spec
                  {{"iface", node_.interface}, {"group", format_ip(group)}, {"error", error}});
 }
 
-void DatapathRuntime::send_next_announcement() {
-    for (const bpfnet_ip &ip : announcing_)
-        announce_once(ip);
-    log_debug("gratuitous ARP sent", {{"left", std::to_string(announcements_left_ - 1)}});
-    if (--announcements_left_ == 0) {
-        announcing_.clear();
-        arm_timer(announce_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
-    }
-}
-
 int DatapathRuntime::on_ring_event(void *ctx, void *data, size_t size) {
     if (size >= sizeof(bpfnet_event))
         static_cast<DatapathRuntime *>(ctx)->handle_event(*static_cast<const bpfnet_event *>(data));
@@ -405,10 +322,7 @@ void DatapathRuntime::resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &
     last = now;
     if (is_v4(host) != is_v4(service_ip))
         return; /* never from the datapath: a host and the service IP it talks to share a family */
-    if (is_v4(host))
-        arp_->send_request(v4_of(service_ip), nic_mac_, v4_of(host));
-    else
-        ndp_->send_solicitation(service_ip, nic_mac_, host);
+    announcer_->resolve(host, service_ip);
     log_debug("neighbour miss: resolution sent", {{"host", format_ip(host)}});
     if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
         last_resolution_.clear();
@@ -439,7 +353,7 @@ void DatapathRuntime::report_conflict(const bpfnet_ip &service_ip, const __u8 *m
 }
 
 void DatapathRuntime::yield(const bpfnet_ip &service_ip) {
-    std::erase(announcing_, service_ip);
+    announcer_->end(service_ip);
     try {
         if (applied_once_) {
             apply_locked(specs_);
@@ -468,8 +382,8 @@ void DatapathRuntime::hold_claims(const std::vector<bpfnet_ip> &service_ips) {
     std::lock_guard lock(mutex_);
     const std::set<bpfnet_ip> held(service_ips.begin(), service_ips.end());
     for (const bpfnet_ip &ip : config_claims_)
-        if (!held.contains(ip) && claims_.dropped(ip).has(ClaimAction::EndAnnouncement))
-            std::erase(announcing_, ip);
+        if (!held.contains(ip) && claims_.dropped(ip).has(ClaimAction::EndAnnouncement) && announcer_)
+            announcer_->end(ip);
     for (const bpfnet_ip &ip : held)
         claims_.held_by_config(ip);
     config_claims_ = held;
@@ -487,8 +401,8 @@ void DatapathRuntime::take_over_claim(const bpfnet_ip &service_ip, std::chrono::
     const ClaimStep step = claims_.taken_over(service_ip, until, answer_at);
     if (step.has(ClaimAction::Reactivate))
         reactivate(service_ip);
-    if (step.has(ClaimAction::Announce) && arp_)
-        announce({service_ip});
+    if (step.has(ClaimAction::Announce) && announcer_)
+        announcer_->announce({service_ip});
 }
 
 bool DatapathRuntime::announcing(const bpfnet_ip &service_ip) {
@@ -501,8 +415,8 @@ void DatapathRuntime::drop_claim(const bpfnet_ip &service_ip) {
     // A yielded IP stays yielded: the mode stops serving it with its next apply(), and re-applying the last
     // specs here would answer for it (and announce it) in between. An announcement still under way (a
     // takeover's, before the IP was answered) ends.
-    if (claims_.dropped(service_ip).has(ClaimAction::EndAnnouncement))
-        std::erase(announcing_, service_ip);
+    if (claims_.dropped(service_ip).has(ClaimAction::EndAnnouncement) && announcer_)
+        announcer_->end(service_ip);
 }
 
 void DatapathRuntime::unconfirm_active_claims() {
@@ -516,11 +430,11 @@ void DatapathRuntime::unconfirm_active_claims() {
 
 void DatapathRuntime::announce_claim(const std::vector<bpfnet_ip> &service_ips) {
     std::lock_guard lock(mutex_);
-    if (!arp_)
+    if (!announcer_)
         return;
     for (const bpfnet_ip &ip : service_ips)
         if (claims_.announce_requested(ip).has(ClaimAction::Announce))
-            announce_once(ip);
+            announcer_->announce_once(ip);
 }
 
 void DatapathRuntime::start(ConflictHandler on_conflict) {
@@ -533,12 +447,9 @@ void DatapathRuntime::start(ConflictHandler on_conflict) {
     {
         std::lock_guard lock(mutex_);
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
-        if (announcements_left_ > 0)
-            arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
-        arm_ra_timer();
+        announcer_->start(epoll_);
     }
-    for (int fd : {stop_.get(), heartbeat_timer_.get(), announce_timer_.get(), ra_timer_.get(),
-                   ring_buffer__epoll_fd(events_.get())})
+    for (int fd : {stop_.get(), heartbeat_timer_.get(), ring_buffer__epoll_fd(events_.get())})
         loop::add(epoll_, fd);
     thread_ = std::thread([this] { serve(); });
 }
@@ -564,16 +475,7 @@ void DatapathRuntime::serve() {
                     drain(heartbeat_timer_);
                     if (heartbeat_running_)
                         write_heartbeat();
-                } else if (fd == announce_timer_.get()) {
-                    drain(announce_timer_);
-                    if (announcements_left_ > 0)
-                        send_next_announcement();
-                } else if (fd == ra_timer_.get()) {
-                    drain(ra_timer_);
-                    advertise_router();
-                } else if (solicitations_ && fd == solicitations_->fd()) {
-                    answer_solicitations();
-                } else {
+                } else if (!announcer_->handle(fd)) {
                     ring_buffer__consume(events_.get());
                 }
             } catch (const std::exception &e) {

@@ -1,12 +1,14 @@
 // The part of the loader that keeps an attached datapath alive, whatever decides its desired state (the config
 // file in standalone mode, the Kubernetes API in Kubernetes mode): the heartbeat that keeps the ARP liveness
-// gate open, gratuitous ARP when a service IP becomes active here, and the datapath's events (neighbour
-// misses resolved by ARP, conflicts reported). It runs on a thread of its own, so a slow API server or a
-// blocking call in the mode's loop can never let the heartbeat go stale while the process is alive.
+// gate open, the maps brought to the desired state, and the datapath's events (neighbour misses resolved by
+// ARP, conflicts reported). What it says on the LAN is the Announcer's (core/announcer.hpp: gratuitous ARP
+// when a service IP becomes active here, router advertisements); who may answer for a service IP is the claim
+// machine's (core/claim.hpp). It runs on a thread of its own, so a slow API server or a blocking call in the
+// mode's loop can never let the heartbeat go stale while the process is alive.
 #pragma once
 
 #include "core/addresses.hpp"
-#include "core/arp_sender.hpp"
+#include "core/announcer.hpp"
 #include "core/claim.hpp"
 #include "core/datapath.hpp"
 #include "core/desired_state.hpp"
@@ -117,17 +119,8 @@ public:
 private:
     bool heartbeat_fresh();
     void write_heartbeat();
-    void announce(const std::vector<bpfnet_ip> &service_ips);
-    void send_next_announcement();
-    // One announcement of a service IP this node claims: a gratuitous ARP, or an unsolicited neighbour
-    // advertisement for an IPv6 one.
-    void announce_once(const bpfnet_ip &service_ip);
-    // A router advertisement for the IPv6 provisioning prefix, when configured and an IPv6 service address is
-    // active here (and the NIC has the link-local address RAs must come from).
-    void advertise_router();
-    void arm_ra_timer();             // every ra_interval while configured, else disarmed
-    void listen_for_solicitations(); // opens (and adds to the loop) or closes the RS socket as configured
-    void answer_solicitations();
+    // An IPv6 service address is active here and not yielded: router advertisements are this node's to send.
+    bool owns_ipv6_address();
     void handle_event(const struct bpfnet_event &event);
     void resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip);
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
@@ -144,23 +137,17 @@ private:
     std::unique_ptr<Datapath> datapath_;
     std::optional<KernelFeatures> kernel_; // probed by claim()
     AttachPlan plan_;
-    std::optional<ArpSender> arp_;
-    std::optional<NdpSender> ndp_;
+    std::optional<Announcer> announcer_; // from attach()
     std::optional<NicMulticastGroups> groups_;
-    std::optional<RouterSolicitations> solicitations_; // while routerAdvertisements is on
-    std::chrono::steady_clock::time_point last_ra_{};  // RFC 4861 6.2.6: one RA to all nodes per 3 s at most
     MacAddress nic_mac_{};
-    bpfnet_ip nic_link_local_{}; // zero: none (read again on every apply: it appears after the NIC's DAD)
     bool announce_all_on_first_apply_ = false;
     bool heartbeat_running_ = false; // written every interval: from attach() when it was fresh, else from apply()
     std::set<int> hooked_;           // backend veths whose pod hook this process attached or adopted
     ConflictHandler on_conflict_;
 
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread
-    UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_, ra_timer_;
+    UniqueFd epoll_, stop_, heartbeat_timer_;
     std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
-    std::vector<bpfnet_ip> announcing_;
-    uint32_t announcements_left_ = 0;
     std::map<bpfnet_ip, std::chrono::steady_clock::time_point> last_resolution_;
     ClaimMachine claims_;
     std::set<bpfnet_ip> config_claims_; // hold_claims' last service IPs
