@@ -3,9 +3,7 @@
 #include "core/event_loop.hpp"
 #include "core/log.hpp"
 #include "core/netlink.hpp"
-#include "maps/system_error.hpp"
 
-#include <bpf/libbpf.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,9 +16,6 @@ namespace bpfnet {
 
 namespace {
 
-// A resolution request for the same host is not repeated more often than this.
-constexpr auto kResolutionRetry = std::chrono::milliseconds(200);
-
 using loop::arm_timer;
 using loop::drain;
 
@@ -32,8 +27,7 @@ __u64 monotonic_ns() {
 
 } // namespace
 
-DatapathRuntime::DatapathRuntime(NodeSettings node, LoaderStatus &status)
-    : node_(std::move(node)), status_(status), events_(nullptr, ring_buffer__free) {}
+DatapathRuntime::DatapathRuntime(NodeSettings node, LoaderStatus &status) : node_(std::move(node)), status_(status) {}
 
 DatapathRuntime::~DatapathRuntime() {
     stop();
@@ -294,40 +288,6 @@ void DatapathRuntime::join_multicast_groups(const std::vector<ServiceSpec> &spec
                  {{"iface", node_.interface}, {"group", format_ip(group)}, {"error", error}});
 }
 
-int DatapathRuntime::on_ring_event(void *ctx, void *data, size_t size) {
-    if (size >= sizeof(bpfnet_event))
-        static_cast<DatapathRuntime *>(ctx)->handle_event(*static_cast<const bpfnet_event *>(data));
-    return 0;
-}
-
-void DatapathRuntime::handle_event(const bpfnet_event &event) {
-    switch (event.type) {
-    case BPFNET_EVENT_NEIGHBOUR_MISS:
-    case BPFNET_EVENT_NEIGHBOUR_VERIFY: // its ARP answer confirms or corrects what a packet claimed
-        resolve_neighbour(event.ip, event.service_ip);
-        break;
-    case BPFNET_EVENT_CONFLICT:
-        report_conflict(event.service_ip, event.mac);
-        break;
-    default:
-        break;
-    }
-}
-
-void DatapathRuntime::resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip) {
-    auto now = std::chrono::steady_clock::now();
-    auto &last = last_resolution_[host];
-    if (now - last < kResolutionRetry)
-        return;
-    last = now;
-    if (is_v4(host) != is_v4(service_ip))
-        return; /* never from the datapath: a host and the service IP it talks to share a family */
-    announcer_->resolve(host, service_ip);
-    log_debug("neighbour miss: resolution sent", {{"host", format_ip(host)}});
-    if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
-        last_resolution_.clear();
-}
-
 // Another MAC claiming the service IP means two owners on one LAN: a pivot gone wrong, a second cluster, or,
 // once this node's claim is no longer confirmed, the node that rightfully took the IP over while this one
 // was cut off from the API server. The first two are reported (at most once per interval per IP, so a flood
@@ -441,15 +401,21 @@ void DatapathRuntime::start(ConflictHandler on_conflict) {
     on_conflict_ = std::move(on_conflict);
     epoll_ = loop::make_epoll();
     stop_ = loop::make_eventfd();
-    events_.reset(ring_buffer__new(datapath_->events_fd(), on_ring_event, this, nullptr));
-    if (!events_)
-        throw SystemError("ring_buffer__new", errno);
+    // The handlers run on the runtime's thread, under mutex_ (serve() consumes under it).
+    EventPump::Handlers handlers;
+    handlers.resolve = [this](const bpfnet_ip &host, const bpfnet_ip &service_ip) {
+        announcer_->resolve(host, service_ip);
+    };
+    handlers.conflict = [this](const bpfnet_ip &service_ip, const __u8 *mac) {
+        report_conflict(service_ip, mac);
+    };
+    events_.emplace(datapath_->events_fd(), std::move(handlers));
     {
         std::lock_guard lock(mutex_);
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
         announcer_->start(epoll_);
     }
-    for (int fd : {stop_.get(), heartbeat_timer_.get(), ring_buffer__epoll_fd(events_.get())})
+    for (int fd : {stop_.get(), heartbeat_timer_.get(), events_->fd()})
         loop::add(epoll_, fd);
     thread_ = std::thread([this] { serve(); });
 }
@@ -476,7 +442,7 @@ void DatapathRuntime::serve() {
                     if (heartbeat_running_)
                         write_heartbeat();
                 } else if (!announcer_->handle(fd)) {
-                    ring_buffer__consume(events_.get());
+                    events_->consume();
                 }
             } catch (const std::exception &e) {
                 log_error("datapath thread", {{"error", e.what()}});

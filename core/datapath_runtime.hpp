@@ -12,6 +12,7 @@
 #include "core/claim.hpp"
 #include "core/datapath.hpp"
 #include "core/desired_state.hpp"
+#include "core/event_pump.hpp"
 #include "core/kernel_probe.hpp"
 #include "core/loader_status.hpp"
 #include "core/ndp_sender.hpp"
@@ -31,8 +32,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-struct ring_buffer;
 
 namespace bpfnet {
 
@@ -121,14 +120,11 @@ private:
     void write_heartbeat();
     // An IPv6 service address is active here and not yielded: router advertisements are this node's to send.
     bool owns_ipv6_address();
-    void handle_event(const struct bpfnet_event &event);
-    void resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip);
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
     void yield(const bpfnet_ip &service_ip);
     void reactivate(const bpfnet_ip &service_ip);
     Applied apply_locked(const std::vector<ServiceSpec> &specs);
     void join_multicast_groups(const std::vector<ServiceSpec> &specs);
-    static int on_ring_event(void *ctx, void *data, size_t size);
     void serve(); // the thread
 
     NodeSettings node_;
@@ -147,8 +143,7 @@ private:
 
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread
     UniqueFd epoll_, stop_, heartbeat_timer_;
-    std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
-    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> last_resolution_;
+    std::optional<EventPump> events_; // from start()
     ClaimMachine claims_;
     std::set<bpfnet_ip> config_claims_; // hold_claims' last service IPs
     std::vector<ServiceSpec> specs_;    // as last given to apply(), before yielded IPs are taken out
