@@ -3,9 +3,7 @@
 #include "core/event_loop.hpp"
 #include "core/log.hpp"
 #include "core/netlink.hpp"
-#include "maps/system_error.hpp"
 
-#include <bpf/libbpf.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,10 +16,6 @@ namespace bpfnet {
 
 namespace {
 
-// A resolution request for the same host is not repeated more often than this.
-constexpr auto kResolutionRetry = std::chrono::milliseconds(200);
-constexpr auto kConflictLogInterval = std::chrono::seconds(10);
-
 using loop::arm_timer;
 using loop::drain;
 
@@ -33,8 +27,7 @@ __u64 monotonic_ns() {
 
 } // namespace
 
-DatapathRuntime::DatapathRuntime(NodeSettings node, LoaderStatus &status)
-    : node_(std::move(node)), status_(status), events_(nullptr, ring_buffer__free) {}
+DatapathRuntime::DatapathRuntime(NodeSettings node, LoaderStatus &status) : node_(std::move(node)), status_(status) {}
 
 DatapathRuntime::~DatapathRuntime() {
     stop();
@@ -68,8 +61,6 @@ void DatapathRuntime::claim() {
 void DatapathRuntime::attach() {
     claim();
     heartbeat_timer_ = loop::make_timer();
-    announce_timer_ = loop::make_timer();
-    ra_timer_ = loop::make_timer();
     LinkInfo nic = link_by_name(node_.interface);
     nic_mac_ = nic.mac;
     const KernelFeatures &kernel = *kernel_;
@@ -94,8 +85,8 @@ void DatapathRuntime::attach() {
                                                {"action", to_string(datapath_->tc_nic_action())},
                                                {"attach", to_string(datapath_->tc_kind())},
                                                {"arp_responder", kArpResponder}});
-    arp_.emplace(nic.ifindex);
-    ndp_.emplace(nic.ifindex);
+    announcer_.emplace(
+        node_, nic.ifindex, nic_mac_, [this] { return heartbeat_running_; }, [this] { return owns_ipv6_address(); });
     // The HTTP thread gets fds of its own, so it never shares an object with this thread.
     status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
     // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
@@ -122,7 +113,7 @@ bool DatapathRuntime::heartbeat_fresh() {
 
 void DatapathRuntime::leave_with_grace(std::chrono::milliseconds grace) {
     std::lock_guard lock(mutex_);
-    leaving_ = true; // from here on nothing starts the heartbeat again (a yield while shutting down)
+    claims_.leave_with_grace(); // from here on nothing starts the heartbeat again (a yield while shutting down)
     if (!datapath_ || !heartbeat_running_ || grace.count() <= 0)
         return;
     heartbeat_running_ = false; // the thread writes no more heartbeats over the grace
@@ -168,7 +159,7 @@ DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const 
     if (new_interval && thread_.joinable())
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
     if (new_ra && thread_.joinable())
-        arm_ra_timer();
+        announcer_->router_advertisements_changed();
     specs_ = specs;
     applied_once_ = true;
     return apply_locked(specs);
@@ -178,14 +169,13 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     // A yielded service IP keeps its ports listed, without a backend: inactive, as on a standby node.
     std::vector<ServiceSpec> specs = given;
     for (ServiceSpec &spec : specs)
-        if (yielded_.contains(spec.service_ip)) {
+        if (claims_.yielded(spec.service_ip)) {
             spec.backend_ip = bpfnet_ip{};
             spec.location.reset();
         }
     DatapathMaps &maps = datapath_->maps();
     RelayAddresses relay = relay_addresses(specs);
-    nic_link_local_ = link_local_address(node_.interface).value_or(bpfnet_ip{});
-    relay.nic_link_local = nic_link_local_;
+    relay.nic_link_local = announcer_->refresh_link_local();
     bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, relay);
     iface.hooks = static_cast<__u8>((plan_.tc == TcHookKind::Tcx ? BPFNET_HOOKS_TCX : 0) |
                                     (plan_.redirect_peer ? BPFNET_HOOKS_REDIRECT_PEER : 0));
@@ -229,10 +219,8 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     join_multicast_groups(specs);
     // An announcement round still under way for an IP that stopped being answered here (released, yielded)
     // would pull the hosts back to this node: it ends now.
-    std::erase_if(announcing_, [&](const bpfnet_ip &ip) {
-        return std::find(applied.report.deactivated.begin(), applied.report.deactivated.end(), ip) !=
-               applied.report.deactivated.end();
-    });
+    for (const bpfnet_ip &ip : applied.report.deactivated)
+        announcer_->end(ip);
     for (const bpfnet_backend &gone : applied.report.departed) {
         int ifindex = static_cast<int>(gone.ifindex);
         if (wanted.contains(ifindex))
@@ -242,7 +230,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         applied.detached.push_back(ifindex);
     }
 
-    if (!heartbeat_running_ && !leaving_) {
+    if (!heartbeat_running_ && !claims_.leaving()) {
         heartbeat_running_ = true;
         write_heartbeat();
     }
@@ -254,7 +242,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
             if (entry.flags & BPFNET_SERVICE_IP_ACTIVE)
                 applied.announced.push_back(ip);
     }
-    announce(applied.announced);
+    announcer_->announce(applied.announced);
     return applied;
 }
 
@@ -263,81 +251,13 @@ void DatapathRuntime::recheck_hooks() {
     hooked_.clear();
 }
 
-void DatapathRuntime::announce(const std::vector<bpfnet_ip> &service_ips) {
-    if (service_ips.empty() || node_.garp_count == 0)
-        return;
-    // A round already under way restarts with the new IPs added: each IP gets the full count.
-    for (const bpfnet_ip &ip : service_ips)
-        if (std::find(announcing_.begin(), announcing_.end(), ip) == announcing_.end())
-            announcing_.push_back(ip);
-    announcements_left_ = node_.garp_count;
-    send_next_announcement();
-    if (announcements_left_ > 0)
-        arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
-}
-
-void DatapathRuntime::announce_once(const bpfnet_ip &service_ip) {
-    if (is_v4(service_ip)) {
-        arp_->send_gratuitous(v4_of(service_ip), nic_mac_);
-        return;
-    }
-    ndp_->send_unsolicited_advertisement(service_ip, nic_mac_);
-    advertise_router(); // hosts waiting for the prefix need not wait for the next interval
-}
-
-void DatapathRuntime::arm_ra_timer() {
-    if (node_.router_advertisements)
-        arm_timer(ra_timer_, node_.ra_interval, node_.ra_interval);
-    else
-        arm_timer(ra_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
-    listen_for_solicitations();
-}
-
-// A booting host solicits a router and waits a few seconds for the answer; without one it waits for the next
-// periodic advertisement. Not fatal: without the socket the periodic ones still go out.
-void DatapathRuntime::listen_for_solicitations() {
-    if (!node_.router_advertisements) {
-        solicitations_.reset(); // closing the socket takes it out of the loop
-        return;
-    }
-    if (solicitations_)
-        return;
-    try {
-        solicitations_.emplace(node_.interface);
-        loop::add(epoll_, solicitations_->fd());
-    } catch (const std::exception &e) {
-        solicitations_.reset();
-        log_warn("router solicitations are not answered (advertisements are still sent every interval)",
-                 {{"iface", node_.interface}, {"error", e.what()}});
-    }
-}
-
-void DatapathRuntime::answer_solicitations() {
-    constexpr auto kMinDelayBetweenRas = std::chrono::seconds(3); // RFC 4861 10
-    if (solicitations_->drain() && std::chrono::steady_clock::now() - last_ra_ >= kMinDelayBetweenRas)
-        advertise_router();
-}
-
-// RAs say "ask DHCPv6" and "this prefix is on-link" (dnsmasq's enable-ra in the host network does the same):
-// hosts booting over IPv6 need both before DHCPv6 and before they reach the service address. Only the node
-// that owns an IPv6 service address sends them, so the LAN hears one sender, which moves with the address.
-void DatapathRuntime::advertise_router() {
-    if (!node_.router_advertisements || node_.prefix6_len == 0 || !heartbeat_running_)
-        return;
-    if (nic_link_local_ == bpfnet_ip{}) {
-        log_warn("no router advertisement: the NIC has no IPv6 link-local address to send it from",
-                 {{"iface", node_.interface}});
-        return;
-    }
+// Router advertisements come from the node that owns an IPv6 service address, so the LAN hears one sender,
+// which moves with the address.
+bool DatapathRuntime::owns_ipv6_address() {
     bool owning = false;
     for (const auto &[ip, entry] : datapath_->maps().service_ips.entries())
-        owning = owning || (!is_v4(ip) && (entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !yielded_.contains(ip));
-    if (!owning)
-        return;
-    // Valid three intervals: a prefix outlives a missed advertisement or two, not a node that stopped.
-    const auto valid = static_cast<uint32_t>(3 * node_.ra_interval.count());
-    ndp_->send_router_advertisement(nic_link_local_, nic_mac_, node_.subnet6, node_.prefix6_len, valid);
-    last_ra_ = std::chrono::steady_clock::now();
+        owning = owning || (!is_v4(ip) && (entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !claims_.yielded(ip));
+    return owning;
 }
 
 // Hosts solicit a service address at its solicited-node group, and DHCPv6 clients send to ff02::1:2; a switch
@@ -368,111 +288,95 @@ void DatapathRuntime::join_multicast_groups(const std::vector<ServiceSpec> &spec
                  {{"iface", node_.interface}, {"group", format_ip(group)}, {"error", error}});
 }
 
-void DatapathRuntime::send_next_announcement() {
-    for (const bpfnet_ip &ip : announcing_)
-        announce_once(ip);
-    log_debug("gratuitous ARP sent", {{"left", std::to_string(announcements_left_ - 1)}});
-    if (--announcements_left_ == 0) {
-        announcing_.clear();
-        arm_timer(announce_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
-    }
-}
-
-int DatapathRuntime::on_ring_event(void *ctx, void *data, size_t size) {
-    if (size >= sizeof(bpfnet_event))
-        static_cast<DatapathRuntime *>(ctx)->handle_event(*static_cast<const bpfnet_event *>(data));
-    return 0;
-}
-
-void DatapathRuntime::handle_event(const bpfnet_event &event) {
-    switch (event.type) {
-    case BPFNET_EVENT_NEIGHBOUR_MISS:
-    case BPFNET_EVENT_NEIGHBOUR_VERIFY: // its ARP answer confirms or corrects what a packet claimed
-        resolve_neighbour(event.ip, event.service_ip);
-        break;
-    case BPFNET_EVENT_CONFLICT:
-        report_conflict(event.service_ip, event.mac);
-        break;
-    default:
-        break;
-    }
-}
-
-void DatapathRuntime::resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip) {
-    auto now = std::chrono::steady_clock::now();
-    auto &last = last_resolution_[host];
-    if (now - last < kResolutionRetry)
-        return;
-    last = now;
-    if (is_v4(host) != is_v4(service_ip))
-        return; /* never from the datapath: a host and the service IP it talks to share a family */
-    if (is_v4(host))
-        arp_->send_request(v4_of(service_ip), nic_mac_, v4_of(host));
-    else
-        ndp_->send_solicitation(service_ip, nic_mac_, host);
-    log_debug("neighbour miss: resolution sent", {{"host", format_ip(host)}});
-    if (last_resolution_.size() > BPFNET_MAX_NEIGHBOURS)
-        last_resolution_.clear();
-}
-
 // Another MAC claiming the service IP means two owners on one LAN: a pivot gone wrong, a second cluster, or,
 // once this node's claim is no longer confirmed, the node that rightfully took the IP over while this one
-// was cut off from the API server. The first two are reported (logged at most once per interval per IP, so
-// a flood cannot drown the log); the last makes this node yield at once.
+// was cut off from the API server. The first two are reported (at most once per interval per IP, so a flood
+// cannot drown the log); the last makes this node yield at once. The claim machine says which.
 void DatapathRuntime::report_conflict(const bpfnet_ip &service_ip, const __u8 *mac) {
-    auto now = std::chrono::steady_clock::now();
-    std::string text = format_mac(mac);
-    auto confirmed = confirmed_until_.find(service_ip);
-    if (confirmed != confirmed_until_.end() && now > confirmed->second && !yielded_.contains(service_ip)) {
-        yielded_.insert(service_ip);
-        std::erase(announcing_, service_ip);
-        try {
-            if (applied_once_) {
-                apply_locked(specs_);
-            } else if (auto entry = datapath_->maps().service_ips.lookup(service_ip)) {
-                // Adopted from a predecessor, nothing applied yet by this process: the IP is active only by the
-                // predecessor's word, and it stops being answered now (apply() keeps it yielded later).
-                entry->flags &= ~BPFNET_SERVICE_IP_ACTIVE;
-                datapath_->maps().service_ips.update(service_ip, *entry);
-            }
-        } catch (const std::exception &e) {
-            // Still yielded: the mode's next apply() takes the IP out; the yield is reported all the same.
-            log_error("yield not applied yet", {{"service_ip", format_ip(service_ip)}, {"error", e.what()}});
-        }
-        auto unconfirmed = std::chrono::duration_cast<std::chrono::milliseconds>(now - confirmed->second);
+    const ClaimStep step = claims_.conflict_seen(service_ip);
+    const std::string text = format_mac(mac);
+    if (step.has(ClaimAction::Deactivate))
+        yield(service_ip);
+    if (step.has(ClaimAction::ReportYield)) {
         log_warn("yielded: another MAC claims the service IP and this node's claim is unconfirmed",
                  {{"service_ip", format_ip(service_ip)},
                   {"mac", text},
-                  {"unconfirmed_for_ms", std::to_string(unconfirmed.count())}});
+                  {"unconfirmed_for_ms", std::to_string(step.unconfirmed_for.count())}});
         if (on_conflict_)
             on_conflict_(service_ip, text, true);
-        return;
     }
-    auto &last = last_conflict_log_[service_ip];
-    if (last != std::chrono::steady_clock::time_point{} && now - last < kConflictLogInterval)
+    if (step.has(ClaimAction::ReportConflict)) {
+        log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ip(service_ip)}, {"mac", text}});
+        if (on_conflict_)
+            on_conflict_(service_ip, text, false);
+    }
+}
+
+void DatapathRuntime::yield(const bpfnet_ip &service_ip) {
+    announcer_->end(service_ip);
+    try {
+        if (applied_once_) {
+            apply_locked(specs_);
+        } else if (auto entry = datapath_->maps().service_ips.lookup(service_ip)) {
+            // Adopted from a predecessor, nothing applied yet by this process: the IP is active only by the
+            // predecessor's word, and it stops being answered now (apply() keeps it yielded later).
+            entry->flags &= ~BPFNET_SERVICE_IP_ACTIVE;
+            datapath_->maps().service_ips.update(service_ip, *entry);
+        }
+    } catch (const std::exception &e) {
+        // Still yielded: the mode's next apply() takes the IP out; the yield is reported all the same.
+        log_error("yield not applied yet", {{"service_ip", format_ip(service_ip)}, {"error", e.what()}});
+    }
+}
+
+// The machine lifted a yield: the mode's last desired state, with the IP's backend, goes back into the maps.
+// Before the mode's first apply() there is nothing to bring back: that apply() does it.
+void DatapathRuntime::reactivate(const bpfnet_ip &service_ip) {
+    if (!applied_once_)
         return;
-    last = now;
-    log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ip(service_ip)}, {"mac", text}});
-    if (on_conflict_)
-        on_conflict_(service_ip, text, false);
+    log_info("claim confirmed again: answering for the service IP", {{"service_ip", format_ip(service_ip)}});
+    apply_locked(specs_);
+}
+
+void DatapathRuntime::hold_claims(const std::vector<bpfnet_ip> &service_ips) {
+    std::lock_guard lock(mutex_);
+    const std::set<bpfnet_ip> held(service_ips.begin(), service_ips.end());
+    for (const bpfnet_ip &ip : config_claims_)
+        if (!held.contains(ip) && claims_.dropped(ip).has(ClaimAction::EndAnnouncement) && announcer_)
+            announcer_->end(ip);
+    for (const bpfnet_ip &ip : held)
+        claims_.held_by_config(ip);
+    config_claims_ = held;
 }
 
 void DatapathRuntime::confirm_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until) {
     std::lock_guard lock(mutex_);
-    confirmed_until_[service_ip] = until;
-    if (until > std::chrono::steady_clock::now() && yielded_.erase(service_ip) && applied_once_) {
-        log_info("claim confirmed again: answering for the service IP", {{"service_ip", format_ip(service_ip)}});
-        apply_locked(specs_);
-    }
+    if (claims_.confirmed(service_ip, until).has(ClaimAction::Reactivate))
+        reactivate(service_ip);
+}
+
+void DatapathRuntime::take_over_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until,
+                                      std::chrono::steady_clock::time_point answer_at) {
+    std::lock_guard lock(mutex_);
+    const ClaimStep step = claims_.taken_over(service_ip, until, answer_at);
+    if (step.has(ClaimAction::Reactivate))
+        reactivate(service_ip);
+    if (step.has(ClaimAction::Announce) && announcer_)
+        announcer_->announce({service_ip});
+}
+
+bool DatapathRuntime::announcing(const bpfnet_ip &service_ip) {
+    std::lock_guard lock(mutex_);
+    return claims_.announcing(service_ip);
 }
 
 void DatapathRuntime::drop_claim(const bpfnet_ip &service_ip) {
     std::lock_guard lock(mutex_);
     // A yielded IP stays yielded: the mode stops serving it with its next apply(), and re-applying the last
-    // specs here would answer for it (and announce it) in between. A new claim's confirm_claim() lifts it.
-    // An announcement still under way (a takeover's, before the IP was answered) ends.
-    confirmed_until_.erase(service_ip);
-    std::erase(announcing_, service_ip);
+    // specs here would answer for it (and announce it) in between. An announcement still under way (a
+    // takeover's, before the IP was answered) ends.
+    if (claims_.dropped(service_ip).has(ClaimAction::EndAnnouncement) && announcer_)
+        announcer_->end(service_ip);
 }
 
 void DatapathRuntime::unconfirm_active_claims() {
@@ -480,42 +384,38 @@ void DatapathRuntime::unconfirm_active_claims() {
     if (!datapath_)
         return;
     for (const auto &[ip, entry] : datapath_->maps().service_ips.entries())
-        if ((entry.flags & BPFNET_SERVICE_IP_ACTIVE) && !confirmed_until_.contains(ip))
-            confirmed_until_[ip] = std::chrono::steady_clock::time_point{};
+        if (entry.flags & BPFNET_SERVICE_IP_ACTIVE)
+            claims_.adopted_active(ip);
 }
 
-void DatapathRuntime::announce_claim(const std::vector<bpfnet_ip> &service_ips, bool once) {
+void DatapathRuntime::announce_claim(const std::vector<bpfnet_ip> &service_ips) {
     std::lock_guard lock(mutex_);
-    if (!arp_)
+    if (!announcer_)
         return;
-    std::vector<bpfnet_ip> ips;
     for (const bpfnet_ip &ip : service_ips)
-        if (!yielded_.contains(ip)) // a node that yielded an IP never claims it on the LAN
-            ips.push_back(ip);
-    if (!once) {
-        announce(ips);
-        return;
-    }
-    for (const bpfnet_ip &ip : ips)
-        announce_once(ip);
+        if (claims_.announce_requested(ip).has(ClaimAction::Announce))
+            announcer_->announce_once(ip);
 }
 
 void DatapathRuntime::start(ConflictHandler on_conflict) {
     on_conflict_ = std::move(on_conflict);
     epoll_ = loop::make_epoll();
     stop_ = loop::make_eventfd();
-    events_.reset(ring_buffer__new(datapath_->events_fd(), on_ring_event, this, nullptr));
-    if (!events_)
-        throw SystemError("ring_buffer__new", errno);
+    // The handlers run on the runtime's thread, under mutex_ (serve() consumes under it).
+    EventPump::Handlers handlers;
+    handlers.resolve = [this](const bpfnet_ip &host, const bpfnet_ip &service_ip) {
+        announcer_->resolve(host, service_ip);
+    };
+    handlers.conflict = [this](const bpfnet_ip &service_ip, const __u8 *mac) {
+        report_conflict(service_ip, mac);
+    };
+    events_.emplace(datapath_->events_fd(), std::move(handlers));
     {
         std::lock_guard lock(mutex_);
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
-        if (announcements_left_ > 0)
-            arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
-        arm_ra_timer();
+        announcer_->start(epoll_);
     }
-    for (int fd : {stop_.get(), heartbeat_timer_.get(), announce_timer_.get(), ra_timer_.get(),
-                   ring_buffer__epoll_fd(events_.get())})
+    for (int fd : {stop_.get(), heartbeat_timer_.get(), events_->fd()})
         loop::add(epoll_, fd);
     thread_ = std::thread([this] { serve(); });
 }
@@ -541,17 +441,8 @@ void DatapathRuntime::serve() {
                     drain(heartbeat_timer_);
                     if (heartbeat_running_)
                         write_heartbeat();
-                } else if (fd == announce_timer_.get()) {
-                    drain(announce_timer_);
-                    if (announcements_left_ > 0)
-                        send_next_announcement();
-                } else if (fd == ra_timer_.get()) {
-                    drain(ra_timer_);
-                    advertise_router();
-                } else if (solicitations_ && fd == solicitations_->fd()) {
-                    answer_solicitations();
-                } else {
-                    ring_buffer__consume(events_.get());
+                } else if (!announcer_->handle(fd)) {
+                    events_->consume();
                 }
             } catch (const std::exception &e) {
                 log_error("datapath thread", {{"error", e.what()}});

@@ -1,14 +1,18 @@
 // The part of the loader that keeps an attached datapath alive, whatever decides its desired state (the config
 // file in standalone mode, the Kubernetes API in Kubernetes mode): the heartbeat that keeps the ARP liveness
-// gate open, gratuitous ARP when a service IP becomes active here, and the datapath's events (neighbour
-// misses resolved by ARP, conflicts reported). It runs on a thread of its own, so a slow API server or a
-// blocking call in the mode's loop can never let the heartbeat go stale while the process is alive.
+// gate open, the maps brought to the desired state, and the datapath's events (neighbour misses resolved by
+// ARP, conflicts reported). What it says on the LAN is the Announcer's (core/announcer.hpp: gratuitous ARP
+// when a service IP becomes active here, router advertisements); who may answer for a service IP is the claim
+// machine's (core/claim.hpp). It runs on a thread of its own, so a slow API server or a blocking call in the
+// mode's loop can never let the heartbeat go stale while the process is alive.
 #pragma once
 
 #include "core/addresses.hpp"
-#include "core/arp_sender.hpp"
+#include "core/announcer.hpp"
+#include "core/claim.hpp"
 #include "core/datapath.hpp"
 #include "core/desired_state.hpp"
+#include "core/event_pump.hpp"
 #include "core/kernel_probe.hpp"
 #include "core/loader_status.hpp"
 #include "core/ndp_sender.hpp"
@@ -28,8 +32,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-struct ring_buffer;
 
 namespace bpfnet {
 
@@ -77,14 +79,24 @@ public:
     // removed a filter by hand).
     void recheck_hooks();
 
+    // Claims (core/claim.hpp decides; this runtime carries out its steps). Each is thread-safe.
+    //
+    // Standalone mode: the config serves these service IPs, with nothing to confirm them: they never yield.
+    // IPs held by the config before and missing from `service_ips` now are released.
+    void hold_claims(const std::vector<bpfnet_ip> &service_ips);
     // Ownership arbitrated elsewhere (Kubernetes Leases) tells the datapath how long this node's claim to a
     // service IP is known to be good: until `until`, another MAC claiming the IP is a conflict to report
     // (a second cluster); after it, the claim is no longer proven (the Lease could not be renewed: an API
     // server this node cannot reach) and another claimant may be its rightful new owner, so the datapath
     // yields: the runtime's thread deactivates the IP at once, whatever the mode's loop is blocked on, and
-    // stays so through later apply() calls until a new confirm_claim() (a Lease written again). An IP that
-    // was never confirmed (standalone mode) never yields. Thread-safe.
+    // stays so through later apply() calls until a new confirm_claim() (a Lease written again).
     void confirm_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until);
+    // A claim taken over from a holder that did not release it: confirmed as above, and announced now (a
+    // round of garp_count gratuitous ARPs), so that the old holder, which sees the claim, yields first. The
+    // mode answers the IP only once announcing() says the announcement had until `answer_at` to reach it.
+    void take_over_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until,
+                         std::chrono::steady_clock::time_point answer_at);
+    bool announcing(const bpfnet_ip &service_ip);
     // The claim is gone (released, or taken by another node): nothing more to confirm or yield (an IP already
     // yielded stays so until a new claim is confirmed).
     void drop_claim(const bpfnet_ip &service_ip);
@@ -96,33 +108,23 @@ public:
     // is written `grace` into the future, so the service IPs stay answered without a loader until then (and
     // the heartbeat timeout after) instead of going quiet at the timeout while the next loader's image is
     // pulled. The datapath ends the grace at once if another MAC claims one of the IPs meanwhile. 0: none
-    // (the IPs go quiet at the heartbeat timeout, as after a crash). Thread-safe; call once, last.
+    // (the IPs go quiet at the heartbeat timeout, as after a crash). Call once, last.
     void leave_with_grace(std::chrono::milliseconds grace);
-    // Announces service IPs now, whether or not they are active here: a round of garp_count gratuitous ARPs
-    // (once: a single one). A node taking over an IP from a holder that did not release it announces
-    // before it answers, so that the old holder, which sees the claim, yields first. Thread-safe.
-    void announce_claim(const std::vector<bpfnet_ip> &service_ips, bool once);
+    // One gratuitous ARP (unsolicited neighbour advertisement) for each of these service IPs this node has
+    // not yielded, whether or not it is active here: a Lease renewal repeats the claim, so a holder cut off
+    // from the API server that missed the takeover's announcement sees this one and yields.
+    void announce_claim(const std::vector<bpfnet_ip> &service_ips);
 
 private:
     bool heartbeat_fresh();
     void write_heartbeat();
-    void announce(const std::vector<bpfnet_ip> &service_ips);
-    void send_next_announcement();
-    // One announcement of a service IP this node claims: a gratuitous ARP, or an unsolicited neighbour
-    // advertisement for an IPv6 one.
-    void announce_once(const bpfnet_ip &service_ip);
-    // A router advertisement for the IPv6 provisioning prefix, when configured and an IPv6 service address is
-    // active here (and the NIC has the link-local address RAs must come from).
-    void advertise_router();
-    void arm_ra_timer();             // every ra_interval while configured, else disarmed
-    void listen_for_solicitations(); // opens (and adds to the loop) or closes the RS socket as configured
-    void answer_solicitations();
-    void handle_event(const struct bpfnet_event &event);
-    void resolve_neighbour(const bpfnet_ip &host, const bpfnet_ip &service_ip);
+    // An IPv6 service address is active here and not yielded: router advertisements are this node's to send.
+    bool owns_ipv6_address();
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
+    void yield(const bpfnet_ip &service_ip);
+    void reactivate(const bpfnet_ip &service_ip);
     Applied apply_locked(const std::vector<ServiceSpec> &specs);
     void join_multicast_groups(const std::vector<ServiceSpec> &specs);
-    static int on_ring_event(void *ctx, void *data, size_t size);
     void serve(); // the thread
 
     NodeSettings node_;
@@ -131,30 +133,21 @@ private:
     std::unique_ptr<Datapath> datapath_;
     std::optional<KernelFeatures> kernel_; // probed by claim()
     AttachPlan plan_;
-    std::optional<ArpSender> arp_;
-    std::optional<NdpSender> ndp_;
+    std::optional<Announcer> announcer_; // from attach()
     std::optional<NicMulticastGroups> groups_;
-    std::optional<RouterSolicitations> solicitations_; // while routerAdvertisements is on
-    std::chrono::steady_clock::time_point last_ra_{};  // RFC 4861 6.2.6: one RA to all nodes per 3 s at most
     MacAddress nic_mac_{};
-    bpfnet_ip nic_link_local_{}; // zero: none (read again on every apply: it appears after the NIC's DAD)
     bool announce_all_on_first_apply_ = false;
     bool heartbeat_running_ = false; // written every interval: from attach() when it was fresh, else from apply()
     std::set<int> hooked_;           // backend veths whose pod hook this process attached or adopted
     ConflictHandler on_conflict_;
 
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread
-    UniqueFd epoll_, stop_, heartbeat_timer_, announce_timer_, ra_timer_;
-    std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> events_;
-    std::vector<bpfnet_ip> announcing_;
-    uint32_t announcements_left_ = 0;
-    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> last_resolution_;
-    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> last_conflict_log_;
-    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> confirmed_until_; // see confirm_claim
-    std::set<bpfnet_ip> yielded_;
-    std::vector<ServiceSpec> specs_; // as last given to apply(), before yielded IPs are taken out
-    bool applied_once_ = false;      // specs_ holds what the mode decided (a yield re-applies it)
-    bool leaving_ = false;           // leave_with_grace() was called: the heartbeat stays stopped
+    UniqueFd epoll_, stop_, heartbeat_timer_;
+    std::optional<EventPump> events_; // from start()
+    ClaimMachine claims_;
+    std::set<bpfnet_ip> config_claims_; // hold_claims' last service IPs
+    std::vector<ServiceSpec> specs_;    // as last given to apply(), before yielded IPs are taken out
+    bool applied_once_ = false;         // specs_ holds what the mode decided (a yield re-applies it)
     std::thread thread_;
 };
 

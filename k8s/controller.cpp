@@ -234,7 +234,7 @@ void KubernetesLoader::reconcile() {
             if (!hold_lease(ip, keys, leases, now))
                 continue;
             held_here.insert(ip);
-            if (!announcing(ip))
+            if (!runtime_.announcing(ip)) // a takeover's announcement is over
                 answered_here.insert(ip);
         } catch (const std::exception &e) {
             log_warn("lease not claimed", {{"service_ip", format_ip(ip)}, {"error", e.what()}});
@@ -654,22 +654,8 @@ bool KubernetesLoader::hold_lease(const bpfnet_ip &service_ip, const std::vector
     return write_claim(service_ip, services, seen, now);
 }
 
-// The IP was taken over from a holder that did not release it: it is answered only once the announcement
-// has had a gratuitous ARP interval to reach the old holder (a wake-up is due then).
-bool KubernetesLoader::announcing(const bpfnet_ip &service_ip) {
-    auto it = takeover_until_.find(service_ip);
-    if (it == takeover_until_.end())
-        return false;
-    if (std::chrono::steady_clock::now() >= it->second) {
-        takeover_until_.erase(it);
-        return false;
-    }
-    return true;
-}
-
 void KubernetesLoader::lose_lease(const bpfnet_ip &service_ip) {
     held_.erase(service_ip);
-    takeover_until_.erase(service_ip);
     runtime_.drop_claim(service_ip);
 }
 
@@ -693,27 +679,30 @@ bool KubernetesLoader::write_claim(const bpfnet_ip &service_ip, const std::vecto
             LeaseState state = read_lease(written);
             if (!state.exists || state.holder != options_.node_name)
                 throw std::runtime_error("the API server answered the Lease write with an unexpected object");
-            runtime_.confirm_claim(service_ip, sent + options_.lease_duration);
+            // The previous holder did not release: it may still answer (cut off from the API server, not from
+            // the LAN). The IP is announced first and answered one announcement interval later: the old
+            // holder yields when it sees the claim (the runtime says when the interval is over).
+            const bool takeover = !holding && base.exists && !base.holder.empty() && base.holder != options_.node_name;
+            if (takeover)
+                runtime_.take_over_claim(service_ip, sent + options_.lease_duration, sent + node_.garp_interval);
+            else
+                runtime_.confirm_claim(service_ip, sent + options_.lease_duration);
             held_[service_ip] = std::move(state);
             if (holding) {
                 // Repeated on every renewal: a holder cut off from the API that missed the takeover's
                 // announcement sees this one and yields.
                 if (answered_ips_.contains(service_ip))
-                    runtime_.announce_claim({service_ip}, true);
+                    runtime_.announce_claim({service_ip});
                 return true;
             }
-            const bool takeover = base.exists && !base.holder.empty() && base.holder != options_.node_name;
             log_info("lease acquired", {{"lease", lease_key},
                                         {"service_ip", format_ip(service_ip)},
                                         {"services", join(services)},
                                         {"previous_holder", takeover ? base.holder : std::string("none")}});
             if (takeover) {
-                // The previous holder did not release: it may still answer (cut off from the API server, not
-                // from the LAN). Announce first; it yields when it sees the claim, then this node answers.
                 ++takeovers_;
                 taken_from_[service_ip] = base.holder;
-                takeover_until_[service_ip] = sent + node_.garp_interval;
-                runtime_.announce_claim({service_ip}, false);
+                // A wake-up when the announcement interval is over: the next pass answers the IP.
                 loop::arm_timer(takeover_timer_, node_.garp_interval, std::chrono::milliseconds(0));
             }
             return true;

@@ -9,7 +9,7 @@
 //   3. a service IP is served here only while this node holds its Lease (claimed when free, expired or
 //      already ours; renewed every third of its duration). Taking over a Lease its holder did not release
 //      (it expired) is announced on the LAN before the IP is answered, so an old holder cut off from the
-//      API server sees the claim and yields (DatapathRuntime::confirm_claim) before the new one answers;
+//      API server sees the claim and yields (core/claim.hpp) before the new one answers;
 //   4. the datapath is brought to that state (ports of every accepted Service listed, backends only for the
 //      Services served here; gratuitous ARP for IPs that became active);
 //   5. Leases this node holds for IPs it no longer serves are released at once, after step 4, so the next
@@ -117,7 +117,6 @@ private:
     bool write_claim(const bpfnet_ip &service_ip, const std::vector<std::string> &services, LeaseState base,
                      Clock::time_point now);
     void lose_lease(const bpfnet_ip &service_ip);
-    bool announcing(const bpfnet_ip &service_ip);
     std::optional<LeaseState> fetch_lease(const std::string &name);
     void release_leases(const std::set<bpfnet_ip> &kept, const Snapshot &leases);
     bool release_lease(const bpfnet_ip &service_ip, LeaseState lease);
@@ -167,9 +166,7 @@ private:
     std::map<std::string, Observation> observed_;
     std::uint64_t lease_watch_epoch_ = 0; // lists + watches of the Lease watcher when observed_ was last valid
 
-    std::map<bpfnet_ip, LeaseState> held_; // service IP -> its Lease as this node last wrote it
-    // Service IPs taken over from a holder that did not release them: announced, answered from this time on.
-    std::map<bpfnet_ip, std::chrono::steady_clock::time_point> takeover_until_;
+    std::map<bpfnet_ip, LeaseState> held_;        // service IP -> its Lease as this node last wrote it
     std::map<bpfnet_ip, std::string> taken_from_; // -> the previous holder, for the Serving Event
     struct Posted {
         std::string note;

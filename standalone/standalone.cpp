@@ -26,6 +26,16 @@ std::string service_ips_text(const Config &config) {
     return text;
 }
 
+// The service IPs the config serves (those with a backend): in this mode the config is the claim, confirmed
+// by nothing, never yielded.
+std::vector<bpfnet_ip> served_ips(const std::vector<ServiceSpec> &specs) {
+    std::vector<bpfnet_ip> ips;
+    for (const ServiceSpec &spec : specs)
+        if (spec.location)
+            ips.push_back(spec.service_ip);
+    return ips;
+}
+
 // Editors and ConfigMap updates replace the file rather than write it: watch the directory.
 UniqueFd watch_config_dir(const std::string &config_path) {
     int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -94,7 +104,9 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
     if (config.backend) {
         change.where = locate_backend(*config.backend, nic_ifindex_);
     }
-    change.applied = runtime_.apply(config, service_specs(config, change.where));
+    const std::vector<ServiceSpec> specs = service_specs(config, change.where);
+    change.applied = runtime_.apply(config, specs);
+    runtime_.hold_claims(served_ips(specs));
     log_info("maps reconciled", {{"writes", std::to_string(change.applied.report.upserts)},
                                  {"removals", std::to_string(change.applied.report.removals)},
                                  {"service_ip", service_ips_text(config)},
