@@ -15,6 +15,22 @@ set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
 
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
+e2e_fixture topology ipv6_topology
+e2e_fixture servers start_servers topology
+e2e_fixture loader start_dual_loader servers
+e2e_case host_to_pod case_host_to_pod "host -> service IPv6 address -> pod (NDP answered by the datapath, NAT66, client kept)" loader
+e2e_case pod_to_host case_pod_to_host "pod -> host over IPv6 as the service address (miss resolved by the loader's solicitation)" loader
+e2e_case unlisted_dropped case_unlisted_dropped "unlisted port of the service IPv6 address dropped" loader
+e2e_case solicited_node_group case_solicited_node_group "the NIC is in the service address's solicited-node group, and status says so" loader
+e2e_case source_ranges case_source_ranges "sourceRanges of both families: each service address takes the ranges of its family" loader
+e2e_case exposure_scan case_exposure_scan "exposure: a scan of each service address finds the listed port open and nothing else" loader
+e2e_case icmp6_host_refuses case_icmp6_host_refuses "ICMPv6: a host's port unreachable reaches the pod's socket" loader
+e2e_case icmp6_pod_refuses case_icmp6_pod_refuses "ICMPv6: the pod's port unreachable reaches the host as the service address's" loader
+e2e_case icmp6_packet_too_big case_icmp6_packet_too_big "ICMPv6: packet too big through the service address sets the pod's path MTU" loader
+e2e_case dad_defended case_dad_defended "another node's DAD for the service address defended and reported" loader
+e2e_case takeover_advertisement case_takeover_advertisement "a takeover's unsolicited advertisements fix a host's stale entry (as gratuitous ARP)" loader
+
 e2e_start "$@"
 
 require_tools curl python3 bpftool nsenter
@@ -375,25 +391,23 @@ sys.exit(0 if ips[sys.argv[1]]["solicited_node_group"] is True and ips[sys.argv[
 
 # ---------------------------------------------------------------------------------------------------
 
-topology_create
-add_ipv6
-mkdir -p "$LOGS"
-bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_HTTP_PORT"
-bg_in_ns "$E2E_POD" "$LOGS/pod-unlisted.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_UNLISTED_PORT"
-bg_in_ns "$E2E_HOST" "$LOGS/host-agent.log" python3 "$E2E_DIR/addr_server.py" "$HOST6" "$HOST_AGENT_PORT"
-wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
-write_dual_config
-loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+ipv6_topology() {
+    topology_create
+    add_ipv6
+}
 
-run_case "host -> service IPv6 address -> pod (NDP answered by the datapath, NAT66, client kept)" case_host_to_pod
-run_case "pod -> host over IPv6 as the service address (miss resolved by the loader's solicitation)" case_pod_to_host
-run_case "unlisted port of the service IPv6 address dropped" case_unlisted_dropped
-run_case "the NIC is in the service address's solicited-node group, and status says so" case_solicited_node_group
-run_case "sourceRanges of both families: each service address takes the ranges of its family" case_source_ranges
-run_case "exposure: a scan of each service address finds the listed port open and nothing else" case_exposure_scan
-run_case "ICMPv6: a host's port unreachable reaches the pod's socket" case_icmp6_host_refuses
-run_case "ICMPv6: the pod's port unreachable reaches the host as the service address's" case_icmp6_pod_refuses
-run_case "ICMPv6: packet too big through the service address sets the pod's path MTU" case_icmp6_packet_too_big
-run_case "another node's DAD for the service address defended and reported" case_dad_defended
-run_case "a takeover's unsolicited advertisements fix a host's stale entry (as gratuitous ARP)" case_takeover_advertisement
+start_servers() {
+    mkdir -p "$LOGS"
+    bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_HTTP_PORT"
+    bg_in_ns "$E2E_POD" "$LOGS/pod-unlisted.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_UNLISTED_PORT"
+    bg_in_ns "$E2E_HOST" "$LOGS/host-agent.log" python3 "$E2E_DIR/addr_server.py" "$HOST6" "$HOST_AGENT_PORT"
+    wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
+}
+
+start_dual_loader() {
+    write_dual_config
+    loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+}
+
+run_cases
 finish

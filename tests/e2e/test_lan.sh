@@ -9,7 +9,7 @@
 #   env:   E2E_LAN_SHAPE   switch (default) or devenv (lib.sh)
 #          E2E_KEEP_TMP    keep the temporary directory (configs, logs) for inspection
 #
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
@@ -17,6 +17,16 @@ set -uo pipefail
 source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
+e2e_fixture topology topology_create
+e2e_fixture loader files_server_loader topology
+e2e_case tftp_atftpd case_tftp_atftpd "pod MTU 1450: atftpd serves blksize 1468 requests, clamped to 1418 on the way in" loader
+e2e_case tftp_dnsmasq case_tftp_dnsmasq "pod MTU 1450: dnsmasq serves blksize 1468 requests through the clamp" loader
+e2e_case http_download case_http_download "pod MTU 1450: 64 MiB over HTTP through the service IP" loader
+e2e_case icmp_host_refuses case_icmp_host_refuses "ICMP: a host's port unreachable reaches the pod's socket" loader
+e2e_case icmp_pod_refuses case_icmp_pod_refuses "ICMP: the pod's port unreachable reaches the host as the service IP's" loader
+e2e_case icmp_fragmentation_needed case_icmp_fragmentation_needed "ICMP: fragmentation needed through the service IP sets the pod's path MTU" loader
 
 e2e_start "$@"
 
@@ -165,19 +175,16 @@ pod_route_mtu_is() { pod ip route get "$E2E_HOST_IP" | grep -q "mtu $1"; }
 
 # ---------------------------------------------------------------------------------------------------
 
-topology_create
-mkdir -p "$ROOT"
-head -c $((IMAGE_MIB * 1024 * 1024)) /dev/urandom >"$ROOT/image"
-head -c $((64 * 1024 * 1024)) /dev/urandom >"$ROOT/big"
-bg_in_ns "$E2E_POD" "$LOGS/http.log" python3 -m http.server --bind 0.0.0.0 --directory "$ROOT" 8080
-write_config --port tftp:udp:69::tftp --port closed:udp:$CLOSED_PORT "$CONFIG"
-loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
-wait_for 10 pod_listens 8080 || die "pod HTTP server did not start"
+# The files, the pod's HTTP server and the loader.
+files_server_loader() {
+    mkdir -p "$ROOT"
+    head -c $((IMAGE_MIB * 1024 * 1024)) /dev/urandom >"$ROOT/image"
+    head -c $((64 * 1024 * 1024)) /dev/urandom >"$ROOT/big"
+    bg_in_ns "$E2E_POD" "$LOGS/http.log" python3 -m http.server --bind 0.0.0.0 --directory "$ROOT" 8080
+    write_config --port tftp:udp:69::tftp --port closed:udp:$CLOSED_PORT "$CONFIG"
+    loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+    wait_for 10 pod_listens 8080 || die "pod HTTP server did not start"
+}
 
-run_case "pod MTU 1450: atftpd serves blksize 1468 requests, clamped to 1418 on the way in" case_tftp_atftpd
-run_case "pod MTU 1450: dnsmasq serves blksize 1468 requests through the clamp" case_tftp_dnsmasq
-run_case "pod MTU 1450: 64 MiB over HTTP through the service IP" case_http_download
-run_case "ICMP: a host's port unreachable reaches the pod's socket" case_icmp_host_refuses
-run_case "ICMP: the pod's port unreachable reaches the host as the service IP's" case_icmp_pod_refuses
-run_case "ICMP: fragmentation needed through the service IP sets the pod's path MTU" case_icmp_fragmentation_needed
+run_cases
 finish
