@@ -1,6 +1,7 @@
 #!/bin/bash
 # Runs every case of the named e2e suites alone (test_NAME.sh LOADER --case CASE, one sandbox per case), the
-# check that no case depends on another having run before it. A walk (run_step) runs up to the step.
+# check that no case depends on another having run before it unless its entry in the suite's case list says
+# so (lib.sh, "The case list"): a case runs with only what its entry needs. A walk's step runs the walk up to it.
 #
 #   usage: tests/e2e/each_case.sh PATH/TO/bpfnet-loader [SUITE[:CASE,...]]...   (as root)
 #          SUITE is steering, pxe, ... (tests/e2e/test_SUITE.sh); none given: every suite
@@ -21,9 +22,9 @@ if [ ${#suites[@]} = 0 ]; then
     done
 fi
 
-# The cases a suite defines, as lib.sh's --case check sees them.
+# The cases of a suite's case list (test_SUITE.sh --list), a walk's steps included.
 cases_of() {
-    bash -c 'source "$1/lib.sh"; suite_cases' "$dir/test_$1.sh" "$dir" 2>/dev/null
+    bash "$dir/test_$1.sh" --list | awk -F'\t' '$1 != "fixture" { print $2 }'
 }
 
 out=$(mktemp -d /tmp/bpfnet-each-case.XXXXXX)
