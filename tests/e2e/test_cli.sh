@@ -7,7 +7,7 @@
 # it back, a loader reload re-applies the config's backend, both refuse without a loader (and as another
 # user), and a second loader or a teardown under the running one is refused naming it.
 #
-#   usage: test_cli.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_cli.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   BPFNETCTL     bpfnetctl to test (default: cli/bpfnetctl next to the loader's build directory)
 #          XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, command outputs) for inspection

@@ -6,7 +6,7 @@
 # the build machines' 6.18), the test is skipped (exit 77) with libxdp's reason; the kernel matrix
 # (tests/vm/run.sh) runs it on kernels that can.
 #
-#   usage: test_coexist.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_coexist.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 # shellcheck disable=SC2317
 set -uo pipefail
 

@@ -6,7 +6,7 @@
 # then fetches the boot file the lease names (option 59, RFC 5970) by TFTP and an image by HTTP, both from the
 # service address.
 #
-#   usage: test_dhcp6.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_dhcp6.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
 # shellcheck disable=SC2317

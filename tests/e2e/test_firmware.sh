@@ -12,7 +12,7 @@
 # from the service's IPv6 address. The booted ramdisk's steps stay IPv4 only: Debian's busybox has no DHCPv6
 # client (the ramdisk's IPv6 lookup and heartbeat are e2e_pxe_walk_ipv6's, with dhclient -6 and real Ironic).
 #
-#   usage: test_firmware.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_firmware.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   FIRMWARE_FAMILY    4 (default) or 6: the LAN's family
 #          FIRMWARE_BOOT_DIR  vmlinuz and initrd.img to serve (default: tests/vm/run.sh --agent-ramdisk
 #                             builds them from the newest Debian 6.12 kernel, cached in /var/cache/bpfnet-vm)

@@ -9,7 +9,7 @@
 #    their names makes the pod's TFTP server open a flow for each (more than the 65,536 flows the table
 #    holds); afterwards each host speaks first on its connection and the pod hears all 20.
 #
-#   usage: test_hostile.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_hostile.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   E2E_HOSTILE_FLOOD   spoofed requests of the flood (default 100000)
 #          E2E_KEEP_TMP        keep the temporary directory (configs, logs) for inspection
 #

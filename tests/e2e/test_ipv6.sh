@@ -6,7 +6,7 @@
 # host by a neighbour solicitation); another node taking the address is refused by DAD and reported;
 # sourceRanges apply per family; ICMPv6 errors (port unreachable both ways, packet too big) are translated.
 #
-#   usage: test_ipv6.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_ipv6.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
 # shellcheck disable=SC2317

@@ -4,7 +4,7 @@
 # (version document, lookup by MAC with the agent token, heartbeat), Ironic sees the host's own address,
 # and the pod reaches the host's agent port as the service IP.
 #
-#   usage: test_ironic.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_ironic.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, Ironic's database) for inspection
 #          IRONIC_UID    run Ironic as this uid (default 65534, nobody; 0 for root)

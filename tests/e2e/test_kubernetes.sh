@@ -3,7 +3,7 @@
 # (cluster.sh), each running the loader against an API server stand-in (tests/k8s/apiserver_standin.py),
 # with the Ironic Service of docs/kubernetes.md, its EndpointSlice and one Lease.
 #
-#   usage: test_kubernetes.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_kubernetes.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   K8S_MOVES     how many times case c moves the pod between the nodes (default 20)
 #          K8S_OUTAGE_S  how long case e keeps the API server away before anything else happens (default 60)
 #          K8S_UPGRADE_PULL_S  how long case f5 waits between stopping the owner's loader and starting the next

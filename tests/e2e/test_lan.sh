@@ -5,7 +5,7 @@
 # download, and ICMP errors about steered packets both ways (refused ports, path MTU discovery), all
 # through the service IP with default offloads everywhere.
 #
-#   usage: test_lan.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_lan.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   E2E_LAN_SHAPE   switch (default) or devenv (lib.sh)
 #          E2E_KEEP_TMP    keep the temporary directory (configs, logs) for inspection
 #

@@ -5,7 +5,7 @@
 # heartbeat timeout, steering goes on), generic XDP, a backend whose veth disappears, and an upgrade across a
 # change of the map layout.
 #
-#   usage: test_lifecycle.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_lifecycle.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs) for inspection
 #

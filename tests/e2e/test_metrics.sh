@@ -5,7 +5,7 @@
 # claiming the service IP showing as a conflict (metrics and log), a port already in use, readiness lost
 # when a reload fails (backend veth gone) and regained, a clean stop on SIGTERM, and the listener disabled.
 #
-#   usage: test_metrics.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_metrics.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, scrapes) for inspection
 #

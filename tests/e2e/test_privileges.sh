@@ -18,7 +18,7 @@
 #   Ironic API                              none
 #
 #   test_privileges.sh LOADER [--case NAME]...
-# The cases are called through run_case, which shellcheck cannot follow.
+# The cases are called through run_cases (the case list), which shellcheck cannot follow.
 # shellcheck disable=SC2317
 set -u
 

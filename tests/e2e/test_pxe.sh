@@ -5,7 +5,7 @@
 # checks what the host actually saw on the LAN: only the service IP, from the NIC's MAC, never the pod IP
 # (not in headers, not in BOOTP fields or options).
 #
-#   usage: test_pxe.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_pxe.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, captures, leases) for inspection
 #

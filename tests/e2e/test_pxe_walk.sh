@@ -3,7 +3,7 @@
 # DHCP lease -> TFTP boot file -> HTTP boot script and image -> Ironic lookup -> heartbeat -> Ironic calls
 # the agent on the host. Each step is a case; a step runs only if the previous ones passed.
 #
-#   test_pxe_walk.sh LOADER [--case NAME]...
+#   test_pxe_walk.sh LOADER [--case KEY]... | --list
 #   env: WALK_FAMILIES  "4" (default), "6" (an IPv6-only LAN) or "4 6" (dual stack: both walks); pxe_walk.sh
 set -u
 

@@ -4,7 +4,7 @@
 # everything else is dropped, a loader restart keeps flows, a bad config attaches nothing, and teardown
 # removes everything.
 #
-#   usage: test_steering.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_steering.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs) for inspection
 #
