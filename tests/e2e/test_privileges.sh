@@ -17,7 +17,7 @@
 #   with ip_unprivileged_port_start=0       Kea and dnsmasq's TFTP need none; dnsmasq's DHCP NET_ADMIN
 #   Ironic API                              none
 #
-#   test_privileges.sh LOADER [--case NAME]...
+#   test_privileges.sh LOADER [--case KEY]... | --list
 # The cases are called through run_cases (the case list), which shellcheck cannot follow.
 # shellcheck disable=SC2317
 set -u
