@@ -47,7 +47,7 @@ e2e_case partition case_partition "e2. the owner's node cut off from the API ser
 e2e_case bad_responses case_bad_responses "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case:serve
 e2e_case stalled_watches case_stalled_watches "f2. watches stalled (connected, silent): restarted after the idle timeout, a move followed" case:serve
 e2e_case rolling_update case_rolling_update "f3. rolling update: the old pod, terminating but serving, keeps the IP until the new one is ready" case:serve
-e2e_case metal3_example case_metal3_example "f4. the Metal3 example Service (k8s/examples) is accepted and served" cluster
+e2e_case metal3_example case_metal3_example "f4. the Metal3 example Service (k8s/examples) is accepted and served" case:serve
 e2e_case loader_upgrade case_loader_upgrade "f5. the owner's loader upgraded with a slow start (past the heartbeat timeout): the grace keeps the IP answered" case:serve
 e2e_case source_ranges case_source_ranges "f6. loadBalancerSourceRanges: only sources in the ranges reach the service IP's ports; broadcast DHCP still relayed" case:serve
 e2e_case shared_ip case_shared_ip "g. two Services sharing the IP are served only when their pods are on one node" case:serve
@@ -678,6 +678,8 @@ case_metal3_example() {
     # k8s/examples/metal3-ironic-service.yaml, the Service docs/metal3.md gives for baremetal-operator's
     # ironic-deployment, with an IP of the test LAN: accepted, and served from the node of its ready endpoint,
     # the pod that does not back the Ironic Service (a pod answers for one address per family, case g2).
+    # From: the pod ready on node A, A serving (case serve, its need in the case list): the example goes to the
+    # other node, and the Ironic Service's Lease must outlive the example's.
     local ip=198.18.0.9 name=ironic-provisioning body node
     node=$(other "$CURRENT")
     body=$("$SYSTEM_PYTHON" -c 'import json, sys, yaml
