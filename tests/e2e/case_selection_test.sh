@@ -1,8 +1,9 @@
 #!/bin/bash
-# `--case NAME` of the e2e suites (lib.sh), checked without root and without a network: every suite names its
-# cases, no name twice; every case_needs names one of the suite's case functions; an unknown name, a missing one
-# or another argument is a usage error (exit 2) before any set-up, and the unknown name's message lists the
-# suite's cases.
+# The e2e suites' case lists (lib.sh, "The case list") and `--case KEY`, checked without root and without a
+# network: every suite's list is well formed (`--list` exits 0: cases declared, no key twice, every need an
+# entry declared before it), every case function a suite defines is in its list (none forgotten), nothing
+# calls the old in-body chains (case_needs); an unknown name, a missing one or another argument is a usage
+# error (exit 2) before any set-up, and the unknown name's message lists the suite's cases.
 #
 #   usage: case_selection_test.sh PATH/TO/bpfnet-loader
 set -uo pipefail
@@ -15,43 +16,28 @@ fail() {
     failed=$((failed + 1))
 }
 
-for script in "$dir"/test_*.sh; do
-    suite=$(basename "$script")
-    cases=$(bash -c 'source "$1/lib.sh"; suite_cases' "$script" "$dir")
-    [ -n "$cases" ] || fail "$suite names no case"
-    dup=$(sort <<<"$cases" | uniq -d)
-    [ -z "$dup" ] || fail "$suite names a case twice: $dup"
-done
+# Every variant of a suite's list: the family parameters change which steps a walk has.
+lists() {
+    bash "$1" --list && WALK_FAMILIES="4 6" bash "$1" --list && FIRMWARE_FAMILY=6 bash "$1" --list
+}
 
-# case_needs: every call, in the suite or a file it sources, names by a literal a case function defined there
-# (not lib.sh's helpers) whose key is one of the suite's cases. case_needs runs its argument as a command, so a
-# name without its case_ prefix passes in a full run (the case has run: case_ran) and fails only when --case
-# selects the dependent case alone. Every occurrence outside a comment counts: a call this cannot read fails.
 for script in "$dir"/test_*.sh; do
     suite=$(basename "$script")
-    mapfile -t files < <(bash -c 'source "$1/lib.sh"; suite_files' "$script" "$dir")
-    keys=" $(bash -c 'source "$1/lib.sh"; suite_cases' "$script" "$dir" | tr '\n' ' ')"
-    defined=" $(sed -n 's/^\([a-z_][a-z0-9_]*\)() {.*/\1/p' "${files[@]}" | tr '\n' ' ')"
-    while IFS=: read -r file line text; do
-        code=${text%%[[:space:]]#*} # a trailing comment
-        [[ $code =~ ^[[:space:]]*# ]] && continue
-        rest=$code
-        while [[ $rest =~ (^|[^a-z_])case_needs([^a-z0-9_].*|$) ]]; do
-            rest=${BASH_REMATCH[2]}
-            where="$suite:$line"
-            [ "$file" = "$script" ] || where="$suite (in $(basename "$file"):$line)"
-            if ! [[ $rest =~ ^[[:space:]]+([a-z_][a-z0-9_]*)([[:space:]]|$) ]]; then
-                fail "$where: case_needs without a literal case function: $code"
-                continue
-            fi
-            needed=${BASH_REMATCH[1]}
-            [[ $needed =~ ^(case|walk)_ ]] && [[ $defined == *" $needed "* ]] ||
-                fail "$where: case_needs $needed: no case_ or walk_ function of that name in the suite"
-            key=${needed#case_}
-            key=${key#walk_}
-            [[ $keys == *" $key "* ]] || fail "$where: case_needs $needed: '$key' is not one of its cases"
-        done
-    done < <(grep -Hn 'case_needs' "${files[@]}")
+    if ! list=$(lists "$script" 2>&1); then
+        fail "$suite --list: $list"
+        continue
+    fi
+    keys=" $(awk -F'\t' '$1 != "fixture" { print $2 }' <<<"$list" | tr '\n' ' ')"
+    [ -n "${keys// /}" ] || fail "$suite declares no case"
+    # The functions its entries run (the third column is the needs, the function is not printed): read the
+    # declarations themselves.
+    declared=" $(sed -n 's/^ *e2e_\(case\|step\) [a-z0-9_]* \([a-z0-9_]*\) .*/\2/p' "$script" | tr '\n' ' ')"
+    while read -r fn; do
+        [[ $declared == *" $fn "* ]] || fail "$suite defines $fn, which no entry of its case list runs"
+    done < <(sed -n 's/^\(case_[a-z0-9_]*\)() {.*/\1/p' "$script")
+    if grep -n '^[^#]*\bcase_needs\b' "$script"; then
+        fail "$suite calls case_needs: a case's start state is a need in its case list entry"
+    fi
 done
 
 # Unknown name: exit 2 and the list, before anything else happens (no sandbox, so no root needed).
@@ -69,6 +55,17 @@ rc=$?
 bash "$dir/test_steering.sh" "$loader" --bogus >/dev/null 2>&1
 rc=$?
 [ "$rc" = 2 ] || fail "an unknown argument: exit $rc, want 2"
+
+# A malformed list is refused before anything runs: a need no earlier entry declares, a key twice.
+bad=$(mktemp -d /tmp/bpfnet-case-list.XXXXXX)
+trap 'rm -rf "$bad"' EXIT
+for body in 'e2e_case a case_a "A" nothing_declared' 'e2e_case a case_a "A"; e2e_case a case_b "B"' \
+    'e2e_case b case_b "B" case:a; e2e_case a case_a "A"'; do
+    printf '#!/bin/bash\nsource "%s/lib.sh"\n%s\nloader_argument "$@"\n' "$dir" "$body" >"$bad/test_bad.sh"
+    bash "$bad/test_bad.sh" --list >/dev/null 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || fail "a case list '$body': --list exit $rc, want 2"
+done
 
 [ "$failed" = 0 ] && echo "ok - case selection"
 [ "$failed" = 0 ]

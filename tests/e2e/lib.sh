@@ -94,15 +94,20 @@ die() {
 # Script start
 
 # loader_argument "$@": LOADER is the bpfnet-loader a test script was given as its first argument. After it,
-# `--case NAME` (repeatable, or NAME,NAME) runs only the cases named; a case's NAME is its function's name
-# without the case_ (or walk_) prefix, and a suite given an unknown NAME lists its cases and exits 2. The
-# suite's set-up still runs, so each case starts from the same world as in a full run. Anything else is a
-# usage error (exit 2).
+# `--case KEY` (repeatable, or KEY,KEY) runs only the cases named, with what their entries in the suite's case
+# list need (below); a suite given an unknown KEY lists its cases and exits 2. `--list` (alone, or in place of
+# the loader) prints the case list and exits 0, without root and before any set-up. Anything else is a usage
+# error (exit 2).
 E2E_CASES=""
 loader_argument() {
+    if [ "${1:-}" = --list ] || [ "${2:-}" = --list ]; then
+        case_list_check || exit 2
+        case_list_print
+        exit 0
+    fi
     LOADER=$(realpath "${1:-}" 2>/dev/null) || true
     if [ -z "${1:-}" ] || [ ! -x "$LOADER" ]; then
-        echo "usage: $0 PATH/TO/bpfnet-loader [--case NAME]..." >&2
+        echo "usage: $0 PATH/TO/bpfnet-loader [--case KEY]... | $0 --list" >&2
         exit 2
     fi
     shift
@@ -115,35 +120,21 @@ loader_argument() {
             shift
             ;;
         *)
-            echo "$0: unknown argument '$1' (usage: $0 PATH/TO/bpfnet-loader [--case NAME]...)" >&2
+            echo "$0: unknown argument '$1' (usage: $0 PATH/TO/bpfnet-loader [--case KEY]... | $0 --list)" >&2
             exit 2
             ;;
         esac
         shift
     done
     E2E_CASES=${E2E_CASES#,}
+    case_list_check || exit 2
     check_case_names
-}
-
-# suite_files: the calling script and the tests/e2e files it sources, one a line.
-suite_files() {
-    echo "$0"
-    # shellcheck disable=SC2016 # the literal $E2E_DIR of the script's source lines
-    sed -n 's|^source "\$E2E_DIR/\([a-z_]*\.sh\)".*|'"$E2E_DIR"'/\1|p' "$0"
-}
-
-# suite_cases: the names of the cases the calling script defines (its case_* and walk_* functions, and those
-# of the tests/e2e files it sources).
-suite_cases() {
-    local files
-    mapfile -t files < <(suite_files)
-    sed -n 's/^\(case\|walk\)_\([a-z0-9_]*\)() {.*/\2/p' "${files[@]}"
 }
 
 # check_case_names: every --case names a case of the suite, checked before any set-up.
 check_case_names() {
     local wanted known
-    known=" $(suite_cases | tr '\n' ' ')"
+    known=" $(case_keys | tr '\n' ' ')"
     for wanted in ${E2E_CASES//,/ }; do
         if [[ $known != *" $wanted "* ]]; then
             echo "$0: no case named '$wanted'; its cases:$known" >&2
@@ -760,36 +751,239 @@ print(total)
 # ---------------------------------------------------------------------------------------------------
 # Results
 
-# case_key FUNCTION: the name --case selects a case by (the function without its case_ or walk_ prefix).
-case_key() {
-    local name=${1#case_}
-    echo "${name#walk_}"
+# The case list: each suite declares, in one place before e2e_start, what a full run does, in order:
+#
+#   e2e_fixture NAME FUNCTION [--fails-as TITLE] [NEED...]   a set-up step (the topology, servers, a loader)
+#   e2e_case KEY FUNCTION TITLE [NEED...]                   a case: one `ok - TITLE` / `not ok - TITLE: REASON`
+#   e2e_step KEY FUNCTION TITLE [NEED...]                   a step of a walk (a boot): needs every earlier step
+#
+# A NEED is a fixture's NAME, or `case:KEY`: that case's end state (a pod already moved, a second cluster).
+# Every NEED names an entry declared before. run_cases walks the list: in a full run every entry runs, in order;
+# with --case, only the selected cases and what they need, recursively, each at its place in the list, so a
+# case alone starts from exactly the world its entry declares. A needed case that was not selected runs
+# silently; if it fails, the case that needs it is `not ok` without running. A walk's step after a failed step
+# is `not ok` without running, and `--case STEP` runs the walk up to STEP, since a step alone has nothing to
+# start from (no lease, no token). A fixture FUNCTION returns non-zero with E2E_REASON set when it fails: the
+# suite stops there, with a `not ok - TITLE` line when --fails-as gives one (a check of its own), else as a
+# fatal set-up error (exit 2).
+E2E_LIST_KIND=()  # fixture, case or step
+E2E_LIST_NAME=()  # the fixture's name or the case's key
+E2E_LIST_FN=()
+E2E_LIST_TITLE=() # the case's title; a fixture's --fails-as
+E2E_LIST_NEEDS=() # space separated: fixture names and case:KEY
+E2E_LIST_ERRORS=""
+E2E_AFTER_CASE="" # a suite's function run after each case it ran, with E2E_CASE_KEY and E2E_CASE_FAILED (0 or 1)
+# shellcheck disable=SC2034 # read by the suites' E2E_AFTER_CASE
+E2E_CASE_KEY=""
+# shellcheck disable=SC2034
+E2E_CASE_FAILED=0
+
+case_list_add() {
+    local kind=$1 name=$2 fn=$3 title=$4
+    shift 4
+    local need prev="" i
+    # A step needs the walk's step before it, and through it every earlier one.
+    if [ "$kind" = step ]; then
+        for ((i = ${#E2E_LIST_KIND[@]} - 1; i >= 0; i--)); do
+            if [ "${E2E_LIST_KIND[i]}" = step ]; then
+                prev="case:${E2E_LIST_NAME[i]}"
+                break
+            fi
+        done
+    fi
+    for need in "$@"; do
+        case_list_find "$need" >/dev/null ||
+            E2E_LIST_ERRORS+="$kind $name needs '$need', which no entry before it declares"$'\n'
+    done
+    local self=case:$name
+    [ "$kind" = fixture ] && self=$name
+    case_list_find "$self" >/dev/null && E2E_LIST_ERRORS+="$kind $name is declared twice"$'\n'
+    [[ $name =~ ^[a-z0-9_]+$ ]] || E2E_LIST_ERRORS+="$kind '$name': not a key of [a-z0-9_]"$'\n'
+    E2E_LIST_KIND+=("$kind")
+    E2E_LIST_NAME+=("$name")
+    E2E_LIST_FN+=("$fn")
+    E2E_LIST_TITLE+=("$title")
+    local needs="$prev $*"
+    needs=${needs# }
+    E2E_LIST_NEEDS+=("${needs% }")
 }
 
-# case_selected KEY...: true when no --case was given or one of the KEYs was; a suite can skip set-up that
-# only unselected cases need.
-case_selected() {
-    [ -z "$E2E_CASES" ] && return 0
-    local key
-    for key in "$@"; do
-        [[ ",$E2E_CASES," == *",$key,"* ]] && return 0
+e2e_fixture() {
+    local name=$1 fn=$2 title=""
+    shift 2
+    if [ "${1:-}" = --fails-as ]; then
+        title=$2
+        shift 2
+    fi
+    case_list_add fixture "$name" "$fn" "$title" "$@"
+}
+e2e_case() { case_list_add case "$@"; }
+e2e_step() { case_list_add step "$@"; }
+
+# case_list_find NEED: the index of the entry NEED (a fixture name or case:KEY) names.
+case_list_find() {
+    local i kind=fixture name=$1
+    if [[ $1 == case:* ]]; then
+        kind=case
+        name=${1#case:}
+    fi
+    for i in "${!E2E_LIST_KIND[@]}"; do
+        [ "${E2E_LIST_NAME[i]}" = "$name" ] || continue
+        if { [ "${E2E_LIST_KIND[i]}" = fixture ] && [ $kind = fixture ]; } ||
+            { [ "${E2E_LIST_KIND[i]}" != fixture ] && [ $kind = case ]; }; then
+            echo "$i"
+            return 0
+        fi
     done
     return 1
 }
 
-# run_case NAME FUNCTION: runs one case (unless --case selected others); FUNCTION returns 0 for a pass, or
-# sets E2E_REASON and returns 1.
-run_case() {
-    local name=$1 fn=$2
-    case_selected "$(case_key "$fn")" || return 0
-    run_selected_case "$name" "$fn"
+# case_list_check: the list names at least one case, every need an entry before it, no key twice.
+case_list_check() {
+    [ -n "$(case_keys)" ] || E2E_LIST_ERRORS+="no case declared"$'\n'
+    [ -z "$E2E_LIST_ERRORS" ] && return 0
+    printf '%s: case list: %s' "$0" "$E2E_LIST_ERRORS" >&2
+    return 1
 }
 
+# case_keys: the keys of the suite's cases and steps, in order.
+case_keys() {
+    local i
+    for i in "${!E2E_LIST_KIND[@]}"; do
+        [ "${E2E_LIST_KIND[i]}" = fixture ] || echo "${E2E_LIST_NAME[i]}"
+    done
+}
+
+# case_list_print: the list as --list prints it, one entry a line: KIND<TAB>KEY<TAB>NEEDS<TAB>TITLE.
+case_list_print() {
+    local i
+    for i in "${!E2E_LIST_KIND[@]}"; do
+        printf '%s\t%s\t%s\t%s\n' "${E2E_LIST_KIND[i]}" "${E2E_LIST_NAME[i]}" "${E2E_LIST_NEEDS[i]}" "${E2E_LIST_TITLE[i]}"
+    done
+}
+
+# case_selected KEY: true when no --case was given or KEY was.
+case_selected() {
+    [ -z "$E2E_CASES" ] || [[ ",$E2E_CASES," == *",$1,"* ]]
+}
+
+# The entries a run needs (indices in the list, as " I J ... "): with --case, the selected cases and their
+# needs, recursively; else all of them.
+E2E_NEEDED=""
+case_list_needed() {
+    local i need j
+    E2E_NEEDED=" "
+    for i in "${!E2E_LIST_KIND[@]}"; do
+        [ "${E2E_LIST_KIND[i]}" = fixture ] && [ -n "$E2E_CASES" ] && continue
+        case_selected "${E2E_LIST_NAME[i]}" && E2E_NEEDED+="$i "
+    done
+    # Needs always point backwards in the list: one pass from the end collects them all.
+    for ((i = ${#E2E_LIST_KIND[@]} - 1; i >= 0; i--)); do
+        [[ $E2E_NEEDED == *" $i "* ]] || continue
+        for need in ${E2E_LIST_NEEDS[i]}; do
+            j=$(case_list_find "$need")
+            [[ $E2E_NEEDED == *" $j "* ]] || E2E_NEEDED+="$j "
+        done
+    done
+}
+
+# run_cases: runs the suite's case list (see above).
+E2E_CHAIN_FAILED=() # KEY=REASON of needed cases that failed, run without being selected
+E2E_STEP_FAILED=0
+run_cases() {
+    local i kind name fn need reason before
+    case_list_needed
+    for i in "${!E2E_LIST_KIND[@]}"; do
+        [[ $E2E_NEEDED == *" $i "* ]] || continue
+        kind=${E2E_LIST_KIND[i]} name=${E2E_LIST_NAME[i]} fn=${E2E_LIST_FN[i]}
+        if [ "$kind" = fixture ]; then
+            E2E_REASON=""
+            "$fn" && continue
+            if [ -n "${E2E_LIST_TITLE[i]}" ]; then
+                echo "not ok - ${E2E_LIST_TITLE[i]}: ${E2E_REASON:-failed}"
+                E2E_FAILED=$((E2E_FAILED + 1))
+                dump_loader_log 40
+                finish
+            fi
+            die "set-up '$name': ${E2E_REASON:-failed}"
+        fi
+        E2E_CASES_RAN+=" $name"
+        before=$E2E_FAILED
+        if [ "$kind" = step ]; then
+            run_step_entry "$i"
+        else
+            reason=""
+            for need in ${E2E_LIST_NEEDS[i]}; do
+                [[ $need == case:* ]] && reason=$(chain_failure "${need#case:}") && break
+            done
+            if ! case_selected "$name"; then
+                # Needed by a selected case: its end state is what that case starts from.
+                if [ -n "$reason" ]; then
+                    E2E_CHAIN_FAILED+=("$name=$reason")
+                    continue
+                fi
+                log "case $name first: a selected case starts from its end state"
+                E2E_REASON=""
+                "$fn" || E2E_CHAIN_FAILED+=("$name=case $name, run first: ${E2E_REASON:-failed}")
+                continue
+            fi
+            if [ -n "$reason" ]; then
+                CHAIN_REASON=$reason
+                fn=chain_failed
+            fi
+            run_selected_case "${E2E_LIST_TITLE[i]}" "$fn"
+        fi
+        if [ -n "$E2E_AFTER_CASE" ]; then
+            # shellcheck disable=SC2034 # read by the suite's E2E_AFTER_CASE
+            E2E_CASE_KEY=$name
+            E2E_CASE_FAILED=0
+            # shellcheck disable=SC2034
+            [ "$E2E_FAILED" = "$before" ] || E2E_CASE_FAILED=1
+            "$E2E_AFTER_CASE"
+        fi
+    done
+}
+
+# chain_failure KEY: the reason a needed case KEY failed when run unselected (fails when it did not).
+chain_failure() {
+    local entry
+    for entry in "${E2E_CHAIN_FAILED[@]}"; do
+        [ "${entry%%=*}" = "$1" ] && { echo "${entry#*=}"; return 0; }
+    done
+    return 1
+}
+CHAIN_REASON=""
+chain_failed() {
+    E2E_REASON=$CHAIN_REASON
+    return 1
+}
+
+# run_step_entry I: a step of a walk: once a step failed, the later ones are `not ok` without running. A
+# step run because a later one is selected is reported all the same: the walk's output up to the selected
+# step is the full run's.
+run_step_entry() {
+    local i=$1 fn=${E2E_LIST_FN[$1]} before=$E2E_FAILED
+    if [ "$E2E_STEP_FAILED" = 1 ]; then
+        run_selected_case "${E2E_LIST_TITLE[i]}" step_after_failure
+        return
+    fi
+    run_selected_case "${E2E_LIST_TITLE[i]}" "$fn"
+    [ "$E2E_FAILED" = "$before" ] || E2E_STEP_FAILED=1
+}
+step_after_failure() {
+    E2E_REASON="an earlier step failed"
+    return 1
+}
+
+# case_ran KEY: the case KEY has run in this suite (passed or not).
 E2E_CASES_RAN=""
+case_ran() { [[ "$E2E_CASES_RAN " == *" $1 "* ]]; }
+
+# run_selected_case TITLE FUNCTION: runs one case; FUNCTION returns 0 for a pass, or sets E2E_REASON and
+# returns 1.
 run_selected_case() {
     local name=$1 fn=$2
     local started
-    E2E_CASES_RAN+=" $(case_key "$fn")"
     started=$(date +%s.%N)
     E2E_REASON=""
     log "case: $name"
@@ -802,57 +996,6 @@ run_selected_case() {
         dump_loader_log 25
     fi
     log "case $name took $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
-}
-
-# case_ran KEY: the case KEY has run in this suite (passed or not); a case that sets up what later cases
-# start from is replaced by the bare set-up when --case skipped it.
-case_ran() { [[ "$E2E_CASES_RAN " == *" $1 "* ]]; }
-
-# case_needs FUNCTION: for a case that starts from another case's end state (a pod moved, a second cluster):
-# runs that case first when it has not run, as when --case selected this one alone. In a full run it has.
-case_needs() {
-    local key
-    key=$(case_key "$1")
-    case_ran "$key" && return 0
-    log "case $key first: this case starts from its end state"
-    E2E_CASES_RAN+=" $key"
-    "$1" || {
-        E2E_REASON="case $key, run first: ${E2E_REASON:-failed}"
-        return 1
-    }
-}
-
-# run_step NAME FUNCTION: run_case for one step of a walk whose steps build on each other (a boot): once a
-# step failed, the later ones are reported as not ok without running. `--case STEP` runs the walk up to
-# STEP, since a step alone has nothing to start from (no lease, no token).
-E2E_STEP_FAILED=0
-run_step() {
-    local key
-    key=$(case_key "$2")
-    steps_pending || return 0
-    E2E_STEPS_RUN+=" $key"
-    if [ "$E2E_STEP_FAILED" = 1 ]; then
-        run_selected_case "$1" step_after_failure
-        return
-    fi
-    local before=$E2E_FAILED
-    run_selected_case "$1" "$2"
-    [ "$E2E_FAILED" = "$before" ] || E2E_STEP_FAILED=1
-}
-step_after_failure() {
-    E2E_REASON="an earlier step failed"
-    return 1
-}
-
-# steps_pending: without --case every step runs; with it, steps run until every selected one has.
-E2E_STEPS_RUN=""
-steps_pending() {
-    [ -z "$E2E_CASES" ] && return 0
-    local wanted
-    for wanted in ${E2E_CASES//,/ }; do
-        [[ " $E2E_STEPS_RUN " == *" $wanted "* ]] || return 0
-    done
-    return 1
 }
 
 # Prints the tally and exits: non-zero when anything failed (or nothing ran).

@@ -7,7 +7,7 @@
 # it back, a loader reload re-applies the config's backend, both refuse without a loader (and as another
 # user), and a second loader or a teardown under the running one is refused naming it.
 #
-#   usage: test_cli.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_cli.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   BPFNETCTL     bpfnetctl to test (default: cli/bpfnetctl next to the loader's build directory)
 #          XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, command outputs) for inspection
@@ -15,7 +15,7 @@
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`. The
 # cases share one loader and run in order: the backend cases change its state, the last one removes it.
 # Exit 77 (skip) when dnsmasq, udhcpc or tftp is not installed.
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
@@ -23,6 +23,28 @@ set -uo pipefail
 source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list"). They share one
+# loader: the backend cases change its state, the last one removes it.
+e2e_fixture topology topology_create
+e2e_fixture servers start_servers topology
+e2e_fixture loader start_loader servers
+e2e_case status case_status "status: hooks, heartbeat, ownership, backend (table and JSON)" loader
+e2e_case services case_services "services (table and JSON)" loader
+e2e_case backends case_backends "backends (table and JSON)" loader
+e2e_case traffic_stats case_traffic_stats "stats deltas: one DHCP exchange and one HTTP request" loader
+e2e_case neighbours case_neighbours "neighbours (table and JSON)" loader
+e2e_case flows case_flows "flows: a TFTP transfer's flow, filters" loader
+e2e_case stats_watch case_stats_watch "stats --watch: rates, JSON lines" case:traffic_stats
+e2e_case trace case_trace "trace: DHCP exchange by client MAC, TFTP request with its file, off again afterwards" loader
+e2e_case conflict case_conflict "status shows a conflicting MAC" loader
+e2e_case bad_arguments case_bad_arguments "bad arguments: exit codes, one line, nothing changed" loader
+e2e_case one_loader_per_interface case_one_loader_per_interface "one loader per interface: a second loader and a teardown are refused naming it" loader
+e2e_case backend_clear case_backend_clear "backend clear: HTTP dropped as drop_no_backend" loader
+e2e_case backend_set case_backend_set "backend set: HTTP works again" case:backend_clear
+e2e_case reload_restores case_reload_restores "a loader reload re-applies the config's backend" loader
+e2e_case backend_needs_the_loader case_backend_needs_the_loader "backend set/clear refuse without a loader; stale heartbeat" loader
+e2e_case teardown case_teardown "no datapath after teardown" loader
 
 loader_argument "$@"
 BPFNETCTL=$(realpath "${BPFNETCTL:-$(dirname "$LOADER")/../cli/bpfnetctl}" 2>/dev/null) || true
@@ -427,7 +449,7 @@ ok = ok and lines[0]['steered_to']['ip'] == '$E2E_POD_IP' and lines[1]['steered_
 
 # g. stats --watch: one JSON line per refresh with totals and rates; the table form with rates.
 case_stats_watch() {
-    case_needs case_traffic_stats || return 1 # a DHCP exchange and HTTP in the totals
+    # From: a DHCP exchange and HTTP in the totals (case traffic_stats, its need in the case list).
     ctl_ok watch-json stats --watch --interval 0.2 --count 3 -o json || return 1
     if [ "$(wc -l <"$OUT/watch-json.out")" != 3 ]; then
         E2E_REASON="stats --watch --count 3 printed $(wc -l <"$OUT/watch-json.out") lines, want 3"
@@ -622,7 +644,7 @@ case_backend_clear() {
 # again with its target port, the service IP is active and announced; HTTP works. Setting it again
 # changes nothing.
 case_backend_set() {
-    case_needs case_backend_clear || return 1
+    # From: the backend cleared (case backend_clear, its need in the case list).
     ctl_ok set -o json backend set "$E2E_POD_IP" || return 1
     json_expect set "d['backend'] == {'ip': '$E2E_POD_IP', 'veth': '$E2E_VETH', 'ifindex': $(node_ifindex "$E2E_VETH")} and
         d['pod_hook'] == 'attached' and d['writes'] > 0 and d['announced'] == ['$E2E_SERVICE_IP'] and
@@ -691,24 +713,5 @@ case_teardown() {
 
 # ---------------------------------------------------------------------------------------------------
 
-topology_create
-start_servers
-start_loader
-
-run_case "status: hooks, heartbeat, ownership, backend (table and JSON)" case_status
-run_case "services (table and JSON)" case_services
-run_case "backends (table and JSON)" case_backends
-run_case "stats deltas: one DHCP exchange and one HTTP request" case_traffic_stats
-run_case "neighbours (table and JSON)" case_neighbours
-run_case "flows: a TFTP transfer's flow, filters" case_flows
-run_case "stats --watch: rates, JSON lines" case_stats_watch
-run_case "trace: DHCP exchange by client MAC, TFTP request with its file, off again afterwards" case_trace
-run_case "status shows a conflicting MAC" case_conflict
-run_case "bad arguments: exit codes, one line, nothing changed" case_bad_arguments
-run_case "one loader per interface: a second loader and a teardown are refused naming it" case_one_loader_per_interface
-run_case "backend clear: HTTP dropped as drop_no_backend" case_backend_clear
-run_case "backend set: HTTP works again" case_backend_set
-run_case "a loader reload re-applies the config's backend" case_reload_restores
-run_case "backend set/clear refuse without a loader; stale heartbeat" case_backend_needs_the_loader
-run_case "no datapath after teardown" case_teardown
+run_cases
 finish

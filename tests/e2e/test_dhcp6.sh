@@ -6,7 +6,7 @@
 # then fetches the boot file the lease names (option 59, RFC 5970) by TFTP and an image by HTTP, both from the
 # service address.
 #
-#   usage: test_dhcp6.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_dhcp6.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
 # shellcheck disable=SC2317
@@ -16,6 +16,19 @@ set -uo pipefail
 source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
+e2e_fixture topology ipv6_topology
+e2e_fixture servers start_http_server topology
+e2e_fixture loader start_ipv6_loader servers
+e2e_case nic_in_dhcp_group case_nic_in_dhcp_group "the NIC is in ff02::1:2 while the relay is on" loader
+e2e_case prefix_on_link case_prefix_on_link "the router advertisement makes the provisioning prefix on-link on the host, no default route" loader
+e2e_case dnsmasq_dhclient case_dnsmasq_dhclient "dnsmasq DHCPv6 in the pod -> dhclient -6 on the host: address and boot file URL through the relay" loader
+e2e_case boot_file_and_image case_boot_file_and_image "the boot file by TFTP and an image by HTTP from the service IPv6 address" case:dnsmasq_dhclient case:prefix_on_link
+e2e_case kea_dhclient case_kea_dhclient "kea-dhcp6 in the pod -> dhclient -6 on the host through the relay" loader
+e2e_case solicitation_answered case_solicitation_answered "a router solicitation is answered without waiting for the interval" loader
+# Last: dhcpcd takes IPv6 configuration of eth0 over from the kernel (accept_ra, link-local generation).
+e2e_case kea_dhcpcd case_kea_dhcpcd "kea-dhcp6 in the pod -> dhcpcd on the host, which configures the address" case:kea_dhclient
 
 e2e_start --needs-dhcp "$@"
 
@@ -179,8 +192,7 @@ case_dnsmasq_dhclient() {
 # client does (the address alone, /128); the router advertisement made the prefix, and so the service
 # address, on-link.
 case_boot_file_and_image() {
-    case_needs case_dnsmasq_dhclient || return 1
-    case_needs case_prefix_on_link || return 1
+    # From: dhclient's lease with the boot file URL, the prefix on-link (their cases, its needs in the case list).
     host ip -6 addr add "$LEASED6/128" dev eth0 nodad || {
         E2E_REASON="cannot configure the lease $LEASED6 on the host"
         return 1
@@ -240,7 +252,7 @@ case_kea_dhclient() {
 # Its state and run directories are the sandbox's own (bind mounts in the test's private mount namespace),
 # and its hook only records (no resolv.conf, hostname or NTP changes on this machine).
 case_kea_dhcpcd() {
-    case_needs case_kea_dhclient || return 1
+    # From: kea-dhcp6 serving (case kea_dhclient, its need in the case list).
     local dir=$E2E_TMP/dhcpcd address hook
     mkdir -p "$dir/db" "$dir/run" /run/dhcpcd
     if ! mount --bind "$dir/db" /var/lib/dhcpcd || ! mount --bind "$dir/run" /run/dhcpcd; then
@@ -312,22 +324,26 @@ case_solicitation_answered() {
 
 # ---------------------------------------------------------------------------------------------------
 
-topology_create
-add_ipv6
-mkdir -p "$LOGS" "$DHCP_TFTP_ROOT" "$HTTP_ROOT"
-random_file "$DHCP_TFTP_ROOT/$DHCP_BOOT_FILE" 300000
-random_file "$HTTP_ROOT/image.qcow2" 2000000
-bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 -m http.server --bind :: --directory "$HTTP_ROOT" "$POD_HTTP_PORT"
-wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
-write_ipv6_only_config
-loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+# ---------------------------------------------------------------------------------------------------
+# Set-up
 
-run_case "the NIC is in ff02::1:2 while the relay is on" case_nic_in_dhcp_group
-run_case "the router advertisement makes the provisioning prefix on-link on the host, no default route" case_prefix_on_link
-run_case "dnsmasq DHCPv6 in the pod -> dhclient -6 on the host: address and boot file URL through the relay" case_dnsmasq_dhclient
-run_case "the boot file by TFTP and an image by HTTP from the service IPv6 address" case_boot_file_and_image
-run_case "kea-dhcp6 in the pod -> dhclient -6 on the host through the relay" case_kea_dhclient
-run_case "a router solicitation is answered without waiting for the interval" case_solicitation_answered
-# Last: dhcpcd takes IPv6 configuration of eth0 over from the kernel (accept_ra, link-local generation).
-run_case "kea-dhcp6 in the pod -> dhcpcd on the host, which configures the address" case_kea_dhcpcd
+ipv6_topology() {
+    topology_create
+    add_ipv6
+}
+
+start_http_server() {
+    mkdir -p "$LOGS" "$DHCP_TFTP_ROOT" "$HTTP_ROOT"
+    random_file "$DHCP_TFTP_ROOT/$DHCP_BOOT_FILE" 300000
+    random_file "$HTTP_ROOT/image.qcow2" 2000000
+    bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 -m http.server --bind :: --directory "$HTTP_ROOT" "$POD_HTTP_PORT"
+    wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
+}
+
+start_ipv6_loader() {
+    write_ipv6_only_config
+    loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+}
+
+run_cases
 finish

@@ -12,13 +12,13 @@
 # from the service's IPv6 address. The booted ramdisk's steps stay IPv4 only: Debian's busybox has no DHCPv6
 # client (the ramdisk's IPv6 lookup and heartbeat are e2e_pxe_walk_ipv6's, with dhclient -6 and real Ironic).
 #
-#   usage: test_firmware.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_firmware.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   FIRMWARE_FAMILY    4 (default) or 6: the LAN's family
 #          FIRMWARE_BOOT_DIR  vmlinuz and initrd.img to serve (default: tests/vm/run.sh --agent-ramdisk
 #                             builds them from the newest Debian 6.12 kernel, cached in /var/cache/bpfnet-vm)
 #          E2E_KEEP_TMP       keep the temporary directory (console log, server logs)
 #
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
@@ -31,6 +31,24 @@ source "$E2E_DIR/ironic.sh"
 # shellcheck source=lan6.sh
 source "$E2E_DIR/lan6.sh"
 FIRMWARE_FAMILY=${FIRMWARE_FAMILY:-4}
+
+# The steps of the boot, in order, from the guest started (lib.sh, "The case list"): `--case STEP` runs the
+# boot up to STEP.
+e2e_fixture guest firmware_guest
+if [ "$FIRMWARE_FAMILY" = 6 ]; then
+    e2e_step dhcp6 case_dhcp6 "firmware: DHCPv6 lease through the relay (iPXE), after the loader's router advertisement" guest
+    e2e_step tftp6 case_tftp6 "firmware: iPXE script over TFTP from the service's IPv6 address" guest
+    e2e_step http_kernel6 case_http_kernel6 "firmware: kernel over HTTP from the image server, over IPv6" guest
+    e2e_step http_ramdisk6 case_http_ramdisk6 "firmware: ramdisk over HTTP from the image server, over IPv6" guest
+else
+    e2e_step dhcp case_dhcp "firmware: DHCP lease through the relay (iPXE)" guest
+    e2e_step tftp case_tftp "firmware: iPXE script over TFTP from the service IP" guest
+    e2e_step http_kernel case_http_kernel "firmware: kernel over HTTP from the image server" guest
+    e2e_step http_ramdisk case_http_ramdisk "firmware: ramdisk over HTTP from the image server" guest
+    e2e_step agent_lease case_agent_lease "booted ramdisk: DHCP lease" guest
+    e2e_step agent_lookup case_agent_lookup "booted ramdisk: Ironic lookup by MAC through the service IP" guest
+    e2e_step agent_heartbeat case_agent_heartbeat "booted ramdisk: heartbeat accepted, from the guest's address" guest
+fi
 
 loader_argument "$@"
 
@@ -213,24 +231,12 @@ case_agent_heartbeat() {
     log "Ironic logged the heartbeat from the guest's address $client"
 }
 
-topology_create
-firmware_setup || die "set-up failed: $E2E_REASON"
-guest_start
+firmware_guest() {
+    topology_create
+    firmware_setup || die "set-up failed: $E2E_REASON"
+    guest_start
+}
 
-if [ "$FIRMWARE_FAMILY" = 6 ]; then
-    run_step "firmware: DHCPv6 lease through the relay (iPXE), after the loader's router advertisement" case_dhcp6
-    run_step "firmware: iPXE script over TFTP from the service's IPv6 address" case_tftp6
-    run_step "firmware: kernel over HTTP from the image server, over IPv6" case_http_kernel6
-    run_step "firmware: ramdisk over HTTP from the image server, over IPv6" case_http_ramdisk6
-    log "guest console: $CONSOLE"
-    finish
-fi
-run_step "firmware: DHCP lease through the relay (iPXE)" case_dhcp
-run_step "firmware: iPXE script over TFTP from the service IP" case_tftp
-run_step "firmware: kernel over HTTP from the image server" case_http_kernel
-run_step "firmware: ramdisk over HTTP from the image server" case_http_ramdisk
-run_step "booted ramdisk: DHCP lease" case_agent_lease
-run_step "booted ramdisk: Ironic lookup by MAC through the service IP" case_agent_lookup
-run_step "booted ramdisk: heartbeat accepted, from the guest's address" case_agent_heartbeat
+run_cases
 log "guest console: $CONSOLE"
 finish

@@ -9,11 +9,11 @@
 #    their names makes the pod's TFTP server open a flow for each (more than the 65,536 flows the table
 #    holds); afterwards each host speaks first on its connection and the pod hears all 20.
 #
-#   usage: test_hostile.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_hostile.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   E2E_HOSTILE_FLOOD   spoofed requests of the flood (default 100000)
 #          E2E_KEEP_TMP        keep the temporary directory (configs, logs) for inspection
 #
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
@@ -22,6 +22,15 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
 
+FLOOD=${E2E_HOSTILE_FLOOD:-100000}
+HONEST=20
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
+e2e_fixture world hostile_lan
+e2e_case known_host_keeps_its_traffic case_known_host_keeps_its_traffic "a spoofed SYN and TFTP request in a known host's name leave its traffic with it" world
+e2e_case new_host_is_checked_by_arp case_new_host_is_checked_by_arp "a spoofed request in a new host's name is corrected by the loader's ARP check" world
+e2e_case flood_leaves_confirmed_flows case_flood_leaves_confirmed_flows "$HONEST idle connections survive $FLOOD spoofed TFTP requests in their hosts' names" world
+
 e2e_start "$@"
 
 require_tools curl python3 bpftool
@@ -29,8 +38,6 @@ require_tools curl python3 bpftool
 ROOT=$E2E_TMP/tftp
 SPOOF=$E2E_DIR/spoof.py
 ATTACKER=e2e-host3 # one of lib.sh's bystanders
-FLOOD=${E2E_HOSTILE_FLOOD:-100000}
-HONEST=20
 NEWCOMER_IP=198.18.0.8 # a host that has not talked to the service IP yet
 NEWCOMER_MAC=02:00:00:00:00:08
 E2E_BYSTANDERS+=("e2e-newcomer $NEWCOMER_IP $NEWCOMER_MAC")
@@ -159,16 +166,19 @@ ns_tcp_listens() { ip netns exec "$1" ss -Htln "sport = :$2" | grep -q LISTEN; }
 
 # ---------------------------------------------------------------------------------------------------
 
-topology_create
-mkdir -p "$ROOT" "$LOGS"
-head -c 2048 /dev/urandom >"$ROOT/image"
-head -c 2048 /dev/urandom >"$ROOT/pxelinux.0"
-bg_in_ns "$E2E_POD" "$LOGS/http.log" python3 -m http.server --bind 0.0.0.0 --directory "$ROOT" 8080
-write_config --port tftp:udp:69::tftp "$CONFIG"
-loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
-# The pod's TFTP server answers every read request from a new socket, as in.tftpd (one process per
-# request) does; dnsmasq caps concurrent transfers (--tftp-max), which would cap the flood's flows too.
-bg_in_ns "$E2E_POD" "$LOGS/tftp.log" "$SYSTEM_PYTHON" -c "
+# The LAN with its honest hosts and the attacker, the pod's HTTP and TFTP servers, the loader, the hosts' agents.
+hostile_lan() {
+    local ns
+    topology_create
+    mkdir -p "$ROOT" "$LOGS"
+    head -c 2048 /dev/urandom >"$ROOT/image"
+    head -c 2048 /dev/urandom >"$ROOT/pxelinux.0"
+    bg_in_ns "$E2E_POD" "$LOGS/http.log" python3 -m http.server --bind 0.0.0.0 --directory "$ROOT" 8080
+    write_config --port tftp:udp:69::tftp "$CONFIG"
+    loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+    # The pod's TFTP server answers every read request from a new socket, as in.tftpd (one process per
+    # request) does; dnsmasq caps concurrent transfers (--tftp-max), which would cap the flood's flows too.
+    bg_in_ns "$E2E_POD" "$LOGS/tftp.log" "$SYSTEM_PYTHON" -c "
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(('0.0.0.0', 69))
@@ -179,12 +189,11 @@ while True:
         t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         t.sendto(block, client)
         t.close()"
-wait_for 5 ns_udp_listens "$E2E_POD" 69 || die "the pod's TFTP server did not start"
-wait_for 10 pod_listens 8080 || die "pod HTTP server did not start"
-for ns in "$E2E_HOST" e2e-newcomer; do agent_serve "$ns"; done
-wait_for 5 ns_tcp_listens "$E2E_HOST" "$AGENT_PORT" || die "the host's agent did not start"
+    wait_for 5 ns_udp_listens "$E2E_POD" 69 || die "the pod's TFTP server did not start"
+    wait_for 10 pod_listens 8080 || die "pod HTTP server did not start"
+    for ns in "$E2E_HOST" e2e-newcomer; do agent_serve "$ns"; done
+    wait_for 5 ns_tcp_listens "$E2E_HOST" "$AGENT_PORT" || die "the host's agent did not start"
+}
 
-run_case "a spoofed SYN and TFTP request in a known host's name leave its traffic with it" case_known_host_keeps_its_traffic
-run_case "a spoofed request in a new host's name is corrected by the loader's ARP check" case_new_host_is_checked_by_arp
-run_case "$HONEST idle connections survive $FLOOD spoofed TFTP requests in their hosts' names" case_flood_leaves_confirmed_flows
+run_cases
 finish

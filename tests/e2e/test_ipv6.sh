@@ -6,7 +6,7 @@
 # host by a neighbour solicitation); another node taking the address is refused by DAD and reported;
 # sourceRanges apply per family; ICMPv6 errors (port unreachable both ways, packet too big) are translated.
 #
-#   usage: test_ipv6.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_ipv6.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
 # shellcheck disable=SC2317
@@ -14,6 +14,24 @@ set -uo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
+# shellcheck source=icmp_cases.sh
+source "$E2E_DIR/icmp_cases.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
+e2e_fixture topology ipv6_topology
+e2e_fixture servers start_servers topology
+e2e_fixture loader start_dual_loader servers
+e2e_case host_to_pod case_host_to_pod "host -> service IPv6 address -> pod (NDP answered by the datapath, NAT66, client kept)" loader
+e2e_case pod_to_host case_pod_to_host "pod -> host over IPv6 as the service address (miss resolved by the loader's solicitation)" loader
+e2e_case unlisted_dropped case_unlisted_dropped "unlisted port of the service IPv6 address dropped" loader
+e2e_case solicited_node_group case_solicited_node_group "the NIC is in the service address's solicited-node group, and status says so" loader
+e2e_case source_ranges case_source_ranges "sourceRanges of both families: each service address takes the ranges of its family" loader
+e2e_case exposure_scan case_exposure_scan "exposure: a scan of each service address finds the listed port open and nothing else" loader
+e2e_case icmp6_host_refuses case_icmp6_host_refuses "ICMPv6: a host's port unreachable reaches the pod's socket" loader
+e2e_case icmp6_pod_refuses case_icmp6_pod_refuses "ICMPv6: the pod's port unreachable reaches the host as the service address's" loader
+e2e_case icmp6_packet_too_big case_icmp6_packet_too_big "ICMPv6: packet too big through the service address sets the pod's path MTU" loader
+e2e_case dad_defended case_dad_defended "another node's DAD for the service address defended and reported" loader
+e2e_case takeover_advertisement case_takeover_advertisement "a takeover's unsolicited advertisements fix a host's stale entry (as gratuitous ARP)" loader
 
 e2e_start "$@"
 
@@ -194,74 +212,11 @@ case_source_ranges() {
     }
 }
 
-# host6_introduced: the host has talked to the service address over IPv6 and the datapath knows its MAC, so
-# the pod's first datagram to it leaves (rather than missing the neighbour and being dropped).
-host6_introduced() {
-    host curl -s -6 -o /dev/null --max-time 2 "http://[$SERVICE6]/"
-    wait_for 5 neighbour_learned "$HOST6" || {
-        E2E_REASON="the datapath did not learn $HOST6 after it talked to the service address"
-        return 1
-    }
-}
-
-# g. ICMPv6 errors both ways: the pod sends to a closed port of the host, whose kernel answers port
-# unreachable to the service address; translated (outer and quoted address, quoted port and checksum, the
-# ICMPv6 checksum the pod's kernel verifies), it reaches the pod's socket.
-case_icmp6_host_refuses() {
-    local before out
-    host6_introduced || return 1
-    before=$(counter icmp_error_to_pod)
-    out=$(pod python3 "$E2E_DIR/udp_refused.py" --sport "$POD_SPORT" "$HOST6" 9)
-    if [ "$out" != refused ]; then
-        E2E_REASON="pod -> [$HOST6]:9 (closed): '$out', want refused (icmp_error_to_pod $before -> $(counter icmp_error_to_pod), drop_icmp_unmatched $(counter drop_icmp_unmatched), drop_protocol $(counter drop_protocol))"
-        return 1
-    fi
-    log "the pod's socket saw ECONNREFUSED; icmp_error_to_pod $before -> $(counter icmp_error_to_pod)"
-}
-
-# h. The host sends to a listed UDP port where nothing in the pod listens: the pod's port unreachable leaves
-# as the service address's, and the host's socket sees it.
-case_icmp6_pod_refuses() {
-    local before out
-    before=$(counter icmp_error_to_lan)
-    out=$(host python3 "$E2E_DIR/udp_refused.py" "$SERVICE6" "$CLOSED_PORT")
-    if [ "$out" != refused ]; then
-        E2E_REASON="host -> [$SERVICE6]:$CLOSED_PORT (nothing listens in the pod): '$out', want refused (icmp_error_to_lan $before -> $(counter icmp_error_to_lan), drop_icmp_unmatched $(counter drop_icmp_unmatched))"
-        return 1
-    fi
-    log "the host's socket saw ECONNREFUSED from the service address; icmp_error_to_lan $before -> $(counter icmp_error_to_lan)"
-}
-
-# i. Path MTU discovery through the service address: a router on the LAN (here the host's namespace speaking
-# for one) says the pod's datagram to the host is too big for a 1280-byte hop. IPv6 routers never fragment,
-# so without the translation the pod would keep sending what cannot pass.
-case_icmp6_packet_too_big() {
-    host6_introduced || return 1
-    # A socket bound to the quoted port, for the error to be taken; its datagram records the flow.
-    bg_in_ns "$E2E_POD" "$LOGS/pmtu6-socket.log" python3 -c "
-import socket, time
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s.bind(('::', $POD_SPORT + 1)); s.sendto(b'x' * 64, ('$HOST6', 9)); time.sleep(30)"
-    local sock_pid=$BG_PID
-    wait_for 5 pod_udp_bound $((POD_SPORT + 1)) || {
-        E2E_REASON="the pod's socket did not bind"
-        return 1
-    }
-    if pod ip -6 route get "$HOST6" | grep -q "mtu 1280"; then
-        E2E_REASON="the pod's route to $HOST6 has MTU 1280 before the error"
-        return 1
-    fi
-    host python3 "$E2E_DIR/icmp_send.py" --to "$SERVICE6" --mtu 1280 \
-        --quote "[$SERVICE6]:$((POD_SPORT + 1))-[$HOST6]:9"
-    if ! wait_for 3 pod_route6_mtu_is 1280; then
-        stop_pid "$sock_pid"
-        E2E_REASON="the pod's route to $HOST6 did not learn MTU 1280: $(pod ip -6 route get "$HOST6") (icmp_error_to_pod $(counter icmp_error_to_pod), drop_icmp_unmatched $(counter drop_icmp_unmatched))"
-        return 1
-    fi
-    stop_pid "$sock_pid"
-    log "pod route: $(pod ip -6 route get "$HOST6" | tr -s " \n" " ")"
-}
-pod_route6_mtu_is() { pod ip -6 route get "$HOST6" | grep -q "mtu $1"; }
+# g-i. ICMPv6 errors both ways and packet too big: the ICMP cases' bodies, shared with test_lan.sh
+# (icmp_cases.sh); here the IPv6 ones, the hop of the packet too big 1280 bytes (IPv6's minimum MTU).
+case_icmp6_host_refuses() { icmp_host_refuses 6; }
+case_icmp6_pod_refuses() { icmp_pod_refuses 6; }
+case_icmp6_packet_too_big() { icmp_path_mtu 6 1280; }
 
 # j. Taking the address over, the loader announces it with unsolicited neighbour advertisements (RFC 4861
 # 7.2.6, Override set), as it sends gratuitous ARP for IPv4 (test_lifecycle.sh, case k): they alone fix a
@@ -375,25 +330,23 @@ sys.exit(0 if ips[sys.argv[1]]["solicited_node_group"] is True and ips[sys.argv[
 
 # ---------------------------------------------------------------------------------------------------
 
-topology_create
-add_ipv6
-mkdir -p "$LOGS"
-bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_HTTP_PORT"
-bg_in_ns "$E2E_POD" "$LOGS/pod-unlisted.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_UNLISTED_PORT"
-bg_in_ns "$E2E_HOST" "$LOGS/host-agent.log" python3 "$E2E_DIR/addr_server.py" "$HOST6" "$HOST_AGENT_PORT"
-wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
-write_dual_config
-loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+ipv6_topology() {
+    topology_create
+    add_ipv6
+}
 
-run_case "host -> service IPv6 address -> pod (NDP answered by the datapath, NAT66, client kept)" case_host_to_pod
-run_case "pod -> host over IPv6 as the service address (miss resolved by the loader's solicitation)" case_pod_to_host
-run_case "unlisted port of the service IPv6 address dropped" case_unlisted_dropped
-run_case "the NIC is in the service address's solicited-node group, and status says so" case_solicited_node_group
-run_case "sourceRanges of both families: each service address takes the ranges of its family" case_source_ranges
-run_case "exposure: a scan of each service address finds the listed port open and nothing else" case_exposure_scan
-run_case "ICMPv6: a host's port unreachable reaches the pod's socket" case_icmp6_host_refuses
-run_case "ICMPv6: the pod's port unreachable reaches the host as the service address's" case_icmp6_pod_refuses
-run_case "ICMPv6: packet too big through the service address sets the pod's path MTU" case_icmp6_packet_too_big
-run_case "another node's DAD for the service address defended and reported" case_dad_defended
-run_case "a takeover's unsolicited advertisements fix a host's stale entry (as gratuitous ARP)" case_takeover_advertisement
+start_servers() {
+    mkdir -p "$LOGS"
+    bg_in_ns "$E2E_POD" "$LOGS/pod-http.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_HTTP_PORT"
+    bg_in_ns "$E2E_POD" "$LOGS/pod-unlisted.log" python3 "$E2E_DIR/addr_server.py" :: "$POD_UNLISTED_PORT"
+    bg_in_ns "$E2E_HOST" "$LOGS/host-agent.log" python3 "$E2E_DIR/addr_server.py" "$HOST6" "$HOST_AGENT_PORT"
+    wait_for 10 pod_listens "$POD_HTTP_PORT" || die "pod HTTP server did not come up: $(cat "$LOGS/pod-http.log")"
+}
+
+start_dual_loader() {
+    write_dual_config
+    loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+}
+
+run_cases
 finish

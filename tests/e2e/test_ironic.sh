@@ -4,14 +4,14 @@
 # (version document, lookup by MAC with the agent token, heartbeat), Ironic sees the host's own address,
 # and the pod reaches the host's agent port as the service IP.
 #
-#   usage: test_ironic.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_ironic.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, Ironic's database) for inspection
 #          IRONIC_UID    run Ironic as this uid (default 65534, nobody; 0 for root)
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
 # Exit 77 (skipped) without root or without the ironic-api package.
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
@@ -19,6 +19,18 @@ set -uo pipefail
 source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ironic.sh
 source "$E2E_DIR/ironic.sh"
+
+# The cases, in the order of a full run: the steps of the host's walk (enroll, lookup, heartbeat build on each
+# other, so `--case heartbeat` runs the walk up to it), from the stack (lib.sh, "The case list").
+e2e_fixture topology topology_create
+e2e_fixture stack stack_ready --fails-as "Ironic in the pod answers through the service IP" topology
+e2e_step version case_version "GET /v1 through the service IP returns the version document" stack
+e2e_step enroll case_enroll "enroll a fake-hardware node with the host's MAC (pod side)" stack
+e2e_step lookup case_lookup "lookup by MAC through the service IP returns the node and an agent token" stack
+e2e_step heartbeat case_heartbeat "heartbeat through the service IP is accepted (202), a wrong token refused" stack
+e2e_step client_address case_client_address "Ironic's access log shows the host's own address" stack
+e2e_step agent_callback case_agent_callback "the pod reaches the host's agent port as the service IP" stack
+E2E_AFTER_CASE=ironic_after_case
 
 e2e_start "$@"
 
@@ -237,36 +249,24 @@ case_agent_callback() {
     log "pod -> $AGENT_CALLBACK_URL answered in $(since "$started") s; the agent saw $out"
 }
 
-# Runs a case as a step of the host's walk (enroll, lookup, heartbeat build on each other, so `--case
-# heartbeat` runs the walk up to it), and on failure adds Ironic's and the agent's log tails to the loader's.
-ironic_case() {
-    local failed=$E2E_FAILED
-    run_step "$1" "$2"
-    if [ "$E2E_FAILED" != "$failed" ]; then
-        ironic_dump_log 15
-        echo "# --- last lines of host-agent.log ---"
-        tail -n 5 "$LOGS/host-agent.log" 2>/dev/null | sed 's/^/#   /'
-    fi
+# After a failed step, Ironic's and the agent's log tails beside the loader's.
+ironic_after_case() {
+    [ "$E2E_CASE_FAILED" = 1 ] || return 0
+    ironic_dump_log 15
+    echo "# --- last lines of host-agent.log ---"
+    tail -n 5 "$LOGS/host-agent.log" 2>/dev/null | sed 's/^/#   /'
+}
+
+# The stack, or Ironic's log tail beside the loader's when it does not come up.
+stack_ready() {
+    start_stack && return 0
+    ironic_dump_log 30
+    return 1
 }
 
 # ---------------------------------------------------------------------------------------------------
 
 log "loader: $LOADER"
-topology_create
-
-if ! start_stack; then
-    echo "not ok - Ironic in the pod answers through the service IP: $E2E_REASON"
-    E2E_FAILED=$((E2E_FAILED + 1))
-    dump_loader_log 30
-    ironic_dump_log 30
-    finish
-fi
-
-ironic_case "GET /v1 through the service IP returns the version document" case_version
-ironic_case "enroll a fake-hardware node with the host's MAC (pod side)" case_enroll
-ironic_case "lookup by MAC through the service IP returns the node and an agent token" case_lookup
-ironic_case "heartbeat through the service IP is accepted (202), a wrong token refused" case_heartbeat
-ironic_case "Ironic's access log shows the host's own address" case_client_address
-ironic_case "the pod reaches the host's agent port as the service IP" case_agent_callback
+run_cases
 
 finish

@@ -3,7 +3,7 @@
 # (cluster.sh), each running the loader against an API server stand-in (tests/k8s/apiserver_standin.py),
 # with the Ironic Service of docs/kubernetes.md, its EndpointSlice and one Lease.
 #
-#   usage: test_kubernetes.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_kubernetes.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   K8S_MOVES     how many times case c moves the pod between the nodes (default 20)
 #          K8S_OUTAGE_S  how long case e keeps the API server away before anything else happens (default 60)
 #          K8S_UPGRADE_PULL_S  how long case f5 waits between stopping the owner's loader and starting the next
@@ -21,7 +21,7 @@
 # the Service made dual stack, an IPv6-only one, two addresses on one pod; h. pivot between two clusters and a double claim; i. a bridge CNI; j. every recorded API request granted by rbac.yaml and rbac-namespace.yaml.
 #
 # Output is TAP-like. The cases share the topology and run in order; each says what it starts from.
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
@@ -31,6 +31,31 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 source "$E2E_DIR/dhcp.sh"
 # shellcheck source-path=SCRIPTDIR source=cluster.sh
 source "$E2E_DIR/cluster.sh"
+
+K8S_MOVES=${K8S_MOVES:-20}
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list"): most start from
+# case b's end state (the pod ready on node A, A serving), the last two from case h's (the second cluster).
+e2e_fixture cluster cluster_start
+e2e_case refused case_refused "a. Services with a disallowed namespace or IP are refused with an Event; another class is ignored" cluster
+e2e_case serve case_serve "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTTP and DHCP, sets the ingress" cluster
+e2e_case status case_status "b2. the owner writes only the ingress, by meaning: no write per Service change, conditions kept, cleared when no node serves; a refusal reported again after the server expired it" case:serve
+e2e_case moves case_moves "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case:serve
+e2e_case sigkill_owner case_sigkill_owner "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case:serve
+e2e_case api_outage case_api_outage "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case:serve
+e2e_case partition case_partition "e2. the owner's node cut off from the API server while its pod moves: the new owner announces, the old one yields" case:serve
+e2e_case bad_responses case_bad_responses "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case:serve
+e2e_case stalled_watches case_stalled_watches "f2. watches stalled (connected, silent): restarted after the idle timeout, a move followed" case:serve
+e2e_case rolling_update case_rolling_update "f3. rolling update: the old pod, terminating but serving, keeps the IP until the new one is ready" case:serve
+e2e_case metal3_example case_metal3_example "f4. the Metal3 example Service (k8s/examples) is accepted and served" case:serve
+e2e_case loader_upgrade case_loader_upgrade "f5. the owner's loader upgraded with a slow start (past the heartbeat timeout): the grace keeps the IP answered" case:serve
+e2e_case source_ranges case_source_ranges "f6. loadBalancerSourceRanges: only sources in the ranges reach the service IP's ports; broadcast DHCP still relayed" case:serve
+e2e_case shared_ip case_shared_ip "g. two Services sharing the IP are served only when their pods are on one node" case:serve
+e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each address served under its own Lease (RA, NDP, DHCPv6, HTTP over both), both follow a move, the ingress lists what is served; an IPv6-only Service; two addresses on one pod refused" case:serve
+e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case:serve
+e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case:pivot
+e2e_case rbac case_rbac "j. every API request the loaders sent is granted by the ClusterRole and the metal3 Role" case:pivot
+E2E_AFTER_CASE=k8s_after_case
 
 loader_argument "$@"
 BPFNETCTL=$(realpath "${BPFNETCTL:-$(dirname "$LOADER")/../cli/bpfnetctl}" 2>/dev/null) || true
@@ -42,7 +67,6 @@ sandbox_reexec "$@"
 require_tools curl bpftool ethtool nsenter dnsmasq "$SYSTEM_PYTHON"
 
 LOGS=$E2E_TMP/logs
-K8S_MOVES=${K8S_MOVES:-20}
 K8S_OUTAGE_S=${K8S_OUTAGE_S:-60}
 K8S_UPGRADE_PULL_S=${K8S_UPGRADE_PULL_S:-8}
 HEARTBEAT_TIMEOUT_S=5 # the loader's default heartbeat timeout
@@ -142,7 +166,7 @@ merge_patch() { KAPI_TYPE=application/merge-patch+json kapi "$@" >/dev/null; }
 conditions_of() { json_field c1 "$SERVICE_PATH/$SERVICE_NAME" '[c["type"] for c in o.get("status", {}).get("conditions", [])]'; }
 
 case_status() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. Another controller adds a condition to the Service's status; then the Service
     # changes three times (labels). The owner writes only status.loadBalancer.ingress, compares it by meaning
     # (the server added ipMode: VIP), so none of the changes causes a status write, and the condition stays.
@@ -194,7 +218,7 @@ move_to() {
 }
 
 case_moves() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: node A serves. The pod moves K8S_MOVES times between the nodes, while the host probes HTTP and
     # DHCP every 10 ms and records every ARP frame about the service IP.
     local probe_log=$E2E_TMP/moves.probe moves_log=$E2E_TMP/moves.log arp_log=$E2E_TMP/moves.arp
@@ -265,7 +289,7 @@ wait_serves() {
 }
 
 case_sigkill_owner() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. Its loader is killed; the datapath goes on until the heartbeat is stale, then
     # stops answering ARP. The pod then moves: the other node takes over once the dead owner's Lease expires.
     local dead=$CURRENT next
@@ -307,7 +331,7 @@ case_sigkill_owner() {
 }
 
 case_api_outage() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. The API server goes away (every loader request cut off) for K8S_OUTAGE_S seconds,
     # many Lease durations and heartbeat timeouts: the datapath keeps serving (HTTP, DHCP and ARP probed all
     # along: nothing lost, one ARP owner), also after the owner's loader restarts. Meanwhile the pod moves and
@@ -402,7 +426,7 @@ partition_analysis() {
 }
 
 case_partition() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. Its node alone is cut off from the API server (its management link down; the
     # provisioning LAN is fine), and the pod moves to the other node. The other node takes the Lease over once
     # it has watched it unrenewed for its duration, announces the IP and answers a GARP interval later; the
@@ -466,7 +490,7 @@ case_partition() {
 }
 
 case_bad_responses() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. Objects with fields of the wrong type, malformed watch lines, events of
     # unexpected types, a truncated stream, malformed list and write answers: nothing crashes, the datapath
     # keeps serving, and a later move is still followed.
@@ -514,7 +538,7 @@ case_bad_responses() {
 }
 
 case_stalled_watches() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. Every open watch goes silent but stays connected (a stuck proxy), then the pod
     # moves. The loaders take a watch silent for --watch-idle-timeout (3 s here; bookmarks come every 1 s) as
     # stalled, watch again from where they were, and follow the move; without that, only the watches'
@@ -539,7 +563,7 @@ longest_silence() {
 }
 
 case_loader_upgrade() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. Its loader is stopped with SIGTERM, as a rolling update of the DaemonSet does, and
     # the next one starts only K8S_UPGRADE_PULL_S seconds later, past the heartbeat timeout (its image being
     # pulled). The stopping loader leaves the datapath a grace (--upgrade-grace, 60 s): the service IP stays
@@ -578,7 +602,7 @@ case_loader_upgrade() {
 }
 
 case_source_ranges() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. The Service gets loadBalancerSourceRanges without the host (198.18.0.10): its
     # HTTP tries are dropped by the owner's datapath (drop_source_range), while PXE's broadcast DHCP, from
     # 0.0.0.0, is still relayed. With the host's range added it is served again; with the annotation form
@@ -631,7 +655,7 @@ EOF
 }
 
 case_rolling_update() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves. A rolling update: the old pod terminates (ready false, still serving) while the
     # new one on the other node starts (not ready). The old pod keeps the traffic, as the EndpointSlice API
     # means; only when the new pod is ready does the IP move.
@@ -654,6 +678,8 @@ case_metal3_example() {
     # k8s/examples/metal3-ironic-service.yaml, the Service docs/metal3.md gives for baremetal-operator's
     # ironic-deployment, with an IP of the test LAN: accepted, and served from the node of its ready endpoint,
     # the pod that does not back the Ironic Service (a pod answers for one address per family, case g2).
+    # From: the pod ready on node A, A serving (case serve, its need in the case list): the example goes to the
+    # other node, and the Ironic Service's Lease must outlive the example's.
     local ip=198.18.0.9 name=ironic-provisioning body node
     node=$(other "$CURRENT")
     body=$("$SYSTEM_PYTHON" -c 'import json, sys, yaml
@@ -680,7 +706,7 @@ print(json.dumps(d))' "$E2E_REPO/k8s/examples/metal3-ironic-service.yaml" "$ip")
 }
 
 case_shared_ip() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: CURRENT serves ironic. A second Service, images (TCP 6180 -> 8081), shares the service IP with
     # disjoint ports; its pod runs on the other node: one node cannot steer to both, so neither is served
     # and an Event says why. When images' pod is on the same node, both are served from it.
@@ -776,7 +802,7 @@ dual_served_by() {
 }
 
 case_dual_stack() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: both loaders on c1 (with --subnet-v6 and --router-advertisements), CURRENT serves the Ironic
     # Service. It becomes dual stack: each address is served from the pod's node under a Lease of its own, the
     # IPv6 one answered by NDP and steered to the pod's IPv6 address, the router advertisement sent by the
@@ -886,7 +912,7 @@ case_dual_stack() {
 }
 
 case_pivot() {
-    case_needs case_serve || return 1
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
     # From: both loaders on cluster c1. Cluster c2 is created with the same Service and no endpoint; node B's
     # loader is moved to c2 (a loader of each cluster on the LAN). c1's endpoint goes away and c2's becomes
     # ready on node B: the service IP moves to cluster c2. Then c1 claims it again (a deliberate double
@@ -933,7 +959,7 @@ case_pivot() {
 }
 
 case_bridge_cni() {
-    case_needs case_pivot || return 1
+    # From: the second cluster after the pivot (case pivot, its need in the case list).
     # From: node-b serves for cluster c2. The pod is recreated on node-b behind a bridge (a bridge CNI: the
     # route to the pod names cni0, not the pod's veth): refused with an Event that says why, and the service
     # IP is no longer answered.
@@ -959,7 +985,7 @@ case_bridge_cni() {
 }
 
 case_rbac() {
-    case_needs case_pivot || return 1
+    # From: the second cluster after the pivot (case pivot, its need in the case list).
     # Every request the loaders sent to either stand-in during this test is granted by k8s/manifests/rbac.yaml
     # (everywhere) and rbac-namespace.yaml (in metal3).
     local check=$E2E_REPO/tests/k8s/check_rbac.py name out
@@ -981,39 +1007,34 @@ case_rbac() {
 
 # ---------------------------------------------------------------------------------------------------
 
-log "loader: $LOADER"
-cluster_topology_create
-pods_start || die "pods: $E2E_REASON"
-standin_start c1
-kapi c1 POST "$SERVICE_PATH" "$(service_json)" >/dev/null || die "cannot create the Service"
-kapi c1 POST "$SLICE_PATH" "$(slice_json none)" >/dev/null || die "cannot create the EndpointSlice"
-for node in "${NODES[@]}"; do
-    k8s_loader_start "$node" c1 "$LOGS/loader-$node.log" || die "$E2E_REASON"
-done
+# The two nodes, their pods, the API server stand-in of cluster c1 with the Service and its EndpointSlice, a
+# loader on each node.
+cluster_start() {
+    local node
+    cluster_topology_create
+    pods_start || die "pods: $E2E_REASON"
+    standin_start c1
+    kapi c1 POST "$SERVICE_PATH" "$(service_json)" >/dev/null || die "cannot create the Service"
+    kapi c1 POST "$SLICE_PATH" "$(slice_json none)" >/dev/null || die "cannot create the EndpointSlice"
+    for node in "${NODES[@]}"; do
+        k8s_loader_start "$node" c1 "$LOGS/loader-$node.log" || die "$E2E_REASON"
+    done
+}
+
+# The measurements some cases leave, logged after them.
 MOVES_JSON=""
 PARTITION_JSON=""
 UPGRADE_JSON=""
+k8s_after_case() {
+    case $E2E_CASE_KEY in
+    moves) [ -n "$MOVES_JSON" ] && log "failover: $MOVES_JSON" ;;
+    partition) [ -n "$PARTITION_JSON" ] && log "partition: $PARTITION_JSON" ;;
+    loader_upgrade) [ -n "$UPGRADE_JSON" ] && log "upgrade: $UPGRADE_JSON" ;;
+    esac
+    return 0
+}
 
-run_case "a. Services with a disallowed namespace or IP are refused with an Event; another class is ignored" case_refused
-run_case "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTTP and DHCP, sets the ingress" case_serve
-run_case "b2. the owner writes only the ingress, by meaning: no write per Service change, conditions kept, cleared when no node serves; a refusal reported again after the server expired it" case_status
-run_case "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case_moves
-[ -n "$MOVES_JSON" ] && log "failover: $MOVES_JSON"
-run_case "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case_sigkill_owner
-run_case "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case_api_outage
-run_case "e2. the owner's node cut off from the API server while its pod moves: the new owner announces, the old one yields" case_partition
-[ -n "$PARTITION_JSON" ] && log "partition: $PARTITION_JSON"
-run_case "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case_bad_responses
-run_case "f2. watches stalled (connected, silent): restarted after the idle timeout, a move followed" case_stalled_watches
-run_case "f3. rolling update: the old pod, terminating but serving, keeps the IP until the new one is ready" case_rolling_update
-run_case "f4. the Metal3 example Service (k8s/examples) is accepted and served" case_metal3_example
-run_case "f5. the owner's loader upgraded with a slow start (past the heartbeat timeout): the grace keeps the IP answered" case_loader_upgrade
-[ -n "$UPGRADE_JSON" ] && log "upgrade: $UPGRADE_JSON"
-run_case "f6. loadBalancerSourceRanges: only sources in the ranges reach the service IP's ports; broadcast DHCP still relayed" case_source_ranges
-run_case "g. two Services sharing the IP are served only when their pods are on one node" case_shared_ip
-run_case "g2. the Service made dual stack: each address served under its own Lease (RA, NDP, DHCPv6, HTTP over both), both follow a move, the ingress lists what is served; an IPv6-only Service; two addresses on one pod refused" case_dual_stack
-run_case "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case_pivot
-run_case "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case_bridge_cni
-run_case "j. every API request the loaders sent is granted by the ClusterRole and the metal3 Role" case_rbac
+log "loader: $LOADER"
+run_cases
 
 finish

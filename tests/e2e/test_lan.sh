@@ -5,11 +5,11 @@
 # download, and ICMP errors about steered packets both ways (refused ports, path MTU discovery), all
 # through the service IP with default offloads everywhere.
 #
-#   usage: test_lan.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_lan.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   E2E_LAN_SHAPE   switch (default) or devenv (lib.sh)
 #          E2E_KEEP_TMP    keep the temporary directory (configs, logs) for inspection
 #
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
@@ -17,6 +17,18 @@ set -uo pipefail
 source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
+# shellcheck source=icmp_cases.sh
+source "$E2E_DIR/icmp_cases.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
+e2e_fixture topology topology_create
+e2e_fixture loader files_server_loader topology
+e2e_case tftp_atftpd case_tftp_atftpd "pod MTU 1450: atftpd serves blksize 1468 requests, clamped to 1418 on the way in" loader
+e2e_case tftp_dnsmasq case_tftp_dnsmasq "pod MTU 1450: dnsmasq serves blksize 1468 requests through the clamp" loader
+e2e_case http_download case_http_download "pod MTU 1450: 64 MiB over HTTP through the service IP" loader
+e2e_case icmp_host_refuses case_icmp_host_refuses "ICMP: a host's port unreachable reaches the pod's socket" loader
+e2e_case icmp_pod_refuses case_icmp_pod_refuses "ICMP: the pod's port unreachable reaches the host as the service IP's" loader
+e2e_case icmp_fragmentation_needed case_icmp_fragmentation_needed "ICMP: fragmentation needed through the service IP sets the pod's path MTU" loader
 
 e2e_start "$@"
 
@@ -107,77 +119,24 @@ case_http_download() {
 CLOSED_PORT=7000 # listed (udp), and nothing in the pod listens on it
 POD_SPORT=41000  # the pod's own datagrams leave from here
 
-# The pod sends to a host port where nothing listens: the host's kernel answers port unreachable to the
-# service IP; translated, it reaches the pod's socket.
-case_icmp_host_refuses() {
-    local before out
-    host_introduced || return 1
-    before=$(counter icmp_error_to_pod)
-    out=$(pod python3 "$E2E_DIR/udp_refused.py" --sport "$POD_SPORT" "$E2E_HOST_IP" 9)
-    if [ "$out" != refused ]; then
-        E2E_REASON="pod -> host:9 (closed): '$out', want refused (icmp_error_to_pod $before -> $(counter icmp_error_to_pod), drop_icmp_unmatched $(counter drop_icmp_unmatched), drop_protocol $(counter drop_protocol))"
-        return 1
-    fi
-    log "the pod's socket saw ECONNREFUSED; icmp_error_to_pod $before -> $(counter icmp_error_to_pod)"
-}
-
-# A host sends to a listed UDP port where nothing in the pod listens: the pod's port unreachable leaves as
-# the service IP's, and the host's socket sees it.
-case_icmp_pod_refuses() {
-    local before out
-    before=$(counter icmp_error_to_lan)
-    out=$(host python3 "$E2E_DIR/udp_refused.py" "$E2E_SERVICE_IP" "$CLOSED_PORT")
-    if [ "$out" != refused ]; then
-        E2E_REASON="host -> service IP:$CLOSED_PORT (nothing listens in the pod): '$out', want refused (icmp_error_to_lan $before -> $(counter icmp_error_to_lan), drop_icmp_unmatched $(counter drop_icmp_unmatched))"
-        return 1
-    fi
-    log "the host's socket saw ECONNREFUSED from the service IP; icmp_error_to_lan $before -> $(counter icmp_error_to_lan)"
-}
-
-# Path MTU discovery through the service IP: a router on the LAN (here the host's namespace speaking for
-# one) says the pod's datagram to the host needs fragmenting for a 1300-byte hop. The quote names the
-# service IP; translated, the pod's kernel learns the path MTU for the host.
-case_icmp_fragmentation_needed() {
-    local route
-    host_introduced || return 1
-    # A socket bound to the quoted port, for the error to be taken; its datagram records the flow.
-    bg_in_ns "$E2E_POD" "$LOGS/pmtu-socket.log" python3 -c "
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(('0.0.0.0', $POD_SPORT + 1)); s.sendto(b'x' * 64, ('$E2E_HOST_IP', 9)); time.sleep(30)"
-    local sock_pid=$BG_PID
-    wait_for 5 pod_udp_bound $((POD_SPORT + 1)) || {
-        E2E_REASON="the pod's socket did not bind"
-        return 1
-    }
-    host python3 "$E2E_DIR/icmp_send.py" --to "$E2E_SERVICE_IP" --mtu 1300 \
-        --quote "$E2E_SERVICE_IP:$((POD_SPORT + 1))-$E2E_HOST_IP:9"
-    if ! wait_for 3 pod_route_mtu_is 1300; then
-        route=$(pod ip route get "$E2E_HOST_IP")
-        stop_pid "$sock_pid"
-        E2E_REASON="the pod's route to $E2E_HOST_IP did not learn MTU 1300: $route (icmp_error_to_pod $(counter icmp_error_to_pod), drop_icmp_unmatched $(counter drop_icmp_unmatched))"
-        return 1
-    fi
-    stop_pid "$sock_pid"
-    log "pod route: $(pod ip route get "$E2E_HOST_IP" | tr -s " \n" " ")"
-}
-pod_route_mtu_is() { pod ip route get "$E2E_HOST_IP" | grep -q "mtu $1"; }
+# The ICMP cases' bodies, shared with test_ipv6.sh (icmp_cases.sh); here the IPv4 ones, the hop of the
+# fragmentation needed 1300 bytes.
+case_icmp_host_refuses() { icmp_host_refuses 4; }
+case_icmp_pod_refuses() { icmp_pod_refuses 4; }
+case_icmp_fragmentation_needed() { icmp_path_mtu 4 1300; }
 
 # ---------------------------------------------------------------------------------------------------
 
-topology_create
-mkdir -p "$ROOT"
-head -c $((IMAGE_MIB * 1024 * 1024)) /dev/urandom >"$ROOT/image"
-head -c $((64 * 1024 * 1024)) /dev/urandom >"$ROOT/big"
-bg_in_ns "$E2E_POD" "$LOGS/http.log" python3 -m http.server --bind 0.0.0.0 --directory "$ROOT" 8080
-write_config --port tftp:udp:69::tftp --port closed:udp:$CLOSED_PORT "$CONFIG"
-loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
-wait_for 10 pod_listens 8080 || die "pod HTTP server did not start"
+# The files, the pod's HTTP server and the loader.
+files_server_loader() {
+    mkdir -p "$ROOT"
+    head -c $((IMAGE_MIB * 1024 * 1024)) /dev/urandom >"$ROOT/image"
+    head -c $((64 * 1024 * 1024)) /dev/urandom >"$ROOT/big"
+    bg_in_ns "$E2E_POD" "$LOGS/http.log" python3 -m http.server --bind 0.0.0.0 --directory "$ROOT" 8080
+    write_config --port tftp:udp:69::tftp --port closed:udp:$CLOSED_PORT "$CONFIG"
+    loader_start "$CONFIG" "$LOGS/loader.log" || die "$E2E_REASON"
+    wait_for 10 pod_listens 8080 || die "pod HTTP server did not start"
+}
 
-run_case "pod MTU 1450: atftpd serves blksize 1468 requests, clamped to 1418 on the way in" case_tftp_atftpd
-run_case "pod MTU 1450: dnsmasq serves blksize 1468 requests through the clamp" case_tftp_dnsmasq
-run_case "pod MTU 1450: 64 MiB over HTTP through the service IP" case_http_download
-run_case "ICMP: a host's port unreachable reaches the pod's socket" case_icmp_host_refuses
-run_case "ICMP: the pod's port unreachable reaches the host as the service IP's" case_icmp_pod_refuses
-run_case "ICMP: fragmentation needed through the service IP sets the pod's path MTU" case_icmp_fragmentation_needed
+run_cases
 finish

@@ -5,7 +5,7 @@
 # heartbeat timeout, steering goes on), generic XDP, a backend whose veth disappears, and an upgrade across a
 # change of the map layout.
 #
-#   usage: test_lifecycle.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_lifecycle.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs) for inspection
 #
@@ -13,12 +13,26 @@
 # The cases run in the order below and share the topology and the loaders, each documenting what it
 # starts from: k starts loader A (native XDP), o restarts it over a pin of another layout, h and i change its
 # configuration, j kills it, l starts loader B (generic XDP), m removes the pod's veth under it.
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list"): k starts loader
+# A, or the loader_a set-up does when k is not run.
+e2e_fixture topology topology_create
+e2e_fixture servers start_servers topology
+e2e_case gratuitous_arp case_gratuitous_arp "k. gratuitous ARP on becoming active fixes a stale host entry" servers
+e2e_fixture loader_a loader_a_serving servers
+e2e_case layout_change case_layout_change "o. a pin left by a build with another map layout is replaced; the programs use the new map" loader_a
+e2e_case config_edit case_config_edit "h. config edit (rename over the file) adds a port, writes only the change, keeps a transfer" loader_a
+e2e_case sighup_invalid case_sighup_invalid "i. SIGHUP with an invalid config is rejected and the running state kept; a valid one applies" loader_a
+e2e_case liveness_gate case_liveness_gate "j. liveness gate: after SIGKILL, ARP answered until the heartbeat timeout only; steering goes on" loader_a
+e2e_case generic_xdp case_generic_xdp "l. generic XDP attaches as xdpgeneric, announces the resumed service IP and steers HTTP" case:liveness_gate
+e2e_case backend_gone case_backend_gone "m. backend veth deleted, then SIGHUP: error naming backend.veth, loader keeps running" case:generic_xdp
+e2e_case xdp_auto_fallback case_xdp_auto_fallback "n. xdpMode auto on a device without native XDP runs generic XDP and says why" topology
 
 e2e_start "$@"
 
@@ -115,6 +129,17 @@ loader_running() { [ -n "$LOADER_PID" ] && pid_alive "$LOADER_PID"; }
 start_loader_a() {
     write_config "$CONFIG" "$(timing_yaml)"
     loader_start "$CONFIG" "$LOGS/loader-a.log"
+}
+
+# The state the cases after k start from: loader A serving (started by k, or here when k is not run).
+loader_a_serving() {
+    if ! case_ran gratuitous_arp; then
+        start_loader_a || { E2E_REASON="loader A: $E2E_REASON"; return 1; }
+    fi
+    if ! loader_running; then
+        log "loader A is not running; the remaining cases need it"
+        finish
+    fi
 }
 
 case_gratuitous_arp() {
@@ -403,7 +428,7 @@ case_liveness_gate() {
 loader_announced() { [ "$(grep -c 'gratuitous ARP sent' "$LOADER_LOG")" -ge "$1" ]; }
 
 case_generic_xdp() {
-    case_needs case_liveness_gate || return 1 # a datapath whose loader was killed, heartbeat stale
+    # From: a datapath whose loader was killed, heartbeat stale (case j, its need in the case list).
     local config=$CONF_DIR/generic.yaml
     write_config --xdp-mode generic "$config" "$(timing_yaml)"
     loader_start "$config" "$LOGS/loader-b.log" || return 1
@@ -554,22 +579,5 @@ case_layout_change() {
 # ---------------------------------------------------------------------------------------------------
 
 log "loader: $LOADER"
-topology_create
-start_servers
-
-run_case "k. gratuitous ARP on becoming active fixes a stale host entry" case_gratuitous_arp
-# The other cases start from loader A serving, which case k starts.
-case_ran gratuitous_arp || start_loader_a || die "loader A: $E2E_REASON"
-if ! loader_running; then
-    log "loader A is not running; the remaining cases need it"
-    finish
-fi
-run_case "o. a pin left by a build with another map layout is replaced; the programs use the new map" case_layout_change
-run_case "h. config edit (rename over the file) adds a port, writes only the change, keeps a transfer" case_config_edit
-run_case "i. SIGHUP with an invalid config is rejected and the running state kept; a valid one applies" case_sighup_invalid
-run_case "j. liveness gate: after SIGKILL, ARP answered until the heartbeat timeout only; steering goes on" case_liveness_gate
-run_case "l. generic XDP attaches as xdpgeneric, announces the resumed service IP and steers HTTP" case_generic_xdp
-run_case "m. backend veth deleted, then SIGHUP: error naming backend.veth, loader keeps running" case_backend_gone
-run_case "n. xdpMode auto on a device without native XDP runs generic XDP and says why" case_xdp_auto_fallback
-
+run_cases
 finish

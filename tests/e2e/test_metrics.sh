@@ -5,17 +5,33 @@
 # claiming the service IP showing as a conflict (metrics and log), a port already in use, readiness lost
 # when a reload fails (backend veth gone) and regained, a clean stop on SIGTERM, and the listener disabled.
 #
-#   usage: test_metrics.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_metrics.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, scrapes) for inspection
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
+
+METRICS_ADDRESS=127.0.0.1:9394 # loopback of the node's namespace
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list"): every case starts
+# from a serving loader.
+e2e_fixture topology topology_create
+e2e_fixture server start_pod_server topology
+e2e_fixture loader start_loader --fails-as "loader with --metrics-address $METRICS_ADDRESS serves" server
+e2e_case probes case_probes "a. /healthz and /readyz answer 200 after start" loader
+e2e_case format case_format "b. /metrics: text format 0.0.4, promtool check metrics clean, service IP active" loader
+e2e_case dnat_counter case_dnat_counter "c. one HTTP request through the service IP raises dnat_service (and matches the map)" loader
+e2e_case conflict case_conflict "d. a second MAC claiming the service IP: conflict metrics and a logged warning" loader
+e2e_case port_in_use case_port_in_use "e. a second loader on the same address exits 1 before touching the kernel" loader
+e2e_case not_ready case_not_ready "f. backend veth gone, SIGHUP: /readyz 503 with the reason, /healthz 200; back: 200" loader
+e2e_case sigterm case_sigterm "g. SIGTERM: exit 0 promptly, listener closed" loader
+e2e_case disabled case_disabled "h. malformed --metrics-address exits 2; '' starts no listener" loader
 
 e2e_start "$@"
 
@@ -24,7 +40,6 @@ e2e_start "$@"
 require_tools curl python3 bpftool ethtool nsenter promtool ss
 
 POD_HTTP_PORT=8080
-METRICS_ADDRESS=127.0.0.1:9394 # loopback of the node's namespace
 METRICS_URL=http://$METRICS_ADDRESS
 OTHER_MAC=02:00:00:00:00:99 # the second owner of the service IP in case d
 
@@ -345,23 +360,7 @@ case_disabled() {
 # ---------------------------------------------------------------------------------------------------
 
 log "loader: $LOADER"
-topology_create
-start_pod_server
 
-# Every case starts from a serving loader.
-if ! start_loader; then
-    echo "not ok - loader with --metrics-address $METRICS_ADDRESS serves: $E2E_REASON"
-    E2E_FAILED=$((E2E_FAILED + 1))
-    dump_loader_log 25
-    finish
-fi
-run_case "a. /healthz and /readyz answer 200 after start" case_probes
-run_case "b. /metrics: text format 0.0.4, promtool check metrics clean, service IP active" case_format
-run_case "c. one HTTP request through the service IP raises dnat_service (and matches the map)" case_dnat_counter
-run_case "d. a second MAC claiming the service IP: conflict metrics and a logged warning" case_conflict
-run_case "e. a second loader on the same address exits 1 before touching the kernel" case_port_in_use
-run_case "f. backend veth gone, SIGHUP: /readyz 503 with the reason, /healthz 200; back: 200" case_not_ready
-run_case "g. SIGTERM: exit 0 promptly, listener closed" case_sigterm
-run_case "h. malformed --metrics-address exits 2; '' starts no listener" case_disabled
+run_cases
 
 finish

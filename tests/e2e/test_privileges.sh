@@ -17,8 +17,8 @@
 #   with ip_unprivileged_port_start=0       Kea and dnsmasq's TFTP need none; dnsmasq's DHCP NET_ADMIN
 #   Ironic API                              none
 #
-#   test_privileges.sh LOADER [--case NAME]...
-# The cases are called through run_case, which shellcheck cannot follow.
+#   test_privileges.sh LOADER [--case KEY]... | --list
+# The cases are called through run_cases (the case list), which shellcheck cannot follow.
 # shellcheck disable=SC2317
 set -u
 
@@ -28,6 +28,22 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 source "$E2E_DIR/dhcp.sh"
 # shellcheck source=ironic.sh
 source "$E2E_DIR/ironic.sh"
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list"). A case leaves
+# nothing running when it passes; after each, what a failed one left is stopped (privileged_cleanup).
+e2e_fixture loader setup
+e2e_case images case_images "1. image server, no capabilities: a file byte for byte through the service IP" loader
+e2e_case kea case_kea "2. Kea (udp sockets), NET_BIND_SERVICE: a lease through the relay" loader
+e2e_case kea_without case_kea_without "3. Kea, no capabilities: cannot bind UDP 67 (logged), no lease" loader
+e2e_case kea_raw case_kea_raw "4. Kea, raw sockets: NET_BIND_SERVICE is not enough, with NET_RAW a lease" loader
+e2e_case dnsmasq_dhcp case_dnsmasq_dhcp "5. dnsmasq DHCP (no-ping), NET_ADMIN + NET_BIND_SERVICE: a lease through the relay" loader
+e2e_case dnsmasq_dhcp_fewer case_dnsmasq_dhcp_fewer "6. dnsmasq DHCP, NET_BIND_SERVICE alone or NET_ADMIN alone: refused at start-up" loader
+e2e_case dnsmasq_ping case_dnsmasq_ping "7. dnsmasq DHCP without no-ping: NET_RAW demanded too" loader
+e2e_case tftp case_tftp "8. dnsmasq TFTP only, NET_BIND_SERVICE: a file through the service IP; none: refused" loader
+e2e_case sysctl case_sysctl "9. ip_unprivileged_port_start=0: Kea and dnsmasq TFTP with none, dnsmasq DHCP with NET_ADMIN" loader
+e2e_fixture ironic ironic_unprivileged loader
+e2e_case ironic case_ironic "10. Ironic, no capabilities: /v1 through the service IP" ironic
+E2E_AFTER_CASE=privileged_cleanup
+
 e2e_start "$@"
 
 PRIV_UID=65534
@@ -170,6 +186,14 @@ PRIV_DIR=$E2E_TMP/priv
 TFTP_ROOT=$PRIV_DIR/tftp
 IMAGE_ROOT=$PRIV_DIR/images
 
+# Ironic as uid 65534 with no capabilities, for case 10.
+ironic_unprivileged() {
+    IRONIC_UID=$PRIV_UID
+    IRONIC_GID=$PRIV_GID
+    IRONIC_SETPRIV_ARGS=(--no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all)
+    ironic_start "$E2E_POD" "$PRIV_DIR/ironic"
+}
+
 setup() {
     topology_create
     mkdir -p "$TFTP_ROOT" "$IMAGE_ROOT" "$PRIV_DIR/fetched"
@@ -179,11 +203,6 @@ setup() {
     # Readable, not writable, by uid 65534; every server's state goes in a directory of its own.
     chmod -R a+rX "$PRIV_DIR"
     chmod o+x "$E2E_TMP"
-
-    IRONIC_UID=$PRIV_UID
-    IRONIC_GID=$PRIV_GID
-    IRONIC_SETPRIV_ARGS=(--no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-all)
-    ironic_start "$E2E_POD" "$PRIV_DIR/ironic" || return 1
 
     local config=$E2E_TMP/conf/privileges.yaml
     write_config --port dhcp:udp:67:67:dhcp --port tftp:udp:69:69:tftp --port ironic-api:tcp:"$IRONIC_PORT" \
@@ -425,29 +444,13 @@ case_ironic() {
 
 # ---------------------------------------------------------------------------------------------------
 
-setup || die "set-up failed: $E2E_REASON"
-
 # A case leaves nothing running when it passes; after a failure, stop what it left.
-privileged_case() {
-    run_case "$1" "$2"
+privileged_cleanup() {
     kea_stop
     dnsmasq_stop
     DHCP_SERVER_AS=()
     DHCP_SERVER_OWNER=""
 }
 
-privileged_case "1. image server, no capabilities: a file byte for byte through the service IP" case_images
-privileged_case "2. Kea (udp sockets), NET_BIND_SERVICE: a lease through the relay" case_kea
-privileged_case "3. Kea, no capabilities: cannot bind UDP 67 (logged), no lease" case_kea_without
-privileged_case "4. Kea, raw sockets: NET_BIND_SERVICE is not enough, with NET_RAW a lease" case_kea_raw
-privileged_case "5. dnsmasq DHCP (no-ping), NET_ADMIN + NET_BIND_SERVICE: a lease through the relay" \
-    case_dnsmasq_dhcp
-privileged_case "6. dnsmasq DHCP, NET_BIND_SERVICE alone or NET_ADMIN alone: refused at start-up" \
-    case_dnsmasq_dhcp_fewer
-privileged_case "7. dnsmasq DHCP without no-ping: NET_RAW demanded too" case_dnsmasq_ping
-privileged_case "8. dnsmasq TFTP only, NET_BIND_SERVICE: a file through the service IP; none: refused" \
-    case_tftp
-privileged_case "9. ip_unprivileged_port_start=0: Kea and dnsmasq TFTP with none, dnsmasq DHCP with NET_ADMIN" \
-    case_sysctl
-privileged_case "10. Ironic, no capabilities: /v1 through the service IP" case_ironic
+run_cases
 finish

@@ -5,7 +5,7 @@
 # checks what the host actually saw on the LAN: only the service IP, from the NIC's MAC, never the pod IP
 # (not in headers, not in BOOTP fields or options).
 #
-#   usage: test_pxe.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_pxe.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, captures, leases) for inspection
 #
@@ -17,7 +17,7 @@
 # The cases run in this order and share the topology: a-d and g against dnsmasq in the pod, e stops it and
 # runs Kea, f tears bpfnet down and compares with dnsmasq's own relay on the node (it changes the topology,
 # so it is last). A capture on the host's eth0 runs throughout; each case checks the frames since it began.
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
@@ -25,6 +25,25 @@ set -uo pipefail
 source "$(dirname "$(realpath "$0")")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=dhcp.sh
 source "$E2E_DIR/dhcp.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list"): every case starts
+# from the loader, dnsmasq in the pod and the capture on the host's eth0 (the Kea cases stop dnsmasq).
+e2e_fixture topology topology_create
+e2e_fixture loader files_and_loader --fails-as "loader starts" topology
+e2e_fixture dnsmasq start_pod_dnsmasq loader
+e2e_fixture capture start_lan_capture dnsmasq
+e2e_case udhcpc case_udhcpc "a. udhcpc gets the PXE lease through the relay, sees only the service IP" capture
+e2e_case dhclient case_dhclient "b. dhclient gets a lease with the service IP as server identifier" capture
+e2e_case renew case_renew "c. unicast renewal to the service IP is relayed and acknowledged" capture
+e2e_case renew_broadcast case_renew_broadcast "c2. broadcast renewal with ciaddr (busybox without the address) is relayed to ciaddr" capture
+e2e_case tftp_default case_tftp_default "d1. tftp through the service IP, new ephemeral server port per transfer" capture
+e2e_case tftp_range case_tftp_range "d2. tftp through the service IP, --tftp-port-range" capture
+e2e_case tftp_single case_tftp_single "d3. tftp through the service IP, --tftp-single-port" capture
+e2e_case bad_input case_bad_input "g. bad DHCP and unknown-flow TFTP input is dropped, counted, never reaches the pod" capture
+e2e_case kea_offer case_kea_offer "e1. Kea names the pod: the OFFER's server identifier is rewritten to the service IP" capture
+e2e_case kea_lease case_kea_lease "e2. Kea names the pod: the host gets a lease (the relay restores Kea's identifier in the REQUEST)" case:kea_offer
+e2e_case kea_configured_id case_kea_configured_id "e3. Kea with server identifier = service IP: lease without rewriting" capture
+e2e_case reference_relay case_reference_relay "f. dnsmasq's own relay gives the same lease fields as bpfnet's relay" case:udhcpc
 
 e2e_start --needs-dhcp "$@"
 
@@ -460,7 +479,7 @@ case_kea_offer() {
 }
 
 case_kea_lease() {
-    case_needs case_kea_offer || return 1
+    # From: Kea naming the pod, its OFFER rewritten (case kea_offer, its need in the case list).
     if [ "$KEA_RC" != 0 ]; then
         E2E_REASON="udhcpc got no lease from Kea (exit $KEA_RC; events: $(lease_events "$KEA_EVENTS")); Kea dropped $(grep -c 'foreign server identifier' "$E2E_TMP/kea-self/kea.log") requests for a foreign server identifier"
         return 1
@@ -503,7 +522,7 @@ case_kea_configured_id() {
 # (the service IP), `dnsmasq --dhcp-relay` runs on the node, the pod's dnsmasq is unchanged. The fields a
 # host depends on must be the same as in case a's lease through bpfnet.
 case_reference_relay() {
-    case_needs case_udhcpc || return 1 # bpfnet's lease, to compare with
+    # From: bpfnet's lease, to compare with (case udhcpc, its need in the case list).
     loader_stop TERM
     local out
     if ! out=$(run_loader --config "$CONFIG" --teardown 2>&1); then
@@ -561,37 +580,26 @@ case_reference_relay() {
 
 # ---------------------------------------------------------------------------------------------------
 
+files_and_loader() {
+    mkdir -p "$DHCP_TFTP_ROOT"
+    random_file "$DHCP_TFTP_ROOT/$BIG_FILE" 3145728
+    random_file "$DHCP_TFTP_ROOT/$SMALL_FILE" 1048576
+    write_config --port "dhcp:udp:67::dhcp" --port "tftp:udp:69::tftp" "$CONFIG"
+    loader_start "$CONFIG" "$LOGS/loader.log"
+}
+
+start_pod_dnsmasq() {
+    dnsmasq_start "$E2E_POD" "$POD_DNSMASQ" || die "$E2E_REASON"
+    log "dnsmasq serving in the pod (pid $DNSMASQ_PID, log $DNSMASQ_LOG)"
+}
+
+start_lan_capture() {
+    capture_start "$E2E_HOST" eth0 "$LAN_CAPTURE" || die "$E2E_REASON"
+}
+
 log "loader: $LOADER"
 log "software: $(dnsmasq --version | head -n1); $(busybox | head -n1); $(dhclient --version 2>&1 | head -n1); kea-dhcp4 $(kea-dhcp4 -v 2>&1); tftp-hpa $(dpkg-query -W -f='${Version}' tftp-hpa 2>/dev/null)"
-topology_create
-
-mkdir -p "$DHCP_TFTP_ROOT"
-random_file "$DHCP_TFTP_ROOT/$BIG_FILE" 3145728
-random_file "$DHCP_TFTP_ROOT/$SMALL_FILE" 1048576
-
-write_config --port "dhcp:udp:67::dhcp" --port "tftp:udp:69::tftp" "$CONFIG"
-if ! loader_start "$CONFIG" "$LOGS/loader.log"; then
-    echo "not ok - loader starts: $E2E_REASON"
-    E2E_FAILED=$((E2E_FAILED + 1))
-    dump_loader_log 40
-    finish
-fi
-dnsmasq_start "$E2E_POD" "$POD_DNSMASQ" || die "$E2E_REASON"
-log "dnsmasq serving in the pod (pid $DNSMASQ_PID, log $DNSMASQ_LOG)"
-capture_start "$E2E_HOST" eth0 "$LAN_CAPTURE" || die "$E2E_REASON"
-
-run_case "a. udhcpc gets the PXE lease through the relay, sees only the service IP" case_udhcpc
-run_case "b. dhclient gets a lease with the service IP as server identifier" case_dhclient
-run_case "c. unicast renewal to the service IP is relayed and acknowledged" case_renew
-run_case "c2. broadcast renewal with ciaddr (busybox without the address) is relayed to ciaddr" case_renew_broadcast
-run_case "d1. tftp through the service IP, new ephemeral server port per transfer" case_tftp_default
-run_case "d2. tftp through the service IP, --tftp-port-range" case_tftp_range
-run_case "d3. tftp through the service IP, --tftp-single-port" case_tftp_single
-run_case "g. bad DHCP and unknown-flow TFTP input is dropped, counted, never reaches the pod" case_bad_input
-run_case "e1. Kea names the pod: the OFFER's server identifier is rewritten to the service IP" case_kea_offer
-run_case "e2. Kea names the pod: the host gets a lease (the relay restores Kea's identifier in the REQUEST)" case_kea_lease
-run_case "e3. Kea with server identifier = service IP: lease without rewriting" case_kea_configured_id
-run_case "f. dnsmasq's own relay gives the same lease fields as bpfnet's relay" case_reference_relay
+run_cases
 
 capture_stop
 log "LAN capture: $(capture_stats "$LAN_CAPTURE")"

@@ -4,17 +4,31 @@
 # everything else is dropped, a loader restart keeps flows, a bad config attaches nothing, and teardown
 # removes everything.
 #
-#   usage: test_steering.sh PATH/TO/bpfnet-loader [--case NAME]...   (as root; it sandboxes itself, see lib.sh)
+#   usage: test_steering.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs) for inspection
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
-# Cases are called through run_case, which shellcheck cannot see.
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$(realpath "$0")")/lib.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
+e2e_fixture topology topology_create
+e2e_fixture servers start_servers topology
+e2e_case bad_config case_bad_config "bad config is rejected and attaches nothing" servers
+e2e_fixture loader start_good_loader --fails-as "loader starts and the service IP answers" servers
+e2e_case arp_every_host case_arp_every_host "every host on the LAN bridge gets ARP answers for the service IP (veth NIC, default xdpMode)" loader
+e2e_case http case_http "http to service IP:80 reaches pod:8080 with client address kept" loader
+e2e_case iperf case_iperf "iperf3 host->pod and pod->host through service IP:5201" loader
+e2e_case pod_to_host case_pod_to_host "pod connects to host agent as the service IP (neighbour miss path)" loader
+e2e_case unlisted_port case_unlisted_port "unlisted port is dropped silently and counted" loader
+e2e_case restart case_restart "loader restart keeps a running transfer and adopts the programs" loader
+e2e_case attach_choices case_attach_choices "the kernel probe picks the TC attach; clsact and veth delivery on request, and back" loader
+e2e_case teardown case_teardown "teardown removes programs, filters and pins" loader
 
 e2e_start "$@"
 
@@ -110,6 +124,7 @@ start_good_loader() {
         return 1
     fi
     log "service IP answers after $(since "$started") s; host neighbour: $(ip -n "$E2E_HOST" neigh show "$E2E_SERVICE_IP")"
+    log "loader ready"
 }
 
 # ARP: every host on the bridge that asks for the service IP gets the NIC's MAC, at once, every time. The NIC
@@ -390,26 +405,5 @@ case_teardown() {
 # ---------------------------------------------------------------------------------------------------
 
 log "loader: $LOADER"
-topology_create
-start_servers
-
-run_case "bad config is rejected and attaches nothing" case_bad_config
-
-if ! start_good_loader; then
-    echo "not ok - loader starts and the service IP answers: $E2E_REASON"
-    E2E_FAILED=$((E2E_FAILED + 1))
-    dump_loader_log 40
-    finish
-fi
-log "loader ready"
-
-run_case "every host on the LAN bridge gets ARP answers for the service IP (veth NIC, default xdpMode)" case_arp_every_host
-run_case "http to service IP:80 reaches pod:8080 with client address kept" case_http
-run_case "iperf3 host->pod and pod->host through service IP:5201" case_iperf
-run_case "pod connects to host agent as the service IP (neighbour miss path)" case_pod_to_host
-run_case "unlisted port is dropped silently and counted" case_unlisted_port
-run_case "loader restart keeps a running transfer and adopts the programs" case_restart
-run_case "the kernel probe picks the TC attach; clsact and veth delivery on request, and back" case_attach_choices
-run_case "teardown removes programs, filters and pins" case_teardown
-
+run_cases
 finish
