@@ -483,7 +483,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 		to_port = bpf_htons(DHCP_CLIENT_PORT);
 		/* A client on this LAN has its address on this LAN: anything else would leave via a router.
 		 */
-		if (to_ip != 0xffffffff && !in_provisioning_subnet(cfg, to_ip)) {
+		if (to_ip != 0xffffffff && !in_provisioning_subnet4(cfg, to_ip)) {
 			decide(BPFNET_CTR_DROP_DHCP_OFF_SUBNET);
 			return TC_ACT_SHOT;
 		}

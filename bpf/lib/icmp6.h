@@ -25,18 +25,6 @@
 #define ICMPV6_TIME_EXCEEDED	 3
 #define ICMPV6_PARAMETER_PROBLEM 4
 
-/* An ICMPv6 error and the packet it quotes. */
-struct icmp6_error {
-	__u32 icmp_off; /* from the start of the frame */
-	__u32 inner_l3_off;
-	__u32 inner_l4_off;
-	__u32 inner_check_off; /* of the quoted TCP or UDP checksum; 0 when the quote ends before it */
-	struct bpfnet_ip inner_saddr;
-	struct bpfnet_ip inner_daddr;
-	struct icmp_quoted_ports ports;
-	__be16 inner_check;
-};
-
 /* The ICMPv6 header and the quoted fixed header, read in one call. */
 struct icmp6_error_head {
 	__u8 type;
@@ -51,7 +39,7 @@ struct icmp6_error_head {
  * Returns -1 for anything but the four error types quoting the start of a TCP or UDP packet with its ports.
  */
 static __always_inline int icmp6_error_read(void *ctx, int xdp, const struct ip_packet *pkt,
-					    struct icmp6_error *e)
+					    struct icmp_error *e)
 {
 	struct icmp6_error_head head;
 	__be16 quoted[2];
@@ -85,29 +73,12 @@ static __always_inline int icmp6_error_read(void *ctx, int xdp, const struct ip_
 }
 
 /*
- * The quoted TCP or UDP checksum after its pseudo-header's address changed by addr_diff (bpf_csum_diff's
- * sum) and a port from_port -> to_port: one's complement arithmetic on the stored 16-bit words, whose
- * order does not matter to it. A UDP checksum that comes out 0 is sent as 0xffff (0 is "none").
- */
-static __always_inline __be16 quoted_check_after(__be16 check, __u32 addr_diff, __be16 from_port,
-						 __be16 to_port, int udp)
-{
-	__u64 sum = (__u16)~check + (__u64)addr_diff + (__u16)~from_port + (__u16)to_port;
-
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	__be16 result = (__be16)~sum;
-	return udp && result == 0 ? 0xffff : result;
-}
-
-/*
  * Rewrites an ICMPv6 error: the outer address on side `outer` from_ip -> to_ip, and in the quote the opposite
  * side's address (the same change), port (from_port -> to_port) and its L4 checksum. Packet pointers are
  * invalid afterwards. Returns 0, or -1 when a helper refused.
  */
 static __always_inline int icmp6_error_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt,
-					       const struct icmp6_error *e, enum nat_side outer,
+					       const struct icmp_error *e, enum nat_side outer,
 					       const struct bpfnet_ip *from_ip, const struct bpfnet_ip *to_ip,
 					       __be16 from_port, __be16 to_port)
 {
@@ -144,29 +115,6 @@ static __always_inline int icmp6_error_rewrite(struct __sk_buff *skb, const stru
 		return -1;
 	bpf_csum_update(skb, (__u32)diff);
 	return bpf_skb_store_bytes(skb, outer_ip, &to, sizeof(to), 0) ? -1 : 0;
-}
-
-/*
- * Whether an ICMPv6 packet from the LAN to service address daddr is an error about a packet the datapath sent
- * from there (XDP decides first, TC again). Fills pkt, e and target (the backend the quoted packet came
- * from); returns BPFNET_CTR_MAX when admitted, else the drop counter that says why.
- */
-static __always_inline enum bpfnet_counter admit_icmp6_error(void *ctx, int xdp, void *data, __u32 frame_len,
-							     struct ipv6hdr *ip6,
-							     const struct bpfnet_ip *daddr,
-							     struct ip_packet *pkt, struct icmp6_error *e,
-							     struct steer_target *target)
-{
-	enum parse_verdict verdict = ipv6_validate(ctx, xdp, data, frame_len, ip6, pkt);
-
-	if (verdict != PARSE_OTHER_PROTOCOL)
-		return verdict == PARSE_OK ? BPFNET_CTR_DROP_PROTOCOL : drop_reason(verdict);
-	if (icmp6_error_read(ctx, xdp, pkt, e))
-		return BPFNET_CTR_DROP_PROTOCOL; /* an echo request, or an error about nothing we send */
-	if (!ip_equal(&e->inner_saddr, daddr) ||
-	    quote_from_service(&e->ports, &e->inner_saddr, &e->inner_daddr, target))
-		return BPFNET_CTR_DROP_ICMP_UNMATCHED;
-	return BPFNET_CTR_MAX;
 }
 
 #endif /* BPFNET_ICMP6_H */

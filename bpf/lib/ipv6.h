@@ -125,9 +125,7 @@ static __always_inline long ipv6_load_l4(void *ctx, int xdp, struct ipv6hdr *ip6
 static __always_inline enum parse_verdict ipv6_validate(void *ctx, int xdp, void *data, __u32 frame_len,
 							struct ipv6hdr *ip6, struct ip_packet *pkt)
 {
-	/* Where the directly readable part ends (a TC program's skb may have more in pages). */
-	void *data_end = xdp ? (void *)(long)((struct xdp_md *)ctx)->data_end
-			     : (void *)(long)((struct __sk_buff *)ctx)->data_end;
+	void *data_end = ctx_data_end(ctx, xdp);
 	__u32 l3_off = (void *)ip6 - data;
 	__u32 payload = bpf_ntohs(ip6->payload_len);
 	__u32 l3_end = l3_off + IPV6_HEADER_LEN + payload;

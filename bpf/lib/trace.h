@@ -69,20 +69,8 @@ static __always_inline void decide(enum bpfnet_counter decision)
 		s->rec.decision = decision;
 }
 
-static __always_inline void trace_addresses(__be32 saddr, __be32 daddr, __u8 proto, const __u8 *mac)
-{
-	struct trace_scratch *s = tracing();
-
-	if (!s)
-		return;
-	s->rec.saddr = ip_v4(saddr);
-	s->rec.daddr = ip_v4(daddr);
-	s->rec.proto = proto;
-	mac_copy(s->rec.mac, mac);
-}
-
-static __always_inline void trace_addresses6(const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
-					     __u8 proto, const __u8 *mac)
+static __always_inline void trace_addresses(const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
+					    __u8 proto, const __u8 *mac)
 {
 	struct trace_scratch *s = tracing();
 

@@ -51,9 +51,12 @@ MUTANTS = [
      "if (known && source != NEIGHBOUR_FROM_ARP) {",
      "if (0) {"),
     ("trust: a dropped frame teaches a neighbour", "bpfnet.bpf.c",
-     "\tif (!in_provisioning_subnet(cfg, saddr)) {\n\t\tdecide(BPFNET_CTR_DROP_OFF_SUBNET);",
-     "\tlearn_neighbour(cfg, saddr, eth->h_source, NEIGHBOUR_FROM_ACCEPTED, daddr);\n"
-     "\tif (!in_provisioning_subnet(cfg, saddr)) {\n\t\tdecide(BPFNET_CTR_DROP_OFF_SUBNET);"),
+     "\tif (refused != BPFNET_CTR_MAX) {\n\t\tdecide(refused);\n\t\treturn TC_ACT_SHOT;\n\t}\n"
+     "\tstruct lan_ports ports = lan_ports_of(&pkt);",
+     "\tif (refused != BPFNET_CTR_MAX) {\n"
+     "\t\tlearn_neighbour(cfg, &a->saddr, eth->h_source, NEIGHBOUR_FROM_ACCEPTED, &a->daddr, v6);\n"
+     "\t\tdecide(refused);\n\t\treturn TC_ACT_SHOT;\n\t}\n"
+     "\tstruct lan_ports ports = lan_ports_of(&pkt);"),
     ("trust: broadcast DHCP relayed with the loader dead", "bpfnet.bpf.c",
      "\tif (!loader_alive(cfg)) {\n\t\t/* Like ARP",
      "\tif (0) {\n\t\t/* Like ARP"),
