@@ -279,14 +279,11 @@ static __always_inline int broadcast_dhcp_for_us(struct __sk_buff *skb, void *da
 						 struct iphdr *ip, const struct bpfnet_iface *cfg,
 						 struct ip_packet *pkt)
 {
-	__be32 service_ip = cfg->dhcp_service_ip_be;
-
-	if (!service_ip || ip->protocol != IPPROTO_UDP ||
+	if (ip_is_unset(&cfg->dhcp_service_ip) || ip->protocol != IPPROTO_UDP ||
 	    ipv4_validate(data, data_end, skb->len, ip, pkt) != PARSE_OK ||
 	    pkt->dport != bpf_htons(DHCP_SERVER_PORT))
 		return 0;
-	struct bpfnet_ip key = ip_v4(service_ip);
-	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &key);
+	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &cfg->dhcp_service_ip);
 	return owned && (owned->flags & BPFNET_SERVICE_IP_ACTIVE); /* else another node relays */
 }
 
@@ -294,7 +291,6 @@ static __always_inline int broadcast_dhcp_for_us(struct __sk_buff *skb, void *da
 static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const struct ip_packet *pkt,
 						const struct bpfnet_iface *cfg)
 {
-	__be32 service_ip = cfg->dhcp_service_ip_be;
 	struct steer_target target;
 
 	trace_ports(pkt);
@@ -305,14 +301,13 @@ static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const str
 	}
 	struct lan_ports ports = lan_ports_of(pkt);
 	struct bpfnet_ip client = ip_v4(pkt->ip->saddr);
-	struct bpfnet_ip service = ip_v4(service_ip);
-	if (steer_lookup(&ports, &client, &service, &target, 0) != STEER_OK ||
+	if (steer_lookup(&ports, &client, &cfg->dhcp_service_ip, &target, 0) != STEER_OK ||
 	    target.kind != BPFNET_KIND_DHCP) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND); /* the DHCP port is not listed any more */
 		return TC_ACT_SHOT;
 	}
 	trace_steered(&target.backend_ip, target.backend_port, target.kind);
-	return dhcp_relay_request(skb, pkt, cfg, service_ip, &target);
+	return dhcp_relay_request(skb, pkt, cfg, cfg->dhcp_service_ip.w[3], &target);
 }
 
 /* The IPv6 header is 20 bytes longer than IPv4's: a datagram through the pod's MTU carries that much less. */

@@ -22,6 +22,7 @@
 #include "parse.h"
 #include "ipv6.h"
 #include "maps.h"
+#include "iface.h"
 #include "csum.h"
 #include "nat.h"
 #include "steer.h"
@@ -430,7 +431,7 @@ dhcp6_reply_destination(const struct dhcp6_scratch *s, const struct bpfnet_iface
 	if (!dhcp6_server_message(inner))
 		return BPFNET_CTR_DROP_DHCP6_MALFORMED;
 	/* A client on this LAN: its link-local address, or one of the provisioning prefix. */
-	if (!ip6_link_local(&s->peer) && !in_provisioning_subnet6(cfg, &s->peer))
+	if (!ip6_link_local(&s->peer) && !in_provisioning_subnet(cfg, &s->peer, 1))
 		return BPFNET_CTR_DROP_DHCP_OFF_SUBNET;
 	*to_port = bpf_htons(DHCP6_CLIENT_PORT);
 	return BPFNET_CTR_MAX;

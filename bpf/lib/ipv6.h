@@ -174,25 +174,4 @@ static __always_inline enum parse_verdict ipv6_validate(void *ctx, int xdp, void
 	return PARSE_OTHER_PROTOCOL;
 }
 
-/* The first prefix_len bits of ip and net agree. */
-static __always_inline int ipv6_in_prefix(const struct bpfnet_ip *ip, const struct bpfnet_ip *net,
-					  __u32 prefix_len)
-{
-	for (int i = 0; i < 4; i++) {
-		__u32 from = 32 * i;
-		__u32 bits = prefix_len <= from ? 0 : (prefix_len - from >= 32 ? 32 : prefix_len - from);
-		__u32 mask = bits == 0 ? 0 : bpf_htonl(0xffffffffu << (32 - bits));
-
-		if ((ip->w[i] & mask) != (net->w[i] & mask))
-			return 0;
-	}
-	return 1;
-}
-
-/* An address on the IPv6 provisioning subnet (none when the node has no IPv6 subnet). */
-static __always_inline int in_provisioning_subnet6(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip)
-{
-	return cfg->subnet6_prefix_len != 0 && ipv6_in_prefix(ip, &cfg->subnet6, cfg->subnet6_prefix_len);
-}
-
 #endif /* BPFNET_IPV6_H */

@@ -83,8 +83,8 @@ static __always_inline int names_subnet(const struct bpfnet_iface *cfg, const st
 					const int v6)
 {
 	if (v6)
-		return ip_equal(ip, &cfg->subnet6);
-	__u32 host_mask = bpf_ntohl(~cfg->subnet_mask_be);
+		return ip_equal(ip, &cfg->subnet6.net);
+	__u32 host_mask = bpf_ntohl(~cfg->subnet.mask.w[3]);
 	__u32 host_part = bpf_ntohl(ip->w[3]) & host_mask;
 	return host_mask >= 3 && (host_part == 0 || host_part == host_mask);
 }
