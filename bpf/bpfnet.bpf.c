@@ -53,15 +53,40 @@ static __always_inline struct bpfnet_service_ip *service_ip_for(const struct bpf
 }
 
 /*
+ * The service_ips entry of a packet from the LAN to a service IP, either family (its fixed header at l3);
+ * NULL when it goes to no service IP (not ours). The packet is traced from here on, as seen at hook.
+ */
+static __always_inline struct bpfnet_service_ip *service_ip_asked(const struct bpfnet_iface *cfg,
+								  const void *l3, const struct l3_addrs *a,
+								  const __u8 *mac, enum bpfnet_hook hook,
+								  const int v6)
+{
+	struct bpfnet_service_ip *service = service_ip_for(cfg, &a->daddr, v6);
+
+	if (service) {
+		trace_begin(hook);
+		trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), mac);
+	}
+	return service;
+}
+
+/* The service IP has source ranges: its packets to a listed port pay for the LPM lookup. */
+static __always_inline int source_ranges_of(const struct bpfnet_service_ip *service)
+{
+	return (service->flags & BPFNET_SERVICE_IP_SOURCE_RANGES) != 0;
+}
+
+/*
  * Whether a packet to a service IP (its fixed header at l3) may reach a backend: valid, from the provisioning
- * subnet, for a recorded flow or a listed port (XDP decides first; TC again, so that it is safe on its own).
- * Fills pkt and target; returns BPFNET_CTR_MAX when the packet is admitted, else the drop counter that says
- * why.
+ * subnet, for a recorded flow or a listed port, from the IP's source ranges when it has any
+ * (has_source_ranges, from its service_ips entry: else no LPM lookup). XDP decides first; TC again, so that
+ * it is safe on its own. Fills pkt and target; returns BPFNET_CTR_MAX when the packet is admitted, else the
+ * drop counter that says why.
  */
 static __always_inline enum bpfnet_counter admit(void *ctx, int xdp, void *data, __u32 frame_len, void *l3,
 						 const struct bpfnet_iface *cfg, const struct l3_addrs *a,
-						 struct ip_packet *pkt, struct steer_target *target,
-						 const int v6)
+						 const int has_source_ranges, struct ip_packet *pkt,
+						 struct steer_target *target, const int v6)
 {
 	enum parse_verdict verdict = ip_validate(ctx, xdp, data, frame_len, l3, pkt, v6);
 
@@ -72,7 +97,7 @@ static __always_inline enum bpfnet_counter admit(void *ctx, int xdp, void *data,
 	if (!in_provisioning_subnet(cfg, &a->saddr, v6))
 		return BPFNET_CTR_DROP_OFF_SUBNET;
 	struct lan_ports ports = lan_ports_of(pkt);
-	enum steer_result steered = steer_lookup(&ports, &a->saddr, &a->daddr, target, 1);
+	enum steer_result steered = steer_lookup(&ports, &a->saddr, &a->daddr, target, has_source_ranges);
 	return steered == STEER_OK ? BPFNET_CTR_MAX : steer_drop_reason(steered);
 }
 
@@ -134,15 +159,17 @@ static __always_inline int xdp_ip(struct xdp_md *ctx, void *data, void *data_end
 	struct ip_packet pkt = {};
 	struct steer_target target;
 
-	if (!service_ip_for(cfg, &a.daddr, v6)) {
+	struct bpfnet_service_ip *service =
+		service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_XDP_NIC, v6);
+
+	if (!service) {
 		count(BPFNET_CTR_PASS);
 		return XDP_PASS;
 	}
-	trace_begin(BPFNET_HOOK_XDP_NIC);
-	trace_addresses(&a.saddr, &a.daddr, a.proto, eth->h_source);
-	if (a.proto == icmp_proto(v6))
+	if (l3_proto(l3, v6) == icmp_proto(v6))
 		return XDP_ICMP_TO_SERVICE;
-	enum bpfnet_counter refused = admit(ctx, 1, data, data_end - data, l3, cfg, &a, &pkt, &target, v6);
+	enum bpfnet_counter refused = admit(ctx, 1, data, data_end - data, l3, cfg, &a,
+					    source_ranges_of(service), &pkt, &target, v6);
 	if (refused != BPFNET_CTR_MAX) {
 		decide(refused);
 		return traced_xdp(XDP_DROP);
@@ -151,9 +178,21 @@ static __always_inline int xdp_ip(struct xdp_md *ctx, void *data, void *data_end
 }
 
 /*
- * XDP for IPv6: what neighbour discovery tells, then the filter. A function of its own (as the two IPv6 TC
- * paths): its stack is not added to the IPv4 paths' (the verifier's 512 bytes cover a whole call chain).
+ * XDP for IPv4 and for IPv6 (what neighbour discovery tells, then the filter): a function each (as the TC
+ * paths), so that their stacks are never added up (the verifier's 512 bytes cover a whole call chain).
  */
+static __noinline int xdp_ipv4(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
+			       const struct bpfnet_iface *cfg)
+{
+	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
+
+	if (!ip) {
+		count(BPFNET_CTR_PASS);
+		return XDP_PASS;
+	}
+	return xdp_ip(ctx, data, data_end, eth, ip, cfg, 0);
+}
+
 static __noinline int xdp_ipv6(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
 			       const struct bpfnet_iface *cfg)
 {
@@ -188,7 +227,6 @@ int xdp_nic(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct bpfnet_iface *cfg = iface_config();
 	struct ethhdr *eth = parse_eth(data, data_end);
-	struct iphdr *ip;
 
 	if (!cfg || !eth)
 		goto pass;
@@ -196,9 +234,8 @@ int xdp_nic(struct xdp_md *ctx)
 		return xdp_observe_arp(eth, data_end, cfg);
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
 		return xdp_icmp_to_service(ctx, xdp_ipv6(ctx, data, data_end, eth, cfg), 1);
-	if (eth->h_proto != bpf_htons(ETH_P_IP) || !(ip = parse_ipv4_fixed(eth, data_end)))
-		goto pass;
-	return xdp_icmp_to_service(ctx, xdp_ip(ctx, data, data_end, eth, ip, cfg, 0), 0);
+	if (eth->h_proto == bpf_htons(ETH_P_IP))
+		return xdp_icmp_to_service(ctx, xdp_ipv4(ctx, data, data_end, eth, cfg), 0);
 pass:
 	count(BPFNET_CTR_PASS);
 	return XDP_PASS;
@@ -343,12 +380,12 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
  */
 static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, struct ethhdr *eth, void *l3,
 					  const struct bpfnet_iface *cfg, const struct l3_addrs *a,
-					  const int relays_dhcp, const int v6)
+					  const int has_source_ranges, const int relays_dhcp, const int v6)
 {
 	struct ip_packet pkt = {};
 	struct steer_target target;
-	enum bpfnet_counter refused = admit(skb, 0, data, skb->len, l3, cfg, a, &pkt, &target, v6);
-
+	enum bpfnet_counter refused =
+		admit(skb, 0, data, skb->len, l3, cfg, a, has_source_ranges, &pkt, &target, v6);
 	if (refused != BPFNET_CTR_MAX) {
 		decide(refused);
 		return TC_ACT_SHOT;
@@ -399,11 +436,12 @@ static __always_inline int tc_from_lan(struct __sk_buff *skb, const struct bpfne
 	if (!l3)
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
-	if (!service_ip_for(cfg, &a.daddr, v6))
+	struct bpfnet_service_ip *service =
+		service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_TC_NIC_INGRESS, v6);
+	if (!service)
 		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses(&a.saddr, &a.daddr, a.proto, eth->h_source);
-	return traced_tc(skb, steer_from_lan(skb, data, eth, l3, cfg, &a, relays_dhcp, v6));
+	return traced_tc(
+		skb, steer_from_lan(skb, data, eth, l3, cfg, &a, source_ranges_of(service), relays_dhcp, v6));
 }
 
 static __noinline int tc_ipv4_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
@@ -458,10 +496,8 @@ static __always_inline int tc_icmp_error_to_pod(struct __sk_buff *skb, const str
 	if (!l3)
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
-	if (!service_ip_for(cfg, &a.daddr, v6))
+	if (!service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_TC_NIC_INGRESS, v6))
 		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses(&a.saddr, &a.daddr, a.proto, eth->h_source);
 	return traced_tc(skb, icmp_error_to_pod(skb, data, l3, &a.daddr, v6));
 }
 
@@ -609,7 +645,7 @@ static __noinline int tc_broadcast_dhcp(struct __sk_buff *skb, const struct bpfn
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(ip, 0);
 	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses(&a.saddr, &a.daddr, a.proto, eth->h_source);
+	trace_addresses(&a.saddr, &a.daddr, ip->protocol, eth->h_source);
 	return traced_tc(skb, relay_broadcast_dhcp(skb, &pkt, cfg));
 }
 
@@ -814,15 +850,16 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
  * NULL when it is not ours (the pod's other traffic is the CNI's). The destination first: the pod's traffic
  * anywhere else costs no lookup. The packet is traced from here on.
  */
-static __always_inline struct bpfnet_backend *
-backend_to_lan(const struct bpfnet_iface *cfg, const struct l3_addrs *a, const __u8 *mac, const int v6)
+static __always_inline struct bpfnet_backend *backend_to_lan(const struct bpfnet_iface *cfg, const void *l3,
+							     const struct l3_addrs *a, const __u8 *mac,
+							     const int v6)
 {
 	if (!in_provisioning_subnet(cfg, &a->daddr, v6))
 		return NULL;
 	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &a->saddr);
 	if (backend) {
 		trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
-		trace_addresses(&a->saddr, &a->daddr, a->proto, mac);
+		trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), mac);
 	}
 	return backend;
 }
@@ -838,7 +875,7 @@ static __always_inline int tc_from_pod(struct __sk_buff *skb, const struct bpfne
 	if (!l3)
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
-	struct bpfnet_backend *backend = backend_to_lan(cfg, &a, eth->h_source, v6);
+	struct bpfnet_backend *backend = backend_to_lan(cfg, l3, &a, eth->h_source, v6);
 	if (!backend)
 		return BPFNET_TC_NEXT;
 	return traced_tc(skb, steer_from_pod(skb, data, l3, cfg, backend, &a, relays_dhcp, v6));
@@ -855,7 +892,7 @@ static __always_inline int tc_pod_icmp_error(struct __sk_buff *skb, const struct
 	if (!l3)
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
-	struct bpfnet_backend *backend = backend_to_lan(cfg, &a, eth->h_source, v6);
+	struct bpfnet_backend *backend = backend_to_lan(cfg, l3, &a, eth->h_source, v6);
 	if (!backend)
 		return BPFNET_TC_NEXT;
 	return traced_tc(skb, icmp_error_to_lan(skb, data, l3, cfg, backend, &a, v6));

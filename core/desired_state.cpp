@@ -69,6 +69,8 @@ constexpr __u32 kServiceIpPrefixLen = 128;
 void add_source_ranges(DesiredState &state, const bpfnet_ip &service_ip, const std::vector<SourceRange> &ranges) {
     if (ranges.empty())
         return;
+    // The datapath looks ranges up only for an IP that says it has some.
+    state.service_ips[service_ip].flags |= BPFNET_SERVICE_IP_SOURCE_RANGES;
     bpfnet_source_range_key rest{};
     rest.prefixlen = kServiceIpPrefixLen;
     rest.service_ip = service_ip;

@@ -123,7 +123,11 @@ struct bpfnet_heartbeat {
 };
 
 /* service_ips (hash): key = service IP. Present when this node serves that IP. */
-#define BPFNET_SERVICE_IP_ACTIVE (1u << 0) /* this node owns the IP: answer ARP (NDP) for it */
+#define BPFNET_SERVICE_IP_ACTIVE	(1u << 0) /* this node owns the IP: answer ARP (NDP) for it */
+/* The IP has source ranges (source_ranges): a listed port's packets are checked against them. Without it no
+ * packet pays for the LPM lookup. Set with the IP's first range, cleared with its last (the loader writes
+ * ranges before the service IP and removes them after it: see reconcile()). */
+#define BPFNET_SERVICE_IP_SOURCE_RANGES (1u << 1)
 struct bpfnet_service_ip {
 	__u32 flags;
 };

@@ -14,11 +14,10 @@
 #include "addr.h"
 #include "ipv6.h"
 
-/* What a packet's fixed IP header says, either family, its addresses in map form. */
+/* A packet's addresses, either family, in map form (32 bytes: no padding on the callers' stacks). */
 struct l3_addrs {
 	struct bpfnet_ip saddr;
 	struct bpfnet_ip daddr;
-	__u8 proto; /* IPv4's protocol; IPv6's next header (an extension header's, or the upper layer's) */
 };
 
 /* The fixed IP header after the Ethernet header, bounds-checked; full validation is ip_validate(). */
@@ -38,15 +37,22 @@ static __always_inline struct l3_addrs l3_addrs_of(const void *l3, const int v6)
 
 		a.saddr = ip_of(&ip6->saddr);
 		a.daddr = ip_of(&ip6->daddr);
-		a.proto = ip6->nexthdr;
 	} else {
 		const struct iphdr *ip = l3;
 
 		a.saddr = ip_v4(ip->saddr);
 		a.daddr = ip_v4(ip->daddr);
-		a.proto = ip->protocol;
 	}
 	return a;
+}
+
+/* The protocol the fixed header names: IPv4's protocol; IPv6's next header (an extension header's, or the
+ * upper layer's). */
+static __always_inline __u8 l3_proto(const void *l3, const int v6)
+{
+	if (v6)
+		return ((const struct ipv6hdr *)l3)->nexthdr;
+	return ((const struct iphdr *)l3)->protocol;
 }
 
 /* The protocol number of the family's ICMP (in the fixed header: IPv6's right after it). */

@@ -31,15 +31,13 @@ enum neighbour_source {
  * a service IP, or an address that names the subnet rather than a host (names_subnet, which the family's
  * caller works out): the reverse path would send the pod's packets there.
  */
-static __always_inline int neighbour_acceptable(const struct bpfnet_ip *ip, int names_subnet, const __u8 *mac)
+static __always_inline int neighbour_acceptable(int names_subnet, const __u8 *mac)
 {
 	if (names_subnet)
 		return 0;
 	if (mac[0] & 1) /* the group bit: broadcast and multicast */
 		return 0;
-	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
-		return 0;
-	return !bpf_map_lookup_elem(&service_ips, ip);
+	return (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) != 0;
 }
 
 /*
@@ -53,13 +51,19 @@ static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int 
 					       enum neighbour_source source,
 					       const struct bpfnet_ip *service_ip)
 {
-	if (!neighbour_acceptable(key, names_subnet, mac)) {
+	if (!neighbour_acceptable(names_subnet, mac)) {
 		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
 		return;
 	}
+	/* The common case first: a known host at the MAC it is known at teaches nothing, and costs no more
+	 * lookups (a service IP is never in the table: nothing below writes one). */
 	struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, key);
 	if (known && mac_equal(known->mac, mac))
 		return;
+	if (bpf_map_lookup_elem(&service_ips, key)) {
+		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
+		return;
+	}
 	if (known && source != NEIGHBOUR_FROM_ARP) {
 		/* Anyone can put another host's address on a packet; only ARP moves a host. */
 		count(BPFNET_CTR_NEIGHBOUR_KEPT);
