@@ -181,16 +181,10 @@ static __always_inline int xdp_ip(struct xdp_md *ctx, void *data, void *data_end
  * XDP for IPv4 and for IPv6 (what neighbour discovery tells, then the filter): a function each (as the TC
  * paths), so that their stacks are never added up (the verifier's 512 bytes cover a whole call chain).
  */
-static __noinline int xdp_ipv4(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
+static __noinline int xdp_ipv4(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip,
 			       const struct bpfnet_iface *cfg)
 {
-	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
-
-	if (!ip) {
-		count(BPFNET_CTR_PASS);
-		return XDP_PASS;
-	}
-	return xdp_ip(ctx, data, data_end, eth, ip, cfg, 0);
+	return xdp_ip(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end, eth, ip, cfg, 0);
 }
 
 static __noinline int xdp_ipv6(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
@@ -227,6 +221,7 @@ int xdp_nic(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct bpfnet_iface *cfg = iface_config();
 	struct ethhdr *eth = parse_eth(data, data_end);
+	struct iphdr *ip;
 
 	if (!cfg || !eth)
 		goto pass;
@@ -234,8 +229,11 @@ int xdp_nic(struct xdp_md *ctx)
 		return xdp_observe_arp(eth, data_end, cfg);
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
 		return xdp_icmp_to_service(ctx, xdp_ipv6(ctx, data, data_end, eth, cfg), 1);
-	if (eth->h_proto == bpf_htons(ETH_P_IP))
-		return xdp_icmp_to_service(ctx, xdp_ipv4(ctx, data, data_end, eth, cfg), 0);
+	/* IPv4 to anywhere but the provisioning subnet (most of a NIC's traffic) passes here, without a call.
+	 */
+	if (eth->h_proto == bpf_htons(ETH_P_IP) && (ip = parse_ipv4_fixed(eth, data_end)) &&
+	    in_provisioning_subnet4(cfg, ip->daddr))
+		return xdp_icmp_to_service(ctx, xdp_ipv4(ctx, eth, ip, cfg), 0);
 pass:
 	count(BPFNET_CTR_PASS);
 	return XDP_PASS;

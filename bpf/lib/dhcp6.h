@@ -82,18 +82,11 @@ struct dhcp6_scratch {
 	__u8 pad[2];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct dhcp6_scratch);
-} dhcp6_scratch SEC(".maps");
+BPFNET_SCRATCH_MAP(dhcp6_scratch, struct dhcp6_scratch);
 
 static __always_inline struct dhcp6_scratch *dhcp6_state(void)
 {
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&dhcp6_scratch, &key);
+	return scratch_entry(&dhcp6_scratch);
 }
 
 /* fe80::/10: where clients send from (RFC 8415 section 13.1). */

@@ -169,6 +169,33 @@ static __always_inline __be16 quoted_check_after(__be16 check, __u32 addr_diff, 
 }
 
 /*
+ * Where a translation of an ICMP error writes, either family: the ICMP checksum (after type and code in
+ * both); in the quote, the address and port of the side opposite `outer` (the quote travelled the other way);
+ * the outer address. saddr_off, daddr_off: where the family's IP header holds its addresses.
+ */
+struct icmp_error_spots {
+	__u32 icmp_check;
+	__u32 quote_ip;
+	__u32 quote_port;
+	__u32 outer_ip;
+};
+
+static __always_inline struct icmp_error_spots icmp_error_spots(const struct ip_packet *pkt,
+								const struct icmp_error *e,
+								enum nat_side outer, __u32 saddr_off,
+								__u32 daddr_off)
+{
+	int quote_source = outer == NAT_DESTINATION;
+	struct icmp_error_spots at = {
+		.icmp_check = e->icmp_off + offsetof(struct icmp_error_head, check),
+		.quote_ip = e->inner_l3_off + (quote_source ? saddr_off : daddr_off),
+		.quote_port = e->inner_l4_off + (quote_source ? 0 : sizeof(__be16)),
+		.outer_ip = pkt->l3_off + (quote_source ? daddr_off : saddr_off),
+	};
+	return at;
+}
+
+/*
  * Rewrites an ICMP error: the outer address on side `outer` from -> to, and in the quote the opposite side's
  * address (the same change) and port (from_port -> to_port). IPv4's rules: the outer and the quoted IP header
  * checksums follow the address; the ICMP checksum covers no pseudo-header (a quoted address change and its
@@ -180,28 +207,23 @@ static __always_inline int icmp4_error_rewrite(struct __sk_buff *skb, const stru
 					       const struct bpfnet_ip *from, const struct bpfnet_ip *to,
 					       __be16 from_port, __be16 to_port)
 {
-	int quote_source = outer == NAT_DESTINATION;
-	__u32 icmp_check = e->icmp_off + offsetof(struct icmp_error_head, check);
-	__u32 quote_ip = e->inner_l3_off +
-			 (quote_source ? offsetof(struct iphdr, saddr) : offsetof(struct iphdr, daddr));
-	__u32 quote_port = e->inner_l4_off + (quote_source ? 0 : sizeof(__be16));
-	__u32 outer_ip =
-		pkt->l3_off + (quote_source ? offsetof(struct iphdr, daddr) : offsetof(struct iphdr, saddr));
+	struct icmp_error_spots at =
+		icmp_error_spots(pkt, e, outer, offsetof(struct iphdr, saddr), offsetof(struct iphdr, daddr));
 	__be32 from_ip = from->w[3], to_ip = to->w[3];
 
 	if (e->inner_check_off) {
 		__be16 check = quoted_check_after(e->inner_check, csum_word4_diff(from_ip, to_ip), from_port,
 						  to_port, 1);
-		if (bpf_l4_csum_replace(skb, icmp_check, e->inner_check, check, sizeof(check)) ||
+		if (bpf_l4_csum_replace(skb, at.icmp_check, e->inner_check, check, sizeof(check)) ||
 		    bpf_skb_store_bytes(skb, e->inner_check_off, &check, sizeof(check), 0))
 			return -1;
 	}
 	if (bpf_l3_csum_replace(skb, e->inner_l3_off + offsetof(struct iphdr, check), from_ip, to_ip, 4) ||
-	    bpf_skb_store_bytes(skb, quote_ip, &to_ip, 4, 0) ||
-	    bpf_l4_csum_replace(skb, icmp_check, from_port, to_port, sizeof(to_port)) ||
-	    bpf_skb_store_bytes(skb, quote_port, &to_port, sizeof(to_port), 0) ||
+	    bpf_skb_store_bytes(skb, at.quote_ip, &to_ip, 4, 0) ||
+	    bpf_l4_csum_replace(skb, at.icmp_check, from_port, to_port, sizeof(to_port)) ||
+	    bpf_skb_store_bytes(skb, at.quote_port, &to_port, sizeof(to_port), 0) ||
 	    bpf_l3_csum_replace(skb, pkt->l3_off + offsetof(struct iphdr, check), from_ip, to_ip, 4) ||
-	    bpf_skb_store_bytes(skb, outer_ip, &to_ip, 4, 0))
+	    bpf_skb_store_bytes(skb, at.outer_ip, &to_ip, 4, 0))
 		return -1;
 	return 0;
 }

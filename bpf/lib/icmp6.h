@@ -82,13 +82,8 @@ static __always_inline int icmp6_error_rewrite(struct __sk_buff *skb, const stru
 					       const struct bpfnet_ip *from_ip, const struct bpfnet_ip *to_ip,
 					       __be16 from_port, __be16 to_port)
 {
-	int quote_source = outer == NAT_DESTINATION;
-	__u32 icmp_check = e->icmp_off + offsetof(struct icmp6_error_head, check);
-	__u32 quote_ip = e->inner_l3_off +
-			 (quote_source ? offsetof(struct ipv6hdr, saddr) : offsetof(struct ipv6hdr, daddr));
-	__u32 quote_port = e->inner_l4_off + (quote_source ? 0 : sizeof(__be16));
-	__u32 outer_ip = pkt->l3_off +
-			 (quote_source ? offsetof(struct ipv6hdr, daddr) : offsetof(struct ipv6hdr, saddr));
+	struct icmp_error_spots at = icmp_error_spots(pkt, e, outer, offsetof(struct ipv6hdr, saddr),
+						      offsetof(struct ipv6hdr, daddr));
 	struct bpfnet_ip from = *from_ip, to = *to_ip; /* on the stack: the helpers may move the packet */
 	__s64 diff = bpf_csum_diff(from.w, sizeof(from), to.w, sizeof(to), 0);
 
@@ -101,20 +96,20 @@ static __always_inline int icmp6_error_rewrite(struct __sk_buff *skb, const stru
 	if (e->inner_check_off) {
 		__be16 check = quoted_check_after(e->inner_check, (__u32)diff, from_port, to_port,
 						  e->ports.proto == IPPROTO_UDP);
-		if (bpf_l4_csum_replace(skb, icmp_check, e->inner_check, check, sizeof(check)) ||
+		if (bpf_l4_csum_replace(skb, at.icmp_check, e->inner_check, check, sizeof(check)) ||
 		    bpf_skb_store_bytes(skb, e->inner_check_off, &check, sizeof(check), 0))
 			return -1;
 	}
-	if (bpf_l4_csum_replace(skb, icmp_check, 0, (__u32)diff, 0) ||
-	    bpf_skb_store_bytes(skb, quote_ip, &to, sizeof(to), 0) ||
-	    bpf_l4_csum_replace(skb, icmp_check, from_port, to_port, sizeof(to_port)) ||
-	    bpf_skb_store_bytes(skb, quote_port, &to_port, sizeof(to_port), 0))
+	if (bpf_l4_csum_replace(skb, at.icmp_check, 0, (__u32)diff, 0) ||
+	    bpf_skb_store_bytes(skb, at.quote_ip, &to, sizeof(to), 0) ||
+	    bpf_l4_csum_replace(skb, at.icmp_check, from_port, to_port, sizeof(to_port)) ||
+	    bpf_skb_store_bytes(skb, at.quote_port, &to_port, sizeof(to_port), 0))
 		return -1;
 	/* The outer address is in the pseudo-header: handled as nat6_rewrite() does (see there). */
-	if (bpf_l4_csum_replace(skb, icmp_check, 0, (__u32)diff, BPF_F_PSEUDO_HDR))
+	if (bpf_l4_csum_replace(skb, at.icmp_check, 0, (__u32)diff, BPF_F_PSEUDO_HDR))
 		return -1;
 	bpf_csum_update(skb, (__u32)diff);
-	return bpf_skb_store_bytes(skb, outer_ip, &to, sizeof(to), 0) ? -1 : 0;
+	return bpf_skb_store_bytes(skb, at.outer_ip, &to, sizeof(to), 0) ? -1 : 0;
 }
 
 #endif /* BPFNET_ICMP6_H */

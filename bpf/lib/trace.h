@@ -25,17 +25,11 @@ struct trace_scratch {
 	__u8 pad[3];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct trace_scratch);
-} trace_scratch SEC(".maps");
+BPFNET_SCRATCH_MAP(trace_scratch, struct trace_scratch);
 
 static __always_inline struct trace_scratch *tracing(void)
 {
-	__u32 key = 0;
-	struct trace_scratch *s = bpf_map_lookup_elem(&trace_scratch, &key);
+	struct trace_scratch *s = scratch_entry(&trace_scratch);
 
 	return s && s->active ? s : NULL;
 }
@@ -45,7 +39,7 @@ static __always_inline void trace_begin(enum bpfnet_hook hook)
 {
 	__u32 key = 0;
 	struct bpfnet_trace_control *control = bpf_map_lookup_elem(&trace_control, &key);
-	struct trace_scratch *s = bpf_map_lookup_elem(&trace_scratch, &key);
+	struct trace_scratch *s = scratch_entry(&trace_scratch);
 
 	if (!s)
 		return;
