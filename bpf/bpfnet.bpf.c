@@ -19,6 +19,7 @@
 #include "bpfnet_maps.h"
 #include "lib/parse.h"
 #include "lib/addr.h"
+#include "lib/family.h"
 #include "lib/maps.h"
 #include "lib/iface.h"
 #include "lib/counters.h"
@@ -32,8 +33,7 @@
 #include "lib/dhcp.h"
 #include "lib/dhcp6.h"
 #include "lib/tftp.h"
-#include "lib/icmp.h"
-#include "lib/icmp6.h"
+#include "lib/icmp_error.h"
 #include "lib/trace.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -43,62 +43,62 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Headers the TC programs read: Ethernet, IPv4 with the longest options, the fixed TCP header. */
 #define HEADERS_MAX_LEN (sizeof(struct ethhdr) + 60 + sizeof(struct tcphdr))
 
-static __always_inline struct bpfnet_service_ip *service_ip_for(const struct bpfnet_iface *cfg, __be32 ip)
+/* Service IPs live in the provisioning subnet of their family: anything else is passed without a lookup. */
+static __always_inline struct bpfnet_service_ip *service_ip_for(const struct bpfnet_iface *cfg,
+								const struct bpfnet_ip *ip, const int v6)
 {
-	/* Service IPs live in the provisioning subnet: anything else is passed without a lookup. */
-	if (!in_provisioning_subnet(cfg, ip))
+	if (!in_provisioning_subnet(cfg, ip, v6))
 		return NULL;
-	struct bpfnet_ip key = ip_v4(ip);
-	return bpf_map_lookup_elem(&service_ips, &key);
+	return bpf_map_lookup_elem(&service_ips, ip);
 }
 
-/* An ICMP error to a service IP passes on to TC when it quotes a packet the datapath sent from there. */
-static __always_inline int xdp_filter_icmp_error(struct xdp_md *ctx, const struct ip_packet *pkt,
-						 __be32 daddr)
+/*
+ * The service_ips entry of a packet from the LAN to a service IP, either family (its fixed header at l3);
+ * NULL when it goes to no service IP (not ours). The packet is traced from here on, as seen at hook.
+ */
+static __always_inline struct bpfnet_service_ip *service_ip_asked(const struct bpfnet_iface *cfg,
+								  const void *l3, const struct l3_addrs *a,
+								  const __u8 *mac, enum bpfnet_hook hook,
+								  const int v6)
 {
-	struct icmp_error e;
-	struct steer_target target;
+	struct bpfnet_service_ip *service = service_ip_for(cfg, &a->daddr, v6);
 
-	if (icmp_error_read(ctx, 1, pkt, &e)) {
-		decide(BPFNET_CTR_DROP_PROTOCOL); /* an echo request, or an error about nothing we send */
-		return XDP_DROP;
+	if (service) {
+		trace_begin(hook);
+		trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), mac);
 	}
-	if (e.inner_saddr != daddr || icmp_quote_from_service(&e, &target)) {
-		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
-		return XDP_DROP;
-	}
-	return XDP_PASS; /* tc_nic_ingress translates it */
+	return service;
 }
 
-/* For packets to a service IP: keep what a listed port or recorded flow allows, drop the rest. */
-static __always_inline int xdp_filter_service_traffic(struct xdp_md *ctx, void *data, void *data_end,
-						      struct iphdr *ip, const struct bpfnet_iface *cfg)
+/* The service IP has source ranges: its packets to a listed port pay for the LPM lookup. */
+static __always_inline int source_ranges_of(const struct bpfnet_service_ip *service)
 {
-	struct ip_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, data_end - data, ip, &pkt);
+	return (service->flags & BPFNET_SERVICE_IP_SOURCE_RANGES) != 0;
+}
 
-	if (verdict == PARSE_OTHER_PROTOCOL && ip->protocol == IPPROTO_ICMP)
-		return xdp_filter_icmp_error(ctx, &pkt, ip->daddr);
-	if (verdict != PARSE_OK) {
-		decide(drop_reason(verdict));
-		return XDP_DROP;
-	}
-	trace_ports(&pkt);
-	if (!in_provisioning_subnet(cfg, ip->saddr)) {
-		decide(BPFNET_CTR_DROP_OFF_SUBNET);
-		return XDP_DROP;
-	}
+/*
+ * Whether a packet to a service IP (its fixed header at l3) may reach a backend: valid, from the provisioning
+ * subnet, for a recorded flow or a listed port, from the IP's source ranges when it has any
+ * (has_source_ranges, from its service_ips entry: else no LPM lookup). XDP decides first; TC again, so that
+ * it is safe on its own. Fills pkt and target; returns BPFNET_CTR_MAX when the packet is admitted, else the
+ * drop counter that says why.
+ */
+static __always_inline enum bpfnet_counter admit(void *ctx, int xdp, void *data, __u32 frame_len, void *l3,
+						 const struct bpfnet_iface *cfg, const struct l3_addrs *a,
+						 const int has_source_ranges, struct ip_packet *pkt,
+						 struct steer_target *target, const int v6)
+{
+	enum parse_verdict verdict = ip_validate(ctx, xdp, data, frame_len, l3, pkt, v6);
 
-	struct steer_target target;
-	struct lan_ports ports = lan_ports_of(&pkt);
-	struct bpfnet_ip saddr = ip_v4(ip->saddr);
-	struct bpfnet_ip daddr = ip_v4(ip->daddr);
-	enum steer_result steered = steer_lookup(&ports, &saddr, &daddr, &target, 1);
-	if (steered != STEER_OK) {
-		decide(steer_drop_reason(steered));
-		return XDP_DROP;
-	}
-	return XDP_PASS; /* tc_nic_ingress steers it */
+	if (verdict != PARSE_OK)
+		return drop_reason(verdict);
+	trace_ports(pkt);
+	/* The way back leaves only onto the provisioning subnet (tc_pod_ingress): nothing else gets in. */
+	if (!in_provisioning_subnet(cfg, &a->saddr, v6))
+		return BPFNET_CTR_DROP_OFF_SUBNET;
+	struct lan_ports ports = lan_ports_of(pkt);
+	enum steer_result steered = steer_lookup(&ports, &a->saddr, &a->daddr, target, has_source_ranges);
+	return steered == STEER_OK ? BPFNET_CTR_MAX : steer_drop_reason(steered);
 }
 
 /* The verdict, after the decision taken for it has been traced. */
@@ -108,78 +108,29 @@ static __always_inline int traced_xdp(int verdict)
 	return verdict;
 }
 
-static __always_inline struct bpfnet_service_ip *service_ip6_for(const struct bpfnet_iface *cfg,
-								 const struct bpfnet_ip *ip)
-{
-	/* Like service_ip_for(): only the IPv6 provisioning subnet holds service addresses. */
-	if (!in_provisioning_subnet6(cfg, ip))
-		return NULL;
-	return bpf_map_lookup_elem(&service_ips, ip);
-}
+/* xdp_ip's answer for ICMP to a service IP: xdp_icmp_error's to judge. */
+#define XDP_ICMP_TO_SERVICE (-1)
 
 /*
- * Whether an IPv6 packet to a service address may reach a backend: valid, from the IPv6 provisioning subnet,
- * for a recorded flow or a listed port (XDP decides first; TC again, so that it is safe on its own). Fills
- * pkt and target; returns BPFNET_CTR_MAX when the packet is admitted, else the drop counter that says why.
+ * An ICMP error to a service IP passes on to TC when it quotes a packet the datapath sent from there. Called
+ * by xdp_nic, not xdp_ip (through each family's entry below): their frames together would pass the verifier's
+ * 512 bytes.
  */
-static __always_inline enum bpfnet_counter admit6(void *ctx, int xdp, void *data, __u32 frame_len,
-						  struct ipv6hdr *ip6, const struct bpfnet_iface *cfg,
-						  const struct bpfnet_ip *saddr,
-						  const struct bpfnet_ip *daddr, struct ip_packet *pkt,
-						  struct steer_target *target)
-{
-	enum parse_verdict verdict = ipv6_validate(ctx, xdp, data, frame_len, ip6, pkt);
-
-	if (verdict != PARSE_OK)
-		return drop_reason(verdict);
-	trace_ports(pkt);
-	if (!in_provisioning_subnet6(cfg, saddr))
-		return BPFNET_CTR_DROP_OFF_SUBNET;
-	struct lan_ports ports = lan_ports_of(pkt);
-	enum steer_result steered = steer_lookup(&ports, saddr, daddr, target, 1);
-	return steered == STEER_OK ? BPFNET_CTR_MAX : steer_drop_reason(steered);
-}
-
-/* xdp_filter_service_traffic() for an IPv6 packet to a service address. */
-static __always_inline int xdp_filter_service_traffic6(struct xdp_md *ctx, void *data, void *data_end,
-						       struct ipv6hdr *ip6, const struct bpfnet_iface *cfg,
-						       const struct bpfnet_ip *saddr,
-						       const struct bpfnet_ip *daddr)
-{
-	struct ip_packet pkt = {};
-	struct steer_target target;
-	enum bpfnet_counter refused =
-		admit6(ctx, 1, data, data_end - data, ip6, cfg, saddr, daddr, &pkt, &target);
-
-	if (refused != BPFNET_CTR_MAX) {
-		decide(refused);
-		return XDP_DROP;
-	}
-	return XDP_PASS; /* tc_nic_ingress steers it */
-}
-
-/* xdp_ipv6's answer for ICMPv6 (not neighbour discovery) to a service address: xdp_icmp6_error's to judge. */
-#define XDP_ICMP6_TO_SERVICE (-1)
-
-/*
- * An ICMPv6 error to a service address passes on to TC when it quotes a packet the datapath sent from there.
- * Called by xdp_nic, not xdp_ipv6: their frames together would pass the verifier's 512 bytes.
- */
-static __noinline int xdp_icmp6_error(struct xdp_md *ctx)
+static __always_inline int xdp_icmp_error(struct xdp_md *ctx, const int v6)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = parse_eth(data, data_end);
-	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+	void *l3 = eth ? parse_ip_fixed(eth, data_end, v6) : NULL;
 	struct ip_packet pkt = {};
-	struct icmp6_error e;
+	struct icmp_error e;
 	struct steer_target target;
 
-	if (!ip6)
+	if (!l3)
 		return XDP_PASS;
-	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
+	struct l3_addrs a = l3_addrs_of(l3, v6);
 	enum bpfnet_counter refused =
-		admit_icmp6_error(ctx, 1, data, data_end - data, ip6, &daddr, &pkt, &e, &target);
+		admit_icmp_error(ctx, 1, data, data_end - data, l3, &a.daddr, &pkt, &e, &target, v6);
 	if (refused != BPFNET_CTR_MAX) {
 		decide(refused);
 		return XDP_DROP;
@@ -187,36 +138,80 @@ static __noinline int xdp_icmp6_error(struct xdp_md *ctx)
 	return XDP_PASS; /* tc_nic_ingress translates it */
 }
 
+static __noinline int xdp_icmp4_error(struct xdp_md *ctx)
+{
+	return xdp_icmp_error(ctx, 0);
+}
+
+static __noinline int xdp_icmp6_error(struct xdp_md *ctx)
+{
+	return xdp_icmp_error(ctx, 1);
+}
+
 /*
- * XDP for IPv6: what neighbour discovery tells, and the filter in front of the service addresses. A function
- * of its own (as the two IPv6 TC paths): its stack is not added to the IPv4 paths' (the verifier's 512
- * bytes cover a whole call chain).
+ * XDP for an IP packet, either family (its fixed header at l3): the filter in front of the service IPs. For
+ * packets to a service IP: keep what a listed port or recorded flow allows, drop the rest.
  */
+static __always_inline int xdp_ip(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
+				  void *l3, const struct bpfnet_iface *cfg, const int v6)
+{
+	struct l3_addrs a = l3_addrs_of(l3, v6);
+	struct ip_packet pkt = {};
+	struct steer_target target;
+
+	struct bpfnet_service_ip *service =
+		service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_XDP_NIC, v6);
+
+	if (!service) {
+		count(BPFNET_CTR_PASS);
+		return XDP_PASS;
+	}
+	if (l3_proto(l3, v6) == icmp_proto(v6))
+		return XDP_ICMP_TO_SERVICE;
+	enum bpfnet_counter refused = admit(ctx, 1, data, data_end - data, l3, cfg, &a,
+					    source_ranges_of(service), &pkt, &target, v6);
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
+		return traced_xdp(XDP_DROP);
+	}
+	return traced_xdp(XDP_PASS); /* tc_nic_ingress steers it */
+}
+
+/*
+ * XDP for IPv4 and for IPv6 (what neighbour discovery tells, then the filter): a function each (as the TC
+ * paths), so that their stacks are never added up (the verifier's 512 bytes cover a whole call chain).
+ */
+static __noinline int xdp_ipv4(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip,
+			       const struct bpfnet_iface *cfg)
+{
+	return xdp_ip(ctx, (void *)(long)ctx->data, (void *)(long)ctx->data_end, eth, ip, cfg, 0);
+}
+
 static __noinline int xdp_ipv6(struct xdp_md *ctx, void *data, void *data_end, struct ethhdr *eth,
 			       const struct bpfnet_iface *cfg)
 {
 	struct ipv6hdr *ip6 = parse_ipv6_fixed(eth, data_end);
 	struct ndp_msg nd;
 
-	if (!ip6)
-		goto pass;
-	if (ip6->nexthdr == IPV6_NEXTHDR_ICMP && ndp_read(ctx, 1, data, data_end - data, ip6, &nd) == 0) {
+	if (ip6 && ip6->nexthdr == IPV6_NEXTHDR_ICMP &&
+	    ndp_read(ctx, 1, data, data_end - data, ip6, &nd) == 0) {
 		ndp_observe(&nd, eth->h_source,
 			    cfg); /* a solicitation for a service address: answered at TC */
-		goto pass;
+		ip6 = NULL;
 	}
-	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
-	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
-	if (!service_ip6_for(cfg, &daddr))
-		goto pass;
-	trace_begin(BPFNET_HOOK_XDP_NIC);
-	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
-	if (ip6->nexthdr == IPV6_NEXTHDR_ICMP)
-		return XDP_ICMP6_TO_SERVICE;
-	return traced_xdp(xdp_filter_service_traffic6(ctx, data, data_end, ip6, cfg, &saddr, &daddr));
-pass:
-	count(BPFNET_CTR_PASS);
-	return XDP_PASS;
+	if (!ip6) {
+		count(BPFNET_CTR_PASS);
+		return XDP_PASS;
+	}
+	return xdp_ip(ctx, data, data_end, eth, ip6, cfg, 1);
+}
+
+/* An ICMP packet to a service IP (XDP_ICMP_TO_SERVICE from xdp_ip): judged in a frame of its own. */
+static __always_inline int xdp_icmp_to_service(struct xdp_md *ctx, int verdict, const int v6)
+{
+	if (verdict != XDP_ICMP_TO_SERVICE)
+		return verdict;
+	return traced_xdp(v6 ? xdp_icmp6_error(ctx) : xdp_icmp4_error(ctx));
 }
 
 SEC("xdp")
@@ -226,24 +221,19 @@ int xdp_nic(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	struct bpfnet_iface *cfg = iface_config();
 	struct ethhdr *eth = parse_eth(data, data_end);
+	struct iphdr *ip;
 
 	if (!cfg || !eth)
 		goto pass;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
 		return xdp_observe_arp(eth, data_end, cfg);
-	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		int verdict = xdp_ipv6(ctx, data, data_end, eth, cfg);
-		return verdict != XDP_ICMP6_TO_SERVICE ? verdict : traced_xdp(xdp_icmp6_error(ctx));
-	}
-	if (eth->h_proto != bpf_htons(ETH_P_IP))
-		goto pass;
-
-	struct iphdr *ip = parse_ipv4_fixed(eth, data_end);
-	if (!ip || !service_ip_for(cfg, ip->daddr))
-		goto pass;
-	trace_begin(BPFNET_HOOK_XDP_NIC);
-	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	return traced_xdp(xdp_filter_service_traffic(ctx, data, data_end, ip, cfg));
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
+		return xdp_icmp_to_service(ctx, xdp_ipv6(ctx, data, data_end, eth, cfg), 1);
+	/* IPv4 to anywhere but the provisioning subnet (most of a NIC's traffic) passes here, without a call.
+	 */
+	if (eth->h_proto == bpf_htons(ETH_P_IP) && (ip = parse_ipv4_fixed(eth, data_end)) &&
+	    in_provisioning_subnet4(cfg, ip->daddr))
+		return xdp_icmp_to_service(ctx, xdp_ipv4(ctx, eth, ip, cfg), 0);
 pass:
 	count(BPFNET_CTR_PASS);
 	return XDP_PASS;
@@ -267,12 +257,12 @@ static __always_inline struct ethhdr *tc_parse_eth(struct __sk_buff *skb, void *
 	return parse_eth(*data, *data_end);
 }
 
-/* The IPv4 header of an Ethernet frame in a TC program. */
-static __always_inline struct iphdr *tc_parse_ipv4(struct ethhdr *eth, void *data_end)
+/* The fixed IP header of the family's Ethernet frame in a TC program. */
+static __always_inline void *tc_parse_ip(struct ethhdr *eth, void *data_end, const int v6)
 {
-	if (!eth || eth->h_proto != bpf_htons(ETH_P_IP))
+	if (!eth || eth->h_proto != bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP))
 		return NULL;
-	return parse_ipv4_fixed(eth, data_end);
+	return parse_ip_fixed(eth, data_end, v6);
 }
 
 /* Sends the record of a TC decision, with the DHCP or TFTP details of the packet it was made for. */
@@ -313,8 +303,9 @@ static __noinline int tc_arp(struct __sk_buff *skb, const struct bpfnet_iface *c
 
 	if (!service)
 		return BPFNET_TC_NEXT;
+	struct bpfnet_ip sender = ip_v4(arp->sender_ip), target = ip_v4(arp->target_ip);
 	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses(arp->sender_ip, arp->target_ip, 0, eth->h_source);
+	trace_addresses(&sender, &target, 0, eth->h_source);
 	return traced_tc(skb, tc_answer_arp(eth, arp, service, cfg));
 }
 
@@ -323,14 +314,11 @@ static __always_inline int broadcast_dhcp_for_us(struct __sk_buff *skb, void *da
 						 struct iphdr *ip, const struct bpfnet_iface *cfg,
 						 struct ip_packet *pkt)
 {
-	__be32 service_ip = cfg->dhcp_service_ip_be;
-
-	if (!service_ip || ip->protocol != IPPROTO_UDP ||
+	if (ip_is_unset(&cfg->dhcp_service_ip) || ip->protocol != IPPROTO_UDP ||
 	    ipv4_validate(data, data_end, skb->len, ip, pkt) != PARSE_OK ||
 	    pkt->dport != bpf_htons(DHCP_SERVER_PORT))
 		return 0;
-	struct bpfnet_ip key = ip_v4(service_ip);
-	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &key);
+	struct bpfnet_service_ip *owned = bpf_map_lookup_elem(&service_ips, &cfg->dhcp_service_ip);
 	return owned && (owned->flags & BPFNET_SERVICE_IP_ACTIVE); /* else another node relays */
 }
 
@@ -338,7 +326,6 @@ static __always_inline int broadcast_dhcp_for_us(struct __sk_buff *skb, void *da
 static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const struct ip_packet *pkt,
 						const struct bpfnet_iface *cfg)
 {
-	__be32 service_ip = cfg->dhcp_service_ip_be;
 	struct steer_target target;
 
 	trace_ports(pkt);
@@ -349,44 +336,13 @@ static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const str
 	}
 	struct lan_ports ports = lan_ports_of(pkt);
 	struct bpfnet_ip client = ip_v4(pkt->ip->saddr);
-	struct bpfnet_ip service = ip_v4(service_ip);
-	if (steer_lookup(&ports, &client, &service, &target, 0) != STEER_OK ||
+	if (steer_lookup(&ports, &client, &cfg->dhcp_service_ip, &target, 0) != STEER_OK ||
 	    target.kind != BPFNET_KIND_DHCP) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND); /* the DHCP port is not listed any more */
 		return TC_ACT_SHOT;
 	}
 	trace_steered(&target.backend_ip, target.backend_port, target.kind);
-	return dhcp_relay_request(skb, pkt, cfg, service_ip, &target);
-}
-
-/* An ICMP error about a packet the datapath sent as the service IP, translated into the backend's pod. */
-static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, const struct ip_packet *pkt, __be32 daddr)
-{
-	struct icmp_error e;
-	struct steer_target target;
-
-	if (icmp_error_read(skb, 0, pkt, &e)) {
-		decide(BPFNET_CTR_DROP_PROTOCOL);
-		return TC_ACT_SHOT;
-	}
-	if (e.inner_saddr != daddr || icmp_quote_from_service(&e, &target)) {
-		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
-		return TC_ACT_SHOT;
-	}
-	trace_steered(&target.backend_ip, target.backend_port, BPFNET_KIND_PLAIN);
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
-	if (!backend) {
-		decide(BPFNET_CTR_DROP_NO_BACKEND);
-		return TC_ACT_SHOT;
-	}
-	if (icmp_error_rewrite(skb, pkt, &e, NAT_DESTINATION, daddr, target.backend_ip.w[3], e.inner_sport,
-			       target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
-		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return TC_ACT_SHOT;
-	}
-	decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
-	return deliver_to_backend(backend);
+	return dhcp_relay_request(skb, pkt, cfg, cfg->dhcp_service_ip.w[3], &target);
 }
 
 /* The IPv6 header is 20 bytes longer than IPv4's: a datagram through the pod's MTU carries that much less. */
@@ -414,47 +370,32 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 	return deliver_to_backend(backend);
 }
 
-/* A packet from the LAN for a service IP: DNAT into the pod, relay, or drop (walks 2, 3, 4, 6). */
 /*
- * relays_dhcp: a constant, for the two copies of this path: tc_ipv4_dhcp's (UDP to port 67, the only port a
- * DHCP kind is listed on) relays, tc_ipv4_from_lan's has no relay in it (its frame stays small enough for
- * the verifier's stack limit; see tc_ndp).
+ * A packet from the LAN for a service IP, either family (its fixed header at l3): DNAT into the pod, relay,
+ * or drop (walks 2, 3, 4, 6). relays_dhcp: a constant, for the IPv4 copies of this path: tc_ipv4_dhcp's (UDP
+ * to port 67, the only port a DHCP kind is listed on) relays, the others have no relay in them (their frames
+ * stay small enough for the verifier's stack limit; see tc_ndp). DHCPv6 is relayed by tc_ipv6_dhcp.
  */
-static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, void *data_end,
-					  struct ethhdr *eth, struct iphdr *ip,
-					  const struct bpfnet_iface *cfg, const int relays_dhcp)
+static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, struct ethhdr *eth, void *l3,
+					  const struct bpfnet_iface *cfg, const struct l3_addrs *a,
+					  const int has_source_ranges, const int relays_dhcp, const int v6)
 {
-	/* XDP has already dropped what is not allowed; checked again so TC is safe on its own. */
 	struct ip_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, ip, &pkt);
-	__be32 saddr = ip->saddr;
-	__be32 daddr = ip->daddr;
-	if (verdict == PARSE_OTHER_PROTOCOL && pkt.proto == IPPROTO_ICMP)
-		return icmp_error_to_pod(skb, &pkt, daddr);
-	if (verdict != PARSE_OK) {
-		decide(drop_reason(verdict));
-		return TC_ACT_SHOT;
-	}
-	trace_ports(&pkt);
-	/* The way back leaves only onto the provisioning subnet (tc_pod_ingress): nothing else gets in. */
-	if (!in_provisioning_subnet(cfg, saddr)) {
-		decide(BPFNET_CTR_DROP_OFF_SUBNET);
-		return TC_ACT_SHOT;
-	}
 	struct steer_target target;
-	struct lan_ports ports = lan_ports_of(&pkt);
-	struct bpfnet_ip host = ip_v4(saddr);
-	struct bpfnet_ip service = ip_v4(daddr);
-	enum steer_result steered = steer_lookup(&ports, &host, &service, &target, 1);
-	if (steered != STEER_OK) {
-		decide(steer_drop_reason(steered));
+	enum bpfnet_counter refused =
+		admit(skb, 0, data, skb->len, l3, cfg, a, has_source_ranges, &pkt, &target, v6);
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
 		return TC_ACT_SHOT;
 	}
+	struct lan_ports ports = lan_ports_of(&pkt);
 	trace_steered(&target.backend_ip, target.backend_port, target.kind);
 	__u64 sender = mac_load(eth->h_source); /* the rewrite below moves the packet */
 
-	if (target.kind == BPFNET_KIND_DHCP && !relays_dhcp) {
-		decide(BPFNET_CTR_DROP_NOT_ALLOWED); /* never: port 67 goes to tc_ipv4_dhcp */
+	/* Never: port 67 goes to tc_ipv4_dhcp; and only a DHCPv6 datagram right after the fixed header gets
+	 * to tc_ipv6_dhcp (clients send no extension headers). */
+	if ((target.kind == BPFNET_KIND_DHCP && !relays_dhcp) || (v6 && target.kind == BPFNET_KIND_DHCP6)) {
+		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
 		return TC_ACT_SHOT;
 	}
 	/* Unicast to the DHCP port: renewals, and requests from relays on the LAN. */
@@ -463,49 +404,16 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, voi
 		return TC_ACT_SHOT;
 	}
 	int action = relays_dhcp && target.kind == BPFNET_KIND_DHCP
-			     ? dhcp_relay_request(skb, &pkt, cfg, daddr, &target)
-			     : steer_to_backend(skb, &pkt, &service, &target);
+			     ? dhcp_relay_request(skb, &pkt, cfg, a->daddr.w[3], &target)
+			     : steer_to_backend(skb, &pkt, &a->daddr, &target);
 	if (action != TC_ACT_REDIRECT)
 		return action;
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
 	if (target.unconfirmed)
-		confirm_flow(&ports, &host, &service, &target);
+		confirm_flow(&ports, &a->saddr, &a->daddr, &target);
 	__u8 sender_mac[6];
 	mac_store(sender_mac, sender);
-	learn_neighbour(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
-	return action;
-}
-
-/* An IPv6 packet from the LAN for a service address: NAT66 into the pod, or drop. */
-static __always_inline int steer6_from_lan(struct __sk_buff *skb, void *data, struct ethhdr *eth,
-					   struct ipv6hdr *ip6, const struct bpfnet_iface *cfg,
-					   const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr)
-{
-	struct ip_packet pkt = {};
-	struct steer_target target;
-	enum bpfnet_counter refused = admit6(skb, 0, data, skb->len, ip6, cfg, saddr, daddr, &pkt, &target);
-
-	if (refused != BPFNET_CTR_MAX) {
-		decide(refused);
-		return TC_ACT_SHOT;
-	}
-	struct lan_ports ports = lan_ports_of(&pkt);
-	trace_steered(&target.backend_ip, target.backend_port, target.kind);
-	if (target.kind == BPFNET_KIND_DHCP || target.kind == BPFNET_KIND_DHCP6) {
-		/* DHCPv6 is relayed (tc_ipv6_dhcp), and only a datagram right after the fixed header gets
-		 * there: clients send no extension headers. */
-		decide(BPFNET_CTR_DROP_NOT_ALLOWED);
-		return TC_ACT_SHOT;
-	}
-	__u64 sender = mac_load(eth->h_source); /* the rewrite below moves the packet */
-	int action = steer_to_backend(skb, &pkt, daddr, &target);
-	if (action != TC_ACT_REDIRECT)
-		return action;
-	if (target.unconfirmed)
-		confirm_flow(&ports, saddr, daddr, &target);
-	__u8 sender_mac[6];
-	mac_store(sender_mac, sender);
-	learn_neighbour6(cfg, saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, daddr);
+	learn_neighbour(cfg, &a->saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, &a->daddr, v6);
 	return action;
 }
 
@@ -514,6 +422,92 @@ static __always_inline int steer6_from_lan(struct __sk_buff *skb, void *data, st
  * config only (it finds the headers again): the verifier's 512 stack bytes cover a whole call chain, and
  * this way the IPv4 and IPv6 paths' frames are never added up.
  */
+
+/* The family's packets to a service IP at TC ingress on the NIC (relays_dhcp: see steer_from_lan). */
+static __always_inline int tc_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
+				       const int relays_dhcp, const int v6)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	void *l3 = tc_parse_ip(eth, data_end, v6);
+
+	if (!l3)
+		return BPFNET_TC_NEXT;
+	struct l3_addrs a = l3_addrs_of(l3, v6);
+	struct bpfnet_service_ip *service =
+		service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_TC_NIC_INGRESS, v6);
+	if (!service)
+		return BPFNET_TC_NEXT;
+	return traced_tc(
+		skb, steer_from_lan(skb, data, eth, l3, cfg, &a, source_ranges_of(service), relays_dhcp, v6));
+}
+
+static __noinline int tc_ipv4_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_from_lan(skb, cfg, 0, 0);
+}
+
+static __noinline int tc_ipv6_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_from_lan(skb, cfg, 0, 1);
+}
+
+/* An ICMP error about a packet the datapath sent as the service IP daddr, translated into the backend's pod.
+ */
+static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, void *data, void *l3,
+					     const struct bpfnet_ip *daddr, const int v6)
+{
+	struct ip_packet pkt = {};
+	struct icmp_error e;
+	struct steer_target target;
+	enum bpfnet_counter refused =
+		admit_icmp_error(skb, 0, data, skb->len, l3, daddr, &pkt, &e, &target, v6);
+
+	if (refused != BPFNET_CTR_MAX) {
+		decide(refused);
+		return TC_ACT_SHOT;
+	}
+	trace_steered(&target.backend_ip, target.backend_port, BPFNET_KIND_PLAIN);
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
+	if (!backend) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND);
+		return TC_ACT_SHOT;
+	}
+	if (icmp_error_rewrite(skb, &pkt, &e, NAT_DESTINATION, daddr, &target.backend_ip, e.ports.sport,
+			       target.backend_port, v6) ||
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
+	return deliver_to_backend(backend);
+}
+
+/* The family's ICMP at TC ingress on the NIC: errors to a service IP. */
+static __always_inline int tc_icmp_error_to_pod(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
+						const int v6)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	void *l3 = tc_parse_ip(eth, data_end, v6);
+
+	if (!l3)
+		return BPFNET_TC_NEXT;
+	struct l3_addrs a = l3_addrs_of(l3, v6);
+	if (!service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_TC_NIC_INGRESS, v6))
+		return BPFNET_TC_NEXT;
+	return traced_tc(skb, icmp_error_to_pod(skb, data, l3, &a.daddr, v6));
+}
+
+static __noinline int tc_icmp4_error_to_pod(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_icmp_error_to_pod(skb, cfg, 0);
+}
+
+static __noinline int tc_icmp6_error_to_pod(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_icmp_error_to_pod(skb, cfg, 1);
+}
 
 /* Not a neighbour solicitation or advertisement (tc_ndp): the packet is for the IPv6 path. */
 #define TC_NOT_NDP (-2)
@@ -532,67 +526,8 @@ static __noinline int tc_ndp(struct __sk_buff *skb, const struct bpfnet_iface *c
 	if (nd.type != ICMPV6_NEIGHBOUR_SOLICIT || !service)
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses6(&nd.source, &nd.target, IPV6_NEXTHDR_ICMP, eth->h_source);
+	trace_addresses(&nd.source, &nd.target, IPV6_NEXTHDR_ICMP, eth->h_source);
 	return traced_tc(skb, tc_answer_ns(skb, &nd, eth->h_source, service, cfg));
-}
-
-/* IPv6 at TC ingress on the NIC, past NDP: the service addresses' traffic. */
-static __noinline int tc_ipv6_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
-{
-	void *data, *data_end;
-	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
-	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
-
-	if (!ip6)
-		return BPFNET_TC_NEXT;
-	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
-	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
-	if (!service_ip6_for(cfg, &daddr))
-		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
-	return traced_tc(skb, steer6_from_lan(skb, data, eth, ip6, cfg, &saddr, &daddr));
-}
-
-/* An ICMPv6 error about a packet the datapath sent as a service address, translated into the backend's pod.
- */
-static __noinline int tc_icmp6_error_to_pod(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
-{
-	void *data, *data_end;
-	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
-	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
-	struct ip_packet pkt = {};
-	struct icmp6_error e;
-	struct steer_target target;
-
-	if (!ip6)
-		return BPFNET_TC_NEXT;
-	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
-	if (!service_ip6_for(cfg, &daddr))
-		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
-	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
-	enum bpfnet_counter refused =
-		admit_icmp6_error(skb, 0, data, skb->len, ip6, &daddr, &pkt, &e, &target);
-	if (refused != BPFNET_CTR_MAX) {
-		decide(refused);
-		return traced_tc(skb, TC_ACT_SHOT);
-	}
-	trace_steered(&target.backend_ip, target.backend_port, BPFNET_KIND_PLAIN);
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target.backend_ip);
-	if (!backend) {
-		decide(BPFNET_CTR_DROP_NO_BACKEND);
-		return traced_tc(skb, TC_ACT_SHOT);
-	}
-	if (icmp6_error_rewrite(skb, &pkt, &e, NAT_DESTINATION, &daddr, &target.backend_ip, e.ports.sport,
-				target.backend_port) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
-		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return traced_tc(skb, TC_ACT_SHOT);
-	}
-	decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
-	return traced_tc(skb, deliver_to_backend(backend));
 }
 
 /* Not DHCPv6 the relay takes (tc_ipv6_dhcp, tc_pod_dhcp6): the packet is for the IPv6 path. */
@@ -650,7 +585,7 @@ static __always_inline int relay_dhcp6(struct __sk_buff *skb, const struct ip_pa
 		return multicast ? BPFNET_TC_NEXT : TC_ACT_SHOT;
 	}
 	/* Unicast comes from a relay's address on the LAN; clients send from link-local addresses. */
-	if (!multicast && !in_provisioning_subnet6(cfg, saddr)) {
+	if (!multicast && !in_provisioning_subnet(cfg, saddr, 1)) {
 		decide(BPFNET_CTR_DROP_OFF_SUBNET);
 		return TC_ACT_SHOT;
 	}
@@ -681,7 +616,7 @@ static __noinline int tc_ipv6_dhcp(struct __sk_buff *skb, const struct bpfnet_if
 	if (!dhcp6_for_us(skb, data, ip6, cfg, &daddr, &pkt))
 		return TC_NOT_DHCP6;
 	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses6(&saddr, &daddr, IPPROTO_UDP, eth->h_source);
+	trace_addresses(&saddr, &daddr, IPPROTO_UDP, eth->h_source);
 	return traced_tc(skb, relay_dhcp6(skb, &pkt, eth, cfg, &saddr, &daddr));
 }
 
@@ -695,45 +630,27 @@ static __always_inline int udp_to_dhcp_server(struct iphdr *ip, void *data_end)
 	return udp->dest == bpf_htons(DHCP_SERVER_PORT);
 }
 
-/* IPv4 UDP to port 67 at TC ingress on the NIC: DHCP requests to relay, broadcast or to a service IP. */
-static __noinline int tc_ipv4_dhcp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+/* Broadcast UDP to port 67 at TC ingress on the NIC: a DHCP request to relay when this node owns the DHCP
+ * service IP. */
+static __noinline int tc_broadcast_dhcp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
 	void *data, *data_end;
 	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
-	struct iphdr *ip = eth ? tc_parse_ipv4(eth, data_end) : NULL;
+	struct iphdr *ip = tc_parse_ip(eth, data_end, 0);
+	struct ip_packet pkt = {};
 
-	if (!ip)
+	if (!ip || !broadcast_dhcp_for_us(skb, data, data_end, ip, cfg, &pkt))
 		return BPFNET_TC_NEXT;
-	if (ip->daddr == 0xffffffff) {
-		struct ip_packet pkt = {};
-
-		if (!broadcast_dhcp_for_us(skb, data, data_end, ip, cfg, &pkt))
-			return BPFNET_TC_NEXT;
-		trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-		trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-		return traced_tc(skb, relay_broadcast_dhcp(skb, &pkt, cfg));
-	}
-	if (!service_ip_for(cfg, ip->daddr))
-		return BPFNET_TC_NEXT;
+	struct l3_addrs a = l3_addrs_of(ip, 0);
 	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg, 1));
+	trace_addresses(&a.saddr, &a.daddr, ip->protocol, eth->h_source);
+	return traced_tc(skb, relay_broadcast_dhcp(skb, &pkt, cfg));
 }
 
-/* IPv4 unicast at TC ingress on the NIC, but DHCP: the service IPs' traffic. */
-static __noinline int tc_ipv4_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+/* Unicast UDP to port 67 at TC ingress on the NIC: DHCP requests to a service IP, relayed. */
+static __noinline int tc_ipv4_dhcp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
-	void *data, *data_end;
-	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
-	struct iphdr *ip = eth ? tc_parse_ipv4(eth, data_end) : NULL;
-
-	if (!ip)
-		return BPFNET_TC_NEXT;
-	if (!service_ip_for(cfg, ip->daddr))
-		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
-	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	return traced_tc(skb, steer_from_lan(skb, data, data_end, eth, ip, cfg, 0));
+	return tc_from_lan(skb, cfg, 1, 0);
 }
 
 SEC("tc")
@@ -766,12 +683,14 @@ int tc_nic_ingress(struct __sk_buff *skb)
 		int ndp = tc_ndp(skb, cfg);
 		return ndp != TC_NOT_NDP ? ndp : tc_icmp6_error_to_pod(skb, cfg);
 	}
-	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
+	struct iphdr *ip = tc_parse_ip(eth, data_end, 0);
 	if (!ip)
 		return BPFNET_TC_NEXT;
 	if (udp_to_dhcp_server(ip, data_end))
-		return tc_ipv4_dhcp(skb, cfg);
-	return ip->daddr == 0xffffffff ? BPFNET_TC_NEXT : tc_ipv4_from_lan(skb, cfg);
+		return ip->daddr == 0xffffffff ? tc_broadcast_dhcp(skb, cfg) : tc_ipv4_dhcp(skb, cfg);
+	if (ip->daddr == 0xffffffff)
+		return BPFNET_TC_NEXT;
+	return ip->protocol == IPPROTO_ICMP ? tc_icmp4_error_to_pod(skb, cfg) : tc_ipv4_from_lan(skb, cfg);
 }
 
 /*
@@ -799,141 +718,6 @@ static __always_inline void record_flow(const struct lan_ports *pkt, const struc
 	count(BPFNET_CTR_FLOW_CREATED);
 }
 
-/* The backend's ICMP error about a packet the datapath delivered to it, sent to the LAN as the service IP. */
-static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, const struct ip_packet *pkt,
-					     const struct bpfnet_iface *cfg,
-					     const struct bpfnet_backend *backend, __be32 saddr, __be32 daddr)
-{
-	struct icmp_error e;
-	struct bpfnet_ip service_ip;
-	__be16 service_port;
-
-	if (icmp_error_read(skb, 0, pkt, &e)) {
-		decide(BPFNET_CTR_DROP_BACKEND_PROTOCOL);
-		return TC_ACT_SHOT;
-	}
-	if (e.inner_daddr != saddr || icmp_quote_to_backend(&e, backend, &service_ip, &service_port)) {
-		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
-		return TC_ACT_SHOT;
-	}
-	trace_steered(&service_ip, service_port, BPFNET_KIND_PLAIN);
-	__u8 host_mac[6];
-	struct bpfnet_ip host = ip_v4(daddr);
-	if (lan_host_mac(&host, &service_ip, host_mac))
-		return TC_ACT_SHOT;
-	if (icmp_error_rewrite(skb, pkt, &e, NAT_SOURCE, saddr, service_ip.w[3], e.inner_dport,
-			       service_port) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
-		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return TC_ACT_SHOT;
-	}
-	decide(BPFNET_CTR_ICMP_ERROR_TO_LAN);
-	return bpf_redirect(cfg->nic_ifindex, 0);
-}
-
-/* A packet from a backend to the provisioning LAN: reverse SNAT, relay reply, or flow (walks 2-5). */
-/* relays_dhcp: a constant, as for steer_from_lan: only tc_pod_dhcp's copy (UDP to port 67) has the relay. */
-static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, void *data_end, struct iphdr *ip,
-					  const struct bpfnet_iface *cfg,
-					  const struct bpfnet_backend *backend, const int relays_dhcp)
-{
-	__be32 saddr = ip->saddr;
-	__be32 daddr = ip->daddr;
-	struct ip_packet pkt = {};
-	enum parse_verdict verdict = ipv4_validate(data, data_end, skb->len, ip, &pkt);
-	if (verdict == PARSE_OTHER_PROTOCOL && pkt.proto == IPPROTO_ICMP)
-		return icmp_error_to_lan(skb, &pkt, cfg, backend, saddr, daddr);
-	if (verdict != PARSE_OK) {
-		decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
-						       : drop_reason(verdict));
-		return TC_ACT_SHOT;
-	}
-	trace_ports(&pkt);
-
-	struct bpfnet_backend_port_key bkey = {
-		.backend_ip = ip_v4(saddr), .port_be = pkt.sport, .proto = pkt.proto};
-	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
-	/* The DHCP server answering the relay (giaddr:67). */
-	if (relays_dhcp && listed && listed->kind == BPFNET_KIND_DHCP &&
-	    pkt.dport == bpf_htons(DHCP_SERVER_PORT))
-		return dhcp_relay_reply(skb, &pkt, cfg, listed);
-	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
-	struct bpfnet_ip host = ip_v4(daddr);
-	if (bpf_map_lookup_elem(&service_ips, &host)) {
-		decide(BPFNET_CTR_DROP_HAIRPIN);
-		return TC_ACT_SHOT;
-	}
-	struct bpfnet_ip service_ip = listed ? listed->service_ip : backend->service_ip;
-	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
-	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
-	trace_steered(&service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
-
-	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
-	if (lan_host_mac(&host, &service_ip, macs))
-		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
-	if (!listed) {
-		struct lan_ports ports = lan_ports_of(&pkt);
-		record_flow(&ports, &host, &service_ip, &bkey.backend_ip);
-	}
-
-	if (nat_rewrite(skb, &pkt, NAT_SOURCE, saddr, service_ip.w[3], pkt.sport, service_port,
-			NAT_WRITE_STORE) ||
-	    rewrite_macs_to_lan(skb, macs, cfg->nic_mac)) {
-		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return TC_ACT_SHOT;
-	}
-	decide(path);
-	return bpf_redirect(cfg->nic_ifindex, 0);
-}
-
-/* An IPv6 packet from a backend to the provisioning LAN: reverse NAT66, or a flow the pod opens. */
-static __always_inline int steer6_from_pod(struct __sk_buff *skb, void *data, struct ipv6hdr *ip6,
-					   const struct bpfnet_iface *cfg,
-					   const struct bpfnet_backend *backend,
-					   const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr)
-{
-	struct ip_packet pkt = {};
-	enum parse_verdict verdict = ipv6_validate(skb, 0, data, skb->len, ip6, &pkt);
-
-	if (verdict != PARSE_OK) {
-		decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
-						       : drop_reason(verdict));
-		return TC_ACT_SHOT;
-	}
-	trace_ports(&pkt);
-	struct bpfnet_backend_port_key bkey = {
-		.backend_ip = *saddr, .port_be = pkt.sport, .proto = pkt.proto};
-	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
-	if (bpf_map_lookup_elem(&service_ips, daddr)) {
-		decide(BPFNET_CTR_DROP_HAIRPIN);
-		return TC_ACT_SHOT;
-	}
-	struct bpfnet_ip service_ip = listed ? listed->service_ip : backend->service_ip;
-	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
-	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
-	trace_steered(&service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
-	if (ip_is_v4(&service_ip)) {
-		decide(BPFNET_CTR_DROP_NO_BACKEND); /* a backend entry with no IPv6 service address */
-		return TC_ACT_SHOT;
-	}
-
-	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
-	if (lan_host_mac(daddr, &service_ip, macs))
-		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
-	if (!listed) {
-		struct lan_ports ports = lan_ports_of(&pkt);
-		record_flow(&ports, daddr, &service_ip, saddr);
-	}
-	if (nat6_rewrite(skb, &pkt, NAT_SOURCE, saddr, &service_ip, pkt.sport, service_port,
-			 NAT_WRITE_STORE) ||
-	    rewrite_macs_to_lan(skb, macs, cfg->nic_mac)) {
-		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return TC_ACT_SHOT;
-	}
-	decide(path);
-	return bpf_redirect(cfg->nic_ifindex, 0);
-}
-
 /* The pod's UDP to port 547: its DHCPv6 server's Relay-Reply to the DHCPv6 service address. */
 static __noinline int tc_pod_dhcp6(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
@@ -955,116 +739,187 @@ static __noinline int tc_pod_dhcp6(struct __sk_buff *skb, const struct bpfnet_if
 	if (!listed || listed->kind != BPFNET_KIND_DHCP6)
 		return TC_NOT_DHCP6;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
-	trace_addresses6(&saddr, &daddr, IPPROTO_UDP, eth->h_source);
+	trace_addresses(&saddr, &daddr, IPPROTO_UDP, eth->h_source);
 	trace_ports(&pkt);
 	return traced_tc(skb, dhcp6_relay_reply(skb, &pkt, cfg, &saddr, &daddr));
 }
 
-/* The backend's ICMPv6 error about a packet the datapath delivered to it, sent to the LAN as the service
- * address. */
-static __noinline int tc_pod_icmp6_error(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+/*
+ * The backend's ICMP error about a packet the datapath delivered to it, sent to the LAN as the service IP,
+ * either family (its fixed header at l3).
+ */
+static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, void *data, void *l3,
+					     const struct bpfnet_iface *cfg,
+					     const struct bpfnet_backend *backend, const struct l3_addrs *a,
+					     const int v6)
 {
-	void *data, *data_end;
-	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
-	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
 	struct ip_packet pkt = {};
-	struct icmp6_error e;
+	struct icmp_error e;
 	struct bpfnet_ip service_ip;
 	__be16 service_port;
+	enum parse_verdict verdict = ip_validate(skb, 0, data, skb->len, l3, &pkt, v6);
 
-	if (!ip6)
-		return BPFNET_TC_NEXT;
-	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
-	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
-	/* As tc_pod_ipv6: the pod's neighbour discovery with its gateway and the rest are not ours. */
-	if (!in_provisioning_subnet6(cfg, &daddr))
-		return BPFNET_TC_NEXT;
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
-	if (!backend)
-		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
-	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
-	enum parse_verdict verdict = ipv6_validate(skb, 0, data, skb->len, ip6, &pkt);
-	if (verdict != PARSE_OTHER_PROTOCOL || icmp6_error_read(skb, 0, &pkt, &e)) {
+	if (verdict != PARSE_OTHER_PROTOCOL || icmp_error_read(skb, 0, &pkt, &e, v6)) {
 		decide(verdict == PARSE_OTHER_PROTOCOL || verdict == PARSE_OK
 			       ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
 			       : drop_reason(verdict));
-		return traced_tc(skb, TC_ACT_SHOT);
+		return TC_ACT_SHOT;
 	}
-	if (!ip_equal(&e.inner_daddr, &saddr) ||
-	    quote_to_backend(&e.ports, &e.inner_saddr, &saddr, backend, &service_ip, &service_port) ||
-	    ip_is_v4(&service_ip)) {
+	if (!ip_equal(&e.inner_daddr, &a->saddr) ||
+	    quote_to_backend(&e.ports, &e.inner_saddr, &a->saddr, backend, &service_ip, &service_port) ||
+	    !ip_in_family(&service_ip, v6)) {
 		decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
-		return traced_tc(skb, TC_ACT_SHOT);
+		return TC_ACT_SHOT;
 	}
 	trace_steered(&service_ip, service_port, BPFNET_KIND_PLAIN);
 	__u8 host_mac[6];
-	if (lan_host_mac(&daddr, &service_ip, host_mac))
-		return traced_tc(skb, TC_ACT_SHOT);
-	if (icmp6_error_rewrite(skb, &pkt, &e, NAT_SOURCE, &saddr, &service_ip, e.ports.dport,
-				service_port) ||
+	if (lan_host_mac(&a->daddr, &service_ip, host_mac))
+		return TC_ACT_SHOT;
+	if (icmp_error_rewrite(skb, &pkt, &e, NAT_SOURCE, &a->saddr, &service_ip, e.ports.dport, service_port,
+			       v6) ||
 	    rewrite_macs(skb, host_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
-		return traced_tc(skb, TC_ACT_SHOT);
+		return TC_ACT_SHOT;
 	}
 	decide(BPFNET_CTR_ICMP_ERROR_TO_LAN);
-	return traced_tc(skb, bpf_redirect(cfg->nic_ifindex, 0));
+	return bpf_redirect(cfg->nic_ifindex, 0);
 }
 
-/* IPv6 at TC ingress on a backend's veth. */
-static __noinline int tc_pod_ipv6(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+/*
+ * A packet from a backend to the provisioning LAN, either family: reverse SNAT, relay reply, or flow (walks
+ * 2-5). relays_dhcp: a constant, as for steer_from_lan: only tc_pod_dhcp's copy (UDP to port 67) has the
+ * relay; DHCPv6 replies are tc_pod_dhcp6's.
+ */
+static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, void *l3,
+					  const struct bpfnet_iface *cfg,
+					  const struct bpfnet_backend *backend, const struct l3_addrs *a,
+					  const int relays_dhcp, const int v6)
+{
+	struct ip_packet pkt = {};
+	enum parse_verdict verdict = ip_validate(skb, 0, data, skb->len, l3, &pkt, v6);
+
+	if (verdict != PARSE_OK) {
+		decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
+						       : drop_reason(verdict));
+		return TC_ACT_SHOT;
+	}
+	trace_ports(&pkt);
+	struct bpfnet_backend_port_key bkey = {
+		.backend_ip = a->saddr, .port_be = pkt.sport, .proto = pkt.proto};
+	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	/* The DHCP server answering the relay (giaddr:67). */
+	if (relays_dhcp && listed && listed->kind == BPFNET_KIND_DHCP &&
+	    pkt.dport == bpf_htons(DHCP_SERVER_PORT))
+		return dhcp_relay_reply(skb, &pkt, cfg, listed);
+	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
+	if (bpf_map_lookup_elem(&service_ips, &a->daddr)) {
+		decide(BPFNET_CTR_DROP_HAIRPIN);
+		return TC_ACT_SHOT;
+	}
+	struct bpfnet_ip service_ip = listed ? listed->service_ip : backend->service_ip;
+	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
+	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
+	trace_steered(&service_ip, service_port, listed ? listed->kind : BPFNET_KIND_PLAIN);
+	if (!ip_in_family(&service_ip, v6)) {
+		decide(BPFNET_CTR_DROP_NO_BACKEND); /* a backend entry with no service IP of the packet's
+						       family */
+		return TC_ACT_SHOT;
+	}
+
+	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
+	if (lan_host_mac(&a->daddr, &service_ip, macs))
+		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
+	if (!listed) {
+		struct lan_ports ports = lan_ports_of(&pkt);
+		record_flow(&ports, &a->daddr, &service_ip, &a->saddr);
+	}
+	if (nat_rewrite_ip(skb, &pkt, NAT_SOURCE, &a->saddr, &service_ip, pkt.sport, service_port,
+			   NAT_WRITE_STORE) ||
+	    rewrite_macs_to_lan(skb, macs, cfg->nic_mac)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	decide(path);
+	return bpf_redirect(cfg->nic_ifindex, 0);
+}
+
+/*
+ * The backend a packet at TC ingress on a backend's veth comes from, when it goes to the provisioning LAN;
+ * NULL when it is not ours (the pod's other traffic is the CNI's). The destination first: the pod's traffic
+ * anywhere else costs no lookup. The packet is traced from here on.
+ */
+static __always_inline struct bpfnet_backend *backend_to_lan(const struct bpfnet_iface *cfg, const void *l3,
+							     const struct l3_addrs *a, const __u8 *mac,
+							     const int v6)
+{
+	if (!in_provisioning_subnet(cfg, &a->daddr, v6))
+		return NULL;
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &a->saddr);
+	if (backend) {
+		trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
+		trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), mac);
+	}
+	return backend;
+}
+
+/* The family's packets at TC ingress on a backend's veth (relays_dhcp: see steer_from_pod). */
+static __always_inline int tc_from_pod(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
+				       const int relays_dhcp, const int v6)
 {
 	void *data, *data_end;
 	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
-	struct ipv6hdr *ip6 = eth ? parse_ipv6_fixed(eth, data_end) : NULL;
+	void *l3 = tc_parse_ip(eth, data_end, v6);
 
-	if (!ip6)
+	if (!l3)
 		return BPFNET_TC_NEXT;
-	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
-	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
-	/* The destination first, as for IPv4 (pod_ipv4). */
-	if (!in_provisioning_subnet6(cfg, &daddr))
-		return BPFNET_TC_NEXT;
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
+	struct l3_addrs a = l3_addrs_of(l3, v6);
+	struct bpfnet_backend *backend = backend_to_lan(cfg, l3, &a, eth->h_source, v6);
 	if (!backend)
 		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
-	trace_addresses6(&saddr, &daddr, ip6->nexthdr, eth->h_source);
-	return traced_tc(skb, steer6_from_pod(skb, data, ip6, cfg, backend, &saddr, &daddr));
+	return traced_tc(skb, steer_from_pod(skb, data, l3, cfg, backend, &a, relays_dhcp, v6));
 }
 
-/* IPv4 at TC ingress on a backend's veth. */
-static __always_inline int pod_ipv4(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
-				    const int relays_dhcp)
+/* The family's ICMP at TC ingress on a backend's veth: the backend's errors. */
+static __always_inline int tc_pod_icmp_error(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
+					     const int v6)
 {
 	void *data, *data_end;
 	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
-	struct iphdr *ip = eth ? tc_parse_ipv4(eth, data_end) : NULL;
+	void *l3 = tc_parse_ip(eth, data_end, v6);
 
-	if (!ip)
+	if (!l3)
 		return BPFNET_TC_NEXT;
-	/* Only a backend's traffic to the provisioning LAN is ours; the pod's other traffic is the CNI's. The
-	 * destination first: the pod's traffic anywhere else costs no lookup. */
-	if (!in_provisioning_subnet(cfg, ip->daddr))
-		return BPFNET_TC_NEXT;
-	struct bpfnet_ip saddr = ip_v4(ip->saddr);
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &saddr);
+	struct l3_addrs a = l3_addrs_of(l3, v6);
+	struct bpfnet_backend *backend = backend_to_lan(cfg, l3, &a, eth->h_source, v6);
 	if (!backend)
 		return BPFNET_TC_NEXT;
-	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
-	trace_addresses(ip->saddr, ip->daddr, ip->protocol, eth->h_source);
-	return traced_tc(skb, steer_from_pod(skb, data, data_end, ip, cfg, backend, relays_dhcp));
+	return traced_tc(skb, icmp_error_to_lan(skb, data, l3, cfg, backend, &a, v6));
 }
 
 static __noinline int tc_pod_ipv4(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
-	return pod_ipv4(skb, cfg, 0);
+	return tc_from_pod(skb, cfg, 0, 0);
 }
 
 /* The pod's UDP to port 67: its DHCP server answering the relay. */
 static __noinline int tc_pod_dhcp(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
-	return pod_ipv4(skb, cfg, 1);
+	return tc_from_pod(skb, cfg, 1, 0);
+}
+
+static __noinline int tc_pod_ipv6(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_from_pod(skb, cfg, 0, 1);
+}
+
+static __noinline int tc_pod_icmp4_error(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_pod_icmp_error(skb, cfg, 0);
+}
+
+static __noinline int tc_pod_icmp6_error(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_pod_icmp_error(skb, cfg, 1);
 }
 
 SEC("tc")
@@ -1084,8 +939,10 @@ int tc_pod_ingress(struct __sk_buff *skb)
 			ip6 && udp6_to_dhcp_server(ip6, data_end) ? tc_pod_dhcp6(skb, cfg) : TC_NOT_DHCP6;
 		return relayed != TC_NOT_DHCP6 ? relayed : tc_pod_ipv6(skb, cfg);
 	}
-	struct iphdr *ip = tc_parse_ipv4(eth, data_end);
+	struct iphdr *ip = tc_parse_ip(eth, data_end, 0);
 	if (!ip)
 		return BPFNET_TC_NEXT;
+	if (ip->protocol == IPPROTO_ICMP)
+		return tc_pod_icmp4_error(skb, cfg);
 	return udp_to_dhcp_server(ip, data_end) ? tc_pod_dhcp(skb, cfg) : tc_pod_ipv4(skb, cfg);
 }

@@ -152,12 +152,13 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
     status.interface = interface;
     status.ifindex = iface.nic_ifindex;
     status.nic_mac = to_mac(iface.nic_mac);
-    status.subnet_be = iface.subnet_be;
-    status.subnet_mask_be = iface.subnet_mask_be;
-    status.dhcp_service_ip_be = iface.dhcp_service_ip_be;
+    // The IPv4 subnet's last word: its net and mask as an IPv4 subnet; none reads 255.255.255.255/0.
+    status.subnet_be = iface.subnet.len != 0 ? iface.subnet.net.w[3] : 0xffffffff;
+    status.subnet_mask_be = iface.subnet.mask.w[3];
+    status.dhcp_service_ip_be = v4_of(iface.dhcp_service_ip);
     status.dhcp6_service_ip = iface.dhcp6_service_ip;
-    status.subnet6 = iface.subnet6;
-    status.subnet6_prefix_len = iface.subnet6_prefix_len;
+    status.subnet6 = iface.subnet6.net;
+    status.subnet6_prefix_len = static_cast<__u8>(iface.subnet6.len);
     if (iface.nic_ifindex) {
         status.xdp = query_xdp(static_cast<int>(iface.nic_ifindex), map_id);
         status.tc_ingress = query_tc_ingress(static_cast<int>(iface.nic_ifindex), pin_dir, map_id);

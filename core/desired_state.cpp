@@ -69,6 +69,8 @@ constexpr __u32 kServiceIpPrefixLen = 128;
 void add_source_ranges(DesiredState &state, const bpfnet_ip &service_ip, const std::vector<SourceRange> &ranges) {
     if (ranges.empty())
         return;
+    // The datapath looks ranges up only for an IP that says it has some.
+    state.service_ips[service_ip].flags |= BPFNET_SERVICE_IP_SOURCE_RANGES;
     bpfnet_source_range_key rest{};
     rest.prefixlen = kServiceIpPrefixLen;
     rest.service_ip = service_ip;
@@ -180,20 +182,13 @@ bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAdd
     bpfnet_iface entry{};
     entry.nic_ifindex = static_cast<__u32>(nic_ifindex);
     std::copy(nic_mac.begin(), nic_mac.end(), entry.nic_mac);
-    if (node.prefix_len != 0) {
-        entry.subnet_be = node.subnet_be;
-        entry.subnet_mask_be = node.subnet_mask_be();
-    } else {
-        // No IPv4 subnet (an IPv6-only LAN): a network no address can be in ((ip & 0) != 255.255.255.255), so
-        // the datapath never takes an IPv4 packet or ARP sender as its business.
-        entry.subnet_be = 0xffffffff;
-        entry.subnet_mask_be = 0;
-    }
-    entry.subnet6 = node.subnet6;
-    entry.subnet6_prefix_len = node.prefix6_len;
+    // A family without a subnet (an IPv6-only LAN, an IPv4-only one): no prefix, so the datapath never takes
+    // a packet or neighbour message of that family as its business.
+    entry.subnet = node.prefix_len != 0 ? prefix_of(ip_from_v4(node.subnet_be), 96 + node.prefix_len) : bpfnet_prefix{};
+    entry.subnet6 = node.prefix6_len != 0 ? prefix_of(node.subnet6, node.prefix6_len) : bpfnet_prefix{};
     entry.dhcp_max_hops = node.dhcp_max_hops;
     // Broadcast DHCP has no service IP in it: it is relayed for the service IP that lists the DHCP port.
-    entry.dhcp_service_ip_be = relay.dhcp_service_ip_be;
+    entry.dhcp_service_ip = relay.dhcp_service_ip_be != 0 ? ip_from_v4(relay.dhcp_service_ip_be) : bpfnet_ip{};
     // DHCPv6 to ff02::1:2 has none either: relayed for the IPv6 service address that lists the dhcpv6 port.
     entry.dhcp6_service_ip = relay.dhcp6_service_ip;
     entry.nic_link_local = relay.nic_link_local;

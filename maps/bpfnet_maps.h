@@ -76,25 +76,36 @@ struct bpfnet_ip {
 };
 #define BPFNET_IP_V4_MAPPED_PREFIX_LEN 96 /* ::ffff:0:0/96 */
 
+/*
+ * A prefix in map form, either family (IPv4 as IPv4-mapped, like every address in a map): the address with
+ * its host bits zero, and the mask of its prefix bits over the 16 bytes (an IPv4 /24's covers the ::ffff:
+ * part, 120 bits). An address is in it when (address & mask) == net, word by word: no loop over a length per
+ * packet.
+ */
+struct bpfnet_prefix {
+	struct bpfnet_ip net;
+	struct bpfnet_ip mask;
+	__u32 len; /* the prefix bits of the 16-byte form (an IPv4 /24: 120); 0: no prefix, which nothing is
+		      in (so a zeroed entry, as the map starts, puts nothing in a subnet) */
+};
+
 /* iface (array, one entry): facts about the provisioning NIC, written once when the loader attaches. */
 struct bpfnet_iface {
 	__u32 nic_ifindex;
 	__u8 nic_mac[6];
 	__u8 dhcp_max_hops; /* relayed requests with more hops are dropped (RFC 1542 4.1.1) */
 	__u8 hooks;	    /* BPFNET_HOOKS_*: how the loader attached on this kernel; read by bpfnetctl */
-	__be32 subnet_be;   /* provisioning subnet; service IPs and hosts live here */
-	__be32 subnet_mask_be;
-	__be32 dhcp_service_ip_be;  /* the service IP whose DHCP port takes broadcast DHCP; 0: none */
+	__u8 pad[4];
 	__u64 heartbeat_timeout_ns; /* ARP and NDP answers stop when the loader's heartbeat is older */
-	/* The IPv6 provisioning prefix, host bits zero; subnet6_prefix_len 0: no IPv6 subnet. */
-	struct bpfnet_ip subnet6;
-	/* The DHCPv6 relay: the NIC's link-local address, which replies to clients leave from (zero: none,
-	 * they leave from the service address), and the service address whose dhcpv6 port takes ff02::1:2
-	 * (zero: no relay). */
-	struct bpfnet_ip nic_link_local;
+	/* The provisioning subnets, IPv4's and IPv6's; service IPs and hosts live there. */
+	struct bpfnet_prefix subnet;
+	struct bpfnet_prefix subnet6;
+	/* The DHCP relays: the service IP whose dhcp port takes broadcast DHCP, the service address whose
+	 * dhcpv6 port takes ff02::1:2 (zero: no relay), and the NIC's link-local address, which DHCPv6
+	 * replies to clients leave from (zero: none, they leave from the service address). */
+	struct bpfnet_ip dhcp_service_ip;
 	struct bpfnet_ip dhcp6_service_ip;
-	__u8 subnet6_prefix_len;
-	__u8 pad[7];
+	struct bpfnet_ip nic_link_local;
 };
 
 /* What the loader chose by probing the kernel at start (bpfnet_iface.hooks). */
@@ -112,7 +123,11 @@ struct bpfnet_heartbeat {
 };
 
 /* service_ips (hash): key = service IP. Present when this node serves that IP. */
-#define BPFNET_SERVICE_IP_ACTIVE (1u << 0) /* this node owns the IP: answer ARP (NDP) for it */
+#define BPFNET_SERVICE_IP_ACTIVE	(1u << 0) /* this node owns the IP: answer ARP (NDP) for it */
+/* The IP has source ranges (source_ranges): a listed port's packets are checked against them. Without it no
+ * packet pays for the LPM lookup. Set with the IP's first range, cleared with its last (the loader writes
+ * ranges before the service IP and removes them after it: see reconcile()). */
+#define BPFNET_SERVICE_IP_SOURCE_RANGES (1u << 1)
 struct bpfnet_service_ip {
 	__u32 flags;
 };

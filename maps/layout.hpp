@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <array>
 #include <compare>
 #include <cstddef>
@@ -37,7 +38,22 @@ inline __be32 v4_of(const bpfnet_ip &ip) {
     return is_v4(ip) ? ip.w[3] : 0;
 }
 
-static_assert(sizeof(bpfnet_iface) == 88);
+// The map form of a prefix (struct bpfnet_prefix): addr's first len bits of the 16-byte form (an IPv4 /24 of a
+// mapped address is 96 + 24 bits). No prefix is bpfnet_prefix{} (len 0).
+inline bpfnet_prefix prefix_of(const bpfnet_ip &addr, unsigned len) {
+    bpfnet_prefix prefix{};
+    for (unsigned i = 0; i < 4; i++) {
+        const unsigned from = 32 * i;
+        const unsigned bits = len <= from ? 0 : std::min(32u, len - from);
+        prefix.mask.w[i] = bits == 0 ? 0 : htonl(0xffffffffu << (32 - bits));
+        prefix.net.w[i] = addr.w[i] & prefix.mask.w[i];
+    }
+    prefix.len = len;
+    return prefix;
+}
+
+static_assert(sizeof(bpfnet_prefix) == 36);
+static_assert(sizeof(bpfnet_iface) == 144);
 static_assert(sizeof(bpfnet_ip) == 16);
 static_assert(sizeof(bpfnet_heartbeat) == 8);
 static_assert(sizeof(bpfnet_service_ip) == 4);
@@ -57,9 +73,9 @@ static_assert(sizeof(bpfnet_trace_control) == 8);
 static_assert(sizeof(bpfnet_trace) == 144);
 static_assert(sizeof(bpfnet_dhcp_server) == 8);
 static_assert(sizeof(bpfnet_dhcp_relay) == 4);
-static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 24);
-static_assert(offsetof(bpfnet_iface, dhcp_service_ip_be) == 20);
-static_assert(offsetof(bpfnet_iface, subnet6) == 32);
+static_assert(offsetof(bpfnet_iface, heartbeat_timeout_ns) == 16);
+static_assert(offsetof(bpfnet_iface, subnet) == 24);
+static_assert(offsetof(bpfnet_iface, dhcp_service_ip) == 96);
 
 // What a counter counts (BPFNET_COUNTERS in bpfnet_maps.h): a path a packet took, why one was dropped, or
 // an event along a path.

@@ -35,21 +35,13 @@ static __always_inline void arp_make_reply(struct ethhdr *eth, struct arp_ipv4 *
  */
 static __always_inline void arp_observe(const struct arp_ipv4 *arp, const struct bpfnet_iface *cfg)
 {
-	__be32 sender = arp->sender_ip;
-
 	/* Only requests and replies say where their sender is, as for the kernel's ARP (RARP and the rest do
 	 * not): any other opcode would let a frame the kernel ignores move a host. */
 	if (arp->op != bpf_htons(BPFNET_ARPOP_REQUEST) && arp->op != bpf_htons(BPFNET_ARPOP_REPLY))
 		return;
-	struct bpfnet_ip key = ip_v4(sender);
-	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, &key);
-	if (!claimed) {
-		learn_neighbour(cfg, sender, arp->sender_mac, NEIGHBOUR_FROM_ARP, 0);
-		return;
-	}
-	if ((claimed->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
-	    !mac_equal(arp->sender_mac, cfg->nic_mac))
-		report_conflict(&key, arp->sender_mac);
+	struct bpfnet_ip sender = ip_v4(arp->sender_ip);
+	struct bpfnet_ip none = ip_v4(0);
+	observe_sender(cfg, &sender, arp->sender_mac, arp->sender_mac, &none, 0);
 }
 
 /* The service IP a who-has asks for, or NULL when it asks for something else or is no request. */

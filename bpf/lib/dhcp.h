@@ -102,18 +102,11 @@ struct dhcp_walk {
 	__u8 pad[2];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct dhcp_walk);
-} dhcp_walk_scratch SEC(".maps");
+BPFNET_SCRATCH_MAP(dhcp_walk_scratch, struct dhcp_walk);
 
 static __always_inline struct dhcp_walk *dhcp_walk_state(void)
 {
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&dhcp_walk_scratch, &key);
+	return scratch_entry(&dhcp_walk_scratch);
 }
 
 static __always_inline __u8 dhcp_byte(const struct dhcp_walk *w, __u32 at)
@@ -483,7 +476,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 		to_port = bpf_htons(DHCP_CLIENT_PORT);
 		/* A client on this LAN has its address on this LAN: anything else would leave via a router.
 		 */
-		if (to_ip != 0xffffffff && !in_provisioning_subnet(cfg, to_ip)) {
+		if (to_ip != 0xffffffff && !in_provisioning_subnet4(cfg, to_ip)) {
 			decide(BPFNET_CTR_DROP_DHCP_OFF_SUBNET);
 			return TC_ACT_SHOT;
 		}

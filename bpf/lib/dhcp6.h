@@ -22,6 +22,7 @@
 #include "parse.h"
 #include "ipv6.h"
 #include "maps.h"
+#include "iface.h"
 #include "csum.h"
 #include "nat.h"
 #include "steer.h"
@@ -81,18 +82,11 @@ struct dhcp6_scratch {
 	__u8 pad[2];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct dhcp6_scratch);
-} dhcp6_scratch SEC(".maps");
+BPFNET_SCRATCH_MAP(dhcp6_scratch, struct dhcp6_scratch);
 
 static __always_inline struct dhcp6_scratch *dhcp6_state(void)
 {
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&dhcp6_scratch, &key);
+	return scratch_entry(&dhcp6_scratch);
 }
 
 /* fe80::/10: where clients send from (RFC 8415 section 13.1). */
@@ -430,7 +424,7 @@ dhcp6_reply_destination(const struct dhcp6_scratch *s, const struct bpfnet_iface
 	if (!dhcp6_server_message(inner))
 		return BPFNET_CTR_DROP_DHCP6_MALFORMED;
 	/* A client on this LAN: its link-local address, or one of the provisioning prefix. */
-	if (!ip6_link_local(&s->peer) && !in_provisioning_subnet6(cfg, &s->peer))
+	if (!ip6_link_local(&s->peer) && !in_provisioning_subnet(cfg, &s->peer, 1))
 		return BPFNET_CTR_DROP_DHCP_OFF_SUBNET;
 	*to_port = bpf_htons(DHCP6_CLIENT_PORT);
 	return BPFNET_CTR_MAX;

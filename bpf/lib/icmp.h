@@ -28,17 +28,23 @@
 #define ICMP_HEADER_LEN	   8
 #define IP_OFFSET_MASK	   0x1fff /* fragment offset, without the flags */
 
-/* An ICMP error and the packet it quotes: the IP header and the first 8 bytes of its data (RFC 792). */
+/* What an ICMP error (either family) quotes: the protocol and ports of the packet it is about. */
+struct icmp_quoted_ports {
+	__be16 sport;
+	__be16 dport;
+	__u8 proto;
+};
+
+/* An ICMP or ICMPv6 error and the packet it quotes, its addresses in map form. */
 struct icmp_error {
 	__u32 icmp_off; /* from the start of the frame */
 	__u32 inner_l3_off;
 	__u32 inner_l4_off;
-	__be32 inner_saddr;
-	__be32 inner_daddr;
-	__be16 inner_sport;
-	__be16 inner_dport;
-	__be16 inner_udp_check; /* of a quoted UDP datagram; 0 for TCP, or a datagram without checksum */
-	__u8 inner_proto;
+	__u32 inner_check_off; /* of the quoted TCP or UDP checksum to translate; 0: none */
+	struct bpfnet_ip inner_saddr;
+	struct bpfnet_ip inner_daddr;
+	struct icmp_quoted_ports ports;
+	__be16 inner_check;
 };
 
 /* The ICMP header and the fixed part of the quoted IP header, read in one call. */
@@ -53,10 +59,11 @@ struct icmp_error_head {
 /*
  * Reads the ICMP error in pkt (validated by ipv4_validate as some other protocol) and what it quotes.
  * Returns -1 for anything but a destination unreachable, time exceeded or parameter problem message quoting
- * the start of a TCP or UDP packet with its ports.
+ * the start of a TCP or UDP packet with its ports. ICMP quotes 8 bytes of data (RFC 792): a UDP checksum
+ * (translated unless it is 0, "none"), never TCP's.
  */
-static __always_inline int icmp_error_read(void *ctx, int xdp, const struct ip_packet *pkt,
-					   struct icmp_error *e)
+static __always_inline int icmp4_error_read(void *ctx, int xdp, const struct ip_packet *pkt,
+					    struct icmp_error *e)
 {
 	struct icmp_error_head head;
 	__be16 quoted[4]; /* source port, destination port, and for UDP length and checksum */
@@ -77,21 +84,15 @@ static __always_inline int icmp_error_read(void *ctx, int xdp, const struct ip_p
 	if (e->inner_l4_off + sizeof(quoted) > pkt->l4_end ||
 	    load_packet_bytes(ctx, xdp, e->inner_l4_off, quoted, sizeof(quoted)))
 		return -1;
-	e->inner_proto = head.ip.protocol;
-	e->inner_saddr = head.ip.saddr;
-	e->inner_daddr = head.ip.daddr;
-	e->inner_sport = quoted[0];
-	e->inner_dport = quoted[1];
-	e->inner_udp_check = head.ip.protocol == IPPROTO_UDP ? quoted[3] : 0;
+	e->inner_saddr = ip_v4(head.ip.saddr);
+	e->inner_daddr = ip_v4(head.ip.daddr);
+	e->ports.sport = quoted[0];
+	e->ports.dport = quoted[1];
+	e->ports.proto = head.ip.protocol;
+	e->inner_check = head.ip.protocol == IPPROTO_UDP ? quoted[3] : 0;
+	e->inner_check_off = e->inner_check ? e->inner_l4_off + offsetof(struct udphdr, check) : 0;
 	return 0;
 }
-
-/* What an ICMP error (either family) quotes: the protocol and ports of the packet it is about. */
-struct icmp_quoted_ports {
-	__be16 sport;
-	__be16 dport;
-	__u8 proto;
-};
 
 /*
  * An error from the LAN about a packet the datapath sent as the service IP (the quote's source) to host (the
@@ -112,16 +113,6 @@ static __always_inline int quote_from_service(const struct icmp_quoted_ports *q,
 			       ip_is_unset(&target->backend_ip)
 		       ? -1
 		       : 0;
-}
-
-static __always_inline int icmp_quote_from_service(const struct icmp_error *e, struct steer_target *target)
-{
-	struct icmp_quoted_ports q = {
-		.sport = e->inner_sport, .dport = e->inner_dport, .proto = e->inner_proto};
-	struct bpfnet_ip host = ip_v4(e->inner_daddr);
-	struct bpfnet_ip service_ip = ip_v4(e->inner_saddr);
-
-	return quote_from_service(&q, &service_ip, &host, target);
 }
 
 /*
@@ -160,65 +151,79 @@ static __always_inline int quote_to_backend(const struct icmp_quoted_ports *q, c
 	return 0;
 }
 
-static __always_inline int icmp_quote_to_backend(const struct icmp_error *e,
-						 const struct bpfnet_backend *backend,
-						 struct bpfnet_ip *service_ip, __be16 *service_port)
+/*
+ * A quoted TCP or UDP checksum after its pseudo-header's address changed by addr_diff (a ones'-complement sum
+ * of the change) and a port from_port -> to_port: ones'-complement arithmetic on the stored 16-bit words,
+ * whose order does not matter to it. A UDP checksum that comes out 0 is sent as 0xffff (0 is "none").
+ */
+static __always_inline __be16 quoted_check_after(__be16 check, __u32 addr_diff, __be16 from_port,
+						 __be16 to_port, int udp)
 {
-	struct icmp_quoted_ports q = {
-		.sport = e->inner_sport, .dport = e->inner_dport, .proto = e->inner_proto};
-	struct bpfnet_ip host = ip_v4(e->inner_saddr);
-	struct bpfnet_ip backend_ip = ip_v4(e->inner_daddr);
+	__u64 sum = (__u16)~check + (__u64)addr_diff + (__u16)~from_port + (__u16)to_port;
 
-	return quote_to_backend(&q, &host, &backend_ip, backend, service_ip, service_port);
-}
-
-/* A UDP checksum after an address and a port it covers changed; 0 (no checksum) stays 0. */
-static __always_inline __be16 udp_check_after(__be16 check, __be32 from_ip, __be32 to_ip, __be16 from_port,
-					      __be16 to_port)
-{
-	struct {
-		__be32 ip;
-		__be16 port;
-		__u16 zero;
-	} from = {from_ip, from_port, 0}, to = {to_ip, to_port, 0};
-
-	if (!check)
-		return 0;
-	__s64 sum = bpf_csum_diff((__be32 *)&from, sizeof(from), (__be32 *)&to, sizeof(to), (__u16)~check);
-	__be16 result = csum_fold(sum);
-	return result ? result : 0xffff;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	__be16 result = (__be16)~sum;
+	return udp && result == 0 ? 0xffff : result;
 }
 
 /*
- * Rewrites an ICMP error: the outer address on side `outer` from_ip -> to_ip, and in the quote the
- * opposite side's address (from_ip -> to_ip) and port (from_port -> to_port). Packet pointers are invalid
- * afterwards. Returns 0, or -1 when a helper refused.
+ * Where a translation of an ICMP error writes, either family: the ICMP checksum (after type and code in
+ * both); in the quote, the address and port of the side opposite `outer` (the quote travelled the other way);
+ * the outer address. saddr_off, daddr_off: where the family's IP header holds its addresses.
  */
-static __always_inline int icmp_error_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt,
-					      const struct icmp_error *e, enum nat_side outer, __be32 from_ip,
-					      __be32 to_ip, __be16 from_port, __be16 to_port)
+struct icmp_error_spots {
+	__u32 icmp_check;
+	__u32 quote_ip;
+	__u32 quote_port;
+	__u32 outer_ip;
+};
+
+static __always_inline struct icmp_error_spots icmp_error_spots(const struct ip_packet *pkt,
+								const struct icmp_error *e,
+								enum nat_side outer, __u32 saddr_off,
+								__u32 daddr_off)
 {
 	int quote_source = outer == NAT_DESTINATION;
-	__u32 icmp_check = e->icmp_off + offsetof(struct icmp_error_head, check);
-	__u32 quote_ip = e->inner_l3_off +
-			 (quote_source ? offsetof(struct iphdr, saddr) : offsetof(struct iphdr, daddr));
-	__u32 quote_port = e->inner_l4_off + (quote_source ? 0 : sizeof(__be16));
-	__u32 outer_ip =
-		pkt->l3_off + (quote_source ? offsetof(struct iphdr, daddr) : offsetof(struct iphdr, saddr));
+	struct icmp_error_spots at = {
+		.icmp_check = e->icmp_off + offsetof(struct icmp_error_head, check),
+		.quote_ip = e->inner_l3_off + (quote_source ? saddr_off : daddr_off),
+		.quote_port = e->inner_l4_off + (quote_source ? 0 : sizeof(__be16)),
+		.outer_ip = pkt->l3_off + (quote_source ? daddr_off : saddr_off),
+	};
+	return at;
+}
 
-	if (e->inner_udp_check) {
-		__be16 check = udp_check_after(e->inner_udp_check, from_ip, to_ip, from_port, to_port);
-		if (bpf_l4_csum_replace(skb, icmp_check, e->inner_udp_check, check, sizeof(check)) ||
-		    bpf_skb_store_bytes(skb, e->inner_l4_off + offsetof(struct udphdr, check), &check,
-					sizeof(check), 0))
+/*
+ * Rewrites an ICMP error: the outer address on side `outer` from -> to, and in the quote the opposite side's
+ * address (the same change) and port (from_port -> to_port). IPv4's rules: the outer and the quoted IP header
+ * checksums follow the address; the ICMP checksum covers no pseudo-header (a quoted address change and its
+ * header checksum change cancel out in it). Packet pointers are invalid afterwards. Returns 0, or -1 when a
+ * helper refused.
+ */
+static __always_inline int icmp4_error_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt,
+					       const struct icmp_error *e, enum nat_side outer,
+					       const struct bpfnet_ip *from, const struct bpfnet_ip *to,
+					       __be16 from_port, __be16 to_port)
+{
+	struct icmp_error_spots at =
+		icmp_error_spots(pkt, e, outer, offsetof(struct iphdr, saddr), offsetof(struct iphdr, daddr));
+	__be32 from_ip = from->w[3], to_ip = to->w[3];
+
+	if (e->inner_check_off) {
+		__be16 check = quoted_check_after(e->inner_check, csum_word4_diff(from_ip, to_ip), from_port,
+						  to_port, 1);
+		if (bpf_l4_csum_replace(skb, at.icmp_check, e->inner_check, check, sizeof(check)) ||
+		    bpf_skb_store_bytes(skb, e->inner_check_off, &check, sizeof(check), 0))
 			return -1;
 	}
 	if (bpf_l3_csum_replace(skb, e->inner_l3_off + offsetof(struct iphdr, check), from_ip, to_ip, 4) ||
-	    bpf_skb_store_bytes(skb, quote_ip, &to_ip, 4, 0) ||
-	    bpf_l4_csum_replace(skb, icmp_check, from_port, to_port, sizeof(to_port)) ||
-	    bpf_skb_store_bytes(skb, quote_port, &to_port, sizeof(to_port), 0) ||
+	    bpf_skb_store_bytes(skb, at.quote_ip, &to_ip, 4, 0) ||
+	    bpf_l4_csum_replace(skb, at.icmp_check, from_port, to_port, sizeof(to_port)) ||
+	    bpf_skb_store_bytes(skb, at.quote_port, &to_port, sizeof(to_port), 0) ||
 	    bpf_l3_csum_replace(skb, pkt->l3_off + offsetof(struct iphdr, check), from_ip, to_ip, 4) ||
-	    bpf_skb_store_bytes(skb, outer_ip, &to_ip, 4, 0))
+	    bpf_skb_store_bytes(skb, at.outer_ip, &to_ip, 4, 0))
 		return -1;
 	return 0;
 }

@@ -25,18 +25,6 @@
 #define ICMPV6_TIME_EXCEEDED	 3
 #define ICMPV6_PARAMETER_PROBLEM 4
 
-/* An ICMPv6 error and the packet it quotes. */
-struct icmp6_error {
-	__u32 icmp_off; /* from the start of the frame */
-	__u32 inner_l3_off;
-	__u32 inner_l4_off;
-	__u32 inner_check_off; /* of the quoted TCP or UDP checksum; 0 when the quote ends before it */
-	struct bpfnet_ip inner_saddr;
-	struct bpfnet_ip inner_daddr;
-	struct icmp_quoted_ports ports;
-	__be16 inner_check;
-};
-
 /* The ICMPv6 header and the quoted fixed header, read in one call. */
 struct icmp6_error_head {
 	__u8 type;
@@ -51,7 +39,7 @@ struct icmp6_error_head {
  * Returns -1 for anything but the four error types quoting the start of a TCP or UDP packet with its ports.
  */
 static __always_inline int icmp6_error_read(void *ctx, int xdp, const struct ip_packet *pkt,
-					    struct icmp6_error *e)
+					    struct icmp_error *e)
 {
 	struct icmp6_error_head head;
 	__be16 quoted[2];
@@ -85,39 +73,17 @@ static __always_inline int icmp6_error_read(void *ctx, int xdp, const struct ip_
 }
 
 /*
- * The quoted TCP or UDP checksum after its pseudo-header's address changed by addr_diff (bpf_csum_diff's
- * sum) and a port from_port -> to_port: one's complement arithmetic on the stored 16-bit words, whose
- * order does not matter to it. A UDP checksum that comes out 0 is sent as 0xffff (0 is "none").
- */
-static __always_inline __be16 quoted_check_after(__be16 check, __u32 addr_diff, __be16 from_port,
-						 __be16 to_port, int udp)
-{
-	__u64 sum = (__u16)~check + (__u64)addr_diff + (__u16)~from_port + (__u16)to_port;
-
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	__be16 result = (__be16)~sum;
-	return udp && result == 0 ? 0xffff : result;
-}
-
-/*
  * Rewrites an ICMPv6 error: the outer address on side `outer` from_ip -> to_ip, and in the quote the opposite
  * side's address (the same change), port (from_port -> to_port) and its L4 checksum. Packet pointers are
  * invalid afterwards. Returns 0, or -1 when a helper refused.
  */
 static __always_inline int icmp6_error_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt,
-					       const struct icmp6_error *e, enum nat_side outer,
+					       const struct icmp_error *e, enum nat_side outer,
 					       const struct bpfnet_ip *from_ip, const struct bpfnet_ip *to_ip,
 					       __be16 from_port, __be16 to_port)
 {
-	int quote_source = outer == NAT_DESTINATION;
-	__u32 icmp_check = e->icmp_off + offsetof(struct icmp6_error_head, check);
-	__u32 quote_ip = e->inner_l3_off +
-			 (quote_source ? offsetof(struct ipv6hdr, saddr) : offsetof(struct ipv6hdr, daddr));
-	__u32 quote_port = e->inner_l4_off + (quote_source ? 0 : sizeof(__be16));
-	__u32 outer_ip = pkt->l3_off +
-			 (quote_source ? offsetof(struct ipv6hdr, daddr) : offsetof(struct ipv6hdr, saddr));
+	struct icmp_error_spots at = icmp_error_spots(pkt, e, outer, offsetof(struct ipv6hdr, saddr),
+						      offsetof(struct ipv6hdr, daddr));
 	struct bpfnet_ip from = *from_ip, to = *to_ip; /* on the stack: the helpers may move the packet */
 	__s64 diff = bpf_csum_diff(from.w, sizeof(from), to.w, sizeof(to), 0);
 
@@ -130,43 +96,20 @@ static __always_inline int icmp6_error_rewrite(struct __sk_buff *skb, const stru
 	if (e->inner_check_off) {
 		__be16 check = quoted_check_after(e->inner_check, (__u32)diff, from_port, to_port,
 						  e->ports.proto == IPPROTO_UDP);
-		if (bpf_l4_csum_replace(skb, icmp_check, e->inner_check, check, sizeof(check)) ||
+		if (bpf_l4_csum_replace(skb, at.icmp_check, e->inner_check, check, sizeof(check)) ||
 		    bpf_skb_store_bytes(skb, e->inner_check_off, &check, sizeof(check), 0))
 			return -1;
 	}
-	if (bpf_l4_csum_replace(skb, icmp_check, 0, (__u32)diff, 0) ||
-	    bpf_skb_store_bytes(skb, quote_ip, &to, sizeof(to), 0) ||
-	    bpf_l4_csum_replace(skb, icmp_check, from_port, to_port, sizeof(to_port)) ||
-	    bpf_skb_store_bytes(skb, quote_port, &to_port, sizeof(to_port), 0))
+	if (bpf_l4_csum_replace(skb, at.icmp_check, 0, (__u32)diff, 0) ||
+	    bpf_skb_store_bytes(skb, at.quote_ip, &to, sizeof(to), 0) ||
+	    bpf_l4_csum_replace(skb, at.icmp_check, from_port, to_port, sizeof(to_port)) ||
+	    bpf_skb_store_bytes(skb, at.quote_port, &to_port, sizeof(to_port), 0))
 		return -1;
 	/* The outer address is in the pseudo-header: handled as nat6_rewrite() does (see there). */
-	if (bpf_l4_csum_replace(skb, icmp_check, 0, (__u32)diff, BPF_F_PSEUDO_HDR))
+	if (bpf_l4_csum_replace(skb, at.icmp_check, 0, (__u32)diff, BPF_F_PSEUDO_HDR))
 		return -1;
 	bpf_csum_update(skb, (__u32)diff);
-	return bpf_skb_store_bytes(skb, outer_ip, &to, sizeof(to), 0) ? -1 : 0;
-}
-
-/*
- * Whether an ICMPv6 packet from the LAN to service address daddr is an error about a packet the datapath sent
- * from there (XDP decides first, TC again). Fills pkt, e and target (the backend the quoted packet came
- * from); returns BPFNET_CTR_MAX when admitted, else the drop counter that says why.
- */
-static __always_inline enum bpfnet_counter admit_icmp6_error(void *ctx, int xdp, void *data, __u32 frame_len,
-							     struct ipv6hdr *ip6,
-							     const struct bpfnet_ip *daddr,
-							     struct ip_packet *pkt, struct icmp6_error *e,
-							     struct steer_target *target)
-{
-	enum parse_verdict verdict = ipv6_validate(ctx, xdp, data, frame_len, ip6, pkt);
-
-	if (verdict != PARSE_OTHER_PROTOCOL)
-		return verdict == PARSE_OK ? BPFNET_CTR_DROP_PROTOCOL : drop_reason(verdict);
-	if (icmp6_error_read(ctx, xdp, pkt, e))
-		return BPFNET_CTR_DROP_PROTOCOL; /* an echo request, or an error about nothing we send */
-	if (!ip_equal(&e->inner_saddr, daddr) ||
-	    quote_from_service(&e->ports, &e->inner_saddr, &e->inner_daddr, target))
-		return BPFNET_CTR_DROP_ICMP_UNMATCHED;
-	return BPFNET_CTR_MAX;
+	return bpf_skb_store_bytes(skb, at.outer_ip, &to, sizeof(to), 0) ? -1 : 0;
 }
 
 #endif /* BPFNET_ICMP6_H */

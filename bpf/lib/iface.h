@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* The NIC's configuration as the loader wrote it (struct bpfnet_iface), and its IPv4 provisioning subnet. */
+/* The NIC's configuration as the loader wrote it (struct bpfnet_iface), and its provisioning subnets. */
 #ifndef BPFNET_IFACE_H
 #define BPFNET_IFACE_H
 
@@ -14,9 +14,26 @@ static __always_inline struct bpfnet_iface *iface_config(void)
 	return bpf_map_lookup_elem(&iface, &key);
 }
 
-static __always_inline int in_provisioning_subnet(const struct bpfnet_iface *cfg, __be32 ip)
+/* An IPv4 address (network byte order) on the IPv4 provisioning subnet. */
+static __always_inline int in_provisioning_subnet4(const struct bpfnet_iface *cfg, __be32 ip)
 {
-	return (ip & cfg->subnet_mask_be) == cfg->subnet_be;
+	/* The last word decides: the first three of a mapped address are ::ffff:, which the prefix holds too.
+	 */
+	return cfg->subnet.len != 0 && (ip & cfg->subnet.mask.w[3]) == cfg->subnet.net.w[3];
+}
+
+static __always_inline int in_prefix(const struct bpfnet_ip *ip, const struct bpfnet_prefix *p)
+{
+	return p->len != 0 &&
+	       (((ip->w[0] & p->mask.w[0]) ^ p->net.w[0]) | ((ip->w[1] & p->mask.w[1]) ^ p->net.w[1]) |
+		((ip->w[2] & p->mask.w[2]) ^ p->net.w[2]) | ((ip->w[3] & p->mask.w[3]) ^ p->net.w[3])) == 0;
+}
+
+/* An address on the provisioning subnet of its family (v6: a constant once inlined). */
+static __always_inline int in_provisioning_subnet(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
+						  const int v6)
+{
+	return v6 ? in_prefix(ip, &cfg->subnet6) : in_provisioning_subnet4(cfg, ip->w[3]);
 }
 
 #endif /* BPFNET_IFACE_H */

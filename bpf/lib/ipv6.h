@@ -125,9 +125,7 @@ static __always_inline long ipv6_load_l4(void *ctx, int xdp, struct ipv6hdr *ip6
 static __always_inline enum parse_verdict ipv6_validate(void *ctx, int xdp, void *data, __u32 frame_len,
 							struct ipv6hdr *ip6, struct ip_packet *pkt)
 {
-	/* Where the directly readable part ends (a TC program's skb may have more in pages). */
-	void *data_end = xdp ? (void *)(long)((struct xdp_md *)ctx)->data_end
-			     : (void *)(long)((struct __sk_buff *)ctx)->data_end;
+	void *data_end = ctx_data_end(ctx, xdp);
 	__u32 l3_off = (void *)ip6 - data;
 	__u32 payload = bpf_ntohs(ip6->payload_len);
 	__u32 l3_end = l3_off + IPV6_HEADER_LEN + payload;
@@ -174,27 +172,6 @@ static __always_inline enum parse_verdict ipv6_validate(void *ctx, int xdp, void
 		return PARSE_OK;
 	}
 	return PARSE_OTHER_PROTOCOL;
-}
-
-/* The first prefix_len bits of ip and net agree. */
-static __always_inline int ipv6_in_prefix(const struct bpfnet_ip *ip, const struct bpfnet_ip *net,
-					  __u32 prefix_len)
-{
-	for (int i = 0; i < 4; i++) {
-		__u32 from = 32 * i;
-		__u32 bits = prefix_len <= from ? 0 : (prefix_len - from >= 32 ? 32 : prefix_len - from);
-		__u32 mask = bits == 0 ? 0 : bpf_htonl(0xffffffffu << (32 - bits));
-
-		if ((ip->w[i] & mask) != (net->w[i] & mask))
-			return 0;
-	}
-	return 1;
-}
-
-/* An address on the IPv6 provisioning subnet (none when the node has no IPv6 subnet). */
-static __always_inline int in_provisioning_subnet6(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip)
-{
-	return cfg->subnet6_prefix_len != 0 && ipv6_in_prefix(ip, &cfg->subnet6, cfg->subnet6_prefix_len);
 }
 
 #endif /* BPFNET_IPV6_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The map definitions, and nothing else: their key and value types come from the layout shared with C++;
- * what the programs do with each map lives in the header of its concern.
+ * what the programs do with each map lives in the header of its concern (a scratch map's owner declares it
+ * with BPFNET_SCRATCH_MAP, below).
  */
 #ifndef BPFNET_BPF_MAPS_H
 #define BPFNET_BPF_MAPS_H
@@ -125,5 +126,24 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, BPFNET_EVENTS_BYTES);
 } events SEC(".maps");
+
+/*
+ * A program's scratch space beyond its 512 stack bytes: a per-CPU array of one entry (a program runs to its
+ * end on one CPU), private to the programs (BPFNET_PRIVATE_MAPS). scratch_entry(&name) is its entry.
+ */
+#define BPFNET_SCRATCH_MAP(name, value_type)                                                                 \
+	struct {                                                                                             \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                                     \
+		__uint(max_entries, 1);                                                                      \
+		__type(key, __u32);                                                                          \
+		__type(value, value_type);                                                                   \
+	} name SEC(".maps")
+
+static __always_inline void *scratch_entry(void *map)
+{
+	__u32 key = 0;
+
+	return bpf_map_lookup_elem(map, &key);
+}
 
 #endif /* BPFNET_BPF_MAPS_H */

@@ -176,15 +176,8 @@ static __always_inline void ndp_observe(const struct ndp_msg *nd, const __u8 *fr
 		}
 		/* A solicitation from a service address is another owner resolving a neighbour (as an ARP
 		 * request in its name is). */
-		struct bpfnet_service_ip *sender = bpf_map_lookup_elem(&service_ips, &nd->source);
-		if (sender) {
-			if ((sender->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
-			    !mac_equal(claimant, cfg->nic_mac))
-				report_conflict(&nd->source, claimant);
-			return;
-		}
-		if (nd->has_lladdr)
-			learn_neighbour6(cfg, &nd->source, nd->lladdr, NEIGHBOUR_FROM_ARP, &nd->target);
+		observe_sender(cfg, &nd->source, claimant, nd->has_lladdr ? nd->lladdr : NULL, &nd->target,
+			       1);
 		return;
 	}
 	if (!claimed) {
@@ -194,7 +187,7 @@ static __always_inline void ndp_observe(const struct ndp_msg *nd, const __u8 *fr
 		 * reported). */
 		struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, &nd->target);
 		if (nd->has_lladdr && (known ? nd->override : nd->answers_us))
-			learn_neighbour6(cfg, &nd->target, nd->lladdr, NEIGHBOUR_FROM_ARP, &nd->target);
+			learn_neighbour(cfg, &nd->target, nd->lladdr, NEIGHBOUR_FROM_ARP, &nd->target, 1);
 		return;
 	}
 	if (ours && !mac_equal(claimant, cfg->nic_mac))

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The neighbour table (where each LAN host is, for the replies from the pod) and the trust policy that
- * decides what a frame may teach it: one rule for both families, the family's own part applied by
- * learn_neighbour() (IPv4) and learn_neighbour6() (IPv6).
+ * decides what a frame may teach it: one rule for both families (the family a constant argument).
  */
 #ifndef BPFNET_NEIGHBOUR_H
 #define BPFNET_NEIGHBOUR_H
@@ -15,6 +14,8 @@
 #include "addr.h"
 #include "ipv6.h"
 #include "iface.h"
+#include "family.h"
+#include "liveness.h"
 #include "counters.h"
 #include "events.h"
 
@@ -30,15 +31,13 @@ enum neighbour_source {
  * a service IP, or an address that names the subnet rather than a host (names_subnet, which the family's
  * caller works out): the reverse path would send the pod's packets there.
  */
-static __always_inline int neighbour_acceptable(const struct bpfnet_ip *ip, int names_subnet, const __u8 *mac)
+static __always_inline int neighbour_acceptable(int names_subnet, const __u8 *mac)
 {
 	if (names_subnet)
 		return 0;
 	if (mac[0] & 1) /* the group bit: broadcast and multicast */
 		return 0;
-	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
-		return 0;
-	return !bpf_map_lookup_elem(&service_ips, ip);
+	return (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]) != 0;
 }
 
 /*
@@ -52,13 +51,19 @@ static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int 
 					       enum neighbour_source source,
 					       const struct bpfnet_ip *service_ip)
 {
-	if (!neighbour_acceptable(key, names_subnet, mac)) {
+	if (!neighbour_acceptable(names_subnet, mac)) {
 		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
 		return;
 	}
+	/* The common case first: a known host at the MAC it is known at teaches nothing, and costs no more
+	 * lookups (a service IP is never in the table: nothing below writes one). */
 	struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, key);
 	if (known && mac_equal(known->mac, mac))
 		return;
+	if (bpf_map_lookup_elem(&service_ips, key)) {
+		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
+		return;
+	}
 	if (known && source != NEIGHBOUR_FROM_ARP) {
 		/* Anyone can put another host's address on a packet; only ARP moves a host. */
 		count(BPFNET_CTR_NEIGHBOUR_KEPT);
@@ -74,35 +79,55 @@ static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int 
 }
 
 /*
- * learn_neighbour_at() for an IPv4 host. The subnet's network and broadcast addresses name no host; a /31
- * or /32 has neither (RFC 3021).
+ * An address of the subnet that names the subnet rather than a host: IPv4's network and broadcast addresses
+ * (a /31 or /32 has neither, RFC 3021), IPv6's subnet-router anycast address (the prefix itself, RFC 4291
+ * 2.6.1).
  */
-static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, __be32 ip, const __u8 *mac,
-					    enum neighbour_source source, __be32 service_ip)
+static __always_inline int names_subnet(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
+					const int v6)
 {
-	__u32 host_mask = bpf_ntohl(~cfg->subnet_mask_be);
-	__u32 host_part = bpf_ntohl(ip) & host_mask;
-
-	if (ip == 0 || !in_provisioning_subnet(cfg, ip))
-		return; /* ARP probes (sender 0.0.0.0) and other subnets: nothing to learn */
-	struct bpfnet_ip key = ip_v4(ip);
-	struct bpfnet_ip service = ip_v4(service_ip);
-	learn_neighbour_at(&key, host_mask >= 3 && (host_part == 0 || host_part == host_mask), mac, source,
-			   &service);
+	if (v6)
+		return ip_equal(ip, &cfg->subnet6.net);
+	__u32 host_mask = bpf_ntohl(~cfg->subnet.mask.w[3]);
+	__u32 host_part = bpf_ntohl(ip->w[3]) & host_mask;
+	return host_mask >= 3 && (host_part == 0 || host_part == host_mask);
 }
 
 /*
- * learn_neighbour_at() for an IPv6 host. The subnet-router anycast address (the prefix itself, RFC 4291
- * 2.6.1) names no host. Link-local addresses are not learned: nothing is sent to them through the table
- * (relayed DHCPv6 replies carry their client's MAC with them).
+ * learn_neighbour_at() for a host of either family. Only the provisioning subnet's hosts are learned: not the
+ * unspecified address (an ARP probe's sender, a DAD probe's), not other subnets, not IPv6's link-local
+ * addresses (nothing is sent to them through the table: relayed DHCPv6 replies carry their client's MAC with
+ * them).
  */
-static __always_inline void learn_neighbour6(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
-					     const __u8 *mac, enum neighbour_source source,
-					     const struct bpfnet_ip *service_ip)
+static __always_inline void learn_neighbour(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
+					    const __u8 *mac, enum neighbour_source source,
+					    const struct bpfnet_ip *service_ip, const int v6)
 {
-	if (!in_provisioning_subnet6(cfg, ip))
-		return; /* link-local, DAD's ::, other prefixes: nothing to learn */
-	learn_neighbour_at(ip, ip_equal(ip, &cfg->subnet6), mac, source, service_ip);
+	if (ip_is_unspecified(ip, v6) || !in_provisioning_subnet(cfg, ip, v6))
+		return;
+	learn_neighbour_at(ip, names_subnet(cfg, ip, v6), mac, source, service_ip);
+}
+
+/*
+ * What the sender of an ARP request or reply, or of an NDP solicitation, tells: when it is a service IP this
+ * node answers for, another owner on the LAN (a conflict: claimant is the MAC that claims it); else where a
+ * LAN host is (learned from lladdr, the link-layer address the message carries; NULL: none, nothing is
+ * learned). service_ip: what the message asked about, for the loader's check of a learned entry.
+ */
+static __always_inline void observe_sender(const struct bpfnet_iface *cfg, const struct bpfnet_ip *sender,
+					   const __u8 *claimant, const __u8 *lladdr,
+					   const struct bpfnet_ip *service_ip, const int v6)
+{
+	struct bpfnet_service_ip *claimed = bpf_map_lookup_elem(&service_ips, sender);
+
+	if (!claimed) {
+		if (lladdr)
+			learn_neighbour(cfg, sender, lladdr, NEIGHBOUR_FROM_ARP, service_ip, v6);
+		return;
+	}
+	if ((claimed->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
+	    !mac_equal(claimant, cfg->nic_mac))
+		report_conflict(sender, claimant);
 }
 
 #endif /* BPFNET_NEIGHBOUR_H */

@@ -8,6 +8,7 @@
 #define BPFNET_PARSE_H
 
 #include <linux/types.h>
+#include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -63,6 +64,14 @@ static __always_inline long load_packet_bytes(void *ctx, int xdp, __u32 off, voi
 	if (xdp)
 		return bpf_xdp_load_bytes(ctx, off, to, len);
 	return bpf_skb_load_bytes(ctx, off, to, len);
+}
+
+/* Where the directly readable part of the frame ends (a TC program's skb may hold more in pages). */
+static __always_inline void *ctx_data_end(void *ctx, int xdp)
+{
+	if (xdp)
+		return (void *)(long)((struct xdp_md *)ctx)->data_end;
+	return (void *)(long)((struct __sk_buff *)ctx)->data_end;
 }
 
 static __always_inline struct ethhdr *parse_eth(void *data, void *data_end)

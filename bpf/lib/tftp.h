@@ -68,12 +68,7 @@ struct tftp_request {
 	__u32 value_end;   /* the NUL after it; 0 until found */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tftp_request);
-} tftp_request_scratch SEC(".maps");
+BPFNET_SCRATCH_MAP(tftp_request_scratch, struct tftp_request);
 
 /* Where the value of the blksize option lies in a request: [start, end) from the start of the payload. */
 struct tftp_option_value {
@@ -105,9 +100,7 @@ static __always_inline int tftp_is_blksize(const struct tftp_request *req, __u32
 
 static __always_inline struct tftp_request *tftp_request_copy(void)
 {
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&tftp_request_scratch, &key);
+	return scratch_entry(&tftp_request_scratch);
 }
 
 /*

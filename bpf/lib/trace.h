@@ -25,17 +25,11 @@ struct trace_scratch {
 	__u8 pad[3];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct trace_scratch);
-} trace_scratch SEC(".maps");
+BPFNET_SCRATCH_MAP(trace_scratch, struct trace_scratch);
 
 static __always_inline struct trace_scratch *tracing(void)
 {
-	__u32 key = 0;
-	struct trace_scratch *s = bpf_map_lookup_elem(&trace_scratch, &key);
+	struct trace_scratch *s = scratch_entry(&trace_scratch);
 
 	return s && s->active ? s : NULL;
 }
@@ -45,7 +39,7 @@ static __always_inline void trace_begin(enum bpfnet_hook hook)
 {
 	__u32 key = 0;
 	struct bpfnet_trace_control *control = bpf_map_lookup_elem(&trace_control, &key);
-	struct trace_scratch *s = bpf_map_lookup_elem(&trace_scratch, &key);
+	struct trace_scratch *s = scratch_entry(&trace_scratch);
 
 	if (!s)
 		return;
@@ -69,20 +63,8 @@ static __always_inline void decide(enum bpfnet_counter decision)
 		s->rec.decision = decision;
 }
 
-static __always_inline void trace_addresses(__be32 saddr, __be32 daddr, __u8 proto, const __u8 *mac)
-{
-	struct trace_scratch *s = tracing();
-
-	if (!s)
-		return;
-	s->rec.saddr = ip_v4(saddr);
-	s->rec.daddr = ip_v4(daddr);
-	s->rec.proto = proto;
-	mac_copy(s->rec.mac, mac);
-}
-
-static __always_inline void trace_addresses6(const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
-					     __u8 proto, const __u8 *mac)
+static __always_inline void trace_addresses(const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
+					    __u8 proto, const __u8 *mac)
 {
 	struct trace_scratch *s = tracing();
 

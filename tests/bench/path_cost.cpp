@@ -326,6 +326,54 @@ std::vector<Hook> hooks_of(const Programs &p, int xdp_floor, int tc_floor) {
     };
 }
 
+// The iface entry as builds before 2026-12-03 laid it out (4-byte IPv4 fields, value size 88), so that such a
+// build can still be the baseline: its iface map is given this build's value size before it loads (its
+// programs read only the first 88 bytes), and the entry fill_world() wrote is written again in that layout.
+struct LegacyIface {
+    __u32 nic_ifindex;
+    __u8 nic_mac[6];
+    __u8 dhcp_max_hops;
+    __u8 hooks;
+    __be32 subnet_be;
+    __be32 subnet_mask_be;
+    __be32 dhcp_service_ip_be;
+    __u64 heartbeat_timeout_ns;
+    bpfnet_ip subnet6;
+    bpfnet_ip nic_link_local;
+    bpfnet_ip dhcp6_service_ip;
+    __u8 subnet6_prefix_len;
+    __u8 pad[7];
+};
+static_assert(sizeof(LegacyIface) == 88);
+
+bool widen_legacy_iface(bpf_object *obj) {
+    bpf_map *iface = bpf_object__find_map_by_name(obj, "iface");
+    if (!iface || bpf_map__value_size(iface) != sizeof(LegacyIface))
+        return false;
+    return bpf_map__set_value_size(iface, sizeof(bpfnet_iface)) == 0;
+}
+
+void write_legacy_iface(int fd, const bpfnet_iface &now) {
+    LegacyIface old{};
+    old.nic_ifindex = now.nic_ifindex;
+    std::memcpy(old.nic_mac, now.nic_mac, sizeof(old.nic_mac));
+    old.dhcp_max_hops = now.dhcp_max_hops;
+    old.hooks = now.hooks;
+    old.subnet_be = now.subnet.len != 0 ? now.subnet.net.w[3] : 0xffffffff;
+    old.subnet_mask_be = now.subnet.mask.w[3];
+    old.dhcp_service_ip_be = v4_of(now.dhcp_service_ip);
+    old.heartbeat_timeout_ns = now.heartbeat_timeout_ns;
+    old.subnet6 = now.subnet6.net;
+    old.nic_link_local = now.nic_link_local;
+    old.dhcp6_service_ip = now.dhcp6_service_ip;
+    old.subnet6_prefix_len = static_cast<__u8>(now.subnet6.len);
+    unsigned char value[sizeof(bpfnet_iface)] = {};
+    std::memcpy(value, &old, sizeof(old));
+    const __u32 key = 0;
+    if (bpf_map_update_elem(fd, &key, value, BPF_ANY) != 0)
+        throw SystemError("bpf_map_update_elem iface (baseline)", errno);
+}
+
 // A path of the baseline copy is named after the built-in one's.
 std::string baseline_name(const std::string &name) {
     return "baseline: " + name;
@@ -380,6 +428,7 @@ int main(int argc, char **argv) {
     bpf_object *baseline = nullptr;
     if (!baseline_path.empty()) {
         baseline = bpf_object__open_file(baseline_path.c_str(), nullptr);
+        const bool legacy_iface = baseline && widen_legacy_iface(baseline);
         if (!baseline || bpf_object__load(baseline) != 0) {
             std::fprintf(stderr, "cannot load the baseline object %s: %s\n", baseline_path.c_str(),
                          std::strerror(errno));
@@ -387,6 +436,8 @@ int main(int argc, char **argv) {
         }
         DatapathMaps baseline_maps = DatapathMaps::from_object(baseline);
         fill_world(baseline_maps);
+        if (legacy_iface)
+            write_legacy_iface(baseline_maps.iface.fd(), maps.iface.lookup(0).value());
         heartbeat_fds.push_back(bpf_map__fd(bpf_object__find_map_by_name(baseline, "heartbeat")));
         auto prog = [baseline](const char *name) {
             return bpf_program__fd(bpf_object__find_program_by_name(baseline, name));

@@ -93,12 +93,19 @@ std::vector<bpfnet_event> DatapathTest::drain_events() {
     return received_;
 }
 
+// The ACTIVE flag only: a source-ranges flag set_source_ranges() wrote stays.
+void DatapathTest::set_active_flag(const std::string &service_ip, bool active) {
+    bpfnet_service_ip entry = maps_->service_ips.lookup(key_ip(service_ip)).value_or(bpfnet_service_ip{});
+    entry.flags = (entry.flags & ~BPFNET_SERVICE_IP_ACTIVE) | (active ? BPFNET_SERVICE_IP_ACTIVE : 0u);
+    maps_->service_ips.update(key_ip(service_ip), entry);
+}
+
 void DatapathTest::set_service_ip_active(bool active) {
-    maps_->service_ips.update(key_ip(world::service_ip), bpfnet_service_ip{active ? BPFNET_SERVICE_IP_ACTIVE : 0u});
+    set_active_flag(world::service_ip, active);
 }
 
 void DatapathTest::set_service_ip6_active(bool active) {
-    maps_->service_ips.update(key_ip(world::service_ip6), bpfnet_service_ip{active ? BPFNET_SERVICE_IP_ACTIVE : 0u});
+    set_active_flag(world::service_ip6, active);
 }
 
 void DatapathTest::set_heartbeat_age_seconds(int seconds) {
@@ -122,6 +129,11 @@ void DatapathTest::set_source_ranges(const std::vector<std::string> &ranges, con
     }
     for (const auto &[key, value] : desired_state({spec}).source_ranges)
         maps_->source_ranges.update(key, value);
+    // As the loader writes it: the service IP says it has ranges (kept by set_service_ip_active).
+    bpfnet_service_ip entry = maps_->service_ips.lookup(spec.service_ip).value_or(bpfnet_service_ip{});
+    entry.flags =
+        (entry.flags & ~BPFNET_SERVICE_IP_SOURCE_RANGES) | (ranges.empty() ? 0u : BPFNET_SERVICE_IP_SOURCE_RANGES);
+    maps_->service_ips.update(spec.service_ip, entry);
 }
 
 void DatapathTest::set_backend_mtu(uint16_t mtu) {

@@ -55,6 +55,7 @@ public:
 protected:
     void SetUp() override;
     void TearDown() override;
+    void set_active_flag(const std::string &service_ip, bool active);
 
     RunResult run(Program program, const Bytes &frame);
     std::vector<__u64> counters();

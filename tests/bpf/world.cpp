@@ -42,10 +42,9 @@ void fill_world(DatapathMaps &maps) {
     bpfnet_iface iface{};
     iface.nic_ifindex = world::nic_ifindex;
     copy_mac(iface.nic_mac, world::nic_mac);
-    iface.subnet_be = ip("198.18.0.0");
-    iface.subnet_mask_be = ip("255.255.255.0");
+    iface.subnet = prefix_of(key_ip("198.18.0.0"), 96 + 24);
     iface.heartbeat_timeout_ns = 5'000'000'000ull;
-    iface.dhcp_service_ip_be = ip(world::service_ip);
+    iface.dhcp_service_ip = key_ip(world::service_ip);
     iface.dhcp_max_hops = world::dhcp_max_hops;
     maps.iface.update(0, iface);
     maps.heartbeat.update(0, bpfnet_heartbeat{now_ns()});
@@ -84,8 +83,7 @@ void fill_world(DatapathMaps &maps) {
 
 void fill_world6(DatapathMaps &maps) {
     auto iface = maps.iface.lookup(0).value();
-    iface.subnet6 = key_ip(world::subnet6);
-    iface.subnet6_prefix_len = world::subnet6_prefix_len;
+    iface.subnet6 = prefix_of(key_ip(world::subnet6), world::subnet6_prefix_len);
     iface.dhcp6_service_ip = key_ip(world::service_ip6);
     iface.nic_link_local = key_ip(world::nic_link_local);
     maps.iface.update(0, iface);

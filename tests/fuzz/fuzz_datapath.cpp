@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -152,8 +153,7 @@ Ip6 ip6_of(const bpfnet_ip &k) {
 // service address with its listed ports and the pod behind it, the DHCPv6 relay, one known host.
 void write_world6(DatapathMaps &m, const ModelConfig &c) {
     bpfnet_iface iface = m.iface.lookup(0).value();
-    iface.subnet6 = key6(ipv6(world6::subnet));
-    iface.subnet6_prefix_len = world6::prefix_len;
+    iface.subnet6 = prefix_of(key6(ipv6(world6::subnet)), world6::prefix_len);
     iface.dhcp6_service_ip = key6(ipv6(world6::service_ip));
     iface.nic_link_local = key6(ipv6(world6::nic_link_local));
     m.iface.update(0, iface);
@@ -187,10 +187,12 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
     bpfnet_iface iface{};
     iface.nic_ifindex = world::nic_ifindex;
     copy_mac(iface.nic_mac, c.nic_mac);
-    iface.subnet_be = c.subnet;
-    iface.subnet_mask_be = c.mask;
+    // The model's subnet and mask as they are, whatever their bits: the datapath's test is (ip & mask) == net.
+    iface.subnet.net = ip_from_v4(c.subnet);
+    iface.subnet.mask = bpfnet_ip{{0xffffffffu, 0xffffffffu, 0xffffffffu, c.mask}};
+    iface.subnet.len = 96 + static_cast<__u32>(std::popcount(c.mask));
     iface.heartbeat_timeout_ns = 3600'000'000'000ull; // alive stays alive however slow the machine
-    iface.dhcp_service_ip_be = c.dhcp_service_ip;
+    iface.dhcp_service_ip = c.dhcp_service_ip ? ip_from_v4(c.dhcp_service_ip) : bpfnet_ip{};
     iface.dhcp_max_hops = c.dhcp_max_hops;
     m.iface.update(0, iface);
     for (const auto &[key, port] : c.services) {

@@ -45,15 +45,18 @@ MUTANTS = [
      "__u16 to = (__u16)(new[i] | new[i + 1] << 8);",
      "__u16 to = (__u16)(new[i] << 8 | new[i + 1]);"),
     ("checksum: the ICMP checksum misses the quoted port", "lib/icmp.h",
-     "bpf_l4_csum_replace(skb, icmp_check, from_port, to_port, sizeof(to_port)) ||",
+     "bpf_l4_csum_replace(skb, at.icmp_check, from_port, to_port, sizeof(to_port)) ||",
      ""),
     ("trust: a packet may move a known host", "lib/neighbour.h",
      "if (known && source != NEIGHBOUR_FROM_ARP) {",
      "if (0) {"),
     ("trust: a dropped frame teaches a neighbour", "bpfnet.bpf.c",
-     "\tif (!in_provisioning_subnet(cfg, saddr)) {\n\t\tdecide(BPFNET_CTR_DROP_OFF_SUBNET);",
-     "\tlearn_neighbour(cfg, saddr, eth->h_source, NEIGHBOUR_FROM_ACCEPTED, daddr);\n"
-     "\tif (!in_provisioning_subnet(cfg, saddr)) {\n\t\tdecide(BPFNET_CTR_DROP_OFF_SUBNET);"),
+     "\tif (refused != BPFNET_CTR_MAX) {\n\t\tdecide(refused);\n\t\treturn TC_ACT_SHOT;\n\t}\n"
+     "\tstruct lan_ports ports = lan_ports_of(&pkt);",
+     "\tif (refused != BPFNET_CTR_MAX) {\n"
+     "\t\tlearn_neighbour(cfg, &a->saddr, eth->h_source, NEIGHBOUR_FROM_ACCEPTED, &a->daddr, v6);\n"
+     "\t\tdecide(refused);\n\t\treturn TC_ACT_SHOT;\n\t}\n"
+     "\tstruct lan_ports ports = lan_ports_of(&pkt);"),
     ("trust: broadcast DHCP relayed with the loader dead", "bpfnet.bpf.c",
      "\tif (!loader_alive(cfg)) {\n\t\t/* Like ARP",
      "\tif (0) {\n\t\t/* Like ARP"),
@@ -65,7 +68,7 @@ MUTANTS = [
      "if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff,\n\t\t\t\t\tBPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))",
      "if (0)"),
     ("checksum: the ICMPv6 checksum misses the quoted address", "lib/icmp6.h",
-     "if (bpf_l4_csum_replace(skb, icmp_check, 0, (__u32)diff, 0) ||",
+     "if (bpf_l4_csum_replace(skb, at.icmp_check, 0, (__u32)diff, 0) ||",
      "if ("),
     ("trust: the DHCPv6 relay's answer sent elsewhere than the Interface-ID's MAC", "lib/dhcp6.h",
      "rewrite_macs(skb, s->peer_mac, cfg->nic_mac, NAT_WRITE_STORE)) {",

@@ -693,19 +693,18 @@ TEST(ConfigIpv6, DualStackGivesASpecPerFamilyAndKeepsDhcpOnIpv4) {
     EXPECT_EQ(specs[1].location, specs[0].location) << "one pod, one veth";
 
     const bpfnet_iface iface = iface_entry(config, 3, MacAddress{2, 0, 0, 0, 0, 1});
-    EXPECT_EQ(iface.subnet_be, ip("198.18.0.0"));
-    EXPECT_EQ(iface.subnet6, ip6("fd00:1::"));
-    EXPECT_EQ(iface.subnet6_prefix_len, 64u);
-    EXPECT_EQ(iface.dhcp_service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(iface.subnet.net, ip_from_v4(ip("198.18.0.0")));
+    EXPECT_EQ(iface.subnet6.net, ip6("fd00:1::"));
+    EXPECT_EQ(iface.subnet6.len, 64u);
+    EXPECT_EQ(iface.dhcp_service_ip, ip_from_v4(ip("198.18.0.2")));
 }
 
 TEST(ConfigIpv6, Ipv6OnlyIfaceMatchesNoIpv4Address) {
     const Config config = parse(kHead6 + kOnePort);
     const bpfnet_iface iface = iface_entry(config, 3, MacAddress{2, 0, 0, 0, 0, 1});
     /* (ip & mask) == subnet holds for no IPv4 address: the datapath takes no IPv4 packet as its own. */
-    EXPECT_EQ(iface.subnet_mask_be, 0u);
-    EXPECT_EQ(iface.subnet_be, 0xffffffffu);
-    EXPECT_EQ(iface.subnet6_prefix_len, 64u);
+    EXPECT_EQ(iface.subnet.len, 0u) << "no IPv4 subnet: nothing is in it";
+    EXPECT_EQ(iface.subnet6.len, 64u);
     EXPECT_EQ(service_specs(config, std::nullopt).size(), 1u);
 }
 
@@ -781,7 +780,7 @@ TEST(ConfigIpv6, Dhcp6IsRelayedForTheIpv6ServiceAddress) {
     ASSERT_EQ(specs[1].ports.size(), 3u);
     EXPECT_EQ(specs[1].ports[2].kind, PortKind::Dhcp6);
     const bpfnet_iface iface = iface_entry(config, 3, MacAddress{2, 0, 0, 0, 0, 1});
-    EXPECT_EQ(iface.dhcp_service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(iface.dhcp_service_ip, ip_from_v4(ip("198.18.0.2")));
     EXPECT_EQ(iface.dhcp6_service_ip, ip6("fd00:1::2"));
     EXPECT_EQ(iface.nic_link_local, bpfnet_ip{}) << "a fact of the NIC, read by the runtime";
 

@@ -128,11 +128,12 @@ TEST(DesiredState, NoBackendKeepsPortsListedButInactiveAndUnrouted) {
 TEST(DesiredState, IfaceEntryCarriesSubnetAndTimeout) {
     bpfnet_iface iface = iface_entry(sample_config(), 10, {2, 0, 0, 0, 0, 1});
     EXPECT_EQ(iface.nic_ifindex, 10u);
-    EXPECT_EQ(iface.subnet_be, ip("198.18.0.0"));
-    EXPECT_EQ(iface.subnet_mask_be, ip("255.255.255.0"));
+    EXPECT_EQ(iface.subnet.net, ip_from_v4(ip("198.18.0.0")));
+    EXPECT_EQ(iface.subnet.mask.w[3], ip("255.255.255.0"));
+    EXPECT_EQ(iface.subnet.len, 96u + 24u);
     EXPECT_EQ(iface.heartbeat_timeout_ns, 5'000'000'000ull);
     EXPECT_EQ(iface.nic_mac[5], 1);
-    EXPECT_EQ(iface.dhcp_service_ip_be, 0u) << "no DHCP port listed: broadcasts are not relayed";
+    EXPECT_EQ(iface.dhcp_service_ip, bpfnet_ip{}) << "no DHCP port listed: broadcasts are not relayed";
     EXPECT_EQ(iface.dhcp_max_hops, BPFNET_DHCP_DEFAULT_MAX_HOPS);
 }
 
@@ -141,7 +142,7 @@ TEST(DesiredState, DhcpPortMakesTheServiceIpTheRelayForBroadcasts) {
     config.ports.push_back(PortRule{"dhcp", Protocol::Udp, 67, 67, PortKind::Dhcp});
     config.dhcp_max_hops = 8;
     bpfnet_iface iface = iface_entry(config, 10, {2, 0, 0, 0, 0, 1});
-    EXPECT_EQ(iface.dhcp_service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(iface.dhcp_service_ip, ip_from_v4(ip("198.18.0.2")));
     EXPECT_EQ(iface.dhcp_max_hops, 8);
 }
 
