@@ -286,6 +286,13 @@ case_exposure_scan() {
 case_dad_defended() {
     local conflicts_before
     conflicts_before=$(counter arp_conflict)
+    # After the loader's announcement round: an unsolicited advertisement of the address reaching the
+    # bystander while its address is tentative fails its DAD before it has sent a probe (RFC 4862 5.4.4), and
+    # there is then no probe for the datapath to see (the case alone starts right after the loader).
+    if ! wait_for 5 grep -q 'msg="gratuitous ARP sent" left=0' "$LOADER_LOG"; then
+        E2E_REASON="the loader's announcement round did not end"
+        return 1
+    fi
     ip -n "$BYSTANDER" -6 addr add "$SERVICE6/64" dev eth0 || {
         E2E_REASON="cannot add $SERVICE6 on $BYSTANDER"
         return 1
