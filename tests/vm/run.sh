@@ -48,8 +48,8 @@ kernels="6.1 6.12"
 # the packet tables and the fuzzer run every program's logic on each kernel, and each e2e path below crosses
 # one kernel path once. The cases left out (listed in README.md, "Where CI's time goes") test the loader, the
 # CLI or the servers in user space over paths the kept cases already cross; the host tier runs every case.
-# A :SERIES entry runs on that kernel only; the same path on both would prove nothing more. tests/vm/
-# matrix_cases_test.sh checks that every case named here exists.
+# A :SERIES entry runs on that kernel only: the programs it crosses run on the other kernel in another entry.
+# `--check-suites` (ctest vm_matrix_cases, and every run before it boots) checks that every case named exists.
 MATRIX=(
     # ARP, DNAT + redirect into the pod, bulk TCP both ways, the neighbour-miss event, adoption, attach modes
     "e2e_steering/arp_every_host+http+iperf+pod_to_host+restart+attach_choices+teardown"
