@@ -706,6 +706,8 @@ static __always_inline void record_flow(const struct lan_ports *pkt, const struc
 	struct bpfnet_flow_key key = flow_key(host, pkt->dport, service_ip, pkt->sport, pkt->proto);
 	struct bpfnet_flow flow = {.backend_ip = *backend_ip, .backend_port_be = pkt->sport};
 	struct bpfnet_flow *known = bpf_map_lookup_elem(&flows, &key);
+
+	mark_flow_port(pkt->sport);
 	if (known) {
 		if (!ip_equal(&known->backend_ip, backend_ip) || known->backend_port_be != pkt->sport)
 			bpf_map_update_elem(&flows, &key, &flow, BPF_EXIST);

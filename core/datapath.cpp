@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "core/netlink.hpp"
 #include "core/program_info.hpp"
+#include "maps/flow_ports.hpp"
 #include "maps/system_error.hpp"
 #include "maps/unique_fd.hpp"
 
@@ -179,6 +180,7 @@ Datapath::Datapath(const DatapathOptions &options) : options_(options), skel_(nu
         if (tc_nic_action_ == HookAction::Attached)
             rollback.emplace_back([this] { detach_tc_ingress(nic_ifindex_, options_.pin_dir); });
         maps_.emplace(DatapathMaps::from_skeleton(*skel_));
+        mark_adopted_flow_ports(true);
     } catch (...) {
         for (auto it = rollback.rbegin(); it != rollback.rend(); ++it) {
             try {
@@ -199,6 +201,18 @@ void Datapath::open_object() {
     skel_->rodata->kernel_has_redirect_peer = options_.redirect_peer;
     set_pin_paths(skel_->obj, options_.pin_dir);
     replace_incompatible_pins(skel_->obj, options_.pin_dir);
+    flow_ports_created_ = !std::filesystem::exists(options_.pin_dir + "/" BPFNET_MAP_NAME(flow_ports));
+}
+
+// flow_ports created by this start next to flows pinned before it (an upgrade from a build without it): the
+// ports of those flows are marked, or their answers to a listed port would miss them. Until every pod hook is
+// ours again, the old programs there still record flows without marking them, so this runs again after each
+// pod hook attached in this loader's life (the tables are small; a fresh install has none).
+void Datapath::mark_adopted_flow_ports(bool report) {
+    if (!flow_ports_created_)
+        return;
+    if (std::size_t flows = mark_ports_of_flows(*maps_); flows > 0 && report)
+        log_info("ports of pinned flows marked in the new flow_ports map", {{"flows", std::to_string(flows)}});
 }
 
 void Datapath::unpin_maps() {
@@ -307,8 +321,10 @@ void Datapath::attach_nic_tc() {
 
 HookAction Datapath::attach_pod_hook(int ifindex) {
     int fd = bpf_program__fd(skel_->progs.tc_pod_ingress);
-    return attach_tc_ingress(ifindex, fd, options_.tc, options_.pin_dir,
-                             [&](int attached) { return same_program(attached, fd); });
+    HookAction action = attach_tc_ingress(ifindex, fd, options_.tc, options_.pin_dir,
+                                          [&](int attached) { return same_program(attached, fd); });
+    mark_adopted_flow_ports(false);
+    return action;
 }
 
 void Datapath::detach_pod_hook(int ifindex) {

@@ -65,6 +65,7 @@ private:
     bool same_program(int attached_prog_fd, int our_prog_fd) const;
     void attach_nic_tc();
     void unpin_maps();
+    void mark_adopted_flow_ports(bool report);
 
     DatapathOptions options_;
     int nic_ifindex_ = 0;
@@ -72,6 +73,7 @@ private:
     std::optional<DatapathMaps> maps_;
     XdpAttachment xdp_;
     HookAction tc_nic_action_ = HookAction::Attached;
+    bool flow_ports_created_ = false; // flow_ports was not pinned before this start (see mark_adopted_flow_ports)
 };
 
 // Whether this kernel/device pair is served by libxdp's dispatcher: read back from the attached program.

@@ -30,6 +30,7 @@
 	X(backends, struct bpfnet_ip, struct bpfnet_backend)                                                 \
 	X(flows, struct bpfnet_flow_key, struct bpfnet_flow)                                                 \
 	X(flows_unconfirmed, struct bpfnet_flow_key, struct bpfnet_flow)                                     \
+	X(flow_ports, __u32, struct bpfnet_flow_ports)                                                       \
 	X(neighbours, struct bpfnet_ip, struct bpfnet_neighbour)                                             \
 	X(dhcp_servers, __be32, struct bpfnet_dhcp_server)                                                   \
 	X(dhcp_relays, struct bpfnet_ip, struct bpfnet_dhcp_relay)                                           \
@@ -217,6 +218,21 @@ struct bpfnet_flow {
 	struct bpfnet_ip backend_ip;
 	__be16 backend_port_be;
 	__u8 pad[2];
+};
+
+/*
+ * flow_ports (array, one entry): used[port_be] is set once a flow was recorded with that port on the service
+ * IP's side, before the flow is written, and never cleared while the pin lives. The index is the port as
+ * the packet and the flow key carry it (network byte order, read as a 16-bit number: used[htons(69)] for
+ * port 69), so the programs need no byte swap whose result the verifier could not bound. A packet from the
+ * LAN to a port not set can have no recorded flow, so it skips the lookups in flows and flows_unconfirmed: a
+ * listed port is seldom also one the pod's own connections leave from (those come from the pod's ephemeral
+ * range). One byte per port, so that CPUs marking neighbouring ports never overwrite each other's mark. A
+ * loader that finds flows pinned without this map marks their ports first.
+ */
+#define BPFNET_PORTS 65536
+struct bpfnet_flow_ports {
+	__u8 used[BPFNET_PORTS];
 };
 
 /*

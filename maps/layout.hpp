@@ -64,6 +64,7 @@ static_assert(sizeof(bpfnet_backend_port) == 20);
 static_assert(sizeof(bpfnet_backend) == 40);
 static_assert(sizeof(bpfnet_flow_key) == 40);
 static_assert(sizeof(bpfnet_flow) == 20);
+static_assert(sizeof(bpfnet_flow_ports) == BPFNET_PORTS);
 static_assert(sizeof(bpfnet_neighbour) == 8);
 static_assert(sizeof(bpfnet_event) == 44);
 static_assert(sizeof(bpfnet_conflict) == 16);

@@ -93,31 +93,65 @@ static __always_inline int source_in_ranges(const struct bpfnet_ip *service_ip, 
 	return !range || range->allowed;
 }
 
+/* The target of a packet of a recorded flow. */
+static __always_inline enum steer_result steer_to_flow(const struct bpfnet_flow *flow,
+						       struct steer_target *target)
+{
+	target->backend_ip = flow->backend_ip;
+	target->backend_port = flow->backend_port_be;
+	target->path = BPFNET_CTR_DNAT_FLOW;
+	target->kind = BPFNET_KIND_PLAIN;
+	return STEER_OK;
+}
+
+/* The one entry of flow_ports (NULL never happens once the object is loaded; the verifier wants the test). */
+static __always_inline struct bpfnet_flow_ports *flow_ports_entry(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&flow_ports, &zero);
+}
+
+/* Whether a flow may have been recorded with service_port on the service IP's side (see flow_ports). */
+static __always_inline int port_may_have_flows(__be16 service_port)
+{
+	struct bpfnet_flow_ports *ports = flow_ports_entry();
+
+	return !ports || ports->used[service_port];
+}
+
+/* Marks service_port as used by a flow: called before the flow is written, so no lookup can miss it. */
+static __always_inline void mark_flow_port(__be16 service_port)
+{
+	struct bpfnet_flow_ports *ports = flow_ports_entry();
+
+	if (ports && !ports->used[service_port])
+		ports->used[service_port] = 1;
+}
+
 /*
  * Fills target when the packet may reach a backend. A recorded flow comes before a listed port: when the
  * pod called a host from a port that is also listed (from 443, say), the host's answers belong to that call,
- * not to the listed port's backend. check_source: apply the service IP's source ranges to a listed port
- * (not for broadcast DHCP, whose source is 0.0.0.0).
+ * not to the listed port's backend. Both flow tables are looked up only for a port some flow was recorded
+ * with (flow_ports): the others, listed ports above all, go straight to services. check_source: apply the
+ * service IP's source ranges to a listed port (not for broadcast DHCP, whose source is 0.0.0.0).
  */
 static __always_inline enum steer_result steer_lookup(const struct lan_ports *pkt,
 						      const struct bpfnet_ip *saddr,
 						      const struct bpfnet_ip *daddr,
 						      struct steer_target *target, int check_source)
 {
-	struct bpfnet_flow_key fkey = flow_key_from_lan(pkt, saddr, daddr);
-	struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
-
 	target->unconfirmed = 0;
-	if (!flow) {
-		flow = bpf_map_lookup_elem(&flows_unconfirmed, &fkey);
-		target->unconfirmed = flow != NULL;
-	}
-	if (flow) {
-		target->backend_ip = flow->backend_ip;
-		target->backend_port = flow->backend_port_be;
-		target->path = BPFNET_CTR_DNAT_FLOW;
-		target->kind = BPFNET_KIND_PLAIN;
-		return STEER_OK;
+	if (port_may_have_flows(pkt->dport)) {
+		struct bpfnet_flow_key fkey = flow_key_from_lan(pkt, saddr, daddr);
+		struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
+
+		if (!flow) {
+			flow = bpf_map_lookup_elem(&flows_unconfirmed, &fkey);
+			target->unconfirmed = flow != NULL;
+		}
+		if (flow)
+			return steer_to_flow(flow, target);
 	}
 
 	struct bpfnet_service_key skey = {

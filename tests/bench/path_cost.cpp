@@ -374,6 +374,30 @@ void write_legacy_iface(int fd, const bpfnet_iface &now) {
         throw SystemError("bpf_map_update_elem iface (baseline)", errno);
 }
 
+// The fd of the baseline's map called name, or, for a baseline built before that map existed (flow_ports came
+// on 2026-12-03), of a stand-in with the layout's sizes: its programs never see it, the world's set-up writes
+// into it as into the built-in copy's.
+UniqueFd baseline_map_fd(bpf_object *obj, const char *name, __u32 key_size, __u32 value_size) {
+    if (const bpf_map *map = bpf_object__find_map_by_name(obj, name); map && bpf_map__fd(map) >= 0)
+        return dup_fd(bpf_map__fd(map), name);
+    LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = key_size == sizeof(__u32) ? __u32{BPF_F_MMAPABLE} : 0u);
+    const bpf_map_type type = key_size == sizeof(__u32) ? BPF_MAP_TYPE_ARRAY : BPF_MAP_TYPE_HASH;
+    const int fd = bpf_map_create(type, name, key_size, value_size, type == BPF_MAP_TYPE_ARRAY ? 1 : 1024, &opts);
+    if (fd < 0)
+        throw SystemError(std::string("bpf_map_create (stand-in for the baseline's) ") + name, errno);
+    return UniqueFd(fd);
+}
+
+DatapathMaps baseline_maps_of(bpf_object *obj) {
+#define BASELINE_MAP(name, key, value)                                                                                 \
+    .name = {baseline_map_fd(obj, BPFNET_MAP_NAME(name), sizeof(key), sizeof(value)), BPFNET_MAP_NAME(name)},
+    return DatapathMaps{
+        BPFNET_TABLE_MAPS(BASELINE_MAP).counters = {
+            dup_fd(bpf_map__fd(bpf_object__find_map_by_name(obj, BPFNET_MAP_NAME(BPFNET_COUNTERS_MAP))), "counters"),
+            BPFNET_MAP_NAME(BPFNET_COUNTERS_MAP)}};
+#undef BASELINE_MAP
+}
+
 // A path of the baseline copy is named after the built-in one's.
 std::string baseline_name(const std::string &name) {
     return "baseline: " + name;
@@ -434,7 +458,7 @@ int main(int argc, char **argv) {
                          std::strerror(errno));
             return 1;
         }
-        DatapathMaps baseline_maps = DatapathMaps::from_object(baseline);
+        DatapathMaps baseline_maps = baseline_maps_of(baseline);
         fill_world(baseline_maps);
         if (legacy_iface)
             write_legacy_iface(baseline_maps.iface.fd(), maps.iface.lookup(0).value());

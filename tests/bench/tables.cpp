@@ -1,5 +1,7 @@
 #include "tests/bench/tables.hpp"
 
+#include "maps/flow_ports.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -27,6 +29,7 @@ void clear(Map &map) {
 
 void fill_tables(DatapathMaps &maps, size_t count) {
     const bpfnet_ip service = service_ip(maps);
+    FlowPortMarks(maps.flow_ports).mark(htons(6385)); // the flows' port, as the datapath marks it first
     for (size_t i = 0; i < count; i++) {
         const auto n = static_cast<uint32_t>(i);
         bpfnet_flow_key key{};

@@ -1,5 +1,7 @@
 #include "world.hpp"
 
+#include "maps/flow_ports.hpp"
+
 #include <arpa/inet.h>
 #include <time.h>
 
@@ -76,6 +78,7 @@ void fill_world(DatapathMaps &maps) {
     fkey.remote_port_be = htons(world::flow_host_port);
     fkey.service_port_be = htons(world::flow_pod_port);
     fkey.proto = kUdp;
+    FlowPortMarks(maps.flow_ports).mark(fkey.service_port_be); // as the datapath marks a flow's port first
     maps.flows.update(fkey, bpfnet_flow{key_ip(world::pod_ip), htons(world::flow_pod_port), {0, 0}});
 
     fill_world6(maps);

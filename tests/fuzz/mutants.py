@@ -33,6 +33,9 @@ MUTANTS = [
     ("swapped port: flows recorded with the ports the wrong way round", "bpfnet.bpf.c",
      "struct bpfnet_flow_key key = flow_key(host, pkt->dport, service_ip, pkt->sport, pkt->proto);",
      "struct bpfnet_flow_key key = flow_key(host, pkt->sport, service_ip, pkt->dport, pkt->proto);"),
+    ("steering: a flow's port not marked, so the answers to a listed port miss the flow", "bpfnet.bpf.c",
+     "\tmark_flow_port(pkt->sport);\n",
+     ""),
     # (Dropping BPF_F_PSEUDO_HDR would not be seen: it matters only for CHECKSUM_PARTIAL skbs, which a test
     # run cannot make; the end-to-end suites run with partial checksums.)
     ("checksum: the IPv4 header checksum not updated", "lib/nat.h",
