@@ -34,13 +34,6 @@ constexpr auto kMaxTick = std::chrono::milliseconds(1000);
 // server must not hold up the pass that renews Leases and follows moves; the next pass retries.
 constexpr auto kWriteTimeout = std::chrono::milliseconds(5000);
 
-std::string join(const std::vector<std::string> &items) {
-    std::string out;
-    for (const std::string &item : items)
-        out += (out.empty() ? "" : ",") + item;
-    return out;
-}
-
 std::string resource_version(const json &object) {
     return metadata_string(object, "resourceVersion");
 }
@@ -56,10 +49,6 @@ std::string slice_owner(const json &slice) {
     if (service.empty() || ns.empty())
         return {};
     return ns + "/" + service;
-}
-
-std::chrono::milliseconds renew_period(std::chrono::seconds duration) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(duration) / 3;
 }
 
 } // namespace
@@ -88,6 +77,12 @@ void KubernetesLoader::claim() {
 void KubernetesLoader::start() {
     api_ = std::make_unique<ApiClient>(load_cluster_config(options_.kubeconfig));
     events_ = std::make_unique<EventRecorder>(*api_, options_.node_name);
+    lease_keeper_ = std::make_unique<LeaseKeeper>(*api_, claims_,
+                                                  LeaseKeeper::Options{.node_name = options_.node_name,
+                                                                       .lease_namespace = options_.lease_namespace,
+                                                                       .lease_duration = options_.lease_duration,
+                                                                       .announce_interval = node_.garp_interval,
+                                                                       .write_timeout = kWriteTimeout});
     link_by_name(node_.interface); // a missing NIC is reported before the kernel is changed
     wake_ = loop::make_eventfd();
     claim(); // a second loader on this interface is refused before anything changes
@@ -100,7 +95,7 @@ void KubernetesLoader::start() {
     watch.idle_timeout = options_.watch_idle_timeout;
     services_ = std::make_unique<Watcher>(*api_, kServices, on_change, watch);
     slices_ = std::make_unique<Watcher>(*api_, kEndpointSlices, on_change, watch);
-    leases_ = std::make_unique<Watcher>(*api_, leases_path() + kOurLeases, on_change, watch);
+    leases_ = std::make_unique<Watcher>(*api_, lease_keeper_->leases_path() + kOurLeases, on_change, watch);
     status_.publish_mode_metrics([this](MetricsWriter &out) { write_kubernetes_metrics(out, metrics()); });
     log_info("kubernetes mode", {{"server", api_->config().server},
                                  {"node", options_.node_name},
@@ -113,10 +108,6 @@ std::string KubernetesLoader::Candidate::id() const {
     return service.key() + " " + format_ip(service_ip);
 }
 
-std::string KubernetesLoader::leases_path() const {
-    return "/apis/coordination.k8s.io/v1/namespaces/" + options_.lease_namespace + "/leases";
-}
-
 void KubernetesLoader::wake() {
     uint64_t one = 1;
     if (::write(wake_.get(), &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
@@ -127,6 +118,32 @@ void KubernetesLoader::wake() {
 // restarts while the API server is away keeps serving what the maps hold.
 bool KubernetesLoader::synced() const {
     return services_->synced() && slices_->synced() && leases_->synced();
+}
+
+std::uint64_t KubernetesLoader::lease_watch_epoch() const {
+    return leases_->stats().lists + leases_->stats().watches;
+}
+
+void KubernetesLoader::RuntimeClaims::confirmed(const bpfnet_ip &service_ip,
+                                                std::chrono::steady_clock::time_point until) {
+    loader_.runtime_.confirm_claim(service_ip, until);
+}
+
+void KubernetesLoader::RuntimeClaims::taken_over(const bpfnet_ip &service_ip,
+                                                 std::chrono::steady_clock::time_point until,
+                                                 std::chrono::steady_clock::time_point answer_at) {
+    loader_.runtime_.take_over_claim(service_ip, until, answer_at);
+    // A wake-up when the announcement interval is over: the next pass answers the IP.
+    loop::arm_timer(loader_.takeover_timer_, loader_.node_.garp_interval, std::chrono::milliseconds(0));
+}
+
+void KubernetesLoader::RuntimeClaims::renewed(const bpfnet_ip &service_ip) {
+    if (loader_.answered_ips_.contains(service_ip))
+        loader_.runtime_.announce_claim({service_ip});
+}
+
+void KubernetesLoader::RuntimeClaims::dropped(const bpfnet_ip &service_ip) {
+    loader_.runtime_.drop_claim(service_ip);
 }
 
 namespace {
@@ -147,7 +164,7 @@ int KubernetesLoader::run() {
     signals_ = loop::signal_fd();
     tick_ = loop::make_timer();
     takeover_timer_ = loop::make_timer();
-    const auto tick = std::min<std::chrono::milliseconds>(renew_period(options_.lease_duration), kMaxTick);
+    const auto tick = std::min<std::chrono::milliseconds>(lease_keeper_->renew_period(), kMaxTick);
     loop::arm_timer(tick_, tick, tick);
     for (int fd : {signals_.get(), wake_.get(), tick_.get(), takeover_timer_.get(), control_->fd()})
         loop::add(epoll_, fd);
@@ -216,7 +233,7 @@ void KubernetesLoader::reconcile() {
     });
     const Snapshot leases = leases_->snapshot();
 
-    forget_unseen_leases(leases);
+    lease_keeper_->forget_unseen_leases(leases, lease_watch_epoch());
     std::vector<Candidate> candidates = accepted_services(services);
     find_endpoints(candidates, slices);
 
@@ -231,7 +248,7 @@ void KubernetesLoader::reconcile() {
     std::set<bpfnet_ip> held_here, answered_here;
     for (const auto &[ip, keys] : eligible) {
         try {
-            if (!hold_lease(ip, keys, leases, now))
+            if (!lease_keeper_->hold_lease(ip, keys, leases, now))
                 continue;
             held_here.insert(ip);
             if (!runtime_.announcing(ip)) // a takeover's announcement is over
@@ -270,8 +287,8 @@ void KubernetesLoader::reconcile() {
                                          {"serving", std::to_string(serving.size())},
                                          {"services", std::to_string(candidates.size())}});
     }
-    release_leases(held_here, leases);
-    collect_orphaned_leases(leases, used_ips);
+    lease_keeper_->release_leases(held_here, leases);
+    lease_keeper_->collect_orphaned_leases(leases, used_ips);
 
     std::set<std::string> served_services, accepted_services;
     for (const Candidate &candidate : candidates) {
@@ -281,12 +298,10 @@ void KubernetesLoader::reconcile() {
             publish_ingress(candidate, answered_here, leases);
     }
     report_transitions(candidates, serving, services);
-    std::erase_if(taken_from_, [&](const auto &entry) {
-        return !held_.contains(entry.first) || answered_here.contains(entry.first);
-    });
+    lease_keeper_->forget_previous_holders(answered_here);
     served_count_ = served_services.size();
     standby_count_ = accepted_services.size() - served_services.size();
-    held_count_ = held_.size();
+    held_count_ = lease_keeper_->held_count();
     ++reconciles_;
     serving_ = std::move(serving);
     answered_ips_ = std::move(answered_here);
@@ -579,261 +594,8 @@ std::string KubernetesLoader::release_reason(const std::string &id, const std::v
     return "another node holds the Lease of its IP";
 }
 
-std::optional<LeaseState> KubernetesLoader::fetch_lease(const std::string &name) {
-    Response r = api_->request("GET", leases_path() + "/" + name, nullptr, kWriteTimeout);
-    if (r.status == 404)
-        return LeaseState{};
-    if (r.status < 200 || r.status >= 300)
-        throw_api_error(r);
-    if (!r.body.is_object())
-        return std::nullopt;
-    return read_lease(r.body);
-}
-
-std::chrono::steady_clock::duration KubernetesLoader::unchanged_for(const LeaseState &lease) {
-    if (!lease.exists)
-        return {};
-    const auto now = std::chrono::steady_clock::now();
-    auto &seen = observed_[lease.namespace_ + "/" + lease.name];
-    if (seen.resource_version != lease.resource_version || seen.since == std::chrono::steady_clock::time_point{})
-        seen = {lease.resource_version, now};
-    return now - seen.since;
-}
-
-void KubernetesLoader::forget_unseen_leases(const Snapshot &leases) {
-    // While the watch was down (an API server outage, a reconnect) nothing could be observed: every Lease
-    // starts a new observation, so its holder gets a full duration to renew once the API server is back.
-    const std::uint64_t epoch = leases_->stats().lists + leases_->stats().watches;
-    if (epoch != lease_watch_epoch_) {
-        lease_watch_epoch_ = epoch;
-        observed_.clear();
-    }
-    std::erase_if(observed_, [&](const auto &entry) { return !leases.contains(entry.first); });
-    for (const auto &[key, object] : leases)
-        unchanged_for(read_lease(object));
-}
-
-bool KubernetesLoader::hold_lease(const bpfnet_ip &service_ip, const std::vector<std::string> &services,
-                                  const Snapshot &leases, Clock::time_point now) {
-    const std::string name = lease_name(service_ip);
-    auto seen_it = leases.find(options_.lease_namespace + "/" + name);
-    LeaseState seen = seen_it == leases.end() ? LeaseState{} : read_lease(seen_it->second);
-
-    auto held = held_.find(service_ip);
-    if (held != held_.end()) {
-        // The watch shows someone else's write (or is behind ours): only the server can tell which.
-        if (seen.exists && seen.holder != options_.node_name &&
-            seen.resource_version != held->second.resource_version) {
-            std::optional<LeaseState> fresh;
-            try {
-                fresh = fetch_lease(name);
-            } catch (const TransportError &e) {
-                // The server cannot say: a held Lease stays held (the LAN arbitrates meanwhile).
-                log_warn("lease not re-read; kept", {{"lease", name}, {"error", e.what()}});
-                return true;
-            }
-            if (fresh && fresh->holder != options_.node_name) {
-                log_warn("lease taken by another holder", {{"lease", name}, {"holder", fresh->holder}});
-                lose_lease(service_ip);
-                return lease_claimable(*fresh, options_.node_name, unchanged_for(*fresh)) &&
-                       write_claim(service_ip, services, *fresh, now);
-            }
-            if (fresh)
-                held->second = *fresh;
-        }
-        const std::string listed = join(services);
-        const json *meta = member(held->second.object, "metadata");
-        const json *annotations = meta ? member(*meta, "annotations") : nullptr;
-        const bool relist = (annotations ? string_member(*annotations, kServicesAnnotation) : std::string()) != listed;
-        if (!relist && !lease_renewal_due(held->second, renew_period(options_.lease_duration), now))
-            return true;
-        return write_claim(service_ip, services, held->second, now);
-    }
-    if (!lease_claimable(seen, options_.node_name, unchanged_for(seen)))
-        return false;
-    return write_claim(service_ip, services, seen, now);
-}
-
-void KubernetesLoader::lose_lease(const bpfnet_ip &service_ip) {
-    held_.erase(service_ip);
-    runtime_.drop_claim(service_ip);
-}
-
-// Claims or renews; on 409 reads the Lease again and tries once more if it is still ours to take. An API
-// server that cannot be reached keeps a held Lease held: the datapath keeps serving through an outage, and
-// the runtime yields the IP if another node claims it on the LAN after this claim could not be renewed.
-bool KubernetesLoader::write_claim(const bpfnet_ip &service_ip, const std::vector<std::string> &services,
-                                   LeaseState base, Clock::time_point now) {
-    const std::string name = lease_name(service_ip);
-    const std::string lease_key = options_.lease_namespace + "/" + name;
-    bool holding = held_.contains(service_ip);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        json body = lease_claim(base, options_.lease_namespace, name, options_.node_name, options_.lease_duration, now,
-                                join(services));
-        // Another node can take the Lease over only after it has watched this write unchanged for a full
-        // duration, and it sees the write only after it was sent: the claim is good for that long from here.
-        const auto sent = std::chrono::steady_clock::now();
-        try {
-            json written = base.exists ? api_->put(leases_path() + "/" + name, body, kWriteTimeout)
-                                       : api_->post(leases_path(), body, kWriteTimeout);
-            LeaseState state = read_lease(written);
-            if (!state.exists || state.holder != options_.node_name)
-                throw std::runtime_error("the API server answered the Lease write with an unexpected object");
-            // The previous holder did not release: it may still answer (cut off from the API server, not from
-            // the LAN). The IP is announced first and answered one announcement interval later: the old
-            // holder yields when it sees the claim (the runtime says when the interval is over).
-            const bool takeover = !holding && base.exists && !base.holder.empty() && base.holder != options_.node_name;
-            if (takeover)
-                runtime_.take_over_claim(service_ip, sent + options_.lease_duration, sent + node_.garp_interval);
-            else
-                runtime_.confirm_claim(service_ip, sent + options_.lease_duration);
-            held_[service_ip] = std::move(state);
-            if (holding) {
-                // Repeated on every renewal: a holder cut off from the API that missed the takeover's
-                // announcement sees this one and yields.
-                if (answered_ips_.contains(service_ip))
-                    runtime_.announce_claim({service_ip});
-                return true;
-            }
-            log_info("lease acquired", {{"lease", lease_key},
-                                        {"service_ip", format_ip(service_ip)},
-                                        {"services", join(services)},
-                                        {"previous_holder", takeover ? base.holder : std::string("none")}});
-            if (takeover) {
-                ++takeovers_;
-                taken_from_[service_ip] = base.holder;
-                // A wake-up when the announcement interval is over: the next pass answers the IP.
-                loop::arm_timer(takeover_timer_, node_.garp_interval, std::chrono::milliseconds(0));
-            }
-            return true;
-        } catch (const ConflictError &) {
-            std::optional<LeaseState> fresh;
-            try {
-                fresh = fetch_lease(name);
-            } catch (const TransportError &e) {
-                log_warn("API server unreachable; lease not re-read", {{"lease", lease_key}, {"error", e.what()}});
-                return holding;
-            }
-            if (!fresh || !lease_claimable(*fresh, options_.node_name, unchanged_for(*fresh))) {
-                lose_lease(service_ip);
-                return false;
-            }
-            if (holding && fresh->holder != options_.node_name) {
-                // Not ours any more (expired, released by hand): the retry is a new claim, with a takeover's
-                // announcement when someone else held it, and nothing to keep if the server is away.
-                lose_lease(service_ip);
-                holding = false;
-            }
-            base = *fresh;
-        } catch (const TransportError &e) {
-            log_warn("API server unreachable; lease not written", {{"lease", lease_key}, {"error", e.what()}});
-            return holding;
-        } catch (const ApiError &e) {
-            if (e.status() == 404 && base.exists) {
-                base = LeaseState{}; // deleted (or an API server that lost its data): create it again
-                continue;
-            }
-            log_warn("lease write refused",
-                     {{"lease", lease_key}, {"status", std::to_string(e.status())}, {"error", e.what()}});
-            return holding;
-        }
-    }
-    lose_lease(service_ip);
-    return false;
-}
-
-void KubernetesLoader::release_leases(const std::set<bpfnet_ip> &kept, const Snapshot &leases) {
-    std::map<bpfnet_ip, LeaseState> to_release;
-    for (const auto &[ip, lease] : held_)
-        if (!kept.contains(ip))
-            to_release[ip] = lease;
-    // Leases this node held before a restart, for IPs it does not serve now.
-    for (const auto &[lease_key, object] : leases) {
-        LeaseState lease = read_lease(object);
-        auto ip = lease_service_ip(lease.name);
-        if (lease.holder != options_.node_name || !ip || kept.contains(*ip))
-            continue;
-        to_release.emplace(*ip, lease);
-    }
-    for (auto &[ip, lease] : to_release) {
-        try {
-            if (release_lease(ip, lease))
-                lose_lease(ip);
-        } catch (const std::exception &e) {
-            log_warn("lease not released; retrying", {{"service_ip", format_ip(ip)}, {"error", e.what()}});
-        }
-    }
-}
-
-// Our Leases outlive their service IPs unless someone deletes them: a Lease whose IP no accepted Service uses
-// any more is deleted once nobody holds it (released, or expired as this node observed it). The delete is
-// conditional on the resourceVersion seen, so a node that claims it meanwhile (a Service on the IP again)
-// wins.
-void KubernetesLoader::collect_orphaned_leases(const Snapshot &leases, const std::set<bpfnet_ip> &used_ips) {
-    for (const auto &[lease_key, object] : leases) {
-        LeaseState lease = read_lease(object);
-        auto ip = lease_service_ip(lease.name);
-        if (!ip || used_ips.contains(*ip) || held_.contains(*ip))
-            continue;
-        if (!lease.holder.empty() && unchanged_for(lease) <= lease.duration)
-            continue;
-        const auto now = std::chrono::steady_clock::now();
-        if (auto retry = lease_delete_retry_.find(lease_key); retry != lease_delete_retry_.end() &&
-                                                              retry->second.first == lease.resource_version &&
-                                                              now < retry->second.second)
-            continue; // asked at this version; the watch will show the result, or a retry is due later
-        // Until the watch shows the deletion, or a failure's retry is due.
-        lease_delete_retry_[lease_key] = {lease.resource_version, now + std::chrono::seconds(30)};
-        const json options = {{"kind", "DeleteOptions"},
-                              {"apiVersion", "v1"},
-                              {"preconditions", {{"resourceVersion", lease.resource_version}}}};
-        try {
-            Response r = api_->request("DELETE", leases_path() + "/" + lease.name, &options, kWriteTimeout);
-            if (r.status >= 200 && r.status < 300)
-                log_info("orphaned lease deleted", {{"lease", lease_key}, {"service_ip", format_ip(*ip)}});
-            else if (r.status != 404 && r.status != 409)
-                log_warn("orphaned lease not deleted; retrying in 30 s",
-                         {{"lease", lease_key}, {"status", std::to_string(r.status)}, {"body", r.raw.substr(0, 200)}});
-        } catch (const std::exception &e) {
-            log_warn("orphaned lease not deleted; retrying in 30 s", {{"lease", lease_key}, {"error", e.what()}});
-        }
-    }
-    std::erase_if(lease_delete_retry_, [&](const auto &entry) { return !leases.contains(entry.first); });
-}
-
-bool KubernetesLoader::release_lease(const bpfnet_ip &service_ip, LeaseState lease) {
-    const std::string path = leases_path() + "/" + lease.name;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        json body = lease_release(lease);
-        Response r = api_->request("PUT", path, &body, kWriteTimeout);
-        if (r.status >= 200 && r.status < 300) {
-            log_info("lease released",
-                     {{"service_ip", format_ip(service_ip)}, {"lease", options_.lease_namespace + "/" + lease.name}});
-            return true;
-        }
-        if (r.status == 404)
-            return true;
-        if (r.status != 409)
-            throw_api_error(r);
-        auto fresh = fetch_lease(lease.name);
-        if (!fresh || fresh->holder != options_.node_name)
-            return true; // someone else holds it now: nothing of ours to release
-        lease = *fresh;
-    }
-    return false;
-}
-
 std::string KubernetesLoader::status_path(const std::string &namespace_, const std::string &name) {
     return "/api/v1/namespaces/" + namespace_ + "/services/" + name + "/status";
-}
-
-// A node other than this one holds the Lease of the address (and so serves it).
-bool KubernetesLoader::held_elsewhere(const bpfnet_ip &service_ip, const Snapshot &leases) const {
-    auto it = leases.find(options_.lease_namespace + "/" + lease_name(service_ip));
-    if (it == leases.end())
-        return false;
-    const std::string holder = read_lease(it->second).holder;
-    return !holder.empty() && holder != options_.node_name;
 }
 
 // A node serving a Service announces its addresses in status.loadBalancer.ingress: those served here and those
@@ -845,7 +607,7 @@ void KubernetesLoader::publish_ingress(const Candidate &candidate, const std::se
     const std::string &key = candidate.service.key();
     std::vector<bpfnet_ip> served;
     for (const bpfnet_ip &ip : candidate.service.service_ips)
-        if (answered.contains(ip) || held_elsewhere(ip, leases))
+        if (answered.contains(ip) || lease_keeper_->held_elsewhere(ip, leases))
             served.push_back(ip);
     if (ingress_announces(candidate.object, served))
         return;
@@ -897,8 +659,8 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
                 "node " + options_.node_name + " serves " + format_ip(ip) + " (answers " + (is_v4(ip) ? "ARP" : "NDP") +
                 ", steers its ports to pod " + format_ip(candidate.endpoint->ip) +
                 (candidate.endpoint->terminating ? ", which is terminating and serves until a new pod is ready)" : ")");
-            if (auto from = taken_from_.find(ip); from != taken_from_.end())
-                note += "; taken over from node " + from->second +
+            if (auto from = lease_keeper_->taken_from(ip))
+                note += "; taken over from node " + *from +
                         ", whose Lease expired unrenewed (the node down, or cut off from the API server)";
             log_info("serving service", {{"service", candidate.service.key()},
                                          {"service_ip", format_ip(ip)},
@@ -999,7 +761,7 @@ KubernetesState KubernetesLoader::metrics() const {
     state.services_standby = standby_count_;
     state.services_refused = refused_count_;
     state.leases_held = held_count_;
-    state.lease_takeovers = takeovers_;
+    state.lease_takeovers = lease_keeper_ ? lease_keeper_->takeovers() : 0;
     state.lease_yields = yields_;
     state.events_dropped = events_ ? events_->dropped() : 0;
     return state;

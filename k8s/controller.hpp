@@ -13,8 +13,11 @@
 //   4. the datapath is brought to that state (ports of every accepted Service listed, backends only for the
 //      Services served here; gratuitous ARP for IPs that became active);
 //   5. Leases this node holds for IPs it no longer serves are released at once, after step 4, so the next
-//      owner never overlaps with this one;
+//      owner never overlaps with this one; Leases no Service uses any more are deleted;
 //   6. the owner writes status.loadBalancer.ingress and Events record what changed.
+// The loader watches and decides (steps 1, 2, 4 and 6, and which IPs to hold or release). The Lease protocol
+// of steps 3 and 5 (the writes, renewals, expiry as observed, release and collection) is its LeaseKeeper's
+// (k8s/lease_keeper.hpp), which tells the claim machine what each write proves through the runtime.
 // The heartbeat runs on the DatapathRuntime's thread: a slow or absent API server never stops the datapath,
 // which keeps serving the last state it was given, until another node's claim shows on the LAN after this
 // node's own claim could no longer be renewed.
@@ -29,6 +32,7 @@
 #include "k8s/event.hpp"
 #include "k8s/event_recorder.hpp"
 #include "k8s/lease.hpp"
+#include "k8s/lease_keeper.hpp"
 #include "k8s/metrics.hpp"
 #include "k8s/service_model.hpp"
 #include "maps/unique_fd.hpp"
@@ -112,17 +116,8 @@ private:
     std::string release_reason(const std::string &id, const std::vector<Candidate> &candidates) const;
     // The Services eligible here on one service IP (namespace/name, sorted), for the Lease's annotation.
     using IpServices = std::map<bpfnet_ip, std::vector<std::string>>;
-    bool hold_lease(const bpfnet_ip &service_ip, const std::vector<std::string> &services, const Snapshot &leases,
-                    Clock::time_point now);
-    bool write_claim(const bpfnet_ip &service_ip, const std::vector<std::string> &services, LeaseState base,
-                     Clock::time_point now);
-    void lose_lease(const bpfnet_ip &service_ip);
-    std::optional<LeaseState> fetch_lease(const std::string &name);
-    void release_leases(const std::set<bpfnet_ip> &kept, const Snapshot &leases);
-    bool release_lease(const bpfnet_ip &service_ip, LeaseState lease);
-    void collect_orphaned_leases(const Snapshot &leases, const std::set<bpfnet_ip> &used_ips);
-    bool held_elsewhere(const bpfnet_ip &service_ip, const Snapshot &leases) const;
-    std::string leases_path() const;
+    // The Lease watch's lists and watches: a change means it was down (LeaseKeeper::forget_unseen_leases).
+    std::uint64_t lease_watch_epoch() const;
     static std::string status_path(const std::string &namespace_, const std::string &name);
     void publish_ingress(const Candidate &candidate, const std::set<bpfnet_ip> &answered, const Snapshot &leases);
     void withdraw_ingress(const std::string &key, const nlohmann::json &service,
@@ -156,18 +151,23 @@ private:
     std::mutex conflicts_mutex_; // the runtime thread adds, reconcile() takes
     std::vector<SeenConflict> conflicts_;
 
-    // How long this node has seen each Lease ("namespace/name") at one resourceVersion: expiry as observed.
-    struct Observation {
-        std::string resource_version;
-        std::chrono::steady_clock::time_point since;
-    };
-    std::chrono::steady_clock::duration unchanged_for(const LeaseState &lease);
-    void forget_unseen_leases(const Snapshot &leases);
-    std::map<std::string, Observation> observed_;
-    std::uint64_t lease_watch_epoch_ = 0; // lists + watches of the Lease watcher when observed_ was last valid
+    // The keeper's word on each claim, carried out by the runtime; a takeover also arms the wake-up that
+    // answers the IP once its announcement interval is over.
+    class RuntimeClaims final : public LeaseKeeper::Claims {
+    public:
+        explicit RuntimeClaims(KubernetesLoader &loader) : loader_(loader) {}
+        void confirmed(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until) override;
+        void taken_over(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until,
+                        std::chrono::steady_clock::time_point answer_at) override;
+        void renewed(const bpfnet_ip &service_ip) override;
+        void dropped(const bpfnet_ip &service_ip) override;
 
-    std::map<bpfnet_ip, LeaseState> held_;        // service IP -> its Lease as this node last wrote it
-    std::map<bpfnet_ip, std::string> taken_from_; // -> the previous holder, for the Serving Event
+    private:
+        KubernetesLoader &loader_;
+    };
+    RuntimeClaims claims_{*this};
+    std::unique_ptr<LeaseKeeper> lease_keeper_; // from start(): it writes through api_
+
     struct Posted {
         std::string note;
         std::chrono::steady_clock::time_point at;
@@ -176,11 +176,9 @@ private:
     std::map<std::string, std::string> ingress_rv_; // service key -> resourceVersion its status was written from
     std::map<std::string, Served> serving_;         // Candidate::id() -> what it is, served here after the last pass
     std::set<bpfnet_ip> answered_ips_;              // service IPs this node answers for after the last pass
-    // Orphaned Leases whose delete was sent: lease key -> (its resourceVersion then, when to ask again).
-    std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> lease_delete_retry_;
-    std::vector<ServiceSpec> applied_specs_; // what the maps were last brought to
-    bool recheck_maps_ = true;               // compare the maps with applied_specs_ on the next pass
-    Snapshot our_services_;                  // Services of our class, as of services_generation_
+    std::vector<ServiceSpec> applied_specs_;        // what the maps were last brought to
+    bool recheck_maps_ = true;                      // compare the maps with applied_specs_ on the next pass
+    Snapshot our_services_;                         // Services of our class, as of services_generation_
     std::uint64_t services_generation_ = ~std::uint64_t{0};
     std::map<std::string, std::pair<std::string, bool>> class_cache_; // key -> (resourceVersion, of our class)
     bool ready_reported_ = false;
@@ -188,7 +186,7 @@ private:
     // For /metrics (read on an HTTP worker thread).
     KubernetesState metrics() const;
     std::atomic<std::uint64_t> reconciles_{0}, served_count_{0}, standby_count_{0}, refused_count_{0}, held_count_{0},
-        takeovers_{0}, yields_{0};
+        yields_{0};
 };
 
 } // namespace bpfnet::k8s

@@ -27,9 +27,9 @@ MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..",
 # namespace (the ClusterRole), those it makes only in the namespaces it serves (a Role in each) and those on
 # its Leases, in its own namespace (a Role there). Each must
 # be granted exactly: a missing one breaks the loader, an extra one is privilege it does not use.
-# KEEP IN SYNC with the requests k8s/controller.cpp and k8s/event_recorder.cpp make. tests/e2e/test_kubernetes.sh
-# checks the other direction at run time: every request the loaders sent to the API server stand-in is
-# granted by rbac.yaml and rbac-namespace.yaml (tests/k8s/check_rbac.py).
+# KEEP IN SYNC with the requests k8s/controller.cpp, k8s/lease_keeper.cpp and k8s/event_recorder.cpp make.
+# tests/e2e/test_kubernetes.sh checks the other direction at run time: every request the loaders sent to the API
+# server stand-in is granted by rbac.yaml and rbac-namespace.yaml (tests/k8s/check_rbac.py).
 CLUSTER_API_CALLS = {
     # Services of loadBalancerClass bpfnet.io/provisioning, all namespaces: list-then-watch.
     ("", "services", "list"),
