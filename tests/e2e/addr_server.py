@@ -5,11 +5,14 @@ usage: addr_server.py BIND_ADDRESS PORT
 
 BIND_ADDRESS may be IPv6 (then it serves IPv6, and IPv4 too for "::"). The body is the peer's address and a
 newline (an IPv4 peer of an IPv6 socket as IPv4, not ::ffff:a.b.c.d), so a test can check that a NAT
-preserved (or rewrote) the source address. It logs one line per request to stderr.
+preserved (or rewrote) the source address. GET /delay/N answers after N seconds (a slow agent: the client
+waits, silent, for the first byte). It logs one line per request to stderr.
 """
 import http.server
+import re
 import socket
 import sys
+import time
 
 
 def peer(address):
@@ -18,6 +21,9 @@ def peer(address):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        delay = re.fullmatch(r"/delay/(\d+)", self.path)
+        if delay:
+            time.sleep(int(delay.group(1)))
         body = (peer(self.client_address[0]) + "\n").encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")

@@ -255,10 +255,16 @@ walk6_lookup() {
         WALK6_TOKEN=$WALK_TOKEN
     fi
     # Ironic saw the host's own address: NAT66 kept the client.
-    if ! grep -F 'eventlet.wsgi.server' "$IRONIC_LOG" | grep -F '/v1/lookup' | grep -qF "$WALK6_IP"; then
+    if ! wait_for 5 ironic_logged_from '/v1/lookup' "$WALK6_IP"; then
         E2E_REASON="Ironic's access log has no lookup from $WALK6_IP"
         return 1
     fi
+}
+
+# ironic_logged_from REQUEST CLIENT: Ironic's access log has a line of REQUEST from CLIENT. eventlet writes
+# that line after the answer has gone out, so a client can have its answer before the line exists.
+ironic_logged_from() {
+    grep -F 'eventlet.wsgi.server' "$IRONIC_LOG" | grep -F "$1" | grep -qF "$2"
 }
 
 walk6_heartbeat() {
@@ -272,7 +278,7 @@ walk6_heartbeat() {
         return 1
     fi
     # Ironic saw the heartbeat come from the host's own address.
-    if ! grep -F 'eventlet.wsgi.server' "$IRONIC_LOG" | grep -F "/v1/heartbeat/$WALK6_NODE" | grep -qF "$WALK6_IP"; then
+    if ! wait_for 5 ironic_logged_from "/v1/heartbeat/$WALK6_NODE" "$WALK6_IP"; then
         E2E_REASON="Ironic's access log has no heartbeat from $WALK6_IP"
         return 1
     fi

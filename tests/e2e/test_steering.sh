@@ -27,6 +27,7 @@ e2e_case iperf case_iperf "iperf3 host->pod and pod->host through service IP:520
 e2e_case pod_to_host case_pod_to_host "pod connects to host agent as the service IP (neighbour miss path)" loader
 e2e_case unlisted_port case_unlisted_port "unlisted port is dropped silently and counted" loader
 e2e_case restart case_restart "loader restart keeps a running transfer and adopts the programs" loader
+e2e_case upgrade_flow_ports case_upgrade_flow_ports "upgrade from a build without flow_ports: the host's late answer to the pod's call gets in" loader
 e2e_case attach_choices case_attach_choices "the kernel probe picks the TC attach; clsact and veth delivery on request, and back" loader
 e2e_case teardown case_teardown "teardown removes programs, filters and pins" loader
 
@@ -327,6 +328,48 @@ restart_with() {
     loader_stop TERM
     write_config "$@" "$CONFIG" || return 1
     loader_start "$CONFIG" "$LOGS/$log" || return 1
+}
+
+# The loader upgraded from a build that had no flow_ports map (the ports of recorded flows; a host's packet to
+# an unmarked port skips the flow tables): the new loader finds the flows pinned and that map new, and marks
+# their ports. The pod called the host's agent, which answers only after the upgrade, while the pod's side is
+# silent (a pod that sends anything has the port marked again by its own packet).
+case_upgrade_flow_ports() {
+    local out=$LOGS/upgrade-call.out
+    local delay=6
+    pod curl -sS --max-time $((delay + 10)) "http://$E2E_HOST_IP:$HOST_AGENT_PORT/delay/$delay" >"$out" 2>&1 &
+    local call=$!
+    E2E_PIDS+=("$call")
+    sleep 1
+    if pid_gone "$call"; then
+        wait "$call"
+        E2E_REASON="the pod's call ended before the upgrade (exit $?): $(head -c 300 "$out")"
+        return 1
+    fi
+    local upgraded
+    upgraded=$(date +%s.%N)
+    loader_stop TERM
+    # What a build without the map leaves: every other pin, flows included.
+    rm -f "$E2E_PIN_DIR/flow_ports"
+    loader_start "$CONFIG" "$LOGS/loader-upgrade.log" || return 1
+    local took
+    took=$(since "$upgraded")
+    if ! grep -q 'ports of pinned flows marked' "$LOADER_LOG"; then
+        E2E_REASON="the new loader did not mark the pinned flows' ports: $(grep -m3 -i 'flow\|error' "$LOADER_LOG" | tr '\n' ' ')"
+        return 1
+    fi
+    if pid_gone "$call"; then
+        E2E_REASON="the agent answered before the upgrade was over (${took} s): the case proves nothing; $(head -c 300 "$out")"
+        return 1
+    fi
+    local rc
+    wait "$call"
+    rc=$?
+    if [ "$rc" != 0 ] || [ "$(cat "$out")" != "$E2E_SERVICE_IP" ]; then
+        E2E_REASON="the pod's call across the upgrade: curl exit $rc: $(head -c 300 "$out")"
+        return 1
+    fi
+    log "upgrade took $took s; the agent's answer $delay s after the call reached the pod; $(grep -m1 'ports of pinned flows marked' "$LOADER_LOG" | grep -o 'flows=[0-9]*')"
 }
 
 # f. The loader probes the kernel at start and logs what it found and chose: tcx links where the kernel
