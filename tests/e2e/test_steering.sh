@@ -336,7 +336,7 @@ restart_with() {
 # silent (a pod that sends anything has the port marked again by its own packet).
 case_upgrade_flow_ports() {
     local out=$LOGS/upgrade-call.out
-    local delay=6
+    local delay=$((6 * ${E2E_TIME_SCALE:-1})) # past the upgrade, which takes seconds under emulation
     pod curl -sS --max-time $((delay + 10)) "http://$E2E_HOST_IP:$HOST_AGENT_PORT/delay/$delay" >"$out" 2>&1 &
     local call=$!
     E2E_PIDS+=("$call")
