@@ -141,21 +141,12 @@ void sync_dhcp_relays(DatapathMaps &maps, const std::vector<bpfnet_ip> &wanted) 
 
 DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const std::vector<ServiceSpec> &specs) {
     std::lock_guard lock(mutex_);
-    bool new_interval = node.heartbeat_interval != node_.heartbeat_interval;
-    node_.subnet_be = node.subnet_be;
-    node_.prefix_len = node.prefix_len;
-    node_.subnet6 = node.subnet6;
-    node_.prefix6_len = node.prefix6_len;
-    node_.dhcp_max_hops = node.dhcp_max_hops;
-    node_.dhcp_relays = node.dhcp_relays;
-    node_.heartbeat_interval = node.heartbeat_interval;
-    node_.heartbeat_timeout = node.heartbeat_timeout;
-    node_.garp_count = node.garp_count;
-    node_.garp_interval = node.garp_interval;
+    // The attachment stays as attach() made it (the modes refuse a change to it before they get here).
+    const NodeSettings next = reloaded(node_, node);
+    const bool new_interval = next.heartbeat_interval != node_.heartbeat_interval;
     const bool new_ra =
-        node.router_advertisements != node_.router_advertisements || node.ra_interval != node_.ra_interval;
-    node_.router_advertisements = node.router_advertisements;
-    node_.ra_interval = node.ra_interval;
+        next.router_advertisements != node_.router_advertisements || next.ra_interval != node_.ra_interval;
+    node_ = next;
     if (new_interval && thread_.joinable())
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
     if (new_ra && thread_.joinable())

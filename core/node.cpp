@@ -86,6 +86,21 @@ uint32_t NodeSettings::subnet_mask_be() const {
     return prefix_mask_be(prefix_len);
 }
 
+bool same_attachment(const NodeSettings &a, const NodeSettings &b) {
+    return a.interface == b.interface && a.pin_root == b.pin_root && a.control_socket == b.control_socket &&
+           a.xdp_mode == b.xdp_mode && a.tc_attach == b.tc_attach && a.redirect_peer == b.redirect_peer;
+}
+
+NodeSettings reloaded(const NodeSettings &running, NodeSettings next) {
+    next.interface = running.interface;
+    next.pin_root = running.pin_root;
+    next.control_socket = running.control_socket;
+    next.xdp_mode = running.xdp_mode;
+    next.tc_attach = running.tc_attach;
+    next.redirect_peer = running.redirect_peer;
+    return next;
+}
+
 std::string NodeSettings::control_socket_path() const {
     return control_socket.empty() ? default_control_socket(interface) : control_socket;
 }

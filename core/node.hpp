@@ -111,6 +111,15 @@ struct NodeSettings {
     bool operator==(const NodeSettings &) const = default;
 };
 
+/* The settings a running datapath was attached with, which only a restart changes: the NIC, where it pins
+ * and listens, how its programs attach (kAttachmentSettings, as the config file spells them). Every other
+ * setting a reload may change. */
+inline constexpr std::string_view kAttachmentSettings =
+    "interface, pinRoot, controlSocket, xdpMode, tcAttach and redirectPeer";
+bool same_attachment(const NodeSettings &a, const NodeSettings &b);
+/* What a running datapath takes from next: all of it but the attachment, which stays running's. */
+NodeSettings reloaded(const NodeSettings &running, NodeSettings next);
+
 /* The spellings used in the config file, the flags and bpfnetctl: "tcp", "udp"; the port kinds of
  * BPFNET_PORT_KINDS ("plain", "tftp", "dhcp", "dhcpv6"); "auto", "native", "generic"; "auto", "tcx", "clsact"; "auto",
  * "off". A value without a spelling (a map entry of another version) is written as its number. */

@@ -67,11 +67,6 @@ bool config_file_touched(const UniqueFd &inotify, const std::string &config_path
     return touched;
 }
 
-bool datapath_identity_changed(const Config &a, const Config &b) {
-    return a.interface != b.interface || a.pin_root != b.pin_root || a.control_socket != b.control_socket ||
-           a.xdp_mode != b.xdp_mode || a.tc_attach != b.tc_attach || a.redirect_peer != b.redirect_peer;
-}
-
 } // namespace
 
 StandaloneLoader::StandaloneLoader(std::string config_path, Config config, LoaderStatus &status)
@@ -242,12 +237,10 @@ void StandaloneLoader::reload_config(bool forced) {
     // and repair what a reconcile that failed half-way left in the maps.
     if (next == config_ && !forced && status_.ready())
         return;
-    if (datapath_identity_changed(next, config_)) {
-        log_error("interface, pinRoot, controlSocket, xdpMode, tcAttach and redirectPeer cannot change while running; "
-                  "restart the loader",
-                  {{"config", config_path_}});
-        reload_failed("config not applied: interface, pinRoot, controlSocket, xdpMode, tcAttach and redirectPeer "
-                      "cannot change while running");
+    if (!same_attachment(next, config_)) {
+        const std::string refused = std::string(kAttachmentSettings) + " cannot change while running";
+        log_error(refused + "; restart the loader", {{"config", config_path_}});
+        reload_failed("config not applied: " + refused);
         return;
     }
     if (forced)

@@ -6,8 +6,10 @@
 #include "k8s/flags.hpp"
 #include "standalone/config.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -381,6 +383,66 @@ TEST(NodeSettingsBothModes, BothRefuseEachRowInTheSameWords) {
         EXPECT_EQ(config_words, spelled(row.detail, kConfigKeys));
         EXPECT_EQ(flags_refusal(row.settings), kFlags.at(row.field) + ": " + spelled(row.detail, kFlags));
     }
+}
+
+/* ---- what a reload may change ---- */
+
+NodeSettings running_node() {
+    NodeSettings node;
+    node.interface = "prov0";
+    node.subnet_be = htonl(0xc6120000); // 198.18.0.0/24
+    node.prefix_len = 24;
+    return node;
+}
+
+// A reload takes every setting but the attachment: compared whole, so that a setting added later is
+// reloadable unless it is named part of the attachment.
+TEST(NodeSettingsReload, AReloadKeepsTheAttachmentAndTakesEverythingElse) {
+    const NodeSettings running = running_node();
+    NodeSettings next = running;
+    next.interface = "prov1";
+    next.pin_root = "/sys/fs/bpf/other";
+    next.control_socket = "/run/other.sock";
+    next.xdp_mode = XdpMode::Generic;
+    next.tc_attach = TcAttach::Clsact;
+    next.redirect_peer = RedirectPeer::Off;
+    next.subnet_be = htonl(0xc6130000);
+    next.prefix_len = 16;
+    next.heartbeat_interval = std::chrono::milliseconds(250);
+    next.dhcp_relays = {ip("198.19.0.1")};
+    next.router_advertisements = true;
+
+    NodeSettings want = next;
+    want.interface = running.interface;
+    want.pin_root = running.pin_root;
+    want.control_socket = running.control_socket;
+    want.xdp_mode = running.xdp_mode;
+    want.tc_attach = running.tc_attach;
+    want.redirect_peer = running.redirect_peer;
+    EXPECT_EQ(reloaded(running, next), want);
+    EXPECT_TRUE(same_attachment(reloaded(running, next), running));
+}
+
+TEST(NodeSettingsReload, EachAttachmentSettingCountsAndNothingElse) {
+    const NodeSettings running = running_node();
+    const std::vector<void (*)(NodeSettings &)> attachment = {
+        [](NodeSettings &n) { n.interface = "prov1"; },
+        [](NodeSettings &n) { n.pin_root = "/sys/fs/bpf/other"; },
+        [](NodeSettings &n) { n.control_socket = "/run/other.sock"; },
+        [](NodeSettings &n) { n.xdp_mode = XdpMode::Native; },
+        [](NodeSettings &n) { n.tc_attach = TcAttach::Tcx; },
+        [](NodeSettings &n) { n.redirect_peer = RedirectPeer::Off; },
+    };
+    for (size_t i = 0; i < attachment.size(); i++) {
+        NodeSettings changed = running;
+        attachment[i](changed);
+        EXPECT_FALSE(same_attachment(running, changed)) << "attachment setting " << i;
+    }
+    NodeSettings tuned = running;
+    tuned.garp_count = 7;
+    tuned.ra_interval = std::chrono::seconds(30);
+    tuned.dhcp_max_hops = 2;
+    EXPECT_TRUE(same_attachment(running, tuned));
 }
 
 } // namespace
