@@ -18,7 +18,7 @@
 # its pod moves (how long both nodes answer, measured); f. malformed and unexpected API answers, 409 on
 # renewal; f2. stalled watches; f3. a rolling update; f4. the Metal3 example; f5. the owner's loader upgraded
 # with a slow start (the ARP gap, measured); f6. loadBalancerSourceRanges; g. two Services sharing the IP; g2.
-# the Service made dual stack, an IPv6-only one, two addresses on one pod; h. pivot between two clusters and a double claim; i. a bridge CNI; j. every recorded API request granted by rbac.yaml and rbac-namespace.yaml.
+# the Service made dual stack, an IPv6-only one, two addresses on one pod; h. pivot between two clusters and a double claim; i. a bridge CNI; j. every recorded API request granted by the roles of k8s/examples/ironic (k8s/manifests/rbac.yaml, k8s/served-namespace in metal3).
 #
 # Output is TAP-like. The cases share the topology and run in order; each says what it starts from.
 # Cases are called through run_cases (the case list), which shellcheck cannot see.
@@ -987,11 +987,11 @@ case_bridge_cni() {
 case_rbac() {
     # From: the second cluster after the pivot (case pivot, its need in the case list).
     # Every request the loaders sent to either stand-in during this test is granted by k8s/manifests/rbac.yaml
-    # (everywhere) and rbac-namespace.yaml (in metal3).
+    # (everywhere) and k8s/served-namespace's Role in metal3, as k8s/examples/ironic installs them.
     local check=$E2E_REPO/tests/k8s/check_rbac.py name out
     for name in c1 c2; do
         if ! out=$("$SYSTEM_PYTHON" "$check" "$E2E_TMP/logs/requests-$name.log"); then
-            E2E_REASON="requests to $name not granted by rbac.yaml: $(echo "$out" | grep -v '^granted\|^unused' | tr '\n' ' ')"
+            E2E_REASON="requests to $name not granted by the roles: $(echo "$out" | grep -v '^granted\|^unused' | tr '\n' ' ')"
             return 1
         fi
         echo "$out" | sed "s/^/# $name: /"

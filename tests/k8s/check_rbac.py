@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the API requests a loader really sent against the ClusterRole in k8s/manifests/rbac.yaml.
+"""Checks the API requests a loader really sent against the roles bpfnet installs.
 
 usage: check_rbac.py REQUEST_LOG [RBAC_YAML...]
   REQUEST_LOG: "METHOD PATH" lines (anything after a tab ignored), as apiserver_standin.py --request-log
@@ -7,12 +7,14 @@ usage: check_rbac.py REQUEST_LOG [RBAC_YAML...]
   Each request becomes (API group, resource[/subresource], verb) the way the API server authorizes it:
   GET on a collection is list (watch with ?watch=1), GET on an object get, POST create, PUT update,
   PATCH patch, DELETE delete. Prints every distinct call with the number of requests, then the granted
-  calls no request used. A ClusterRole grants in every namespace, a Role only in its own (default files:
-  k8s/manifests/rbac.yaml and rbac-namespace.yaml). Exit 1 when a request is not granted (the loader would get
-  403 in a cluster).
+  calls no request used. A ClusterRole grants in every namespace, a Role only in its own (default: the roles
+  `kubectl kustomize k8s/examples/ironic` renders: k8s/manifests/rbac.yaml and k8s/served-namespace's Role in
+  metal3). Exit 1 when a request is not granted (the loader would get 403 in a cluster).
 """
 import os
 import re
+import shutil
+import subprocess
 import sys
 from collections import Counter
 from urllib.parse import parse_qs, urlparse
@@ -43,19 +45,29 @@ def call_of(method, path):
     return m.group("ns"), group, resource, verb
 
 
-def granted_calls(rbac_paths):
-    """(namespace or None for cluster-wide, group, resource, verb) the roles grant."""
+def rendered_example():
+    """The objects of `kubectl kustomize k8s/examples/ironic`: bpfnet as installed with the example Ironic."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    kubectl = shutil.which("kubectl")
+    if not kubectl:
+        sys.exit("check_rbac: no kubectl (scripts/setup.sh installs Debian's kubernetes-client)")
+    out = subprocess.run([kubectl, "kustomize", os.path.join(here, "..", "..", "k8s", "examples", "ironic")],
+                         check=True, capture_output=True, text=True, timeout=60)
+    return list(yaml.safe_load_all(out.stdout))
+
+
+def granted_calls(docs):
+    """(namespace or None for cluster-wide, group, resource, verb) the roles among docs grant."""
     calls = set()
-    for path in rbac_paths:
-        for doc in yaml.safe_load_all(open(path)):
-            if not doc or doc.get("kind") not in ("ClusterRole", "Role"):
-                continue
-            ns = doc["metadata"].get("namespace") if doc["kind"] == "Role" else None
-            for rule in doc.get("rules") or []:
-                for g in rule.get("apiGroups") or []:
-                    for r in rule.get("resources") or []:
-                        for v in rule.get("verbs") or []:
-                            calls.add((ns, g, r, v))
+    for doc in docs:
+        if not doc or doc.get("kind") not in ("ClusterRole", "Role"):
+            continue
+        ns = doc["metadata"].get("namespace") if doc["kind"] == "Role" else None
+        for rule in doc.get("rules") or []:
+            for g in rule.get("apiGroups") or []:
+                for r in rule.get("resources") or []:
+                    for v in rule.get("verbs") or []:
+                        calls.add((ns, g, r, v))
     return calls
 
 
@@ -67,10 +79,8 @@ def is_granted(call, granted):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    here = os.path.dirname(os.path.abspath(__file__))
-    manifests = os.path.join(here, "..", "..", "k8s", "manifests")
-    rbac = sys.argv[2:] or [os.path.join(manifests, "rbac.yaml"), os.path.join(manifests, "rbac-namespace.yaml")]
-    granted = granted_calls(rbac)
+    docs = [d for path in sys.argv[2:] for d in yaml.safe_load_all(open(path))] if sys.argv[2:] else rendered_example()
+    granted = granted_calls(docs)
     used = Counter()
     unknown = []
     for line in open(sys.argv[1]):

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Static checks of the Kubernetes manifests in k8s/manifests/ (python3 and PyYAML only).
+"""Static checks of the Kubernetes manifests: k8s/manifests/ (bpfnet), k8s/served-namespace/ (its Role where
+Ironic runs) and k8s/examples/ironic/ (the example Ironic behind bpfnet), with python3, PyYAML and kubectl.
 
     python3 tests/k8s/test_manifests.py                  # the manifests of this checkout
     BPFNET_MANIFEST_DIR=/tmp/copy python3 tests/k8s/test_manifests.py
     BPFNET_LOADER=build/loader/bpfnet-loader python3 tests/k8s/test_manifests.py   # also run the loader's --check
 
 Every manifest parses (no duplicate keys); each file holds exactly the expected objects; the kustomization
-lists every manifest and nothing missing, and `kubectl kustomize` renders exactly their objects; the DaemonSet runs on control-plane nodes only, in the host network,
+lists every manifest and nothing missing, and `kubectl kustomize` renders exactly their objects and the site
+values' ConfigMap, in bpfnet's namespace only; the DaemonSet runs on control-plane nodes only, in the host network,
 unprivileged with exactly the documented capabilities, with bpffs, NODE_NAME and the health probes; the Ironic
 example's namespace enforces the restricted Pod Security Standard and its pods comply; and the RBAC rules
 grant exactly the API calls in REQUIRED_API_CALLS.
@@ -22,6 +24,8 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..", "..", "k8s", "manifests")
+SERVED_DIR = os.path.join(MANIFEST_DIR, "..", "served-namespace")
+EXAMPLE_DIR = os.path.join(MANIFEST_DIR, "..", "examples", "ironic")
 
 # The API calls of bpfnet-loader in Kubernetes mode, as (API group, resource, verb): those it makes in every
 # namespace (the ClusterRole), those it makes only in the namespaces it serves (a Role in each) and those on
@@ -29,7 +33,7 @@ MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..",
 # be granted exactly: a missing one breaks the loader, an extra one is privilege it does not use.
 # KEEP IN SYNC with the requests k8s/controller.cpp, k8s/lease_keeper.cpp and k8s/event_recorder.cpp make.
 # tests/e2e/test_kubernetes.sh checks the other direction at run time: every request the loaders sent to the API
-# server stand-in is granted by rbac.yaml and rbac-namespace.yaml (tests/k8s/check_rbac.py).
+# server stand-in is granted by the roles of k8s/examples/ironic, rendered (tests/k8s/check_rbac.py).
 CLUSTER_API_CALLS = {
     # Services of loadBalancerClass bpfnet.io/provisioning, all namespaces: list-then-watch.
     ("", "services", "list"),
@@ -70,18 +74,20 @@ EXPECTED_OBJECTS = {
         ("rbac.authorization.k8s.io/v1", "Role", "bpfnet-system", "bpfnet-loader-leases"),
         ("rbac.authorization.k8s.io/v1", "RoleBinding", "bpfnet-system", "bpfnet-loader-leases"),
     },
-    "rbac-namespace.yaml": {
-        ("rbac.authorization.k8s.io/v1", "Role", "metal3", "bpfnet-loader"),
-        ("rbac.authorization.k8s.io/v1", "RoleBinding", "metal3", "bpfnet-loader"),
-    },
     "daemonset.yaml": {("apps/v1", "DaemonSet", "bpfnet-system", "bpfnet-loader")},
-    "ironic-example.yaml": {
-        ("v1", "Namespace", None, "metal3"),
-        ("v1", "Service", "metal3", "ironic"),
-        ("v1", "ConfigMap", "metal3", "ironic-dhcp-tftp"),
-        ("apps/v1", "Deployment", "metal3", "ironic"),
-    },
     "kustomization.yaml": {("kustomize.config.k8s.io/v1beta1", "Kustomization", None, None)},
+}
+# The site values (site.env, the ConfigMap bpfnet-site): each is used by the DaemonSet.
+SITE_VALUES = {"PROVISIONING_INTERFACE", "PROVISIONING_SUBNET", "ALLOWED_NAMESPACES", "ALLOWED_CIDRS"}
+SERVED_ROLE_OBJECTS = {
+    ("rbac.authorization.k8s.io/v1", "Role", None, "bpfnet-loader"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", None, "bpfnet-loader"),
+}
+EXAMPLE_OBJECTS = {
+    ("v1", "Namespace", None, "metal3"),
+    ("v1", "Service", "metal3", "ironic"),
+    ("v1", "ConfigMap", "metal3", "ironic-dhcp-tftp"),
+    ("apps/v1", "Deployment", "metal3", "ironic"),
 }
 
 # The Service ports of the Ironic example: (name, port, protocol, appProtocol or None).
@@ -121,13 +127,39 @@ def _construct_mapping(loader, node, deep=False):
 UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def load(name):
-    with open(os.path.join(MANIFEST_DIR, name), encoding="utf-8") as f:
+def load(name, directory=MANIFEST_DIR):
+    with open(os.path.join(directory, name), encoding="utf-8") as f:
         return [d for d in yaml.load_all(f, Loader=UniqueKeyLoader) if d is not None]
 
 
-def one(name, kind):
-    found = [d for d in load(name) if d.get("kind") == kind]
+def site_values():
+    """site.env as kustomize reads it: KEY=VALUE lines, # comments."""
+    values = {}
+    with open(os.path.join(MANIFEST_DIR, "site.env"), encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                key, value = line.split("=", 1)
+                values[key] = value
+    return values
+
+
+def render(directory):
+    """The objects `kubectl kustomize DIRECTORY` renders (scripts/setup.sh installs Debian's kubernetes-client
+    where the machine has no kubectl)."""
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "no kubectl: scripts/setup.sh installs Debian's kubernetes-client"
+    out = subprocess.run([kubectl, "kustomize", directory], check=True, capture_output=True, text=True, timeout=60)
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+def keys_of(docs):
+    return {(d.get("apiVersion"), d.get("kind"), (d.get("metadata") or {}).get("namespace"),
+             (d.get("metadata") or {}).get("name")) for d in docs}
+
+
+def one(name, kind, directory=MANIFEST_DIR):
+    found = [d for d in load(name, directory) if d.get("kind") == kind]
     if len(found) != 1:
         raise AssertionError("%s: want exactly one %s, found %d" % (name, kind, len(found)))
     return found[0]
@@ -153,6 +185,10 @@ class Parse(unittest.TestCase):
                     got.add((d.get("apiVersion"), d.get("kind"), meta.get("namespace"), meta.get("name")))
                 self.assertEqual(len(got), len(docs), "an object appears twice")
                 self.assertEqual(got, EXPECTED_OBJECTS[name])
+
+    def test_served_namespace_and_example_hold_the_expected_objects(self):
+        self.assertEqual(keys_of(load("role.yaml", SERVED_DIR)), SERVED_ROLE_OBJECTS)
+        self.assertEqual(keys_of(load("ironic-example.yaml", EXAMPLE_DIR)), EXAMPLE_OBJECTS)
 
     def test_kustomization_lists_every_manifest_and_each_exists(self):
         resources = one("kustomization.yaml", "Kustomization").get("resources") or []
@@ -221,6 +257,18 @@ class DaemonSet(unittest.TestCase):
         env = {e["name"]: e for e in self.loader.get("env") or []}
         self.assertEqual(env["NODE_NAME"].get("valueFrom"), {"fieldRef": {"fieldPath": "spec.nodeName"}})
 
+    def test_site_values_come_from_the_site_config_map(self):
+        refs = {}
+        for e in self.loader.get("env") or []:
+            ref = (e.get("valueFrom") or {}).get("configMapKeyRef")
+            if ref:
+                self.assertEqual(ref["name"], "bpfnet-site", e["name"])
+                refs[e["name"]] = ref["key"]
+        self.assertEqual(set(refs.values()), SITE_VALUES)
+        self.assertEqual(set(site_values()), SITE_VALUES)
+        generators = one("kustomization.yaml", "Kustomization")["configMapGenerator"]
+        self.assertEqual(generators, [{"name": "bpfnet-site", "namespace": "bpfnet-system", "envs": ["site.env"]}])
+
     def test_args_reference_defined_env(self):
         defined = {e["name"] for e in self.loader.get("env") or []}
         args = self.loader.get("args") or []
@@ -235,9 +283,10 @@ class DaemonSet(unittest.TestCase):
         loader = os.environ.get("BPFNET_LOADER")
         if not loader:
             self.skipTest("BPFNET_LOADER (the bpfnet-loader binary) not given")
-        env = {}
+        env, site = {}, site_values()
         for e in self.loader.get("env") or []:
-            env[e["name"]] = e.get("value", "control-plane-1" if "valueFrom" in e else "")
+            ref = (e.get("valueFrom") or {}).get("configMapKeyRef")
+            env[e["name"]] = site[ref["key"]] if ref else e.get("value", "control-plane-1" if "valueFrom" in e else "")
         args = [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env[m.group(1)], a) for a in self.loader["args"]]
         command = self.loader.get("command") or []
         self.assertEqual(command, ["bpfnet-loader"])
@@ -284,16 +333,16 @@ class DaemonSet(unittest.TestCase):
 
 class IronicExample(unittest.TestCase):
     def setUp(self):
-        self.ns = one("ironic-example.yaml", "Namespace")
-        self.svc = one("ironic-example.yaml", "Service")
-        self.deploy = one("ironic-example.yaml", "Deployment")
+        self.ns = one("ironic-example.yaml", "Namespace", EXAMPLE_DIR)
+        self.svc = one("ironic-example.yaml", "Service", EXAMPLE_DIR)
+        self.deploy = one("ironic-example.yaml", "Deployment", EXAMPLE_DIR)
         self.pod = self.deploy["spec"]["template"]["spec"]
 
     def test_namespace_enforces_restricted(self):
         labels = self.ns["metadata"].get("labels") or {}
         self.assertEqual(labels.get("pod-security.kubernetes.io/enforce"), "restricted")
         name = self.ns["metadata"]["name"]
-        for d in load("ironic-example.yaml"):
+        for d in load("ironic-example.yaml", EXAMPLE_DIR):
             if d["kind"] != "Namespace":
                 self.assertEqual(d["metadata"].get("namespace"), name, d["kind"])
 
@@ -377,15 +426,17 @@ def object_key(d):
 
 
 class Kustomize(unittest.TestCase):
-    """What `kubectl apply -k k8s/manifests` applies: kustomization.yaml rendered by kubectl (scripts/setup.sh
-    installs Debian's kubernetes-client where the machine has no kubectl)."""
+    """What `kubectl apply -k` applies, rendered by kubectl: k8s/manifests (bpfnet and nothing else),
+    k8s/served-namespace and k8s/examples/ironic."""
 
-    def test_renders_every_object_of_every_listed_file_unchanged(self):
-        kubectl = shutil.which("kubectl")
-        self.assertIsNotNone(kubectl, "no kubectl: scripts/setup.sh installs Debian's kubernetes-client")
-        rendered = subprocess.run([kubectl, "kustomize", MANIFEST_DIR], check=True, capture_output=True, text=True,
-                                  timeout=60).stdout
-        got = {object_key(d): d for d in yaml.safe_load_all(rendered) if d}
+    def test_renders_every_object_of_every_listed_file_and_the_site_values(self):
+        rendered = render(MANIFEST_DIR)
+        site = [d for d in rendered if d["kind"] == "ConfigMap"]
+        self.assertEqual(len(site), 1)
+        generated = site[0]["metadata"]["name"]
+        self.assertTrue(generated.startswith("bpfnet-site-"), generated)  # hashed: a change rolls the DaemonSet
+        self.assertEqual(site[0]["data"], site_values())
+        got = {object_key(d): d for d in rendered if d["kind"] != "ConfigMap"}
         listed = yaml.safe_load(open(os.path.join(MANIFEST_DIR, "kustomization.yaml")))["resources"]
         want = {}
         for name in listed:
@@ -393,18 +444,47 @@ class Kustomize(unittest.TestCase):
                 want[object_key(d)] = d
         self.assertEqual(set(got), set(want))
         for k, d in want.items():
-            self.assertEqual(got[k], d, "kustomize changed %s" % (k,))
+            # The only change: the DaemonSet's references to the ConfigMap carry its generated name.
+            text = yaml.safe_dump(got[k]).replace(generated, "bpfnet-site")
+            self.assertEqual(yaml.safe_load(text), d, "kustomize changed %s" % (k,))
         # Every manifest file but the kustomization itself is listed.
         files = {f for f in os.listdir(MANIFEST_DIR) if f.endswith(".yaml") and f != "kustomization.yaml"}
         self.assertEqual(files, set(listed))
+
+    def test_bpfnet_changes_no_other_namespace(self):
+        for d in render(MANIFEST_DIR):
+            meta = d["metadata"]
+            if d["kind"] == "Namespace":
+                self.assertEqual(meta["name"], "bpfnet-system")
+            elif d["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+                self.assertEqual(meta.get("namespace"), "bpfnet-system", object_key(d))
+
+    def test_served_namespace_is_the_stock_ironic_namespace(self):
+        # baremetal-operator's ironic-deployment runs Ironic in baremetal-operator-system: the default of both
+        # site.env and k8s/served-namespace, so the two applied unchanged fit each other.
+        allowed = set(site_values()["ALLOWED_NAMESPACES"].split(","))
+        self.assertEqual(allowed, {"baremetal-operator-system"})
+        self.assertEqual({d["metadata"].get("namespace") for d in render(SERVED_DIR)}, allowed)
+
+    def test_example_serves_its_namespace_with_the_role_there(self):
+        rendered = render(EXAMPLE_DIR)
+        site = [d for d in rendered if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("bpfnet-site")]
+        self.assertEqual(len(site), 1)
+        allowed = set(site[0]["data"]["ALLOWED_NAMESPACES"].split(","))
+        roles = {d["metadata"]["namespace"] for d in rendered if d["kind"] == "Role" and d["metadata"]["name"] == "bpfnet-loader"}
+        self.assertEqual(roles, allowed)
+        self.assertEqual(roles, {one("ironic-example.yaml", "Namespace", EXAMPLE_DIR)["metadata"]["name"]})
+        # bpfnet's own objects are the base's.
+        base = {object_key(d) for d in render(MANIFEST_DIR) if d["kind"] != "ConfigMap"}
+        self.assertTrue(base <= {object_key(d) for d in rendered})
 
 
 class Rbac(unittest.TestCase):
     def setUp(self):
         self.cluster_role = one("rbac.yaml", "ClusterRole")
         self.cluster_binding = one("rbac.yaml", "ClusterRoleBinding")
-        self.role = one("rbac-namespace.yaml", "Role")
-        self.binding = one("rbac-namespace.yaml", "RoleBinding")
+        self.role = one("role.yaml", "Role", SERVED_DIR)
+        self.binding = one("role.yaml", "RoleBinding", SERVED_DIR)
         self.lease_role = one("rbac.yaml", "Role")
         self.lease_binding = one("rbac.yaml", "RoleBinding")
         sa = one("serviceaccount.yaml", "ServiceAccount")["metadata"]
@@ -440,12 +520,6 @@ class Rbac(unittest.TestCase):
         self.assertEqual(self.lease_binding["metadata"]["namespace"], self.lease_role["metadata"]["namespace"])
         self.assertEqual(self.lease_binding["subjects"], self.subjects)
 
-    def test_role_in_every_allowed_namespace(self):
-        args = one("daemonset.yaml", "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["args"]
-        allowed = set(args[args.index("--allowed-namespaces") + 1].split(","))
-        self.assertEqual({r["metadata"]["namespace"] for r in load("rbac-namespace.yaml") if r["kind"] == "Role"},
-                         allowed)
-
     def test_bindings(self):
         self.assertEqual(self.cluster_binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io",
                                                            "kind": "ClusterRole",
@@ -453,7 +527,7 @@ class Rbac(unittest.TestCase):
         self.assertEqual(self.cluster_binding["subjects"], self.subjects)
         self.assertEqual(self.binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                                    "name": self.role["metadata"]["name"]})
-        self.assertEqual(self.binding["metadata"]["namespace"], self.role["metadata"]["namespace"])
+        self.assertEqual(self.binding["metadata"].get("namespace"), self.role["metadata"].get("namespace"))
         self.assertEqual(self.binding["subjects"], self.subjects)
 
 
