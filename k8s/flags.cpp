@@ -110,7 +110,9 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
         ->group(group);
     app.add_option("--kubeconfig", k.kubeconfig, "kubeconfig to use (default: the in-cluster service account)")
         ->group(group);
-    app.add_option("--interface", k.interface, "the provisioning NIC")->group(group);
+    app.add_option("--interface", k.interface,
+                   "the provisioning NIC: its name, or MAC addresses (comma-separated) of which this node has one")
+        ->group(group);
     app.add_option("--subnet", k.subnet, "the IPv4 provisioning subnet, CIDR (e.g. 172.22.0.0/24)")->group(group);
     app.add_option("--subnet-v6", k.subnet_v6,
                    "the IPv6 provisioning subnet, CIDR (e.g. fd00:1::/64); with --subnet for a dual-stack LAN, "

@@ -5,6 +5,7 @@
 #include "core/http_server.hpp"
 #include "core/kernel_probe.hpp"
 #include "core/log.hpp"
+#include "core/nic_choice.hpp"
 #include "k8s/controller.hpp"
 #include "k8s/flags.hpp"
 #include "standalone/config.hpp"
@@ -28,14 +29,27 @@ constexpr int kExitConfig = 2;  // the configuration (or the command line) is wr
 // The DaemonSet runs with hostNetwork, so listening on every address lets the kubelet probe the node IP.
 constexpr const char *kDefaultMetricsAddress = "0.0.0.0:9394";
 
+// --interface as MAC addresses (core/nic_choice.hpp): the flags with the name of the link that has one of them.
+bpfnet::k8s::KubernetesFlags with_nic_chosen(bpfnet::k8s::KubernetesFlags flags) {
+    if (!bpfnet::lists_macs(flags.interface))
+        return flags;
+    const std::string macs = flags.interface;
+    flags.interface = bpfnet::link_with_mac(macs, bpfnet::all_links());
+    bpfnet::log_info("provisioning NIC chosen by MAC", {{"iface", flags.interface}, {"macs", macs}});
+    return flags;
+}
+
 int run_kubernetes(const bpfnet::k8s::KubernetesFlags &flags, const std::optional<bpfnet::ListenAddress> &listen,
                    bool check_only) {
     std::pair<bpfnet::NodeSettings, bpfnet::k8s::KubernetesOptions> settings;
     try {
-        settings = bpfnet::k8s::kubernetes_settings(flags);
+        settings = bpfnet::k8s::kubernetes_settings(with_nic_chosen(flags));
     } catch (const std::invalid_argument &e) {
         std::fprintf(stderr, "bpfnet-loader: %s\n", e.what());
         return kExitConfig;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bpfnet-loader: %s\n", e.what());
+        return kExitRuntime;
     }
     if (check_only) {
         std::printf("kubernetes mode: valid (node %s, interface %s)\n", settings.second.node_name.c_str(),

@@ -284,8 +284,12 @@ k8s_loader_start() {
     local kubeconfig
     kubeconfig=$(kubeconfig_for "$node" "$name")
     K8S_LOADER_LOG[$node]=$logfile
+    # node-b names its NIC by MAC, as one DaemonSet does for nodes whose NICs are named differently (the list
+    # holds a MAC no node has, as a list for several nodes would).
+    local interface=$E2E_NIC
+    [ "$node" = node-b ] && interface="02:00:00:00:ff:99,${NIC_MAC[$node]}"
     nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" --kubernetes --kubeconfig "$kubeconfig" \
-        --interface "$E2E_NIC" --subnet "$E2E_SUBNET" --subnet-v6 "$CLUSTER_SUBNET6" --router-advertisements \
+        --interface "$interface" --subnet "$E2E_SUBNET" --subnet-v6 "$CLUSTER_SUBNET6" --router-advertisements \
         --node-name "$node" --allowed-namespaces "$SERVICE_NS" --allowed-cidrs "$E2E_SUBNET,$CLUSTER_SUBNET6" --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3 --event-refresh 2 --watch-idle-timeout 3 --log-level debug ${K8S_LOADER_EXTRA:-} "$@" \
         >"$logfile" 2>&1 &
     K8S_LOADER_PID[$node]=$!

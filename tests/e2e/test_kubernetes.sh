@@ -124,6 +124,9 @@ case_refused() {
 
 case_serve() {
     # From: both loaders running, the Service without endpoints. The pod becomes ready on node A.
+    # node-b's loader was given its NIC by MAC (k8s_loader_start) and says which link that chose.
+    grep -q "msg=\"provisioning NIC chosen by MAC\" iface=$E2E_NIC " "${K8S_LOADER_LOG[node-b]}" ||
+        { E2E_REASON="node-b's loader did not choose $E2E_NIC by MAC: $(grep -m2 'NIC\|error' "${K8S_LOADER_LOG[node-b]}")"; return 1; }
     set_slice c1 node-a || { E2E_REASON="cannot write the EndpointSlice"; return 1; }
     if ! wait_for 5 serves node-a; then
         E2E_REASON="node-a does not serve: who='$(who_serves)' arp='$(arp_owner)'"

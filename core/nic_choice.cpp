@@ -1,0 +1,104 @@
+#include "core/nic_choice.hpp"
+
+#include "core/addresses.hpp"
+#include "maps/system_error.hpp"
+
+#include <net/if.h>
+
+#include <cctype>
+#include <cerrno>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+namespace bpfnet {
+namespace {
+
+std::optional<MacAddress> parse_mac(std::string_view text) {
+    MacAddress mac{};
+    if (text.size() != 17)
+        return std::nullopt;
+    auto nibble = [](char c) -> int {
+        if (std::isdigit(static_cast<unsigned char>(c)))
+            return c - '0';
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    };
+    for (size_t i = 0; i < mac.size(); i++) {
+        const int hi = nibble(text[i * 3]), lo = nibble(text[i * 3 + 1]);
+        if (hi < 0 || lo < 0 || (i < 5 && text[i * 3 + 2] != ':'))
+            return std::nullopt;
+        mac[i] = static_cast<uint8_t>(hi << 4 | lo);
+    }
+    return mac;
+}
+
+std::vector<MacAddress> parse_mac_list(std::string_view list) {
+    std::vector<MacAddress> macs;
+    for (size_t start = 0;;) {
+        const size_t comma = list.find(',', start);
+        const std::string_view item = list.substr(start, comma == std::string_view::npos ? comma : comma - start);
+        const std::optional<MacAddress> mac = parse_mac(item);
+        if (!mac)
+            throw std::invalid_argument("--interface: '" + std::string(item) +
+                                        "' is not a MAC address (aa:bb:cc:dd:ee:ff); give an interface name or MACs");
+        macs.push_back(*mac);
+        if (comma == std::string_view::npos)
+            return macs;
+        start = comma + 1;
+    }
+}
+
+std::string names_and_macs(const std::vector<LinkInfo> &links) {
+    std::string text;
+    for (const LinkInfo &link : links) {
+        if (link.mac == MacAddress{})
+            continue;
+        text += (text.empty() ? "" : ", ") + link.name + " " + format_mac(link.mac.data());
+    }
+    return text.empty() ? "none with a MAC" : text;
+}
+
+} // namespace
+
+bool lists_macs(std::string_view value) {
+    return value.find(':') != std::string_view::npos;
+}
+
+std::string link_with_mac(std::string_view mac_list, const std::vector<LinkInfo> &links) {
+    const std::vector<MacAddress> macs = parse_mac_list(mac_list);
+    std::vector<std::string> found;
+    for (const LinkInfo &link : links)
+        for (const MacAddress &mac : macs)
+            if (link.mac == mac)
+                found.push_back(link.name);
+    if (found.size() == 1)
+        return found.front();
+    if (found.empty())
+        throw std::invalid_argument("--interface: no link of this node has one of the MACs " + std::string(mac_list) +
+                                    " (links: " + names_and_macs(links) + ")");
+    std::string names;
+    for (const std::string &name : found)
+        names += (names.empty() ? "" : ", ") + name;
+    throw std::invalid_argument("--interface: several links have one of the MACs " + std::string(mac_list) + " (" +
+                                names + "): name the interface instead");
+}
+
+std::vector<LinkInfo> all_links() {
+    std::unique_ptr<struct if_nameindex, void (*)(struct if_nameindex *)> names(if_nameindex(), if_freenameindex);
+    if (!names)
+        throw SystemError("if_nameindex", errno);
+    std::vector<LinkInfo> links;
+    for (const struct if_nameindex *n = names.get(); n->if_index != 0; n++) {
+        try {
+            links.push_back(link_by_name(n->if_name));
+        } catch (const SystemError &e) {
+            if (e.code().value() != ENODEV)
+                throw;
+            // gone since the list was taken: not a candidate
+        }
+    }
+    return links;
+}
+
+} // namespace bpfnet
