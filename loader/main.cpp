@@ -1,11 +1,13 @@
 // bpfnet-loader: attaches bpfnet's datapath to the provisioning NIC and keeps its maps in the state the
 // configuration describes. See docs/config.md for the file and README.md for how it is run.
 #include "core/backend_locator.hpp"
+#include "core/datapath.hpp"
 #include "core/event_loop.hpp"
 #include "core/http_server.hpp"
 #include "core/kernel_probe.hpp"
 #include "core/log.hpp"
 #include "core/nic_choice.hpp"
+#include "core/pin_lock.hpp"
 #include "k8s/controller.hpp"
 #include "k8s/flags.hpp"
 #include "standalone/config.hpp"
@@ -39,8 +41,24 @@ bpfnet::k8s::KubernetesFlags with_nic_chosen(bpfnet::k8s::KubernetesFlags flags)
     return flags;
 }
 
+// The uninstall of Kubernetes mode on this node (k8s/uninstall runs it with the DaemonSet's flags once the
+// loaders are gone): the programs detached and the pins removed, as the standalone --teardown does. Not under a
+// running loader (the pin directory's lock): a terminating one would re-create what is removed.
+int teardown_kubernetes_node(const bpfnet::NodeSettings &node) {
+    try {
+        bpfnet::PinDirLock lock(node.pin_dir());
+        bpfnet::Datapath::remove(
+            bpfnet::DatapathOptions{.interface = node.interface, .pin_dir = node.pin_dir(), .xdp_mode = node.xdp_mode});
+        bpfnet::log_info("datapath removed", {{"iface", node.interface}, {"pins", node.pin_dir()}});
+        return 0;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "bpfnet-loader: %s\n", e.what());
+        return kExitRuntime;
+    }
+}
+
 int run_kubernetes(const bpfnet::k8s::KubernetesFlags &flags, const std::optional<bpfnet::ListenAddress> &listen,
-                   bool check_only) {
+                   bool check_only, bool teardown) {
     std::pair<bpfnet::NodeSettings, bpfnet::k8s::KubernetesOptions> settings;
     try {
         settings = bpfnet::k8s::kubernetes_settings(with_nic_chosen(flags));
@@ -56,6 +74,8 @@ int run_kubernetes(const bpfnet::k8s::KubernetesFlags &flags, const std::optiona
                     settings.first.interface.c_str());
         return 0;
     }
+    if (teardown)
+        return teardown_kubernetes_node(settings.first);
     try {
         bpfnet::LoaderStatus status;
         bpfnet::k8s::KubernetesLoader loader(settings.first, settings.second, status);
@@ -101,7 +121,9 @@ int main(int argc, char **argv) {
     app.add_option("--log-level", level, "debug, info, warn or error")
         ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
     app.add_flag("--check", check_only, "validate the configuration (or the Kubernetes mode flags) and exit");
-    app.add_flag("--teardown", teardown, "detach the programs and remove the pinned maps, then exit");
+    app.add_flag("--teardown", teardown,
+                 "detach the programs and remove the pinned maps, then exit (with --config, or with --kubernetes "
+                 "and its flags)");
     app.add_flag("--probe-kernel", probe_kernel,
                  "print what this kernel offers (tcx, bpf_redirect_peer) and the automatic choices, then exit");
     app.add_option("--metrics-address", metrics_address,
@@ -112,8 +134,8 @@ int main(int argc, char **argv) {
         app.parse(argc, argv);
         if (probe_kernel)
             return print_kernel_probe();
-        if (kubernetes.enabled && (config_option->count() > 0 || teardown))
-            throw CLI::ValidationError("--kubernetes", "cannot be combined with --config or --teardown");
+        if (kubernetes.enabled && config_option->count() > 0)
+            throw CLI::ValidationError("--kubernetes", "cannot be combined with --config");
         if (!kubernetes.enabled && config_option->count() == 0)
             throw CLI::RequiredError("--config (or --kubernetes)");
     } catch (const CLI::ParseError &e) {
@@ -134,7 +156,7 @@ int main(int argc, char **argv) {
     bpfnet::route_library_logs();
 
     if (kubernetes.enabled)
-        return run_kubernetes(kubernetes, listen, check_only);
+        return run_kubernetes(kubernetes, listen, check_only, teardown);
 
     bpfnet::Config config;
     try {

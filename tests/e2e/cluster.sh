@@ -42,6 +42,7 @@ NODES=(node-a node-b)
 declare -A NODE_NS=([node-a]=k8s-node-a [node-b]=k8s-node-b)
 declare -A POD_NS=([node-a]=k8s-pod-a [node-b]=k8s-pod-b)
 declare -A NIC_MAC=([node-a]=02:00:00:00:00:0a [node-b]=02:00:00:00:00:0b)
+K8S_FLAGS=() # k8s_loader_flags
 declare -A POD_IP=([node-a]=198.18.100.2 [node-b]=198.18.101.2)
 declare -A POD_GW=([node-a]=198.18.100.1 [node-b]=198.18.101.1)
 declare -A POD_NAME=([node-a]=ironic-a [node-b]=ironic-b)
@@ -276,21 +277,32 @@ events_of() {
 
 k8s_loader_serving() { grep -q 'msg=serving ' "${K8S_LOADER_LOG[$1]}" 2>/dev/null || pid_gone "${K8S_LOADER_PID[$1]}"; }
 
+# k8s_loader_flags NODE NAME: the loader's flags on NODE against stand-in NAME, in the array K8S_FLAGS (what
+# k8s_loader_start runs with, and what the uninstall adds --teardown to, as k8s/uninstall does).
+k8s_loader_flags() {
+    local node=$1 name=$2
+    local kubeconfig
+    kubeconfig=$(kubeconfig_for "$node" "$name")
+    # node-b names its NIC by MAC, as one DaemonSet does for nodes whose NICs are named differently (the list
+    # holds a MAC no node has, as a list for several nodes would).
+    local interface=$E2E_NIC
+    [ "$node" = node-b ] && interface="02:00:00:00:ff:99,${NIC_MAC[$node]}"
+    K8S_FLAGS=(--kubernetes --kubeconfig "$kubeconfig"
+        --interface "$interface" --subnet "$E2E_SUBNET" --subnet-v6 "$CLUSTER_SUBNET6" --router-advertisements
+        --node-name "$node" --allowed-namespaces "$SERVICE_NS" --allowed-cidrs "$E2E_SUBNET,$CLUSTER_SUBNET6"
+        --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3
+        --event-refresh 2 --watch-idle-timeout 3 --log-level debug)
+}
+
 # k8s_loader_start NODE NAME LOG [ARGS...]: the loader on NODE against stand-in NAME, in the background; waits
 # until it serves unless K8S_NO_WAIT is set.
 k8s_loader_start() {
     local node=$1 name=$2 logfile=$3
     shift 3
-    local kubeconfig
-    kubeconfig=$(kubeconfig_for "$node" "$name")
     K8S_LOADER_LOG[$node]=$logfile
-    # node-b names its NIC by MAC, as one DaemonSet does for nodes whose NICs are named differently (the list
-    # holds a MAC no node has, as a list for several nodes would).
-    local interface=$E2E_NIC
-    [ "$node" = node-b ] && interface="02:00:00:00:ff:99,${NIC_MAC[$node]}"
-    nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" --kubernetes --kubeconfig "$kubeconfig" \
-        --interface "$interface" --subnet "$E2E_SUBNET" --subnet-v6 "$CLUSTER_SUBNET6" --router-advertisements \
-        --node-name "$node" --allowed-namespaces "$SERVICE_NS" --allowed-cidrs "$E2E_SUBNET,$CLUSTER_SUBNET6" --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3 --event-refresh 2 --watch-idle-timeout 3 --log-level debug ${K8S_LOADER_EXTRA:-} "$@" \
+    k8s_loader_flags "$node" "$name"
+    # shellcheck disable=SC2086 # K8S_LOADER_EXTRA: extra flags, split on purpose
+    nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" "${K8S_FLAGS[@]}" ${K8S_LOADER_EXTRA:-} "$@" \
         >"$logfile" 2>&1 &
     K8S_LOADER_PID[$node]=$!
     E2E_PIDS+=("$!")

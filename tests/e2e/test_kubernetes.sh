@@ -54,6 +54,7 @@ e2e_case shared_ip case_shared_ip "g. two Services sharing the IP are served onl
 e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each address served under its own Lease (RA, NDP, DHCPv6, HTTP over both), both follow a move, the ingress lists what is served; an IPv6-only Service; two addresses on one pod refused" case:serve
 e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case:serve
 e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case:pivot
+e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
 e2e_case rbac case_rbac "j. every API request the loaders sent is granted by the ClusterRole and the metal3 Role" case:pivot
 E2E_AFTER_CASE=k8s_after_case
 
@@ -985,6 +986,39 @@ case_bridge_cni() {
     wait_for 3 eval '[ "$(arp_owner)" = silent ]' || { E2E_REASON="the service IP is still answered by $(arp_owner)"; return 1; }
     [ -z "$(lease_holder c2)" ] || { E2E_REASON="c2's Lease still held by '$(lease_holder c2)'"; return 1; }
     loaders_alive
+}
+
+# left_on NODE: what bpfnet left attached or pinned on NODE (empty when nothing).
+left_on() {
+    local node=$1 what=""
+    ip -n "${NODE_NS[$node]}" link show "$E2E_NIC" | grep -q 'xdp' && what+="xdp on $E2E_NIC; "
+    [ -n "$(tc -n "${NODE_NS[$node]}" filter show dev "$E2E_NIC" ingress 2>/dev/null)" ] && what+="tc filter on $E2E_NIC; "
+    [ -n "$(tc -n "${NODE_NS[$node]}" filter show dev vethpod ingress 2>/dev/null)" ] && what+="tc filter on vethpod; "
+    [ -e "$E2E_PIN_ROOT/$node/$E2E_NIC" ] && what+="pins in $E2E_PIN_ROOT/$node/$E2E_NIC; "
+    echo "$what"
+}
+
+case_uninstall() {
+    # From: node-a serving (case serve). Deleting the DaemonSet sends SIGTERM: an upgrade's stop, the datapath
+    # left running. k8s/uninstall then runs the loader with the DaemonSet's own flags and --teardown.
+    local node out
+    for node in node-a node-b; do
+        k8s_loader_stop "$node" TERM
+        [ -n "$(left_on "$node")" ] || { E2E_REASON="$node had nothing attached before the teardown"; return 1; }
+    done
+    for node in node-a node-b; do
+        k8s_loader_flags "$node" c1
+        if ! out=$(nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" "${K8S_FLAGS[@]}" --teardown 2>&1); then
+            E2E_REASON="--teardown on $node failed: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+            return 1
+        fi
+        grep -q 'msg="datapath removed"' <<<"$out" || { E2E_REASON="$node: no 'datapath removed': $out"; return 1; }
+        local left
+        left=$(left_on "$node")
+        [ -z "$left" ] || { E2E_REASON="left behind on $node: $left"; return 1; }
+    done
+    wait_for 3 eval '[ "$(arp_owner)" = silent ]' || { E2E_REASON="the service IP is still answered by $(arp_owner)"; return 1; }
+    log "both nodes clean after --teardown; the service IP unanswered"
 }
 
 case_rbac() {

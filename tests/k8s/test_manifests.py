@@ -25,6 +25,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..", "..", "k8s", "manifests")
 SERVED_DIR = os.path.join(MANIFEST_DIR, "..", "served-namespace")
+UNINSTALL_DIR = os.path.join(MANIFEST_DIR, "..", "uninstall")
 EXAMPLE_DIR = os.path.join(MANIFEST_DIR, "..", "examples", "ironic")
 
 # The API calls of bpfnet-loader in Kubernetes mode, as (API group, resource, verb): those it makes in every
@@ -477,6 +478,46 @@ class Kustomize(unittest.TestCase):
         # bpfnet's own objects are the base's.
         base = {object_key(d) for d in render(MANIFEST_DIR) if d["kind"] != "ConfigMap"}
         self.assertTrue(base <= {object_key(d) for d in rendered})
+
+
+class Uninstall(unittest.TestCase):
+    """k8s/uninstall: k8s/manifests with the DaemonSet's loader run once per node with --teardown."""
+
+    def test_the_loader_runs_once_with_its_own_flags_and_teardown(self):
+        base = {object_key(d): d for d in render(MANIFEST_DIR)}
+        teardown = {object_key(d): d for d in render(UNINSTALL_DIR)}
+        self.assertEqual(set(teardown), set(base), "the same objects, so that delete -k removes them all")
+        key = ("apps/v1", "DaemonSet", "bpfnet-system", "bpfnet-loader")
+        for k in base:
+            if k != key:
+                self.assertEqual(teardown[k], base[k], k)
+        pod, loader_pod = teardown[key]["spec"]["template"], base[key]["spec"]["template"]
+        self.assertEqual(pod["metadata"], loader_pod["metadata"])
+        spec, loader_spec = dict(pod["spec"]), dict(loader_pod["spec"])
+        init, containers = spec.pop("initContainers"), spec.pop("containers")
+        loader = loader_spec.pop("containers")[0]
+        self.assertEqual(spec, loader_spec, "the same nodes, host network, volumes and account")
+        self.assertEqual(len(init), 1)
+        want = {k: v for k, v in loader.items() if k not in ("livenessProbe", "readinessProbe", "ports")}
+        want["args"] = loader["args"] + ["--teardown"]
+        self.assertEqual(init[0], want)
+        # Then nothing runs: a pause container keeps the pod finished.
+        self.assertEqual([c["image"] for c in containers], ["registry.k8s.io/pause:3.9"])
+        self.assertEqual(containers[0]["securityContext"]["capabilities"], {"drop": ["ALL"]})
+
+    def test_the_loader_accepts_the_teardown_flags(self):
+        loader = os.environ.get("BPFNET_LOADER")
+        if not loader:
+            self.skipTest("BPFNET_LOADER (the bpfnet-loader binary) not given")
+        ds = [d for d in render(UNINSTALL_DIR) if d["kind"] == "DaemonSet"][0]
+        init = ds["spec"]["template"]["spec"]["initContainers"][0]
+        env, site = {}, site_values()
+        for e in init.get("env") or []:
+            ref = (e.get("valueFrom") or {}).get("configMapKeyRef")
+            env[e["name"]] = site[ref["key"]] if ref else e.get("value", "control-plane-1" if "valueFrom" in e else "")
+        args = [re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env[m.group(1)], a) for a in init["args"]]
+        run = subprocess.run([loader] + args + ["--check"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(run.returncode, 0, "bpfnet-loader %s --check: %s" % (" ".join(args), run.stderr))
 
 
 class Rbac(unittest.TestCase):
