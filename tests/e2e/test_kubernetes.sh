@@ -680,7 +680,7 @@ case_rolling_update() {
 
 case_metal3_example() {
     # k8s/examples/metal3-ironic-service.yaml, the Service docs/metal3.md gives for baremetal-operator's
-    # ironic-deployment, with an IP of the test LAN: accepted, and served from the node of its ready endpoint,
+    # ironic-deployment, with an IP of the test LAN and in the test's namespace: accepted, and served from the node of its ready endpoint,
     # the pod that does not back the Ironic Service (a pod answers for one address per family, case g2).
     # From: the pod ready on node A, A serving (case serve, its need in the case list): the example goes to the
     # other node, and the Ironic Service's Lease must outlive the example's.
@@ -689,7 +689,8 @@ case_metal3_example() {
     body=$("$SYSTEM_PYTHON" -c 'import json, sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
 d["metadata"]["annotations"]["bpfnet.io/ip"] = sys.argv[2]
-print(json.dumps(d))' "$E2E_REPO/k8s/examples/metal3-ironic-service.yaml" "$ip") ||
+d["metadata"]["namespace"] = sys.argv[3]
+print(json.dumps(d))' "$E2E_REPO/k8s/examples/metal3-ironic-service.yaml" "$ip" "$SERVICE_NS") ||
         { E2E_REASON="cannot read the example"; return 1; }
     kapi c1 POST "$SLICE_PATH" "$(slice_json "$node" true "$name")" >/dev/null || { E2E_REASON="cannot create its slice"; return 1; }
     kapi c1 POST "$SERVICE_PATH" "$body" >/dev/null || { E2E_REASON="cannot create the example Service"; return 1; }
