@@ -237,14 +237,10 @@ std::string trace_json(const bpfnet_trace &r) {
 }
 
 std::array<uint8_t, 6> parse_mac(const std::string &text, const std::string &what) {
-    std::array<uint8_t, 6> mac{};
-    unsigned v[6];
-    char tail;
-    if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+    const std::optional<std::array<uint8_t, 6>> mac = bpfnet::parse_mac(text);
+    if (!mac)
         throw CliError(ExitCode::InvalidArgument, what + ": '" + text + "' is not a MAC address (aa:bb:cc:dd:ee:ff)");
-    for (size_t i = 0; i < mac.size(); i++)
-        mac[i] = static_cast<uint8_t>(v[i]);
-    return mac;
+    return *mac;
 }
 
 void run_trace(Context &context, const TraceOptions &options) {

@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 
@@ -49,6 +50,21 @@ std::string format_mac(const uint8_t *mac) {
     char text[18];
     std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
     return text;
+}
+
+std::optional<std::array<uint8_t, 6>> parse_mac(std::string_view text) {
+    std::array<uint8_t, 6> mac{};
+    for (size_t i = 0; i < mac.size(); i++) {
+        const size_t end = i + 1 < mac.size() ? text.find(':') : text.size();
+        const std::string_view group = text.substr(0, end);
+        if (end == std::string_view::npos || group.empty() || group.size() > 2 ||
+            !std::all_of(group.begin(), group.end(),
+                         [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+            return std::nullopt;
+        mac[i] = static_cast<uint8_t>(std::stoul(std::string(group), nullptr, 16));
+        text.remove_prefix(i + 1 < mac.size() ? end + 1 : end);
+    }
+    return mac;
 }
 
 uint32_t prefix_mask_be(unsigned prefix_len) {

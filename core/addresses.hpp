@@ -5,6 +5,7 @@
 
 #include "maps/layout.hpp"
 
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <optional>
@@ -32,6 +33,8 @@ std::string format_ipv4(uint32_t be);
 std::optional<uint32_t> parse_ipv4(const std::string &text);
 /* "aa:bb:cc:dd:ee:ff" of the 6 bytes at mac. */
 std::string format_mac(const uint8_t *mac);
+/* Six groups of one or two hex digits, either case, separated by ':'; nullopt otherwise. */
+std::optional<std::array<uint8_t, 6>> parse_mac(std::string_view text);
 
 /* The netmask of a prefix length, in network byte order (0 for /0). */
 uint32_t prefix_mask_be(unsigned prefix_len);

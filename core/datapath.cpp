@@ -201,13 +201,17 @@ void Datapath::open_object() {
     skel_->rodata->kernel_has_redirect_peer = options_.redirect_peer;
     set_pin_paths(skel_->obj, options_.pin_dir);
     replace_incompatible_pins(skel_->obj, options_.pin_dir);
-    flow_ports_created_ = !std::filesystem::exists(options_.pin_dir + "/" BPFNET_MAP_NAME(flow_ports));
+    // Only flows pinned before this start can lack their marks: on a fresh install every flow is recorded by
+    // these programs, which mark it.
+    flow_ports_created_ = !std::filesystem::exists(options_.pin_dir + "/" BPFNET_MAP_NAME(flow_ports)) &&
+                          std::filesystem::exists(options_.pin_dir + "/" BPFNET_MAP_NAME(flows));
 }
 
 // flow_ports created by this start next to flows pinned before it (an upgrade from a build without it): the
-// ports of those flows are marked, or their answers to a listed port would miss them. Until every pod hook is
-// ours again, the old programs there still record flows without marking them, so this runs again after each
-// pod hook attached in this loader's life (the tables are small; a fresh install has none).
+// ports of those flows are marked, or the hosts' answers on them would skip the flow tables and be dropped. Until every
+// pod hook is ours again, the old programs there still record flows without marking them, so this runs again after each
+// pod hook attached in this loader's life (only after such an upgrade: a fresh install or a restart has nothing
+// to mark).
 void Datapath::mark_adopted_flow_ports(bool report) {
     if (!flow_ports_created_)
         return;

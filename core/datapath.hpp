@@ -73,7 +73,7 @@ private:
     std::optional<DatapathMaps> maps_;
     XdpAttachment xdp_;
     HookAction tc_nic_action_ = HookAction::Attached;
-    bool flow_ports_created_ = false; // flow_ports was not pinned before this start (see mark_adopted_flow_ports)
+    bool flow_ports_created_ = false; // flow_ports is new next to pinned flows (see mark_adopted_flow_ports)
 };
 
 // Whether this kernel/device pair is served by libxdp's dispatcher: read back from the attached program.

@@ -5,7 +5,6 @@
 
 #include <net/if.h>
 
-#include <cctype>
 #include <cerrno>
 #include <memory>
 #include <optional>
@@ -13,25 +12,6 @@
 
 namespace bpfnet {
 namespace {
-
-std::optional<MacAddress> parse_mac(std::string_view text) {
-    MacAddress mac{};
-    if (text.size() != 17)
-        return std::nullopt;
-    auto nibble = [](char c) -> int {
-        if (std::isdigit(static_cast<unsigned char>(c)))
-            return c - '0';
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    };
-    for (size_t i = 0; i < mac.size(); i++) {
-        const int hi = nibble(text[i * 3]), lo = nibble(text[i * 3 + 1]);
-        if (hi < 0 || lo < 0 || (i < 5 && text[i * 3 + 2] != ':'))
-            return std::nullopt;
-        mac[i] = static_cast<uint8_t>(hi << 4 | lo);
-    }
-    return mac;
-}
 
 std::vector<MacAddress> parse_mac_list(std::string_view list) {
     std::vector<MacAddress> macs;

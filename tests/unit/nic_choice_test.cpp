@@ -52,6 +52,9 @@ TEST(NicChoice, TheLinkWithOneOfTheMacsEitherCase) {
     EXPECT_EQ(link_with_mac("52:54:00:AB:CD:EF", kNode), "enp2s0");
     EXPECT_EQ(link_with_mac("52:54:00:00:00:09,52:54:00:ab:cd:ef", kNode), "enp2s0");
     EXPECT_EQ(link_with_mac("52:54:00:00:00:01", kNode), "eno1");
+    // Groups of one digit, as some tools write them (core/addresses.hpp's parse_mac, which bpfnetctl trace
+    // --mac takes too).
+    EXPECT_EQ(link_with_mac("52:54:0:ab:cd:ef", kNode), "enp2s0");
 }
 
 TEST(NicChoice, NoLinkWithOneIsRefusedNamingTheLinksThereAre) {
