@@ -130,6 +130,8 @@ int main(int argc, char **argv) {
                    "HOST:PORT of /metrics, /healthz and /readyz (docs/observability.md); '' disables them")
         ->capture_default_str();
     bpfnet::k8s::add_kubernetes_flags(app, kubernetes);
+    // What an image runs is told by its version (Containerfile; scripts/image.sh tags the image with it).
+    app.set_version_flag("--version", std::string("bpfnet-loader ") + BPFNET_VERSION);
     try {
         app.parse(argc, argv);
         if (probe_kernel)

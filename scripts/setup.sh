@@ -23,6 +23,9 @@ packages=(
   # the kernel matrix (tests/vm): QEMU, and the tools that build the guest's initramfs; iPXE ROMs for the
   # PXE-booting guest of tests/e2e/test_firmware.sh
   qemu-system-x86 cpio kmod xz-utils ipxe-qemu
+  # the image (scripts/image.sh, Containerfile): podman builds and runs it, from base images mmdebstrap makes
+  # of Debian packages (no registry needed); runc for hosts whose cgroups crun refuses (v1 or hybrid)
+  podman mmdebstrap runc
   # benchmarks (tests/bench): the alternatives bpfnet is measured against, and load generators
   haproxy nftables sockperf kea-admin atftp atftpd
 )
@@ -60,6 +63,7 @@ fi
 # socket unit would own UDP 69 of the host). Removing the .wants links is what `systemctl disable` does,
 # and works where systemd is not running.
 for unit in atftpd.socket atftpd.service haproxy.service iperf3.service ironic-api.service \
-  kea-dhcp4-server.service kea-dhcp6-server.service prometheus.service; do
+  kea-dhcp4-server.service kea-dhcp6-server.service prometheus.service podman.service podman.socket \
+  podman-restart.service podman-auto-update.service podman-auto-update.timer; do
   rm -f /etc/systemd/system/*.wants/"$unit"
 done

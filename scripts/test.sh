@@ -56,6 +56,11 @@ stage build "build, BPF compiled with clang-14" build "$top/build" clang-14
 stage build16 "build, BPF compiled with clang-16: the packet tables and the fuzzer" \
   build "$top/build-clang16" clang-16 bpf_tests bpfnet_fuzz
 
+# The image (Containerfile) from base images made of Debian packages: tests/e2e/test_image.sh runs the loader
+# from it with the DaemonSet's security context; here a missing image fails that suite instead of skipping it.
+stage image "image: scripts/image.sh (podman, bases from Debian packages)" "$top/scripts/image.sh"
+export BPFNET_IMAGE_REQUIRED=1
+
 # The sandbox's loopback is brought up for the tests that talk to a local stand-in (the Kubernetes API).
 sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "$@"' sandboxed "$@"; }
 

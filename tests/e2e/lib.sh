@@ -371,6 +371,15 @@ skip_suite() {
     exit 77
 }
 
+# skip_unless CHECK...: skips the suite (skip_suite, with the check's E2E_REASON) unless every CHECK (a
+# function such as dhcp_available or ironic_available) succeeds.
+skip_unless() {
+    local check
+    for check in "$@"; do
+        "$check" || skip_suite "$E2E_REASON"
+    done
+}
+
 # lan_host_attach NS IP MAC BRIDGE_NS: gives host namespace NS an eth0 that is a veth into the LAN bridge
 # (in BRIDGE_NS, port lan-NAME), with default offloads.
 lan_host_attach() {

@@ -66,9 +66,7 @@ fi
 sandbox_reexec "$@"
 
 require_tools qemu-system-x86_64 dnsmasq python3 curl
-for check in dhcp_available ironic_available; do
-    "$check" || skip_suite "$E2E_REASON"
-done
+skip_unless dhcp_available ironic_available
 [ -f "$ROM" ] || skip_suite "no iPXE ROM at $ROM (ipxe-qemu)"
 for f in vmlinuz initrd.img; do
     [ -f "$FIRMWARE_BOOT_DIR/$f" ] || die "$FIRMWARE_BOOT_DIR/$f is missing"

@@ -54,12 +54,7 @@ TFTP_BYTES=$((512 * 1024))
 # Debian's interpreter: a per-user one (pyenv) is not readable by uid 65534.
 IMAGE_PYTHON=/usr/bin/python3
 
-for check in dhcp_available ironic_available; do
-    if ! "$check"; then
-        echo "e2e: $E2E_REASON; skipped" >&2
-        exit 77
-    fi
-done
+skip_unless dhcp_available ironic_available
 if [ ! -x "$IMAGE_PYTHON" ] || ! setpriv --help 2>&1 | grep -q -- --ambient-caps; then
     echo "e2e: needs $IMAGE_PYTHON and a setpriv with --ambient-caps (util-linux >= 2.31); skipped" >&2
     exit 77

@@ -38,12 +38,7 @@ fi
 
 e2e_start "$@"
 
-for check in dhcp_available ironic_available; do
-    if ! "$check"; then
-        echo "e2e: $E2E_REASON; skipped" >&2
-        exit 77
-    fi
-done
+skip_unless dhcp_available ironic_available
 
 walk_setup() {
     topology_create

@@ -63,7 +63,7 @@ LEASE_API_CALLS = {
 }
 
 # The capabilities of the loader's container (daemonset.yaml says why each is needed).
-LOADER_CAPABILITIES = {"BPF", "NET_ADMIN", "NET_RAW", "PERFMON", "SYS_ADMIN"}
+LOADER_CAPABILITIES = {"NET_ADMIN", "NET_RAW", "SYS_ADMIN"}
 
 # file -> the objects it must hold, as (apiVersion, kind, namespace or None, name), in any order.
 EXPECTED_OBJECTS = {

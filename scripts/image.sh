@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Builds the bpfnet image (Containerfile: bpfnet-loader and bpfnetctl) with podman, and checks what it built.
+#
+#   scripts/image.sh [--bases debian|registry] [--tag NAME] [--save FILE]
+#
+#   --bases debian    (default) the two base images are made here from Debian packages (mmdebstrap, then
+#                     podman import), with the stages' packages already in them (scripts/image-packages.sh):
+#                     needs a Debian mirror, no container registry. Kept between runs while the package
+#                     lists are unchanged.
+#   --bases registry  the Containerfile's own bases (debian:bookworm, debian:bookworm-slim from docker.io)
+#   --tag NAME        the image's name (default docker.io/bpfnet/bpfnet-loader:VERSION, VERSION from CMakeLists.txt:
+#                     the name the DaemonSet's image bpfnet/bpfnet-loader:VERSION means to a node's runtime)
+#   --save FILE       also writes the image as a docker-archive (for `ctr -n k8s.io images import FILE`, `kind
+#                     load image-archive FILE` or `podman load`), for clusters that pull from no registry
+#
+# env: DEBIAN_MIRROR (http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR (http://deb.debian.org/debian-security)
+# Prints the image's name, size and `--version`. Run as root (mmdebstrap and rootful podman).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=image-packages.sh
+source "$root/scripts/image-packages.sh"
+# shellcheck source=podman.sh
+source "$root/scripts/podman.sh"
+
+version=$(sed -n 's/^project(bpfnet VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+bases=debian
+tag="docker.io/bpfnet/bpfnet-loader:$version"
+save=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --bases) bases=${2:?--bases needs debian or registry}; shift 2 ;;
+    --tag) tag=${2:?--tag needs a name}; shift 2 ;;
+    --save) save=${2:?--save needs a file}; shift 2 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "image.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$bases" in
+debian | registry) ;;
+*) echo "image.sh: --bases is debian or registry, not '$bases'" >&2; exit 2 ;;
+esac
+for tool in podman $([ "$bases" = debian ] && echo mmdebstrap); do
+    command -v "$tool" >/dev/null || { echo "image.sh: $tool not found (scripts/setup.sh installs it)" >&2; exit 1; }
+done
+
+mapfile -t host_flags < <(podman_host_flags)
+[ "${#host_flags[@]}" -gt 0 ] && echo "image.sh: podman flags for this host: ${host_flags[*]}"
+
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+security_mirror=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+# The hash of the package lists and of this script labels each base, so a base is made again only when what
+# makes it changed.
+packages_hash=$(cat "$root/scripts/image-packages.sh" "$0" | sha256sum | cut -c1-16)
+
+# debian_base NAME VARIANT PACKAGES: the base image NAME (Debian 12, mmdebstrap's VARIANT, with PACKAGES),
+# made unless an image of that name was made from the same package lists. No recommended packages, no
+# documentation, manual pages or translations, and /usr merged by mmdebstrap's hook rather than by the
+# usrmerge package (which would bring perl: 47 MiB). The runtime base (variant essential) has no apt at all.
+debian_base() {
+    local name=$1 variant=$2 packages=$3 made tarball
+    made=$(podman image inspect --format '{{index .Labels "bpfnet.packages"}}' "$name" 2>/dev/null || true)
+    if [ "$made" = "$packages_hash" ]; then
+        echo "image.sh: base $name is up to date"
+        return
+    fi
+    tarball=$(mktemp /tmp/bpfnet-base.XXXXXX.tar)
+    echo "image.sh: making base $name (mmdebstrap --variant=$variant)"
+    local t0=$SECONDS
+    # mmdebstrap's hooks and apt talk even with --quiet: their output is shown only if it fails.
+    # shellcheck disable=SC2086 # the package list is a word list
+    if ! mmdebstrap --quiet --variant="$variant" --include="$(echo $packages | tr ' ' ,)" \
+        --aptopt='APT::Install-Recommends "false"' --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+        bookworm "$tarball" "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
+        "deb $security_mirror bookworm-security main" >"$tarball.log" 2>&1; then
+        cat "$tarball.log" >&2
+        rm -f "$tarball" "$tarball.log"
+        echo "image.sh: mmdebstrap failed for $name" >&2
+        exit 1
+    fi
+    podman import --quiet --change "LABEL bpfnet.packages=$packages_hash" "$tarball" "$name" >/dev/null
+    rm -f "$tarball" "$tarball.log"
+    echo "image.sh: base $name made in $((SECONDS - t0)) s"
+}
+
+build_args=()
+if [ "$bases" = debian ]; then
+    debian_base localhost/bpfnet-build-base:bookworm apt "$BUILD_PACKAGES"
+    debian_base localhost/bpfnet-runtime-base:bookworm essential "$RUNTIME_PACKAGES"
+    build_args=(--build-arg BUILD_BASE=localhost/bpfnet-build-base:bookworm
+        --build-arg RUNTIME_BASE=localhost/bpfnet-runtime-base:bookworm)
+fi
+
+echo "image.sh: building $tag"
+t0=$SECONDS
+podman build "${host_flags[@]}" "${build_args[@]}" --tag "$tag" --file "$root/Containerfile" "$root"
+
+# What was built: the version it reports must be the project's, and the size is reported.
+reported=$(podman run --rm "${host_flags[@]}" "$tag" --version)
+if [ "$reported" != "bpfnet-loader $version" ]; then
+    echo "image.sh: the image reports '$reported', not bpfnet-loader $version" >&2
+    exit 1
+fi
+size=$(podman image inspect --format '{{.Size}}' "$tag")
+echo "image.sh: $tag ($reported), $((size / 1024 / 1024)) MiB, built in $((SECONDS - t0)) s"
+if [ -n "$save" ]; then
+    podman save --quiet --format docker-archive --output "$save" "$tag"
+    echo "image.sh: saved to $save"
+fi

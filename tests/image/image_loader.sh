@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A LOADER for the end-to-end suites that runs bpfnet-loader from the image, as the DaemonSet runs it on a
+# node: `podman run` with the flags daemonset_flags.py reads off k8s/manifests (host network, which here is
+# the network namespace this script was started in: the test's node; capabilities; read-only root; the
+# bpffs and the control socket's directory), plus the directory of --config, read-only, as a ConfigMap
+# volume would give it. Arguments are the loader's. Signals reach the loader (podman's signal proxy), and
+# its exit status is this script's.
+#
+#   env: BPFNET_IMAGE             the image (default docker.io/bpfnet/bpfnet-loader:VERSION, as scripts/image.sh tags it)
+#        BPFNET_IMAGE_DROP_CAP    a capability of the DaemonSet's to leave out (the capability cases)
+set -euo pipefail
+
+here=$(dirname "$(realpath "$0")")
+root=$(cd "$here/../.." && pwd)
+# shellcheck source=../../scripts/podman.sh
+source "$root/scripts/podman.sh"
+
+version=$(sed -n 's/^project(bpfnet VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+image=${BPFNET_IMAGE:-docker.io/bpfnet/bpfnet-loader:$version}
+
+drop=()
+[ -n "${BPFNET_IMAGE_DROP_CAP:-}" ] && drop=(--drop "$BPFNET_IMAGE_DROP_CAP")
+mapfile -t daemonset < <(python3 "$here/daemonset_flags.py" --control-dir /run/bpfnet "${drop[@]}")
+[ "${#daemonset[@]}" -gt 0 ] || exit 2
+mapfile -t host < <(podman_host_flags)
+
+config_mount=()
+args=("$@")
+for i in "${!args[@]}"; do
+    if [ "${args[$i]}" = --config ] || [ "${args[$i]}" = -c ]; then
+        dir=$(dirname "$(realpath "${args[$((i + 1))]}")")
+        config_mount=(--volume="$dir:$dir:ro")
+    fi
+done
+
+# Named so that a suite's cleanup finds what a killed podman left (podman rm -f by this prefix).
+exec podman run --rm --name "bpfnet-e2e-$$" --log-driver=none "${host[@]}" "${daemonset[@]}" \
+    "${config_mount[@]}" "$image" "$@"
