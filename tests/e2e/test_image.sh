@@ -66,13 +66,16 @@ e2e_start "$@"
 # Every start of the loader goes through the image, whatever binary the suite was given (the suites' common
 # argument, so that each_case.sh and ctest run this one as every other).
 LOADER=$IMAGE_DIR/image_loader.sh
+# This sandbox's containers, by name: its temporary directory is unique, and each_case.sh runs cases side by side.
+BPFNET_IMAGE_CONTAINER_PREFIX=bpfnet-e2e-${E2E_TMP##*.}
+export BPFNET_IMAGE_CONTAINER_PREFIX
 
 skip_unless dhcp_available ironic_available
 
 # A podman killed before its container (a stopped test) leaves the container; the suite removes its own.
 image_containers_cleanup() {
     local name
-    for name in $(podman ps -a --format '{{.Names}}' | grep '^bpfnet-e2e-'); do
+    for name in $(podman ps -a --format '{{.Names}}' | grep "^$BPFNET_IMAGE_CONTAINER_PREFIX-"); do
         podman rm -f "$name" >/dev/null 2>&1
     done
 }
@@ -94,7 +97,7 @@ print("%016x" % sum(1 << bits[c] for c in sys.argv[1:]))' "$@"
 # effective and bounding, no_new_privs, uid 0 and a read-only root file system.
 container_context_is() {
     local name pid status expected
-    name=$(podman ps --format '{{.Names}}' | grep -m1 '^bpfnet-e2e-')
+    name=$(podman ps --format '{{.Names}}' | grep -m1 "^$BPFNET_IMAGE_CONTAINER_PREFIX-")
     pid=$(podman inspect --format '{{.State.Pid}}' "$name" 2>/dev/null)
     if [ -z "$pid" ] || [ ! -r "/proc/$pid/status" ]; then
         E2E_REASON="no running container of the image"

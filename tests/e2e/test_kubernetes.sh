@@ -47,7 +47,7 @@ e2e_case partition case_partition "e2. the owner's node cut off from the API ser
 e2e_case bad_responses case_bad_responses "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case:serve
 e2e_case stalled_watches case_stalled_watches "f2. watches stalled (connected, silent): restarted after the idle timeout, a move followed" case:serve
 e2e_case rolling_update case_rolling_update "f3. rolling update: the old pod, terminating but serving, keeps the IP until the new one is ready" case:serve
-e2e_case metal3_example case_metal3_example "f4. the Metal3 example Service (k8s/examples) is accepted and served" case:serve
+e2e_case metal3_example case_metal3_example "f4. the Service of the BMO component (k8s/metal3/ironic-deployment, rendered) is accepted and served" case:serve
 e2e_case loader_upgrade case_loader_upgrade "f5. the owner's loader upgraded with a slow start (past the heartbeat timeout): the grace keeps the IP answered" case:serve
 e2e_case source_ranges case_source_ranges "f6. loadBalancerSourceRanges: only sources in the ranges reach the service IP's ports; broadcast DHCP still relayed" case:serve
 e2e_case shared_ip case_shared_ip "g. two Services sharing the IP are served only when their pods are on one node" case:serve
@@ -679,19 +679,20 @@ case_rolling_update() {
 }
 
 case_metal3_example() {
-    # k8s/examples/metal3-ironic-service.yaml, the Service docs/metal3.md gives for baremetal-operator's
-    # ironic-deployment, with an IP of the test LAN and in the test's namespace: accepted, and served from the node of its ready endpoint,
+    # The Service of k8s/metal3/ironic-deployment, the component docs/metal3.md gives for baremetal-operator's
+    # ironic-deployment, as it renders over the stand-in of that deployment (tests/k8s/bmo/with-bpfnet), with
+    # an IP of the test LAN and in the test's namespace: accepted, and served from the node of its ready endpoint,
     # the pod that does not back the Ironic Service (a pod answers for one address per family, case g2).
     # From: the pod ready on node A, A serving (case serve, its need in the case list): the example goes to the
     # other node, and the Ironic Service's Lease must outlive the example's.
     local ip=198.18.0.9 name=ironic-provisioning body node
     node=$(other "$CURRENT")
-    body=$("$SYSTEM_PYTHON" -c 'import json, sys, yaml
-d = yaml.safe_load(open(sys.argv[1]))
-d["metadata"]["annotations"]["bpfnet.io/ip"] = sys.argv[2]
-d["metadata"]["namespace"] = sys.argv[3]
-print(json.dumps(d))' "$E2E_REPO/k8s/examples/metal3-ironic-service.yaml" "$ip" "$SERVICE_NS") ||
-        { E2E_REASON="cannot read the example"; return 1; }
+    body=$(kubectl kustomize "$E2E_REPO/tests/k8s/bmo/with-bpfnet" | "$SYSTEM_PYTHON" -c 'import json, sys, yaml
+[d] = [o for o in yaml.safe_load_all(sys.stdin) if o["kind"] == "Service"]
+d["metadata"]["annotations"]["bpfnet.io/ip"] = sys.argv[1]
+d["metadata"]["namespace"] = sys.argv[2]
+print(json.dumps(d))' "$ip" "$SERVICE_NS") ||
+        { E2E_REASON="cannot render the component's Service"; return 1; }
     kapi c1 POST "$SLICE_PATH" "$(slice_json "$node" true "$name")" >/dev/null || { E2E_REASON="cannot create its slice"; return 1; }
     kapi c1 POST "$SERVICE_PATH" "$body" >/dev/null || { E2E_REASON="cannot create the example Service"; return 1; }
     example_served() { [ "$(lease_holder c1 "$ip")" = "$node" ] && [ "$(ingress_of c1 "$name")" = "$ip" ]; }

@@ -8,6 +8,7 @@
 #
 #   env: BPFNET_IMAGE             the image (default docker.io/bpfnet/bpfnet-loader:VERSION, as scripts/image.sh tags it)
 #        BPFNET_IMAGE_DROP_CAP    a capability of the DaemonSet's to leave out (the capability cases)
+#        BPFNET_IMAGE_CONTAINER_PREFIX   the container's name before -PID (default bpfnet-image)
 set -euo pipefail
 
 here=$(dirname "$(realpath "$0")")
@@ -33,6 +34,8 @@ for i in "${!args[@]}"; do
     fi
 done
 
-# Named so that a suite's cleanup finds what a killed podman left (podman rm -f by this prefix).
-exec podman run --rm --name "bpfnet-e2e-$$" --log-driver=none "${host[@]}" "${daemonset[@]}" \
+# Named so that a suite's cleanup finds what a killed podman left (podman rm -f by this prefix): the prefix is
+# the suite's own (cases run side by side, each in a pid namespace of its own, so $$ alone may repeat).
+exec podman run --rm --name "${BPFNET_IMAGE_CONTAINER_PREFIX:-bpfnet-image}-$$" --log-driver=none \
+    "${host[@]}" "${daemonset[@]}" \
     "${config_mount[@]}" "$image" "$@"

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import unittest
 
 import yaml
@@ -27,6 +28,9 @@ MANIFEST_DIR = os.environ.get("BPFNET_MANIFEST_DIR") or os.path.join(HERE, "..",
 SERVED_DIR = os.path.join(MANIFEST_DIR, "..", "served-namespace")
 UNINSTALL_DIR = os.path.join(MANIFEST_DIR, "..", "uninstall")
 EXAMPLE_DIR = os.path.join(MANIFEST_DIR, "..", "examples", "ironic")
+ROOT = os.path.join(HERE, "..", "..")
+# A stand-in of baremetal-operator's ironic-deployment (tests/k8s/bmo/README.md).
+BMO_DIR = os.path.join(HERE, "bmo")
 
 # The API calls of bpfnet-loader in Kubernetes mode, as (API group, resource, verb): those it makes in every
 # namespace (the ClusterRole), those it makes only in the namespaces it serves (a Role in each) and those on
@@ -474,6 +478,179 @@ class Kustomize(unittest.TestCase):
         # bpfnet's own objects are the base's.
         base = {object_key(d) for d in render(MANIFEST_DIR) if d["kind"] != "ConfigMap"}
         self.assertTrue(base <= {object_key(d) for d in rendered})
+
+
+class BmoComponent(unittest.TestCase):
+    """k8s/metal3/ironic-deployment over a stand-in of baremetal-operator's ironic-deployment
+    (tests/k8s/bmo: its namespace, name prefix, labels, containers and ConfigMap), as docs/metal3.md has a user
+    add it: the Service of bpfnet's class, the pods on the pod network, ironic-image told what to advertise."""
+
+    WITH_BPFNET = os.path.join(BMO_DIR, "with-bpfnet")
+
+    def setUp(self):
+        self.rendered = render(self.WITH_BPFNET)
+        self.by_kind = {}
+        for d in self.rendered:
+            self.by_kind.setdefault(d["kind"], []).append(d)
+        [self.deployment] = self.by_kind["Deployment"]
+        [self.config] = self.by_kind["ConfigMap"]
+        [self.service] = self.by_kind["Service"]
+        self.pod = self.deployment["spec"]["template"]["spec"]
+
+    def test_everything_in_bmos_namespace_and_the_deployment_keeps_its_name(self):
+        for d in self.rendered:
+            self.assertEqual(d["metadata"]["namespace"], "baremetal-operator-system", object_key(d))
+        self.assertEqual(self.deployment["metadata"]["name"], "baremetal-operator-ironic")
+        self.assertEqual(self.service["metadata"]["name"], "ironic-provisioning")
+
+    def test_service_of_bpfnets_class_selects_the_ironic_pods(self):
+        spec = self.service["spec"]
+        self.assertEqual((spec["type"], spec["loadBalancerClass"]), ("LoadBalancer", "bpfnet.io/provisioning"))
+        labels = self.deployment["spec"]["template"]["metadata"]["labels"]
+        self.assertEqual(spec["selector"], {"name": "ironic"})
+        self.assertTrue(all(labels.get(k) == v for k, v in spec["selector"].items()))
+        ports = {(p["protocol"], p["port"]): p for p in spec["ports"]}
+        self.assertEqual(set(ports), {("TCP", 6385), ("TCP", 6180), ("TCP", 6183), ("UDP", 67), ("UDP", 69)})
+        self.assertEqual(ports[("UDP", 67)].get("appProtocol"), "dhcp")
+        self.assertEqual(ports[("UDP", 69)].get("appProtocol"), "tftp")
+        # The pods declare no container ports: every target is a number.
+        self.assertTrue(all(isinstance(p["targetPort"], int) for p in spec["ports"]))
+
+    def test_one_place_for_the_provisioning_ip(self):
+        data = self.config["data"]
+        self.assertEqual(self.service["metadata"]["annotations"]["bpfnet.io/ip"], data["IRONIC_IP"])
+        self.assertEqual(data["IRONIC_IP"], "172.22.0.2")
+        # ironic-image waits for PROVISIONING_IP on an interface; the service IP is on none.
+        self.assertNotIn("PROVISIONING_IP", data)
+        self.assertEqual(data["PROVISIONING_INTERFACE"], "eth0")
+        # A relayed range names its netmask (docs/ironic-pod.md); the site's other values are kept.
+        self.assertEqual(data["DHCP_RANGE"], "172.22.0.10,172.22.0.100,255.255.255.0")
+        self.assertEqual(data["IRONIC_ENDPOINT"], "http://172.22.0.2:6385/v1/")
+        for c in self.pod["containers"]:
+            refs = [e["configMapRef"]["name"] for e in c.get("envFrom", [])]
+            self.assertEqual(refs, [self.config["metadata"]["name"]], c["name"])
+
+    def test_another_ip_reaches_the_service(self):
+        # The replacement, not the placeholder in service.yaml: a site with another IP gets it in the Service.
+        [service] = [d for d in self.render_component("IRONIC_IP=198.18.0.9") if d["kind"] == "Service"]
+        self.assertEqual(service["metadata"]["annotations"]["bpfnet.io/ip"], "198.18.0.9")
+
+    def render_component(self, *literals):
+        """BMO's default ironic-deployment with the component and, if any, the site's literals."""
+        with tempfile.TemporaryDirectory() as tmp:
+            # kustomize takes relative paths only.
+            kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                             "namespace": "baremetal-operator-system",
+                             "resources": [os.path.relpath(os.path.join(BMO_DIR, "default"), tmp)],
+                             "components": [os.path.relpath(os.path.join(ROOT, "k8s", "metal3", "ironic-deployment"), tmp)]}
+            if literals:
+                kustomization["configMapGenerator"] = [{"name": "ironic-bmo-configmap", "behavior": "merge",
+                                                        "literals": list(literals)}]
+            with open(os.path.join(tmp, "kustomization.yaml"), "w") as f:
+                yaml.safe_dump(kustomization, f)
+            return render(tmp)
+
+    def test_pods_on_the_pod_network(self):
+        self.assertIs(self.pod["hostNetwork"], False)
+        self.assertEqual(self.pod["dnsPolicy"], "ClusterFirst")
+        for c in containers(self.pod):
+            self.assertFalse(any("hostPort" in p for p in c.get("ports", [])), c["name"])
+        self.assertNotIn("ironic-endpoint-keepalived", [c["name"] for c in containers(self.pod)])
+
+    def test_ironic_probed_on_its_own_address(self):
+        # ironic-image's probe scripts call IRONIC_IP from inside the pod, which bpfnet does not carry.
+        [ironic] = [c for c in self.pod["containers"] if c["name"] == "ironic"]
+        for probe in ("livenessProbe", "readinessProbe"):
+            self.assertEqual(ironic[probe]["httpGet"], {"path": "/", "port": 6385}, probe)
+            self.assertNotIn("exec", ironic[probe], probe)
+        # The other containers' probes are untouched (they call 127.0.0.1 or read sockets).
+        [httpd] = [c for c in self.pod["containers"] if c["name"] == "ironic-httpd"]
+        self.assertIn("exec", httpd["readinessProbe"])
+
+    def test_without_an_ironic_ip_nothing_renders(self):
+        # Nothing half-applied: the component over BMO's default alone (no IRONIC_IP) is refused by kustomize.
+        with self.assertRaises(subprocess.CalledProcessError) as refused:
+            self.render_component()
+        self.assertIn("IRONIC_IP", refused.exception.stderr)
+
+
+class IrsoComponent(unittest.TestCase):
+    """k8s/metal3/irso over an Ironic resource of the Ironic Standalone Operator (tests/k8s/irso), as
+    docs/metal3.md has a user add it: the Service of bpfnet's class over IrSO's pods, the pods on the pod
+    network, the provisioning IP in one place."""
+
+    def setUp(self):
+        rendered = render(os.path.join(HERE, "irso"))
+        [self.service] = [d for d in rendered if d["kind"] == "Service"]
+        [self.ironic] = [d for d in rendered if d["kind"] == "Ironic"]
+
+    def test_service_selects_the_pods_irso_labels_with_the_resources_name(self):
+        spec = self.service["spec"]
+        self.assertEqual((spec["type"], spec["loadBalancerClass"]), ("LoadBalancer", "bpfnet.io/provisioning"))
+        self.assertEqual(spec["selector"], {"ironic.metal3.io/ironic": self.ironic["metadata"]["name"]})
+        self.assertEqual(self.service["metadata"]["namespace"], self.ironic["metadata"]["namespace"])
+
+    def test_named_target_ports_of_irsos_containers(self):
+        targets = {p["port"]: p["targetPort"] for p in self.service["spec"]["ports"]}
+        self.assertEqual(targets, {6385: "ironic-api", 6180: "image-svc", 6183: "image-svc-tls"})
+        networking = self.ironic["spec"]["networking"]
+        self.assertEqual((networking["apiPort"], networking["imageServerPort"], networking["imageServerTLSPort"]),
+                         (6385, 6180, 6183))
+
+    def test_pod_network_without_dhcp_and_one_place_for_the_ip(self):
+        networking = self.ironic["spec"]["networking"]
+        self.assertIs(networking["disableHostNetwork"], True)
+        # IrSO refuses DHCP, ipAddress and keepalived with disableHostNetwork (docs/metal3.md).
+        for refused in ("dhcp", "ipAddress", "ipAddressManager", "keepalived"):
+            self.assertNotIn(refused, networking)
+        self.assertEqual(self.service["metadata"]["annotations"]["bpfnet.io/ip"], networking["externalIP"])
+
+
+class BeforeKubernetes130(unittest.TestCase):
+    """k8s/before-1.30: k8s/manifests for API servers that do not know securityContext.appArmorProfile
+    (added in Kubernetes 1.30): the same objects, the field removed, the annotation that says the same kept."""
+
+    def test_the_manifests_without_the_field(self):
+        base = {object_key(d): d for d in render(MANIFEST_DIR)}
+        old = {object_key(d): d for d in render(os.path.join(ROOT, "k8s", "before-1.30"))}
+        self.assertEqual(set(old), set(base))
+        for key, d in base.items():
+            if d["kind"] != "DaemonSet":
+                self.assertEqual(old[key], d, key)
+                continue
+            pod = old[key]["spec"]["template"]
+            [loader] = pod["spec"]["containers"]
+            self.assertNotIn("appArmorProfile", loader["securityContext"])
+            self.assertEqual(pod["metadata"]["annotations"]["container.apparmor.security.beta.kubernetes.io/loader"],
+                             "unconfined")
+            # Nothing else changed.
+            del base[key]["spec"]["template"]["spec"]["containers"][0]["securityContext"]["appArmorProfile"]
+            self.assertEqual(old[key], base[key])
+
+    def test_no_field_newer_than_the_oldest_version_claimed(self):
+        # Fields of the objects the manifests create that Kubernetes added after 1.24, the oldest version
+        # docs/kubernetes.md claims, by the release that added them (the API reference's "added in"): none may
+        # appear in what k8s/before-1.30 renders. A schema of 1.24 is not available offline; this list is the
+        # check, and a new field in the manifests must be added here with its release (a container's
+        # restartPolicy, 1.28, is left out: the pod's has the same name and is as old as Kubernetes).
+        newer = {"appArmorProfile": "1.30", "trafficDistribution": "1.30", "ipMode": "1.29",
+                 "resizePolicy": "1.27", "sleep": "1.29", "hostUsers": "1.25",
+                 "schedulingGates": "1.26", "resourceClaims": "1.26", "matchLabelKeys": "1.27",
+                 "stopSignal": "1.33", "recursiveReadOnly": "1.30", "supplementalGroupsPolicy": "1.31",
+                 "seLinuxChangePolicy": "1.32"}
+
+        def keys(node):
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    yield k
+                    yield from keys(v)
+            elif isinstance(node, list):
+                for v in node:
+                    yield from keys(v)
+
+        for d in render(os.path.join(ROOT, "k8s", "before-1.30")):
+            found = sorted(set(keys(d)) & set(newer))
+            self.assertEqual(found, [], "%s uses %s" % (object_key(d), {k: newer[k] for k in found}))
 
 
 class Uninstall(unittest.TestCase):
