@@ -24,15 +24,19 @@ int quiet_libxdp(enum libxdp_print_level, const char *, va_list) {
     return 0;
 }
 
-void add_global_options(CLI::App &app, GlobalOptions &options) {
-    app.add_option("-i,--interface", options.interface, "provisioning interface the datapath is attached to")
-        ->capture_default_str();
+// Returns the --interface option, whose absence chooses the interface (chosen_interface).
+CLI::Option *add_global_options(CLI::App &app, GlobalOptions &options) {
+    auto *interface = app.add_option("-i,--interface", options.interface,
+                                     "provisioning interface the datapath is attached to (default: the only one "
+                                     "pinned under --pin-root, else prov0)");
     app.add_option("--pin-root", options.pin_root, "bpffs directory the loader pins under (its config's pinRoot)")
         ->capture_default_str();
     app.add_option("--control-socket", options.control_socket,
-                   "the loader's control socket, for backend set/clear (its config's controlSocket; default "
+                   "the loader's control socket, for backend set/clear and status's loader line (its config's "
+                   "controlSocket; default "
                    "/run/bpfnet/<interface>.sock)");
     app.add_option("-o,--output", options.output, "table or json")->capture_default_str();
+    return interface;
 }
 
 void register_commands(CLI::App &app, CommandSet &commands) {
@@ -97,7 +101,7 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err)
     // At most one; none is reported after parsing, so that an unknown command is named as such.
     app.require_subcommand(0, 1);
     GlobalOptions options;
-    add_global_options(app, options);
+    CLI::Option *interface_option = add_global_options(app, options);
     CommandSet commands;
     register_commands(app, commands);
 
@@ -110,6 +114,8 @@ int run(int argc, const char *const *argv, std::ostream &out, std::ostream &err)
         return to_int(ExitCode::Usage);
     }
     try {
+        if (interface_option->count() == 0 && !app.got_subcommand("version"))
+            options.interface = chosen_interface(options.pin_root);
         parse_interface_name(options.interface, "--interface");
         if (options.pin_root.empty() || options.pin_root.front() != '/')
             throw CliError(ExitCode::InvalidArgument,

@@ -19,10 +19,6 @@ struct BackendSetArgs {
     std::string veth;
 };
 
-std::string control_socket(const GlobalOptions &options) {
-    return options.control_socket.empty() ? default_control_socket(options.interface) : options.control_socket;
-}
-
 // No loader answered: when there is no datapath either, that is the more useful thing to say.
 [[noreturn]] void no_loader(const Context &context, const ControlUnavailable &e) {
     struct stat st {};
@@ -36,7 +32,7 @@ std::string control_socket(const GlobalOptions &options) {
 void send(Context &context, const nlohmann::json &request) {
     nlohmann::json result;
     try {
-        result = call_loader(control_socket(context.options), request);
+        result = call_loader(context.options.control_socket_path(), request);
     } catch (const ControlUnavailable &e) {
         no_loader(context, e);
     } catch (const ControlFailure &e) {

@@ -1,6 +1,7 @@
 #include "cli/commands_status.hpp"
 
 #include "cli/commands.hpp"
+#include "core/control_socket.hpp"
 #include "core/ndp_sender.hpp"
 #include "core/netlink.hpp"
 #include "maps/layout.hpp"
@@ -121,9 +122,22 @@ Json optional_ip(__be32 ip_be) {
     return ip_be ? Json(format_ipv4(ip_be)) : Json(nullptr);
 }
 
+// The loader serving this datapath, as it describes itself on its control socket; status without a loader is
+// still status (the datapath runs on without one until the heartbeat times out).
+void describe_serving_loader(StatusView &status, const std::string &socket) {
+    try {
+        status.loader = call_loader(socket, {{"command", kDescribeCommand}}, std::chrono::seconds(2));
+    } catch (const ControlFailure &e) { // a loader from before describe
+        status.loader_problem = std::string("the loader does not describe itself: ") + e.what();
+    } catch (const std::exception &e) {
+        status.loader_problem = e.what();
+    }
+}
+
 void run_status(Context &context) {
     DatapathMaps maps = context.open_datapath();
     StatusView status = read_status(maps, context.options.interface, context.options.pin_dir());
+    describe_serving_loader(status, context.options.control_socket_path());
     if (context.json())
         print_json(context.out, status_json(status));
     else
@@ -191,10 +205,23 @@ std::string describe_dhcp6_relay(const StatusView &status) {
                                         "messages)");
 }
 
+// "kubernetes mode, NIC chosen by MAC (one of 02:..., ...)", or why no loader answered.
+std::string describe_loader_line(const StatusView &status) {
+    if (!status.loader)
+        return "none answered: " + status.loader_problem;
+    const Json &loader = *status.loader;
+    const std::string mode = loader.value("mode", std::string("?")) + " mode";
+    if (loader.value("interface_chosen_by", std::string()) == "mac")
+        return mode + ", NIC chosen by MAC (the one link with one of " + loader.value("interface_macs", std::string()) +
+               ")";
+    return mode + ", NIC named " + loader.value("interface", std::string());
+}
+
 void print_status_table(std::ostream &out, const StatusView &status) {
     KeyValueList list;
     list.add("interface", status.interface + " (ifindex " + std::to_string(status.ifindex) + ", mac " +
                               format_mac(status.nic_mac) + ")");
+    list.add("loader", describe_loader_line(status));
     list.add("subnet", status.subnet_text());
     if (status.subnet6_prefix_len)
         list.add("subnet ipv6", format_prefix6(status.subnet6, status.subnet6_prefix_len));
@@ -241,6 +268,7 @@ Json tc_hook_json(const HookState &hook) {
 Json status_json(const StatusView &status) {
     Json json;
     json["interface"] = {{"name", status.interface}, {"ifindex", status.ifindex}, {"mac", format_mac(status.nic_mac)}};
+    json["loader"] = status.loader ? *status.loader : Json({{"problem", status.loader_problem}});
     json["subnet"] =
         status.subnet_be == 0xffffffff && status.subnet_mask_be == 0 ? Json(nullptr) : Json(status.subnet_text());
     json["subnet_ipv6"] =

@@ -58,6 +58,10 @@ struct StatusView {
     std::vector<BackendStatus> backends;
     __u64 conflicts_seen = 0; // the arp_conflict counter
     std::vector<ConflictStatus> conflicts;
+    // The loader on the control socket as it describes itself (core/control_socket.hpp, kDescribeCommand): its
+    // mode and how it chose the NIC. nullopt: none answered, and loader_problem says why.
+    std::optional<Json> loader;
+    std::string loader_problem;
 
     HeartbeatState heartbeat() const;
     // What the datapath does for ARP: active and a live loader.

@@ -2,13 +2,16 @@
 
 #include "cli/errors.hpp"
 #include "core/addresses.hpp"
+#include "core/node.hpp"
 
 #include <arpa/inet.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 namespace bpfnet::cli {
 
@@ -27,6 +30,10 @@ bool parse_decimal(const std::string &text, unsigned long &value) {
 }
 
 } // namespace
+
+std::string GlobalOptions::control_socket_path() const {
+    return control_socket.empty() ? default_control_socket(interface) : control_socket;
+}
 
 OutputFormat GlobalOptions::output_format() const {
     return parse_output_format(output, "--output");
@@ -90,6 +97,33 @@ std::string parse_interface_name(const std::string &text, const std::string &wha
         text == "..")
         invalid(what, text, "must be an interface name (1-15 characters, no '/', ':' or blanks)");
     return text;
+}
+
+std::vector<std::string> pinned_interfaces(const std::string &pin_root) {
+    std::vector<std::string> names;
+    std::error_code error;
+    for (const auto &entry : std::filesystem::directory_iterator(pin_root, error)) {
+        if (!entry.is_directory(error))
+            continue;
+        std::string name = entry.path().filename().string();
+        std::replace(name.begin(), name.end(), ':', '.');
+        names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string chosen_interface(const std::string &pin_root) {
+    const std::vector<std::string> pinned = pinned_interfaces(pin_root);
+    if (pinned.empty())
+        return kDefaultInterface;
+    if (pinned.size() == 1)
+        return pinned.front();
+    std::string names;
+    for (const auto &name : pinned)
+        names += (names.empty() ? "" : ", ") + name;
+    throw CliError(ExitCode::Usage, "datapaths of several interfaces are pinned under " + pin_root + " (" + names +
+                                        "): choose one with --interface");
 }
 
 } // namespace bpfnet::cli

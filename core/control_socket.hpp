@@ -82,6 +82,13 @@ class ControlUnavailable : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// "describe": who answers on the socket, for bpfnetctl status: the loader's mode, its NIC and how the NIC was
+// chosen (its name given, or the one link with a MAC of a list). Every mode answers it; it changes nothing.
+inline constexpr std::string_view kDescribeCommand = "describe";
+// The answer: {"mode": MODE, "interface": NAME, "interface_chosen_by": "name" | "mac", "interface_macs": LIST
+// or null}. interface_macs: the MAC list the NIC was chosen by, empty when it was named.
+nlohmann::json describe_loader(std::string_view mode, const std::string &interface, const std::string &interface_macs);
+
 // Sends one request and returns the result object. Throws ControlUnavailable when no loader listens,
 // ControlFailure with the loader's kind when it refused, SystemError for anything else (EACCES: the socket's
 // permissions refused us). timeout bounds the wait for the answer.

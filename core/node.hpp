@@ -81,6 +81,7 @@ std::string default_control_socket(const std::string &interface);
 /* The provisioning NIC and how the datapath on it behaves, whatever decides the services. */
 struct NodeSettings {
     std::string interface;                 /* the provisioning NIC */
+    std::string interface_macs;            /* the MAC list the NIC was chosen by (--interface); empty: named */
     uint32_t subnet_be = 0;                /* network address of the IPv4 provisioning subnet */
     uint8_t prefix_len = 0;                /* 0: no IPv4 provisioning subnet (an IPv6-only LAN) */
     bpfnet_ip subnet6{};                   /* the IPv6 provisioning subnet, host bits zero */

@@ -148,9 +148,12 @@ void KubernetesLoader::RuntimeClaims::dropped(const bpfnet_ip &service_ip) {
 
 namespace {
 
-// bpfnetctl backend set/clear: in this mode the Service's EndpointSlice names the backend, and a manual
-// change would be undone by the next reconcile pass (and would fight the Lease holder's).
-nlohmann::json refuse_control(const ControlRequest &request) {
+// The control socket in this mode: describe is answered; bpfnetctl backend set/clear is refused, since the
+// Service's EndpointSlice names the backend, and a manual change would be undone by the next reconcile pass
+// (and would fight the Lease holder's).
+nlohmann::json answer_control(const NodeSettings &node, const ControlRequest &request) {
+    if (request.body["command"] == kDescribeCommand)
+        return describe_loader("kubernetes", node.interface, node.interface_macs);
     throw ControlFailure(ControlFailure::Kind::Refused,
                          "this bpfnet-loader runs in Kubernetes mode: '" + request.body["command"].get<std::string>() +
                              "' is for standalone mode; here the backend is the ready endpoint of the Service's "
@@ -199,7 +202,8 @@ int KubernetesLoader::run() {
                           {"grace_s", std::to_string(options_.upgrade_grace.count())}});
                 return 0;
             } else if (fd == control_->fd()) {
-                control_->serve_pending(refuse_control);
+                control_->serve_pending(
+                    [this](const ControlRequest &request) { return answer_control(node_, request); });
                 continue;
             } else if (fd == tick_.get()) {
                 loop::drain(tick_);

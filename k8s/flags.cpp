@@ -56,6 +56,7 @@ Prefix read_subnet(const std::string &text, IpFamily family) {
 NodeSettings node_settings(const KubernetesFlags &k) {
     NodeSettings node;
     node.interface = k.interface;
+    node.interface_macs = k.interface_macs;
     if (!k.subnet.empty()) {
         const Prefix subnet = read_subnet(k.subnet, IpFamily::V4);
         node.subnet_be = v4_of(subnet.network);

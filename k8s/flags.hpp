@@ -18,8 +18,9 @@ struct KubernetesFlags {
     bool enabled = false;
     std::string kubeconfig;
     std::string interface;
-    std::string subnet;    // IPv4; empty with subnet_v6: an IPv6-only LAN
-    std::string subnet_v6; // empty: no IPv6 on the LAN
+    std::string interface_macs; // set by the loader when --interface listed MACs: that list (interface: the link)
+    std::string subnet;         // IPv4; empty with subnet_v6: an IPv6-only LAN
+    std::string subnet_v6;      // empty: no IPv6 on the LAN
     std::string node_name;
     std::vector<std::string> allowed_namespaces;
     std::string lease_namespace; // empty: $POD_NAMESPACE, else bpfnet-system

@@ -37,6 +37,7 @@ bpfnet::k8s::KubernetesFlags with_nic_chosen(bpfnet::k8s::KubernetesFlags flags)
         return flags;
     const std::string macs = flags.interface;
     flags.interface = bpfnet::link_with_mac(macs, bpfnet::all_links());
+    flags.interface_macs = macs;
     bpfnet::log_info("provisioning NIC chosen by MAC", {{"iface", flags.interface}, {"macs", macs}});
     return flags;
 }

@@ -85,11 +85,23 @@ debian_base() {
     echo "image.sh: base $name made in $((SECONDS - t0)) s"
 }
 
-build_args=()
+# Nothing of this machine's network may change (podman's default network would add a bridge, NAT rules and
+# turn on IPv4 forwarding, which every new network namespace then inherits): the build runs without a network
+# when the bases hold every package, and in the machine's own network namespace, creating nothing, when apt
+# must fetch them; the check runs without one. The machine's network state is compared before and after.
+network_state() {
+    ip -br link | awk '{print $1, $3}'
+    ip -br addr
+    sysctl -n net.ipv4.ip_forward net.ipv6.conf.all.forwarding
+    if command -v nft >/dev/null; then nft list ruleset 2>/dev/null | sha256sum; fi
+}
+network_before=$(network_state)
+
+build_args=(--network=host)
 if [ "$bases" = debian ]; then
     debian_base localhost/bpfnet-build-base:bookworm apt "$BUILD_PACKAGES"
     debian_base localhost/bpfnet-runtime-base:bookworm essential "$RUNTIME_PACKAGES"
-    build_args=(--build-arg BUILD_BASE=localhost/bpfnet-build-base:bookworm
+    build_args=(--network=none --build-arg BUILD_BASE=localhost/bpfnet-build-base:bookworm
         --build-arg RUNTIME_BASE=localhost/bpfnet-runtime-base:bookworm)
 fi
 
@@ -98,7 +110,7 @@ t0=$SECONDS
 podman build "${host_flags[@]}" "${build_args[@]}" --tag "$tag" --file "$root/Containerfile" "$root"
 
 # What was built: the version it reports must be the project's, and the size is reported.
-reported=$(podman run --rm "${host_flags[@]}" "$tag" --version)
+reported=$(podman run --rm --network=none "${host_flags[@]}" "$tag" --version)
 if [ "$reported" != "bpfnet-loader $version" ]; then
     echo "image.sh: the image reports '$reported', not bpfnet-loader $version" >&2
     exit 1
@@ -108,4 +120,9 @@ echo "image.sh: $tag ($reported), $((size / 1024 / 1024)) MiB, built in $((SECON
 if [ -n "$save" ]; then
     podman save --quiet --format docker-archive --output "$save" "$tag"
     echo "image.sh: saved to $save"
+fi
+if [ "$(network_state)" != "$network_before" ]; then
+    echo "image.sh: this machine's network changed during the build (links, addresses, forwarding or nftables):" >&2
+    diff <(echo "$network_before") <(network_state) >&2
+    exit 1
 fi

@@ -198,14 +198,16 @@ Backend StandaloneLoader::requested_backend(const nlohmann::json &request) const
 nlohmann::json StandaloneLoader::control(const ControlRequest &request) {
     using Kind = ControlFailure::Kind;
     const std::string command = request.body["command"];
+    if (command == kDescribeCommand)
+        return describe_loader("standalone", config_.interface, config_.interface_macs);
     Config next = config_;
     if (command == "backend_set")
         next.backend = requested_backend(request.body);
     else if (command == "backend_clear")
         next.backend.reset();
     else
-        throw ControlFailure(Kind::BadRequest,
-                             "unknown command '" + command + "': this loader takes backend_set and backend_clear");
+        throw ControlFailure(Kind::BadRequest, "unknown command '" + command +
+                                                   "': this loader takes backend_set, backend_clear and describe");
     Change change;
     try {
         change = apply(next);

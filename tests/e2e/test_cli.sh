@@ -219,6 +219,7 @@ case_status() {
     pod_id=$(tc_prog_id "$E2E_VETH")
     ctl_ok status status || return 1
     has_line status "interface     $E2E_NIC (ifindex $nic_index, mac $E2E_NIC_MAC)" || return 1
+    has_line status "loader        standalone mode, NIC named $E2E_NIC" || return 1
     has_line status "subnet        $E2E_SUBNET" || return 1
     has_line_matching status "^xdp           xdp_nic \\(id $xdp_id\\), native, (plain attach \\(no dispatcher\\)|via libxdp dispatcher)$" || return 1
     has_line status "tc ingress    tc_nic_ingress (id $tc_id), $attach_text" || return 1
@@ -232,6 +233,7 @@ case_status() {
 
     ctl_ok status-json --output json status || return 1
     json_expect status-json "d['interface'] == {'name': '$E2E_NIC', 'ifindex': $nic_index, 'mac': '$E2E_NIC_MAC'}" || return 1
+    json_expect status-json "d['loader'] == {'mode': 'standalone', 'interface': '$E2E_NIC', 'interface_chosen_by': 'name', 'interface_macs': None}" || return 1
     json_expect status-json "d['subnet'] == '$E2E_SUBNET' and d['dhcp_service_ip'] == '$E2E_SERVICE_IP'" || return 1
     json_expect status-json "d['hooks']['xdp']['attached'] and d['hooks']['xdp']['program'] == 'xdp_nic' and
         d['hooks']['xdp']['program_id'] == $xdp_id and d['hooks']['xdp']['mode'] == 'native' and

@@ -169,7 +169,7 @@ next_image() {
     local next=${BPFNET_IMAGE%:*}:upgrade-test context=$E2E_TMP/next-image
     mkdir -p "$context"
     printf 'FROM %s\nLABEL org.opencontainers.image.version=upgrade-test\n' "$BPFNET_IMAGE" |
-        podman build --quiet --tag "$next" --file - "$context" >/dev/null || return 1
+        podman build --quiet --network=none --tag "$next" --file - "$context" >/dev/null || return 1
     echo "$next"
 }
 

@@ -161,6 +161,14 @@ case_serve() {
         { E2E_REASON="bpfnetctl backend clear on node-a: exit $rc: $refusal"; return 1; }
     serves node-a || { E2E_REASON="node-a stopped serving after the refused backend clear"; return 1; }
     log "backend clear refused: $refusal"
+    # bpfnetctl status without --interface (the only datapath under node-b's pin root) says how node-b's
+    # loader chose its NIC.
+    local status
+    status=$(nsenter --net="/run/netns/${NODE_NS[node-b]}" "$BPFNETCTL" --pin-root "$E2E_PIN_ROOT/node-b" \
+        --control-socket /run/bpfnet/node-b.sock status 2>&1)
+    [[ $status == *"loader        kubernetes mode, NIC chosen by MAC (the one link with one of 02:00:00:00:ff:99,"* ]] ||
+        { E2E_REASON="bpfnetctl status on node-b does not say its NIC was chosen by MAC: $status"; return 1; }
+    log "node-b: $(grep '^loader' <<<"$status")"
     loaders_alive
 }
 

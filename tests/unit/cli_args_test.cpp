@@ -23,8 +23,16 @@ struct Result {
     std::string err;
 };
 
+// A directory of this test run, removed with it.
+std::string test_dir(const std::string &name) {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("bpfnetctl-test-" + std::to_string(getpid()) + "-" + name);
+    std::filesystem::create_directories(dir);
+    return dir.string();
+}
+
 // A pin root that exists and holds no datapath: commands that get as far as opening it find none.
-const std::string kEmptyPinRoot = std::filesystem::temp_directory_path().string();
+const std::string kEmptyPinRoot = test_dir("empty");
 
 Result run_cli(std::vector<std::string> args) {
     args.insert(args.begin(), "bpfnetctl");
@@ -173,6 +181,31 @@ TEST(CliRun, BackendCommandsNeedTheLoader) {
         expect_failure(run_cli(command), ExitCode::NoLoader, "no bpfnet-loader serves " + socket);
     }
     std::filesystem::remove_all(root);
+}
+
+// Without --interface: the only interface pinned under the pin root (a VLAN's '.' read back from ':'), prov0
+// when none is, and a usage error naming them when several are.
+TEST(CliRun, WithoutInterfaceTheOnlyPinnedOneIsChosen) {
+    const std::string one = test_dir("one");
+    std::filesystem::create_directories(one + "/prov9:100");
+    expect_failure(run_cli({"--pin-root", one, "--control-socket", one + "/none.sock", "backend", "clear"}),
+                   ExitCode::NoLoader, one + "/none.sock");
+    expect_failure(run_cli({"--pin-root", one, "status"}), ExitCode::NoDatapath, one + "/prov9:100/iface");
+    EXPECT_EQ(pinned_interfaces(one), std::vector<std::string>{"prov9.100"});
+
+    expect_failure(run_cli({"--pin-root", kEmptyPinRoot, "status"}), ExitCode::NoDatapath,
+                   "no bpfnet datapath on prov0");
+
+    const std::string two = test_dir("two");
+    std::filesystem::create_directories(two + "/prov1");
+    std::filesystem::create_directories(two + "/enp2s0");
+    expect_failure(run_cli({"--pin-root", two, "status"}), ExitCode::Usage,
+                   "(enp2s0, prov1): choose one with --interface");
+    // Named, the choice is the user's; version needs no datapath.
+    expect_failure(run_cli({"--pin-root", two, "-i", "prov1", "status"}), ExitCode::NoDatapath, "prov1");
+    EXPECT_EQ(run_cli({"--pin-root", two, "version"}).code, 0);
+    for (const auto &dir : {one, two})
+        std::filesystem::remove_all(dir);
 }
 
 TEST(CliRun, GlobalOptionsAlsoAfterTheCommand) {

@@ -4,6 +4,7 @@
 #include "cli/commands_stats.hpp"
 #include "cli/commands_status.hpp"
 #include "cli/commands_tables.hpp"
+#include "core/control_socket.hpp"
 #include "core/desired_state.hpp"
 #include "maps/layout.hpp"
 
@@ -51,12 +52,14 @@ StatusView sample_status() {
     status.backends = {{addr("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
     status.conflicts_seen = 2;
     status.conflicts = {{addr("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
+    status.loader = describe_loader("standalone", "prov0", "");
     return status;
 }
 
 TEST(CliStatus, TableShowsEveryFact) {
     EXPECT_EQ(rendered(print_status_table, sample_status()),
               "interface     prov0 (ifindex 2, mac 02:00:00:00:00:01)\n"
+              "loader        standalone mode, NIC named prov0\n"
               "subnet        198.18.0.0/24\n"
               "xdp           xdp_nic (id 41), native, plain attach (no dispatcher)\n"
               "tc ingress    tc_nic_ingress (id 42), tcx link\n"
@@ -75,6 +78,7 @@ TEST(CliStatus, JsonShape) {
     EXPECT_EQ(
         status_json(sample_status()).dump(),
         R"({"interface":{"name":"prov0","ifindex":2,"mac":"02:00:00:00:00:01"},)"
+        R"("loader":{"interface":"prov0","interface_chosen_by":"name","interface_macs":null,"mode":"standalone"},)"
         R"("subnet":"198.18.0.0/24","subnet_ipv6":null,"dhcp_service_ip":"198.18.0.2","dhcp6_relay":null,)"
         R"("hooks":{"xdp":{"attached":true,"program":"xdp_nic","program_id":41,"mode":"native","dispatcher":false},)"
         R"("tc_ingress":{"attached":true,"program":"tc_nic_ingress","program_id":42,"attach":"tcx"}},)"
@@ -84,6 +88,23 @@ TEST(CliStatus, JsonShape) {
         R"("backends":[{"ip":"198.18.100.2","veth":"vethpod","ifindex":3,)"
         R"("pod_hook":{"attached":true,"program":"tc_pod_ingress","program_id":43,"attach":"tcx"}}],)"
         R"("conflicts":{"seen":2,"entries":[{"service_ip":"198.18.0.2","mac":"02:00:00:00:00:66","age_seconds":1.5}]}})");
+}
+
+// How the loader chose the NIC, as it described itself; or why none answered.
+TEST(CliStatus, LoaderLineSaysHowTheNicWasChosenOrWhyNoLoaderAnswered) {
+    StatusView status = sample_status();
+    status.loader = describe_loader("kubernetes", "enp2s0", "02:00:00:00:ff:99,02:00:00:00:00:0b");
+    EXPECT_NE(rendered(print_status_table, status)
+                  .find("loader        kubernetes mode, NIC chosen by MAC (the one link with one of "
+                        "02:00:00:00:ff:99,02:00:00:00:00:0b)\n"),
+              std::string::npos);
+    EXPECT_EQ(status_json(status)["loader"]["interface_chosen_by"], "mac");
+    status.loader.reset();
+    status.loader_problem = "no bpfnet-loader serves /run/bpfnet/prov0.sock";
+    EXPECT_NE(rendered(print_status_table, status)
+                  .find("loader        none answered: no bpfnet-loader serves /run/bpfnet/prov0.sock\n"),
+              std::string::npos);
+    EXPECT_EQ(status_json(status)["loader"].dump(), R"({"problem":"no bpfnet-loader serves /run/bpfnet/prov0.sock"})");
 }
 
 // An IPv6-only LAN: no IPv4 subnet (the iface entry's match-nothing network), the IPv6 one shown.
