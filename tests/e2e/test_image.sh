@@ -5,8 +5,8 @@
 #
 #   test_image.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (the binary is not run: the image's is)
 #   env: BPFNET_IMAGE            the image (image_loader.sh's default: docker.io/bpfnet/bpfnet-loader:VERSION)
-#        BPFNET_IMAGE_REQUIRED=1 a missing image or podman fails the suite instead of skipping it (CI, which
-#                                builds the image first)
+# ctest runs it through tests/image/each_case_from_image.sh, which skips it without podman or the image (unless
+# BPFNET_IMAGE_REQUIRED=1, as in scripts/test.sh, which builds the image first).
 #
 # Cases:
 #   capabilities  with all the DaemonSet's capabilities the loader from the image attaches fresh and, after
@@ -43,25 +43,6 @@ version=$(sed -n 's/^project(bpfnet VERSION \([0-9.]*\).*/\1/p' "$IMAGE_DIR/../.
 BPFNET_IMAGE=${BPFNET_IMAGE:-docker.io/bpfnet/bpfnet-loader:$version}
 export BPFNET_IMAGE
 
-# Before the sandbox: without podman or the image there is nothing to run (skipped), unless it is required.
-image_missing() {
-    if ! command -v podman >/dev/null; then
-        echo "podman is not installed (scripts/setup.sh)"
-    elif ! podman image exists "$BPFNET_IMAGE"; then
-        echo "no image $BPFNET_IMAGE (scripts/image.sh builds it)"
-    fi
-}
-if [ "$(id -u)" = 0 ] && [ "${1:-}" != --list ] && [ "${2:-}" != --list ]; then
-    missing=$(image_missing)
-    if [ -n "$missing" ]; then
-        if [ "${BPFNET_IMAGE_REQUIRED:-0}" = 1 ]; then
-            echo "e2e: $missing (BPFNET_IMAGE_REQUIRED=1)" >&2
-            exit 1
-        fi
-        echo "e2e: $missing; skipped" >&2
-        exit 77
-    fi
-fi
 e2e_start "$@"
 # Every start of the loader goes through the image, whatever binary the suite was given (the suites' common
 # argument, so that each_case.sh and ctest run this one as every other).

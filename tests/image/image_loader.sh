@@ -2,13 +2,13 @@
 # A LOADER for the end-to-end suites that runs bpfnet-loader from the image, as the DaemonSet runs it on a
 # node: `podman run` with the flags daemonset_flags.py reads off k8s/manifests (host network, which here is
 # the network namespace this script was started in: the test's node; capabilities; read-only root; the
-# bpffs and the control socket's directory), plus the directory of --config, read-only, as a ConfigMap
-# volume would give it. Arguments are the loader's. Signals reach the loader (podman's signal proxy), and
+# bpffs and the control socket's directory), plus the directory of --config or --kubeconfig, read-only, as a
+# ConfigMap or Secret volume would give it. Arguments are the loader's. Signals reach the loader (podman's signal proxy), and
 # its exit status is this script's.
 #
 #   env: BPFNET_IMAGE             the image (default docker.io/bpfnet/bpfnet-loader:VERSION, as scripts/image.sh tags it)
 #        BPFNET_IMAGE_DROP_CAP    a capability of the DaemonSet's to leave out (the capability cases)
-#        BPFNET_IMAGE_CONTAINER_PREFIX   the container's name before -PID (default bpfnet-image)
+#        BPFNET_IMAGE_CONTAINER_PREFIX   the container's name before -PID (default bpfnet-image-RANDOM)
 set -euo pipefail
 
 here=$(dirname "$(realpath "$0")")
@@ -25,17 +25,22 @@ mapfile -t daemonset < <(python3 "$here/daemonset_flags.py" --control-dir /run/b
 [ "${#daemonset[@]}" -gt 0 ] || exit 2
 mapfile -t host < <(podman_host_flags)
 
+# The files the loader is pointed at, each directory read-only at its own path, as a ConfigMap or Secret
+# volume would give them: the standalone config, or Kubernetes mode's kubeconfig (with its token and CA files).
 config_mount=()
 args=("$@")
 for i in "${!args[@]}"; do
-    if [ "${args[$i]}" = --config ] || [ "${args[$i]}" = -c ]; then
+    case ${args[$i]} in
+    --config | -c | --kubeconfig)
         dir=$(dirname "$(realpath "${args[$((i + 1))]}")")
-        config_mount=(--volume="$dir:$dir:ro")
-    fi
+        config_mount+=(--volume="$dir:$dir:ro")
+        ;;
+    esac
 done
 
 # Named so that a suite's cleanup finds what a killed podman left (podman rm -f by this prefix): the prefix is
 # the suite's own (cases run side by side, each in a pid namespace of its own, so $$ alone may repeat).
-exec podman run --rm --name "${BPFNET_IMAGE_CONTAINER_PREFIX:-bpfnet-image}-$$" --log-driver=none \
+prefix=${BPFNET_IMAGE_CONTAINER_PREFIX:-bpfnet-image-$(cut -c1-8 /proc/sys/kernel/random/uuid)}
+exec podman run --rm --name "$prefix-$$" --log-driver=none \
     "${host[@]}" "${daemonset[@]}" \
     "${config_mount[@]}" "$image" "$@"
