@@ -105,9 +105,7 @@ std::vector<std::string> pinned_interfaces(const std::string &pin_root) {
     for (const auto &entry : std::filesystem::directory_iterator(pin_root, error)) {
         if (!entry.is_directory(error))
             continue;
-        std::string name = entry.path().filename().string();
-        std::replace(name.begin(), name.end(), ':', '.');
-        names.push_back(name);
+        names.push_back(interface_of_pin_dir(entry.path().filename().string()));
     }
     std::sort(names.begin(), names.end());
     return names;

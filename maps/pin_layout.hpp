@@ -14,4 +14,10 @@ inline std::string interface_pin_dir(const std::string &pin_root, std::string in
     return pin_root + "/" + interface;
 }
 
+// The interface whose pin directory is named dir_name (the inverse of interface_pin_dir's last component).
+inline std::string interface_of_pin_dir(std::string dir_name) {
+    std::replace(dir_name.begin(), dir_name.end(), ':', '.');
+    return dir_name;
+}
+
 } // namespace bpfnet

@@ -23,9 +23,9 @@ source "$root/scripts/image-packages.sh"
 # shellcheck source=podman.sh
 source "$root/scripts/podman.sh"
 
-version=$(sed -n 's/^project(bpfnet VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+version=$(bpfnet_version "$root")
 bases=debian
-tag="docker.io/bpfnet/bpfnet-loader:$version"
+tag=$(default_image "$root")
 save=""
 while [ $# -gt 0 ]; do
     case "$1" in

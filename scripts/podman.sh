@@ -1,6 +1,17 @@
-# Sourced by scripts/image.sh and tests/image/: the podman flags this host needs, chosen from what the kernel
+# Sourced by scripts/image.sh and the image's tests: the image's name, and the podman flags this host needs, chosen from what the kernel
 # and the process limits say, each told in one line when it departs from podman's defaults.
 # shellcheck shell=bash
+
+# bpfnet_version ROOT: the project's version (project() in ROOT/CMakeLists.txt).
+bpfnet_version() {
+    sed -n 's/^project(bpfnet VERSION \([0-9.]*\).*/\1/p' "$1/CMakeLists.txt"
+}
+
+# default_image ROOT: the image's name as scripts/image.sh tags it and the DaemonSet's bpfnet/bpfnet-loader:VERSION
+# means to a node's container runtime.
+default_image() {
+    echo "docker.io/bpfnet/bpfnet-loader:$(bpfnet_version "$1")"
+}
 
 # podman_host_flags: prints (one per line) the flags for `podman build` and `podman run` on this host.
 #  - crun refuses a host whose cgroups are v1 or hybrid ("cgroups in hybrid mode not supported"); runc

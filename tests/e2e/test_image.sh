@@ -39,8 +39,9 @@ e2e_case upgrade case_upgrade "5. upgrade: the old image's loader stopped, the n
 E2E_AFTER_CASE=image_containers_cleanup
 
 IMAGE_DIR=$(cd "$(dirname "$(realpath "$0")")/../image" && pwd)
-version=$(sed -n 's/^project(bpfnet VERSION \([0-9.]*\).*/\1/p' "$IMAGE_DIR/../../CMakeLists.txt")
-BPFNET_IMAGE=${BPFNET_IMAGE:-docker.io/bpfnet/bpfnet-loader:$version}
+# shellcheck source=../../scripts/podman.sh
+source "$E2E_REPO/scripts/podman.sh"
+BPFNET_IMAGE=${BPFNET_IMAGE:-$(default_image "$E2E_REPO")}
 export BPFNET_IMAGE
 
 e2e_start "$@"

@@ -9,8 +9,10 @@ set -uo pipefail
 
 here=$(dirname "$(realpath "$0")")
 root=$(cd "$here/../.." && pwd)
-version=$(sed -n 's/^project(bpfnet VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
-export BPFNET_IMAGE=${BPFNET_IMAGE:-docker.io/bpfnet/bpfnet-loader:$version}
+# shellcheck source=../../scripts/podman.sh
+source "$root/scripts/podman.sh"
+BPFNET_IMAGE=${BPFNET_IMAGE:-$(default_image "$root")}
+export BPFNET_IMAGE
 
 missing=""
 if ! command -v podman >/dev/null; then

@@ -16,8 +16,7 @@ root=$(cd "$here/../.." && pwd)
 # shellcheck source=../../scripts/podman.sh
 source "$root/scripts/podman.sh"
 
-version=$(sed -n 's/^project(bpfnet VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
-image=${BPFNET_IMAGE:-docker.io/bpfnet/bpfnet-loader:$version}
+image=${BPFNET_IMAGE:-$(default_image "$root")}
 
 drop=()
 [ -n "${BPFNET_IMAGE_DROP_CAP:-}" ] && drop=(--drop "$BPFNET_IMAGE_DROP_CAP")
