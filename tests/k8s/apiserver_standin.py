@@ -22,16 +22,34 @@ Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] 
   "h2_connections" and "h2_streams". Needs Debian's python3-h2.
   The request log line also carries the User-Agent and fieldManager: "METHOD PATH" then, tab-separated,
   "ua=USER-AGENT".
+  --kubernetes-version 1.N: the version /version reports (default 1.32) and the fields strict validation
+  knows (a container's securityContext.appArmorProfile exists from 1.30).
 
 API semantics followed (a subset of the documented behaviour):
   Collections: /api/v1[/namespaces/NS]/RESOURCE and /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE for any
   RESOURCE name (services, endpoints, events, endpointslices, leases, ...); without /namespaces/NS a
   collection spans all namespaces. Objects: COLLECTION/NAME, and COLLECTION/NAME/status.
+  The namespace need not exist (except that a terminating one refuses new objects: 403 Forbidden).
   - Every write bumps one global resourceVersion counter; objects get metadata.resourceVersion (string), uid,
     creationTimestamp, namespace.
-  - GET collection: {kind: <Kind>List, apiVersion, metadata: {resourceVersion}, items}.
+  - metadata.generation, on DaemonSets, Deployments, ReplicaSets and StatefulSets only (as their controllers'
+    status.observedGeneration counts it): 1 on create, one more on every write that changes .spec, never
+    on status or metadata-only writes; the server owns it (as metadata.deletionTimestamp): a client's value is
+    ignored.
+  - GET collection: {kind: <Kind>List, apiVersion, metadata: {resourceVersion}, items}. Always a plain list:
+    kubectl asks for a meta.k8s.io Table and, given the list, prints NAME (and AGE) columns only.
   - labelSelector=K=V[,K2=V2...] (equality only) on lists and watches: only objects whose metadata.labels
-    match all pairs.
+    match all pairs. fieldSelector=metadata.name=N / metadata.namespace=NS (=, ==, !=; the waits of kubectl
+    rollout status and delete use it); another field gets 400 "field label not supported".
+  - Discovery, for kubectl: GET /api (APIVersions), /apis (APIGroupList), /apis/GROUP (APIGroup), /api/v1 and
+    /apis/GROUP/VERSION (APIResourceList: name, kind, namespaced, verbs, shortNames, the /status
+    subresources) for the resources of the RESOURCES table (core v1, apps, rbac, coordination, discovery,
+    events.k8s.io). Plain application/json: kubectl's Accept asks for the aggregated apidiscovery.k8s.io/v2
+    form first and falls back to these. GET /version. Other resource names are still served, not discovered.
+  - OpenAPI v3, for kubectl's validation: GET /openapi/v3 (index) and /openapi/v3/api/v1,
+    /openapi/v3/apis/GROUP/VERSION: only each resource's PATCH operation with its fieldValidation query
+    parameter, so that kubectl leaves validation to the server and sends fieldValidation=Strict; no schemas
+    (kubectl computes its patches from its compiled-in types). No /openapi/v2.
   - GET collection?watch=1&resourceVersion=RV[&allowWatchBookmarks=true][&timeoutSeconds=N]: HTTP/1.1 chunked
     stream of newline-delimited JSON events {type, object}, one event per chunk, for every change newer than
     RV (without RV, or RV "0": synthetic ADDED events for the current state first). BOOKMARK events
@@ -42,21 +60,46 @@ API semantics followed (a subset of the documented behaviour):
   - POST collection: creates (metadata.name or metadata.generateName), 409 AlreadyExists when present.
   - PUT object: replaces; 409 Conflict when metadata.resourceVersion is given and differs from the stored one;
     404 when absent. PUT .../status changes only .status; PUT on the object keeps the stored .status.
-  - PATCH object or .../status with Content-Type application/merge-patch+json (RFC 7386; others: 415); on
-    .../status only .status changes. metadata.resourceVersion in the patch is a precondition (409).
+  - PATCH object or .../status with Content-Type application/merge-patch+json (RFC 7386) or
+    application/strategic-merge-patch+json (others: 415); on .../status only .status changes.
+    metadata.resourceVersion in the patch is a precondition (409).
+    Strategic merge patch, a subset of kube-apiserver's: directives $patch (merge, replace, delete; in maps and
+    as list entries), $retainKeys, $setElementOrder/F (listed entries in that order, the others keep their
+    places), $deleteFromPrimitiveList/F. Lists merged by key (the patchMergeKey tags of k8s.io/api, as a
+    table: list_merge_key): in the pod spec of Pods, DaemonSets, Deployments, ReplicaSets and StatefulSets
+    initContainers/containers/ephemeralContainers, volumes, imagePullSecrets, resourceClaims, schedulingGates
+    by name, hostAliases by ip, topologySpreadConstraints by topologyKey; in a container env by name, ports by
+    containerPort, volumeMounts by mountPath, volumeDevices by devicePath; a Service's spec.ports by port; a
+    ServiceAccount's secrets by name; metadata.ownerReferences by uid; metadata.finalizers merged as a set.
+    Every other list (tolerations, args, command, envFrom, RBAC rules, any list of another kind) is
+    replaced whole. An entry without its merge key: 400.
   - A write that changes nothing (PUT or PATCH) does not bump resourceVersion and sends no watch event.
   - Defaulting: a Service's status.loadBalancer.ingress[] entry with an ip gets ipMode "VIP" (Kubernetes
-    1.30+, LoadBalancerIPMode).
+    1.30+, LoadBalancerIPMode); a DaemonSet's spec.updateStrategy (RollingUpdate, maxUnavailable 1, maxSurge
+    0) and revisionHistoryLimit (10); a Namespace's status.phase (Active) and its label
+    kubernetes.io/metadata.name.
   - Validation (422 Invalid, as the real server): metadata.name and metadata.namespace (when given) are DNS
     subdomains of at most 253 characters; events.k8s.io Events need eventTime as a MicroTime
     (YYYY-MM-DDTHH:MM:SS.ffffffZ), reportingController and reportingInstance of at most 128 characters, a
     note of at most 1 kB, type Normal or Warning, and a series (if any) with count >= 2 and a MicroTime
     lastObservedTime; Leases need spec.renewTime / acquireTime as MicroTimes and leaseDurationSeconds > 0.
     Unknown fields in spec (Lease, Service status) are refused (strict field validation, as kubectl's).
+  - fieldValidation=Strict|Warn|Ignore on POST, PUT and PATCH (kubectl sends Strict by default, Ignore with
+    --validate=false): for the resources of the RESOURCES table, unknown top-level fields, unknown fields of
+    metadata and, in a pod spec (see above), unknown fields of a container and of its securityContext; nothing
+    deeper. Strict: 400 BadRequest 'DaemonSet in version "v1" cannot be handled as a DaemonSet: strict
+    decoding error: unknown field "spec.template.spec.containers[0].imagePolicy"' (kube-apiserver's words),
+    nothing stored; Warn: dropped, with a "Warning: 299 - ..." header each; Ignore: dropped. Without the
+    parameter nothing is checked or dropped (kube-apiserver would Warn).
     POST with metadata.resourceVersion set: 500 "resourceVersion should not be set on objects to be created".
   - Events expire --event-ttl seconds (default 3600, the API server's --event-ttl) after their last write.
   - DELETE object: removes it (DELETED event), returns the object; a DeleteOptions body with
-    preconditions.resourceVersion that differs from the stored one gets 409 and deletes nothing.
+    preconditions.resourceVersion that differs from the stored one gets 409 and deletes nothing; its
+    propagationPolicy is accepted and means nothing (no owner references are followed).
+    A Namespace is marked first (metadata.deletionTimestamp, status.phase Terminating: a MODIFIED event) and,
+    1 s later, every object in it is deleted, then the Namespace (DELETED events): the namespace controller's
+    end result, not its pace. The delay matters: `kubectl delete -k` deletes the Namespace before the objects
+    in it and fails on any that is already gone.
   Errors are Status objects {kind: Status, apiVersion: v1, status: Failure, message, reason, code}.
 
 Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
@@ -85,6 +128,7 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
 """
 
 import bisect
+import hashlib
 import json
 import re
 import select
@@ -101,9 +145,43 @@ PATH_RE = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[a-z]+)(?:/(?P<name>[^/]+))?(?P<status>/status)?$")
 
-KINDS = {"services": "Service", "endpointslices": "EndpointSlice", "leases": "Lease", "events": "Event",
-         "endpoints": "Endpoints", "pods": "Pod", "configmaps": "ConfigMap", "nodes": "Node",
-         "namespaces": "Namespace"}
+# The resources discovery lists: (group/version, resource, kind, namespaced, short names, has /status, the
+# top-level fields besides apiVersion, kind and metadata). Any other resource name is still stored and served
+# (as a namespaced collection), just not discovered and not checked for unknown fields.
+RESOURCES = [
+    ("v1", "namespaces", "Namespace", False, ["ns"], True, "spec status"),
+    ("v1", "nodes", "Node", False, ["no"], True, "spec status"),
+    ("v1", "services", "Service", True, ["svc"], True, "spec status"),
+    ("v1", "endpoints", "Endpoints", True, ["ep"], False, "subsets"),
+    ("v1", "pods", "Pod", True, ["po"], True, "spec status"),
+    ("v1", "configmaps", "ConfigMap", True, ["cm"], False, "data binaryData immutable"),
+    ("v1", "secrets", "Secret", True, [], False, "data stringData type immutable"),
+    ("v1", "serviceaccounts", "ServiceAccount", True, ["sa"], False,
+     "secrets imagePullSecrets automountServiceAccountToken"),
+    ("v1", "events", "Event", True, ["ev"], False,
+     "involvedObject reason message source firstTimestamp lastTimestamp count type eventTime series action related "
+     "reportingComponent reportingInstance"),
+    ("apps/v1", "daemonsets", "DaemonSet", True, ["ds"], True, "spec status"),
+    ("apps/v1", "deployments", "Deployment", True, ["deploy"], True, "spec status"),
+    ("apps/v1", "replicasets", "ReplicaSet", True, ["rs"], True, "spec status"),
+    ("apps/v1", "statefulsets", "StatefulSet", True, ["sts"], True, "spec status"),
+    ("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", False, [], False, "rules aggregationRule"),
+    ("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", False, [], False,
+     "subjects roleRef"),
+    ("rbac.authorization.k8s.io/v1", "roles", "Role", True, [], False, "rules"),
+    ("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", True, [], False, "subjects roleRef"),
+    ("coordination.k8s.io/v1", "leases", "Lease", True, [], False, "spec"),
+    ("discovery.k8s.io/v1", "endpointslices", "EndpointSlice", True, [], False, "addressType endpoints ports"),
+    ("events.k8s.io/v1", "events", "Event", True, ["ev"], False,
+     "eventTime series reportingController reportingInstance action reason regarding related note type "
+     "deprecatedSource deprecatedFirstTimestamp deprecatedLastTimestamp deprecatedCount"),
+]
+KINDS = {r[1]: r[2] for r in RESOURCES}
+TOP_FIELDS = {(r[0], r[1]): {"apiVersion", "kind", "metadata"} | set(r[6].split()) for r in RESOURCES}
+VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+# Objects whose metadata.generation counts changes of .spec (the workload controllers' observedGeneration).
+GENERATION_RESOURCES = {"daemonsets", "deployments", "replicasets", "statefulsets"}
+KUBE_MINOR = 32  # --kubernetes-version 1.N: what /version says and which fields exist (appArmorProfile: 30)
 
 
 class Store:
@@ -223,13 +301,22 @@ def stored_for_write(api, resource, ns, name, given_rv):
 
 
 def default(resource, obj):
-    """The API server's defaulting (LoadBalancerIPMode, Kubernetes 1.30+)."""
+    """The API server's defaulting, the part the stand-in's clients see: LoadBalancerIPMode (Kubernetes 1.30+), a
+    DaemonSet's update strategy (kubectl rollout status needs its type), a Namespace's phase and name label."""
     if resource == "services" and isinstance(obj.get("status"), dict):
         lb = obj["status"].get("loadBalancer")
         if isinstance(lb, dict):
             for entry in lb.get("ingress") or []:
                 if isinstance(entry, dict) and entry.get("ip") and "ipMode" not in entry:
                     entry["ipMode"] = "VIP"
+    if resource == "daemonsets" and isinstance(obj.get("spec"), dict):
+        strategy = obj["spec"].setdefault("updateStrategy", {})
+        if isinstance(strategy, dict) and strategy.setdefault("type", "RollingUpdate") == "RollingUpdate":
+            strategy.setdefault("rollingUpdate", {"maxUnavailable": 1, "maxSurge": 0})
+        obj["spec"].setdefault("revisionHistoryLimit", 10)
+    if resource == "namespaces":
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+        obj.setdefault("status", {}).setdefault("phase", "Active")
 
 
 def merge_patch(target, patch):
@@ -244,6 +331,178 @@ def merge_patch(target, patch):
             result[k] = merge_patch(result.get(k), v)
     return result
 
+
+# Strategic merge patch (a subset of k8s.io/api's patchStrategy/patchMergeKey tags): where the pod spec sits in
+# each workload, and the merge key of each list in it; every list not named here is replaced whole.
+POD_SPEC_AT = {"pods": ("spec",), "daemonsets": ("spec", "template", "spec"),
+               "deployments": ("spec", "template", "spec"), "replicasets": ("spec", "template", "spec"),
+               "statefulsets": ("spec", "template", "spec")}
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+POD_SPEC_MERGE_KEYS = {"initContainers": "name", "containers": "name", "ephemeralContainers": "name",
+                       "volumes": "name", "imagePullSecrets": "name", "hostAliases": "ip",
+                       "topologySpreadConstraints": "topologyKey", "resourceClaims": "name",
+                       "schedulingGates": "name"}
+CONTAINER_MERGE_KEYS = {"env": "name", "ports": "containerPort", "volumeMounts": "mountPath",
+                        "volumeDevices": "devicePath"}
+OTHER_MERGE_KEYS = {("services", ("spec", "ports")): "port", ("serviceaccounts", ("secrets",)): "name"}
+
+
+class PatchError(Exception):
+    pass
+
+
+def list_merge_key(resource, path):
+    """How a strategic merge patch merges the list at path (field names from the object's root): its merge key
+    (objects merged by it), "" (scalars merged as a set: metadata.finalizers) or None (replaced whole)."""
+    if path == ("metadata", "finalizers"):
+        return ""
+    if path == ("metadata", "ownerReferences"):
+        return "uid"
+    pod = POD_SPEC_AT.get(resource)
+    if pod and path[:len(pod)] == pod:
+        rest = path[len(pod):]
+        if len(rest) == 1:
+            return POD_SPEC_MERGE_KEYS.get(rest[0])
+        if len(rest) == 2 and rest[0] in CONTAINER_LISTS:
+            return CONTAINER_MERGE_KEYS.get(rest[1])
+    return OTHER_MERGE_KEYS.get((resource, path))
+
+
+def strategic_merge(resource, target, patch, path=()):
+    """A strategic merge patch (map) applied to target; None when the patch says {"$patch": "delete"}. Directives:
+    $patch (replace, delete, merge), $retainKeys, $setElementOrder/F, $deleteFromPrimitiveList/F."""
+    target = target if isinstance(target, dict) else {}
+    directive = patch.get("$patch", "merge")
+    if directive == "delete":
+        return None
+    if directive == "replace":
+        return strategic_merge(resource, {}, {k: v for k, v in patch.items() if k != "$patch"}, path)
+    if directive != "merge":
+        raise PatchError(f"Unknown patch type: {directive}")
+    result = dict(target)
+    if "$retainKeys" in patch:
+        result = {k: v for k, v in result.items() if k in patch["$retainKeys"]}
+    for k, v in patch.items():
+        if k in ("$patch", "$retainKeys") or k.startswith("$setElementOrder/"):
+            continue
+        if k.startswith("$deleteFromPrimitiveList/"):
+            field = k.split("/", 1)[1]
+            if isinstance(result.get(field), list):
+                result[field] = [x for x in result[field] if x not in v]
+        elif v is None:
+            result.pop(k, None)
+        elif isinstance(v, dict):
+            merged = strategic_merge(resource, result.get(k), v, path + (k,))
+            if merged is None:
+                result.pop(k, None)
+            else:
+                result[k] = merged
+        elif isinstance(v, list):
+            result[k] = merge_list(resource, result.get(k), v, path + (k,))
+        else:
+            result[k] = v
+    for k, order in patch.items():
+        field = k.split("/", 1)[1] if k.startswith("$setElementOrder/") else None
+        key = list_merge_key(resource, path + (field,)) if field else None
+        if key is not None and isinstance(result.get(field), list) and isinstance(order, list):
+            result[field] = in_order(result[field], order, key)
+    return result
+
+
+def merge_list(resource, target, patch, path):
+    key = list_merge_key(resource, path)
+    if key is None:
+        return json.loads(json.dumps(patch))
+    target = list(target) if isinstance(target, list) else []
+    if key == "":
+        return target + [x for x in patch if x not in target]
+    if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
+        return [strategic_merge(resource, {}, item, path) for item in patch if "$patch" not in item]
+    for item in patch:
+        if not isinstance(item, dict) or key not in item:
+            raise PatchError(f"map: {item} does not contain declared merge key: {key}")
+        at = next((i for i, old in enumerate(target) if isinstance(old, dict) and old.get(key) == item[key]), None)
+        if item.get("$patch") == "delete":
+            if at is not None:
+                del target[at]
+        elif at is None:
+            target.append(strategic_merge(resource, {}, item, path))
+        else:
+            target[at] = strategic_merge(resource, target[at], item, path)
+    return target
+
+
+def in_order(items, order, key):
+    """items with those $setElementOrder names sorted as it says; the others (the server's own) keep their places."""
+    ident = (lambda x: x.get(key) if isinstance(x, dict) else None) if key else (lambda x: x)
+    rank = {(o.get(key) if key and isinstance(o, dict) else o): i for i, o in enumerate(order)}
+    slots = [i for i, x in enumerate(items) if ident(x) in rank]
+    result = list(items)
+    for i, x in zip(slots, sorted((items[i] for i in slots), key=lambda x: rank[ident(x)])):
+        result[i] = x
+    return result
+
+
+# Strict field validation (fieldValidation=Strict, as kubectl sends by default) knows these fields only: the
+# top-level ones of the RESOURCES above, ObjectMeta's, and those of the pod spec's containers and of their
+# securityContext; anything deeper is not checked.
+META_FIELDS = {"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+               "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations",
+               "ownerReferences", "finalizers", "managedFields"}
+CONTAINER_FIELDS = {"name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
+                    "resizePolicy", "restartPolicy", "volumeMounts", "volumeDevices", "livenessProbe",
+                    "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+                    "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty"}
+SECURITY_CONTEXT_FIELDS = {"capabilities", "privileged", "seLinuxOptions", "windowsOptions", "runAsUser",
+                           "runAsGroup", "runAsNonRoot", "readOnlyRootFilesystem", "allowPrivilegeEscalation",
+                           "procMount", "seccompProfile"}
+
+
+def unknown_fields(api, resource, obj):
+    """(the map, its key, the path as kube-apiserver names it) of every field the API server would not know."""
+    known = TOP_FIELDS.get((api, resource))
+    if known is None:
+        return []
+    found = [(obj, k, k) for k in obj if k not in known]
+    if isinstance(obj.get("metadata"), dict):
+        found += [(obj["metadata"], k, "metadata." + k) for k in obj["metadata"] if k not in META_FIELDS]
+    spec, at = obj, POD_SPEC_AT.get(resource, ())
+    for field in at:
+        spec = spec.get(field) if isinstance(spec, dict) else None
+    if not at or not isinstance(spec, dict):
+        return found
+    security = SECURITY_CONTEXT_FIELDS | ({"appArmorProfile"} if KUBE_MINOR >= 30 else set())
+    for field in CONTAINER_LISTS:
+        containers = spec.get(field)
+        for i, c in enumerate(containers if isinstance(containers, list) else []):
+            if not isinstance(c, dict):
+                continue
+            where = f"{'.'.join(at)}.{field}[{i}]"
+            fields = CONTAINER_FIELDS | ({"targetContainerName"} if field == "ephemeralContainers" else set())
+            found += [(c, k, f"{where}.{k}") for k in c if k not in fields]
+            if isinstance(c.get("securityContext"), dict):
+                found += [(c["securityContext"], k, f"{where}.securityContext.{k}") for k in c["securityContext"]
+                          if k not in security]
+    return found
+
+
+def field_validation(api, resource, obj, q):
+    """The fieldValidation query parameter applied to obj: (None, warnings), unknown fields dropped for Warn and
+    Ignore; or ((400, Status), []) for Strict. Without the parameter nothing is checked or dropped (kube-apiserver
+    would Warn: the stand-in keeps what its older clients stored)."""
+    mode = q.get("fieldValidation", [""])[0]
+    if not mode:
+        return None, []
+    if mode not in ("Strict", "Warn", "Ignore"):
+        return (400, status(400, "BadRequest", f"fieldValidation: Unsupported value: {json.dumps(mode)}")), []
+    found = unknown_fields(api, resource, obj)
+    if found and mode == "Strict":
+        kind, version = KINDS.get(resource, resource), api.split("/")[-1]
+        return (400, status(400, "BadRequest", f'{kind} in version "{version}" cannot be handled as a {kind}: '
+                            "strict decoding error: " + ", ".join(f'unknown field "{p}"' for _, _, p in found))), []
+    for where, key, _ in found:
+        where.pop(key, None)
+    return None, [f'unknown field "{p}"' for _, _, p in found] if mode == "Warn" else []
 
 def without_rv(obj):
     o = json.loads(json.dumps(obj))
@@ -270,6 +529,96 @@ def expire_events(now=None, everything=False):
                 STORE.record(api, resource, ns, "DELETED", old)
 
 
+def group_versions():
+    """{group/version: [its RESOURCES]}, in the table's order."""
+    gvs = {}
+    for r in RESOURCES:
+        gvs.setdefault(r[0], []).append(r)
+    return gvs
+
+
+def discovery(path):
+    """The unaggregated discovery documents (/api, /apis, /api/v1, /apis/GROUP[/VERSION]), or None. kubectl asks
+    for the aggregated form (apidiscovery.k8s.io/v2) by its Accept header and falls back to these when the answer
+    is plain application/json."""
+    gvs = group_versions()
+    groups = {}
+    for gv in gvs:
+        if "/" in gv:
+            g, v = gv.split("/")
+            groups.setdefault(g, []).append({"groupVersion": gv, "version": v})
+    if path == "/api":
+        return {"kind": "APIVersions", "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}
+    if path == "/apis":
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": g, "versions": vs, "preferredVersion": vs[0]} for g, vs in groups.items()]}
+    gv = "v1" if path == "/api/v1" else path[len("/apis/"):] if path.startswith("/apis/") else None
+    if gv in groups:
+        return {"kind": "APIGroup", "apiVersion": "v1", "name": gv, "versions": groups[gv],
+                "preferredVersion": groups[gv][0]}
+    if gv not in gvs:
+        return None
+    resources = []
+    for _, name, kind, namespaced, short, has_status, _ in gvs[gv]:
+        resources.append({"name": name, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind,
+                          "verbs": VERBS, "shortNames": short})
+        if has_status:
+            resources.append({"name": name + "/status", "singularName": "", "namespaced": namespaced,
+                              "kind": kind, "verbs": ["get", "patch", "update"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+
+
+def openapi_v3(path):
+    """The OpenAPI v3 index (/openapi/v3) and per group/version documents, or None. A document lists only the
+    PATCH operation of each resource with its fieldValidation parameter: all kubectl looks for to decide that the
+    server validates fields (it then sends fieldValidation=Strict instead of validating with a schema itself), and
+    no schemas (kubectl computes its strategic merge patches from its compiled-in types)."""
+    gvs = group_versions()
+    docs = {("api/" if gv == "v1" else "apis/") + gv: gv for gv in gvs}
+    if path == "/openapi/v3":
+        return {"paths": {p: {"serverRelativeURL": "/openapi/v3/%s?hash=%s" % (p, hashlib.sha256(
+            json.dumps(openapi_v3("/openapi/v3/" + p)).encode()).hexdigest()[:16].upper())} for p in docs}}
+    gv = docs.get(path[len("/openapi/v3/"):]) if path.startswith("/openapi/v3/") else None
+    if gv is None:
+        return None
+    group, version = gv.split("/") if "/" in gv else ("", gv)
+    paths = {}
+    for _, name, kind, namespaced, _, _, _ in gvs[gv]:
+        at = "/" + ("api/" if gv == "v1" else "apis/") + gv + ("/namespaces/{namespace}/" if namespaced else "/")
+        paths[at + name + "/{name}"] = {"patch": {
+            "operationId": f"patch{kind}", "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": {"group": group, "version": version, "kind": kind},
+            "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "OK"}}}}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": f"v1.{KUBE_MINOR}.0"}, "paths": paths,
+            "components": {"schemas": {}}}
+
+
+def version_info():
+    return {"major": "1", "minor": str(KUBE_MINOR), "gitVersion": f"v1.{KUBE_MINOR}.0", "platform": "linux/amd64",
+            "gitCommit": "apiserver-standin", "gitTreeState": "clean", "buildDate": "2024-01-01T00:00:00Z",
+            "goVersion": "go1.23", "compiler": "gc"}
+
+NAMESPACE_CLEANUP_DELAY = 1.0  # seconds from a Namespace's DELETE to its removal (the namespace controller's work)
+
+
+def remove_namespace(name, uid):
+    """The namespace controller's end result: every object in the Namespace deleted, then the Namespace."""
+    with STORE.cond:
+        namespace = STORE.objects.get(("v1", "namespaces"), {}).get((None, name))
+        if not namespace or namespace["metadata"]["uid"] != uid:
+            return
+        for (api, resource), coll in STORE.objects.items():
+            for key in [k for k in coll if k[0] == name]:
+                old = coll.pop(key)
+                EVENT_WRITTEN.pop((api, name, key[1]), None)
+                old["metadata"]["resourceVersion"] = str(STORE.bump())
+                STORE.record(api, resource, name, "DELETED", old)
+        del STORE.objects[("v1", "namespaces")][(None, name)]
+        namespace["metadata"]["resourceVersion"] = str(STORE.bump())
+        STORE.record("v1", "namespaces", None, "DELETED", namespace)
+
 STORE = Store()
 BOOKMARK_INTERVAL = 60.0  # kube-apiserver sends a bookmark about once a minute on a quiet watch
 TOKEN = None
@@ -278,18 +627,30 @@ COMMIT_LOG = None
 
 
 def selector(q):
-    """The labelSelector of a query as a dict (equality terms only)."""
-    terms = {}
+    """The labelSelector (equality terms only) and fieldSelector (metadata.name and metadata.namespace, = or ==
+    or !=, as kubectl's waits use) of a query; ValueError for another field."""
+    labels = {}
     for term in q.get("labelSelector", [""])[0].split(","):
         if "=" in term:
             k, v = term.split("=", 1)
-            terms[k.strip()] = v.strip()
-    return terms
+            labels[k.strip()] = v.strip()
+    fields = []
+    for term in q.get("fieldSelector", [""])[0].split(","):
+        m = re.match(r"^\s*([^=!\s]+)\s*(!=|==|=)\s*(.*?)\s*$", term)
+        if not term.strip():
+            continue
+        if not m or m.group(1) not in ("metadata.name", "metadata.namespace"):
+            raise ValueError(f"field label not supported: {term.split('=')[0].rstrip('!')}")
+        fields.append((m.group(1).split(".")[1], m.group(2) == "!=", m.group(3)))
+    return labels, fields
 
 
 def matches(obj, terms):
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return isinstance(labels, dict) and all(labels.get(k) == v for k, v in terms.items())
+    labels, fields = terms
+    meta = obj.get("metadata") or {}
+    have = meta.get("labels") or {}
+    return isinstance(have, dict) and all(have.get(k) == v for k, v in labels.items()) and \
+        all((meta.get(k, "") == v) != negated for k, negated, v in fields)
 
 
 def status(code, reason, message):
@@ -311,10 +672,12 @@ class Handler(BaseHTTPRequestHandler):
             with STORE.cond:
                 STORE.connections += 1
 
-    def send_json(self, code, obj):
+    def send_json(self, code, obj, warnings=()):
         data = (json.dumps(obj) + "\n").encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        for w in warnings:
+            self.send_header("Warning", "299 - " + json.dumps(w))
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -446,9 +809,18 @@ class Handler(BaseHTTPRequestHandler):
             return
         r, u = self.route()
         if not r:
+            if u.path == "/version":
+                return self.send_json(200, version_info())
+            doc = discovery(u.path.rstrip("/")) or openapi_v3(u.path.rstrip("/"))
+            if doc:
+                return self.send_json(200, doc)
             return self.send_json(404, status(404, "NotFound", "no such path " + u.path))
         api, resource, ns, name, _ = r
         q = parse_qs(u.query)
+        try:
+            terms = selector(q)
+        except ValueError as e:
+            return self.send_json(400, status(400, "BadRequest", str(e)))
         if name:
             with STORE.cond:
                 obj = STORE.objects.get((api, resource), {}).get((ns, name))
@@ -456,7 +828,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(404, status(404, "NotFound", f'{resource} "{name}" not found'))
             return self.send_json(200, obj)
         if q.get("watch", ["0"])[0] in ("1", "true"):
-            return self.watch(api, resource, ns, q)
+            return self.watch(api, resource, ns, q, terms)
         with STORE.cond:
             if STORE.garbage_lists > 0:
                 STORE.garbage_lists -= 1
@@ -467,7 +839,6 @@ class Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 self.wfile.write(data)
                 return
-            terms = selector(q)
             items = [o for (ons, _), o in sorted(STORE.objects.get((api, resource), {}).items())
                      if (ns is None or ons == ns) and matches(o, terms)]
             rv = STORE.rv
@@ -493,11 +864,10 @@ class Handler(BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
-    def watch(self, api, resource, ns, q):
+    def watch(self, api, resource, ns, q, terms):
         rv_param = q.get("resourceVersion", [""])[0]
         bookmarks = q.get("allowWatchBookmarks", ["false"])[0] in ("1", "true")
         timeout = float(q.get("timeoutSeconds", ["1800"])[0])
-        terms = selector(q)
         with STORE.cond:
             if STORE.block_watches:
                 return self.send_json(503, status(503, "ServiceUnavailable", "watches blocked by test"))
@@ -610,6 +980,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(400, status(400, "BadRequest", "body is not JSON"))
         if not isinstance(obj, dict):
             return self.send_json(400, status(400, "BadRequest", "body is not an object"))
+        refusal, warnings = field_validation(api, resource, obj, parse_qs(u.query))
+        if refusal:
+            return self.send_json(*refusal)
         meta = obj.setdefault("metadata", {})
         if not meta.get("name"):
             if meta.get("generateName"):
@@ -628,18 +1001,25 @@ class Handler(BaseHTTPRequestHandler):
             coll = STORE.objects.setdefault((api, resource), {})
             if (ns, name) in coll:
                 return self.send_json(409, status(409, "AlreadyExists", f'{resource} "{name}" already exists'))
+            namespace = STORE.objects.get(("v1", "namespaces"), {}).get((None, ns))
+            if namespace and namespace["metadata"].get("deletionTimestamp"):
+                return self.send_json(403, status(403, "Forbidden", f'{resource} "{name}" is forbidden: unable to '
+                                                  f'create new content in namespace {ns} because it is being '
+                                                  'terminated'))
             if resource == "events":
                 EVENT_WRITTEN[(api, ns, name)] = time.time()
             meta["resourceVersion"] = str(STORE.bump())
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            if resource in GENERATION_RESOURCES:
+                meta["generation"] = 1
             if ns:
                 meta["namespace"] = ns
             obj.setdefault("apiVersion", api)
             obj.setdefault("kind", KINDS.get(resource, resource.capitalize()))
             coll[(ns, name)] = obj
             STORE.record(api, resource, ns, "ADDED", obj)
-        self.send_json(201, obj)
+        self.send_json(201, obj, warnings)
 
     def do_PUT(self):
         if not self.authorized() or self.garbage_write():
@@ -663,6 +1043,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(400, status(400, "BadRequest", "body is not an object with metadata"))
         if obj["metadata"].get("name", name) != name:
             return self.send_json(400, status(400, "BadRequest", "metadata.name does not match the path"))
+        refusal, warnings = field_validation(api, resource, obj, parse_qs(u.query))
+        if refusal:
+            return self.send_json(*refusal)
         with STORE.cond:
             old, refusal = stored_for_write(api, resource, ns, name, obj["metadata"].get("resourceVersion"))
             if refusal:
@@ -681,16 +1064,23 @@ class Handler(BaseHTTPRequestHandler):
                 if "status" in old:
                     new["status"] = old["status"]
             code, answer = self.commit(api, resource, ns, name, old, new)
-        self.send_json(code, answer)
+        self.send_json(code, answer, warnings)
 
     def commit(self, api, resource, ns, name, old, new):
-        """Stores an update (under STORE.cond): validated, defaulted; a no-op keeps the resourceVersion."""
+        """Stores an update (under STORE.cond): validated, defaulted; a no-op keeps the resourceVersion. The server
+        owns metadata.generation: one more when .spec changed."""
         new["metadata"]["name"] = name
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        for owned in ("generation", "deletionTimestamp"):
+            new["metadata"].pop(owned, None)
+            if owned in old["metadata"]:
+                new["metadata"][owned] = old["metadata"][owned]
         bad = validate(resource, new)
         if bad:
             return bad
         default(resource, new)
+        if resource in GENERATION_RESOURCES and new.get("spec") != old.get("spec"):
+            new["metadata"]["generation"] = old["metadata"].get("generation", 0) + 1
         if without_rv(new) == without_rv(old):
             return 200, old
         new["metadata"]["resourceVersion"] = str(STORE.bump())
@@ -712,17 +1102,27 @@ class Handler(BaseHTTPRequestHandler):
             patch = self.body()
         except ValueError:
             return self.send_json(400, status(400, "BadRequest", "body is not JSON"))
-        if kind != "application/merge-patch+json":
+        if kind not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
             return self.send_json(415, status(415, "UnsupportedMediaType",
                                               f"the body of the request was in an unknown format - accepted media "
-                                              f"types include: application/merge-patch+json (got {kind!r})"))
+                                              f"types include: application/merge-patch+json, "
+                                              f"application/strategic-merge-patch+json (got {kind!r})"))
         if not isinstance(patch, dict):
             return self.send_json(400, status(400, "BadRequest", "a merge patch must be an object"))
         with STORE.cond:
             old, refusal = stored_for_write(api, resource, ns, name, (patch.get("metadata") or {}).get("resourceVersion"))
             if refusal:
                 return self.send_json(*refusal)
-            patched = merge_patch(old, patch)
+            if kind == "application/merge-patch+json":
+                patched = merge_patch(json.loads(json.dumps(old)), patch)
+            else:
+                try:
+                    patched = strategic_merge(resource, json.loads(json.dumps(old)), patch) or {}
+                except PatchError as e:
+                    return self.send_json(400, status(400, "BadRequest", str(e)))
+            refusal, warnings = field_validation(api, resource, patched, parse_qs(u.query))
+            if refusal:
+                return self.send_json(*refusal)
             if is_status:
                 new = json.loads(json.dumps(old))
                 if "status" in patched:
@@ -731,15 +1131,19 @@ class Handler(BaseHTTPRequestHandler):
                     new.pop("status", None)
             else:
                 new = patched
+                new.setdefault("metadata", {})
                 for keep in ("uid", "creationTimestamp", "namespace"):
                     if keep in old["metadata"]:
                         new["metadata"][keep] = old["metadata"][keep]
                 if "status" in old:
                     new["status"] = old["status"]
             code, answer = self.commit(api, resource, ns, name, old, new)
-        self.send_json(code, answer)
+        self.send_json(code, answer, warnings)
 
     def do_DELETE(self):
+        """Removes the object (a DeleteOptions' propagationPolicy is accepted; nothing is owned, so there is nothing
+        to collect). A Namespace is first marked (deletionTimestamp, phase Terminating) and removed with everything
+        in it NAMESPACE_CLEANUP_DELAY later, as the namespace controller does."""
         if not self.authorized():
             return
         r, u = self.route()
@@ -752,9 +1156,20 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(400, status(400, "BadRequest", "body is not JSON"))
         want_rv = ((options or {}).get("preconditions") or {}).get("resourceVersion")
         with STORE.cond:
-            _, refusal = stored_for_write(api, resource, ns, name, want_rv)
+            old, refusal = stored_for_write(api, resource, ns, name, want_rv)
             if refusal:
                 return self.send_json(*refusal)
+            if (api, resource) == ("v1", "namespaces"):
+                if not old["metadata"].get("deletionTimestamp"):
+                    old = json.loads(json.dumps(old))
+                    old["metadata"]["deletionTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    old.setdefault("status", {})["phase"] = "Terminating"
+                    old["metadata"]["resourceVersion"] = str(STORE.bump())
+                    STORE.objects[(api, resource)][(ns, name)] = old
+                    STORE.record(api, resource, ns, "MODIFIED", old)
+                    threading.Timer(NAMESPACE_CLEANUP_DELAY, remove_namespace,
+                                    args=(name, old["metadata"]["uid"])).start()
+                return self.send_json(200, old)
             old = STORE.objects[(api, resource)].pop((ns, name))
             old["metadata"]["resourceVersion"] = str(STORE.bump())
             STORE.record(api, resource, ns, "DELETED", old)
@@ -919,7 +1334,7 @@ class InternalServer(ThreadingHTTPServer):
 
 
 def main():
-    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL
+    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL, KUBE_MINOR
     client_ca = None
     args = sys.argv[1:]
     if not args:
@@ -957,6 +1372,9 @@ def main():
             i += 2
         elif args[i] == "--token":
             TOKEN = args[i + 1]
+            i += 2
+        elif args[i] == "--kubernetes-version":
+            KUBE_MINOR = int(args[i + 1].lstrip("v").split(".")[1])
             i += 2
         elif args[i] == "--h2":
             h2_front = True
