@@ -138,7 +138,8 @@ class Apply(StandinKubectl):
         def change(ds):
             loader = ds["spec"]["template"]["spec"]["containers"][0]
             loader["image"] = "bpfnet/bpfnet-loader:0.2.0"
-            loader["env"] = [e for e in loader["env"] if e["name"] != "POD_NAMESPACE"]
+            # POD_NAMESPACE removed, ALLOWED_CIDRS moved first.
+            loader["env"] = [loader["env"][-1]] + [e for e in loader["env"][:-1] if e["name"] != "POD_NAMESPACE"]
             loader["args"][loader["args"].index("--metrics-address") + 1] = "0.0.0.0:9395"
             del loader["readinessProbe"]
         self.edit("k8s/manifests/daemonset.yaml", change)
@@ -150,9 +151,9 @@ class Apply(StandinKubectl):
         loader = ds["spec"]["template"]["spec"]["containers"][0]
         self.assertEqual(loader["image"], "bpfnet/bpfnet-loader:0.2.0")
         self.assertEqual([e["name"] for e in loader["env"]],
-                         ["NODE_NAME", "PROVISIONING_INTERFACE", "PROVISIONING_SUBNET", "ALLOWED_NAMESPACES",
-                          "ALLOWED_CIDRS"])
-        new_map = loader["env"][1]["valueFrom"]["configMapKeyRef"]["name"]
+                         ["ALLOWED_CIDRS", "NODE_NAME", "PROVISIONING_INTERFACE", "PROVISIONING_SUBNET",
+                          "ALLOWED_NAMESPACES"])
+        new_map = loader["env"][2]["valueFrom"]["configMapKeyRef"]["name"]
         self.assertNotEqual(new_map, old_map)
         self.assertEqual(self.get(f"/api/v1/namespaces/{NS}/configmaps/{new_map}")["data"]["PROVISIONING_INTERFACE"],
                          "eth9")
@@ -204,10 +205,13 @@ class Commands(StandinKubectl):
         self.assertEqual(ip, "172.22.0.2")
 
         self.assertIn("No resources found", self.kubectl("-n", NS, "get", "lease").stderr)
-        code, obj = self.api("POST", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases",
-                             {"metadata": {"name": "bpfnet-node-a"}, "spec": {"holderIdentity": "node-a"}})
-        self.assertEqual(code, 201, obj)
+        for node in ("a", "b"):
+            code, obj = self.api("POST", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases",
+                                 {"metadata": {"name": f"bpfnet-node-{node}"}, "spec": {"holderIdentity": node}})
+            self.assertEqual(code, 201, obj)
         self.assertIn("bpfnet-node-a", self.kubectl("-n", NS, "get", "lease").stdout)
+        self.assertEqual(self.kubectl("-n", NS, "get", "lease", "--field-selector", "metadata.name!=bpfnet-node-a",
+                                      "-o", "name").stdout, "lease.coordination.k8s.io/bpfnet-node-b\n")
 
         ds = yaml.safe_load(self.kubectl("-n", NS, "get", "daemonset", "bpfnet-loader", "-o", "yaml").stdout)
         self.assertEqual((ds["kind"], ds["metadata"]["name"], ds["metadata"]["generation"]),
