@@ -3,6 +3,7 @@
 
     python3 tests/docs/check_docs.py glossary     # the operator-facing words of the code are in the glossary
     python3 tests/docs/check_docs.py port-kinds   # every docs list of port kinds is BPFNET_PORT_KINDS
+    python3 tests/docs/check_docs.py walkthrough  # every command block of docs/metal3.md is run by its test
     BPFNET_SOURCE_DIR=/tmp/copy python3 tests/docs/check_docs.py glossary   # another tree
 
 glossary: the glossary of docs/design.md names, in backticks, every Event reason the loader emits (the literal
@@ -14,6 +15,11 @@ field: its message up to the first ':' or ';') is a glossary word or one of ORDI
 port-kinds: in docs/*.md and README.md, every list that names `plain` and another kind (a run of backticked
 words joined by commas, "or", "and" or "|", a bullet list, or a table's first column) names exactly the
 spellings of BPFNET_PORT_KINDS in maps/bpfnet_maps.h.
+
+walkthrough: every ```sh block of docs/metal3.md carries the marker by which tests/e2e/test_metal3_walkthrough.sh
+runs it (tests/e2e/doc_blocks.py reads them), and the test's case list has a case running each marked step:
+the check the end-to-end test also makes, here without root or podman, so that a developer who cannot run that
+test still learns of a command added without it.
 
 Each extraction also fails when it finds nothing, or a call site it cannot read, so it cannot pass by
 reading nothing.
@@ -279,8 +285,25 @@ def check_port_kinds():
     return problems, f"{count} lists of port kinds in the docs name {', '.join(kinds)}"
 
 
+def check_walkthrough():
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+    sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+    import doc_blocks
+
+    try:
+        found = doc_blocks.blocks(read("docs/metal3.md").splitlines(keepends=True))
+    except ValueError as e:
+        return [f"docs/metal3.md: {e}"], ""
+    if not found:
+        return ["docs/metal3.md: no walkthrough block found"], ""
+    suite = read("tests/e2e/test_metal3_walkthrough.sh")
+    problems = [f"docs/metal3.md:{line}: step {step} is run by no case of test_metal3_walkthrough.sh (run_step {step})"
+                for step, _, _, line in found if not re.search(rf"^\s*run_step {step} ", suite, re.M)]
+    return problems, f"{len(found)} command blocks of docs/metal3.md, each run by test_metal3_walkthrough.sh"
+
+
 def main():
-    checks = {"glossary": check_glossary, "port-kinds": check_port_kinds}
+    checks = {"glossary": check_glossary, "port-kinds": check_port_kinds, "walkthrough": check_walkthrough}
     if len(sys.argv) != 2 or sys.argv[1] not in checks:
         print(f"usage: check_docs.py {'|'.join(checks)}", file=sys.stderr)
         return 2

@@ -665,6 +665,21 @@ service_reachable() {
     [ "$(host curl -s --max-time 1 "http://$E2E_SERVICE_IP/")" = "$E2E_HOST_IP" ]
 }
 
+# every_who_has_answered FILE SECONDS: arp_probe.py's record (--every 0.01 over SECONDS) shows every request
+# answered, by the NIC's MAC only (an upgrade's test); logs the counts, sets E2E_REASON when not.
+every_who_has_answered() {
+    local file=$1 seconds=$2 probes silent other
+    probes=$(grep -c . "$file")
+    silent=$(grep -c silent "$file")
+    other=$(grep -v silent "$file" | grep -vc "answered $E2E_NIC_MAC\$")
+    log "upgrade: $probes who-has every 10 ms over $seconds s, $silent unanswered, $other answered by another MAC than the NIC's"
+    [ "$probes" -gt $((seconds * 50)) ] || { E2E_REASON="the prober sent only $probes requests"; return 1; }
+    if [ "$silent" != 0 ] || [ "$other" != 0 ]; then
+        E2E_REASON="$silent who-has unanswered and $other answered otherwise during the upgrade"
+        return 1
+    fi
+}
+
 # iperf_check JSONFILE LABEL: the run finished without error and moved data; sets IPERF_SUMMARY.
 IPERF_SUMMARY=""
 iperf_check() {

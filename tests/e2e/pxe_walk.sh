@@ -10,6 +10,9 @@
 #
 #   pxe_walk_setup                 servers in the pod (dnsmasq DHCP+TFTP, image server, Ironic with the host
 #                              enrolled), the agent stand-in on the host, and the loader
+#   pxe_walk_servers_start     the same servers without the loader and the enrolment (a loader of the
+#                              test's own serves them: Kubernetes mode)
+#   pxe_walk_enrol             Ironic up and the host enrolled, once the service IP is served
 #   walk_lease                 udhcpc on the host: WALK_IP, WALK_SERVER_ID, WALK_NEXT_SERVER, WALK_BOOT_FILE;
 #                              the host then uses the leased address, as a ramdisk does
 #   walk_tftp                  the boot file over TFTP from the next server; WALK_TFTP_BYTES
@@ -46,7 +49,7 @@ walk_dnsmasq_start() {
     dnsmasq_start "$E2E_POD" "$WALK_DIR/dnsmasq" "${LAN6_DNSMASQ[@]}"
 }
 
-pxe_walk_setup() {
+pxe_walk_servers_start() {
     WALK_DIR=$E2E_TMP/walk
     DHCP_TFTP_ROOT=$WALK_DIR/tftp
     WALK_HTTP_ROOT=$WALK_DIR/images
@@ -74,7 +77,16 @@ pxe_walk_setup() {
         /usr/bin/python3 -m http.server "$WALK_IMAGE_PORT" --bind "$any" --directory "$WALK_HTTP_ROOT"
     bg_in_ns "$E2E_HOST" "$WALK_DIR/agent.log" python3 "$E2E_DIR/addr_server.py" "$any" "$WALK_AGENT_PORT"
     ironic_start "$E2E_POD" "$WALK_DIR/ironic" || return 1
+}
 
+# The walk's enrolment, once the service IP is served: Ironic up, the host enrolled.
+pxe_walk_enrol() {
+    ironic_wait 40 || return 1
+    ironic_create_node "$E2E_HOST_MAC" walk-host
+}
+
+pxe_walk_setup() {
+    pxe_walk_servers_start || return 1
     WALK_CONFIG=$E2E_TMP/conf/walk.yaml
     if walk_has 6; then
         lan6_write_config "$WALK_CONFIG" "$WALK_IMAGE_PORT" "$(walk_has 4 && echo dual)"
@@ -83,8 +95,7 @@ pxe_walk_setup() {
             --port images:tcp:"$WALK_IMAGE_PORT" "$WALK_CONFIG"
     fi
     loader_start "$WALK_CONFIG" "$E2E_TMP/logs/loader.log" || return 1
-    ironic_wait 40 || return 1
-    ironic_create_node "$E2E_HOST_MAC" walk-host || return 1
+    pxe_walk_enrol
 }
 
 walk_lease() {

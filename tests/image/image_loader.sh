@@ -9,6 +9,7 @@
 #   env: BPFNET_IMAGE             the image (default docker.io/bpfnet/bpfnet-loader:VERSION, as scripts/image.sh tags it)
 #        BPFNET_IMAGE_DROP_CAP    a capability of the DaemonSet's to leave out (the capability cases)
 #        BPFNET_IMAGE_CONTAINER_PREFIX   the container's name before -PID (default bpfnet-image-RANDOM)
+#        BPFNET_IMAGE_ENV_FILE    the container's environment (NAME=VALUE lines), as the kubelet resolved it
 set -euo pipefail
 
 here=$(dirname "$(realpath "$0")")
@@ -19,6 +20,8 @@ source "$root/scripts/podman.sh"
 image=${BPFNET_IMAGE:-$(default_image "$root")}
 
 drop=()
+env_file=()
+[ -n "${BPFNET_IMAGE_ENV_FILE:-}" ] && env_file=(--env-file "$BPFNET_IMAGE_ENV_FILE")
 [ -n "${BPFNET_IMAGE_DROP_CAP:-}" ] && drop=(--drop "$BPFNET_IMAGE_DROP_CAP")
 mapfile -t daemonset < <(python3 "$here/daemonset_flags.py" --control-dir /run/bpfnet "${drop[@]}")
 [ "${#daemonset[@]}" -gt 0 ] || exit 2
@@ -42,4 +45,4 @@ done
 prefix=${BPFNET_IMAGE_CONTAINER_PREFIX:-bpfnet-image-$(cut -c1-8 /proc/sys/kernel/random/uuid)}
 exec podman run --rm --name "$prefix-$$" --log-driver=none \
     "${host[@]}" "${daemonset[@]}" \
-    "${config_mount[@]}" "$image" "$@"
+    "${config_mount[@]}" "${env_file[@]}" "$image" "$@"

@@ -24,6 +24,13 @@ Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] 
   "ua=USER-AGENT".
   --kubernetes-version 1.N: the version /version reports (default 1.32) and the fields strict validation
   knows (a container's securityContext.appArmorProfile exists from 1.30).
+  --exec-hook PROGRAM: serves `kubectl exec` (GET or POST .../pods/NAME/exec?command=...&container=C, upgraded
+  to a WebSocket with the v5.channel.k8s.io or v4.channel.k8s.io subprotocol, as kubectl 1.31 and later ask
+  first): PROGRAM NAMESPACE POD CONTAINER COMMAND... runs it (the test's kubelet), its stdout and stderr go to
+  channels 1 and 2, its exit status to channel 3 as the kubelet reports it (a Success Status, or Failure with
+  reason NonZeroExitCode and the code as an ExitCode cause), then a close frame. No stdin, no TTY, no resize:
+  a request asking for them gets 400. Without --exec-hook, exec is 404 as any unknown path. SPDY (kubectl's
+  fallback) is not offered.
 
 API semantics followed (a subset of the documented behaviour):
   Collections: /api/v1[/namespaces/NS]/RESOURCE and /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE for any
@@ -127,6 +134,7 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
                          Authorization header seen, "connections": TCP connections accepted so far}
 """
 
+import base64
 import bisect
 import hashlib
 import json
@@ -134,6 +142,7 @@ import re
 import select
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -181,6 +190,9 @@ TOP_FIELDS = {(r[0], r[1]): {"apiVersion", "kind", "metadata"} | set(r[6].split(
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 # Objects whose metadata.generation counts changes of .spec (the workload controllers' observedGeneration).
 GENERATION_RESOURCES = {"daemonsets", "deployments", "replicasets", "statefulsets"}
+EXEC_HOOK = None  # --exec-hook PROGRAM
+EXEC_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/exec$")
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 KUBE_MINOR = 32  # --kubernetes-version 1.N: what /version says and which fields exist (appArmorProfile: 30)
 
 
@@ -802,11 +814,67 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(200, res)
 
     # --- API ---
+    def websocket_frame(self, opcode, payload):
+        """One unmasked server frame (RFC 6455 5.2), FIN set."""
+        n = len(payload)
+        if n < 126:
+            head = bytes([0x80 | opcode, n])
+        elif n < 65536:
+            head = bytes([0x80 | opcode, 126]) + n.to_bytes(2, "big")
+        else:
+            head = bytes([0x80 | opcode, 127]) + n.to_bytes(8, "big")
+        self.wfile.write(head + payload)
+        self.wfile.flush()
+
+    def exec_in_pod(self, m):
+        """kubectl exec over a WebSocket (see --exec-hook)."""
+        q = parse_qs(urlparse(self.path).query)
+        asked = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        protocol = next((p for p in ("v5.channel.k8s.io", "v4.channel.k8s.io") if p in asked), None)
+        key = self.headers.get("Sec-WebSocket-Key")
+        if self.headers.get("Upgrade", "").lower() != "websocket" or not key or not protocol:
+            return self.send_json(400, status(400, "BadRequest", "exec: only WebSocket (v4/v5.channel.k8s.io) is served"))
+        if any(q.get(f, ["false"])[0] in ("1", "true") for f in ("stdin", "tty")) or not q.get("command"):
+            return self.send_json(400, status(400, "BadRequest", "exec: a command, without stdin or tty, is served"))
+        with STORE.cond:
+            pod = STORE.objects.get(("v1", "pods"), {}).get((m["ns"], m["name"]))
+        if pod is None:
+            return self.send_json(404, status(404, "NotFound", f'pods "{m["name"]}" not found'))
+        containers = [c["name"] for c in pod.get("spec", {}).get("containers", [])]
+        container = q.get("container", containers[:1])[0] if containers else ""
+        if container not in containers:
+            return self.send_json(400, status(400, "BadRequest", f"container {container} is not valid for pod {m['name']}"))
+        accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", protocol)
+        self.end_headers()
+        self.wfile.flush()
+        run = subprocess.run([EXEC_HOOK, m["ns"], m["name"], container] + q["command"], capture_output=True,
+                             timeout=60)
+        for channel, data in ((1, run.stdout), (2, run.stderr)):
+            if data:
+                self.websocket_frame(0x2, bytes([channel]) + data)
+        if run.returncode == 0:
+            result = {"metadata": {}, "status": "Success"}
+        else:
+            result = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                      "message": f"command terminated with non-zero exit code: {run.returncode}",
+                      "details": {"causes": [{"reason": "ExitCode", "message": str(run.returncode)}]}}
+        self.websocket_frame(0x2, b"\x03" + json.dumps(result).encode())
+        self.websocket_frame(0x8, (1000).to_bytes(2, "big"))
+        self.close_connection = True
+
     def do_GET(self):
         if self.path.startswith("/_test/"):
             return self.control("GET")
         if not self.authorized():
             return
+        exec_path = EXEC_HOOK and EXEC_RE.match(urlparse(self.path).path)
+        if exec_path:
+            return self.exec_in_pod(exec_path)
         r, u = self.route()
         if not r:
             if u.path == "/version":
@@ -968,7 +1036,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         if self.path.startswith("/_test/"):
             return self.control("POST")
-        if not self.authorized() or self.garbage_write():
+        if not self.authorized():
+            return
+        exec_path = EXEC_HOOK and EXEC_RE.match(urlparse(self.path).path)
+        if exec_path:
+            return self.exec_in_pod(exec_path)
+        if self.garbage_write():
             return
         r, u = self.route()
         if not r or r[3]:
@@ -1334,7 +1407,7 @@ class InternalServer(ThreadingHTTPServer):
 
 
 def main():
-    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL, KUBE_MINOR
+    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL, KUBE_MINOR, EXEC_HOOK
     client_ca = None
     args = sys.argv[1:]
     if not args:
@@ -1375,6 +1448,9 @@ def main():
             i += 2
         elif args[i] == "--kubernetes-version":
             KUBE_MINOR = int(args[i + 1].lstrip("v").split(".")[1])
+            i += 2
+        elif args[i] == "--exec-hook":
+            EXEC_HOOK = args[i + 1]
             i += 2
         elif args[i] == "--h2":
             h2_front = True
