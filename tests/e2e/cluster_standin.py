@@ -48,6 +48,7 @@ import urllib.request
 PAUSE_IMAGES = ("registry.k8s.io/pause", "k8s.gcr.io/pause")
 POLL_SECONDS = 0.3
 BACKOFF_SECONDS = 2.0
+INIT_TIMEOUT_SECONDS = 60  # an init container that has not finished by then is killed and retried
 
 
 class Api:
@@ -143,8 +144,8 @@ class Node:
     def __init__(self, name, netns, kubeconfig, runner):
         self.name, self.netns, self.kubeconfig, self.runner = name, netns, kubeconfig, runner
 
-    def start(self, api, container, namespace, pod_name):
-        """The container's process (None for the pause image)."""
+    def start(self, api, container, namespace, pod_name, grace):
+        """The container's process (None for the pause image); grace: its pod's terminationGracePeriodSeconds."""
         if is_pause(container["image"]):
             return None
         env = container_env(api, container, namespace, pod_name, self.name)
@@ -163,7 +164,8 @@ class Node:
         # CLUSTER_CONTAINER: which pod's container this is, for the runner to name it (kubectl exec finds it so).
         return subprocess.Popen([self.runner, self.netns, container["image"], envfile, "--"] + command + args,
                                 stdout=LOG, stderr=LOG, start_new_session=True,
-                                env=dict(os.environ, CLUSTER_CONTAINER="%s_%s" % (pod_name, container["name"])))
+                                env=dict(os.environ, CLUSTER_CONTAINER="%s_%s" % (pod_name, container["name"]),
+                                         CLUSTER_STOP_GRACE=str(grace)))
 
     def http_ok(self, host, port, path):
         return subprocess.run(["ip", "netns", "exec", self.netns, "curl", "-sf", "--max-time", "1", "-o",
@@ -171,12 +173,15 @@ class Node:
 
 
 def stop(proc, grace):
+    """The runner stops its container on SIGTERM, with SIGKILL after the grace it was given at start; this waits
+    for that, and kills the runner's whole process group only if it outlives it."""
     if proc is None or proc.poll() is not None:
         return
-    os.killpg(proc.pid, signal.SIGTERM)
+    proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(timeout=grace)
+        proc.wait(timeout=grace + 10)
     except subprocess.TimeoutExpired:
+        log("runner %d still running %.0f s after SIGTERM: killed" % (proc.pid, grace + 10))
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
@@ -209,8 +214,14 @@ class DaemonPod:
         try:
             inits = self.spec().get("initContainers", [])
             while self.inits_done < len(inits):
-                proc = node.start(api, inits[self.inits_done], self.namespace, self.name)
-                rc = proc.wait() if proc else 0
+                proc = node.start(api, inits[self.inits_done], self.namespace, self.name, self.grace())
+                try:
+                    rc = proc.wait(timeout=INIT_TIMEOUT_SECONDS) if proc else 0
+                except subprocess.TimeoutExpired:
+                    log("%s init container %s still running after %d s: killed" %
+                        (self.name, inits[self.inits_done]["name"], INIT_TIMEOUT_SECONDS))
+                    stop(proc, 1)
+                    rc = -1
                 log("%s init container %s exited %d" % (self.name, inits[self.inits_done]["name"], rc))
                 if rc != 0:
                     self.retry_at = now + BACKOFF_SECONDS
@@ -221,7 +232,8 @@ class DaemonPod:
                 if proc is False or (proc is not None and proc.poll() is not None):
                     if proc:
                         log("%s container %s exited %d: restarting" % (self.name, container["name"], proc.returncode))
-                    self.procs[container["name"]] = node.start(api, container, self.namespace, self.name)
+                    self.procs[container["name"]] = node.start(api, container, self.namespace, self.name,
+                                                               self.grace())
         except NotReady as e:
             log("%s not started: %s" % (self.name, e))
             self.retry_at = now + BACKOFF_SECONDS
@@ -253,7 +265,13 @@ class DaemonPod:
             return
         path = "/api/v1/namespaces/%s/pods" % self.namespace
         if self.published is None:
-            api.call("POST", path, pod)
+            try:
+                api.call("POST", path, pod)
+            except urllib.error.HTTPError as e:
+                if e.code != 409:
+                    raise
+                api.call("PUT", "%s/%s" % (path, self.name), pod)  # left by an earlier pod of this template
+                api.call("PUT", "%s/%s/status" % (path, self.name), pod)
         else:
             api.call("PUT", "%s/%s" % (path, self.name), pod)
             api.call("PUT", "%s/%s/status" % (path, self.name), pod)
@@ -264,13 +282,17 @@ class DaemonPod:
             api.call("DELETE", "/api/v1/namespaces/%s/pods/%s" % (self.namespace, self.name))
             self.published = None
 
+    def grace(self):
+        return self.spec().get("terminationGracePeriodSeconds", 30)
+
     def stop(self, grace=None):
-        """SIGTERM to each container, then SIGKILL after grace (default: the pod's terminationGracePeriodSeconds)."""
+        """SIGTERM to each container's runner, which stops it (the runner's grace, the pod's); grace here: how long
+        to wait for that (default the pod's)."""
         if grace is None:
-            grace = self.spec().get("terminationGracePeriodSeconds", 30)
+            grace = self.grace()
         for proc in self.procs.values():
             if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+                proc.send_signal(signal.SIGTERM)
         for proc in self.procs.values():
             stop(proc, grace)
         log("%s stopped" % self.name)
@@ -397,7 +419,8 @@ def main():
             log("pass failed: %r" % e)
         time.sleep(POLL_SECONDS)
     # The test's cleanup kills this process 2 s after its SIGTERM: each container gets SIGTERM at once (the loader
-    # exits within a second, and `podman run --rm` removes its container), not one grace period after another.
+    # exits within a second, and `podman run --rm` removes its container), not one grace period after another;
+    # what remains, the test removes.
     for pod in pods.values():
         pod.stop(grace=1.5)
 

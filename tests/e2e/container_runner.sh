@@ -26,8 +26,25 @@ elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then
     image=docker.io/$image
 fi
 # Named after its pod and container (CLUSTER_CONTAINER, from cluster_standin.py), for exec_hook.sh to find it.
-[ -n "${CLUSTER_CONTAINER:-}" ] &&
-    export BPFNET_IMAGE_CONTAINER_PREFIX=${BPFNET_IMAGE_CONTAINER_PREFIX:-bpfnet-pod}-$CLUSTER_CONTAINER
+prefix=${BPFNET_IMAGE_CONTAINER_PREFIX:-bpfnet-pod}-${CLUSTER_CONTAINER:-$$}
+export BPFNET_IMAGE_CONTAINER_PREFIX=$prefix
 here=$(dirname "$(realpath "$0")")
-exec nsenter --net="/run/netns/$netns" env BPFNET_IMAGE="$image" BPFNET_IMAGE_ENV_FILE="$env_file" \
-    "$here/../image/image_loader.sh" "$@"
+
+# SIGTERM stops the container as the kubelet does (the CRI's StopContainer): the container's own process gets
+# SIGTERM, and SIGKILL after the grace (CLUSTER_STOP_GRACE, the pod's terminationGracePeriodSeconds), however
+# the podman client fares; a client killed alone would leave its container running.
+# shellcheck disable=SC2317 # the TERM trap's
+stop_container() {
+    podman ps -q --filter "name=^$prefix-" | xargs -r podman stop --time "${CLUSTER_STOP_GRACE:-30}" >/dev/null || true
+}
+trap stop_container TERM
+nsenter --net="/run/netns/$netns" env BPFNET_IMAGE="$image" BPFNET_IMAGE_ENV_FILE="$env_file" \
+    "$here/../image/image_loader.sh" "$@" &
+child=$!
+status=0
+wait "$child" || status=$?
+while kill -0 "$child" 2>/dev/null; do
+    status=0
+    wait "$child" || status=$?
+done
+exit "$status"

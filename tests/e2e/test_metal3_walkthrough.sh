@@ -82,6 +82,8 @@ standin() { curl -s -H 'X-Standin-Test: 1' "http://127.0.0.1:$STANDIN_PORT$1"; }
 walkthrough_containers() { podman ps -a --format '{{.Names}} {{.Image}}' | grep "^$BPFNET_IMAGE_CONTAINER_PREFIX-"; }
 walkthrough_after_case() {
     [ "$E2E_CASE_KEY" = remove ] || [ "$E2E_CASE_FAILED" = 1 ] || return 0
+    # What the cluster did (its kubelet's starts and stops, the loaders' logs): the temporary directory goes.
+    [ "$E2E_CASE_FAILED" = 1 ] && tail -n 40 "$LOGS/cluster.log" | cut -c1-300 | sed 's/^/# cluster: /'
     walkthrough_containers_remove
 }
 walkthrough_containers_remove() {
@@ -170,7 +172,7 @@ run_step() {
         workstation) (cd "$WORK" && KUBECONFIG=$WORK/kubeconfig bash "$file") >>"$out" 2>&1 ;;
         node) (cd "$WORK" && nsenter --net="/run/netns/$E2E_NODE" bash "$file") >>"$out" 2>&1 ;;
         esac || {
-            E2E_REASON="block $n ($step, $where) failed: $(tail -n 4 "$out" | tr '\n' ' ')"
+            E2E_REASON="block $n ($step, $where) failed: $(tail -n 4 "$out" | tr '\n' ' ') -- the cluster: $(tail -n 6 "$LOGS/cluster.log" | cut -c1-300 | tr '\n' '|')"
             return 1
         }
     done <"$BLOCKS.list"

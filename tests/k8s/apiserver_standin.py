@@ -832,10 +832,8 @@ class Handler(BaseHTTPRequestHandler):
         asked = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
         protocol = next((p for p in ("v5.channel.k8s.io", "v4.channel.k8s.io") if p in asked), None)
         key = self.headers.get("Sec-WebSocket-Key")
-        if self.headers.get("Upgrade", "").lower() != "websocket" or not key or not protocol:
-            return self.send_json(400, status(400, "BadRequest", "exec: only WebSocket (v4/v5.channel.k8s.io) is served"))
-        if any(q.get(f, ["false"])[0] in ("1", "true") for f in ("stdin", "tty")) or not q.get("command"):
-            return self.send_json(400, status(400, "BadRequest", "exec: a command, without stdin or tty, is served"))
+        # The pod and container first, as the API server checks them before any upgrade: kubectl's SPDY fallback
+        # then gets the same answer.
         with STORE.cond:
             pod = STORE.objects.get(("v1", "pods"), {}).get((m["ns"], m["name"]))
         if pod is None:
@@ -844,6 +842,10 @@ class Handler(BaseHTTPRequestHandler):
         container = q.get("container", containers[:1])[0] if containers else ""
         if container not in containers:
             return self.send_json(400, status(400, "BadRequest", f"container {container} is not valid for pod {m['name']}"))
+        if self.headers.get("Upgrade", "").lower() != "websocket" or not key or not protocol:
+            return self.send_json(400, status(400, "BadRequest", "exec: only WebSocket (v4/v5.channel.k8s.io) is served"))
+        if any(q.get(f, ["false"])[0] in ("1", "true") for f in ("stdin", "tty")) or not q.get("command"):
+            return self.send_json(400, status(400, "BadRequest", "exec: a command, without stdin or tty, is served"))
         accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
         self.send_response(101)
         self.send_header("Upgrade", "websocket")

@@ -354,5 +354,42 @@ class Before130(StandinKubectl):
         self.assertEqual(json.loads(self.kubectl("version", "-o", "json").stdout)["serverVersion"]["minor"], "29")
 
 
+class Exec(StandinKubectl):
+    """kubectl exec over the WebSocket the stand-in serves with --exec-hook: the hook's arguments, its stdout
+    and stderr on their channels, and its exit status as kubectl reports it."""
+
+    def setUp(self):
+        hook = os.path.join(tempfile.mkdtemp(prefix="standin-exec-"), "hook.sh")
+        self.addCleanup(shutil.rmtree, os.path.dirname(hook), True)
+        with open(hook, "w") as f:
+            # COMMAND exit-N: the hook exits N.
+            f.write('#!/bin/sh\necho "ran in $1/$2 container $3:" "$4" "$5"\necho "to stderr" >&2\n'
+                    'case "$4" in exit-*) exit "${4#exit-}" ;; esac\n')
+        os.chmod(hook, 0o755)
+        self.standin_args = ("--exec-hook", hook)
+        super().setUp()
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "bpfnet-loader-abcde", "labels": {"app.kubernetes.io/name": "bpfnet",
+                                                                     "app.kubernetes.io/component": "loader"}},
+               "spec": {"containers": [{"name": "loader", "image": "bpfnet/bpfnet-loader:0.1.0"}]},
+               "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+        code, obj = self.api("POST", f"/api/v1/namespaces/{NS}/pods", pod)
+        self.assertEqual(code, 201, obj)
+
+    def test_exec_runs_the_hook(self):
+        run = self.kubectl("-n", NS, "exec", "bpfnet-loader-abcde", "--", "bpfnetctl", "status")
+        self.assertEqual(run.stdout, f"ran in {NS}/bpfnet-loader-abcde container loader: bpfnetctl status\n")
+        self.assertIn("to stderr", run.stderr)
+
+    def test_exit_code_reported(self):
+        run = self.kubectl("-n", NS, "exec", "bpfnet-loader-abcde", "--", "exit-3", ok=False)
+        self.assertEqual(run.returncode, 3, run.stderr)
+
+    def test_unknown_container_refused(self):
+        run = self.kubectl("-n", NS, "exec", "bpfnet-loader-abcde", "-c", "other", "--", "true", ok=False)
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("container other is not valid", run.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
