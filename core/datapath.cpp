@@ -285,13 +285,19 @@ void Datapath::load_and_attach_xdp(XdpMode mode) {
     }
 }
 
-// libxdp loads the object itself: as a dispatcher component where the kernel allows it, else plain.
+// libxdp loads the object itself: as a dispatcher component where the kernel allows it, else plain. Where it
+// may not load its dispatcher (the DaemonSet's capabilities), libbpf warns about that load before libxdp falls
+// back: expected, and the outcome is logged as the attach (plain, no dispatcher); a failed attach throws.
 void Datapath::attach_xdp_program(XdpMode mode) {
     DECLARE_LIBXDP_OPTS(xdp_program_opts, opts, .obj = skel_->obj, .prog_name = BPFNET_PROG_XDP_NIC);
     std::unique_ptr<xdp_program, void (*)(xdp_program *)> prog(xdp_program__create(&opts), xdp_program__close);
     check(static_cast<int>(libxdp_get_error(prog.get())), "xdp_program__create");
-    check(xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(mode), 0),
-          "xdp_program__attach " + options_.interface + " (" + to_string(mode) + ")");
+    int attached = 0;
+    {
+        ExpectedLibraryFailures dispatcher_may_fail;
+        attached = xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(mode), 0);
+    }
+    check(attached, "xdp_program__attach " + options_.interface + " (" + to_string(mode) + ")");
     xdp_.mode = mode;
     xdp_.action = HookAction::Attached;
     xdp_.dispatcher = XdpOnInterface::read(nic_ifindex_).dispatcher;

@@ -16,6 +16,7 @@ namespace bpfnet {
 namespace {
 
 LogLevel g_level = LogLevel::Info;
+thread_local int g_expected_library_failures = 0; // ExpectedLibraryFailures alive on this thread
 std::mutex g_mutex;
 
 constexpr std::array<std::string_view, 4> kLevelNames = {"debug", "info", "warn", "error"};
@@ -69,9 +70,10 @@ void log_library_message(LogLevel level, std::string_view source, const char *fo
 }
 
 int libbpf_print(enum libbpf_print_level level, const char *format, va_list args) {
-    LogLevel ours = level == LIBBPF_WARN ? LogLevel::Warn : LogLevel::Debug;
-    // Two kernel extacks are how the loader learns what is already there, not warnings: "Cannot find specified
-    // filter chain" (no filter to adopt) and "Exclusivity flag on, cannot modify" (the clsact qdisc exists).
+    LogLevel ours = level == LIBBPF_WARN && g_expected_library_failures == 0 ? LogLevel::Warn : LogLevel::Debug;
+    // Three kernel extacks are how the loader learns what is already there, not warnings: "Cannot find specified
+    // filter chain" (no filter to adopt), "Exclusivity flag on, cannot modify" (the clsact qdisc exists) and
+    // "Parent Qdisc doesn't exists" (no clsact qdisc, so no filter of ours to detach: a tcx attachment's teardown).
     if (std::strstr(format, "Kernel error message") && ours == LogLevel::Warn) {
         va_list copy;
         va_copy(copy, args);
@@ -79,7 +81,7 @@ int libbpf_print(enum libbpf_print_level level, const char *format, va_list args
         std::vsnprintf(text, sizeof(text), format, copy);
         va_end(copy);
         if (std::strstr(text, "Cannot find specified filter chain") ||
-            std::strstr(text, "Exclusivity flag on, cannot modify"))
+            std::strstr(text, "Exclusivity flag on, cannot modify") || std::strstr(text, "Parent Qdisc doesn't exists"))
             ours = LogLevel::Debug;
     }
     log_library_message(ours, "libbpf", format, args);
@@ -94,6 +96,14 @@ int libxdp_print(enum libxdp_print_level level, const char *format, va_list args
 }
 
 } // namespace
+
+ExpectedLibraryFailures::ExpectedLibraryFailures() {
+    ++g_expected_library_failures;
+}
+
+ExpectedLibraryFailures::~ExpectedLibraryFailures() {
+    --g_expected_library_failures;
+}
 
 void set_log_level(LogLevel level) {
     g_level = level;

@@ -37,4 +37,15 @@ inline void log_error(std::string_view m, std::initializer_list<LogField> f = {}
 // Routes libbpf's and libxdp's own messages into this log (their debug chatter only at debug level).
 void route_library_logs();
 
+// While one is alive on this thread, the libraries' warnings are logged at debug level: around a call whose
+// failure inside the library is expected and handled (libxdp trying its dispatcher before a plain attach), so
+// that the outcome is the loader's own line, not the library's alarm about the attempt.
+class ExpectedLibraryFailures {
+public:
+    ExpectedLibraryFailures();
+    ~ExpectedLibraryFailures();
+    ExpectedLibraryFailures(const ExpectedLibraryFailures &) = delete;
+    ExpectedLibraryFailures &operator=(const ExpectedLibraryFailures &) = delete;
+};
+
 } // namespace bpfnet
