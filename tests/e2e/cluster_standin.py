@@ -73,7 +73,6 @@ class Api:
 
 
 LOG = sys.stderr
-NODE_NAME = [""]  # the node's name, as pods' spec.nodeName
 
 
 def log(what):
@@ -172,12 +171,21 @@ class Node:
                                "/dev/null", "http://%s:%s%s" % (host, port, path)]).returncode == 0
 
 
-def stop(proc, grace):
-    """The runner stops its container on SIGTERM, with SIGKILL after the grace it was given at start; this waits
-    for that, and kills the runner's whole process group only if it outlives it."""
+def running(proc):
+    """A started container still running (the pause image's None counts: nothing to run)."""
+    return proc is not False and (proc is None or proc.poll() is None)
+
+
+def terminate(proc):
+    """SIGTERM to a container's runner, which stops the container (with the grace it was given at start)."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+
+
+def wait_stopped(proc, grace):
+    """Waits for a terminated runner, and kills its whole process group only if it outlives the grace."""
     if proc is None or proc.poll() is not None:
         return
-    proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(timeout=grace + 10)
     except subprocess.TimeoutExpired:
@@ -220,7 +228,8 @@ class DaemonPod:
                 except subprocess.TimeoutExpired:
                     log("%s init container %s still running after %d s: killed" %
                         (self.name, inits[self.inits_done]["name"], INIT_TIMEOUT_SECONDS))
-                    stop(proc, 1)
+                    terminate(proc)
+                    wait_stopped(proc, 1)
                     rc = -1
                 log("%s init container %s exited %d" % (self.name, inits[self.inits_done]["name"], rc))
                 if rc != 0:
@@ -229,7 +238,7 @@ class DaemonPod:
                 self.inits_done += 1
             for container in self.spec().get("containers", []):
                 proc = self.procs.get(container["name"], False)
-                if proc is False or (proc is not None and proc.poll() is not None):
+                if not running(proc):
                     if proc:
                         log("%s container %s exited %d: restarting" % (self.name, container["name"], proc.returncode))
                     self.procs[container["name"]] = node.start(api, container, self.namespace, self.name,
@@ -242,37 +251,37 @@ class DaemonPod:
         if self.inits_done < len(self.spec().get("initContainers", [])):
             return False
         for container in self.spec().get("containers", []):
-            proc = self.procs.get(container["name"], False)
-            if proc is False or (proc is not None and proc.poll() is not None):
+            if not running(self.procs.get(container["name"], False)):
                 return False
             probe = (container.get("readinessProbe") or {}).get("httpGet")
             if probe and not node.http_ok("127.0.0.1", probe["port"], probe.get("path", "/")):
                 return False
         return True
 
-    def publish(self, api, ds, ready):
+    def publish(self, api, ds, node, ready):
         """The Pod object, as the kubelet reports it (kubectl exec and get pods read it); written on change."""
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": self.name, "namespace": self.namespace,
                             "labels": self.template.get("metadata", {}).get("labels", {}),
                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "controller": True,
                                                  "name": ds["metadata"]["name"], "uid": ds["metadata"]["uid"]}]},
-               "spec": dict(self.spec(), nodeName=NODE_NAME[0]),
+               "spec": dict(self.spec(), nodeName=node.name),
                "status": {"phase": "Running" if self.inits_done >= len(self.spec().get("initContainers", []))
                           else "Pending",
                           "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
         if pod == self.published:
             return
         path = "/api/v1/namespaces/%s/pods" % self.namespace
+        # Created once; replaced (object, then status) on change, or when an earlier pod of the template left it.
+        created = False
         if self.published is None:
             try:
                 api.call("POST", path, pod)
+                created = True
             except urllib.error.HTTPError as e:
                 if e.code != 409:
                     raise
-                api.call("PUT", "%s/%s" % (path, self.name), pod)  # left by an earlier pod of this template
-                api.call("PUT", "%s/%s/status" % (path, self.name), pod)
-        else:
+        if not created:
             api.call("PUT", "%s/%s" % (path, self.name), pod)
             api.call("PUT", "%s/%s/status" % (path, self.name), pod)
         self.published = pod
@@ -291,20 +300,19 @@ class DaemonPod:
         if grace is None:
             grace = self.grace()
         for proc in self.procs.values():
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+            terminate(proc)
         for proc in self.procs.values():
-            stop(proc, grace)
+            wait_stopped(proc, grace)
         log("%s stopped" % self.name)
 
 
-def daemonset_status(ds, pod, ready):
-    updated = 1 if pod and pod.hash == template_hash(ds["spec"]["template"]) else 0
-    available = 1 if updated and ready else 0
+def daemonset_status(ds, ready):
+    """The DaemonSet controller's status for the one node, whose pod is of the current template (kubelet() replaces
+    any other before it writes this)."""
+    available = 1 if ready else 0
     return {"observedGeneration": ds["metadata"].get("generation", 1), "desiredNumberScheduled": 1,
-            "currentNumberScheduled": 1 if pod else 0, "updatedNumberScheduled": updated,
-            "numberReady": 1 if pod and ready else 0, "numberAvailable": available,
-            "numberUnavailable": 1 - available, "numberMisscheduled": 0}
+            "currentNumberScheduled": 1, "updatedNumberScheduled": 1, "numberReady": available,
+            "numberAvailable": available, "numberUnavailable": 1 - available, "numberMisscheduled": 0}
 
 
 def kubelet(api, node, pods):
@@ -323,8 +331,8 @@ def kubelet(api, node, pods):
             pod = pods[key] = DaemonPod(ds)
         pod.step(api, node)
         ready = pod.ready(node)
-        pod.publish(api, ds, ready)
-        status = daemonset_status(ds, pod, ready)
+        pod.publish(api, ds, node, ready)
+        status = daemonset_status(ds, ready)
         if ds.get("status") != status:
             api.call("PUT", "/apis/apps/v1/namespaces/%s/daemonsets/%s/status" % key,
                      {"metadata": {"name": key[1]}, "status": status})
@@ -405,7 +413,6 @@ def main():
     if a.log:
         LOG = open(a.log, "a")
     name, netns = a.node.split("=", 1)
-    NODE_NAME[0] = name
     node, api = Node(name, netns, a.kubeconfig, a.runner), Api(a.api)
     pods, slices = {}, {}
     running = [True]

@@ -42,7 +42,7 @@ e2e_step lookup walk_lookup "5d. provision: the agent's lookup at Ironic" case:h
 e2e_step heartbeat walk_heartbeat "5e. provision: the agent's heartbeat" case:lookup
 e2e_step agent_call walk_agent_call "5f. provision: Ironic calls the agent" case:heartbeat
 e2e_case upgrade case_upgrade "6. upgrade to the next image by the rollout: every who-has answered, HTTP served after" case:agent_call
-e2e_case remove case_remove "7. removal: nothing attached or pinned on the node, no Lease or object of bpfnet's left, the IP unanswered" case:upgrade
+e2e_case remove case_remove "7. removal: nothing attached or pinned on the node, no Lease or object of bpfnet's left, the IP unanswered; no loader logged a warning" case:upgrade
 E2E_AFTER_CASE=walkthrough_after_case
 
 # shellcheck source=../../scripts/podman.sh
@@ -80,12 +80,13 @@ standin() { curl -s -H 'X-Standin-Test: 1' "http://127.0.0.1:$STANDIN_PORT$1"; }
 
 # The walkthrough's containers, by name (a killed podman leaves its container behind).
 walkthrough_containers() { podman ps -a --format '{{.Names}} {{.Image}}' | grep "^$BPFNET_IMAGE_CONTAINER_PREFIX-"; }
+# What the cluster did when a case failed (its kubelet's starts and stops, the loaders' logs): the temporary
+# directory goes with the run.
 walkthrough_after_case() {
-    [ "$E2E_CASE_KEY" = remove ] || [ "$E2E_CASE_FAILED" = 1 ] || return 0
-    # What the cluster did (its kubelet's starts and stops, the loaders' logs): the temporary directory goes.
-    [ "$E2E_CASE_FAILED" = 1 ] && tail -n 40 "$LOGS/cluster.log" | cut -c1-300 | sed 's/^/# cluster: /'
-    walkthrough_containers_remove
+    [ "$E2E_CASE_FAILED" = 1 ] || return 0
+    tail -n 40 "$LOGS/cluster.log" | cut -c1-300 | sed 's/^/# cluster: /'
 }
+# Run at the end, whichever case the run stopped at: a loader's container left running would hold its node.
 walkthrough_containers_remove() {
     local name
     for name in $(walkthrough_containers | awk '{ print $1 }'); do
@@ -153,7 +154,8 @@ walkthrough_world() {
         die "the walkthrough's blocks: $(cat "$BLOCKS.list")"
 
     pxe_walk_servers_start || die "the pod's servers: $E2E_REASON"
-    "$SYSTEM_PYTHON" "$E2E_DIR/cluster_standin.py" --api "http://127.0.0.1:$STANDIN_PORT" \
+    # TMPDIR: the containers' environment files go with the test's directory.
+    TMPDIR=$E2E_TMP "$SYSTEM_PYTHON" "$E2E_DIR/cluster_standin.py" --api "http://127.0.0.1:$STANDIN_PORT" \
         --node "$NODE_NAME=$E2E_NODE" --kubeconfig "$E2E_TMP/conf/node-kubeconfig" \
         --runner "$E2E_DIR/container_runner.sh" --pod-slot "$E2E_POD_IP" --log "$LOGS/cluster.log" &
     E2E_PIDS+=("$!")
@@ -272,10 +274,14 @@ for o in json.load(sys.stdin)["items"]:
     local answer
     answer=$(host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --timeout 0.5 eth0 "$E2E_SERVICE_IP")
     [ "${answer##* }" = silent ] || { E2E_REASON="the service IP is still answered: $answer"; return 1; }
-    log "node and cluster clean; the service IP unanswered"
+    # Every loader of the walkthrough (the first start, the upgrade's adoption, the teardown) logged no warning:
+    # nothing in a normal life asks an operator to act.
+    local warnings
+    warnings=$(grep 'level=warn' "$LOGS/cluster.log" | cut -c1-200)
+    [ -z "$warnings" ] || { E2E_REASON="the loaders logged warnings: $(echo "$warnings" | tr '\n' '|')"; return 1; }
+    log "node and cluster clean; the service IP unanswered; no warning logged"
 }
 
 run_cases
-# A run that stopped before the removal (--case with an earlier case) leaves the loader's container running.
 walkthrough_containers_remove
 finish
