@@ -26,6 +26,9 @@ packages=(
   # the image (scripts/image.sh, Containerfile): podman builds and runs it, from base images mmdebstrap makes
   # of Debian packages (no registry needed); runc for hosts whose cgroups crun refuses (v1 or hybrid)
   podman mmdebstrap runc
+  # docs/metal3.md's containerd nodes: the walkthrough test imports the image with ctr into a containerd of
+  # its own (started in the test's sandbox, never as this machine's service)
+  containerd
   # benchmarks (tests/bench): the alternatives bpfnet is measured against, and load generators
   haproxy nftables sockperf kea-admin atftp atftpd
 )

@@ -4,7 +4,7 @@ Deployment, and the EndpointSlice controller, so that a walkthrough's kubectl co
 have on a real cluster (tests/e2e/test_metal3_walkthrough.sh).
 
     cluster_standin.py --api URL --node NAME=NETNS --kubeconfig FILE --runner PROGRAM
-                       --pod-slot NODE=IP [--log FILE]
+                       --pod-slot NODE=IP [--log FILE] [--pod-logs DIR]
 
 What it does, polling the stand-in every 0.3 s (its own requests carry X-Standin-Test, so that the request log
 holds the loaders' calls only):
@@ -23,6 +23,9 @@ holds the loaders' calls only):
     desired/current/updated/ready/available counts), which `kubectl rollout status` reads, and its pod as a
     Pod object (labels, owner, nodeName, phase, Ready), which `kubectl exec ds/NAME` looks up; the runner gets
     CLUSTER_CONTAINER=POD_CONTAINER to name the container by. A deleted DaemonSet's pod is stopped as above.
+    With --pod-logs DIR, each container's output goes to DIR/NAMESPACE_POD_CONTAINER.log (the kubelet's
+    /var/log/pods, which the stand-in's --pod-logs serves to `kubectl logs`), the current run's only; without
+    it, to the --log file.
   - Deployments: the first one with replicas > 0 and no hostNetwork gets the test's pod (IP on NODE); its
     labels are the template's. No container is run: the test runs the servers in the pod's network namespace
     itself. It is ready once each httpGet readinessProbe of its containers answers on the pod's IP.
@@ -140,8 +143,9 @@ def is_pause(image):
 
 
 class Node:
-    def __init__(self, name, netns, kubeconfig, runner):
+    def __init__(self, name, netns, kubeconfig, runner, pod_logs):
         self.name, self.netns, self.kubeconfig, self.runner = name, netns, kubeconfig, runner
+        self.pod_logs = pod_logs
 
     def start(self, api, container, namespace, pod_name, grace):
         """The container's process (None for the pause image); grace: its pod's terminationGracePeriodSeconds."""
@@ -160,11 +164,18 @@ class Node:
             f.writelines("%s=%s\n" % kv for kv in env.items())
         log("start %s/%s container %s image %s: %s" % (namespace, pod_name, container["name"], container["image"],
                                                       " ".join(command + args)))
+        output = LOG
+        if self.pod_logs:
+            output = open(os.path.join(self.pod_logs, "%s_%s_%s.log" % (namespace, pod_name, container["name"])), "w")
         # CLUSTER_CONTAINER: which pod's container this is, for the runner to name it (kubectl exec finds it so).
-        return subprocess.Popen([self.runner, self.netns, container["image"], envfile, "--"] + command + args,
-                                stdout=LOG, stderr=LOG, start_new_session=True,
-                                env=dict(os.environ, CLUSTER_CONTAINER="%s_%s" % (pod_name, container["name"]),
-                                         CLUSTER_STOP_GRACE=str(grace)))
+        try:
+            return subprocess.Popen([self.runner, self.netns, container["image"], envfile, "--"] + command + args,
+                                    stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+                                    env=dict(os.environ, CLUSTER_CONTAINER="%s_%s" % (pod_name, container["name"]),
+                                             CLUSTER_STOP_GRACE=str(grace)))
+        finally:
+            if output is not LOG:
+                output.close()
 
     def http_ok(self, host, port, path):
         return subprocess.run(["ip", "netns", "exec", self.netns, "curl", "-sf", "--max-time", "1", "-o",
@@ -210,6 +221,7 @@ class DaemonPod:
         self.procs = {}  # container name -> Popen or None (pause)
         self.retry_at = 0.0
         self.published = None  # the Pod object last written
+        self.restarts = {}  # container name -> times restarted
 
     def spec(self):
         return self.template.get("spec", {})
@@ -241,6 +253,7 @@ class DaemonPod:
                 if not running(proc):
                     if proc:
                         log("%s container %s exited %d: restarting" % (self.name, container["name"], proc.returncode))
+                        self.restarts[container["name"]] = self.restarts.get(container["name"], 0) + 1
                     self.procs[container["name"]] = node.start(api, container, self.namespace, self.name,
                                                                self.grace())
         except NotReady as e:
@@ -268,7 +281,11 @@ class DaemonPod:
                "spec": dict(self.spec(), nodeName=node.name),
                "status": {"phase": "Running" if self.inits_done >= len(self.spec().get("initContainers", []))
                           else "Pending",
-                          "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+                          "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                          "containerStatuses": [{"name": c["name"], "image": c["image"],
+                                                 "ready": ready and running(self.procs.get(c["name"], False)),
+                                                 "restartCount": self.restarts.get(c["name"], 0)}
+                                                for c in self.spec().get("containers", [])]}}
         if pod == self.published:
             return
         path = "/api/v1/namespaces/%s/pods" % self.namespace
@@ -409,11 +426,12 @@ def main():
     parser.add_argument("--runner", required=True)
     parser.add_argument("--pod-slot", required=True, help="the Deployment pod's IP (on the node)")
     parser.add_argument("--log")
+    parser.add_argument("--pod-logs", help="the directory of the containers' logs")
     a = parser.parse_args()
     if a.log:
         LOG = open(a.log, "a")
     name, netns = a.node.split("=", 1)
-    node, api = Node(name, netns, a.kubeconfig, a.runner), Api(a.api)
+    node, api = Node(name, netns, a.kubeconfig, a.runner, a.pod_logs), Api(a.api)
     pods, slices = {}, {}
     running = [True]
     signal.signal(signal.SIGTERM, lambda *_: running.__setitem__(0, False))

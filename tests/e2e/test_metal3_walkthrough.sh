@@ -13,9 +13,9 @@
 # server of the test's own (pxe_walk.sh), and writes EndpointSlices. The workstation's commands run in a
 # directory holding a copy of this checkout (bpfnet/) and the stand-in of BMO's ironic-deployment
 # (baremetal-operator/ironic-deployment: tests/k8s/bmo), with KUBECONFIG naming the stand-in; the node's in
-# the node's network namespace. Needs podman (the image's loader is what runs): ctest runs it through
-# tests/image/each_case_from_image.sh, which skips it without podman or the image unless
-# BPFNET_IMAGE_REQUIRED=1.
+# the node's network namespace. Needs podman (the image's loader is what runs) and containerd (step 1's ctr
+# import): ctest runs it through tests/image/each_case_from_image.sh, which skips it without podman or the
+# image unless BPFNET_IMAGE_REQUIRED=1.
 #
 # The cases are called through run_cases (the case list), which shellcheck cannot follow.
 # shellcheck disable=SC2317
@@ -65,6 +65,7 @@ MGMT_NODE_IP=198.19.255.2
 SERVICE_NS=baremetal-operator-system
 SERVICE=ironic-provisioning
 DOC=$E2E_REPO/docs/metal3.md
+POD_LOGS=$LOGS/pods # the containers' output, which kubectl logs reads (the kubelet's /var/log/pods)
 # The document's example values (metal3-dev-env's provisioning network) and the test LAN's: FROM=TO, split at
 # the first "=" (so FROM holds none).
 SUBSTITUTIONS=(
@@ -84,7 +85,11 @@ walkthrough_containers() { podman ps -a --format '{{.Names}} {{.Image}}' | grep 
 # directory goes with the run.
 walkthrough_after_case() {
     [ "$E2E_CASE_FAILED" = 1 ] || return 0
-    tail -n 40 "$LOGS/cluster.log" | cut -c1-300 | sed 's/^/# cluster: /'
+    tail -n 20 "$LOGS/cluster.log" | cut -c1-300 | sed 's/^/# cluster: /'
+    local f
+    for f in "$POD_LOGS"/*.log; do
+        [ -e "$f" ] && tail -n 10 "$f" | cut -c1-300 | sed "s|^|# $(basename "$f" .log): |"
+    done
 }
 # Run at the end, whichever case the run stopped at: a loader's container left running would hold its node.
 walkthrough_containers_remove() {
@@ -136,11 +141,12 @@ walkthrough_world() {
     ip link add mgmt0 type veth peer name mgmt0 netns "$E2E_NODE" || die "management link"
     ip addr add "$MGMT_ROOT_IP/30" dev mgmt0
     ip link set mgmt0 up
+    mkdir -p "$POD_LOGS"
     ip -n "$E2E_NODE" addr add "$MGMT_NODE_IP/30" dev mgmt0
     ip -n "$E2E_NODE" link set mgmt0 up
 
     "$SYSTEM_PYTHON" "$E2E_REPO/tests/k8s/apiserver_standin.py" 0 --address 0.0.0.0 --bookmark-interval 1 \
-        --exec-hook "$E2E_DIR/exec_hook.sh" >"$LOGS/standin.log" 2>&1 &
+        --exec-hook "$E2E_DIR/exec_hook.sh" --pod-logs "$POD_LOGS" >"$LOGS/standin.log" 2>&1 &
     E2E_PIDS+=("$!")
     wait_for 10 standin_listening || die "stand-in did not start: $(head -c 300 "$LOGS/standin.log")"
     STANDIN_PORT=$(awk '/^listening on/ { print $3; exit }' "$LOGS/standin.log")
@@ -157,7 +163,8 @@ walkthrough_world() {
     # TMPDIR: the containers' environment files go with the test's directory.
     TMPDIR=$E2E_TMP "$SYSTEM_PYTHON" "$E2E_DIR/cluster_standin.py" --api "http://127.0.0.1:$STANDIN_PORT" \
         --node "$NODE_NAME=$E2E_NODE" --kubeconfig "$E2E_TMP/conf/node-kubeconfig" \
-        --runner "$E2E_DIR/container_runner.sh" --pod-slot "$E2E_POD_IP" --log "$LOGS/cluster.log" &
+        --runner "$E2E_DIR/container_runner.sh" --pod-slot "$E2E_POD_IP" --log "$LOGS/cluster.log" \
+        --pod-logs "$POD_LOGS" &
     E2E_PIDS+=("$!")
     log "walkthrough world up: stand-in on $STANDIN_PORT, work directory $WORK, $(wc -l <"$BLOCKS.list") blocks"
 }
@@ -184,10 +191,38 @@ run_step() {
 loader_container() { walkthrough_containers | head -n 1; }
 xdp_on_nic() { ip -n "$E2E_NODE" link show "$E2E_NIC" | grep -q xdp; }
 
+# A containerd of the node's, for the walkthrough's containerd variant of step 1: its own root, state and socket
+# in the test's directory (ctr finds it through CONTAINERD_ADDRESS), no CRI plugin (nothing runs from it).
+containerd_start() {
+    local dir=$E2E_TMP/containerd
+    mkdir -p "$dir"
+    cat >"$dir/config.toml" <<EOF
+version = 2
+root = "$dir/root"
+state = "$dir/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$dir/containerd.sock"
+[ttrpc]
+  address = "$dir/containerd.sock.ttrpc"
+EOF
+    containerd --config "$dir/config.toml" >"$LOGS/containerd.log" 2>&1 &
+    E2E_PIDS+=("$!")
+    CONTAINERD_ADDRESS=$dir/containerd.sock
+    export CONTAINERD_ADDRESS
+    wait_for 10 test -S "$CONTAINERD_ADDRESS"
+}
+
 case_image() {
     run_step image || return 1
     [ -s "$WORK/bpfnet-loader.tar" ] || { E2E_REASON="no bpfnet-loader.tar written"; return 1; }
     podman image exists "$BPFNET_IMAGE" || { E2E_REASON="$BPFNET_IMAGE not in the node's image store"; return 1; }
+    command -v containerd >/dev/null || { E2E_REASON="containerd is not installed (scripts/setup.sh)"; return 1; }
+    containerd_start || { E2E_REASON="containerd did not start: $(tail -n 3 "$LOGS/containerd.log")"; return 1; }
+    run_step image-containerd || return 1
+    # The name the kubelet asks containerd for: the DaemonSet's reference, normalised to Docker Hub's.
+    ctr -n k8s.io images ls -q | grep -qx "$BPFNET_IMAGE" ||
+        { E2E_REASON="$BPFNET_IMAGE not in containerd's k8s.io namespace: $(ctr -n k8s.io images ls -q | tr '\n' ' ')"; return 1; }
 }
 
 case_install() {
@@ -217,9 +252,16 @@ case_check() {
     run_step check || return 1
     grep -qx "$NODE_NAME" "$LOGS/step-check.log" ||
         { E2E_REASON="the Lease's holder printed is not $NODE_NAME: $(cat "$LOGS/step-check.log")"; return 1; }
-    # bpfnetctl status in the loader's container, through kubectl exec: the IP served here.
-    grep -Eq "^service IP +$E2E_SERVICE_IP: active" "$LOGS/step-check.log" ||
-        { E2E_REASON="bpfnetctl status through kubectl exec does not show $E2E_SERVICE_IP active: $(tail -n 14 "$LOGS/step-check.log" | tr '\n' '|')"; return 1; }
+    # get pods -o wide: the loader's pod, ready, on the node.
+    grep -Eq "^bpfnet-loader-[a-z0-9]+ +1/1 +Running +0 +[0-9]+[smhd] +[^ ]+ +$NODE_NAME " "$LOGS/step-check.log" ||
+        { E2E_REASON="get pods -o wide shows no ready loader on $NODE_NAME: $(tail -n 3 "$LOGS/step-check.log" | tr '\n' '|')"; return 1; }
+    run_step check-serving || return 1
+    # bpfnetctl status in the container of the Lease holder's pod, through kubectl exec: the IP served there.
+    grep -Eq "^service IP +$E2E_SERVICE_IP: active" "$LOGS/step-check-serving.log" ||
+        { E2E_REASON="bpfnetctl status through kubectl exec does not show $E2E_SERVICE_IP active: $(tail -n 14 "$LOGS/step-check-serving.log" | tr '\n' '|')"; return 1; }
+    # kubectl logs of that pod: the loader's own line for the IP.
+    grep -Eq "msg=\"serving service\".* service_ip=$E2E_SERVICE_IP( |\$)" "$LOGS/step-check-serving.log" ||
+        { E2E_REASON="kubectl logs shows no 'serving service' for $E2E_SERVICE_IP: $(tail -n 3 "$LOGS/step-check-serving.log" | tr '\n' '|')"; return 1; }
     local answer
     answer=$(host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --timeout 1 eth0 "$E2E_SERVICE_IP")
     [ "${answer##* }" = "$E2E_NIC_MAC" ] || { E2E_REASON="who-has $E2E_SERVICE_IP: $answer, want $E2E_NIC_MAC"; return 1; }
@@ -277,7 +319,7 @@ for o in json.load(sys.stdin)["items"]:
     # Every loader of the walkthrough (the first start, the upgrade's adoption, the teardown) logged no warning:
     # nothing in a normal life asks an operator to act.
     local warnings
-    warnings=$(grep 'level=warn' "$LOGS/cluster.log" | cut -c1-200)
+    warnings=$(grep -h 'level=warn' "$LOGS/cluster.log" "$POD_LOGS"/*.log | cut -c1-200)
     [ -z "$warnings" ] || { E2E_REASON="the loaders logged warnings: $(echo "$warnings" | tr '\n' '|')"; return 1; }
     log "node and cluster clean; the service IP unanswered; no warning logged"
 }

@@ -31,6 +31,10 @@ Usage: apiserver_standin.py PORT [--address ADDR] [--bookmark-interval SECONDS] 
   reason NonZeroExitCode and the code as an ExitCode cause), then a close frame. No stdin, no TTY, no resize:
   a request asking for them gets 400. Without --exec-hook, exec is 404 as any unknown path. SPDY (kubectl's
   fallback) is not offered.
+  --pod-logs DIR: serves `kubectl logs` (GET .../pods/NAME/log[?container=C][&tailLines=N]): the file
+  DIR/NAMESPACE_POD_CONTAINER.log, where the test's kubelet writes the container's output (the kubelet's
+  /var/log/pods), as text/plain; C defaults to the pod's first container. follow and previous get 400. Without
+  --pod-logs, the log subresource is 404 as any unknown path.
 
 API semantics followed (a subset of the documented behaviour):
   Collections: /api/v1[/namespaces/NS]/RESOURCE and /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE for any
@@ -43,11 +47,15 @@ API semantics followed (a subset of the documented behaviour):
     status.observedGeneration counts it): 1 on create, one more on every write that changes .spec, never
     on status or metadata-only writes; the server owns it (as metadata.deletionTimestamp): a client's value is
     ignored.
-  - GET collection: {kind: <Kind>List, apiVersion, metadata: {resourceVersion}, items}. Always a plain list:
-    kubectl asks for a meta.k8s.io Table and, given the list, prints NAME (and AGE) columns only.
+  - GET collection: {kind: <Kind>List, apiVersion, metadata: {resourceVersion}, items}. A plain list, except
+    for pods when the Accept header asks for a meta.k8s.io/v1 Table (kubectl get does): then the Table with
+    the columns kube-apiserver's pod printer gives (NAME READY STATUS RESTARTS AGE, and with priority 1, shown
+    by -o wide, IP NODE NOMINATED NODE READINESS GATES), READY and RESTARTS from status.containerStatuses.
+    For other resources kubectl, given the list, prints NAME (and AGE) columns only.
   - labelSelector=K=V[,K2=V2...] (equality only) on lists and watches: only objects whose metadata.labels
     match all pairs. fieldSelector=metadata.name=N / metadata.namespace=NS (=, ==, !=; the waits of kubectl
-    rollout status and delete use it); another field gets 400 "field label not supported".
+    rollout status and delete use it), and on pods spec.nodeName=NODE; another field gets 400 "field label not
+    supported".
   - Discovery, for kubectl: GET /api (APIVersions), /apis (APIGroupList), /apis/GROUP (APIGroup), /api/v1 and
     /apis/GROUP/VERSION (APIResourceList: name, kind, namespaced, verbs, shortNames, the /status
     subresources) for the resources of the RESOURCES table (core v1, apps, rbac, coordination, discovery,
@@ -136,8 +144,10 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
 
 import base64
 import bisect
+import calendar
 import hashlib
 import json
+import os
 import re
 import select
 import socket
@@ -192,6 +202,8 @@ VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 GENERATION_RESOURCES = {"daemonsets", "deployments", "replicasets", "statefulsets"}
 EXEC_HOOK = None  # --exec-hook PROGRAM
 EXEC_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/exec$")
+POD_LOGS = None  # --pod-logs DIR
+LOG_RE = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log$")
 WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 KUBE_MINOR = 32  # --kubernetes-version 1.N: what /version says and which fields exist (appArmorProfile: 30)
 
@@ -607,6 +619,43 @@ def openapi_v3(path):
             "components": {"schemas": {}}}
 
 
+def age(timestamp):
+    """A creationTimestamp as kubectl's AGE column writes it (the Table's cells are strings)."""
+    try:
+        seconds = int(time.time() - calendar.timegm(time.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ")))
+    except (TypeError, ValueError):
+        return "<unknown>"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return "%d%s" % (seconds // size, unit)
+    return "%ds" % max(seconds, 0)
+
+
+POD_COLUMNS = [("Name", "string", "name", 0), ("Ready", "string", "", 0), ("Status", "string", "", 0),
+               ("Restarts", "string", "", 0), ("Age", "string", "", 0), ("IP", "string", "", 1),
+               ("Node", "string", "", 1), ("Nominated Node", "string", "", 1), ("Readiness Gates", "string", "", 1)]
+
+
+def pod_table(pods, rv):
+    """The meta.k8s.io/v1 Table of a pod list, with kube-apiserver's pod columns (priority 1: -o wide's)."""
+    rows = []
+    for pod in pods:
+        meta, spec, st = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
+        statuses = st.get("containerStatuses", [])
+        ready = sum(1 for c in statuses if c.get("ready"))
+        restarts = sum(c.get("restartCount", 0) for c in statuses)
+        phase = "Terminating" if meta.get("deletionTimestamp") else st.get("phase", "Pending")
+        cells = [meta["name"], "%d/%d" % (ready, len(spec.get("containers", []))), phase, str(restarts),
+                 age(meta.get("creationTimestamp")), st.get("podIP") or "<none>", spec.get("nodeName") or "<none>",
+                 st.get("nominatedNodeName") or "<none>", "<none>"]
+        partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+        rows.append({"cells": cells, "object": partial})
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(rv)},
+            "columnDefinitions": [{"name": n, "type": t, "format": f, "description": n, "priority": p}
+                                  for n, t, f, p in POD_COLUMNS],
+            "rows": rows}
+
+
 def version_info():
     return {"major": "1", "minor": str(KUBE_MINOR), "gitVersion": f"v1.{KUBE_MINOR}.0", "platform": "linux/amd64",
             "gitCommit": "apiserver-standin", "gitTreeState": "clean", "buildDate": "2024-01-01T00:00:00Z",
@@ -638,9 +687,15 @@ REQUEST_LOG = None
 COMMIT_LOG = None
 
 
-def selector(q):
-    """The labelSelector (equality terms only) and fieldSelector (metadata.name and metadata.namespace, = or ==
-    or !=, as kubectl's waits use) of a query; ValueError for another field."""
+# The field labels a fieldSelector may name: every resource's, and the pods' spec.nodeName (kube-apiserver's pod
+# field set has more; this one finds a node's pod, as docs/metal3.md's check does).
+FIELD_LABELS = ("metadata.name", "metadata.namespace")
+RESOURCE_FIELD_LABELS = {"pods": ("spec.nodeName",)}
+
+
+def selector(q, resource):
+    """The labelSelector (equality terms only) and fieldSelector (FIELD_LABELS and the resource's, = or == or !=,
+    as kubectl's waits use) of a query; ValueError for another field."""
     labels = {}
     for term in q.get("labelSelector", [""])[0].split(","):
         if "=" in term:
@@ -651,18 +706,17 @@ def selector(q):
         m = re.match(r"^\s*([^=!\s]+)\s*(!=|==|=)\s*(.*?)\s*$", term)
         if not term.strip():
             continue
-        if not m or m.group(1) not in ("metadata.name", "metadata.namespace"):
+        if not m or m.group(1) not in FIELD_LABELS + RESOURCE_FIELD_LABELS.get(resource, ()):
             raise ValueError(f"field label not supported: {term.split('=')[0].rstrip('!')}")
-        fields.append((m.group(1).split(".")[1], m.group(2) == "!=", m.group(3)))
+        fields.append((tuple(m.group(1).split(".")), m.group(2) == "!=", m.group(3)))
     return labels, fields
 
 
 def matches(obj, terms):
     labels, fields = terms
-    meta = obj.get("metadata") or {}
-    have = meta.get("labels") or {}
+    have = (obj.get("metadata") or {}).get("labels") or {}
     return isinstance(have, dict) and all(have.get(k) == v for k, v in labels.items()) and \
-        all((meta.get(k, "") == v) != negated for k, negated, v in fields)
+        all((((obj.get(part) or {}).get(key) or "") == v) != negated for (part, key), negated, v in fields)
 
 
 def status(code, reason, message):
@@ -869,6 +923,33 @@ class Handler(BaseHTTPRequestHandler):
         self.websocket_frame(0x8, (1000).to_bytes(2, "big"))
         self.close_connection = True
 
+    def pod_log(self, m):
+        """kubectl logs (see --pod-logs)."""
+        q = parse_qs(urlparse(self.path).query)
+        with STORE.cond:
+            pod = STORE.objects.get(("v1", "pods"), {}).get((m["ns"], m["name"]))
+        if pod is None:
+            return self.send_json(404, status(404, "NotFound", f'pods "{m["name"]}" not found'))
+        containers = [c["name"] for c in pod.get("spec", {}).get("containers", [])]
+        container = q.get("container", containers[:1])[0] if containers else ""
+        if container not in containers:
+            return self.send_json(400, status(400, "BadRequest", f"container {container} is not valid for pod {m['name']}"))
+        if any(q.get(f, ["false"])[0] in ("1", "true") for f in ("follow", "previous")):
+            return self.send_json(400, status(400, "BadRequest", "logs: follow and previous are not served"))
+        try:
+            with open(os.path.join(POD_LOGS, "%s_%s_%s.log" % (m["ns"], m["name"], container)), "rb") as f:
+                lines = f.read().splitlines(keepends=True)
+        except FileNotFoundError:
+            return self.send_json(400, status(400, "BadRequest", f'container "{container}" in pod "{m["name"]}" '
+                                              "is waiting to start"))
+        tail = int(q.get("tailLines", ["-1"])[0])
+        data = b"".join(lines[-tail:] if tail >= 0 else lines) if tail != 0 else b""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self):
         if self.path.startswith("/_test/"):
             return self.control("GET")
@@ -877,6 +958,9 @@ class Handler(BaseHTTPRequestHandler):
         exec_path = EXEC_HOOK and EXEC_RE.match(urlparse(self.path).path)
         if exec_path:
             return self.exec_in_pod(exec_path)
+        log_path = POD_LOGS and LOG_RE.match(urlparse(self.path).path)
+        if log_path:
+            return self.pod_log(log_path)
         r, u = self.route()
         if not r:
             if u.path == "/version":
@@ -888,7 +972,7 @@ class Handler(BaseHTTPRequestHandler):
         api, resource, ns, name, _ = r
         q = parse_qs(u.query)
         try:
-            terms = selector(q)
+            terms = selector(q, resource)
         except ValueError as e:
             return self.send_json(400, status(400, "BadRequest", str(e)))
         if name:
@@ -912,6 +996,8 @@ class Handler(BaseHTTPRequestHandler):
             items = [o for (ons, _), o in sorted(STORE.objects.get((api, resource), {}).items())
                      if (ns is None or ons == ns) and matches(o, terms)]
             rv = STORE.rv
+        if resource == "pods" and "as=Table;v=v1;g=meta.k8s.io" in self.headers.get("Accept", "").replace(" ", ""):
+            return self.send_json(200, pod_table(items, rv))
         self.send_json(200, {"kind": KINDS.get(resource, resource.capitalize()) + "List", "apiVersion": api,
                              "metadata": {"resourceVersion": str(rv)}, "items": items})
 
@@ -1409,7 +1495,7 @@ class InternalServer(ThreadingHTTPServer):
 
 
 def main():
-    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL, KUBE_MINOR, EXEC_HOOK
+    global BOOKMARK_INTERVAL, TOKEN, REQUEST_LOG, COMMIT_LOG, EVENT_TTL, KUBE_MINOR, EXEC_HOOK, POD_LOGS
     client_ca = None
     args = sys.argv[1:]
     if not args:
@@ -1453,6 +1539,9 @@ def main():
             i += 2
         elif args[i] == "--exec-hook":
             EXEC_HOOK = args[i + 1]
+            i += 2
+        elif args[i] == "--pod-logs":
+            POD_LOGS = args[i + 1]
             i += 2
         elif args[i] == "--h2":
             h2_front = True

@@ -391,5 +391,65 @@ class Exec(StandinKubectl):
         self.assertIn("container other is not valid", run.stderr)
 
 
+class PodsSeenByKubectl(StandinKubectl):
+    """kubectl logs from the files the stand-in serves with --pod-logs, and kubectl get pods -o wide from the pod
+    Table: what docs/metal3.md's check step shows an operator."""
+
+    def setUp(self):
+        self.logs = tempfile.mkdtemp(prefix="standin-logs-")
+        self.addCleanup(shutil.rmtree, self.logs, True)
+        self.standin_args = ("--pod-logs", self.logs)
+        super().setUp()
+        for name, node, ready in (("bpfnet-loader-abcde", "node-a", True), ("bpfnet-loader-fghij", "node-b", False)):
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "bpfnet"}},
+                   "spec": {"nodeName": node, "containers": [{"name": "loader", "image": "bpfnet/bpfnet-loader:0.1.0"}]},
+                   "status": {"phase": "Running", "podIP": "198.18.0.7",
+                              "containerStatuses": [{"name": "loader", "ready": ready, "restartCount": 2}]}}
+            code, obj = self.api("POST", f"/api/v1/namespaces/{NS}/pods", pod)
+            self.assertEqual(code, 201, obj)
+        with open(os.path.join(self.logs, f"{NS}_bpfnet-loader-abcde_loader.log"), "w") as f:
+            f.write("".join(f"line {i}\n" for i in range(1, 21)))
+
+    def test_logs_of_a_pod(self):
+        self.assertEqual(self.kubectl("-n", NS, "logs", "bpfnet-loader-abcde").stdout,
+                         "".join(f"line {i}\n" for i in range(1, 21)))
+        self.assertEqual(self.kubectl("-n", NS, "logs", "bpfnet-loader-abcde", "--tail=2").stdout, "line 19\nline 20\n")
+
+    def test_logs_by_selector_with_prefix(self):
+        with open(os.path.join(self.logs, f"{NS}_bpfnet-loader-fghij_loader.log"), "w") as f:
+            f.write("other node\n")
+        run = self.kubectl("-n", NS, "logs", "-l", "app.kubernetes.io/name=bpfnet", "--tail=-1", "--prefix")
+        self.assertIn("[pod/bpfnet-loader-abcde/loader] line 1\n", run.stdout)
+        self.assertIn("[pod/bpfnet-loader-abcde/loader] line 20\n", run.stdout)
+        self.assertIn("[pod/bpfnet-loader-fghij/loader] other node\n", run.stdout)
+
+    def test_logs_of_a_container_not_started(self):
+        run = self.kubectl("-n", NS, "logs", "bpfnet-loader-fghij", ok=False)
+        self.assertIn('container "loader" in pod "bpfnet-loader-fghij" is waiting to start', run.stderr)
+
+    def test_logs_of_an_unknown_container_refused(self):
+        run = self.kubectl("-n", NS, "logs", "bpfnet-loader-abcde", "-c", "other", ok=False)
+        self.assertIn("container other is not valid", run.stderr)
+
+    def test_get_pods_wide_shows_the_node(self):
+        out = self.kubectl("-n", NS, "get", "pods", "-o", "wide").stdout.splitlines()
+        self.assertEqual(out[0].split(), ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED",
+                                          "NODE", "READINESS", "GATES"])
+        rows = {line.split()[0]: line.split() for line in out[1:]}
+        self.assertEqual(rows["bpfnet-loader-abcde"][1:4], ["1/1", "Running", "2"])
+        self.assertEqual(rows["bpfnet-loader-abcde"][5:7], ["198.18.0.7", "node-a"])
+        self.assertEqual(rows["bpfnet-loader-fghij"][1], "0/1")
+        self.assertEqual(rows["bpfnet-loader-fghij"][6], "node-b")
+        # Without -o wide, the priority-1 columns are left out, as kubectl does with a real API server's Table.
+        self.assertNotIn("NODE", self.kubectl("-n", NS, "get", "pods").stdout)
+
+    def test_pod_of_a_node_by_field_selector(self):
+        self.assertEqual(self.kubectl("-n", NS, "get", "pods", "--field-selector", "spec.nodeName=node-b",
+                                      "-o", "name").stdout, "pod/bpfnet-loader-fghij\n")
+        run = self.kubectl("-n", NS, "get", "services", "--field-selector", "spec.nodeName=node-b", ok=False)
+        self.assertIn('field label not supported: spec.nodeName', run.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
