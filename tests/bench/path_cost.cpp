@@ -18,6 +18,7 @@
 //                   (defaults 20, 1000; FILE: tests/bench/report.py)
 #include "bpfnet.skel.h"
 #include "floor.skel.h"
+#include "reference_nat.skel.h"
 #include "tests/bench/tables.hpp"
 #include "tests/bpf/packet.hpp"
 #include "tests/bpf/packet6.hpp"
@@ -25,6 +26,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/pkt_cls.h>
 
 #include <nlohmann/json.hpp>
 
@@ -285,6 +287,22 @@ struct Programs {
     int xdp, tc_nic, tc_pod;
 };
 
+// The reference DNAT (tests/bench/reference_nat.bpf.c) told the world's service IP and port 6385: to the pod.
+bool reference_dnat_fill(reference_nat_bpf &reference) {
+    struct Key {
+        __u32 daddr;
+        __u16 dport, protocol;
+    } key = {ip(service_ip), htons(6385), IPPROTO_TCP};
+    struct Target {
+        __u32 backend, ifindex;
+        __u8 macs[12];
+    } target = {ip(pod_ip), static_cast<__u32>(veth_ifindex), {}};
+    std::copy(pod_mac.begin(), pod_mac.end(), target.macs);
+    std::copy(veth_mac.begin(), veth_mac.end(), target.macs + 6);
+    return bpf_map__update_elem(reference.maps.reference_dnat, &key, sizeof(key), &target, sizeof(target), BPF_ANY) ==
+           0;
+}
+
 // Every path of every hook, through the given datapath's programs.
 std::vector<Hook> hooks_of(const Programs &p, int xdp_floor, int tc_floor) {
     const Bytes tcp_other = from_host(Packet::tcp({host_ip, 40000}, {other_lan_ip, 6385}));
@@ -436,7 +454,8 @@ int main(int argc, char **argv) {
     }
     bpfnet_bpf *skel = bpfnet_bpf__open_and_load();
     floor_bpf *floor = floor_bpf__open_and_load();
-    if (!skel || !floor) {
+    reference_nat_bpf *reference = reference_nat_bpf__open_and_load();
+    if (!skel || !floor || !reference || !reference_dnat_fill(*reference)) {
         std::fprintf(stderr, "cannot load the BPF objects (root needed): %s\n", std::strerror(errno));
         return 1;
     }
@@ -448,6 +467,14 @@ int main(int argc, char **argv) {
     const int xdp_floor = bpf_program__fd(floor->progs.xdp_floor);
     const int tc_floor = bpf_program__fd(floor->progs.tc_floor);
     std::vector<Hook> hooks = hooks_of(built_in, xdp_floor, tc_floor);
+    // Beside the NIC's DNAT: the least a DNAT does, to tell what bpfnet's rules add from what any DNAT costs.
+    hooks[1].paths.push_back({"reference: the least a DNAT does (one lookup, the rewrite, redirect_peer)",
+                              bpf_program__fd(reference->progs.tc_reference_dnat),
+                              from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}))});
+    if (verdict_of(hooks[1].paths.back().prog_fd, hooks[1].paths.back().frame) != TC_ACT_REDIRECT) {
+        std::fprintf(stderr, "the reference DNAT did not redirect its packet: it would measure another path\n");
+        return 1;
+    }
 
     bpf_object *baseline = nullptr;
     if (!baseline_path.empty()) {
@@ -537,6 +564,7 @@ int main(int argc, char **argv) {
                                  << "\n";
     if (baseline)
         bpf_object__close(baseline);
+    reference_nat_bpf__destroy(reference);
     floor_bpf__destroy(floor);
     bpfnet_bpf__destroy(skel);
     return 0;
