@@ -279,14 +279,16 @@ struct bpfnet_dhcp_relay {
 #define BPFNET_COUNTERS(X)                                                                                   \
 	X(PASS, "pass", PATH, "not for a service IP: handed to the kernel untouched")                        \
 	X(ARP_REPLY, "arp_reply", PATH, "answered a who-has for a service IP")                               \
-	X(ARP_NOT_ACTIVE, "arp_not_active", PATH, "who-has for a service IP this node does not own: passed") \
+	X(ARP_NOT_ACTIVE, "arp_not_active", PATH,                                                            \
+	  "who-has for a service IP this node does not own: dropped, so that only the owner answers")        \
 	X(ARP_STALE_HEARTBEAT, "arp_stale_heartbeat", PATH,                                                  \
-	  "this node owns the IP but the loader's heartbeat is stale: not answered")                         \
+	  "who-has for a service IP while the loader's heartbeat is stale: handed to the kernel")            \
 	X(NDP_REPLY, "ndp_reply", PATH, "answered a neighbour solicitation for a service IPv6 address")      \
 	X(NDP_NOT_ACTIVE, "ndp_not_active", PATH,                                                            \
-	  "neighbour solicitation for a service IPv6 address this node does not own: passed")                \
+	  "neighbour solicitation for a service IPv6 address this node does not own: dropped")               \
 	X(NDP_STALE_HEARTBEAT, "ndp_stale_heartbeat", PATH,                                                  \
-	  "this node owns the IPv6 address but the loader's heartbeat is stale: not answered")               \
+	  "solicitation for a service IPv6 address while the loader's heartbeat is stale: handed to the "    \
+	  "kernel")                                                                                          \
 	X(ARP_CONFLICT, "arp_conflict", EVENT,                                                               \
 	  "another MAC claims a service IP (ARP reply or announcement, NDP advertisement or DAD probe)")     \
 	X(NEIGHBOUR_LEARNED, "neighbour_learned", EVENT, "a new or changed neighbour entry was written")     \

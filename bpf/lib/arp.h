@@ -74,21 +74,24 @@ static __always_inline int xdp_observe_arp(struct ethhdr *eth, void *data_end, c
 }
 
 /*
- * The ARP responder (packet walk 1), at TC ingress, for a who-has asking for service: when this node owns
- * the IP and its loader is alive, the request is turned into the is-at answer in place and sent out of the
- * NIC's egress, the way every other frame of this node leaves. Otherwise it is handed on to the kernel.
+ * The ARP responder (packet walk 1), at TC ingress, for a who-has asking for service, while this node's
+ * loader is alive: the owner turns the request into the is-at answer in place and sends it out of the NIC's
+ * egress, the way every other frame of this node leaves; every other node drops it, so that the one answer
+ * on the LAN is the owner's even where a node's kernel has the address on some device (kube-proxy in IPVS
+ * mode binds every LoadBalancer ingress IP to kube-ipvs0 on every node; a leftover keepalived address). With
+ * the loader gone (heartbeat stale, grace over) the request is handed on to the kernel, as without bpfnet.
  */
 static __always_inline int tc_answer_arp(struct ethhdr *eth, struct arp_ipv4 *arp,
 					 const struct bpfnet_service_ip *service,
 					 const struct bpfnet_iface *cfg)
 {
-	if (!(service->flags & BPFNET_SERVICE_IP_ACTIVE)) {
-		decide(BPFNET_CTR_ARP_NOT_ACTIVE);
-		return BPFNET_TC_NEXT;
-	}
 	if (!loader_alive(cfg)) {
 		decide(BPFNET_CTR_ARP_STALE_HEARTBEAT);
 		return BPFNET_TC_NEXT;
+	}
+	if (!(service->flags & BPFNET_SERVICE_IP_ACTIVE)) {
+		decide(BPFNET_CTR_ARP_NOT_ACTIVE);
+		return TC_ACT_SHOT;
 	}
 	arp_make_reply(eth, arp, cfg->nic_mac);
 	decide(BPFNET_CTR_ARP_REPLY);

@@ -273,9 +273,10 @@ static __always_inline void na_build(struct na_frame *f, const struct ndp_msg *n
 }
 
 /*
- * The NDP responder (at TC ingress), for a solicitation asking for a service address: when this node owns it
- * and its loader is alive, the frame becomes the advertisement (resized to it) and leaves through the NIC's
- * egress, like the ARP answer. Otherwise it is handed on to the kernel.
+ * The NDP responder (at TC ingress), for a solicitation asking for a service address, while this node's
+ * loader is alive: on the owner the frame becomes the advertisement (resized to it) and leaves through the
+ * NIC's egress, like the ARP answer; every other node drops it (one answer on the LAN, as for ARP). With the
+ * loader gone it is handed on to the kernel.
  */
 static __always_inline int tc_answer_ns(struct __sk_buff *skb, const struct ndp_msg *nd,
 					const __u8 *frame_source, const struct bpfnet_service_ip *service,
@@ -284,13 +285,13 @@ static __always_inline int tc_answer_ns(struct __sk_buff *skb, const struct ndp_
 	struct na_frame f;
 	__u8 source[6];
 
-	if (!(service->flags & BPFNET_SERVICE_IP_ACTIVE)) {
-		decide(BPFNET_CTR_NDP_NOT_ACTIVE);
-		return BPFNET_TC_NEXT;
-	}
 	if (!loader_alive(cfg)) {
 		decide(BPFNET_CTR_NDP_STALE_HEARTBEAT);
 		return BPFNET_TC_NEXT;
+	}
+	if (!(service->flags & BPFNET_SERVICE_IP_ACTIVE)) {
+		decide(BPFNET_CTR_NDP_NOT_ACTIVE);
+		return TC_ACT_SHOT;
 	}
 	mac_copy(source, frame_source); /* the frame changes below */
 	na_build(&f, nd, source, cfg->nic_mac);

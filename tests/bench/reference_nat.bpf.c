@@ -39,7 +39,7 @@ struct {
 	__type(value, struct reference_target);
 } reference_dnat SEC(".maps");
 
-#define IP_OFF sizeof(struct ethhdr)
+#define IP_OFF	sizeof(struct ethhdr)
 #define TCP_OFF (IP_OFF + sizeof(struct iphdr))
 
 /* The IPv4 header checksum after a 32-bit word it covers changed (RFC 1624 eqn. 3). */
@@ -47,7 +47,7 @@ static __always_inline __u16 ipv4_check_replace4(__u16 check, __u32 from, __u32 
 {
 	__u64 sum = (__u16)~check;
 
-	sum += (__u16)~from + (__u16)~(from >> 16) + (to & 0xffff) + (to >> 16);
+	sum += (__u16)~from + (__u16) ~(from >> 16) + (to & 0xffff) + (to >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	return (__u16)~sum;
@@ -75,6 +75,7 @@ int tc_reference_dnat(struct __sk_buff *skb)
 	ip->daddr = to;
 	__builtin_memcpy(eth, target->macs, sizeof(target->macs));
 	/* Last: the helper may move the packet, which ends the pointers above. */
-	bpf_l4_csum_replace(skb, TCP_OFF + offsetof(struct tcphdr, check), from, to, BPF_F_PSEUDO_HDR | sizeof(to));
+	bpf_l4_csum_replace(skb, TCP_OFF + offsetof(struct tcphdr, check), from, to,
+			    BPF_F_PSEUDO_HDR | sizeof(to));
 	return bpf_redirect_peer(ifindex, 0);
 }

@@ -61,14 +61,25 @@ std::vector<Row> rows() {
          kTcNext,
          std::nullopt,
          {}},
-        {"tc nic: arp who-has service IP while not the owner: handed on",
+        {"tc nic: arp who-has service IP while not the owner: dropped, so that no kernel answers it "
+         "(kube-proxy's IPVS binds the IP to kube-ipvs0 on every node)",
          Program::TcNic,
          arp_request_for(service_ip),
-         kTcNext,
+         kTcShot,
          std::nullopt,
          {BPFNET_CTR_ARP_NOT_ACTIVE},
          [](DatapathTest &d) {
              d.set_service_ip_active(false);
+         }},
+        {"tc nic: arp who-has service IP while not the owner, the loader's heartbeat stale: handed on",
+         Program::TcNic,
+         arp_request_for(service_ip),
+         kTcNext,
+         std::nullopt,
+         {BPFNET_CTR_ARP_STALE_HEARTBEAT},
+         [](DatapathTest &d) {
+             d.set_service_ip_active(false);
+             d.set_heartbeat_age_seconds(6);
          }},
         {"tc nic: arp who-has service IP with a stale loader heartbeat: handed on",
          Program::TcNic,

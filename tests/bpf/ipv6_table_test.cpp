@@ -163,14 +163,24 @@ const std::
                  kTcNext,
                  std::nullopt,
                  {}},
-                {"solicitation for the service address this node does not own: passed",
+                {"solicitation for the service address this node does not own: dropped (one answer on the LAN)",
                  Program::TcNic,
                  from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
-                 kTcNext,
+                 kTcShot,
                  std::nullopt,
                  {BPFNET_CTR_NDP_NOT_ACTIVE},
                  [](DatapathTest &t) {
                      t.set_service_ip6_active(false);
+                 }},
+                {"solicitation for the service address this node does not own, the heartbeat stale: the kernel's",
+                 Program::TcNic,
+                 from_host6(solicitation(host_ip6, service_ip6, host_mac), service_group_mac),
+                 kTcNext,
+                 std::nullopt,
+                 {BPFNET_CTR_NDP_STALE_HEARTBEAT},
+                 [](DatapathTest &t) {
+                     t.set_service_ip6_active(false);
+                     t.set_heartbeat_age_seconds(60);
                  }},
                 {"solicitation while the loader's heartbeat is stale: not answered",
                  Program::TcNic,
@@ -238,11 +248,12 @@ const std::
                  {BPFNET_CTR_PASS, BPFNET_CTR_NEIGHBOUR_LEARNED}},
                 {"another MAC soliciting from the service address is a conflict",
                  Program::XdpNic,
-                 Packet6::icmp(service_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit, 0,
-                               ns_body(other_lan_ip6, client_mac))
-                     .hop_limit(255)
-                     .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
-                     .bytes(),
+                 Packet6::
+                     icmp(service_ip6, solicited_node(other_lan_ip6), kNeighbourSolicit,
+                          0, ns_body(other_lan_ip6, client_mac))
+                         .hop_limit(255)
+                         .macs(multicast_mac(solicited_node(other_lan_ip6)), client_mac)
+                         .bytes(),
                  kXdpPass,
                  std::nullopt,
                  {BPFNET_CTR_PASS, BPFNET_CTR_ARP_CONFLICT}},

@@ -40,6 +40,7 @@ e2e_fixture cluster cluster_start
 e2e_case refused case_refused "a. Services with a disallowed namespace or IP are refused with an Event; another class is ignored" cluster
 e2e_case serve case_serve "b. the pod ready on node A: A holds the Lease, answers ARP, serves HTTP and DHCP, sets the ingress" cluster
 e2e_case status case_status "b2. the owner writes only the ingress, by meaning: no write per Service change, conditions kept, cleared when no node serves; a refusal reported again after the server expired it" case:serve
+e2e_case ipvs_arp case_ipvs_arp "b3. kube-proxy in IPVS mode: the service IP on kube-ipvs0 of every node, still one ARP answer, the owner's; the standby drops the who-has" case:serve
 e2e_case moves case_moves "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case:serve
 e2e_case sigkill_owner case_sigkill_owner "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case:serve
 e2e_case api_outage case_api_outage "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case:serve
@@ -227,6 +228,45 @@ case_status() {
 move_to() {
     set_slice c1 "$1" || return 1
     CURRENT=$1
+}
+
+# kube-ipvs0 as kube-proxy in IPVS mode makes it on NODE: a dummy device, left down, holding every
+# LoadBalancer ingress IP as a /32 (here the service IP): the node's kernel then answers ARP for the IP.
+kube_ipvs0() {
+    case $1 in
+    add) ip -n "${NODE_NS[$2]}" link add kube-ipvs0 type dummy &&
+        ip -n "${NODE_NS[$2]}" addr add "$E2E_SERVICE_IP/32" dev kube-ipvs0 ;;
+    del) ip -n "${NODE_NS[$2]}" link del kube-ipvs0 2>/dev/null ;;
+    esac
+}
+
+case_ipvs_arp() {
+    # From: node A serves (case serve). The host sends 200 who-has for the service IP while both nodes' kernels
+    # have it on kube-ipvs0; every one must be answered by A's NIC alone.
+    local owner=$CURRENT standby node probes=$E2E_TMP/ipvs.arpprobe dropped_before dropped_after
+    standby=$(other "$owner")
+    if ! ip -n "${NODE_NS[$owner]}" link add kube-ipvs0-probe type dummy 2>/dev/null; then
+        E2E_REASON="this kernel has no dummy devices (kube-ipvs0 is one): the kernel matrix's guests run this case"
+        return 77
+    fi
+    ip -n "${NODE_NS[$owner]}" link del kube-ipvs0-probe
+    dropped_before=$(E2E_PIN_DIR=$E2E_PIN_ROOT/$standby/${E2E_NIC//./:} counter arp_not_active) ||
+        { E2E_REASON="cannot read $standby's counters"; return 1; }
+    for node in node-a node-b; do
+        kube_ipvs0 add "$node" || { kube_ipvs0 del node-a; kube_ipvs0 del node-b; E2E_REASON="cannot make kube-ipvs0 on $node"; return 1; }
+    done
+    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.01 --count 200 eth0 "$E2E_SERVICE_IP" >"$probes"
+    kube_ipvs0 del node-a
+    kube_ipvs0 del node-b
+    local answered other
+    answered=$(grep -c "answered ${NIC_MAC[$owner]}\$" "$probes")
+    other=$(grep -v -c "answered ${NIC_MAC[$owner]}\$" "$probes")
+    dropped_after=$(E2E_PIN_DIR=$E2E_PIN_ROOT/$standby/${E2E_NIC//./:} counter arp_not_active)
+    log "kube-ipvs0 on both nodes: $answered of 200 who-has answered by $owner's NIC alone, $other otherwise; $standby dropped $((dropped_after - dropped_before))"
+    [ "$answered" = 200 ] ||
+        { E2E_REASON="$other of 200 who-has not answered by ${NIC_MAC[$owner]} alone: $(grep -m3 -v "answered ${NIC_MAC[$owner]}\$" "$probes" | tr '\n' ' ')"; return 1; }
+    [ $((dropped_after - dropped_before)) -ge 200 ] ||
+        { E2E_REASON="$standby counted $((dropped_after - dropped_before)) arp_not_active, want at least 200"; return 1; }
 }
 
 case_moves() {

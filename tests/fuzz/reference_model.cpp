@@ -462,13 +462,13 @@ Expectation ReferenceModel::xdp_nic(const Bytes &f) {
 int ReferenceModel::answer_arp(Ctx &c, const Bytes &f) {
     Ip service_ip = raw32(f, kArpTargetIp);
     c.begin(BPFNET_HOOK_TC_NIC_INGRESS, raw32(f, kArpSenderIp), service_ip);
-    if (!cfg_.service_ips.at(service_ip)) {
-        c.decide(BPFNET_CTR_ARP_NOT_ACTIVE);
-        return kTcNext;
-    }
     if (!cfg_.loader_alive) {
         c.decide(BPFNET_CTR_ARP_STALE_HEARTBEAT);
         return kTcNext;
+    }
+    if (!cfg_.service_ips.at(service_ip)) {
+        c.decide(BPFNET_CTR_ARP_NOT_ACTIVE);
+        return kTcShot;
     }
     Mac asker = mac_at(f, kArpSenderMac);
     Ip asker_ip = raw32(f, kArpSenderIp);
