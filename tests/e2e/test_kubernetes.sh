@@ -245,11 +245,11 @@ case_ipvs_arp() {
     # have it on kube-ipvs0; every one must be answered by A's NIC alone.
     local owner=$CURRENT standby node probes=$E2E_TMP/ipvs.arpprobe dropped_before dropped_after
     standby=$(other "$owner")
-    if ! ip -n "${NODE_NS[$owner]}" link add kube-ipvs0-probe type dummy 2>/dev/null; then
+    if ! ip -n "${NODE_NS[$owner]}" link add kube-ipvs0 type dummy 2>/dev/null; then
         E2E_REASON="this kernel has no dummy devices (kube-ipvs0 is one): the kernel matrix's guests run this case"
         return 77
     fi
-    ip -n "${NODE_NS[$owner]}" link del kube-ipvs0-probe
+    ip -n "${NODE_NS[$owner]}" link del kube-ipvs0
     dropped_before=$(E2E_PIN_DIR=$E2E_PIN_ROOT/$standby/${E2E_NIC//./:} counter arp_not_active) ||
         { E2E_REASON="cannot read $standby's counters"; return 1; }
     for node in node-a node-b; do

@@ -75,6 +75,8 @@ MATRIX=(
     "e2e_dhcp6/nic_in_dhcp_group+dnsmasq_dhclient+boot_file_and_image:6.12"
     # bpfnetctl's view of the kernel's hooks (tcx links) and the datapath's trace
     "e2e_cli/status+trace:6.12"
+    # kube-proxy's IPVS shape (the host kernel has no dummy device for kube-ipvs0): one ARP answer, the owner's
+    "e2e_kubernetes/ipvs_arp:6.1"
 )
 DATAPATH_SUITES=$(IFS=,; echo "${MATRIX[*]}")
 # --long: every case of every suite whose subject is the datapath or what reads it, on both kernels (about
@@ -170,7 +172,7 @@ fetch() {
 
 # The modules the matrix's guest needs, with everything they depend on, in load order; and the agent
 # ramdisk's (its virtio NIC).
-WANTED="virtio virtio_ring virtio_pci netfs fscache 9pnet 9pnet_virtio 9p veth sch_ingress cls_bpf act_bpf bridge 8021q"
+WANTED="virtio virtio_ring virtio_pci netfs fscache 9pnet 9pnet_virtio 9p veth sch_ingress cls_bpf act_bpf bridge 8021q dummy"
 AGENT_WANTED="virtio virtio_ring virtio_pci virtio_net af_packet"
 
 module_file() { find "$1" -name "$2.ko" -o -name "$2.ko.xz" -o -name "$2.ko.zst" | head -n1; }
