@@ -81,10 +81,6 @@ bool lease_claimable(const LeaseState &lease, const std::string &identity,
     return !lease.exists || lease.holder.empty() || lease.holder == identity || unchanged_for > lease.duration;
 }
 
-bool lease_renewal_due(const LeaseState &lease, std::chrono::milliseconds period, Clock::time_point now) {
-    return !lease.renew_time || *lease.renew_time + period <= now;
-}
-
 json lease_claim(const LeaseState &current, const std::string &namespace_, const std::string &name,
                  const std::string &identity, std::chrono::seconds duration, Clock::time_point now,
                  const std::string &services) {

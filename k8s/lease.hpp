@@ -51,8 +51,6 @@ LeaseState read_lease(const nlohmann::json &lease);
 // anyone takes over, instead of losing the Lease to whichever node re-lists first.
 bool lease_claimable(const LeaseState &lease, const std::string &identity,
                      std::chrono::steady_clock::duration unchanged_for);
-// The holder should renew: its last renewal is at least `period` old.
-bool lease_renewal_due(const LeaseState &lease, std::chrono::milliseconds period, Clock::time_point now);
 
 // The Lease with identity as holder, renewed now: the body for POST (when !current.exists) or PUT. A change of
 // holder sets acquireTime and counts one transition. services: for kServicesAnnotation.

@@ -109,7 +109,7 @@ bool LeaseKeeper::hold_lease(const bpfnet_ip &service_ip, const std::vector<std:
                 held->second = *fresh;
         }
         const bool relist = listed_services(held->second) != join(services);
-        if (!relist && !lease_renewal_due(held->second, renew_period(), now))
+        if (!relist && now_() - written_at_.at(service_ip) < renew_period())
             return true;
         return write_claim(service_ip, services, held->second, now);
     }
@@ -120,6 +120,7 @@ bool LeaseKeeper::hold_lease(const bpfnet_ip &service_ip, const std::vector<std:
 
 void LeaseKeeper::lose_lease(const bpfnet_ip &service_ip) {
     held_.erase(service_ip);
+    written_at_.erase(service_ip);
     claims_.dropped(service_ip);
 }
 
@@ -152,6 +153,7 @@ bool LeaseKeeper::write_claim(const bpfnet_ip &service_ip, const std::vector<std
             else
                 claims_.confirmed(service_ip, sent + options_.lease_duration);
             held_[service_ip] = std::move(state);
+            written_at_[service_ip] = sent;
             if (holding) {
                 // Repeated on every renewal: a holder cut off from the API that missed the takeover's
                 // announcement sees this one and yields.

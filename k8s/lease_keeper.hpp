@@ -84,7 +84,8 @@ public:
     void forget_unseen_leases(const Snapshot &leases, std::uint64_t watch_epoch);
     // Claims or renews the Lease of an IP eligible here (services: namespace/name of the Services on it, for
     // the Lease's annotation). True while this node holds it. Throws on an API error the rules do not cover
-    // (the next pass tries again). now: the wall clock written into renewTime.
+    // (the next pass tries again). now: the wall clock written into renewTime, as data for other nodes only:
+    // renewals are timed on the steady clock (a step of the wall clock neither stops nor hastens them).
     bool hold_lease(const bpfnet_ip &service_ip, const std::vector<std::string> &services, const Snapshot &leases,
                     Clock::time_point now);
     // Releases every Lease this node holds (or held before a restart, as the watch shows) for an IP not in
@@ -126,8 +127,9 @@ private:
     std::map<std::string, Observation> observed_;
     std::uint64_t lease_watch_epoch_ = 0; // watch_epoch when observed_ was last valid
 
-    std::map<bpfnet_ip, LeaseState> held_;        // service IP -> its Lease as this node last wrote it
-    std::map<bpfnet_ip, std::string> taken_from_; // -> the previous holder, for the Serving Event
+    std::map<bpfnet_ip, LeaseState> held_;                    // service IP -> its Lease as this node last wrote it
+    std::map<bpfnet_ip, SteadyClock::time_point> written_at_; // -> when that write was sent: the next renewal
+    std::map<bpfnet_ip, std::string> taken_from_;             // -> the previous holder, for the Serving Event
     // Orphaned Leases whose delete was sent: lease key -> (its resourceVersion then, when to ask again).
     std::map<std::string, std::pair<std::string, SteadyClock::time_point>> lease_delete_retry_;
     std::atomic<std::uint64_t> takeovers_{0};

@@ -86,14 +86,6 @@ TEST(Lease, ClaimableWhenFreeOursOrUnchangedForItsDuration) {
     EXPECT_TRUE(lease_claimable(LeaseState{}, "node-a", 0s));
 }
 
-TEST(Lease, RenewalDueAfterThePeriod) {
-    LeaseState lease = read_lease(lease_object("node-a"));
-    auto renewed = *lease.renew_time;
-    EXPECT_FALSE(lease_renewal_due(lease, 5000ms, renewed + 4999ms));
-    EXPECT_TRUE(lease_renewal_due(lease, 5000ms, renewed + 5000ms));
-    EXPECT_TRUE(lease_renewal_due(LeaseState{}, 5000ms, renewed));
-}
-
 TEST(Lease, ClaimOfAnotherHoldersLeaseKeepsVersionAndCountsATransition) {
     LeaseState current = read_lease(lease_object("node-b", 15, "42"));
     auto now = *parse_micro_time("2026-11-29T22:00:00Z");

@@ -246,6 +246,25 @@ TEST_F(LeaseKeeperTest, RenewsItsLeaseEveryThirdOfItsDuration) {
     EXPECT_EQ(lease_state(ip).holder, "node-a");
 }
 
+// Renewals are timed on the steady clock; the wall clock is only what renewTime says. An NTP step of an hour
+// back neither stops them (renewTime + period would lie an hour ahead) nor does a step forward hasten them.
+TEST_F(LeaseKeeperTest, RenewsOnTheSteadyClockWhateverTheWallClockDoes) {
+    ASSERT_TRUE(hold());
+    sent();
+    now += 5s;
+    wall -= 1h;
+    EXPECT_TRUE(hold());
+    EXPECT_EQ(sent(), (Lines{"PUT " + lease_name(ip)}));
+    EXPECT_EQ(lease_state(ip).renew_time, wall); // written as it is: data for other nodes
+    now += 1s;
+    wall += 2h;
+    EXPECT_TRUE(hold());
+    EXPECT_EQ(sent(), Lines{});
+    now += 4s;
+    EXPECT_TRUE(hold());
+    EXPECT_EQ(sent(), (Lines{"PUT " + lease_name(ip)}));
+}
+
 // The Lease's annotation names the Services on its IP: a change is written at once, before the renewal is due.
 TEST_F(LeaseKeeperTest, RenewsAtOnceWhenItsServicesChange) {
     ASSERT_TRUE(hold());
