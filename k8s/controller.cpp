@@ -121,7 +121,7 @@ bool KubernetesLoader::synced() const {
 }
 
 std::uint64_t KubernetesLoader::lease_watch_epoch() const {
-    return leases_->stats().lists + leases_->stats().watches;
+    return LeaseKeeper::observation_epoch(leases_->stats());
 }
 
 void KubernetesLoader::RuntimeClaims::confirmed(const bpfnet_ip &service_ip,

@@ -68,6 +68,10 @@ LeaseKeeper::SteadyClock::duration LeaseKeeper::unchanged_for(const LeaseState &
     return now - seen.since;
 }
 
+std::uint64_t LeaseKeeper::observation_epoch(const WatchStats &lease_watch) {
+    return lease_watch.lists + lease_watch.failures + lease_watch.stalls;
+}
+
 void LeaseKeeper::forget_unseen_leases(const Snapshot &leases, std::uint64_t watch_epoch) {
     // While the watch was down (an API server outage, a reconnect) nothing could be observed: every Lease
     // starts a new observation, so its holder gets a full duration to renew once the API server is back.

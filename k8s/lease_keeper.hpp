@@ -79,9 +79,15 @@ public:
     std::chrono::milliseconds renew_period() const;
 
     // Once per pass, with the watched Leases, before the other calls: starts or continues observing each
-    // Lease. watch_epoch counts the Lease watch's lists and watches: when it changed, the watch was down and
+    // Lease. watch_epoch: observation_epoch() of the Lease watch; when it changed, the watch was down and
     // nothing could be observed, so every observation starts over.
     void forget_unseen_leases(const Snapshot &leases, std::uint64_t watch_epoch);
+    // What ends every observation, from the Lease watch's counters: a list (a start, a 410: the history is
+    // gone), a failed list or watch (the API server away: its holders could not renew either), a stalled
+    // watch (connected, silent: the same). Not a watch that ended and was resumed from its resourceVersion
+    // (the server's timeoutSeconds, a proxy cutting an idle stream): nothing was missed across it, a renewal
+    // made meanwhile arrives as a change, so observing on would put a takeover off at every reconnect.
+    static std::uint64_t observation_epoch(const WatchStats &lease_watch);
     // Claims or renews the Lease of an IP eligible here (services: namespace/name of the Services on it, for
     // the Lease's annotation). True while this node holds it. Throws on an API error the rules do not cover
     // (the next pass tries again). now: the wall clock written into renewTime, as data for other nodes only:

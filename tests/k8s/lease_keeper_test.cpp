@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -324,6 +325,34 @@ TEST_F(LeaseKeeperTest, ObservesAnewAfterTheWatchReconnects) {
     later(kDuration - 1s);
     EXPECT_TRUE(hold());
     EXPECT_EQ(keeper.taken_from(ip), "node-b");
+}
+
+// What ends an observation, read off a real Lease watch against the stand-in: watches the server ends after
+// their timeoutSeconds (1 s here) are resumed from their resourceVersion and end nothing; failed watch
+// requests (the API server away: 503) do.
+TEST_F(LeaseKeeperTest, ObservationOutlivesResumedWatchesNotFailedOnes) {
+    WatchOptions options;
+    options.timeout_seconds = 1;
+    options.initial_backoff = 10ms;
+    options.max_backoff = 50ms;
+    Watcher watch(
+        api, kLeases, [](const Snapshot &) {}, options);
+    watch.start();
+    auto eventually = [](const std::function<bool()> &done) {
+        for (int i = 0; i < 200 && !done(); i++)
+            std::this_thread::sleep_for(25ms);
+        return done();
+    };
+    ASSERT_TRUE(eventually([&] { return watch.synced() && watch.stats().watches >= 1; }));
+    const std::uint64_t epoch = LeaseKeeper::observation_epoch(watch.stats());
+    const std::uint64_t watches = watch.stats().watches;
+    ASSERT_TRUE(eventually([&] { return watch.stats().watches >= watches + 2; }));
+    EXPECT_EQ(LeaseKeeper::observation_epoch(watch.stats()), epoch) << "a resumed watch ended an observation";
+    own([&] { return api.post("/_test/block-watches", json{{"on", true}}); });
+    EXPECT_TRUE(eventually([&] { return watch.stats().failures >= 1; }));
+    EXPECT_NE(LeaseKeeper::observation_epoch(watch.stats()), epoch);
+    own([&] { return api.post("/_test/block-watches", json{{"on", false}}); });
+    watch.stop();
 }
 
 // --- conflicts (409) ---------------------------------------------------------------------------------------
