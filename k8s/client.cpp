@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -657,13 +658,41 @@ void Watcher::deliver() {
         on_change_(snapshot_);
 }
 
-bool Watcher::list() {
-    ++stats_.lists;
+// Query parameters are appended to the collection, which may carry its own (a label selector).
+static std::string with_query(const std::string &collection, const std::string &query) {
+    return collection + (collection.find('?') == std::string::npos ? "?" : "&") + query;
+}
+
+// A continue token is opaque (base64 from kube-apiserver): escaped for the query string.
+static std::string query_escape(const std::string &value) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : value) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+            out += static_cast<char>(c);
+        } else {
+            out += '%';
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    return out;
+}
+
+bool Watcher::list_page(const std::string &continue_token, Snapshot &into, std::string &next, std::string &rv,
+                        bool &expired) {
+    std::string query = "limit=" + std::to_string(options_.page_size);
+    if (!continue_token.empty())
+        query += "&continue=" + query_escape(continue_token);
     Response r;
     try {
-        r = client_.request("GET", collection_);
+        r = client_.request("GET", with_query(collection_, query));
     } catch (const std::exception &e) {
         log_warn("k8s list failed", {{"path", collection_}, {"error", e.what()}});
+        return false;
+    }
+    if (r.status == 410 && !continue_token.empty()) {
+        expired = true;
         return false;
     }
     if (r.status < 200 || r.status > 299) {
@@ -672,13 +701,12 @@ bool Watcher::list() {
         return false;
     }
     const json &b = r.body;
-    const auto rv = resource_version_of(b);
-    if (b.is_discarded() || !b.is_object() || !rv || !b.contains("items") || !b["items"].is_array()) {
+    const auto page_rv = resource_version_of(b);
+    if (b.is_discarded() || !b.is_object() || !page_rv || !b.contains("items") || !b["items"].is_array()) {
         ++stats_.bad_input;
         log_warn("k8s list: malformed response", {{"path", collection_}});
         return false;
     }
-    Snapshot fresh;
     for (const json &item : b["items"]) {
         const std::string key = object_key(item);
         if (key.empty()) {
@@ -686,17 +714,49 @@ bool Watcher::list() {
             log_warn("k8s list: item without metadata.name skipped", {{"path", collection_}});
             continue;
         }
-        fresh[key] = item;
+        into[key] = item;
     }
-    {
-        std::lock_guard lock(mutex_);
-        snapshot_ = std::move(fresh);
-        rv_ = *rv;
-    }
-    ++stats_.listed;
-    log_debug("k8s listed", {{"path", collection_}, {"resourceVersion", *rv}});
-    deliver();
+    const json &meta = b["metadata"];
+    next = meta.is_object() && meta.contains("continue") && meta["continue"].is_string()
+               ? meta["continue"].get<std::string>()
+               : std::string();
+    rv = *page_rv;
     return true;
+}
+
+bool Watcher::list() {
+    ++stats_.lists;
+    // Every page of one list is served from the snapshot of its first (same resourceVersion); when the server
+    // no longer has it (a continue older than its compaction window) the list starts over, once.
+    for (int attempt = 0; attempt < 2; attempt++) {
+        Snapshot fresh;
+        std::string token, rv;
+        bool expired = false, failed = false;
+        do {
+            std::string next;
+            if (!list_page(token, fresh, next, rv, expired)) {
+                failed = true;
+                break;
+            }
+            token = std::move(next);
+        } while (!token.empty() && !stopping());
+        if (expired) {
+            log_info("k8s list: continue expired, listing again", {{"path", collection_}});
+            continue;
+        }
+        if (failed || stopping())
+            return false;
+        {
+            std::lock_guard lock(mutex_);
+            snapshot_ = std::move(fresh);
+            rv_ = rv;
+        }
+        ++stats_.listed;
+        log_debug("k8s listed", {{"path", collection_}, {"resourceVersion", rv}});
+        deliver();
+        return true;
+    }
+    return false;
 }
 
 bool Watcher::apply_line(std::string_view line, Outcome &outcome) {
@@ -768,8 +828,7 @@ bool Watcher::apply_line(std::string_view line, Outcome &outcome) {
 Watcher::Outcome Watcher::watch_once() {
     ++stats_.watches;
     const std::string rv = resource_version();
-    const std::string sep = collection_.find('?') == std::string::npos ? "?" : "&";
-    const std::string path = collection_ + sep + "watch=1&allowWatchBookmarks=true&resourceVersion=" + rv +
+    const std::string path = with_query(collection_, "watch=1&allowWatchBookmarks=true&resourceVersion=" + rv) +
                              "&timeoutSeconds=" + std::to_string(options_.timeout_seconds);
     std::string buffer;
     Outcome outcome = Outcome::Reconnect;

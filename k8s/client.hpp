@@ -188,6 +188,9 @@ struct WatchOptions {
     // a bookmark about once a minute on a quiet watch but promises no interval: the default leaves room for
     // two, so a quiet healthy watch is not taken for a stalled one.
     std::chrono::seconds idle_timeout{150};
+    // A list is read in pages of at most this many objects (limit/continue, as client-go's reflector reads
+    // its first list), so that a cluster's thousands of Services or EndpointSlices never arrive as one body.
+    long page_size = 500;
     // Injectable for tests: sleep (default: interruptible by stop()) and a uniform random in [0, 1).
     std::function<void(std::chrono::milliseconds)> sleep;
     std::function<double()> random;
@@ -238,6 +241,11 @@ public:
 private:
     enum class Outcome { Reconnect, Relist, Failed, FailedRelist, Stalled };
     bool list();
+    // One page of a list: its items added to `into`; the continue token of the next ("" after the last), the
+    // list's resourceVersion. False (logged) when the page failed; `expired` set when the server no longer
+    // has the list's snapshot (410 on a continue: the list starts over).
+    bool list_page(const std::string &continue_token, Snapshot &into, std::string &next, std::string &rv,
+                   bool &expired);
     Outcome watch_once();
     // Applies one line; returns false (after logging) when the stream must be abandoned.
     bool apply_line(std::string_view line, Outcome &outcome);

@@ -52,6 +52,12 @@ API semantics followed (a subset of the documented behaviour):
     the columns kube-apiserver's pod printer gives (NAME READY STATUS RESTARTS AGE, and with priority 1, shown
     by -o wide, IP NODE NOMINATED NODE READINESS GATES), READY and RESTARTS from status.containerStatuses.
     For other resources kubectl, given the list, prints NAME (and AGE) columns only.
+  - limit=N on a list (not a watch): at most N items, in namespace/name order, with metadata.continue (an
+    opaque token) and metadata.remainingItemCount when more remain; continue=TOKEN returns the next page of the
+    same list, as of the resourceVersion of its first page (every page carries that resourceVersion): the
+    store keeps the list's items for the token, as etcd keeps the revision. A token the store no longer has
+    (/_test/expire-continues, or a compaction past its resourceVersion) gets 410 Expired, as an expired
+    continue token does; the client lists again from the start.
   - labelSelector=K=V[,K2=V2...] (equality only) on lists and watches: only objects whose metadata.labels
     match all pairs. fieldSelector=metadata.name=N / metadata.namespace=NS (=, ==, !=; the waits of kubectl
     rollout status and delete use it), and on pods spec.nodeName=NODE; another field gets 400 "field label not
@@ -138,8 +144,11 @@ Test control interface (POST, JSON body optional, answers {"ok": true, ...}):
                          cut off without an answer and open watches are dropped (the API server is away);
                          requests with the header (the test's own) are served
   /_test/expire-events   expires every Event now (as if --event-ttl had passed)
-  /_test/state           (GET) {"rv": N, "compacted": N, "watches": open watch count, "auth": last
-                         Authorization header seen, "connections": TCP connections accepted so far}
+  /_test/expire-continues  {"count": N} forgets every continue token, and the next N continue requests get
+                         410 Expired (a list read page by page meets a compaction between its pages)
+  /_test/state           (GET) {"rv": N, "compacted": N, "watches": open watch count, "lists_paged": lists
+                         answered in more than one page, "auth": last Authorization header seen,
+                         "connections": TCP connections accepted so far}
 """
 
 import base64
@@ -225,6 +234,9 @@ class Store:
         self.block_watches = False
         self.gone_as_http = False
         self.garbage_lists = 0
+        self.continues = {}  # continue token -> (rv, the list's remaining items)
+        self.expire_continues = 0  # the next N continue requests get 410
+        self.lists_paged = 0  # lists answered in more than one page (for tests)
         self.garbage_writes = 0
         self.offline = False
         self.conflict_writes = 0
@@ -636,7 +648,7 @@ POD_COLUMNS = [("Name", "string", "name", 0), ("Ready", "string", "", 0), ("Stat
                ("Node", "string", "", 1), ("Nominated Node", "string", "", 1), ("Readiness Gates", "string", "", 1)]
 
 
-def pod_table(pods, rv):
+def pod_table(pods, list_meta):
     """The meta.k8s.io/v1 Table of a pod list, with kube-apiserver's pod columns (priority 1: -o wide's)."""
     rows = []
     for pod in pods:
@@ -650,7 +662,7 @@ def pod_table(pods, rv):
                  st.get("nominatedNodeName") or "<none>", "<none>"]
         partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
         rows.append({"cells": cells, "object": partial})
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(rv)},
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta,
             "columnDefinitions": [{"name": n, "type": t, "format": f, "description": n, "priority": p}
                                   for n, t, f, p in POD_COLUMNS],
             "rows": rows}
@@ -813,7 +825,7 @@ class Handler(BaseHTTPRequestHandler):
             args = {}
         with STORE.cond:
             if op == "state":
-                res = {"rv": STORE.rv, "compacted": STORE.compacted, "watches": STORE.watches,
+                res = {"rv": STORE.rv, "compacted": STORE.compacted, "watches": STORE.watches, "lists_paged": STORE.lists_paged,
                        "auth": STORE.last_auth, "connections": STORE.connections, "client_cn": STORE.client_cn,
                        "h2_connections": STORE.h2_connections, "h2_streams": STORE.h2_streams}
             elif op == "compact":
@@ -853,6 +865,10 @@ class Handler(BaseHTTPRequestHandler):
                 res = {}
             elif op == "garbage-list":
                 STORE.garbage_lists = int(args.get("count", 1))
+                res = {}
+            elif op == "expire-continues":
+                STORE.continues.clear()
+                STORE.expire_continues = int(args.get("count", 0))
                 res = {}
             elif op == "expire-events":
                 expire_events(everything=True)
@@ -993,13 +1009,37 @@ class Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 self.wfile.write(data)
                 return
-            items = [o for (ons, _), o in sorted(STORE.objects.get((api, resource), {}).items())
-                     if (ns is None or ons == ns) and matches(o, terms)]
-            rv = STORE.rv
+            token = q.get("continue", [""])[0]
+            if token:
+                page = STORE.continues.pop(token, None)
+                if STORE.expire_continues > 0:
+                    STORE.expire_continues -= 1
+                    page = None
+                if page is None or page[0] < STORE.compacted:
+                    return self.send_json(410, status(410, "Expired", "The provided continue parameter is too old "
+                                                      "to display a consistent list result. You can start a new "
+                                                      "list without the continue parameter."))
+                rv, items = page
+            else:
+                items = [o for (ons, _), o in sorted(STORE.objects.get((api, resource), {}).items())
+                         if (ns is None or ons == ns) and matches(o, terms)]
+                rv = STORE.rv
+            try:
+                limit = int(q.get("limit", ["0"])[0])
+            except ValueError:
+                return self.send_json(400, status(400, "BadRequest", "limit must be an integer"))
+            meta = {"resourceVersion": str(rv)}
+            if 0 < limit < len(items):
+                items, rest = items[:limit], items[limit:]
+                token = uuid.uuid4().hex
+                STORE.continues[token] = (rv, rest)
+                meta.update({"continue": token, "remainingItemCount": len(rest)})
+                if "continue" not in q:
+                    STORE.lists_paged += 1
         if resource == "pods" and "as=Table;v=v1;g=meta.k8s.io" in self.headers.get("Accept", "").replace(" ", ""):
-            return self.send_json(200, pod_table(items, rv))
+            return self.send_json(200, pod_table(items, meta))
         self.send_json(200, {"kind": KINDS.get(resource, resource.capitalize()) + "List", "apiVersion": api,
-                             "metadata": {"resourceVersion": str(rv)}, "items": items})
+                             "metadata": meta, "items": items})
 
     def chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

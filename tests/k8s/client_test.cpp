@@ -676,6 +676,49 @@ TEST(K8sWatch, ExpiredResourceVersionRelists) {
     w.stop();
 }
 
+// A list is read page by page (limit/continue): every object arrives, in one delivery, at the list's
+// resourceVersion, and what changes afterwards arrives by the watch from there.
+TEST(K8sWatch, ListsInPages) {
+    StandIn server;
+    ApiClient api(server.config());
+    for (int i = 0; i < 7; i++)
+        api.post(kServices, service("s" + std::to_string(i), "192.0.2." + std::to_string(10 + i)));
+    Recorder rec;
+    WatchOptions options = fast_options();
+    options.page_size = 3;
+    Watcher w(api, kServices, rec.callback(), options);
+    w.start();
+    ASSERT_TRUE(eventually([&] { return w.synced(); }));
+    EXPECT_EQ(rec.last().size(), 7u);
+    EXPECT_EQ(rec.count(), 1u); // the pages are one list: delivered once, whole
+    EXPECT_EQ(w.stats().lists, 1u);
+    EXPECT_EQ(api.get("/_test/state")["lists_paged"], 1);
+    api.post(kServices, service("late", "192.0.2.30"));
+    EXPECT_TRUE(eventually([&] { return ip_of(rec.last(), "prov/late") == "192.0.2.30"; }));
+    w.stop();
+}
+
+// The server lost the list's snapshot between two pages (410 on the continue): the list starts over from the
+// first page, and nothing of the broken one is delivered.
+TEST(K8sWatch, ListStartsOverWhenItsContinueExpired) {
+    StandIn server;
+    ApiClient api(server.config());
+    for (int i = 0; i < 5; i++)
+        api.post(kServices, service("s" + std::to_string(i), "192.0.2." + std::to_string(10 + i)));
+    api.post("/_test/expire-continues", {{"count", 1}});
+    Recorder rec;
+    WatchOptions options = fast_options();
+    options.page_size = 2;
+    Watcher w(api, kServices, rec.callback(), options);
+    w.start();
+    ASSERT_TRUE(eventually([&] { return w.synced(); }));
+    EXPECT_EQ(rec.last().size(), 5u);
+    EXPECT_EQ(rec.count(), 1u);
+    EXPECT_EQ(w.stats().failures, 0u);
+    EXPECT_EQ(api.get("/_test/state")["lists_paged"], 2); // the broken list and the one after it
+    w.stop();
+}
+
 TEST(K8sWatch, MalformedListIsRetried) {
     StandIn server;
     ApiClient api(server.config());
