@@ -679,6 +679,16 @@ static std::string query_escape(const std::string &value) {
     return out;
 }
 
+// What a snapshot keeps of an object: all of it but metadata.managedFields, which nothing here reads and which
+// is often the largest part of a small object (every field manager's field set). Dropping it is safe for the
+// objects written back whole (Leases, by PUT): an update without managedFields keeps the server's.
+static json kept_of(const json &object) {
+    json kept = object;
+    if (kept.contains("metadata") && kept["metadata"].is_object())
+        kept["metadata"].erase("managedFields");
+    return kept;
+}
+
 bool Watcher::list_page(const std::string &continue_token, Snapshot &into, std::string &next, std::string &rv,
                         bool &expired) {
     std::string query = "limit=" + std::to_string(options_.page_size);
@@ -714,7 +724,7 @@ bool Watcher::list_page(const std::string &continue_token, Snapshot &into, std::
             log_warn("k8s list: item without metadata.name skipped", {{"path", collection_}});
             continue;
         }
-        into[key] = item;
+        into[key] = kept_of(item);
     }
     const json &meta = b["metadata"];
     next = meta.is_object() && meta.contains("continue") && meta["continue"].is_string()
@@ -811,7 +821,7 @@ bool Watcher::apply_line(std::string_view line, Outcome &outcome) {
     {
         std::lock_guard lock(mutex_);
         if (type == "ADDED" || type == "MODIFIED")
-            snapshot_[key] = object;
+            snapshot_[key] = kept_of(object);
         else if (type == "DELETED")
             snapshot_.erase(key);
         else

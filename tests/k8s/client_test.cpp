@@ -698,6 +698,28 @@ TEST(K8sWatch, ListsInPages) {
     w.stop();
 }
 
+// managedFields (often the largest part of an object) are not kept: listed or watched.
+TEST(K8sWatch, ManagedFieldsAreNotKept) {
+    StandIn server;
+    ApiClient api(server.config());
+    json managed = service("listed", "192.0.2.10");
+    managed["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}, {"operation", "Apply"}}});
+    api.post(kServices, managed);
+    Recorder rec;
+    Watcher w(api, kServices, rec.callback(), fast_options());
+    w.start();
+    ASSERT_TRUE(eventually([&] { return w.synced(); }));
+    managed["metadata"]["name"] = "watched";
+    api.post(kServices, managed);
+    ASSERT_TRUE(eventually([&] { return rec.last().size() == 2; }));
+    for (const auto &[key, object] : rec.last()) {
+        EXPECT_FALSE(object["metadata"].contains("managedFields")) << key;
+        EXPECT_EQ(object["metadata"]["namespace"], "prov") << key;
+    }
+    EXPECT_TRUE(api.get(kServices + "/listed")["metadata"].contains("managedFields")); // the server kept them
+    w.stop();
+}
+
 // The server lost the list's snapshot between two pages (410 on the continue): the list starts over from the
 // first page, and nothing of the broken one is delivered.
 TEST(K8sWatch, ListStartsOverWhenItsContinueExpired) {
