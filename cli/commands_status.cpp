@@ -89,7 +89,8 @@ std::string describe_service_ip(const StatusView &status, const ServiceIpStatus 
                                           : ", NIC NOT in its solicited-node group (MLD-snooping switches may not "
                                             "deliver solicitations)";
     if (!ip.active)
-        return text + ": inactive (not the owner here, or no backend)" + group;
+        return text + ": inactive (not the owner here, or no backend; " + protocol +
+               " requests for it dropped while the loader runs)" + group;
     text += ": active (owner)";
     return text +
            (status.answering_arp(ip) ? ", answering " + protocol
@@ -227,8 +228,14 @@ void print_status_table(std::ostream &out, const StatusView &status) {
         list.add("subnet ipv6", format_prefix6(status.subnet6, status.subnet6_prefix_len));
     list.add("xdp", describe_hook(status.xdp));
     list.add("tc ingress", describe_hook(status.tc_ingress));
-    list.add("arp", status.tc_ingress.attached ? "answered at tc ingress, out of the NIC's egress (every NIC kind)"
-                                               : "not answered: tc ingress is not attached");
+    // Each family's neighbour protocol, on the LAN's families only: an IPv6-only LAN has no ARP to speak of.
+    const std::string responder = status.tc_ingress.attached
+                                      ? "answered at tc ingress, out of the NIC's egress (every NIC kind)"
+                                      : "not answered: tc ingress is not attached";
+    if (status.has_ipv4_subnet())
+        list.add("arp", responder);
+    if (status.subnet6_prefix_len)
+        list.add("ndp", responder);
     list.add("pod delivery", status.redirect_peer ? "bpf_redirect_peer"
                                                   : "through the veth (no bpf_redirect_peer, or redirectPeer off)");
     list.add("heartbeat", describe_heartbeat(status));
@@ -242,8 +249,9 @@ void print_status_table(std::ostream &out, const StatusView &status) {
         list.add("backend", describe_backend(backend));
     if (status.backends.empty())
         list.add("backend", "none: service traffic is dropped (drop_no_backend)");
-    list.add("conflicts",
-             status.conflicts_seen ? std::to_string(status.conflicts_seen) + " seen (arp_conflict)" : "none seen");
+    list.add("conflicts", status.conflicts_seen ? std::to_string(status.conflicts_seen) +
+                                                      " seen (ARP and NDP claims: counter arp_conflict)"
+                                                : "none seen");
     for (const auto &conflict : status.conflicts)
         list.add("conflict", format_ip(conflict.service_ip) + " claimed by " + format_mac(conflict.mac) + ", " +
                                  format_seconds(conflict.age_seconds) + " ago");

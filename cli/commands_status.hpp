@@ -49,6 +49,7 @@ struct StatusView {
     uint8_t subnet6_prefix_len = 0; // 0: no IPv6 subnet
     // The IPv4 subnet, or "none" (an IPv6-only LAN's iface entry matches no IPv4 address).
     std::string subnet_text() const;
+    bool has_ipv4_subnet() const { return subnet_text() != "none"; }
     HookState xdp;
     HookState tc_ingress;
     bool redirect_peer = false; // the loader delivers into pods with bpf_redirect_peer (probed at its start)
@@ -56,7 +57,7 @@ struct StatusView {
     double heartbeat_timeout_seconds = 0;
     std::vector<ServiceIpStatus> service_ips;
     std::vector<BackendStatus> backends;
-    __u64 conflicts_seen = 0; // the arp_conflict counter
+    __u64 conflicts_seen = 0; // the arp_conflict counter (ARP and NDP claims alike)
     std::vector<ConflictStatus> conflicts;
     // The loader on the control socket as it describes itself (core/control_socket.hpp, kDescribeCommand): its
     // mode and how it chose the NIC. nullopt: none answered, and loader_problem says why.

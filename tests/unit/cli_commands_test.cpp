@@ -70,7 +70,7 @@ TEST(CliStatus, TableShowsEveryFact) {
               "dhcp relay    for 198.18.0.2\n"
               "dhcpv6 relay  off\n"
               "backend       198.18.100.2 on vethpod (ifindex 3), pod hook tc_pod_ingress (tcx)\n"
-              "conflicts     2 seen (arp_conflict)\n"
+              "conflicts     2 seen (ARP and NDP claims: counter arp_conflict)\n"
               "conflict      198.18.0.2 claimed by 02:00:00:00:00:66, 1.5 s ago\n");
 }
 
@@ -117,6 +117,11 @@ TEST(CliStatus, Ipv6OnlyShowsNoIpv4SubnetAndTheIpv6One) {
     std::string table = rendered(print_status_table, status);
     EXPECT_NE(table.find("subnet        none\n"), std::string::npos) << table;
     EXPECT_NE(table.find("subnet ipv6   fd00:1::/64\n"), std::string::npos) << table;
+    // Its neighbour protocol is NDP: no ARP line.
+    EXPECT_NE(table.find("ndp           answered at tc ingress, out of the NIC's egress (every NIC kind)\n"),
+              std::string::npos)
+        << table;
+    EXPECT_EQ(table.find("arp "), std::string::npos) << table;
     Json json = status_json(status);
     EXPECT_TRUE(json["subnet"].is_null());
     EXPECT_EQ(json["subnet_ipv6"], "fd00:1::/64");
@@ -133,7 +138,8 @@ TEST(CliStatus, Ipv6ServiceAddressShowsNdpAndTheSolicitedNodeGroup) {
               std::string::npos)
         << table;
     EXPECT_NE(
-        table.find("fd00:1::3: inactive (not the owner here, or no backend), NIC NOT in its solicited-node group"),
+        table.find("fd00:1::3: inactive (not the owner here, or no backend; NDP requests for it dropped while the "
+                   "loader runs), NIC NOT in its solicited-node group"),
         std::string::npos)
         << table;
     Json json = status_json(status);
