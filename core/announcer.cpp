@@ -16,14 +16,21 @@ using loop::drain;
 Announcer::Announcer(const NodeSettings &node, int nic_ifindex, MacAddress nic_mac, std::function<bool()> live,
                      std::function<bool()> owning)
     : node_(node), nic_mac_(nic_mac), live_(std::move(live)), owning_(std::move(owning)), arp_(nic_ifindex),
-      ndp_(nic_ifindex), announce_timer_(loop::make_timer()), ra_timer_(loop::make_timer()) {}
+      ndp_(nic_ifindex), announce_timer_(loop::make_timer()), ra_timer_(loop::make_timer()),
+      ra_answer_timer_(loop::make_timer()) {}
+
+std::chrono::steady_clock::time_point ra_answer_time(std::chrono::steady_clock::time_point now,
+                                                     std::chrono::steady_clock::time_point last_ra,
+                                                     std::chrono::milliseconds random_delay) {
+    return std::max(now, last_ra + kMinDelayBetweenRas) + random_delay;
+}
 
 void Announcer::start(const UniqueFd &epoll) {
     epoll_ = &epoll;
     if (announcements_left_ > 0)
         arm_timer(announce_timer_, node_.garp_interval, node_.garp_interval);
     arm_ra_timer();
-    for (int fd : {announce_timer_.get(), ra_timer_.get()})
+    for (int fd : {announce_timer_.get(), ra_timer_.get(), ra_answer_timer_.get()})
         loop::add(epoll, fd);
 }
 
@@ -40,6 +47,9 @@ bool Announcer::handle(int fd) {
     } else if (fd == ra_timer_.get()) {
         drain(ra_timer_);
         advertise_router();
+    } else if (fd == ra_answer_timer_.get()) {
+        drain(ra_answer_timer_);
+        send_due_answers();
     } else if (solicitations_ && fd == solicitations_->fd()) {
         answer_solicitations();
     } else {
@@ -123,15 +133,67 @@ void Announcer::listen_for_solicitations() {
 }
 
 void Announcer::answer_solicitations() {
-    constexpr auto kMinDelayBetweenRas = std::chrono::seconds(3); // RFC 4861 10
-    if (solicitations_->drain() && std::chrono::steady_clock::now() - last_ra_ >= kMinDelayBetweenRas)
+    const auto now = std::chrono::steady_clock::now();
+    auto random_delay = [this] {
+        return std::chrono::milliseconds(std::uniform_int_distribution<long>(0, kMaxRaDelay.count())(random_));
+    };
+    for (const RouterSolicitation &rs : solicitations_->drain()) {
+        if (rs.source == bpfnet_ip{} || !rs.link_layer) {
+            if (!multicast_answer_at_)
+                multicast_answer_at_ = ra_answer_time(now, last_ra_, random_delay());
+            continue;
+        }
+        const bool pending = std::any_of(unicast_answers_.begin(), unicast_answers_.end(),
+                                         [&](const UnicastAnswer &a) { return a.to.ip == rs.source; });
+        if (pending)
+            continue;
+        // Any host may send any solicitation: past a bound, one answer to all nodes answers the rest.
+        if (unicast_answers_.size() >= kMaxUnicastAnswers) {
+            if (!multicast_answer_at_)
+                multicast_answer_at_ = ra_answer_time(now, last_ra_, random_delay());
+            continue;
+        }
+        unicast_answers_.push_back({now + random_delay(), {rs.source, *rs.link_layer}});
+    }
+    arm_answer_timer();
+}
+
+void Announcer::arm_answer_timer() {
+    std::optional<std::chrono::steady_clock::time_point> first = multicast_answer_at_;
+    for (const UnicastAnswer &answer : unicast_answers_)
+        if (!first || answer.at < *first)
+            first = answer.at;
+    if (!first) {
+        arm_timer(ra_answer_timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+        return;
+    }
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*first - std::chrono::steady_clock::now());
+    arm_timer(ra_answer_timer_, std::max(wait, std::chrono::milliseconds(1)), std::chrono::milliseconds(0));
+}
+
+// Sends every answer due: each is sent once, or dropped when this node does not advertise now (the host
+// solicits again).
+void Announcer::send_due_answers() {
+    const auto now = std::chrono::steady_clock::now();
+    if (multicast_answer_at_ && *multicast_answer_at_ <= now) {
+        multicast_answer_at_.reset();
         advertise_router();
+    }
+    std::vector<UnicastAnswer> later;
+    for (const UnicastAnswer &answer : unicast_answers_) {
+        if (answer.at <= now)
+            advertise_router(answer.to);
+        else
+            later.push_back(answer);
+    }
+    unicast_answers_ = std::move(later);
+    arm_answer_timer();
 }
 
 // RAs say "ask DHCPv6" and "this prefix is on-link" (dnsmasq's enable-ra in the host network does the same):
 // hosts booting over IPv6 need both before DHCPv6 and before they reach the service address. Only the node
 // that owns an IPv6 service address sends them, so the LAN hears one sender, which moves with the address.
-void Announcer::advertise_router() {
+void Announcer::advertise_router(const std::optional<RaDestination> &to) {
     if (!node_.router_advertisements || node_.prefix6_len == 0 || !live_())
         return;
     if (nic_link_local_ == bpfnet_ip{}) {
@@ -143,8 +205,15 @@ void Announcer::advertise_router() {
         return;
     // Valid three intervals: a prefix outlives a missed advertisement or two, not a node that stopped.
     const auto valid = static_cast<uint32_t>(3 * node_.ra_interval.count());
-    ndp_.send_router_advertisement(nic_link_local_, nic_mac_, node_.subnet6, node_.prefix6_len, valid);
+    ndp_.send_router_advertisement(nic_link_local_, nic_mac_, node_.subnet6, node_.prefix6_len, valid, to);
+    if (to)
+        return;
+    // The rate limit is of advertisements to all nodes; one sent answers the solicitations from :: waiting.
     last_ra_ = std::chrono::steady_clock::now();
+    if (multicast_answer_at_) {
+        multicast_answer_at_.reset();
+        arm_answer_timer();
+    }
 }
 
 } // namespace bpfnet

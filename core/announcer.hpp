@@ -18,9 +18,22 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <vector>
 
 namespace bpfnet {
+
+// RFC 4861 6.2.6: a solicitation from a host with an address is answered to that host alone (as a router may),
+// `random_delay` (0 to MAX_RA_DELAY_TIME, 500 ms) after it arrived: hosts coming up in a row each get their
+// answer at once. One from the unspecified address is answered to all nodes: at `now` + random_delay, or,
+// when the last advertisement to all nodes was sent less than MIN_DELAY_BETWEEN_RAS (3 s) before, that long
+// after it + random_delay: delayed into the next allowed slot, never dropped. This is the latter's time.
+std::chrono::steady_clock::time_point ra_answer_time(std::chrono::steady_clock::time_point now,
+                                                     std::chrono::steady_clock::time_point last_ra,
+                                                     std::chrono::milliseconds random_delay);
+inline constexpr std::chrono::milliseconds kMaxRaDelay{500};          // MAX_RA_DELAY_TIME
+inline constexpr std::chrono::milliseconds kMinDelayBetweenRas{3000}; // MIN_DELAY_BETWEEN_RAS
+inline constexpr size_t kMaxUnicastAnswers = 64; // hosts answered one by one at a time; more share one to all
 
 class Announcer {
 public:
@@ -53,10 +66,13 @@ public:
 
 private:
     void send_next_announcement();
-    void advertise_router();
+    // To all nodes (the periodic one, and the answer to a solicitation from ::), or to one host.
+    void advertise_router(const std::optional<RaDestination> &to = std::nullopt);
+    void arm_answer_timer();         // for the earliest answer due
     void arm_ra_timer();             // every ra_interval while configured, else disarmed
     void listen_for_solicitations(); // opens (and adds to the loop) or closes the RS socket as configured
-    void answer_solicitations();
+    void answer_solicitations();     // schedules each answer (see ra_answer_time)
+    void send_due_answers();
 
     const NodeSettings &node_;
     MacAddress nic_mac_;
@@ -64,6 +80,15 @@ private:
     ArpSender arp_;
     NdpSender ndp_;
     UniqueFd announce_timer_, ra_timer_;
+    UniqueFd ra_answer_timer_; // one-shot: the earliest answer due
+    // The answer to all nodes that solicitations from :: wait for (any advertisement to all nodes answers it).
+    std::optional<std::chrono::steady_clock::time_point> multicast_answer_at_;
+    struct UnicastAnswer {
+        std::chrono::steady_clock::time_point at;
+        RaDestination to;
+    };
+    std::vector<UnicastAnswer> unicast_answers_; // one per soliciting host, in no order
+    std::minstd_rand random_{std::random_device{}()};
     const UniqueFd *epoll_ = nullptr;                  // the runtime's, once start() ran
     std::optional<RouterSolicitations> solicitations_; // while routerAdvertisements is on
     std::chrono::steady_clock::time_point last_ra_{};  // RFC 4861 6.2.6: one RA to all nodes per 3 s at most

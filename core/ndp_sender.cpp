@@ -142,8 +142,8 @@ Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 
 }
 
 Frame router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
-                           uint8_t prefix_len, uint32_t valid_lifetime_s) {
-    const bpfnet_ip to = all_nodes();
+                           uint8_t prefix_len, uint32_t valid_lifetime_s, const std::optional<RaDestination> &host) {
+    const bpfnet_ip to = host ? host->ip : all_nodes();
     auto put32 = [](Frame &f, uint32_t v) {
         for (int shift = 24; shift >= 0; shift -= 8)
             f.push_back(static_cast<uint8_t>(v >> shift));
@@ -161,7 +161,7 @@ Frame router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6>
     put32(body, valid_lifetime_s); // preferred: the same (no address is formed from it)
     put32(body, 0);                // reserved
     append(body, bytes_of(prefix), 16);
-    return icmp6_frame(group_mac(to), mac, source, to, kRouterAdvertisement, body);
+    return icmp6_frame(host ? host->mac : group_mac(to), mac, source, to, kRouterAdvertisement, body);
 }
 
 std::vector<bpfnet_ip> parse_igmp6(const std::string &text, int ifindex) {
@@ -227,8 +227,9 @@ void NdpSender::send_solicitation(const bpfnet_ip &source, const std::array<uint
 }
 
 void NdpSender::send_router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac,
-                                          const bpfnet_ip &prefix, uint8_t prefix_len, uint32_t valid_lifetime_s) {
-    send(router_advertisement(source, mac, prefix, prefix_len, valid_lifetime_s),
+                                          const bpfnet_ip &prefix, uint8_t prefix_len, uint32_t valid_lifetime_s,
+                                          const std::optional<RaDestination> &to) {
+    send(router_advertisement(source, mac, prefix, prefix_len, valid_lifetime_s, to),
          "router advertisement of " + format_ip(prefix) + "/" + std::to_string(prefix_len));
 }
 
@@ -302,6 +303,30 @@ std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, boo
     return groups;
 }
 
+std::optional<RouterSolicitation> parse_router_solicitation(const uint8_t *message, size_t length,
+                                                            const bpfnet_ip &source, int hop_limit) {
+    constexpr uint8_t kSourceLinkLayerOption = 1;
+    if (hop_limit != 255 || length < 8 || message[0] != ND_ROUTER_SOLICIT || message[1] != 0)
+        return std::nullopt;
+    RouterSolicitation rs{source, std::nullopt};
+    const bool unspecified = source == bpfnet_ip{};
+    for (size_t at = 8; at < length;) {
+        if (length - at < 2 || message[at + 1] == 0 || length - at < 8u * message[at + 1])
+            return std::nullopt;
+        if (message[at] == kSourceLinkLayerOption) {
+            if (unspecified)
+                return std::nullopt;
+            if (message[at + 1] == 1) {
+                std::array<uint8_t, 6> mac{};
+                std::memcpy(mac.data(), message + at + 2, mac.size());
+                rs.link_layer = mac;
+            }
+        }
+        at += 8u * message[at + 1];
+    }
+    return rs;
+}
+
 RouterSolicitations::RouterSolicitations(const std::string &interface)
     : fd_(socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_ICMPV6)) {
     const std::string context = "RouterSolicitations on " + interface;
@@ -312,20 +337,41 @@ RouterSolicitations::RouterSolicitations(const std::string &interface)
     ICMP6_FILTER_SETPASS(ND_ROUTER_SOLICIT, &filter);
     if (setsockopt(fd_.get(), IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof(filter)) < 0)
         throw_errno(context + ": ICMP6_FILTER");
+    // The hop limit comes with each message: a solicitation that crossed a router is not the LAN's.
+    const int on = 1;
+    if (setsockopt(fd_.get(), IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &on, sizeof(on)) < 0)
+        throw_errno(context + ": IPV6_RECVHOPLIMIT");
     if (setsockopt(fd_.get(), SOL_SOCKET, SO_BINDTODEVICE, interface.c_str(),
                    static_cast<socklen_t>(interface.size())) < 0)
         throw_errno(context + ": SO_BINDTODEVICE");
 }
 
-bool RouterSolicitations::drain() {
-    bool solicited = false;
+std::vector<RouterSolicitation> RouterSolicitations::drain() {
+    std::vector<RouterSolicitation> solicitations;
     uint8_t message[1500];
+    alignas(cmsghdr) uint8_t control[CMSG_SPACE(sizeof(int))];
     for (;;) {
-        const ssize_t got = recv(fd_.get(), message, sizeof(message), 0);
+        sockaddr_in6 from{};
+        iovec iov{message, sizeof(message)};
+        msghdr msg{};
+        msg.msg_name = &from;
+        msg.msg_namelen = sizeof(from);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+        const ssize_t got = recvmsg(fd_.get(), &msg, 0);
         if (got < 0)
-            return solicited; // EAGAIN: nothing more queued
+            return solicitations; // EAGAIN: nothing more queued
+        int hop_limit = -1;
+        for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+            if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT)
+                std::memcpy(&hop_limit, CMSG_DATA(c), sizeof(hop_limit));
+        bpfnet_ip source{};
+        std::memcpy(&source, &from.sin6_addr, sizeof(source));
         // The kernel checked the ICMPv6 checksum; the raw socket gives the message without the IPv6 header.
-        solicited = solicited || (got >= 8 && message[0] == ND_ROUTER_SOLICIT && message[1] == 0);
+        if (auto rs = parse_router_solicitation(message, static_cast<size_t>(got), source, hop_limit))
+            solicitations.push_back(*rs);
     }
 }
 

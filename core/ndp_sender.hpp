@@ -8,7 +8,9 @@
 #include "maps/unique_fd.hpp"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,11 +24,30 @@ using Frame = std::vector<uint8_t>;
 Frame unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac);
 // A solicitation for `target` from `source` (a service address) at `mac`, to target's solicited-node group.
 Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
-// A router advertisement (RFC 4861 4.2) from `source` (the NIC's link-local address) at `mac` to all nodes: the
-// M and O flags (addresses and other configuration by DHCPv6), router lifetime 0 (this is no default router),
-// the source link-layer address and the prefix `prefix`/`prefix_len` as on-link, not for autoconfiguration.
+// Where a router advertisement goes: to all nodes, or to one host (the answer to its solicitation).
+struct RaDestination {
+    bpfnet_ip ip;
+    std::array<uint8_t, 6> mac;
+};
+// A router advertisement (RFC 4861 4.2) from `source` (the NIC's link-local address) at `mac`, to all nodes
+// (nullopt) or to one host: the M and O flags (addresses and other configuration by DHCPv6), router lifetime 0
+// (this is no default router), the source link-layer address and the prefix `prefix`/`prefix_len` as on-link,
+// not for autoconfiguration.
 Frame router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
-                           uint8_t prefix_len, uint32_t valid_lifetime_s);
+                           uint8_t prefix_len, uint32_t valid_lifetime_s,
+                           const std::optional<RaDestination> &to = std::nullopt);
+
+// A router solicitation as received: who sent it. A host without an address yet sends from :: and must not
+// carry its link-layer address (RFC 4861 4.1); one with an address should.
+struct RouterSolicitation {
+    bpfnet_ip source{};
+    std::optional<std::array<uint8_t, 6>> link_layer; // its Source Link-Layer Address option
+};
+// The solicitation in an ICMPv6 message (the IPv6 header's source and hop limit beside it), or nullopt when
+// RFC 4861 6.1.1 says to discard it: hop limit not 255, not type 133 code 0, shorter than 8 bytes, an option
+// of length 0 or running past the end, or a link-layer address option from the unspecified address.
+std::optional<RouterSolicitation> parse_router_solicitation(const uint8_t *message, size_t length,
+                                                            const bpfnet_ip &source, int hop_limit);
 // ff02::1:ffXX:XXXX for an address (RFC 4291 2.7.1).
 bpfnet_ip solicited_node_group(const bpfnet_ip &address);
 // The IPv6 multicast groups interface ifindex is a member of, as the kernel of the calling thread's network
@@ -43,7 +64,8 @@ public:
     void send_unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac);
     void send_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
     void send_router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
-                                   uint8_t prefix_len, uint32_t valid_lifetime_s);
+                                   uint8_t prefix_len, uint32_t valid_lifetime_s,
+                                   const std::optional<RaDestination> &to = std::nullopt);
 
 private:
     void send(const Frame &frame, const std::string &what);
@@ -88,8 +110,8 @@ public:
     // Throws bpfnet::SystemError when the socket cannot be opened or bound (no IPv6, no such interface).
     explicit RouterSolicitations(const std::string &interface);
     int fd() const { return fd_.get(); }
-    // Reads everything queued (non-blocking); true when a router solicitation was among it.
-    bool drain();
+    // Reads everything queued (non-blocking): the valid solicitations among it.
+    std::vector<RouterSolicitation> drain();
 
 private:
     UniqueFd fd_;

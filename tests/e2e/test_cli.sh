@@ -496,7 +496,7 @@ EOF
         [('$E2E_SERVICE_IP', '$OTHER_MAC')] and 0 <= d['conflicts']['entries'][0]['age_seconds'] < 5" || return 1
     json_expect status-conflict "d['service_ips'][0]['active']" || return 1
     ctl_ok status-conflict-table status || return 1
-    has_line_matching status-conflict-table "^conflicts     [1-9][0-9]* seen \\(arp_conflict\\)\$" || return 1
+    has_line_matching status-conflict-table "^conflicts     [1-9][0-9]* seen \\(ARP and NDP claims: counter arp_conflict\\)\$" || return 1
     has_line_matching status-conflict-table "^conflict      $E2E_SERVICE_IP claimed by $OTHER_MAC, [0-9.]+ s ago\$" || return 1
 }
 

@@ -27,6 +27,7 @@ e2e_case dnsmasq_dhclient case_dnsmasq_dhclient "dnsmasq DHCPv6 in the pod -> dh
 e2e_case boot_file_and_image case_boot_file_and_image "the boot file by TFTP and an image by HTTP from the service IPv6 address" case:dnsmasq_dhclient case:prefix_on_link
 e2e_case kea_dhclient case_kea_dhclient "kea-dhcp6 in the pod -> dhclient -6 on the host through the relay" loader
 e2e_case solicitation_answered case_solicitation_answered "a router solicitation is answered without waiting for the interval" loader
+e2e_case solicitations_in_a_row case_solicitations_in_a_row "hosts soliciting in a row (within the 3 s between advertisements to all nodes) are each answered, before they solicit again; the delays measured" case:solicitation_answered
 # Last: dhcpcd takes IPv6 configuration of eth0 over from the kernel (accept_ra, link-local generation).
 e2e_case kea_dhcpcd case_kea_dhcpcd "kea-dhcp6 in the pod -> dhcpcd on the host, which configures the address" case:kea_dhclient
 
@@ -260,10 +261,12 @@ case_kea_dhcpcd() {
         return 1
     fi
     hook=$(dhcp_hook "$dir/dhcpcd.events")
+    # A DHCPv6 option is requested by its name with dhcp6_ in front (dhcpcd.conf(5)); a plain bootfile_url is
+    # "unknown option" to dhcpcd 9.4, which then asks for nothing.
     cat >"$dir/dhcpcd.conf" <<'EOF'
 noipv6rs
 ia_na 1
-option bootfile_url
+option dhcp6_bootfile_url
 EOF
     timeout 40 ip netns exec "$E2E_HOST" dhcpcd -6 -1 -B -t 30 -c "$hook" -f "$dir/dhcpcd.conf" eth0 \
         >"$dir/dhcpcd.log" 2>&1
@@ -272,7 +275,18 @@ EOF
         E2E_REASON="dhcpcd configured '$address' on eth0: $(tail -n 5 "$dir/dhcpcd.log" | tr '\n' ' ')"
         return 1
     fi
-    log "kea-dhcp6 -> dhcpcd: $address on the host's eth0 (events: $(lease_events "$dir/dhcpcd.events"))"
+    if grep -q 'unknown option' "$dir/dhcpcd.log"; then
+        E2E_REASON="dhcpcd refused its configuration: $(grep -m1 'unknown option' "$dir/dhcpcd.log")"
+        return 1
+    fi
+    # Option 59, as dhcpcd hands it to its hook: what a PXE client chains to.
+    local url
+    url=$(lease_field "$dir/dhcpcd.events" new_dhcp6_bootfile_url BOUND6)
+    if [ "$url" != "$BOOT_URL" ]; then
+        E2E_REASON="dhcpcd's boot file URL (option 59) is '$url', want $BOOT_URL (events: $(lease_events "$dir/dhcpcd.events"))"
+        return 1
+    fi
+    log "kea-dhcp6 -> dhcpcd: $address on the host's eth0, boot file URL $url (events: $(lease_events "$dir/dhcpcd.events"))"
 }
 
 # e. The NIC is a member of ff02::1:2 (MLD-snooping switches forward the clients' messages to it), and
@@ -322,7 +336,37 @@ case_solicitation_answered() {
     log "the host's solicitation answered: prefix on-link $(since "$t0") s after its link came up"
 }
 
-# ---------------------------------------------------------------------------------------------------
+# The host's link bounced BOUNCES times, each as soon as the last bounce's advertisement made the prefix on-link:
+# every solicitation after the first comes within MIN_DELAY_BETWEEN_RAS (3 s) of the previous answer, which the
+# rate limit of advertisements to all nodes would put off (RFC 4861 6.2.6). Each must be answered before the
+# host's kernel solicits again (4 s later): ra_watch.py pairs what the host sent and received.
+case_solicitations_in_a_row() {
+    # From: periodic advertisements every 1800 s (case solicitation_answered): only answers reach the host.
+    local log=$LOGS/ra-in-a-row.log bounces=4 n watcher analysis
+    host "$SYSTEM_PYTHON" "$E2E_DIR/ra_watch.py" watch 60 eth0 >"$log" &
+    watcher=$!
+    E2E_PIDS+=("$watcher")
+    wait_for 5 grep -q listening "$log" || { E2E_REASON="ra_watch.py did not start"; return 1; }
+    for ((n = 1; n <= bounces; n++)); do
+        ip -n "$E2E_HOST" link set eth0 down
+        ip -n "$E2E_HOST" link set eth0 up
+        if ! wait_for 10 ra_route; then
+            E2E_REASON="bounce $n: no on-link route 10 s after the host's link came up: $(grep -c ' rs ' "$log") solicitations, $(grep -c ' ra ' "$log") advertisements seen"
+            kill "$watcher" 2>/dev/null
+            return 1
+        fi
+    done
+    sleep 0.2 # the last advertisement's line
+    kill "$watcher" 2>/dev/null
+    wait "$watcher" 2>/dev/null
+    analysis=$("$SYSTEM_PYTHON" "$E2E_DIR/ra_watch.py" answers "$log")
+    local rc=$?
+    log "$bounces bounces in a row: $(grep -c ' rs ' "$log") solicitations, each's answer: $(echo "$analysis" | tr '\n' ' ')"
+    if [ "$rc" != 0 ]; then
+        E2E_REASON="a solicitation was not answered before the host solicited again: $(echo "$analysis" | tr '\n' ' ')"
+        return 1
+    fi
+}
 
 # ---------------------------------------------------------------------------------------------------
 # Set-up

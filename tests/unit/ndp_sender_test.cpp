@@ -53,6 +53,45 @@ TEST(NdpSender, RouterAdvertisementAsksForDhcpv6AndMakesThePrefixOnLink) {
     EXPECT_EQ(router_advertisement(addr("fe80::1"), kNicMac, addr("fd00:1::"), 64, 30), want);
 }
 
+// The answer to one host's solicitation: the same advertisement, to that host's address and MAC.
+TEST(NdpSender, RouterAdvertisementToOneHost) {
+    const std::array<uint8_t, 6> host_mac = {0x52, 0x54, 0, 0x12, 0x34, 0x56};
+    const Frame multicast = router_advertisement(addr("fe80::1"), kNicMac, addr("fd00:1::"), 64, 30);
+    const Frame unicast = router_advertisement(addr("fe80::1"), kNicMac, addr("fd00:1::"), 64, 30,
+                                               RaDestination{addr("fe80::5054"), host_mac});
+    const auto want =
+        Packet6::icmp("fe80::1", "fe80::5054", 134, 0, test::Bytes(multicast.begin() + 14 + 40 + 4, multicast.end()))
+            .hop_limit(255)
+            .macs(host_mac, kNicMac)
+            .bytes();
+    EXPECT_EQ(unicast, want);
+}
+
+// RFC 4861 4.1 and 6.1.1: what a router takes from a solicitation, and what it discards.
+TEST(NdpSender, RouterSolicitationParsedAsRfc4861Says) {
+    const test::Bytes with_slla = {133, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0x52, 0x54, 0, 0x12, 0x34, 0x56};
+    auto rs = parse_router_solicitation(with_slla.data(), with_slla.size(), addr("fe80::5054"), 255);
+    ASSERT_TRUE(rs);
+    EXPECT_EQ(format_ip(rs->source), "fe80::5054");
+    ASSERT_TRUE(rs->link_layer);
+    EXPECT_EQ((*rs->link_layer)[5], 0x56);
+    // A host without an address yet: from ::, no option.
+    const test::Bytes bare = {133, 0, 0, 0, 0, 0, 0, 0};
+    rs = parse_router_solicitation(bare.data(), bare.size(), bpfnet_ip{}, 255);
+    ASSERT_TRUE(rs);
+    EXPECT_FALSE(rs->link_layer);
+    // Discarded: through a router (hop limit), not a solicitation, too short, an option of length 0 or past
+    // the end, a link-layer address from ::.
+    EXPECT_FALSE(parse_router_solicitation(with_slla.data(), with_slla.size(), addr("fe80::5054"), 254));
+    const test::Bytes code1 = {133, 1, 0, 0, 0, 0, 0, 0};
+    EXPECT_FALSE(parse_router_solicitation(code1.data(), code1.size(), bpfnet_ip{}, 255));
+    EXPECT_FALSE(parse_router_solicitation(bare.data(), 7, bpfnet_ip{}, 255));
+    const test::Bytes zero_length = {133, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
+    EXPECT_FALSE(parse_router_solicitation(zero_length.data(), zero_length.size(), addr("fe80::5054"), 255));
+    EXPECT_FALSE(parse_router_solicitation(with_slla.data(), with_slla.size() - 1, addr("fe80::5054"), 255));
+    EXPECT_FALSE(parse_router_solicitation(with_slla.data(), with_slla.size(), bpfnet_ip{}, 255));
+}
+
 TEST(NdpSender, SolicitedNodeGroupTakesTheLast24Bits) {
     EXPECT_EQ(format_ip(solicited_node_group(addr("2001:db8::abcd:ef12:3456"))), "ff02::1:ff12:3456");
 }
