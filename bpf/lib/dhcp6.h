@@ -28,40 +28,52 @@
 #include "steer.h"
 #include "trace.h"
 
-#define DHCP6_CLIENT_PORT	  546
-#define DHCP6_SERVER_PORT	  547
+#define DHCP6_CLIENT_PORT	   546
+#define DHCP6_SERVER_PORT	   547
 /* Message types (RFC 8415 section 7.3). */
-#define DHCP6_SOLICIT		  1
-#define DHCP6_ADVERTISE		  2
-#define DHCP6_REQUEST		  3
-#define DHCP6_CONFIRM		  4
-#define DHCP6_RENEW		  5
-#define DHCP6_REBIND		  6
-#define DHCP6_REPLY		  7
-#define DHCP6_RELEASE		  8
-#define DHCP6_DECLINE		  9
-#define DHCP6_RECONFIGURE	  10
-#define DHCP6_INFORMATION_REQUEST 11
-#define DHCP6_RELAY_FORW	  12
-#define DHCP6_RELAY_REPL	  13
+#define DHCP6_SOLICIT		   1
+#define DHCP6_ADVERTISE		   2
+#define DHCP6_REQUEST		   3
+#define DHCP6_CONFIRM		   4
+#define DHCP6_RENEW		   5
+#define DHCP6_REBIND		   6
+#define DHCP6_REPLY		   7
+#define DHCP6_RELEASE		   8
+#define DHCP6_DECLINE		   9
+#define DHCP6_RECONFIGURE	   10
+#define DHCP6_INFORMATION_REQUEST  11
+#define DHCP6_RELAY_FORW	   12
+#define DHCP6_RELAY_REPL	   13
 /* Options (RFC 8415 section 21). */
-#define DHCP6_OPT_RELAY_MSG	  9
-#define DHCP6_OPT_INTERFACE_ID	  18
+#define DHCP6_OPT_RELAY_MSG	   9
+#define DHCP6_OPT_INTERFACE_ID	   18
+#define DHCP6_OPT_CLIENT_LINKLAYER 79 /* RFC 6939 */
 
 /* msg-type, hop-count, link-address, peer-address (RFC 8415 section 9). */
-#define DHCP6_RELAY_HEAD_LEN   34
-#define DHCP6_RELAY_LINK       2
-#define DHCP6_RELAY_PEER       18
-#define DHCP6_OPT_HEAD_LEN     4
-#define DHCP6_INTERFACE_ID_LEN 6 /* the MAC the relayed frame came from */
-/* What wrapping adds: the relay header, the Interface-ID option, the Relay Message option's header. A
- * multiple of 4, so the checksum difference is one bpf_csum_diff over it. */
-#define DHCP6_WRAP_LEN                                                                                       \
-	(DHCP6_RELAY_HEAD_LEN + DHCP6_OPT_HEAD_LEN + DHCP6_INTERFACE_ID_LEN + DHCP6_OPT_HEAD_LEN)
+#define DHCP6_RELAY_HEAD_LEN	   34
+#define DHCP6_RELAY_LINK	   2
+#define DHCP6_RELAY_PEER	   18
+#define DHCP6_OPT_HEAD_LEN	   4
+#define DHCP6_INTERFACE_ID_LEN	   6 /* the MAC the relayed frame came from */
+/* The Client Link-Layer Address option's data: hardware type 1 (Ethernet), the client's MAC. */
+#define DHCP6_CLIENT_LINKLAYER_LEN 8
+/*
+ * The options in front of the Relay Message, the same length whatever was relayed so that the message has one
+ * place: for a client's message the Interface-ID and the Client Link-Layer Address (RFC 6939: servers keyed
+ * by MAC, as ironic-image's dnsmasq with dhcp-host and Kea's hw-address reservations, read the client's MAC
+ * there); for a relay's Relay-Forward (whose sender is the relay, not the client) the Interface-ID alone, its
+ * MAC followed by as many zero bytes. The Relay-Reply's Interface-ID is either.
+ */
+#define DHCP6_OPTIONS_LEN                                                                                    \
+	(DHCP6_OPT_HEAD_LEN + DHCP6_INTERFACE_ID_LEN + DHCP6_OPT_HEAD_LEN + DHCP6_CLIENT_LINKLAYER_LEN)
+#define DHCP6_PADDED_INTERFACE_ID_LEN (DHCP6_OPTIONS_LEN - DHCP6_OPT_HEAD_LEN)
+/* What wrapping adds: the relay header, the options above, the Relay Message option's header. A multiple of
+ * 4, so the checksum difference is one bpf_csum_diff over it. */
+#define DHCP6_WRAP_LEN		      (DHCP6_RELAY_HEAD_LEN + DHCP6_OPTIONS_LEN + DHCP6_OPT_HEAD_LEN)
 /* The largest UDP payload relayed either way (more than a 1500-byte LAN carries); a power of two. */
-#define DHCP6_MAX_MSG	2048
+#define DHCP6_MAX_MSG		      2048
 /* bpf_csum_diff sums at most 512 bytes per call on the oldest kernels of the matrix. */
-#define DHCP6_SUM_CHUNK 512
+#define DHCP6_SUM_CHUNK		      512
 
 struct dhcp6_scratch {
 	/* The message as it is read or built. Twice DHCP6_MAX_MSG: an offset below DHCP6_MAX_MSG plus a
@@ -272,9 +284,21 @@ static __always_inline enum bpfnet_counter dhcp6_wrap(struct dhcp6_scratch *s, _
 	s->msg[1] = hops;
 	__builtin_memcpy(&s->msg[DHCP6_RELAY_LINK], &link, sizeof(link));
 	__builtin_memcpy(&s->msg[DHCP6_RELAY_PEER], peer, sizeof(*peer));
-	put_be16(&s->msg[DHCP6_RELAY_HEAD_LEN], DHCP6_OPT_INTERFACE_ID);
-	put_be16(&s->msg[DHCP6_RELAY_HEAD_LEN + 2], DHCP6_INTERFACE_ID_LEN);
-	mac_copy(&s->msg[DHCP6_RELAY_HEAD_LEN + DHCP6_OPT_HEAD_LEN], peer_mac);
+	__u8 *opt = &s->msg[DHCP6_RELAY_HEAD_LEN];
+	put_be16(opt, DHCP6_OPT_INTERFACE_ID);
+	if (type == DHCP6_RELAY_FORW) {
+		put_be16(opt + 2, DHCP6_PADDED_INTERFACE_ID_LEN);
+		__builtin_memset(opt + DHCP6_OPT_HEAD_LEN, 0, DHCP6_PADDED_INTERFACE_ID_LEN);
+		mac_copy(opt + DHCP6_OPT_HEAD_LEN, peer_mac);
+	} else {
+		put_be16(opt + 2, DHCP6_INTERFACE_ID_LEN);
+		mac_copy(opt + DHCP6_OPT_HEAD_LEN, peer_mac);
+		opt += DHCP6_OPT_HEAD_LEN + DHCP6_INTERFACE_ID_LEN;
+		put_be16(opt, DHCP6_OPT_CLIENT_LINKLAYER);
+		put_be16(opt + 2, DHCP6_CLIENT_LINKLAYER_LEN);
+		put_be16(opt + DHCP6_OPT_HEAD_LEN, 1); /* ARP hardware type: Ethernet */
+		mac_copy(opt + DHCP6_OPT_HEAD_LEN + 2, peer_mac);
+	}
 	put_be16(&s->msg[DHCP6_WRAP_LEN - DHCP6_OPT_HEAD_LEN], DHCP6_OPT_RELAY_MSG);
 	put_be16(&s->msg[DHCP6_WRAP_LEN - 2], (__u16)n);
 	return BPFNET_CTR_MAX;
@@ -393,7 +417,8 @@ static __always_inline int dhcp6_walk_relay_reply(struct dhcp6_scratch *s, __u32
 	/* Each step takes at least an option header. */
 	bpf_loop(DHCP6_MAX_MSG / DHCP6_OPT_HEAD_LEN + 1, dhcp6_option_step, NULL, 0);
 	if (s->broken || s->pos != s->end || !s->relay_msg_off || s->relay_msg_len < 4 ||
-	    s->interface_id_len != DHCP6_INTERFACE_ID_LEN)
+	    (s->interface_id_len != DHCP6_INTERFACE_ID_LEN &&
+	     s->interface_id_len != DHCP6_PADDED_INTERFACE_ID_LEN))
 		return -1;
 	__builtin_memcpy(&s->peer, &s->msg[DHCP6_RELAY_PEER], sizeof(s->peer));
 	__u32 id = s->interface_id_off & (DHCP6_MAX_MSG - 1);

@@ -12,7 +12,8 @@ namespace {
 using namespace world;
 
 constexpr uint8_t kSolicit = 1, kAdvertise = 2, kRequest = 3, kReply = 7, kRelayForw = 12, kRelayRepl = 13;
-constexpr uint16_t kOptClientId = 1, kOptRelayMsg = 9, kOptInterfaceId = 18, kOptBootfileUrl = 59;
+constexpr uint16_t kOptClientId = 1, kOptRelayMsg = 9, kOptInterfaceId = 18, kOptBootfileUrl = 59,
+                   kOptClientLinkLayer = 79;
 constexpr uint16_t kClientPort = 546, kServerPort = 547;
 const std::string all_dhcp_agents = "ff02::1:2";
 const Mac all_dhcp_agents_mac = mac("33:33:00:01:00:02");
@@ -69,10 +70,25 @@ Bytes mac_bytes(const Mac &m) {
     return Bytes(m.begin(), m.end());
 }
 
-// The Relay-Forward the datapath must build: its header, the Interface-ID (the frame's source MAC), the
-// Relay Message.
+// The Client Link-Layer Address option (RFC 6939): hardware type 1 (Ethernet), the MAC.
+Bytes client_link_layer(const Mac &m) {
+    return option(kOptClientLinkLayer, concat({Bytes{0, 1}, mac_bytes(m)}));
+}
+
+// The Relay-Forward the datapath must build: its header; for a client's message the Interface-ID (the frame's
+// source MAC) and the Client Link-Layer Address (the same MAC), for a relay's Relay-Forward the Interface-ID
+// alone, the MAC followed by 12 zero bytes (the same length: the message has one place); the Relay Message.
 Bytes relay_forward(uint8_t hops, const std::string &link, const std::string &peer, const Mac &from,
                     const Bytes &inner) {
+    const Bytes options = inner.at(0) == kRelayForw
+                              ? option(kOptInterfaceId, concat({mac_bytes(from), Bytes(12, 0)}))
+                              : concat({option(kOptInterfaceId, mac_bytes(from)), client_link_layer(from)});
+    return concat({relay_head(kRelayForw, hops, link, peer), options, option(kOptRelayMsg, inner)});
+}
+
+// The Relay-Forward as built before the Client Link-Layer Address: a relay agent on the LAN sends this shape.
+Bytes lan_relay_forward(uint8_t hops, const std::string &link, const std::string &peer, const Mac &from,
+                        const Bytes &inner) {
     return concat({relay_head(kRelayForw, hops, link, peer), option(kOptInterfaceId, mac_bytes(from)),
                    option(kOptRelayMsg, inner)});
 }
@@ -108,7 +124,7 @@ Bytes from_server(const Bytes &relay_msg, const std::string &to = service_ip6) {
 
 Bytes lan_relay_forwards(const std::string &relay, uint8_t hops) {
     return Packet6::udp({relay, kServerPort}, {service_ip6, kServerPort})
-        .payload(relay_forward(hops, "2001:2:5::1", "fe80::99", host_mac, message(kSolicit)))
+        .payload(lan_relay_forward(hops, "2001:2:5::1", "fe80::99", host_mac, message(kSolicit)))
         .macs(nic_mac, host_mac)
         .bytes();
 }
@@ -142,7 +158,7 @@ const std::vector<Row> kRequestRows = {
      kTcRedirect,
      Packet6::udp({service_ip6, kServerPort}, {pod_ip6, kServerPort})
          .payload(relay_forward(1, "::", lan_relay_ip6, host_mac,
-                                relay_forward(0, "2001:2:5::1", "fe80::99", host_mac, message(kSolicit))))
+                                lan_relay_forward(0, "2001:2:5::1", "fe80::99", host_mac, message(kSolicit))))
          .macs(pod_mac, veth_mac)
          .bytes(),
      {BPFNET_CTR_DHCP6_REQUEST_RELAYED}},
@@ -252,10 +268,11 @@ const std::vector<Row> kReplyRows = {
      kTcRedirect,
      to_client(advertise(), host_mac),
      {BPFNET_CTR_DHCP6_REPLY_RELAYED}},
-    {"a Relay-Reply for a configured LAN relay: its inner Relay-Reply sent to the relay, port 547",
+    {"a Relay-Reply for a configured LAN relay: its inner Relay-Reply sent to the relay, port 547 (the relay's "
+     "Interface-ID, padded as the Relay-Forward had it)",
      Program::TcPod,
      from_server(relay_reply(lan_relay_ip6,
-                             {option(kOptInterfaceId, mac_bytes(host_mac)),
+                             {option(kOptInterfaceId, concat({mac_bytes(host_mac), Bytes(12, 0)})),
                               option(kOptRelayMsg, relay_reply("fe80::99", {option(kOptRelayMsg, advertise())}))},
                              1, "::")),
      kTcRedirect,
@@ -279,6 +296,13 @@ const std::vector<Row> kReplyRows = {
     {"no Interface-ID: nowhere to send it, dropped",
      Program::TcPod,
      from_server(relay_reply(client_link_local, {option(kOptRelayMsg, advertise())})),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_DHCP6_MALFORMED}},
+    {"an Interface-ID of neither length the relay writes (6 or 18 bytes): dropped",
+     Program::TcPod,
+     from_server(relay_reply(client_link_local, {option(kOptInterfaceId, concat({mac_bytes(client_mac), Bytes(4, 0)})),
+                                                 option(kOptRelayMsg, advertise())})),
      kTcShot,
      std::nullopt,
      {BPFNET_CTR_DROP_DHCP6_MALFORMED}},

@@ -25,6 +25,8 @@ e2e_case nic_in_dhcp_group case_nic_in_dhcp_group "the NIC is in ff02::1:2 while
 e2e_case prefix_on_link case_prefix_on_link "the router advertisement makes the provisioning prefix on-link on the host, no default route" loader
 e2e_case dnsmasq_dhclient case_dnsmasq_dhclient "dnsmasq DHCPv6 in the pod -> dhclient -6 on the host: address and boot file URL through the relay" loader
 e2e_case boot_file_and_image case_boot_file_and_image "the boot file by TFTP and an image by HTTP from the service IPv6 address" case:dnsmasq_dhclient case:prefix_on_link
+e2e_case dnsmasq_known_by_mac case_dnsmasq_known_by_mac "dnsmasq configured as ironic-image configures it (DHCP_HOSTS by MAC, DHCP_IGNORE=tag:!known): the host known by its MAC from the relay's Client Link-Layer Address option, leased its reserved address" loader
+e2e_case kea_known_by_mac case_kea_known_by_mac "kea-dhcp6 with a host reservation by hardware address: the host known by the MAC of the relay's Client Link-Layer Address option" loader
 e2e_case kea_dhclient case_kea_dhclient "kea-dhcp6 in the pod -> dhclient -6 on the host through the relay" loader
 e2e_case solicitation_answered case_solicitation_answered "a router solicitation is answered without waiting for the interval" loader
 e2e_case solicitations_in_a_row case_solicitations_in_a_row "hosts soliciting in a row (within the 3 s between advertisements to all nodes) are each answered, before they solicit again; the delays measured" case:solicitation_answered
@@ -101,11 +103,15 @@ dnsmasq6_start() {
     fi
 }
 
-# kea-dhcp6 for relayed requests: Relay-Forwards arrive at the pod's global address, on which Kea listens only
+# kea-dhcp6 [RESERVATION_JSON] for relayed requests (with a host reservation when given): Relay-Forwards arrive at the pod's global address, on which Kea listens only
 # when told (eth0/ADDRESS; by default it takes link-local and multicast traffic only); the subnet is
 # selected by the link-address, leases in memory, a server DUID not written anywhere.
 kea6_start() {
-    local dir=$E2E_TMP/kea6
+    local dir=$E2E_TMP/kea6 reservations="" mac_sources=""
+    [ -z "${1:-}" ] || reservations="\"reservations\": [ $1 ],"
+    # Kea finds a client's MAC in several places by default (its EUI-64 link-local address, a DUID-LL): with a
+    # reservation, only the relay's Client Link-Layer Address option counts, so that it is what the test shows.
+    [ -z "${1:-}" ] || mac_sources="\"mac-sources\": [ \"client-link-addr-option\" ],"
     mkdir -p "$dir"
     KEA_LOG=$dir/kea.log
     : >"$KEA_LOG"
@@ -115,6 +121,7 @@ kea6_start() {
     "interfaces-config": { "interfaces": [ "eth0/$POD6" ] },
     "lease-database": { "type": "memfile", "persist": false },
     "server-id": { "type": "LLT", "persist": false },
+    $mac_sources
     "preferred-lifetime": 300,
     "valid-lifetime": $DHCP_LEASE_SECONDS,
     "subnet6": [
@@ -122,6 +129,7 @@ kea6_start() {
         "id": 1,
         "subnet": "$SUBNET6",
         "pools": [ { "pool": "$RANGE6_FIRST-$RANGE6_LAST" } ],
+        $reservations
         "option-data": [ { "name": "bootfile-url", "data": "$BOOT_URL" } ]
       }
     ],
@@ -188,6 +196,36 @@ case_dnsmasq_dhclient() {
     log "dnsmasq -> dhclient -6: $LEASED6, boot file $BOOT_URL"
 }
 
+# a2. ironic-image's MAC-keyed configuration (its DHCP_HOSTS lines are dhcp-host=MAC,..., DHCP_IGNORE is
+# tag:!known): dnsmasq reads a relayed client's MAC from the Client Link-Layer Address option (RFC 6939) of the
+# Relay-Forward. Without it, it logs "cannot determine client MAC address" and ignores every message.
+case_dnsmasq_known_by_mac() {
+    local reserved=2001:2::150 dir=$E2E_TMP/dhclient-known
+    dnsmasq_stop
+    dnsmasq_run "$E2E_POD" "$E2E_TMP/dnsmasq6-known" --log-dhcp \
+        --dhcp-range="$RANGE6_FIRST,$RANGE6_LAST,64,10m" \
+        --dhcp-option="option6:bootfile-url,$BOOT_URL" \
+        --dhcp-host="$E2E_HOST_MAC,[$reserved]" --dhcp-ignore='tag:!known' || return 1
+    if ! wait_for 5 ns_udp_listens "$E2E_POD" 547; then
+        E2E_REASON="dnsmasq does not listen on UDP 547 in the pod"
+        dnsmasq_stop
+        return 1
+    fi
+    host_dhclient6_lease "$dir" || {
+        E2E_REASON="no lease for the known host: $E2E_REASON; dnsmasq: $(grep -m3 -i 'mac\|ignor' "$DNSMASQ_LOG" | tr '\n' ' ')"
+        dnsmasq_stop
+        return 1
+    }
+    local address
+    address=$(lease_field "$dir/dhclient.events" new_ip6_address BOUND6)
+    dnsmasq_stop
+    if [ "$address" != "$reserved" ]; then
+        E2E_REASON="the host known by its MAC was leased '$address', want its reservation $reserved"
+        return 1
+    fi
+    log "dnsmasq with dhcp-host=$E2E_HOST_MAC,[$reserved] and dhcp-ignore=tag:!known -> dhclient -6: $address"
+}
+
 # b. The boot file the lease names, by TFTP from the service address (dnsmasq's TFTP, its ephemeral port
 # steered back), and an image by HTTP: the host's files are the pod's. The host configures its lease as a
 # client does (the address alone, /128); the router advertisement made the prefix, and so the service
@@ -247,6 +285,25 @@ case_kea_dhclient() {
     check_lease "$E2E_TMP/dhclient-kea/dhclient.events" || return 1
     relayed_both_ways "$requests" "$replies" || return 1
     log "kea-dhcp6 -> dhclient -6: $LEASED6"
+}
+
+# c2. Kea's host reservation by hardware address: Kea takes a relayed client's MAC from the Client Link-Layer
+# Address option (its mac-sources, "any" by default, include it).
+case_kea_known_by_mac() {
+    local reserved=2001:2::160 dir=$E2E_TMP/dhclient-kea-known address
+    dnsmasq_stop
+    kea6_start "{ \"hw-address\": \"$E2E_HOST_MAC\", \"ip-addresses\": [ \"$reserved\" ] }" || return 1
+    host_dhclient6_lease "$dir" || {
+        kea_stop
+        return 1
+    }
+    kea_stop
+    address=$(lease_field "$dir/dhclient.events" new_ip6_address BOUND6)
+    if [ "$address" != "$reserved" ]; then
+        E2E_REASON="the host reserved by its MAC was leased '$address', want $reserved"
+        return 1
+    fi
+    log "kea-dhcp6 with a reservation for hw-address $E2E_HOST_MAC -> dhclient -6: $address"
 }
 
 # d. dhcpcd as the client (a second implementation), against Kea: it configures the leased address on eth0.

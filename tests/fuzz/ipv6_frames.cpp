@@ -503,13 +503,14 @@ std::optional<Violation6> check_sent_packet(const Bytes &in, const Bytes &out, c
     return std::nullopt;
 }
 
-// The Interface-ID (6 bytes) of the Relay-Reply in a frame the pod sent, where the relay must send its message.
+// The MAC in the Interface-ID of the Relay-Reply in a frame the pod sent, where the relay must send its message:
+// the Interface-ID the relay writes, 6 bytes (a client's message) or 18 (a relay's, the MAC first).
 std::optional<Mac> interface_id(const Bytes &in) {
     size_t l4 = kEth + kIp6, end = std::min(in.size(), kEth + kIp6 + get16(in, kEth + 4));
     size_t off = l4 + 8 + 34;
     while (off + 4 <= end) {
         uint16_t code = get16(in, off), len = get16(in, off + 2);
-        if (code == 18 && len == 6 && off + 10 <= end)
+        if (code == 18 && (len == 6 || len == 18) && off + 4 + len <= end)
             return mac_at(in, off + 4);
         off += 4 + len;
     }

@@ -1112,6 +1112,8 @@ class Handler(BaseHTTPRequestHandler):
                     if not (STORE.log_rvs and STORE.log_rvs[-1] > since) and STORE.drop_gen == drop_gen \
                             and STORE.truncate_gen == trunc_gen and len(STORE.garbage) == garbage_seen:
                         STORE.cond.wait(0.05)
+                    if STORE.stall_gen != stall_gen:
+                        continue  # stalled while it waited: what arrived meanwhile stays unsent
                     events = [e for e in STORE.since(since) if e[1] == api and e[2] == resource
                               and (ns is None or e[3] == ns) and matches(e[5], terms)]
                     if STORE.log and STORE.log[-1][0] > since:
