@@ -34,6 +34,7 @@ e2e_fixture dnsmasq start_pod_dnsmasq loader
 e2e_fixture capture start_lan_capture dnsmasq
 e2e_case udhcpc case_udhcpc "a. udhcpc gets the PXE lease through the relay, sees only the service IP" capture
 e2e_case dhclient case_dhclient "b. dhclient gets a lease with the service IP as server identifier" capture
+e2e_case dnsmasq_known_by_mac case_dnsmasq_known_by_mac "b2. dnsmasq configured as ironic-image configures it (DHCP_HOSTS by MAC, DHCP_IGNORE=tag:!known): the host known by its MAC, leased its reserved address" dnsmasq
 e2e_case renew case_renew "c. unicast renewal to the service IP is relayed and acknowledged" capture
 e2e_case renew_broadcast case_renew_broadcast "c2. broadcast renewal with ciaddr (busybox without the address) is relayed to ciaddr" capture
 e2e_case tftp_default case_tftp_default "d1. tftp through the service IP, new ephemeral server port per transfer" capture
@@ -158,6 +159,23 @@ case_udhcpc() {
 }
 
 # b. ISC dhclient gets a lease with the service IP as server identifier and the router, per its lease file.
+# b2. ironic-image's MAC-keyed configuration through the relay (the IPv4 counterpart of test_dhcp6.sh's case):
+# dnsmasq knows a relayed host by the BOOTP chaddr, which the relay leaves as the client wrote it.
+case_dnsmasq_known_by_mac() {
+    local reserved=$DHCP_RANGE_LAST dir=$E2E_TMP/dhclient-known ip rc=0
+    dnsmasq_stop
+    dnsmasq_start "$E2E_POD" "$E2E_TMP/dnsmasq-known" --dhcp-host="$E2E_HOST_MAC,$reserved" \
+        --dhcp-ignore='tag:!known' || return 1
+    dhclient_lease "$E2E_HOST" eth0 "$dir" || rc=1
+    ip=$(dhclient_option "$dir/dhclient.leases" fixed-address 2>/dev/null)
+    dnsmasq_stop
+    # The pod's usual dnsmasq again, for the cases after this one.
+    dnsmasq_start "$E2E_POD" "$POD_DNSMASQ" || return 1
+    [ "$rc" = 0 ] || return 1
+    check_eq "the known host's fixed-address" "$ip" "$reserved" || return 1
+    log "dnsmasq with dhcp-host=$E2E_HOST_MAC,$reserved and dhcp-ignore=tag:!known -> dhclient: $ip"
+}
+
 case_dhclient() {
     local t0 dir=$E2E_TMP/dhclient-b
     t0=$(date +%s.%N)
