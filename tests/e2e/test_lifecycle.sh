@@ -24,6 +24,7 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 # A, or the loader_a set-up does when k is not run.
 e2e_fixture topology topology_create
 e2e_fixture servers start_servers topology
+e2e_case clean_start_stop case_clean_start_stop "p. a start, serving, SIGTERM and the teardown: no line at warning level (nothing an operator must act on)" servers
 e2e_case gratuitous_arp case_gratuitous_arp "k. gratuitous ARP on becoming active fixes a stale host entry" servers
 e2e_fixture loader_a loader_a_serving servers
 e2e_case layout_change case_layout_change "o. a pin left by a build with another map layout is replaced; the programs use the new map" loader_a
@@ -129,6 +130,24 @@ loader_running() { [ -n "$LOADER_PID" ] && pid_alive "$LOADER_PID"; }
 start_loader_a() {
     write_config "$CONFIG" "$(timing_yaml)"
     loader_start "$CONFIG" "$LOGS/loader-a.log"
+}
+
+# p. A normal life logs no warning: a warning asks an operator to act, and a start, a stop (an upgrade's) and a
+# teardown ask nothing. Libraries' expected failures (libxdp's dispatcher attempt, a qdisc that is not there)
+# are the loader's to word, at info or debug.
+case_clean_start_stop() {
+    local log=$LOGS/clean-start.log out warnings
+    write_config "$CONFIG" "$(timing_yaml)"
+    loader_start "$CONFIG" "$log" || return 1
+    wait_for 10 grep -q 'serving' "$log" || { E2E_REASON="the loader did not serve: $(tail -n 3 "$log" | tr '\n' ' ')"; return 1; }
+    loader_stop TERM
+    out=$(run_loader --config "$CONFIG" --teardown 2>&1) || { E2E_REASON="teardown: $out"; return 1; }
+    warnings=$( (grep -h 'level=warn' "$log"; echo "$out" | grep 'level=warn') | cut -c1-200)
+    if [ -n "$warnings" ]; then
+        E2E_REASON="warnings in a normal life: $(echo "$warnings" | tr '\n' '|')"
+        return 1
+    fi
+    log "start, serve, SIGTERM, teardown: $(grep -c . "$log") log lines, $(echo "$out" | grep -c .) from the teardown, none a warning"
 }
 
 # The state the cases after k start from: loader A serving (started by k, or here when k is not run).

@@ -55,8 +55,9 @@ MATRIX=(
     "e2e_steering/arp_every_host+http+iperf+pod_to_host+restart+attach_choices+teardown"
     # the same through an 802.1Q sub-interface on a vlan_filtering bridge
     "e2e_steering@vlan/arp_every_host+http+pod_to_host:6.1"
-    # announcements, a pin of another layout, the heartbeat gate (bpf_ktime), generic XDP and its fallback
-    "e2e_lifecycle/gratuitous_arp+layout_change+liveness_gate+generic_xdp+xdp_auto_fallback"
+    # a normal life without a warning (libxdp's dispatcher on both, clsact on 6.1, tcx on 6.12), announcements, a
+    # pin of another layout, the heartbeat gate (bpf_ktime), generic XDP and its fallback
+    "e2e_lifecycle/clean_start_stop+gratuitous_arp+layout_change+liveness_gate+generic_xdp+xdp_auto_fallback"
     # the DHCP relay both ways (broadcast, unicast renewal, ciaddr) and TFTP's ephemeral-port flows: on 6.1
     # on the plain LAN, on 6.12 through the 802.1Q sub-interface
     "e2e_pxe/udhcpc+renew+renew_broadcast+tftp_default:6.1"
