@@ -180,4 +180,7 @@ image_walk_setup() {
 }
 
 run_cases
+# The next image is this test's own: it goes with the test (its loader stopped first, so that nothing uses it).
+loader_stop TERM
+podman rmi "${BPFNET_IMAGE%:*}:upgrade-test" >/dev/null 2>&1 || true
 finish
