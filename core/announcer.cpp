@@ -138,22 +138,17 @@ void Announcer::answer_solicitations() {
         return std::chrono::milliseconds(std::uniform_int_distribution<long>(0, kMaxRaDelay.count())(random_));
     };
     for (const RouterSolicitation &rs : solicitations_->drain()) {
-        if (rs.source == bpfnet_ip{} || !rs.link_layer) {
-            if (!multicast_answer_at_)
-                multicast_answer_at_ = ra_answer_time(now, last_ra_, random_delay());
+        const bool to_host = rs.source != bpfnet_ip{} && rs.link_layer;
+        if (to_host && std::any_of(unicast_answers_.begin(), unicast_answers_.end(),
+                                   [&](const UnicastAnswer &a) { return a.to.ip == rs.source; }))
+            continue; // its answer is pending
+        if (to_host && unicast_answers_.size() < kMaxUnicastAnswers) {
+            unicast_answers_.push_back({now + random_delay(), {rs.source, *rs.link_layer}});
             continue;
         }
-        const bool pending = std::any_of(unicast_answers_.begin(), unicast_answers_.end(),
-                                         [&](const UnicastAnswer &a) { return a.to.ip == rs.source; });
-        if (pending)
-            continue;
-        // Any host may send any solicitation: past a bound, one answer to all nodes answers the rest.
-        if (unicast_answers_.size() >= kMaxUnicastAnswers) {
-            if (!multicast_answer_at_)
-                multicast_answer_at_ = ra_answer_time(now, last_ra_, random_delay());
-            continue;
-        }
-        unicast_answers_.push_back({now + random_delay(), {rs.source, *rs.link_layer}});
+        // From ::, or past the bound (any host may send any solicitation): one answer to all nodes answers them.
+        if (!multicast_answer_at_)
+            multicast_answer_at_ = ra_answer_time(now, last_ra_, random_delay());
     }
     arm_answer_timer();
 }

@@ -896,6 +896,21 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(head + payload)
         self.wfile.flush()
 
+    def pod_container(self, m, q):
+        """The container of pod m that request q names (?container=, else the pod's first), as the API server
+        checks it for exec and logs: None after answering 404 (no such pod) or 400 (no such container)."""
+        with STORE.cond:
+            pod = STORE.objects.get(("v1", "pods"), {}).get((m["ns"], m["name"]))
+        if pod is None:
+            self.send_json(404, status(404, "NotFound", f'pods "{m["name"]}" not found'))
+            return None
+        containers = [c["name"] for c in pod.get("spec", {}).get("containers", [])]
+        container = q.get("container", containers[:1])[0] if containers else ""
+        if container not in containers:
+            self.send_json(400, status(400, "BadRequest", f"container {container} is not valid for pod {m['name']}"))
+            return None
+        return container
+
     def exec_in_pod(self, m):
         """kubectl exec over a WebSocket (see --exec-hook)."""
         q = parse_qs(urlparse(self.path).query)
@@ -904,14 +919,9 @@ class Handler(BaseHTTPRequestHandler):
         key = self.headers.get("Sec-WebSocket-Key")
         # The pod and container first, as the API server checks them before any upgrade: kubectl's SPDY fallback
         # then gets the same answer.
-        with STORE.cond:
-            pod = STORE.objects.get(("v1", "pods"), {}).get((m["ns"], m["name"]))
-        if pod is None:
-            return self.send_json(404, status(404, "NotFound", f'pods "{m["name"]}" not found'))
-        containers = [c["name"] for c in pod.get("spec", {}).get("containers", [])]
-        container = q.get("container", containers[:1])[0] if containers else ""
-        if container not in containers:
-            return self.send_json(400, status(400, "BadRequest", f"container {container} is not valid for pod {m['name']}"))
+        container = self.pod_container(m, q)
+        if container is None:
+            return
         if self.headers.get("Upgrade", "").lower() != "websocket" or not key or not protocol:
             return self.send_json(400, status(400, "BadRequest", "exec: only WebSocket (v4/v5.channel.k8s.io) is served"))
         if any(q.get(f, ["false"])[0] in ("1", "true") for f in ("stdin", "tty")) or not q.get("command"):
@@ -942,14 +952,9 @@ class Handler(BaseHTTPRequestHandler):
     def pod_log(self, m):
         """kubectl logs (see --pod-logs)."""
         q = parse_qs(urlparse(self.path).query)
-        with STORE.cond:
-            pod = STORE.objects.get(("v1", "pods"), {}).get((m["ns"], m["name"]))
-        if pod is None:
-            return self.send_json(404, status(404, "NotFound", f'pods "{m["name"]}" not found'))
-        containers = [c["name"] for c in pod.get("spec", {}).get("containers", [])]
-        container = q.get("container", containers[:1])[0] if containers else ""
-        if container not in containers:
-            return self.send_json(400, status(400, "BadRequest", f"container {container} is not valid for pod {m['name']}"))
+        container = self.pod_container(m, q)
+        if container is None:
+            return
         if any(q.get(f, ["false"])[0] in ("1", "true") for f in ("follow", "previous")):
             return self.send_json(400, status(400, "BadRequest", "logs: follow and previous are not served"))
         try:
