@@ -70,34 +70,39 @@ static __always_inline struct bpfnet_service_ip *service_ip_asked(const struct b
 	return service;
 }
 
-/* The service IP has source ranges: its packets to a listed port pay for the LPM lookup. */
-static __always_inline int source_ranges_of(const struct bpfnet_service_ip *service)
-{
-	return (service->flags & BPFNET_SERVICE_IP_SOURCE_RANGES) != 0;
-}
-
 /*
- * Whether a packet to a service IP (its fixed header at l3) may reach a backend: valid, from the provisioning
- * subnet, for a recorded flow or a listed port, from the IP's source ranges when it has any
- * (has_source_ranges, from its service_ips entry: else no LPM lookup). XDP decides first; TC again, so that
- * it is safe on its own. Fills pkt and target; returns BPFNET_CTR_MAX when the packet is admitted, else the
- * drop counter that says why.
+ * Whether a packet from the LAN (its fixed header at l3, its destination on the provisioning subnet) may
+ * reach a backend: valid, from the provisioning subnet, for a recorded flow or a listed port, from the
+ * service IP's source ranges when it has any. XDP decides first; TC again, so that it is safe on its own.
+ * Fills pkt and target; returns BPFNET_CTR_MAX when the packet is admitted, BPFNET_CTR_PASS when its
+ * destination is no service IP (not ours: nothing traced, nothing counted), else the drop counter that says
+ * why. A packet is traced (as seen at hook; mac: its sender's) from when it is known to be ours: a listed
+ * port's packet knows it from its services entry, with no service_ips lookup (steer_lookup).
  */
 static __always_inline enum bpfnet_counter admit(void *ctx, int xdp, void *data, __u32 frame_len, void *l3,
 						 const struct bpfnet_iface *cfg, const struct l3_addrs *a,
-						 const int has_source_ranges, struct ip_packet *pkt,
-						 struct steer_target *target, const int v6)
+						 const __u8 *mac, enum bpfnet_hook hook,
+						 struct ip_packet *pkt, struct steer_target *target,
+						 const int v6)
 {
 	enum parse_verdict verdict = ip_validate(ctx, xdp, data, frame_len, l3, pkt, v6);
 
-	if (verdict != PARSE_OK)
-		return drop_reason(verdict);
-	trace_ports(pkt);
 	/* The way back leaves only onto the provisioning subnet (tc_pod_ingress): nothing else gets in. */
-	if (!in_provisioning_subnet(cfg, &a->saddr, v6))
+	if (verdict != PARSE_OK || !in_provisioning_subnet(cfg, &a->saddr, v6)) {
+		if (!service_ip_asked(cfg, l3, a, mac, hook, v6))
+			return BPFNET_CTR_PASS;
+		if (verdict != PARSE_OK)
+			return drop_reason(verdict);
+		trace_ports(pkt);
 		return BPFNET_CTR_DROP_OFF_SUBNET;
+	}
 	struct lan_ports ports = lan_ports_of(pkt);
-	enum steer_result steered = steer_lookup(&ports, &a->saddr, &a->daddr, target, has_source_ranges);
+	enum steer_result steered = steer_lookup(&ports, &a->saddr, &a->daddr, target, 1);
+	if (steered == STEER_NOT_SERVICE_IP)
+		return BPFNET_CTR_PASS;
+	trace_begin(hook);
+	trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), mac);
+	trace_ports(pkt);
 	return steered == STEER_OK ? BPFNET_CTR_MAX : steer_drop_reason(steered);
 }
 
@@ -159,22 +164,25 @@ static __always_inline int xdp_ip(struct xdp_md *ctx, void *data, void *data_end
 	struct ip_packet pkt = {};
 	struct steer_target target;
 
-	struct bpfnet_service_ip *service =
-		service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_XDP_NIC, v6);
-
-	if (!service) {
-		count(BPFNET_CTR_PASS);
-		return XDP_PASS;
-	}
-	if (l3_proto(l3, v6) == icmp_proto(v6))
+	if (!in_provisioning_subnet(cfg, &a.daddr, v6))
+		goto pass;
+	if (l3_proto(l3, v6) == icmp_proto(v6)) {
+		if (!service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_XDP_NIC, v6))
+			goto pass;
 		return XDP_ICMP_TO_SERVICE;
-	enum bpfnet_counter refused = admit(ctx, 1, data, data_end - data, l3, cfg, &a,
-					    source_ranges_of(service), &pkt, &target, v6);
+	}
+	enum bpfnet_counter refused = admit(ctx, 1, data, data_end - data, l3, cfg, &a, eth->h_source,
+					    BPFNET_HOOK_XDP_NIC, &pkt, &target, v6);
+	if (refused == BPFNET_CTR_PASS)
+		goto pass;
 	if (refused != BPFNET_CTR_MAX) {
 		decide(refused);
 		return traced_xdp(XDP_DROP);
 	}
 	return traced_xdp(XDP_PASS); /* tc_nic_ingress steers it */
+pass:
+	count(BPFNET_CTR_PASS);
+	return XDP_PASS;
 }
 
 /*
@@ -352,38 +360,54 @@ static __always_inline int relay_broadcast_dhcp(struct __sk_buff *skb, const str
 static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct ip_packet *pkt,
 					    const struct bpfnet_ip *daddr, const struct steer_target *target)
 {
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
-	if (!backend) {
+	struct bpfnet_pod_link own;
+	const struct bpfnet_pod_link *link = target_pod_link(target, &own);
+
+	if (!link) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
 	if (target->kind == BPFNET_KIND_TFTP)
 		tftp_clamp_blksize(skb, pkt->l4_off, pkt->l4_end,
-				   pkt->ip6 ? (__u32)backend->mtu - IPV6_EXTRA_HEADER_LEN : backend->mtu);
+				   pkt->ip6 ? (__u32)link->mtu - IPV6_EXTRA_HEADER_LEN : link->mtu);
 	if (nat_rewrite_ip(skb, pkt, NAT_DESTINATION, daddr, &target->backend_ip, pkt->dport,
 			   target->backend_port, NAT_WRITE_DIRECT) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
+	    rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
 	decide(target->path);
-	return deliver_to_backend(backend);
+	return deliver_into_pod(link->ifindex, link->flags);
 }
 
 /*
- * A packet from the LAN for a service IP, either family (its fixed header at l3): DNAT into the pod, relay,
- * or drop (walks 2, 3, 4, 6). relays_dhcp: a constant, for the IPv4 copies of this path: tc_ipv4_dhcp's (UDP
- * to port 67, the only port a DHCP kind is listed on) relays, the others have no relay in them (their frames
- * stay small enough for the verifier's stack limit; see tc_ndp). DHCPv6 is relayed by tc_ipv6_dhcp.
+ * Whether an accepted packet may teach the datapath where its sender is. A TCP connection's packets do so
+ * with its first, the SYN (a host's first packet to a service IP is one): the others would only find their
+ * sender known, at a neighbours lookup each. A host the table lost since (LRU) is asked for again on the
+ * way back (a neighbour miss).
+ */
+static __always_inline int teaches_sender(const struct ip_packet *pkt)
+{
+	return pkt->proto != IPPROTO_TCP || (pkt->tcp_flags & TCP_FLAG_SYN_BYTE);
+}
+
+/*
+ * A packet from the LAN for a service IP, either family (its fixed header at l3, its destination on the
+ * provisioning subnet): DNAT into the pod, relay, or drop (walks 2, 3, 4, 6); BPFNET_TC_NEXT when the
+ * destination is no service IP. relays_dhcp: a constant, for the IPv4 copies of this path: tc_ipv4_dhcp's
+ * (UDP to port 67, the only port a DHCP kind is listed on) relays, the others have no relay in them (their
+ * frames stay small enough for the verifier's stack limit; see tc_ndp). DHCPv6 is relayed by tc_ipv6_dhcp.
  */
 static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, struct ethhdr *eth, void *l3,
 					  const struct bpfnet_iface *cfg, const struct l3_addrs *a,
-					  const int has_source_ranges, const int relays_dhcp, const int v6)
+					  const int relays_dhcp, const int v6)
 {
 	struct ip_packet pkt = {};
 	struct steer_target target;
-	enum bpfnet_counter refused =
-		admit(skb, 0, data, skb->len, l3, cfg, a, has_source_ranges, &pkt, &target, v6);
+	enum bpfnet_counter refused = admit(skb, 0, data, skb->len, l3, cfg, a, eth->h_source,
+					    BPFNET_HOOK_TC_NIC_INGRESS, &pkt, &target, v6);
+	if (refused == BPFNET_CTR_PASS)
+		return BPFNET_TC_NEXT;
 	if (refused != BPFNET_CTR_MAX) {
 		decide(refused);
 		return TC_ACT_SHOT;
@@ -403,6 +427,7 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 		decide(BPFNET_CTR_DHCP_STALE_HEARTBEAT);
 		return TC_ACT_SHOT;
 	}
+	int teaches = teaches_sender(&pkt);
 	int action = relays_dhcp && target.kind == BPFNET_KIND_DHCP
 			     ? dhcp_relay_request(skb, &pkt, cfg, a->daddr.w[3], &target)
 			     : steer_to_backend(skb, &pkt, &a->daddr, &target);
@@ -411,9 +436,11 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
 	if (target.unconfirmed)
 		confirm_flow(&ports, &a->saddr, &a->daddr, &target);
-	__u8 sender_mac[6];
-	mac_store(sender_mac, sender);
-	learn_neighbour(cfg, &a->saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, &a->daddr, v6);
+	if (teaches) {
+		__u8 sender_mac[6];
+		mac_store(sender_mac, sender);
+		learn_neighbour(cfg, &a->saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, &a->daddr, v6);
+	}
 	return action;
 }
 
@@ -434,12 +461,9 @@ static __always_inline int tc_from_lan(struct __sk_buff *skb, const struct bpfne
 	if (!l3)
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
-	struct bpfnet_service_ip *service =
-		service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_TC_NIC_INGRESS, v6);
-	if (!service)
+	if (!in_provisioning_subnet(cfg, &a.daddr, v6))
 		return BPFNET_TC_NEXT;
-	return traced_tc(
-		skb, steer_from_lan(skb, data, eth, l3, cfg, &a, source_ranges_of(service), relays_dhcp, v6));
+	return traced_tc(skb, steer_from_lan(skb, data, eth, l3, cfg, &a, relays_dhcp, v6));
 }
 
 static __noinline int tc_ipv4_from_lan(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
@@ -788,36 +812,41 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, void *data, 
 }
 
 /*
- * A packet from a backend to the provisioning LAN, either family: reverse SNAT, relay reply, or flow (walks
- * 2-5). relays_dhcp: a constant, as for steer_from_lan: only tc_pod_dhcp's copy (UDP to port 67) has the
- * relay; DHCPv6 replies are tc_pod_dhcp6's.
+ * A packet from a backend to the provisioning LAN, either family (its fixed header at l3, its destination on
+ * the subnet): reverse SNAT, relay reply, or flow (walks 2-5); BPFNET_TC_NEXT when its source is none of
+ * this node's backends (not ours). A listed port's reply is known to be ours from its backend_ports entry,
+ * which says all it needs; only the pod's other packets (its own connections) pay for backends. relays_dhcp:
+ * a constant, as for steer_from_lan: only tc_pod_dhcp's copy (UDP to port 67) has the relay; DHCPv6 replies
+ * are tc_pod_dhcp6's.
  */
-static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, void *l3,
-					  const struct bpfnet_iface *cfg,
-					  const struct bpfnet_backend *backend, const struct l3_addrs *a,
+static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, struct ethhdr *eth, void *l3,
+					  const struct bpfnet_iface *cfg, const struct l3_addrs *a,
 					  const int relays_dhcp, const int v6)
 {
 	struct ip_packet pkt = {};
 	enum parse_verdict verdict = ip_validate(skb, 0, data, skb->len, l3, &pkt, v6);
+	struct bpfnet_backend_port *listed = NULL;
+	struct bpfnet_backend *backend = NULL;
 
+	if (verdict == PARSE_OK) {
+		struct bpfnet_backend_port_key bkey = {
+			.backend_ip = a->saddr, .port_be = pkt.sport, .proto = pkt.proto};
+		listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	}
+	if (!listed && !(backend = bpf_map_lookup_elem(&backends, &a->saddr)))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
+	trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), eth->h_source);
 	if (verdict != PARSE_OK) {
 		decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
 						       : drop_reason(verdict));
 		return TC_ACT_SHOT;
 	}
 	trace_ports(&pkt);
-	struct bpfnet_backend_port_key bkey = {
-		.backend_ip = a->saddr, .port_be = pkt.sport, .proto = pkt.proto};
-	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
 	/* The DHCP server answering the relay (giaddr:67). */
 	if (relays_dhcp && listed && listed->kind == BPFNET_KIND_DHCP &&
 	    pkt.dport == bpf_htons(DHCP_SERVER_PORT))
 		return dhcp_relay_reply(skb, &pkt, cfg, listed);
-	/* The pod calling its own service IP would need both addresses rewritten; refused, visibly. */
-	if (bpf_map_lookup_elem(&service_ips, &a->daddr)) {
-		decide(BPFNET_CTR_DROP_HAIRPIN);
-		return TC_ACT_SHOT;
-	}
 	struct bpfnet_ip service_ip = listed ? listed->service_ip : backend->service_ip;
 	__be16 service_port = listed ? listed->service_port_be : pkt.sport;
 	enum bpfnet_counter path = listed ? BPFNET_CTR_SNAT_REPLY : BPFNET_CTR_SNAT_FLOW;
@@ -829,7 +858,7 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, voi
 	}
 
 	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
-	if (lan_host_mac(&a->daddr, &service_ip, macs))
+	if (pod_peer_mac(&a->daddr, &service_ip, macs))
 		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
 	if (!listed) {
 		struct lan_ports ports = lan_ports_of(&pkt);
@@ -864,7 +893,8 @@ static __always_inline struct bpfnet_backend *backend_to_lan(const struct bpfnet
 	return backend;
 }
 
-/* The family's packets at TC ingress on a backend's veth (relays_dhcp: see steer_from_pod). */
+/* The family's packets at TC ingress on a backend's veth (relays_dhcp: see steer_from_pod). The destination
+ * first: the pod's traffic anywhere but the provisioning subnet costs no lookup. */
 static __always_inline int tc_from_pod(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
 				       const int relays_dhcp, const int v6)
 {
@@ -875,10 +905,9 @@ static __always_inline int tc_from_pod(struct __sk_buff *skb, const struct bpfne
 	if (!l3)
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
-	struct bpfnet_backend *backend = backend_to_lan(cfg, l3, &a, eth->h_source, v6);
-	if (!backend)
+	if (!in_provisioning_subnet(cfg, &a.daddr, v6))
 		return BPFNET_TC_NEXT;
-	return traced_tc(skb, steer_from_pod(skb, data, l3, cfg, backend, &a, relays_dhcp, v6));
+	return traced_tc(skb, steer_from_pod(skb, data, eth, l3, cfg, &a, relays_dhcp, v6));
 }
 
 /* The family's ICMP at TC ingress on a backend's veth: the backend's errors. */

@@ -11,18 +11,30 @@ namespace bpfnet {
 
 namespace {
 
+bpfnet_pod_link pod_link(const BackendLocation &where) {
+    bpfnet_pod_link link{};
+    link.ifindex = static_cast<__u32>(where.ifindex);
+    std::copy(where.pod_mac.begin(), where.pod_mac.end(), link.pod_mac);
+    std::copy(where.veth_mac.begin(), where.veth_mac.end(), link.veth_mac);
+    link.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));
+    link.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
+    return link;
+}
+
 bpfnet_backend backend_entry(const bpfnet_ip &service_ip, const BackendLocation &where) {
     bpfnet_backend entry{};
-    entry.ifindex = static_cast<__u32>(where.ifindex);
-    std::copy(where.pod_mac.begin(), where.pod_mac.end(), entry.pod_mac);
-    std::copy(where.veth_mac.begin(), where.veth_mac.end(), entry.veth_mac);
+    const bpfnet_pod_link link = pod_link(where);
+    entry.ifindex = link.ifindex;
+    std::copy(std::begin(link.pod_mac), std::end(link.pod_mac), entry.pod_mac);
+    std::copy(std::begin(link.veth_mac), std::end(link.veth_mac), entry.veth_mac);
     entry.service_ip = service_ip;
-    entry.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
-    entry.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));
+    entry.flags = link.flags;
+    entry.mtu = link.mtu;
     return entry;
 }
 
-void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &rule, const bpfnet_ip &backend_ip) {
+void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &rule, const bpfnet_ip &backend_ip,
+              const std::optional<BackendLocation> &location) {
     auto proto = static_cast<__u8>(rule.protocol);
     auto kind = static_cast<__u8>(rule.kind);
     bpfnet_service_key skey{};
@@ -33,6 +45,8 @@ void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &
     service.backend_ip = backend_ip;
     service.backend_port_be = htons(rule.target_port);
     service.kind = kind;
+    if (backend_ip != bpfnet_ip{})
+        service.link = pod_link(*location);
     state.services.emplace(skey, service);
 
     if (backend_ip == bpfnet_ip{})
@@ -123,6 +137,14 @@ void remove_source_ranges_last(DatapathMaps &maps, const TableDiff<bpfnet_source
     report.removals += diff.removals.size();
 }
 
+// An address the datapath learned as a LAN host before it became a service IP is a host no more: the way out
+// sends nothing to a service IP, and it finds that out from a neighbour miss only (docs/design.md, "Per-packet
+// cost"). Run once the IPs are in service_ips, from where on the datapath never learns them again.
+void forget_hosts_at_service_ips(DatapathMaps &maps, const DesiredState &desired) {
+    for (const auto &service_ip : desired.service_ips)
+        maps.neighbours.erase(service_ip.first);
+}
+
 } // namespace
 
 DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
@@ -134,11 +156,16 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
         if (here)
             ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
         for (const PortRule &rule : spec.ports)
-            add_port(state, spec.service_ip, rule, backend_ip);
+            add_port(state, spec.service_ip, rule, backend_ip, spec.location);
         if (here)
             state.backends.emplace(backend_ip, backend_entry(spec.service_ip, *spec.location));
         add_source_ranges(state, spec.service_ip, spec.source_ranges);
     }
+    // A listed port's packet reads its IP's source-ranges flag from the port's entry (one lookup): the copy
+    // is made once every spec sharing the IP has been seen.
+    for (auto &[key, service] : state.services)
+        if (state.service_ips[key.service_ip].flags & BPFNET_SERVICE_IP_SOURCE_RANGES)
+            service.flags |= BPFNET_SERVICE_SOURCE_RANGES;
     return state;
 }
 
@@ -230,6 +257,7 @@ ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {
     report.upserts += apply_upserts(maps.backend_ports, backend_ports);
     report.upserts += apply_upserts(maps.services, services);
     report.upserts += apply_upserts(maps.service_ips, service_ips);
+    forget_hosts_at_service_ips(maps, desired);
     report.removals += apply_removals(maps.service_ips, service_ips);
     report.removals += apply_removals(maps.services, services);
     report.removals += apply_removals(maps.backend_ports, backend_ports);

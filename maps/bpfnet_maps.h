@@ -164,11 +164,28 @@ struct bpfnet_service_key {
 	__u8 proto; /* enum bpfnet_proto */
 	__u8 pad;
 };
+/*
+ * Where a backend pod is attached on this node: what delivering a packet into it takes. Kept in each
+ * services entry of the pod's listed ports as well as in its backends entry, so that a listed port's packet
+ * is steered and delivered with one lookup (docs/design.md, "Per-packet cost"); the loader writes both from
+ * one desired state.
+ */
+struct bpfnet_pod_link {
+	__u32 ifindex;	  /* host side of the pod's veth; 0: the listed port has no backend on this node */
+	__u8 pod_mac[6];  /* the pod's interface */
+	__u8 veth_mac[6]; /* the host side of the pod's veth */
+	__u16 mtu;	  /* of the host side of the pod's veth (the pod's MTU) */
+	__u8 flags;	  /* BPFNET_BACKEND_REDIRECT_PEER */
+	__u8 pad;
+};
+/* The service IP has source ranges: the services entry's copy of BPFNET_SERVICE_IP_SOURCE_RANGES. */
+#define BPFNET_SERVICE_SOURCE_RANGES (1u << 0)
 struct bpfnet_service {
 	struct bpfnet_ip backend_ip; /* of the service IP's family */
 	__be16 backend_port_be;
-	__u8 kind; /* enum bpfnet_port_kind */
-	__u8 pad;
+	__u8 kind;  /* enum bpfnet_port_kind */
+	__u8 flags; /* BPFNET_SERVICE_SOURCE_RANGES */
+	struct bpfnet_pod_link link;
 };
 
 /* backend_ports (hash): the reverse of services, so the pod's replies are SNATed to the service. */

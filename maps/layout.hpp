@@ -52,13 +52,26 @@ inline bpfnet_prefix prefix_of(const bpfnet_ip &addr, unsigned len) {
     return prefix;
 }
 
+// A backends entry's pod link, as its listed ports' services entries carry it.
+inline bpfnet_pod_link pod_link_of(const bpfnet_backend &backend) {
+    bpfnet_pod_link link{};
+    link.ifindex = backend.ifindex;
+    std::copy(std::begin(backend.pod_mac), std::end(backend.pod_mac), link.pod_mac);
+    std::copy(std::begin(backend.veth_mac), std::end(backend.veth_mac), link.veth_mac);
+    link.mtu = backend.mtu;
+    link.flags = static_cast<__u8>(backend.flags);
+    return link;
+}
+
 static_assert(sizeof(bpfnet_prefix) == 36);
 static_assert(sizeof(bpfnet_iface) == 144);
 static_assert(sizeof(bpfnet_ip) == 16);
 static_assert(sizeof(bpfnet_heartbeat) == 8);
 static_assert(sizeof(bpfnet_service_ip) == 4);
 static_assert(sizeof(bpfnet_service_key) == 20);
-static_assert(sizeof(bpfnet_service) == 20);
+static_assert(sizeof(bpfnet_pod_link) == 20);
+static_assert(sizeof(bpfnet_service) == 40);
+static_assert(offsetof(bpfnet_service, link) == 20);
 static_assert(sizeof(bpfnet_backend_port_key) == 20);
 static_assert(sizeof(bpfnet_backend_port) == 20);
 static_assert(sizeof(bpfnet_backend) == 40);

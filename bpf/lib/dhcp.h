@@ -381,10 +381,10 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 					      const struct bpfnet_iface *cfg, __be32 service_ip,
 					      const struct steer_target *target)
 {
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
+	const struct bpfnet_pod_link *link = listed_pod_link(target);
 	struct bootp_head head;
 
-	if (!backend) {
+	if (!link) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
@@ -414,14 +414,14 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	if (udp4_readdress(skb, pkt, service_ip, backend_ip, bpf_htons(DHCP_SERVER_PORT),
 			   target->backend_port, payload_diff, NAT_WRITE_DIRECT) ||
 	    dhcp_store_relay_fields(skb, pkt, hops, giaddr) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT) ||
+	    rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT) ||
 	    /* A broadcast frame stays PACKET_BROADCAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
 	decide(BPFNET_CTR_DHCP_REQUEST_RELAYED);
-	return deliver_to_backend(backend);
+	return deliver_into_pod(link->ifindex, link->flags);
 }
 
 /*

@@ -316,12 +316,12 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 					       const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
 					       const struct bpfnet_ip *service, const __u8 *sender_mac)
 {
-	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
+	const struct bpfnet_pod_link *link = listed_pod_link(target);
 	struct dhcp6_scratch *s = dhcp6_state();
 	__u32 payload_off = pkt->l4_off + sizeof(struct udphdr);
 	__u32 n = pkt->l4_end - payload_off;
 
-	if (!backend) {
+	if (!link) {
 		decide(BPFNET_CTR_DROP_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
@@ -350,14 +350,14 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 	if (added < 0 || udp6_store_payload(skb, pkt, s, n + DHCP6_WRAP_LEN) ||
 	    udp6_readdress(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN, saddr, daddr, &to, (__u32)added,
 			   NAT_WRITE_DIRECT) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT) ||
+	    rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT) ||
 	    /* A multicast frame stays PACKET_MULTICAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
 	decide(BPFNET_CTR_DHCP6_REQUEST_RELAYED);
-	return deliver_to_backend(backend);
+	return deliver_into_pod(link->ifindex, link->flags);
 }
 
 /* One option of the Relay-Reply, at s->pos. A bpf_loop callback: verified apart, the state in the map. */

@@ -154,6 +154,7 @@ static __always_inline enum parse_verdict ipv6_validate(void *ctx, int xdp, void
 			return PARSE_MALFORMED;
 		pkt->sport = tcp.source;
 		pkt->dport = tcp.dest;
+		pkt->tcp_flags = tcp_flags_byte(&tcp);
 		return PARSE_OK;
 	}
 	if (proto == IPPROTO_UDP) {

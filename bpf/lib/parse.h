@@ -47,6 +47,14 @@ enum parse_verdict {
 };
 
 /* Where the headers of one IPv4 or IPv6 packet are, once validated. */
+/* TCP's flags byte (the header's 14th: CWR ECE URG ACK PSH RST SYN FIN) and its SYN bit. */
+#define TCP_FLAG_SYN_BYTE 0x02
+
+static __always_inline __u8 tcp_flags_byte(const struct tcphdr *tcp)
+{
+	return ((const __u8 *)tcp)[13];
+}
+
 struct ip_packet {
 	struct iphdr *ip; /* IPv4 only */
 	__u32 l3_off;	  /* from the start of the frame */
@@ -54,8 +62,9 @@ struct ip_packet {
 	__be16 sport;
 	__be16 dport;
 	__u8 proto;
-	__u8 ip6;     /* an IPv6 packet */
-	__u32 l4_end; /* offset just past the UDP datagram (UDP length); for TCP the IP total length */
+	__u8 ip6;	/* an IPv6 packet */
+	__u8 tcp_flags; /* TCP's flags byte (TCP_FLAG_SYN_BYTE, ...); 0 for UDP */
+	__u32 l4_end;	/* offset just past the UDP datagram (UDP length); for TCP the IP total length */
 };
 
 /* Copies len bytes at off out of the packet: an XDP or a TC program's (xdp is a constant once inlined). */
@@ -133,6 +142,7 @@ static __always_inline enum parse_verdict ipv4_validate(void *data, void *data_e
 			return PARSE_MALFORMED;
 		pkt->sport = tcp->source;
 		pkt->dport = tcp->dest;
+		pkt->tcp_flags = tcp_flags_byte(tcp);
 		return PARSE_OK;
 	}
 	if (ip->protocol == IPPROTO_UDP) {

@@ -5,6 +5,7 @@
 
 #include <linux/pkt_cls.h>
 #include "parse.h"
+#include "addr.h"
 #include "maps.h"
 #include "counters.h"
 #include "events.h"
@@ -24,13 +25,18 @@
  */
 const volatile __u8 kernel_has_redirect_peer = 1;
 
-/* Into the backend pod: straight into its namespace when the kernel and the device allow, else through
- * the host side of its veth. */
+/* Into the backend pod (ifindex, flags: its pod link's or backends entry's): straight into its namespace when
+ * the kernel and the device allow, else through the host side of its veth. */
+static __always_inline long deliver_into_pod(__u32 ifindex, __u32 flags)
+{
+	if (kernel_has_redirect_peer && (flags & BPFNET_BACKEND_REDIRECT_PEER))
+		return bpf_redirect_peer(ifindex, 0);
+	return bpf_redirect(ifindex, 0);
+}
+
 static __always_inline long deliver_to_backend(const struct bpfnet_backend *backend)
 {
-	if (kernel_has_redirect_peer && (backend->flags & BPFNET_BACKEND_REDIRECT_PEER))
-		return bpf_redirect_peer(backend->ifindex, 0);
-	return bpf_redirect(backend->ifindex, 0);
+	return deliver_into_pod(backend->ifindex, backend->flags);
 }
 
 struct steer_target {
@@ -39,7 +45,36 @@ struct steer_target {
 	__u8 kind;	  /* enum bpfnet_port_kind of the listed port; plain for flows */
 	__u8 unconfirmed; /* a flow the host answers for the first time: confirm_flow() once accepted */
 	enum bpfnet_counter path; /* BPFNET_CTR_DNAT_SERVICE or BPFNET_CTR_DNAT_FLOW */
+	/* A listed port's copy of where its pod is (ifindex 0: not on this node); NULL for a flow, whose pod
+	 * backends says. */
+	const struct bpfnet_pod_link *link;
 };
+
+/* A listed port's pod link (what the relays steer to), NULL when its pod is not on this node. */
+static __always_inline const struct bpfnet_pod_link *listed_pod_link(const struct steer_target *target)
+{
+	return target->link && target->link->ifindex ? target->link : NULL;
+}
+
+/*
+ * Where the target's pod is attached: the listed port's copy, or for a flow its backends entry, copied into
+ * *own. NULL when the pod is not on this node.
+ */
+static __always_inline const struct bpfnet_pod_link *target_pod_link(const struct steer_target *target,
+								     struct bpfnet_pod_link *own)
+{
+	if (target->link)
+		return target->link->ifindex ? target->link : NULL;
+	struct bpfnet_backend *backend = bpf_map_lookup_elem(&backends, &target->backend_ip);
+	if (!backend)
+		return NULL;
+	own->ifindex = backend->ifindex;
+	mac_copy(own->pod_mac, backend->pod_mac);
+	mac_copy(own->veth_mac, backend->veth_mac);
+	own->mtu = backend->mtu;
+	own->flags = (__u8)backend->flags;
+	return own;
+}
 
 /* A flow, keyed as the host's packets arrive from the LAN (remote = host, local = service IP). */
 static __always_inline struct bpfnet_flow_key flow_key(const struct bpfnet_ip *host, __be16 host_port,
@@ -82,6 +117,7 @@ enum steer_result {
 	STEER_OK = 0,
 	STEER_NOT_ALLOWED = -1,	   /* no recorded flow, no listed port */
 	STEER_SOURCE_REFUSED = -2, /* a listed port, the source outside the service IP's source ranges */
+	STEER_NOT_SERVICE_IP = -3, /* the destination is no service IP: not ours */
 };
 
 /* The service IP's source ranges (if any) admit saddr. */
@@ -101,6 +137,7 @@ static __always_inline enum steer_result steer_to_flow(const struct bpfnet_flow 
 	target->backend_port = flow->backend_port_be;
 	target->path = BPFNET_CTR_DNAT_FLOW;
 	target->kind = BPFNET_KIND_PLAIN;
+	target->link = NULL;
 	return STEER_OK;
 }
 
@@ -133,16 +170,25 @@ static __always_inline void mark_flow_port(__be16 service_port)
  * Fills target when the packet may reach a backend. A recorded flow comes before a listed port: when the
  * pod called a host from a port that is also listed (from 443, say), the host's answers belong to that call,
  * not to the listed port's backend. Both flow tables are looked up only for a port some flow was recorded
- * with (flow_ports): the others, listed ports above all, go straight to services. check_source: apply the
- * service IP's source ranges to a listed port (not for broadcast DHCP, whose source is 0.0.0.0).
+ * with (flow_ports), and only while daddr is a service IP (flows outlive their IP); the other ports, listed
+ * ports above all, go straight to services, whose entry alone says all a listed port needs: that daddr is a
+ * service IP (the loader lists ports of service IPs only), whether it has source ranges, where the backend
+ * is. Only a packet that finds no listed port pays for the service_ips lookup that tells a drop from a pass.
+ * check_source: apply the service IP's source ranges, when it has any (not for broadcast DHCP, whose source
+ * is 0.0.0.0).
  */
 static __always_inline enum steer_result steer_lookup(const struct lan_ports *pkt,
 						      const struct bpfnet_ip *saddr,
 						      const struct bpfnet_ip *daddr,
 						      struct steer_target *target, int check_source)
 {
+	int known_service_ip = 0;
+
 	target->unconfirmed = 0;
 	if (port_may_have_flows(pkt->dport)) {
+		if (!bpf_map_lookup_elem(&service_ips, daddr))
+			return STEER_NOT_SERVICE_IP;
+		known_service_ip = 1;
 		struct bpfnet_flow_key fkey = flow_key_from_lan(pkt, saddr, daddr);
 		struct bpfnet_flow *flow = bpf_map_lookup_elem(&flows, &fkey);
 
@@ -161,14 +207,18 @@ static __always_inline enum steer_result steer_lookup(const struct lan_ports *pk
 	};
 	struct bpfnet_service *service = bpf_map_lookup_elem(&services, &skey);
 	if (service) {
-		if (check_source && !source_in_ranges(daddr, saddr))
+		if (check_source && (service->flags & BPFNET_SERVICE_SOURCE_RANGES) &&
+		    !source_in_ranges(daddr, saddr))
 			return STEER_SOURCE_REFUSED;
 		target->backend_ip = service->backend_ip;
 		target->backend_port = service->backend_port_be;
 		target->path = BPFNET_CTR_DNAT_SERVICE;
 		target->kind = service->kind;
+		target->link = &service->link;
 		return STEER_OK;
 	}
+	if (!known_service_ip && !bpf_map_lookup_elem(&service_ips, daddr))
+		return STEER_NOT_SERVICE_IP;
 	return STEER_NOT_ALLOWED;
 }
 
@@ -207,6 +257,30 @@ static __always_inline int lan_host_mac(const struct bpfnet_ip *host, const stru
 	}
 	mac_copy(mac, neighbour->mac);
 	return 0;
+}
+
+/*
+ * lan_host_mac() for a packet of the pod's own: one whose destination is a service IP (the pod calling a
+ * service IP, which would need both addresses rewritten) is refused, visibly. The neighbour table never holds
+ * a service IP (learn_neighbour_at() refuses them, and the loader forgets a host whose address becomes one),
+ * so such a packet always misses, and only a miss pays for telling the two apart.
+ */
+static __always_inline int pod_peer_mac(const struct bpfnet_ip *host, const struct bpfnet_ip *service_ip,
+					__u8 *mac)
+{
+	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, host);
+
+	if (neighbour) {
+		mac_copy(mac, neighbour->mac);
+		return 0;
+	}
+	if (bpf_map_lookup_elem(&service_ips, host)) {
+		decide(BPFNET_CTR_DROP_HAIRPIN);
+		return -1;
+	}
+	report_neighbour_miss(host, service_ip);
+	decide(BPFNET_CTR_NEIGHBOUR_MISS);
+	return -1;
 }
 
 /* Maps a failed validation to the drop counter that names it. */

@@ -371,6 +371,18 @@ bool widen_legacy_iface(bpf_object *obj) {
     return bpf_map__set_value_size(iface, sizeof(bpfnet_iface)) == 0;
 }
 
+// The services entry as builds before 2026-12-04 laid it out (20 bytes: no source-ranges flag, no pod link),
+// so that such a build can still be the baseline: the fields it has keep their offsets, so its map is given
+// this build's value size before it loads and its programs read the prefix they know.
+constexpr __u32 kLegacyServiceSize = offsetof(bpfnet_service, link);
+
+bool widen_legacy_services(bpf_object *obj) {
+    bpf_map *services = bpf_object__find_map_by_name(obj, "services");
+    if (!services || bpf_map__value_size(services) != kLegacyServiceSize)
+        return false;
+    return bpf_map__set_value_size(services, sizeof(bpfnet_service)) == 0;
+}
+
 void write_legacy_iface(int fd, const bpfnet_iface &now) {
     LegacyIface old{};
     old.nic_ifindex = now.nic_ifindex;
@@ -480,6 +492,8 @@ int main(int argc, char **argv) {
     if (!baseline_path.empty()) {
         baseline = bpf_object__open_file(baseline_path.c_str(), nullptr);
         const bool legacy_iface = baseline && widen_legacy_iface(baseline);
+        if (baseline)
+            widen_legacy_services(baseline);
         if (!baseline || bpf_object__load(baseline) != 0) {
             std::fprintf(stderr, "cannot load the baseline object %s: %s\n", baseline_path.c_str(),
                          std::strerror(errno));

@@ -174,6 +174,20 @@ std::vector<Row> rows() {
          kTcRedirect,
          into_pod(Packet::tcp({host_ip, 40000}, {pod_ip, 6385})),
          {BPFNET_CTR_DNAT_SERVICE}},
+        // What an accepted TCP packet teaches: its connection's SYN says where a new host is; the segments
+        // after it would find their sender known and pay a neighbours lookup each for nothing.
+        {"tc nic: a new host's SYN to a listed port: steered, its sender learned",
+         Program::TcNic,
+         from_host(Packet::tcp({unknown_host_ip, 40000}, {service_ip, 6385}).tcp_flags(0x02)),
+         kTcRedirect,
+         into_pod(Packet::tcp({unknown_host_ip, 40000}, {pod_ip, 6385}).tcp_flags(0x02)),
+         {BPFNET_CTR_DNAT_SERVICE, BPFNET_CTR_NEIGHBOUR_LEARNED}},
+        {"tc nic: a new host's segment after the SYN to a listed port: steered, nothing learned",
+         Program::TcNic,
+         from_host(Packet::tcp({unknown_host_ip, 40000}, {service_ip, 6385})),
+         kTcRedirect,
+         into_pod(Packet::tcp({unknown_host_ip, 40000}, {pod_ip, 6385})),
+         {BPFNET_CTR_DNAT_SERVICE}},
         // loadBalancerSourceRanges: only sources in the service IP's ranges reach its listed ports.
         {"xdp: to a listed port from a source in the service IP's source ranges: passed on to tc",
          Program::XdpNic,

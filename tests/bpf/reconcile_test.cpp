@@ -86,16 +86,32 @@ TEST_F(ReconcileTest, SourceRangesWrittenChangedAndRemoved) {
     EXPECT_TRUE(maps_->source_ranges.entries().empty());
 }
 
-TEST_F(ReconcileTest, BackendMovedToAnotherVethRewritesOnlyTheBackend) {
+// The backend and the pod link its listed ports carry (two ports): nothing else.
+TEST_F(ReconcileTest, BackendMovedToAnotherVethRewritesTheBackendAndItsPortsLinks) {
     reconcile(*maps_, desired_state(config_, here_));
     BackendLocation moved = here_;
     moved.ifindex = 21;
     ReconcileReport report = reconcile(*maps_, desired_state(config_, moved));
-    EXPECT_EQ(report.upserts, 1u);
+    EXPECT_EQ(report.upserts, 1u + 2u);
     EXPECT_EQ(report.removals, 0u);
     ASSERT_EQ(report.departed.size(), 1u);
     EXPECT_EQ(report.departed[0].ifindex, 20u);
     EXPECT_EQ(maps_->backends.lookup(key_ip("198.18.100.2"))->ifindex, 21u);
+    for (const auto &[key, service] : maps_->services.entries())
+        EXPECT_EQ(service.link.ifindex, 21u);
+}
+
+// An address the datapath learned as a host is forgotten when it becomes a service IP: the pod's packets to
+// it are refused as a hairpin, never sent to the host that had it.
+TEST_F(ReconcileTest, HostBecomingAServiceIpIsForgotten) {
+    bpfnet_neighbour host{};
+    host.mac[0] = 0x02;
+    host.mac[5] = 0x10;
+    maps_->neighbours.update(key_ip("198.18.0.2"), host);
+    maps_->neighbours.update(key_ip("198.18.0.10"), host);
+    reconcile(*maps_, desired_state(config_, here_));
+    EXPECT_FALSE(maps_->neighbours.lookup(key_ip("198.18.0.2")).has_value());
+    EXPECT_TRUE(maps_->neighbours.lookup(key_ip("198.18.0.10")).has_value());
 }
 
 TEST_F(ReconcileTest, BackendGoneDeactivatesAndKeepsLearnedFlows) {

@@ -40,6 +40,17 @@ void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t targ
 
 } // namespace
 
+void link_services(DatapathMaps &maps) {
+    for (auto [key, service] : maps.services.entries()) {
+        auto backend = maps.backends.lookup(service.backend_ip);
+        service.link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
+        auto ip = maps.service_ips.lookup(key.service_ip);
+        const bool ranges = ip && (ip->flags & BPFNET_SERVICE_IP_SOURCE_RANGES);
+        service.flags = ranges ? BPFNET_SERVICE_SOURCE_RANGES : 0;
+        maps.services.update(key, service);
+    }
+}
+
 void fill_world(DatapathMaps &maps) {
     bpfnet_iface iface{};
     iface.nic_ifindex = world::nic_ifindex;
@@ -104,6 +115,7 @@ void fill_world6(DatapathMaps &maps) {
     bpfnet_neighbour neighbour{};
     copy_mac(neighbour.mac, world::host_mac);
     maps.neighbours.update(key_ip(world::host_ip6), neighbour);
+    link_services(maps);
 }
 
 __u64 now_ns() {

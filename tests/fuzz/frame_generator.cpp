@@ -85,7 +85,9 @@ ModelConfig world_config() {
     listed(service, 80, kTcp, pod, 8080, BPFNET_KIND_PLAIN);   // the image server, port translated
     listed(service, 69, kUdp, pod, 69, BPFNET_KIND_TFTP);
     listed(service, 67, kUdp, pod, 67, BPFNET_KIND_DHCP);
-    listed(ipv4(world::standby_service_ip), 6385, kTcp, ipv4(world::remote_pod_ip), 6385, BPFNET_KIND_PLAIN);
+    // The standby IP's backend runs on another node: the loader lists its port with no backend (address 0)
+    // and nothing on the way back (core/desired_state.cpp); the remote pod's packets are not ours.
+    c.services[{ipv4(world::standby_service_ip), htons(6385), kTcp}] = {0, htons(6385), BPFNET_KIND_PLAIN};
     c.backends[pod] = {kPodMac, kVethMac, service, world::pod_mtu};
     c.relays = {ipv4(world::known_host_ip)};
     return c;

@@ -16,7 +16,7 @@ inline constexpr const char *subnet = "198.18.0.0", *mask = "255.255.255.0";
 inline constexpr const char *service_ip = "198.18.0.2";         // active, the DHCP service IP
 inline constexpr const char *standby_service_ip = "198.18.0.3"; // listed, owned by another node
 inline constexpr const char *pod_ip = "198.18.100.2";
-inline constexpr const char *remote_pod_ip = "198.18.100.3"; // the standby IP's backend, not on this node
+inline constexpr const char *remote_pod_ip = "198.18.100.3"; // a pod on another node (the standby IP's backend)
 inline constexpr const char *known_host_ip = "198.18.0.10";  // known MAC; also a configured DHCP relay
 inline constexpr int nic_ifindex = 10, veth_ifindex = 20;
 inline constexpr uint16_t pod_mtu = 1450;

@@ -158,10 +158,6 @@ void write_world6(DatapathMaps &m, const ModelConfig &c) {
     iface.nic_link_local = key6(ipv6(world6::nic_link_local));
     m.iface.update(0, iface);
     const bpfnet_ip service = key6(ipv6(world6::service_ip)), pod = key6(ipv6(world6::pod_ip));
-    for (const world6::Listed &l : world6::listed) {
-        m.services.update({service, htons(l.port), l.proto, 0}, {pod, htons(l.pod_port), l.kind, 0});
-        m.backend_ports.update({pod, htons(l.pod_port), l.proto, 0}, {service, htons(l.port), l.kind, 0});
-    }
     const Backend &b = c.backends.begin()->second; // the IPv4 pod's veth: the same pod, dual stack
     bpfnet_backend v{};
     v.ifindex = world::veth_ifindex;
@@ -171,6 +167,10 @@ void write_world6(DatapathMaps &m, const ModelConfig &c) {
     v.flags = BPFNET_BACKEND_REDIRECT_PEER;
     v.mtu = b.mtu;
     m.backends.update(pod, v);
+    for (const world6::Listed &l : world6::listed) {
+        m.services.update({service, htons(l.port), l.proto, 0}, {pod, htons(l.pod_port), l.kind, 0, pod_link_of(v)});
+        m.backend_ports.update({pod, htons(l.pod_port), l.proto, 0}, {service, htons(l.port), l.kind, 0});
+    }
     m.dhcp_relays.update(key6(ipv6(world6::known_host_ip)), bpfnet_dhcp_relay{});
     write_known_host6(m);
 }
@@ -195,16 +195,6 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
     iface.dhcp_service_ip = c.dhcp_service_ip ? ip_from_v4(c.dhcp_service_ip) : bpfnet_ip{};
     iface.dhcp_max_hops = c.dhcp_max_hops;
     m.iface.update(0, iface);
-    for (const auto &[key, port] : c.services) {
-        auto [ip, p, proto] = key;
-        m.services.update({ip_from_v4(ip), p, proto, 0},
-                          {ip_from_v4(port.backend_ip), port.backend_port, port.kind, 0});
-    }
-    for (const auto &[key, port] : c.backend_ports) {
-        auto [ip, p, proto] = key;
-        m.backend_ports.update({ip_from_v4(ip), p, proto, 0},
-                               {ip_from_v4(port.service_ip), port.service_port, port.kind, 0});
-    }
     for (const auto &[ip, b] : c.backends) {
         bpfnet_backend v{};
         v.ifindex = world::veth_ifindex;
@@ -214,6 +204,19 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
         v.flags = BPFNET_BACKEND_REDIRECT_PEER;
         v.mtu = b.mtu;
         m.backends.update(ip_from_v4(ip), v);
+    }
+    // Each listed port with its backend's pod link, as the loader writes it (none: no backend here).
+    for (const auto &[key, port] : c.services) {
+        auto [ip, p, proto] = key;
+        const bpfnet_ip backend_ip = port.backend_ip != 0 ? ip_from_v4(port.backend_ip) : bpfnet_ip{};
+        auto backend = m.backends.lookup(backend_ip);
+        m.services.update({ip_from_v4(ip), p, proto, 0}, {backend_ip, port.backend_port, port.kind, 0,
+                                                          backend ? pod_link_of(*backend) : bpfnet_pod_link{}});
+    }
+    for (const auto &[key, port] : c.backend_ports) {
+        auto [ip, p, proto] = key;
+        m.backend_ports.update({ip_from_v4(ip), p, proto, 0},
+                               {ip_from_v4(port.service_ip), port.service_port, port.kind, 0});
     }
     for (Ip relay : c.relays)
         m.dhcp_relays.update(ip_from_v4(relay), bpfnet_dhcp_relay{});

@@ -592,7 +592,10 @@ int ReferenceModel::steer_from_lan(Ctx &c, const Bytes &f) {
         c.count(BPFNET_CTR_FLOW_CONFIRMED);
         c.note("flow confirmed");
     }
-    learn_neighbour(c, c.p.saddr, sender, false, c.p.daddr);
+    // A TCP connection teaches with its SYN only (the host's first packet); UDP with every datagram.
+    const bool teaches = c.p.proto != kTcp || (f[c.p.l4 + 13] & 0x02);
+    if (teaches)
+        learn_neighbour(c, c.p.saddr, sender, false, c.p.daddr);
     return verdict;
 }
 
