@@ -43,11 +43,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Headers the TC programs read: Ethernet, IPv4 with the longest options, the fixed TCP header. */
 #define HEADERS_MAX_LEN (sizeof(struct ethhdr) + 60 + sizeof(struct tcphdr))
 
-/* Service IPs live in the provisioning subnet of their family: anything else is passed without a lookup. */
+/* Service IPs live in the provisioning subnet of their family, and their last bytes are marked: anything else
+ * is passed without a lookup. */
 static __always_inline struct bpfnet_service_ip *service_ip_for(const struct bpfnet_iface *cfg,
 								const struct bpfnet_ip *ip, const int v6)
 {
-	if (!in_provisioning_subnet(cfg, ip, v6))
+	if (!maybe_service_ip(cfg, ip, v6))
 		return NULL;
 	return bpf_map_lookup_elem(&service_ips, ip);
 }
@@ -164,7 +165,7 @@ static __always_inline int xdp_ip(struct xdp_md *ctx, void *data, void *data_end
 	struct ip_packet pkt = {};
 	struct steer_target target;
 
-	if (!in_provisioning_subnet(cfg, &a.daddr, v6))
+	if (!maybe_service_ip(cfg, &a.daddr, v6))
 		goto pass;
 	if (l3_proto(l3, v6) == icmp_proto(v6)) {
 		if (!service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_XDP_NIC, v6))
@@ -461,7 +462,7 @@ static __always_inline int tc_from_lan(struct __sk_buff *skb, const struct bpfne
 	if (!l3)
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
-	if (!in_provisioning_subnet(cfg, &a.daddr, v6))
+	if (!maybe_service_ip(cfg, &a.daddr, v6))
 		return BPFNET_TC_NEXT;
 	return traced_tc(skb, steer_from_lan(skb, data, eth, l3, cfg, &a, relays_dhcp, v6));
 }

@@ -170,9 +170,21 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     bpfnet_iface iface = iface_entry(node_, datapath_->nic_ifindex(), nic_mac_, relay);
     iface.hooks = static_cast<__u8>((plan_.tc == TcHookKind::Tcx ? BPFNET_HOOKS_TCX : 0) |
                                     (plan_.redirect_peer ? BPFNET_HOOKS_REDIRECT_PEER : 0));
+    // The backend table says how each backend is reached; without the helper it is never "peer".
+    std::vector<ServiceSpec> effective = specs;
+    for (ServiceSpec &spec : effective)
+        if (spec.location)
+            spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
+    const DesiredState desired = desired_state(effective);
+    // While the maps change, the marks cover the service IPs they hold and the ones they will hold; after
+    // it, only the latter (see bpfnet_iface.service_ip_marks).
+    mark_service_ips(iface, desired);
+    bpfnet_iface during = iface;
+    for (const auto &[ip, entry] : maps.service_ips.entries())
+        mark_service_ip(during, ip);
     auto current = maps.iface.lookup(0);
-    if (!current || !bytewise_equal(*current, iface))
-        maps.iface.update(0, iface);
+    if (!current || !bytewise_equal(*current, during))
+        maps.iface.update(0, during);
     sync_dhcp_relays(maps, node_.dhcp_relays);
 
     // The reverse path must be in place before a service IP is announced. A veth this process has already
@@ -201,12 +213,9 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
                       {"attach", to_string(datapath_->tc_kind())},
                       {"took_ms", std::to_string(static_cast<double>(took.count()) / 1000.0)}});
     }
-    // The backend table says how each backend is reached; without the helper it is never "peer".
-    std::vector<ServiceSpec> effective = specs;
-    for (ServiceSpec &spec : effective)
-        if (spec.location)
-            spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
-    applied.report = reconcile(maps, desired_state(effective));
+    applied.report = reconcile(maps, desired);
+    if (!bytewise_equal(during, iface))
+        maps.iface.update(0, iface);
     join_multicast_groups(specs);
     // An announcement round still under way for an IP that stopped being answered here (released, yielded)
     // would pull the hosts back to this node: it ends now.

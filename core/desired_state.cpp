@@ -224,6 +224,11 @@ bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAdd
     return entry;
 }
 
+void mark_service_ips(bpfnet_iface &iface, const DesiredState &desired) {
+    for (const auto &service_ip : desired.service_ips)
+        mark_service_ip(iface, service_ip.first);
+}
+
 ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {
     auto service_ips = diff_table(maps.service_ips.entries(), desired.service_ips);
     auto services = diff_table(maps.services.entries(), desired.services);

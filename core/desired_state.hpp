@@ -83,6 +83,8 @@ struct RelayAddresses {
 };
 bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAddress &nic_mac,
                          const RelayAddresses &relay);
+// Marks every service IP of the desired state in the iface entry (bpfnet_iface.service_ip_marks).
+void mark_service_ips(bpfnet_iface &iface, const DesiredState &desired);
 // The service IP of the first spec with a DHCP port, preferring one this node serves; 0 when none lists one.
 __be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs);
 // The same for DHCPv6: the IPv6 service address of the first spec with a dhcpv6 port; zero when none.

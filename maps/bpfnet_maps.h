@@ -107,6 +107,11 @@ struct bpfnet_iface {
 	struct bpfnet_ip dhcp_service_ip;
 	struct bpfnet_ip dhcp6_service_ip;
 	struct bpfnet_ip nic_link_local;
+	/* The last byte of every service IP (either family) as a set of 256 bits, bit b at [b / 8] & 1 << b %
+	 * 8: a destination whose last byte is not in it is no service IP, known without a lookup. The loader
+	 * keeps it a superset of service_ips: an IP's bit is set before the IP is written and cleared after
+	 * it is removed. */
+	__u8 service_ip_marks[32];
 };
 
 /* What the loader chose by probing the kernel at start (bpfnet_iface.hooks). */

@@ -52,6 +52,12 @@ inline bpfnet_prefix prefix_of(const bpfnet_ip &addr, unsigned len) {
     return prefix;
 }
 
+// Marks service_ip in the iface entry's set of service IPs' last bytes (bpfnet_iface.service_ip_marks).
+inline void mark_service_ip(bpfnet_iface &iface, const bpfnet_ip &service_ip) {
+    const auto last = reinterpret_cast<const __u8 *>(&service_ip)[sizeof(service_ip) - 1];
+    iface.service_ip_marks[last / 8] |= static_cast<__u8>(1u << (last % 8));
+}
+
 // A backends entry's pod link, as its listed ports' services entries carry it.
 inline bpfnet_pod_link pod_link_of(const bpfnet_backend &backend) {
     bpfnet_pod_link link{};
@@ -64,7 +70,8 @@ inline bpfnet_pod_link pod_link_of(const bpfnet_backend &backend) {
 }
 
 static_assert(sizeof(bpfnet_prefix) == 36);
-static_assert(sizeof(bpfnet_iface) == 144);
+static_assert(sizeof(bpfnet_iface) == 176);
+static_assert(offsetof(bpfnet_iface, service_ip_marks) == 144);
 static_assert(sizeof(bpfnet_ip) == 16);
 static_assert(sizeof(bpfnet_heartbeat) == 8);
 static_assert(sizeof(bpfnet_service_ip) == 4);

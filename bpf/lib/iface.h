@@ -36,4 +36,20 @@ static __always_inline int in_provisioning_subnet(const struct bpfnet_iface *cfg
 	return v6 ? in_prefix(ip, &cfg->subnet6) : in_provisioning_subnet4(cfg, ip->w[3]);
 }
 
+/* Whether ip may be a service IP: its last byte is marked (bpfnet_iface.service_ip_marks); when not, it is
+ * none, and no lookup is needed to know it. */
+static __always_inline int service_ip_marked(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip)
+{
+	__u8 last = ((const __u8 *)ip)[sizeof(*ip) - 1];
+
+	return (cfg->service_ip_marks[last >> 3] >> (last & 7)) & 1;
+}
+
+/* A destination that may be a service IP: on the provisioning subnet of its family, and marked. */
+static __always_inline int maybe_service_ip(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
+					    const int v6)
+{
+	return in_provisioning_subnet(cfg, ip, v6) && service_ip_marked(cfg, ip);
+}
+
 #endif /* BPFNET_IFACE_H */

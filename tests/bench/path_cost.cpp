@@ -371,6 +371,14 @@ bool widen_legacy_iface(bpf_object *obj) {
     return bpf_map__set_value_size(iface, sizeof(bpfnet_iface)) == 0;
 }
 
+// Builds from 2026-12-03 to 2026-12-04 laid the iface entry out as this one without the service IP marks at its
+// end (value size 144): widened like the services entry below, their programs read the prefix they know.
+void widen_iface_without_marks(bpf_object *obj) {
+    bpf_map *iface = bpf_object__find_map_by_name(obj, "iface");
+    if (iface && bpf_map__value_size(iface) == offsetof(bpfnet_iface, service_ip_marks))
+        bpf_map__set_value_size(iface, sizeof(bpfnet_iface));
+}
+
 // The services entry as builds before 2026-12-04 laid it out (20 bytes: no source-ranges flag, no pod link),
 // so that such a build can still be the baseline: the fields it has keep their offsets, so its map is given
 // this build's value size before it loads and its programs read the prefix they know.
@@ -492,8 +500,10 @@ int main(int argc, char **argv) {
     if (!baseline_path.empty()) {
         baseline = bpf_object__open_file(baseline_path.c_str(), nullptr);
         const bool legacy_iface = baseline && widen_legacy_iface(baseline);
-        if (baseline)
+        if (baseline) {
+            widen_iface_without_marks(baseline);
             widen_legacy_services(baseline);
+        }
         if (!baseline || bpf_object__load(baseline) != 0) {
             std::fprintf(stderr, "cannot load the baseline object %s: %s\n", baseline_path.c_str(),
                          std::strerror(errno));

@@ -134,20 +134,20 @@ void DatapathTest::set_source_ranges(const std::vector<std::string> &ranges, con
     entry.flags =
         (entry.flags & ~BPFNET_SERVICE_IP_SOURCE_RANGES) | (ranges.empty() ? 0u : BPFNET_SERVICE_IP_SOURCE_RANGES);
     maps_->service_ips.update(spec.service_ip, entry);
-    link_services(*maps_);
+    derive_loader_fields(*maps_);
 }
 
 void DatapathTest::set_backend_mtu(uint16_t mtu) {
     bpfnet_backend backend = maps_->backends.lookup(key_ip(world::pod_ip)).value();
     backend.mtu = mtu;
     maps_->backends.update(key_ip(world::pod_ip), backend);
-    link_services(*maps_);
+    derive_loader_fields(*maps_);
 }
 
 void DatapathTest::remove_backend() {
     maps_->backends.erase(key_ip(world::pod_ip));
     maps_->backends.erase(key_ip(world::pod_ip6));
-    link_services(*maps_);
+    derive_loader_fields(*maps_);
 }
 
 } // namespace bpfnet::test

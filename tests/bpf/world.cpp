@@ -40,7 +40,7 @@ void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t targ
 
 } // namespace
 
-void link_services(DatapathMaps &maps) {
+void derive_loader_fields(DatapathMaps &maps) {
     for (auto [key, service] : maps.services.entries()) {
         auto backend = maps.backends.lookup(service.backend_ip);
         service.link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
@@ -49,6 +49,11 @@ void link_services(DatapathMaps &maps) {
         service.flags = ranges ? BPFNET_SERVICE_SOURCE_RANGES : 0;
         maps.services.update(key, service);
     }
+    bpfnet_iface iface = maps.iface.lookup(0).value_or(bpfnet_iface{});
+    std::fill(std::begin(iface.service_ip_marks), std::end(iface.service_ip_marks), __u8{0});
+    for (const auto &[ip, entry] : maps.service_ips.entries())
+        mark_service_ip(iface, ip);
+    maps.iface.update(0, iface);
 }
 
 void fill_world(DatapathMaps &maps) {
@@ -115,7 +120,7 @@ void fill_world6(DatapathMaps &maps) {
     bpfnet_neighbour neighbour{};
     copy_mac(neighbour.mac, world::host_mac);
     maps.neighbours.update(key_ip(world::host_ip6), neighbour);
-    link_services(maps);
+    derive_loader_fields(maps);
 }
 
 __u64 now_ns() {

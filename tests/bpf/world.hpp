@@ -56,9 +56,10 @@ inline const std::string lan_relay_ip6 = "2001:2::20";
 void fill_world(DatapathMaps &maps);
 // The IPv6 part, over an IPv4 world.
 void fill_world6(DatapathMaps &maps);
-// Gives every services entry its backend's pod link and its service IP's source-ranges flag, as the loader
-// writes them (core/desired_state.cpp): called after a change to backends or to a service IP's ranges.
-void link_services(DatapathMaps &maps);
+// What the loader derives from its desired state (core/desired_state.cpp), derived from the maps: every
+// services entry's pod link and source-ranges flag, the iface entry's service IP marks. Called after a change
+// to backends, to service IPs or to their ranges.
+void derive_loader_fields(DatapathMaps &maps);
 // CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns() and of the loader's heartbeat.
 __u64 now_ns();
 

@@ -156,6 +156,7 @@ void write_world6(DatapathMaps &m, const ModelConfig &c) {
     iface.subnet6 = prefix_of(key6(ipv6(world6::subnet)), world6::prefix_len);
     iface.dhcp6_service_ip = key6(ipv6(world6::service_ip));
     iface.nic_link_local = key6(ipv6(world6::nic_link_local));
+    mark_service_ip(iface, key6(ipv6(world6::service_ip)));
     m.iface.update(0, iface);
     const bpfnet_ip service = key6(ipv6(world6::service_ip)), pod = key6(ipv6(world6::pod_ip));
     const Backend &b = c.backends.begin()->second; // the IPv4 pod's veth: the same pod, dual stack
@@ -194,6 +195,8 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
     iface.heartbeat_timeout_ns = 3600'000'000'000ull; // alive stays alive however slow the machine
     iface.dhcp_service_ip = c.dhcp_service_ip ? ip_from_v4(c.dhcp_service_ip) : bpfnet_ip{};
     iface.dhcp_max_hops = c.dhcp_max_hops;
+    for (const auto &[ip, active] : c.service_ips)
+        mark_service_ip(iface, ip_from_v4(ip));
     m.iface.update(0, iface);
     for (const auto &[ip, b] : c.backends) {
         bpfnet_backend v{};

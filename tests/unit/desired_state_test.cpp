@@ -62,6 +62,29 @@ TEST(DesiredState, BackendHereMakesTheServiceIpActiveAndListsEveryPort) {
     EXPECT_EQ(backend.service_ip, key_ip("198.18.0.2"));
     EXPECT_EQ(backend.flags, BPFNET_BACKEND_REDIRECT_PEER);
     EXPECT_EQ(backend.pod_mac[5], 2);
+
+    // Each listed port carries where its pod is, so that its packets need no backends lookup.
+    for (const auto &[key, port] : state.services) {
+        EXPECT_EQ(port.link.ifindex, backend.ifindex);
+        EXPECT_EQ(port.link.flags, BPFNET_BACKEND_REDIRECT_PEER);
+        EXPECT_EQ(port.link.mtu, backend.mtu);
+        EXPECT_TRUE(std::equal(std::begin(port.link.pod_mac), std::end(port.link.pod_mac), backend.pod_mac));
+        EXPECT_TRUE(std::equal(std::begin(port.link.veth_mac), std::end(port.link.veth_mac), backend.veth_mac));
+        EXPECT_EQ(port.flags, 0u) << "no source ranges";
+    }
+}
+
+// The iface entry marks the last byte of every service IP, of either family, and nothing else.
+TEST(DesiredState, ServiceIpMarksHoldEveryServiceIpsLastByte) {
+    DesiredState state;
+    state.service_ips[key_ip("198.18.0.2")] = {};
+    state.service_ips[key_ip("2001:2::1:0:203")] = {};
+    bpfnet_iface iface{};
+    mark_service_ips(iface, state);
+    for (unsigned last = 0; last < 256; last++) {
+        const bool marked = (iface.service_ip_marks[last / 8] >> (last % 8)) & 1;
+        EXPECT_EQ(marked, last == 2 || last == 3) << last;
+    }
 }
 
 // Source ranges become one LPM entry each plus the IP's own entry (prefix 128) that refuses the rest; an IPv4
@@ -81,6 +104,9 @@ TEST(DesiredState, SourceRangesAndTheEntryThatRefusesTheRest) {
     key.prefixlen = 128 + 96 + 28;
     key.source = key_ip("198.18.0.0");
     EXPECT_EQ(state.source_ranges.at(key).allowed, 1);
+    // The IP's ports say it has ranges too: a listed port's packet reads the flag from its own entry.
+    ASSERT_EQ(state.services.size(), 1u);
+    EXPECT_EQ(state.services.begin()->second.flags, BPFNET_SERVICE_SOURCE_RANGES);
     spec.source_ranges = {{key_ip("0.0.0.0"), 0}};
     state = desired_state({spec});
     ASSERT_EQ(state.source_ranges.size(), 1u);
@@ -123,6 +149,8 @@ TEST(DesiredState, NoBackendKeepsPortsListedButInactiveAndUnrouted) {
         EXPECT_EQ(service.backend_ip, bpfnet_ip{});
     EXPECT_TRUE(state.backend_ports.empty());
     EXPECT_TRUE(state.backends.empty());
+    for (const auto &[key, service] : state.services)
+        EXPECT_EQ(service.link.ifindex, 0u) << "no pod on this node: nothing to deliver to";
 }
 
 TEST(DesiredState, IfaceEntryCarriesSubnetAndTimeout) {
