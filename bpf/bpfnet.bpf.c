@@ -865,9 +865,7 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, str
 		struct lan_ports ports = lan_ports_of(&pkt);
 		record_flow(&ports, &a->daddr, &service_ip, &a->saddr);
 	}
-	if (nat_rewrite_ip(skb, &pkt, NAT_SOURCE, &a->saddr, &service_ip, pkt.sport, service_port,
-			   NAT_WRITE_STORE) ||
-	    rewrite_macs_to_lan(skb, macs, cfg->nic_mac)) {
+	if (snat_to_lan(skb, &pkt, &a->saddr, &service_ip, pkt.sport, service_port, macs, cfg->nic_mac, v6)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}

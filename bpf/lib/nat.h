@@ -12,6 +12,7 @@
 #include "parse.h"
 #include "addr.h"
 #include "csum.h"
+#include "maps.h"
 
 enum nat_side {
 	NAT_SOURCE,
@@ -297,14 +298,88 @@ static __always_inline int rewrite_macs(struct __sk_buff *skb, const __u8 *dst, 
 	return bpf_skb_store_bytes(skb, 0, dst, 6, 0) || bpf_skb_store_bytes(skb, 6, src, 6, 0);
 }
 
-/*
- * The MACs of a frame the NIC sends to a LAN host, stored in one call: macs holds the host's MAC, with room
- * for the NIC's after it.
+/* The frame's head on its way out to the LAN, from the MACs through the ports, rebuilt before it is stored.
  */
-static __always_inline int rewrite_macs_to_lan(struct __sk_buff *skb, __u8 *macs, const __u8 *nic_mac)
+#define LAN_HEAD4_LEN (sizeof(struct ethhdr) + 20 + 2 * sizeof(__be16))
+#define LAN_HEAD6_LEN (sizeof(struct ethhdr) + 40 + 2 * sizeof(__be16))
+struct lan_head {
+	__u64 words[(LAN_HEAD6_LEN + 7) / 8];
+};
+
+BPFNET_SCRATCH_MAP(lan_head_scratch, struct lan_head);
+
+/* Copies the frame's first len bytes (the caller checked them against data_end) into head, a word at a time.
+ */
+static __always_inline void lan_head_copy(struct lan_head *head, const void *data, const __u32 len)
 {
+	__u16 *tail = (__u16 *)head->words;
+
+	for (__u32 i = 0; i < len / 8; i++)
+		head->words[i] = ((const __u64 *)data)[i];
+	for (__u32 i = len / 8 * 4; i < len / 2; i++)
+		tail[i] = ((const __u16 *)data)[i];
+}
+
+/*
+ * The way out of the pod to a LAN host (tc_pod_ingress): the source address and port from -> to, and both
+ * MACs (macs: the host's, then room for the NIC's). A store per field would cost a helper call each (the
+ * MACs, the IPv4 header's checksum and addresses, the port): the frame's head, from the MACs through the
+ * ports, is rebuilt in a per-CPU copy and stored in one call. The L4 checksum goes through the helper
+ * first, as nat_rewrite_ip() makes it (the address, then a translated port); the IPv4 header checksum is
+ * computed here. A frame with another head (IPv4 options) gets a store per field. The packet's pointers are
+ * invalid afterwards. Returns 0, or -1 when a helper refused.
+ */
+static __always_inline int snat_to_lan(struct __sk_buff *skb, const struct ip_packet *pkt,
+				       const struct bpfnet_ip *from, const struct bpfnet_ip *to,
+				       __be16 from_port, __be16 to_port, __u8 *macs, const __u8 *nic_mac,
+				       const int v6)
+{
+	const __u32 len = v6 ? LAN_HEAD6_LEN : LAN_HEAD4_LEN;
+	struct lan_head *head = scratch_entry(&lan_head_scratch);
+	struct bpfnet_ip new_ip = *to; /* on the stack: the helpers below may move the packet */
+
 	mac_copy(macs + ETH_ALEN, nic_mac);
-	return bpf_skb_store_bytes(skb, 0, macs, 2 * ETH_ALEN, 0);
+	if (!head || pkt->l3_off != sizeof(struct ethhdr) || pkt->l4_off + 2 * sizeof(__be16) != len)
+		return nat_rewrite_ip(skb, pkt, NAT_SOURCE, from, &new_ip, from_port, to_port,
+				      NAT_WRITE_STORE) ||
+		       bpf_skb_store_bytes(skb, 0, macs, 2 * ETH_ALEN, 0);
+	if (v6) {
+		__u32 diff = csum_diff16(from, &new_ip);
+
+		/* As nat6_rewrite(): the address change, then given back to skb->csum. */
+		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff,
+					BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))
+			return -1;
+		bpf_csum_update(skb, diff);
+	} else if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), from->w[3], new_ip.w[3],
+				       BPF_F_PSEUDO_HDR | l4_csum_flags(pkt) | 4)) {
+		return -1;
+	}
+	if (from_port != to_port &&
+	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), from_port, to_port, l4_csum_flags(pkt) | 2))
+		return -1;
+
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	if (data + len > data_end)
+		return -1; /* never: the ports were read there, and a checksum update keeps the length */
+	lan_head_copy(head, data, len);
+	__u8 *bytes = (__u8 *)head->words;
+	__builtin_memcpy(bytes, macs, 2 * ETH_ALEN);
+	if (v6) {
+		__builtin_memcpy(bytes + sizeof(struct ethhdr) + offsetof(struct ipv6hdr, saddr), &new_ip,
+				 sizeof(new_ip));
+	} else {
+		struct ipv4_check_addrs *h =
+			(void *)(bytes + sizeof(struct ethhdr) + offsetof(struct iphdr, check));
+		__sum16 check;
+		__builtin_memcpy(&check, &h->check, sizeof(check));
+		check = csum_replace4_value(check, from->w[3], new_ip.w[3]);
+		__builtin_memcpy(&h->check, &check, sizeof(check));
+		__builtin_memcpy(&h->saddr, &new_ip.w[3], sizeof(new_ip.w[3]));
+	}
+	__builtin_memcpy(bytes + len - 2 * sizeof(__be16), &to_port, sizeof(to_port));
+	return bpf_skb_store_bytes(skb, 0, bytes, len, 0) ? -1 : 0;
 }
 
 #endif /* BPFNET_NAT_H */
