@@ -39,43 +39,72 @@ static __always_inline __u16 csum_fold(__s64 sum)
 }
 
 /*
- * Writes 1, 2 or 4 bytes at off of a UDP datagram and adds the change they make to its checksum to *diff,
- * for one update of the checksum over several such fields (udp_csum_apply). The checksum sums 16-bit words
- * counted from the start of the UDP header, so a value at an odd position straddles two words: the words
- * around it are replaced whole (a window of at most 6 bytes).
+ * Where a field of len bytes (1, 2 or 4) at off of a UDP datagram lies in the checksum's 16-bit words,
+ * counted from the start of the UDP header: a value at an odd position straddles two words, so the words
+ * around it are replaced whole (a window of at most 6 bytes from start).
  */
-static __always_inline int udp_store_diff(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 off,
-					  const __u8 *bytes, __u32 len, __u32 *diff)
-{
-	__u32 lead = (off - pkt->l4_off) & 1;
-	__u32 start = off - lead;
-	__u32 span = lead + len + ((lead + len) & 1);
-	__u8 old[6] = {}, new[6] = {};
+struct udp_window {
+	__u32 lead; /* 1 when the field starts at an odd position */
+	__u32 start;
+	__u32 span;
+};
 
-	if (span > sizeof(old) || start + span > pkt->l4_end)
-		return -1;
-	if (bpf_skb_load_bytes(skb, start, old, span))
-		return -1;
+static __always_inline struct udp_window udp_window_of(const struct ip_packet *pkt, __u32 off, __u32 len)
+{
+	struct udp_window win = {.lead = (off - pkt->l4_off) & 1};
+
+	win.start = off - win.lead;
+	win.span = win.lead + len + ((win.lead + len) & 1);
+	return win;
+}
+
+/*
+ * Writes the field (bytes, len) over the window's old bytes and adds the change to the checksum to *diff, for
+ * one update of the checksum over several such fields (udp_csum_apply, or the payload difference a readdress
+ * takes).
+ */
+static __always_inline int udp_store_window(struct __sk_buff *skb, const struct udp_window *win,
+					    const __u8 *old, const __u8 *bytes, __u32 len, __u32 *diff)
+{
+	__u8 new[6] = {};
+
 	for (__u32 i = 0; i < sizeof(new); i++)
 		new[i] = old[i];
 	/* Constant stack offsets in both branches: the verifier refuses pointer arithmetic on the stack. */
 	for (__u32 j = 0; j < 4; j++) {
 		if (j >= len)
 			break;
-		if (lead)
+		if (win->lead)
 			new[j + 1] = bytes[j];
 		else
 			new[j] = bytes[j];
 	}
-	for (__u32 i = 0; i + 1 < sizeof(old); i += 2) {
-		if (i >= span)
+	for (__u32 i = 0; i + 1 < sizeof(new); i += 2) {
+		if (i >= win->span)
 			break;
 		__u16 from = (__u16)(old[i] | old[i + 1] << 8); /* the word as it lies in memory */
 		__u16 to = (__u16)(new[i] | new[i + 1] << 8);
 		if (from != to)
 			*diff += (__u16)~from + (__u32)to;
 	}
-	return bpf_skb_store_bytes(skb, start, new, span, 0);
+	return bpf_skb_store_bytes(skb, win->start, new, win->span, 0);
+}
+
+/*
+ * Writes 1, 2 or 4 bytes at off of a UDP datagram and adds the change they make to its checksum to *diff
+ * (udp_store_window), the window's old bytes read from the packet.
+ */
+static __always_inline int udp_store_diff(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 off,
+					  const __u8 *bytes, __u32 len, __u32 *diff)
+{
+	struct udp_window win = udp_window_of(pkt, off, len);
+	__u8 old[6] = {};
+
+	if (win.span > sizeof(old) || win.start + win.span > pkt->l4_end)
+		return -1;
+	if (bpf_skb_load_bytes(skb, win.start, old, win.span))
+		return -1;
+	return udp_store_window(skb, &win, old, bytes, len, diff);
 }
 
 /*

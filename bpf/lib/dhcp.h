@@ -42,6 +42,8 @@
 #define DHCP_OPT_SERVER_ID    54
 #define DHCP_OPT_END	      255
 #define DHCP_OPT_OVERLOAD     52
+#define DHCP_DISCOVER	      1 /* option 53's values that never carry a server identifier (RFC 2131 table 5) */
+#define DHCP_INFORM	      8
 #define BOOTP_SNAME	      44  /* 64 bytes; options when option 52 says 2 or 3 */
 #define BOOTP_FILE	      108 /* 128 bytes; options when option 52 says 1 or 3 */
 /* The option walk copies this much of a message (more than a relayed message on a 1500-byte LAN carries). */
@@ -70,7 +72,11 @@ static __always_inline __u32 bootp_offset(const struct ip_packet *pkt)
 	return pkt->l4_off + sizeof(struct udphdr);
 }
 
-/* Reads the BOOTP head of a message that carries at least the fixed header and the magic cookie. */
+/*
+ * Reads the BOOTP head of a message that carries at least the fixed header and the magic cookie: straight
+ * from the linear part, where the TC programs' pull put it (after an IPv4 header without options), else
+ * copied by the helper.
+ */
 static __always_inline int bootp_read(struct __sk_buff *skb, const struct ip_packet *pkt,
 				      struct bootp_head *head)
 {
@@ -78,7 +84,13 @@ static __always_inline int bootp_read(struct __sk_buff *skb, const struct ip_pac
 
 	if (pkt->l4_end < off + BOOTP_OPTIONS)
 		return -1;
-	return bpf_skb_load_bytes(skb, off, head, sizeof(*head));
+	const __u32 *at = nat_direct_at(skb, off, sizeof(*head));
+	if (!at)
+		return bpf_skb_load_bytes(skb, off, head, sizeof(*head));
+	__u32 *to = (__u32 *)head;
+	for (__u32 i = 0; i < sizeof(*head) / sizeof(*to); i++)
+		to[i] = at[i];
+	return 0;
 }
 
 /*
@@ -90,7 +102,8 @@ enum dhcp_area { DHCP_AREA_OPTIONS, DHCP_AREA_FILE, DHCP_AREA_SNAME, DHCP_AREA_D
 
 struct dhcp_walk {
 	__u8 bytes[DHCP_SCAN];		   /* the BOOTP message from its first byte */
-	__u32 n;			   /* how many bytes were copied */
+	__u32 n;			   /* how many bytes were copied (0: none) */
+	__u32 csum_diff;		   /* the UDP checksum's change by the fields rewritten in place */
 	__u32 pos;			   /* the next option, in bytes[] */
 	__u32 end;			   /* the end of the area being walked */
 	__u32 area;			   /* enum dhcp_area */
@@ -187,6 +200,7 @@ static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off
 {
 	__u32 off = l4_off + sizeof(struct udphdr);
 
+	w->n = 0;
 	if (l4_end > 0xffff || off + BOOTP_OPTIONS > l4_end)
 		return DHCP_WALK_NO_OPTIONS;
 	__u32 n = l4_end - off;
@@ -196,11 +210,11 @@ static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off
 	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
 	if (bpf_skb_load_bytes(skb, off, w->bytes, n))
 		return DHCP_WALK_NO_OPTIONS;
+	w->n = n;
 	__be32 cookie;
 	__builtin_memcpy(&cookie, &w->bytes[BOOTP_COOKIE], sizeof(cookie));
 	if (cookie != bpf_htonl(DHCP_MAGIC_COOKIE))
 		return DHCP_WALK_NO_OPTIONS;
-	w->n = n;
 	w->pos = BOOTP_OPTIONS;
 	w->end = n;
 	w->area = DHCP_AREA_OPTIONS;
@@ -211,20 +225,6 @@ static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off
 	/* Each step takes at least one byte or ends an area. */
 	bpf_loop(DHCP_SCAN + 3, dhcp_option_step, NULL, 0);
 	return w->broken || w->area != DHCP_AREA_DONE ? DHCP_WALK_BROKEN : DHCP_WALK_DONE;
-}
-
-/* The walk of a message the relay rewrites, or NULL: a broken list is counted and left as it is. */
-static __always_inline struct dhcp_walk *dhcp_walk_for_rewrite(struct __sk_buff *skb, __u32 l4_off,
-							       __u32 l4_end)
-{
-	struct dhcp_walk *w = dhcp_walk_state();
-
-	if (!w)
-		return NULL;
-	int result = dhcp_walk_options(skb, l4_off, l4_end, w);
-	if (result == DHCP_WALK_BROKEN)
-		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
-	return result == DHCP_WALK_DONE ? w : NULL;
 }
 
 /* The message type (option 53) for the trace, 0 if none can be read. A global function, verified once. */
@@ -249,15 +249,35 @@ static __always_inline __be32 dhcp_server_id(const struct dhcp_walk *w, __u32 i)
 }
 
 /*
+ * Writes a 4-byte field at `at` of the message the walk copied (an offset from its first byte), adding the
+ * checksum's change to *diff (udp_store_window): the words around it are taken from the copy, so nothing is
+ * read from the packet again. The fields the relay writes never share a word (siaddr, and each option 54's
+ * value, six bytes after the last one's start at the closest), so the copy's bytes are still the packet's.
+ */
+static __always_inline int dhcp_store_field(struct __sk_buff *skb, const struct ip_packet *pkt,
+					    const struct dhcp_walk *w, __u32 at, __be32 value, __u32 *diff)
+{
+	__u32 bootp = bootp_offset(pkt);
+	struct udp_window win = udp_window_of(pkt, bootp + at, sizeof(value));
+	__u32 from = win.start - bootp;
+	__u8 old[6];
+
+	if (win.start + win.span > pkt->l4_end || from + sizeof(old) > w->n)
+		return -1;
+	for (__u32 i = 0; i < sizeof(old); i++)
+		old[i] = w->bytes[(from + i) & (DHCP_SCAN - 1)];
+	return udp_store_window(skb, &win, old, (const __u8 *)&value, sizeof(value), diff);
+}
+
+/*
  * Writes to over every copy of option 54 that names from, in the datagram at l4_off, adding the checksum's
- * change to *diff (udp_store_diff); returns how many were rewritten. The walk's offsets are from the start
+ * change to *diff (dhcp_store_field); returns how many were rewritten. The walk's offsets are from the start
  * of the BOOTP message.
  */
 static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const struct dhcp_walk *w,
 						   const struct ip_packet *pkt, __be32 from, __be32 to,
 						   __u32 *diff)
 {
-	__u32 bootp = pkt->l4_off + sizeof(struct udphdr);
 	int rewritten = 0;
 
 	for (__u32 i = 0; i < DHCP_MAX_SERVER_IDS; i++) {
@@ -266,7 +286,7 @@ static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const 
 		if (dhcp_server_id(w, i) != from)
 			continue;
 		__u32 at = w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)] & (DHCP_SCAN - 1);
-		if (udp_store_diff(skb, pkt, bootp + at, (const __u8 *)&to, 4, diff))
+		if (dhcp_store_field(skb, pkt, w, at, to, diff))
 			return rewritten;
 		rewritten++;
 	}
@@ -285,62 +305,104 @@ static __always_inline void remember_server_id(__be32 backend_ip, __be32 server_
 }
 
 /*
+ * A DISCOVER or an INFORM, told by its first option (where clients put option 53): messages that carry no
+ * server identifier (RFC 2131 table 5), so nothing in them needs restoring and the walk is spared. A message
+ * whose type comes later is walked.
+ */
+static __always_inline int dhcp_without_server_id(struct __sk_buff *skb, __u32 l4_off)
+{
+	struct {
+		__be32 cookie;
+		__u8 code;
+		__u8 len;
+		__u8 type;
+		__u8 pad;
+	} start;
+
+	if (bpf_skb_load_bytes(skb, l4_off + sizeof(struct udphdr) + BOOTP_COOKIE, &start, sizeof(start)))
+		return 0;
+	return start.cookie == bpf_htonl(DHCP_MAGIC_COOKIE) && start.code == DHCP_OPT_MESSAGE_TYPE &&
+	       start.len == 1 && (start.type == DHCP_DISCOVER || start.type == DHCP_INFORM);
+}
+
+/* The UDP checksum's change by the fields dhcp_restore_server_id() or dhcp_hide_backend() last rewrote in
+ * place, for the caller's one update of the checksum. */
+static __always_inline __u32 dhcp_rewrite_diff(void)
+{
+	struct dhcp_walk *w = dhcp_walk_state();
+
+	return w ? w->csum_diff : 0;
+}
+
+/*
  * A client answers with the server identifier it was given (the service IP) in REQUEST, DECLINE and
  * RELEASE. A server that names itself with its own (pod) address would ignore such a request as meant for
- * another server, so the relay hands it its own identifier again, in every copy. A global function, like
- * dhcp_hide_backend.
+ * another server, so the relay hands it its own identifier again, in every copy; the checksum's change is
+ * left in dhcp_rewrite_diff(). A global function, like dhcp_hide_backend.
  */
 __noinline int dhcp_restore_server_id(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __be32 backend_ip,
 				      __be32 service_ip)
 {
 	struct bpfnet_dhcp_server *server = bpf_map_lookup_elem(&dhcp_servers, &backend_ip);
+	struct dhcp_walk *w = dhcp_walk_state();
 
-	if (!skb || !server || server->server_id_be == service_ip)
+	if (!skb || !w)
+		return 0;
+	w->csum_diff = 0;
+	if (!server || server->server_id_be == service_ip || dhcp_without_server_id(skb, l4_off))
 		return 0;
 	__be32 own_id = server->server_id_be;
-	struct dhcp_walk *w = dhcp_walk_for_rewrite(skb, l4_off, l4_end);
-	if (!w)
+	int result = dhcp_walk_options(skb, l4_off, l4_end, w);
+	if (result == DHCP_WALK_BROKEN)
+		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
+	if (result != DHCP_WALK_DONE)
 		return 0;
 	struct ip_packet request = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
 	__u32 diff = 0;
 	int restored = dhcp_replace_server_ids(skb, w, &request, service_ip, own_id, &diff);
-	udp_csum_apply(skb, &request, diff);
+	w->csum_diff = diff;
 	if (restored)
 		count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
 	return restored;
 }
 
 /*
- * Replaces the pod's address with the service IP where a reply names it as the server; l4_off and l4_end
- * locate the UDP datagram. A global function: the verifier checks its option walk once, on its own,
- * instead of again on each way a reply can leave.
+ * Replaces the pod's address with the service IP where a reply names it as the server (siaddr, every copy of
+ * option 54), the message copied once for both; l4_off and l4_end locate the UDP datagram. The checksum's
+ * change is left in dhcp_rewrite_diff(). A global function: the verifier checks its option walk once, on
+ * its own, instead of again on each way a reply can leave.
  */
 __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __be32 backend_ip,
 				 __be32 service_ip)
 {
 	struct ip_packet reply = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
 	const struct ip_packet *pkt = &reply;
-	__be32 siaddr = 0;
-	__u32 diff = 0; /* the checksum's change, applied once for every field rewritten */
+	struct dhcp_walk *w = dhcp_walk_state();
+	__u32 diff = 0; /* the checksum's change, for one update over every field rewritten */
 	int rewritten = 0;
 
-	if (!skb || bpf_skb_load_bytes(skb, bootp_offset(pkt) + BOOTP_SIADDR, &siaddr, 4))
+	if (!skb || !w)
 		return 0;
+	w->csum_diff = 0;
+	int result = dhcp_walk_options(skb, l4_off, l4_end, w);
+	if (result == DHCP_WALK_BROKEN)
+		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
+	if (w->n < BOOTP_SIADDR + sizeof(__be32))
+		return 0; /* not copied */
+	__be32 siaddr;
+	__builtin_memcpy(&siaddr, &w->bytes[BOOTP_SIADDR], sizeof(siaddr));
 	if (siaddr == backend_ip) {
-		if (udp_store_diff(skb, pkt, bootp_offset(pkt) + BOOTP_SIADDR, (const __u8 *)&service_ip, 4,
-				   &diff))
+		if (dhcp_store_field(skb, pkt, w, BOOTP_SIADDR, service_ip, &diff))
 			return 0;
 		rewritten = 1;
 	}
-
-	struct dhcp_walk *w = dhcp_walk_for_rewrite(skb, l4_off, l4_end);
-	if (!w || w->ids == 0)
-		goto done; /* plain BOOTP, a broken list (counted), or no identifier */
-	remember_server_id(backend_ip, dhcp_server_id(w, 0));
-	if (dhcp_replace_server_ids(skb, w, pkt, backend_ip, service_ip, &diff))
-		rewritten = 1;
-done:
-	udp_csum_apply(skb, pkt, diff);
+	/* Plain BOOTP, a broken list (counted) or no identifier: siaddr was all. */
+	if (result == DHCP_WALK_DONE && w->ids) {
+		remember_server_id(backend_ip, dhcp_server_id(w, 0));
+		if (dhcp_replace_server_ids(skb, w, pkt, backend_ip, service_ip, &diff))
+			rewritten = 1;
+	}
+	w->csum_diff = diff;
 	if (rewritten)
 		count(BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN);
 	return rewritten;
@@ -410,7 +472,7 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	__u8 hops = head.hops + 1;
 	__be32 giaddr = head.giaddr ? head.giaddr : service_ip;
 	__u32 payload_diff = csum_word_diff(head.hlen | head.hops << 8, head.hlen | hops << 8) +
-			     csum_word4_diff(head.giaddr, giaddr);
+			     csum_word4_diff(head.giaddr, giaddr) + dhcp_rewrite_diff();
 	if (udp4_readdress(skb, pkt, service_ip, backend_ip, bpf_htons(DHCP_SERVER_PORT),
 			   target->backend_port, payload_diff, NAT_WRITE_DIRECT) ||
 	    dhcp_store_relay_fields(skb, pkt, hops, giaddr) ||
@@ -458,6 +520,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 	__be32 service_ip = listed->service_ip.w[3];
 	struct bpfnet_ip to = ip_v4(daddr);
 	struct bootp_head head;
+	__u8 macs[2 * ETH_ALEN]; /* the frame's: where it goes, then the NIC's */
 
 	if (bootp_read(skb, pkt, &head) || head.op != BOOTP_REPLY) {
 		decide(BPFNET_CTR_DROP_DHCP_MALFORMED);
@@ -470,9 +533,8 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 	/* Where it goes is settled before anything in it changes: a reply that goes nowhere is left alone. */
 	__be32 to_ip = daddr;
 	__be16 to_port = bpf_htons(DHCP_SERVER_PORT);
-	__u8 to_mac[6];
 	if (bpf_map_lookup_elem(&service_ips, &to)) {
-		dhcp_client_address(&head, &to_ip, to_mac);
+		dhcp_client_address(&head, &to_ip, macs);
 		to_port = bpf_htons(DHCP_CLIENT_PORT);
 		/* A client on this LAN has its address on this LAN: anything else would leave via a router.
 		 */
@@ -485,16 +547,17 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 			decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 			return TC_ACT_SHOT;
 		}
-		if (lan_host_mac(&to, &listed->service_ip, to_mac))
+		if (lan_host_mac(&to, &listed->service_ip, macs))
 			return TC_ACT_SHOT;
 	}
 
 	dhcp_hide_backend(skb, pkt->l4_off, pkt->l4_end, saddr, service_ip);
 	to = ip_v4(to_ip);
 	trace_steered(&to, to_port, BPFNET_KIND_DHCP);
-	if (udp4_readdress(skb, pkt, service_ip, to_ip, bpf_htons(DHCP_SERVER_PORT), to_port, 0,
-			   NAT_WRITE_STORE) ||
-	    rewrite_macs(skb, to_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
+	mac_copy(macs + ETH_ALEN, cfg->nic_mac);
+	if (udp4_readdress(skb, pkt, service_ip, to_ip, bpf_htons(DHCP_SERVER_PORT), to_port,
+			   dhcp_rewrite_diff(), NAT_WRITE_STORE) ||
+	    bpf_skb_store_bytes(skb, 0, macs, sizeof(macs), 0)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}

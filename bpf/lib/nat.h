@@ -64,6 +64,28 @@ static __always_inline __sum16 csum_replace4_value(__sum16 check, __be32 from, _
 	return csum_add_diff(check, csum_word4_diff(from, to));
 }
 
+/* Two 32-bit partial sums added with the end-around carry (still a partial sum of 32 bits). */
+static __always_inline __u32 csum_add32(__u32 a, __u32 b)
+{
+	__u64 sum = (__u64)a + b;
+
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	return (__u32)sum + (__u32)(sum >> 32);
+}
+
+/* The ones'-complement sum of to - from over 16 bytes, as bpf_csum_diff would give it (a 32-bit partial sum).
+ */
+static __always_inline __u32 csum_diff16(const struct bpfnet_ip *from, const struct bpfnet_ip *to)
+{
+	__u64 sum = 0;
+
+	for (int i = 0; i < 4; i++)
+		sum += (__u32)~from->w[i] + (__u64)to->w[i];
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	return (__u32)sum;
+}
+
 /* The bytes of an IPv4 header from its checksum to the destination address, stored in one call. */
 struct ipv4_check_addrs {
 	__sum16 check;
@@ -124,6 +146,42 @@ static __always_inline void *nat_direct_at(struct __sk_buff *skb, __u32 off, __u
 	return data + off;
 }
 
+/* The TCP/UDP checksum after a port changed (not in the pseudo-header), either family. */
+static __always_inline int l4_csum_port(struct __sk_buff *skb, const struct ip_packet *pkt, __be16 from,
+					__be16 to)
+{
+	if (from == to)
+		return 0;
+	return bpf_l4_csum_replace(skb, l4_csum_off(pkt), from, to, l4_csum_flags(pkt) | 2) ? -1 : 0;
+}
+
+/*
+ * The TCP/UDP checksum after an address changed, either family: the pseudo-header carries it (RFC 768, RFC
+ * 8200 8.1), so BPF_F_PSEUDO_HDR; the kernel's helper knows the skb's checksum state. An IPv6 address goes in
+ * as one 16-byte difference.
+ */
+static __always_inline int l4_csum_address(struct __sk_buff *skb, const struct ip_packet *pkt,
+					   const struct bpfnet_ip *from, const struct bpfnet_ip *to)
+{
+	if (!pkt->ip6)
+		return bpf_l4_csum_replace(skb, l4_csum_off(pkt), from->w[3], to->w[3],
+					   BPF_F_PSEUDO_HDR | l4_csum_flags(pkt) | 4)
+			       ? -1
+			       : 0;
+	__u32 diff = csum_diff16(from, to);
+
+	/*
+	 * With BPF_F_PSEUDO_HDR the helper also takes diff out of skb->csum of a CHECKSUM_COMPLETE skb (right
+	 * for IPv4, whose header checksum changes too). Over IPv6 the address change and the L4 checksum
+	 * change cancel out in skb->csum, so diff is given back (a no-op for any other skb); kernels
+	 * from 6.16 offer BPF_F_IPV6 for the same. Without it the receiver sees "hw csum failure".
+	 */
+	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff, BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))
+		return -1;
+	bpf_csum_update(skb, diff);
+	return 0;
+}
+
 /* One side's port, and the L4 checksum over it (either family). */
 static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct ip_packet *pkt,
 					    enum nat_side side, __be16 old_port, __be16 new_port,
@@ -133,7 +191,7 @@ static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct 
 
 	if (old_port == new_port)
 		return 0;
-	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), old_port, new_port, l4_csum_flags(pkt) | 2))
+	if (l4_csum_port(skb, pkt, old_port, new_port))
 		return -1;
 	__be16 *at = write == NAT_WRITE_DIRECT ? nat_direct_at(skb, port_off, sizeof(*at)) : NULL;
 	if (at) {
@@ -150,13 +208,12 @@ static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct 
  * when a helper refused.
  */
 static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt, enum nat_side side,
-				       __be32 old_ip, __be32 new_ip, __be16 old_port, __be16 new_port,
-				       enum nat_write write)
+				       const struct bpfnet_ip *old_ip, const struct bpfnet_ip *new_ip,
+				       __be16 old_port, __be16 new_port, enum nat_write write)
 {
-	if (old_ip != new_ip) {
-		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), old_ip, new_ip,
-					BPF_F_PSEUDO_HDR | l4_csum_flags(pkt) | 4) ||
-		    ipv4_set_address(skb, pkt, side, old_ip, new_ip, write))
+	if (old_ip->w[3] != new_ip->w[3]) {
+		if (l4_csum_address(skb, pkt, old_ip, new_ip) ||
+		    ipv4_set_address(skb, pkt, side, old_ip->w[3], new_ip->w[3], write))
 			return -1;
 	}
 	return nat_rewrite_port(skb, pkt, side, old_port, new_port, write);
@@ -201,32 +258,17 @@ static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip
 		udp->dest = dport;
 		return 0;
 	}
-	__be16 ports[2] = {sport, dport};
+	/* After a header without options the ports follow the addresses: one store for both. */
+	struct {
+		struct ipv4_check_addrs h;
+		__be16 ports[2];
+	} __attribute__((packed)) fields = {.h = h, .ports = {sport, dport}};
+	if (pkt->l4_off == sizeof(struct ethhdr) + sizeof(struct iphdr))
+		return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check),
+					   &fields, sizeof(fields), 0);
 	return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), &h, sizeof(h),
 				   0) ||
-	       bpf_skb_store_bytes(skb, pkt->l4_off, ports, sizeof(ports), 0);
-}
-
-/* Two 32-bit partial sums added with the end-around carry (still a partial sum of 32 bits). */
-static __always_inline __u32 csum_add32(__u32 a, __u32 b)
-{
-	__u64 sum = (__u64)a + b;
-
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	return (__u32)sum + (__u32)(sum >> 32);
-}
-
-/* The ones'-complement sum of to - from over 16 bytes, as bpf_csum_diff would give it (a 32-bit partial sum).
- */
-static __always_inline __u32 csum_diff16(const struct bpfnet_ip *from, const struct bpfnet_ip *to)
-{
-	__u64 sum = 0;
-
-	for (int i = 0; i < 4; i++)
-		sum += (__u32)~from->w[i] + (__u64)to->w[i];
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	return (__u32)sum;
+	       bpf_skb_store_bytes(skb, pkt->l4_off, fields.ports, sizeof(fields.ports), 0);
 }
 
 /*
@@ -243,19 +285,8 @@ static __always_inline int nat6_rewrite(struct __sk_buff *skb, const struct ip_p
 	struct bpfnet_ip to = *new_ip; /* on the stack: the helpers below may move the packet */
 
 	if (!ip_equal(old_ip, &to)) {
-		__u32 diff = csum_diff16(old_ip, &to);
-
-		/*
-		 * With BPF_F_PSEUDO_HDR the helper also takes diff out of skb->csum of a CHECKSUM_COMPLETE
-		 * skb (right for IPv4, whose header checksum changes too). Over IPv6 the address change and
-		 * the L4 checksum change cancel out in skb->csum, so diff is given back (a no-op for any
-		 * other skb); kernels from 6.16 offer BPF_F_IPV6 for the same. Without it the receiver sees
-		 * "hw csum failure".
-		 */
-		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff,
-					BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))
+		if (l4_csum_address(skb, pkt, old_ip, &to))
 			return -1;
-		bpf_csum_update(skb, diff);
 		struct bpfnet_ip *at =
 			write == NAT_WRITE_DIRECT ? nat_direct_at(skb, ip_off, sizeof(*at)) : NULL;
 		if (at)
@@ -274,7 +305,7 @@ static __always_inline int nat_rewrite_ip(struct __sk_buff *skb, const struct ip
 {
 	if (pkt->ip6)
 		return nat6_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port, write);
-	return nat_rewrite(skb, pkt, side, old_ip->w[3], new_ip->w[3], old_port, new_port, write);
+	return nat_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port, write);
 }
 
 /*
@@ -343,20 +374,7 @@ static __always_inline int snat_to_lan(struct __sk_buff *skb, const struct ip_pa
 		return nat_rewrite_ip(skb, pkt, NAT_SOURCE, from, &new_ip, from_port, to_port,
 				      NAT_WRITE_STORE) ||
 		       bpf_skb_store_bytes(skb, 0, macs, 2 * ETH_ALEN, 0);
-	if (v6) {
-		__u32 diff = csum_diff16(from, &new_ip);
-
-		/* As nat6_rewrite(): the address change, then given back to skb->csum. */
-		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff,
-					BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))
-			return -1;
-		bpf_csum_update(skb, diff);
-	} else if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), from->w[3], new_ip.w[3],
-				       BPF_F_PSEUDO_HDR | l4_csum_flags(pkt) | 4)) {
-		return -1;
-	}
-	if (from_port != to_port &&
-	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), from_port, to_port, l4_csum_flags(pkt) | 2))
+	if (l4_csum_address(skb, pkt, from, &new_ip) || l4_csum_port(skb, pkt, from_port, to_port))
 		return -1;
 
 	void *data = (void *)(long)skb->data;
@@ -374,7 +392,7 @@ static __always_inline int snat_to_lan(struct __sk_buff *skb, const struct ip_pa
 			(void *)(bytes + sizeof(struct ethhdr) + offsetof(struct iphdr, check));
 		__sum16 check;
 		__builtin_memcpy(&check, &h->check, sizeof(check));
-		check = csum_replace4_value(check, from->w[3], new_ip.w[3]);
+		check = csum_replace4_value(check, from->w[3], new_ip.w[3]); /* as ipv4_set_address() */
 		__builtin_memcpy(&h->check, &check, sizeof(check));
 		__builtin_memcpy(&h->saddr, &new_ip.w[3], sizeof(new_ip.w[3]));
 	}

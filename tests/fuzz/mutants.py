@@ -38,9 +38,9 @@ MUTANTS = [
      ""),
     # (Dropping BPF_F_PSEUDO_HDR would not be seen: it matters only for CHECKSUM_PARTIAL skbs, which a test
     # run cannot make; the end-to-end suites run with partial checksums.)
-    ("checksum: the IPv4 header checksum not updated", "lib/nat.h",
-     "__sum16 check = csum_replace4_value(ip->check, old_ip, new_ip);",
-     "__sum16 check = ip->check;"),
+    ("checksum: the IPv4 header checksum not updated when an address changes", "lib/nat.h",
+     "return csum_add_diff(check, csum_word4_diff(from, to));",
+     "return check;"),
     ("checksum: a UDP checksum of 0 no longer kept at 0", "lib/csum.h",
      "return pkt->proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;",
      "return 0;"),
@@ -68,7 +68,7 @@ MUTANTS = [
      "if (0) {"),
     # IPv6, caught by the properties of the IPv6 batches (ipv6_frames.hpp).
     ("checksum: NAT66 leaves the address change out of the L4 checksum", "lib/nat.h",
-     "if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff,\n\t\t\t\t\tBPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))",
+     "if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff, BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))",
      "if (0)"),
     ("checksum: the ICMPv6 checksum misses the quoted address", "lib/icmp6.h",
      "if (bpf_l4_csum_replace(skb, at.icmp_check, 0, (__u32)diff, 0) ||",

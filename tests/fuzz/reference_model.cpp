@@ -639,6 +639,13 @@ void ReferenceModel::restore_server_id(Ctx &c, Ip backend_ip, Ip service_ip) {
     if (server == st_.dhcp_servers.end() || server->second == service_ip)
         return;
     size_t bootp = c.p.l4 + 8;
+    // A DISCOVER or INFORM by its first option carries no server identifier: not walked (the frame's
+    // bytes are read, wherever the UDP length ends).
+    const size_t first = bootp + 240;
+    if (first + 4 <= c.in.size() &&
+        (static_cast<uint32_t>(be16(c.in, bootp + 236)) << 16 | be16(c.in, bootp + 238)) == 0x63825363u &&
+        c.in[first] == 53 && c.in[first + 1] == 1 && (c.in[first + 2] == 1 || c.in[first + 2] == 8))
+        return;
     OptionWalk w = walk_options(c.in, bootp, c.p.l4_end);
     if (w.result == OptionWalk::Broken)
         c.count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
