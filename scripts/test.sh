@@ -5,7 +5,8 @@
 # end-to-end cases whose subject is the datapath on the kernel in VMs booting Debian's 6.1 and 6.12 kernels
 # (tests/vm/run.sh, the kernel matrix; `tests/vm/run.sh --long` runs every case there). Needs root. The BPF
 # programs are built, and their packet tables and the fuzzer run, with both supported compilers (clang-14
-# and clang-16).
+# and clang-16); the C++ code is built once more with ASan and UBSan, and the unit and k8s tiers and the
+# loader's e2e suites steering, cli and kubernetes run there too.
 #
 #   env: BPFNET_TEST_VM=0     skip the kernel matrix (a quicker run while developing; CI always runs it)
 #        BPFNET_TEST_BENCH=0  skip the benchmarks' quick run (it checks that every benchmark still runs;
@@ -56,6 +57,16 @@ stage build "build, BPF compiled with clang-14" build "$top/build" clang-14
 stage build16 "build, BPF compiled with clang-16: the packet tables and the fuzzer" \
   build "$top/build-clang16" clang-16 bpf_tests bpfnet_fuzz
 
+# The C++ code once more with AddressSanitizer (leaks included) and UndefinedBehaviorSanitizer: the unit and
+# k8s tiers and the loader's e2e suites run there too (below), and any report fails.
+build_sanitized() { # build_sanitized DIR
+  cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBPFNET_SANITIZE=address,undefined >/dev/null
+  cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests
+}
+stage buildsan "build with ASan and UBSan: the loader, bpfnetctl and the unit and k8s tests" \
+  build_sanitized "$top/build-sanitized"
+
 # The image (Containerfile) from base images made of Debian packages: tests/e2e/test_image.sh runs the loader
 # from it with the DaemonSet's security context; here a missing image fails that suite instead of skipping it.
 stage image "image: scripts/image.sh (podman, bases from Debian packages)" "$top/scripts/image.sh"
@@ -66,6 +77,27 @@ sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "
 
 stage ctest16 "BPF packet tables and the fuzzer's quick mode, programs from clang-16" \
   sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure -j "$jobs"
+
+# The unit and k8s tiers, and the e2e suites that run the loader in both modes and bpfnetctl the most, from the
+# sanitizer tree. Reports go to files (a loader's stderr is the e2e suites' business): any report fails the
+# stage, and is printed.
+sanitized_tiers() {
+  local reports=$times/sanitizer-reports rc=0
+  mkdir -p "$reports"
+  local env=(env "ASAN_OPTIONS=detect_leaks=1:log_path=$reports/report"
+    "UBSAN_OPTIONS=print_stacktrace=1:log_path=$reports/report")
+  sandboxed "${env[@]}" ctest --test-dir "$top/build-sanitized" -L 'unit|k8s' --output-on-failure -j "$jobs" || rc=1
+  sandboxed "${env[@]}" ctest --test-dir "$top/build-sanitized" -R '^e2e_(steering|cli|kubernetes)$' \
+    --output-on-failure -j "$jobs" || rc=1
+  if compgen -G "$reports/report.*" >/dev/null; then
+    cat "$reports"/report.*
+    echo "sanitizers: the reports above ($reports)" >&2
+    rc=1
+  fi
+  return "$rc"
+}
+stage ctestsan "unit, k8s and the loader's e2e suites (steering, cli, kubernetes) under ASan and UBSan" \
+  sanitized_tiers
 
 # One per core at a time: every e2e suite has a sandbox of its own (tests/e2e/lib.sh), and most of their time is waits.
 stage ctest "all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14, one per core at a time" \
