@@ -428,7 +428,6 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 		decide(BPFNET_CTR_DHCP_STALE_HEARTBEAT);
 		return TC_ACT_SHOT;
 	}
-	int teaches = teaches_sender(&pkt);
 	int action = relays_dhcp && target.kind == BPFNET_KIND_DHCP
 			     ? dhcp_relay_request(skb, &pkt, cfg, a->daddr.w[3], &target)
 			     : steer_to_backend(skb, &pkt, &a->daddr, &target);
@@ -437,7 +436,7 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
 	if (target.unconfirmed)
 		confirm_flow(&ports, &a->saddr, &a->daddr, &target);
-	if (teaches) {
+	if (teaches_sender(&pkt)) {
 		__u8 sender_mac[6];
 		mac_store(sender_mac, sender);
 		learn_neighbour(cfg, &a->saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, &a->daddr, v6);

@@ -11,30 +11,20 @@ namespace bpfnet {
 
 namespace {
 
-bpfnet_pod_link pod_link(const BackendLocation &where) {
-    bpfnet_pod_link link{};
-    link.ifindex = static_cast<__u32>(where.ifindex);
-    std::copy(where.pod_mac.begin(), where.pod_mac.end(), link.pod_mac);
-    std::copy(where.veth_mac.begin(), where.veth_mac.end(), link.veth_mac);
-    link.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));
-    link.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
-    return link;
-}
-
 bpfnet_backend backend_entry(const bpfnet_ip &service_ip, const BackendLocation &where) {
     bpfnet_backend entry{};
-    const bpfnet_pod_link link = pod_link(where);
-    entry.ifindex = link.ifindex;
-    std::copy(std::begin(link.pod_mac), std::end(link.pod_mac), entry.pod_mac);
-    std::copy(std::begin(link.veth_mac), std::end(link.veth_mac), entry.veth_mac);
+    entry.ifindex = static_cast<__u32>(where.ifindex);
+    std::copy(where.pod_mac.begin(), where.pod_mac.end(), entry.pod_mac);
+    std::copy(where.veth_mac.begin(), where.veth_mac.end(), entry.veth_mac);
     entry.service_ip = service_ip;
-    entry.flags = link.flags;
-    entry.mtu = link.mtu;
+    entry.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
+    entry.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));
     return entry;
 }
 
+// link: where the backend is attached (its backends entry's pod link), all zero when it is on no veth here.
 void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &rule, const bpfnet_ip &backend_ip,
-              const std::optional<BackendLocation> &location) {
+              const bpfnet_pod_link &link) {
     auto proto = static_cast<__u8>(rule.protocol);
     auto kind = static_cast<__u8>(rule.kind);
     bpfnet_service_key skey{};
@@ -45,8 +35,7 @@ void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &
     service.backend_ip = backend_ip;
     service.backend_port_be = htons(rule.target_port);
     service.kind = kind;
-    if (backend_ip != bpfnet_ip{})
-        service.link = pod_link(*location);
+    service.link = link;
     state.services.emplace(skey, service);
 
     if (backend_ip == bpfnet_ip{})
@@ -155,10 +144,13 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
         auto &ip = state.service_ips[spec.service_ip];
         if (here)
             ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
+        const std::optional<bpfnet_backend> backend =
+            here ? std::optional(backend_entry(spec.service_ip, *spec.location)) : std::nullopt;
+        const bpfnet_pod_link link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
         for (const PortRule &rule : spec.ports)
-            add_port(state, spec.service_ip, rule, backend_ip, spec.location);
-        if (here)
-            state.backends.emplace(backend_ip, backend_entry(spec.service_ip, *spec.location));
+            add_port(state, spec.service_ip, rule, backend_ip, link);
+        if (backend)
+            state.backends.emplace(backend_ip, *backend);
         add_source_ranges(state, spec.service_ip, spec.source_ranges);
     }
     // A listed port's packet reads its IP's source-ranges flag from the port's entry (one lookup): the copy

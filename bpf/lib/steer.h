@@ -244,29 +244,13 @@ static __always_inline void confirm_flow(const struct lan_ports *pkt, const stru
 /*
  * The MAC of a LAN host for a packet on its way out. On a miss the loader is asked to resolve it (an ARP
  * request from service_ip) and the packet is counted as a neighbour miss, for the caller to drop.
+ * tells_hairpin (a constant): the packet is the pod's own, and one whose destination is a service IP (the pod
+ * calling a service IP, which would need both addresses rewritten) is refused, visibly, instead. The
+ * neighbour table never holds a service IP (learn_neighbour_at() refuses them, and the loader forgets a host
+ * whose address becomes one), so such a packet always misses, and only a miss pays for telling the two apart.
  */
-static __always_inline int lan_host_mac(const struct bpfnet_ip *host, const struct bpfnet_ip *service_ip,
-					__u8 *mac)
-{
-	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, host);
-
-	if (!neighbour) {
-		report_neighbour_miss(host, service_ip);
-		decide(BPFNET_CTR_NEIGHBOUR_MISS);
-		return -1;
-	}
-	mac_copy(mac, neighbour->mac);
-	return 0;
-}
-
-/*
- * lan_host_mac() for a packet of the pod's own: one whose destination is a service IP (the pod calling a
- * service IP, which would need both addresses rewritten) is refused, visibly. The neighbour table never holds
- * a service IP (learn_neighbour_at() refuses them, and the loader forgets a host whose address becomes one),
- * so such a packet always misses, and only a miss pays for telling the two apart.
- */
-static __always_inline int pod_peer_mac(const struct bpfnet_ip *host, const struct bpfnet_ip *service_ip,
-					__u8 *mac)
+static __always_inline int neighbour_mac(const struct bpfnet_ip *host, const struct bpfnet_ip *service_ip,
+					 __u8 *mac, const int tells_hairpin)
 {
 	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, host);
 
@@ -274,13 +258,26 @@ static __always_inline int pod_peer_mac(const struct bpfnet_ip *host, const stru
 		mac_copy(mac, neighbour->mac);
 		return 0;
 	}
-	if (bpf_map_lookup_elem(&service_ips, host)) {
+	if (tells_hairpin && bpf_map_lookup_elem(&service_ips, host)) {
 		decide(BPFNET_CTR_DROP_HAIRPIN);
 		return -1;
 	}
 	report_neighbour_miss(host, service_ip);
 	decide(BPFNET_CTR_NEIGHBOUR_MISS);
 	return -1;
+}
+
+static __always_inline int lan_host_mac(const struct bpfnet_ip *host, const struct bpfnet_ip *service_ip,
+					__u8 *mac)
+{
+	return neighbour_mac(host, service_ip, mac, 0);
+}
+
+/* lan_host_mac() for a packet of the pod's own (see neighbour_mac). */
+static __always_inline int pod_peer_mac(const struct bpfnet_ip *host, const struct bpfnet_ip *service_ip,
+					__u8 *mac)
+{
+	return neighbour_mac(host, service_ip, mac, 1);
 }
 
 /* Maps a failed validation to the drop counter that names it. */
