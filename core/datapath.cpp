@@ -199,6 +199,7 @@ void Datapath::open_object() {
     if (!skel_)
         throw SystemError("bpfnet_bpf__open", errno);
     skel_->rodata->kernel_has_redirect_peer = options_.redirect_peer;
+    skel_->rodata->kernel_reads_skb_csum = options_.skb_csum_state;
     set_pin_paths(skel_->obj, options_.pin_dir);
     replace_incompatible_pins(skel_->obj, options_.pin_dir);
     // Only flows pinned before this start can lack their marks: on a fresh install every flow is recorded by

@@ -30,7 +30,8 @@ struct DatapathOptions {
     std::string pin_dir;
     XdpMode xdp_mode = XdpMode::Auto;
     TcHookKind tc = TcHookKind::Clsact;
-    bool redirect_peer = true; // the kernel has bpf_redirect_peer (a load-time constant of the programs)
+    bool redirect_peer = true;   // the kernel has bpf_redirect_peer (a load-time constant of the programs)
+    bool skb_csum_state = false; // the programs may read the skb's checksum state (KernelFeatures)
 };
 
 class Datapath {

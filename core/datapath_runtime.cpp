@@ -68,13 +68,15 @@ void DatapathRuntime::attach() {
                                {"tcx", kernel.tcx ? "yes" : "no"},
                                {"tcx_probe", kernel.tcx_detail},
                                {"redirect_peer", kernel.redirect_peer ? "yes" : "no"},
+                               {"l4_checksums", kernel.skb_csum_state ? "computed by the programs" : "kernel helper"},
                                {"tc_attach", to_string(plan_.tc) + " (tcAttach " + to_string(node_.tc_attach) + ")"},
                                {"pod_delivery", plan_.redirect_peer ? "redirect_peer" : "veth"}});
     datapath_ = std::make_unique<Datapath>(DatapathOptions{.interface = node_.interface,
                                                            .pin_dir = node_.pin_dir(),
                                                            .xdp_mode = node_.xdp_mode,
                                                            .tc = plan_.tc,
-                                                           .redirect_peer = plan_.redirect_peer});
+                                                           .redirect_peer = plan_.redirect_peer,
+                                                           .skb_csum_state = kernel.skb_csum_state});
     if (!datapath_->xdp().native_refused.empty())
         log_warn("native XDP refused by the driver: running generic XDP (slower)",
                  {{"iface", node_.interface}, {"error", datapath_->xdp().native_refused}});

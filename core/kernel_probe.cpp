@@ -1,7 +1,9 @@
 #include "core/kernel_probe.hpp"
 
+#include "core/log.hpp"
 #include "core/tc_hook.hpp"
 #include "maps/unique_fd.hpp"
+#include "skb_csum_probe.skel.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -9,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 namespace bpfnet {
@@ -42,6 +45,18 @@ void probe_tcx(KernelFeatures &features) {
 
 } // namespace
 
+// The datapath's own read of the checksum state, switched on, in a program of its own: loading it is the
+// answer. A refusal is expected on older kernels (the verifier's text is not an operator's concern).
+bool probe_skb_csum_state() {
+    std::unique_ptr<skb_csum_probe_bpf, void (*)(skb_csum_probe_bpf *)> probe(skb_csum_probe_bpf__open(),
+                                                                              skb_csum_probe_bpf__destroy);
+    if (!probe)
+        return false;
+    probe->rodata->kernel_reads_skb_csum = 1;
+    ExpectedLibraryFailures expected;
+    return skb_csum_probe_bpf__load(probe.get()) == 0;
+}
+
 KernelFeatures probe_kernel() {
     KernelFeatures features;
     utsname name{};
@@ -49,6 +64,7 @@ KernelFeatures probe_kernel() {
         features.release = name.release;
     probe_tcx(features);
     features.redirect_peer = libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, BPF_FUNC_redirect_peer, nullptr) == 1;
+    features.skb_csum_state = probe_skb_csum_state();
     return features;
 }
 

@@ -15,10 +15,16 @@ struct KernelFeatures {
     std::string release;        // uname -r, for the logs
     bool tcx = false;           // TC programs as BPF links (BPF_TCX_INGRESS, 6.6+)
     bool redirect_peer = false; // the bpf_redirect_peer helper for TC programs (5.10+)
-    std::string tcx_detail;     // what the tcx probe saw, for the log
+    // TC programs may read the skb's checksum state (bpf_cast_to_kern_ctx, 6.2+): the programs then compute
+    // TCP/UDP checksums themselves instead of calling the kernel's helper for each update.
+    bool skb_csum_state = false;
+    std::string tcx_detail; // what the tcx probe saw, for the log
 };
 
 KernelFeatures probe_kernel();
+
+// The skb checksum-state probe alone (bpf/skb_csum_probe.bpf.c): the tests load the datapath as the loader does.
+bool probe_skb_csum_state();
 
 // How this loader attaches, from the config's wishes and the kernel's answers.
 struct AttachPlan {

@@ -102,6 +102,7 @@ int print_kernel_probe() {
     std::printf("release %s\n", kernel.release.c_str());
     std::printf("tcx %s (%s)\n", kernel.tcx ? "yes" : "no", kernel.tcx_detail.c_str());
     std::printf("redirect_peer %s\n", kernel.redirect_peer ? "yes" : "no");
+    std::printf("l4_checksums %s\n", kernel.skb_csum_state ? "computed" : "helper");
     std::printf("tc_attach %s\n", bpfnet::to_string(plan.tc).c_str());
     std::printf("pod_delivery %s\n", plan.redirect_peer ? "redirect_peer" : "veth");
     return 0;
@@ -126,7 +127,8 @@ int main(int argc, char **argv) {
                  "detach the programs and remove the pinned maps, then exit (with --config, or with --kubernetes "
                  "and its flags)");
     app.add_flag("--probe-kernel", probe_kernel,
-                 "print what this kernel offers (tcx, bpf_redirect_peer) and the automatic choices, then exit");
+                 "print what this kernel offers (tcx, bpf_redirect_peer, the skb checksum state) and the automatic "
+                 "choices, then exit");
     app.add_option("--metrics-address", metrics_address,
                    "HOST:PORT of /metrics, /healthz and /readyz (docs/observability.md); '' disables them")
         ->capture_default_str();
@@ -135,8 +137,10 @@ int main(int argc, char **argv) {
     app.set_version_flag("--version", std::string("bpfnet-loader ") + BPFNET_VERSION);
     try {
         app.parse(argc, argv);
-        if (probe_kernel)
+        if (probe_kernel) {
+            bpfnet::route_library_logs(); // a probe the kernel refuses is an answer, not a library's alarm
             return print_kernel_probe();
+        }
         if (kubernetes.enabled && config_option->count() > 0)
             throw CLI::ValidationError("--kubernetes", "cannot be combined with --config");
         if (!kubernetes.enabled && config_option->count() == 0)

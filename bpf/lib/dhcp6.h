@@ -169,38 +169,39 @@ struct udp6_ends {
 	__be16 dport;
 };
 
-/* The first bytes of a UDP header, as udp6_readdress() stores them. */
-struct udp_ports_len {
-	__be16 sport;
-	__be16 dport;
-	__be16 len;
-} __attribute__((packed));
-
 /*
  * A relayed datagram's new length (old_len -> new_len), addresses (saddr, daddr -> to) and ports (pkt's ->
  * to), with the UDP checksum, which also takes payload_diff (the caller's change to the payload). The length
  * is in the UDP header, in the pseudo-header and in the IPv6 payload length (the extension headers before the
- * datagram included). Two updates of the checksum (what the pseudo-header carries, with BPF_F_PSEUDO_HDR, and
- * the rest) and one of skb->csum (the address change given back, as nat6_rewrite() explains), where one per
- * field would make ten. The packet's pointers are invalid afterwards.
+ * datagram included). The checksum is computed here (l4_check_after) and written with the UDP header; where
+ * the skb's state asks for the helpers, two updates of the checksum (what the pseudo-header carries, with
+ * BPF_F_PSEUDO_HDR, and the rest) and one of skb->csum (the address change given back, as l4_csum_address()
+ * explains), where one per field would make ten. The packet's pointers are invalid afterwards.
  */
 static __always_inline int udp6_readdress(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 old_len,
 					  __u32 new_len, const struct bpfnet_ip *saddr,
 					  const struct bpfnet_ip *daddr, const struct udp6_ends *to,
 					  __u32 payload_diff, enum nat_write write)
 {
-	struct udp_ports_len udp = {.sport = to->sport, .dport = to->dport, .len = bpf_htons((__u16)new_len)};
+	struct udphdr udp = {.source = to->sport, .dest = to->dport, .len = bpf_htons((__u16)new_len)};
 	__be16 payload = bpf_htons((__u16)(pkt->l4_off - pkt->l3_off - IPV6_HEADER_LEN + new_len));
 	__u32 len_diff = csum_word_diff(bpf_htons((__u16)old_len), udp.len);
 	__u32 addr_diff = csum_add32(csum_diff16(saddr, &to->saddr), csum_diff16(daddr, &to->daddr));
-	__u32 rest = csum_add32(payload_diff, len_diff + csum_word_diff(pkt->sport, udp.sport) +
-						      csum_word_diff(pkt->dport, udp.dport));
+	__u32 rest = csum_add32(payload_diff, len_diff + csum_word_diff(pkt->sport, udp.source) +
+						      csum_word_diff(pkt->dport, udp.dest));
+	__sum16 *check_at = nat_direct_at(skb, l4_csum_off(pkt), sizeof(*check_at));
+	/* The whole UDP header is written when the checksum was computed, its first six bytes otherwise. */
+	__u32 udp_len = sizeof(udp);
 
-	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest, BPF_F_MARK_MANGLED_0) ||
-	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, csum_add32(len_diff, addr_diff),
-				BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
-		return -1;
-	bpf_csum_update(skb, addr_diff);
+	if (!check_at || l4_check_after(skb_csum_state(skb), IPPROTO_UDP, *check_at,
+					csum_add32(len_diff, addr_diff), rest, &udp.check)) {
+		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest, BPF_F_MARK_MANGLED_0) ||
+		    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, csum_add32(len_diff, addr_diff),
+					BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
+			return -1;
+		bpf_csum_update(skb, addr_diff);
+		udp_len = offsetof(struct udphdr, check);
+	}
 	struct ipv6hdr *ip6 =
 		write == NAT_WRITE_DIRECT ? nat_direct_at(skb, pkt->l3_off, sizeof(*ip6)) : NULL;
 	if (ip6) {
@@ -215,13 +216,18 @@ static __always_inline int udp6_readdress(struct __sk_buff *skb, const struct ip
 				       sizeof(to->daddr), 0)) {
 		return -1;
 	}
-	struct udp_ports_len *at =
-		write == NAT_WRITE_DIRECT ? nat_direct_at(skb, pkt->l4_off, sizeof(*at)) : NULL;
+	struct udphdr *at = write == NAT_WRITE_DIRECT ? nat_direct_at(skb, pkt->l4_off, sizeof(*at)) : NULL;
 	if (at) {
-		*at = udp;
+		at->source = udp.source;
+		at->dest = udp.dest;
+		at->len = udp.len;
+		if (udp_len == sizeof(udp))
+			at->check = udp.check;
 		return 0;
 	}
-	return bpf_skb_store_bytes(skb, pkt->l4_off, &udp, sizeof(udp), 0);
+	if (udp_len == sizeof(udp))
+		return bpf_skb_store_bytes(skb, pkt->l4_off, &udp, sizeof(udp), 0);
+	return bpf_skb_store_bytes(skb, pkt->l4_off, &udp, offsetof(struct udphdr, check), 0);
 }
 
 /* Writes msg[0, len) as the UDP payload of a datagram that now ends there. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * Address and port rewriting for TC programs. All checksum work goes through the kernel helpers, which
- * also handle CHECKSUM_PARTIAL skbs from the pod and keep a UDP checksum of 0 ("none") at 0.
+ * Address and port rewriting for TC programs. The TCP/UDP checksum is computed in the program where the
+ * kernel shows the skb's checksum state (l4_check_after), through the kernel's helpers elsewhere; both keep a
+ * CHECKSUM_PARTIAL skb's pseudo-header sum right and a UDP checksum of 0 ("none") at 0.
  */
 #ifndef BPFNET_NAT_H
 #define BPFNET_NAT_H
@@ -31,59 +32,10 @@ enum nat_write {
 	NAT_WRITE_DIRECT,
 };
 
-/*
- * Checksum arithmetic (RFC 1624 eqn. 3) for fields the programs change: the difference a word's change
- * makes to a ones'-complement sum, and a checksum field after such differences. Words are summed as they
- * lie in memory: the ones'-complement sum does not depend on the byte order.
- */
-static __always_inline __u32 csum_word_diff(__u16 from, __u16 to)
+/* Where one side's port lies in the frame: the source port, then the destination port. */
+static __always_inline __u32 nat_port_off(const struct ip_packet *pkt, enum nat_side side)
 {
-	return (__u16)~from + (__u32)to;
-}
-
-/* A 32-bit field's change: its two 16-bit words (the field at an even offset of what the sum covers). */
-static __always_inline __u32 csum_word4_diff(__be32 from, __be32 to)
-{
-	return csum_word_diff((__u16)from, (__u16)to) +
-	       csum_word_diff((__u16)(from >> 16), (__u16)(to >> 16));
-}
-
-/* A 16-bit checksum field after the words it covers changed by diff (a sum of a few of the above). */
-static __always_inline __sum16 csum_add_diff(__sum16 check, __u32 diff)
-{
-	__u64 sum = (__u16)~check + (__u64)diff;
-
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__sum16)~sum;
-}
-
-/* A checksum after a 32-bit word it covers changed (what the kernel's csum_replace4 does). */
-static __always_inline __sum16 csum_replace4_value(__sum16 check, __be32 from, __be32 to)
-{
-	return csum_add_diff(check, csum_word4_diff(from, to));
-}
-
-/* Two 32-bit partial sums added with the end-around carry (still a partial sum of 32 bits). */
-static __always_inline __u32 csum_add32(__u32 a, __u32 b)
-{
-	__u64 sum = (__u64)a + b;
-
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	return (__u32)sum + (__u32)(sum >> 32);
-}
-
-/* The ones'-complement sum of to - from over 16 bytes, as bpf_csum_diff would give it (a 32-bit partial sum).
- */
-static __always_inline __u32 csum_diff16(const struct bpfnet_ip *from, const struct bpfnet_ip *to)
-{
-	__u64 sum = 0;
-
-	for (int i = 0; i < 4; i++)
-		sum += (__u32)~from->w[i] + (__u64)to->w[i];
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	return (__u32)sum;
+	return pkt->l4_off + (side == NAT_SOURCE ? 0 : sizeof(__be16));
 }
 
 /* The bytes of an IPv4 header from its checksum to the destination address, stored in one call. */
@@ -187,7 +139,7 @@ static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct 
 					    enum nat_side side, __be16 old_port, __be16 new_port,
 					    enum nat_write write)
 {
-	__u32 port_off = pkt->l4_off + (side == NAT_SOURCE ? 0 : sizeof(__be16));
+	__u32 port_off = nat_port_off(pkt, side);
 
 	if (old_port == new_port)
 		return 0;
@@ -222,15 +174,18 @@ static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ip_pa
 /*
  * Re-addresses an IPv4 UDP datagram: both addresses and both ports, with the IPv4 header checksum and the
  * UDP checksum, which also takes payload_diff (the csum_word_diff()s of what the caller changes in the
- * payload; the caller writes those bytes itself). Two calls of the kernel's checksum helper in all: one
- * for the addresses, which the pseudo-header carries, one for the rest (a CHECKSUM_PARTIAL skb's field
- * holds the pseudo-header's sum only), as nat_rewrite() would make them one field at a time. The headers
- * are in the linear part (tc_parse_eth). The packet's pointers are invalid afterwards.
+ * payload; the caller writes those bytes itself). The UDP checksum is computed here (l4_check_after), or
+ * where the skb's state asks for them by two calls of the kernel's helper: one for the addresses, which the
+ * pseudo-header carries, one for the rest (a CHECKSUM_PARTIAL skb's field holds the pseudo-header's sum
+ * only). The headers are in the linear part (tc_parse_eth), written in one store (or directly) with the
+ * checksum. The packet's pointers are invalid afterwards.
  */
 static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip_packet *pkt, __be32 saddr,
 					  __be32 daddr, __be16 sport, __be16 dport, __u32 payload_diff,
 					  enum nat_write write)
 {
+	/* Asked first: a call in the middle would keep the header's fields on the stack across it. */
+	const __u32 state = skb_csum_state(skb);
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 	struct iphdr *ip = data + sizeof(struct ethhdr);
@@ -242,33 +197,49 @@ static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip
 	__u32 addr_diff = csum_word4_diff(ip->saddr, saddr) + csum_word4_diff(ip->daddr, daddr);
 	__u32 rest_diff =
 		payload_diff + csum_word_diff(udp->source, sport) + csum_word_diff(udp->dest, dport);
-	struct ipv4_check_addrs h = {
-		.check = csum_add_diff(ip->check, addr_diff), .saddr = saddr, .daddr = daddr};
-	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest_diff, BPF_F_MARK_MANGLED_0) ||
-	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, addr_diff, BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
-		return -1;
-	if (write == NAT_WRITE_DIRECT) {
-		struct ipv4_check_addrs *at = nat_direct_at(
-			skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), sizeof(*at));
-		udp = nat_direct_at(skb, pkt->l4_off, sizeof(*udp));
-		if (!at || !udp)
+	__be16 len = udp->len;
+	__sum16 check;
+	if (l4_check_after(state, IPPROTO_UDP, udp->check, addr_diff, rest_diff, &check)) {
+		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest_diff, BPF_F_MARK_MANGLED_0) ||
+		    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, addr_diff,
+					BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
 			return -1;
-		*at = h;
+		udp = nat_direct_at(skb, pkt->l4_off, sizeof(*udp));
+		if (!udp)
+			return -1;
+		check = udp->check;
+	}
+	/* The IPv4 header's checksum, read where it is now: the helpers above may have moved the packet. */
+	struct ipv4_check_addrs *at =
+		nat_direct_at(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), sizeof(*at));
+	if (!at)
+		return -1;
+	__sum16 ip_check = csum_add_diff(at->check, addr_diff);
+	if (write == NAT_WRITE_DIRECT) {
+		udp = nat_direct_at(skb, pkt->l4_off, sizeof(*udp));
+		if (!udp)
+			return -1;
+		at->check = ip_check;
+		at->saddr = saddr;
+		at->daddr = daddr;
 		udp->source = sport;
 		udp->dest = dport;
+		udp->check = check;
 		return 0;
 	}
-	/* After a header without options the ports follow the addresses: one store for both. */
+	/* After a header without options the UDP header follows the addresses: one store for all. */
 	struct {
 		struct ipv4_check_addrs h;
-		__be16 ports[2];
-	} __attribute__((packed)) fields = {.h = h, .ports = {sport, dport}};
+		struct udphdr udp;
+	} __attribute__((packed))
+	fields = {.h = {.check = ip_check, .saddr = saddr, .daddr = daddr},
+		  .udp = {.source = sport, .dest = dport, .len = len, .check = check}};
 	if (pkt->l4_off == sizeof(struct ethhdr) + sizeof(struct iphdr))
 		return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check),
 					   &fields, sizeof(fields), 0);
-	return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), &h, sizeof(h),
-				   0) ||
-	       bpf_skb_store_bytes(skb, pkt->l4_off, fields.ports, sizeof(fields.ports), 0);
+	return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), &fields.h,
+				   sizeof(fields.h), 0) ||
+	       bpf_skb_store_bytes(skb, pkt->l4_off, &fields.udp, sizeof(fields.udp), 0);
 }
 
 /*
@@ -297,12 +268,58 @@ static __always_inline int nat6_rewrite(struct __sk_buff *skb, const struct ip_p
 	return nat_rewrite_port(skb, pkt, side, old_port, new_port, write);
 }
 
-/* Either family's rewrite, the addresses in their map form. */
+/* nat_rewrite_computed() could not compute the checksum: the helpers' way is taken, nothing was changed. */
+#define NAT_NEEDS_HELPER 1
+
+/*
+ * One side's address and port rewritten in place with the TCP/UDP checksum computed here (l4_check_after)
+ * and the IPv4 header checksum: no helper call. NAT_NEEDS_HELPER, with nothing written, where the skb's
+ * checksum state asks for the helper or a field lies outside the direct reach; -1 when a write failed.
+ */
+static __always_inline int nat_rewrite_computed(struct __sk_buff *skb, const struct ip_packet *pkt,
+						enum nat_side side, const struct bpfnet_ip *old_ip,
+						const struct bpfnet_ip *new_ip, __be16 old_port,
+						__be16 new_port)
+{
+	const int v6 = pkt->ip6 != 0;
+	__u32 port_off = nat_port_off(pkt, side);
+	__sum16 *check_at = nat_direct_at(skb, l4_csum_off(pkt), sizeof(*check_at));
+	__sum16 check;
+
+	if (!check_at || pkt->l3_off != sizeof(struct ethhdr) ||
+	    l4_check_after(skb_csum_state(skb), pkt->proto, *check_at, csum_address_diff(old_ip, new_ip, v6),
+			   csum_word_diff(old_port, new_port), &check))
+		return NAT_NEEDS_HELPER;
+	*check_at = check;
+	__be16 *port_at = nat_direct_at(skb, port_off, sizeof(*port_at));
+	if (!port_at)
+		return -1;
+	*port_at = new_port;
+	if (!v6)
+		return ipv4_set_address(skb, pkt, side, old_ip->w[3], new_ip->w[3], NAT_WRITE_DIRECT);
+	__u32 ip_off = sizeof(struct ethhdr) + (side == NAT_SOURCE ? offsetof(struct ipv6hdr, saddr)
+								   : offsetof(struct ipv6hdr, daddr));
+	struct bpfnet_ip *ip_at = nat_direct_at(skb, ip_off, sizeof(*ip_at));
+	if (!ip_at)
+		return -1;
+	*ip_at = *new_ip;
+	return 0;
+}
+
+/*
+ * Either family's rewrite, the addresses in their map form: with the checksum computed here when the packet
+ * is written directly, else (or where that cannot be) through the kernel's helpers.
+ */
 static __always_inline int nat_rewrite_ip(struct __sk_buff *skb, const struct ip_packet *pkt,
 					  enum nat_side side, const struct bpfnet_ip *old_ip,
 					  const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port,
 					  enum nat_write write)
 {
+	if (write == NAT_WRITE_DIRECT) {
+		int computed = nat_rewrite_computed(skb, pkt, side, old_ip, new_ip, old_port, new_port);
+		if (computed != NAT_NEEDS_HELPER)
+			return computed;
+	}
 	if (pkt->ip6)
 		return nat6_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port, write);
 	return nat_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port, write);
@@ -329,12 +346,16 @@ static __always_inline int rewrite_macs(struct __sk_buff *skb, const __u8 *dst, 
 	return bpf_skb_store_bytes(skb, 0, dst, 6, 0) || bpf_skb_store_bytes(skb, 6, src, 6, 0);
 }
 
-/* The frame's head on its way out to the LAN, from the MACs through the ports, rebuilt before it is stored.
+/*
+ * The frame's head on its way out to the LAN, from the MACs through the TCP or UDP checksum, rebuilt before
+ * it is stored: its length by family and protocol.
  */
-#define LAN_HEAD4_LEN (sizeof(struct ethhdr) + 20 + 2 * sizeof(__be16))
-#define LAN_HEAD6_LEN (sizeof(struct ethhdr) + 40 + 2 * sizeof(__be16))
+#define LAN_HEAD_L3_OFF sizeof(struct ethhdr)
+#define LAN_HEAD_LEN(v6, tcp)                                                                                \
+	(LAN_HEAD_L3_OFF + ((v6) ? 40 : 20) +                                                                \
+	 ((tcp) ? offsetof(struct tcphdr, check) : offsetof(struct udphdr, check)) + sizeof(__sum16))
 struct lan_head {
-	__u64 words[(LAN_HEAD6_LEN + 7) / 8];
+	__u64 words[(LAN_HEAD_LEN(1, 1) + 7) / 8];
 };
 
 BPFNET_SCRATCH_MAP(lan_head_scratch, struct lan_head);
@@ -351,53 +372,82 @@ static __always_inline void lan_head_copy(struct lan_head *head, const void *dat
 		tail[i] = ((const __u16 *)data)[i];
 }
 
+/* The frame's head copied for its family (a constant) and protocol: a fixed length for each copy loop. */
+static __always_inline int lan_head_read(struct __sk_buff *skb, struct lan_head *head, const int v6,
+					 const int tcp)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+
+	if (tcp) {
+		if (data + LAN_HEAD_LEN(v6, 1) > data_end)
+			return -1;
+		lan_head_copy(head, data, LAN_HEAD_LEN(v6, 1));
+		return 0;
+	}
+	if (data + LAN_HEAD_LEN(v6, 0) > data_end)
+		return -1;
+	lan_head_copy(head, data, LAN_HEAD_LEN(v6, 0));
+	return 0;
+}
+
 /*
  * The way out of the pod to a LAN host (tc_pod_ingress): the source address and port from -> to, and both
  * MACs (macs: the host's, then room for the NIC's). A store per field would cost a helper call each (the
- * MACs, the IPv4 header's checksum and addresses, the port): the frame's head, from the MACs through the
- * ports, is rebuilt in a per-CPU copy and stored in one call. The L4 checksum goes through the helper
- * first, as nat_rewrite_ip() makes it (the address, then a translated port); the IPv4 header checksum is
- * computed here. A frame with another head (IPv4 options) gets a store per field. The packet's pointers are
- * invalid afterwards. Returns 0, or -1 when a helper refused.
+ * MACs, the IPv4 header's checksum and addresses, the port, the TCP/UDP checksum): the frame's head, from
+ * the MACs through the TCP/UDP checksum, is rebuilt in a per-CPU copy and stored in one call. The TCP/UDP
+ * checksum is computed with the rest (l4_check_after), or where the skb's state asks for them the kernel's
+ * helpers update it in the packet first and the copy takes it from there; the IPv4 header checksum is
+ * computed here. A frame with another head (IPv4 options, the ports or checksum outside the linear part)
+ * gets a store per field. The packet's pointers are invalid afterwards. Returns 0, or -1 when a helper
+ * refused.
  */
 static __always_inline int snat_to_lan(struct __sk_buff *skb, const struct ip_packet *pkt,
 				       const struct bpfnet_ip *from, const struct bpfnet_ip *to,
 				       __be16 from_port, __be16 to_port, __u8 *macs, const __u8 *nic_mac,
 				       const int v6)
 {
-	const __u32 len = v6 ? LAN_HEAD6_LEN : LAN_HEAD4_LEN;
+	const int tcp = pkt->proto == IPPROTO_TCP;
+	const __u32 len = tcp ? LAN_HEAD_LEN(v6, 1) : LAN_HEAD_LEN(v6, 0);
+	const __u32 ports_off = LAN_HEAD_L3_OFF + (v6 ? 40 : 20);
 	struct lan_head *head = scratch_entry(&lan_head_scratch);
 	struct bpfnet_ip new_ip = *to; /* on the stack: the helpers below may move the packet */
 
 	mac_copy(macs + ETH_ALEN, nic_mac);
-	if (!head || pkt->l3_off != sizeof(struct ethhdr) || pkt->l4_off + 2 * sizeof(__be16) != len)
+	if (!head || pkt->l3_off != LAN_HEAD_L3_OFF || pkt->l4_off != ports_off ||
+	    lan_head_read(skb, head, v6, tcp))
 		return nat_rewrite_ip(skb, pkt, NAT_SOURCE, from, &new_ip, from_port, to_port,
 				      NAT_WRITE_STORE) ||
 		       bpf_skb_store_bytes(skb, 0, macs, 2 * ETH_ALEN, 0);
-	if (l4_csum_address(skb, pkt, from, &new_ip) || l4_csum_port(skb, pkt, from_port, to_port))
-		return -1;
 
-	void *data = (void *)(long)skb->data;
-	void *data_end = (void *)(long)skb->data_end;
-	if (data + len > data_end)
-		return -1; /* never: the ports were read there, and a checksum update keeps the length */
-	lan_head_copy(head, data, len);
 	__u8 *bytes = (__u8 *)head->words;
+	__sum16 check;
+	__builtin_memcpy(&check, bytes + len - sizeof(check), sizeof(check));
+	if (!l4_check_after(skb_csum_state(skb), pkt->proto, check, csum_address_diff(from, &new_ip, v6),
+			    csum_word_diff(from_port, to_port), &check)) {
+		__builtin_memcpy(bytes + len - sizeof(check), &check, sizeof(check));
+	} else {
+		if (l4_csum_address(skb, pkt, from, &new_ip) || l4_csum_port(skb, pkt, from_port, to_port) ||
+		    lan_head_read(skb, head, v6, tcp))
+			return -1;
+	}
 	__builtin_memcpy(bytes, macs, 2 * ETH_ALEN);
 	if (v6) {
-		__builtin_memcpy(bytes + sizeof(struct ethhdr) + offsetof(struct ipv6hdr, saddr), &new_ip,
+		__builtin_memcpy(bytes + LAN_HEAD_L3_OFF + offsetof(struct ipv6hdr, saddr), &new_ip,
 				 sizeof(new_ip));
 	} else {
 		struct ipv4_check_addrs *h =
-			(void *)(bytes + sizeof(struct ethhdr) + offsetof(struct iphdr, check));
-		__sum16 check;
-		__builtin_memcpy(&check, &h->check, sizeof(check));
-		check = csum_replace4_value(check, from->w[3], new_ip.w[3]); /* as ipv4_set_address() */
-		__builtin_memcpy(&h->check, &check, sizeof(check));
+			(void *)(bytes + LAN_HEAD_L3_OFF + offsetof(struct iphdr, check));
+		__sum16 ip_check;
+		__builtin_memcpy(&ip_check, &h->check, sizeof(ip_check));
+		ip_check = csum_replace4_value(ip_check, from->w[3], new_ip.w[3]); /* as ipv4_set_address() */
+		__builtin_memcpy(&h->check, &ip_check, sizeof(ip_check));
 		__builtin_memcpy(&h->saddr, &new_ip.w[3], sizeof(new_ip.w[3]));
 	}
-	__builtin_memcpy(bytes + len - 2 * sizeof(__be16), &to_port, sizeof(to_port));
-	return bpf_skb_store_bytes(skb, 0, bytes, len, 0) ? -1 : 0;
+	__builtin_memcpy(bytes + ports_off, &to_port, sizeof(to_port));
+	if (tcp)
+		return bpf_skb_store_bytes(skb, 0, bytes, LAN_HEAD_LEN(v6, 1), 0) ? -1 : 0;
+	return bpf_skb_store_bytes(skb, 0, bytes, LAN_HEAD_LEN(v6, 0), 0) ? -1 : 0;
 }
 
 #endif /* BPFNET_NAT_H */

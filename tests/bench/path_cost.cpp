@@ -17,9 +17,11 @@
 //   bench_path_cost [--scale] [--baseline OBJ] [--rounds R] [--runs N] [--json FILE]
 //                   (defaults 20, 1000; FILE: tests/bench/report.py)
 #include "bpfnet.skel.h"
+#include "core/kernel_probe.hpp"
 #include "floor.skel.h"
 #include "reference_nat.skel.h"
 #include "tests/bench/tables.hpp"
+#include "tests/bpf/object_constants.hpp"
 #include "tests/bpf/packet.hpp"
 #include "tests/bpf/packet6.hpp"
 #include "tests/bpf/world.hpp"
@@ -43,6 +45,19 @@ namespace {
 using namespace bpfnet;
 using namespace bpfnet::test;
 using namespace bpfnet::test::world;
+
+// bpfnet's object as the loader loads it on this kernel (its load-time constants from the kernel probe).
+bpfnet_bpf *load_as_the_loader_does() {
+    bpfnet_bpf *skel = bpfnet_bpf__open();
+    if (!skel)
+        return nullptr;
+    skel->rodata->kernel_reads_skb_csum = probe_skb_csum_state();
+    if (bpfnet_bpf__load(skel) != 0) {
+        bpfnet_bpf__destroy(skel);
+        return nullptr;
+    }
+    return skel;
+}
 
 struct Path {
     std::string name;
@@ -223,7 +238,7 @@ nlohmann::ordered_json scale_tables(int rounds, int runs) {
     std::vector<Copy> copies;
     std::string held = "Entries held (flows / neighbours):";
     for (const auto &[count, name] : sizes) {
-        bpfnet_bpf *skel = bpfnet_bpf__open_and_load();
+        bpfnet_bpf *skel = load_as_the_loader_does();
         if (!skel) {
             std::fprintf(stderr, "cannot load the BPF object (root needed): %s\n", std::strerror(errno));
             std::exit(1);
@@ -472,7 +487,7 @@ int main(int argc, char **argv) {
                                      << "\n";
         return 0;
     }
-    bpfnet_bpf *skel = bpfnet_bpf__open_and_load();
+    bpfnet_bpf *skel = load_as_the_loader_does();
     floor_bpf *floor = floor_bpf__open_and_load();
     reference_nat_bpf *reference = reference_nat_bpf__open_and_load();
     if (!skel || !floor || !reference || !reference_dnat_fill(*reference)) {
@@ -501,6 +516,8 @@ int main(int argc, char **argv) {
         baseline = bpf_object__open_file(baseline_path.c_str(), nullptr);
         const bool legacy_iface = baseline && widen_legacy_iface(baseline);
         if (baseline) {
+            // A baseline with the constant runs as the loader would run it here too.
+            set_byte_constant(baseline, "kernel_reads_skb_csum", skel->rodata->kernel_reads_skb_csum);
             widen_iface_without_marks(baseline);
             widen_legacy_services(baseline);
         }

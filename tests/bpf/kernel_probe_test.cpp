@@ -33,5 +33,12 @@ TEST(KernelProbe, RedirectPeerMatchesTheKernelRelease) {
     EXPECT_EQ(probe_kernel().redirect_peer, version >= 510);
 }
 
+// bpf_cast_to_kern_ctx, which the programs' read of the skb's checksum state needs, came with 6.2.
+TEST(KernelProbe, SkbChecksumStateMatchesTheKernelRelease) {
+    const int version = kernel_version();
+    ASSERT_NE(version, 0);
+    EXPECT_EQ(probe_kernel().skb_csum_state, version >= 602);
+}
+
 } // namespace
 } // namespace bpfnet

@@ -113,8 +113,9 @@ std::vector<Row> rows() {
 
         // Frames from peers with checksum offload (veth, virtio): the L4 checksum field holds only the
         // pseudo-header sum, as native XDP sees it. XDP never judges an L4 checksum; it steers by ports.
-        // (TC rewrites through the kernel's helpers, which follow the skb's checksum state; test-run's skbs
-        // are never CHECKSUM_PARTIAL, so the e2e suites, on default offloads, carry that part.)
+        // (TC computes the rewritten checksum from the skb's checksum state, or has the kernel's helpers do
+        // it; test-run's skbs are never CHECKSUM_PARTIAL, so e2e_steering's case checksums, on default
+        // offloads, judges that part.)
         {"xdp: TCP with a partial checksum to a listed port: passed on to tc untouched",
          Program::XdpNic,
          from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}).partial_checksum()),

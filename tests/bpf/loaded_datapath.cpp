@@ -1,16 +1,19 @@
 #include "loaded_datapath.hpp"
 
 #include "bpfnet.skel.h"
+#include "core/kernel_probe.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bpfnet::test {
@@ -91,12 +94,26 @@ Loaded &loaded() {
 
 } // namespace
 
+bool computes_l4_checksums() {
+    static const bool computes = [] {
+        const char *wanted = std::getenv("BPFNET_TEST_L4_CHECKSUMS");
+        return !(wanted && std::string_view(wanted) == "helper") && probe_skb_csum_state();
+    }();
+    return computes;
+}
+
 bpfnet_bpf *loaded_datapath() {
     Loaded &l = loaded();
     if (!l.skel) {
-        l.skel.reset(bpfnet_bpf__open_and_load());
-        if (l.skel)
-            l.arrays = snapshot_arrays(l.skel->obj);
+        l.skel.reset(bpfnet_bpf__open());
+        if (!l.skel)
+            return nullptr;
+        l.skel->rodata->kernel_reads_skb_csum = computes_l4_checksums();
+        if (bpfnet_bpf__load(l.skel.get()) != 0) {
+            l.skel.reset();
+            return nullptr;
+        }
+        l.arrays = snapshot_arrays(l.skel->obj);
     }
     return l.skel.get();
 }

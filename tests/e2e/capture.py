@@ -16,6 +16,12 @@ usage: capture.py record IFACE OUTFILE [--needle IP]...
                      DATA, ACK, ERROR, OACK), block (DATA, ACK), file (RRQ, WRQ), n (DATA bytes)
              hits    the --needle addresses whose 4 raw bytes occur anywhere in the frame (headers,
                      BOOTP fields, options, payload)
+             l4csum  for TCP and UDP over IPv4 or IPv6 (ip_src/ip_dst, proto and ports also for IPv6): the
+                     checksum field judged as the kernel handed the frame over: "ok" (the whole checksum,
+                     right), "partial" (CHECKSUM_PARTIAL, PACKET_AUXDATA's TP_STATUS_CSUMNOTREADY: the
+                     field holds the pseudo-header's sum, right), "none" (UDP over IPv4 without one), or
+                     "bad" / "partial-bad"
+             csum_want  with a bad one, what the field should hold
            Prints "listening" once the socket is bound, runs until SIGTERM or SIGINT, then appends
            {"stats": {"packets": N, "drops": D}} (the kernel's PACKET_STATISTICS) and exits 0.
        capture.py dhcp-check FILE --server IP --mac MAC [--need TYPE,...] [--after T]
@@ -32,6 +38,11 @@ usage: capture.py record IFACE OUTFILE [--needle IP]...
            "ports=P1,P2,... data=N bytes=B", sorted.
        capture.py hits FILE [--after T]
            Prints the number of frames with a needle hit, and the first few of them.
+       capture.py checksums FILE [--after T] [--min N]
+           Checks that every TCP and UDP frame the interface received (not those it sent) carries a right
+           checksum (l4csum ok, partial or none): a frame rewritten on its way with a wrong one is named.
+           Fails with fewer than N such frames (default 1).
+           Prints "ok=N partial=M none=K".
        capture.py lease-times FILE [--after T]
            For each complete transaction (xid: an outgoing DISCOVER and REQUEST, an incoming OFFER and
            ACK), one line "XID DISCOVER->OFFER REQUEST->ACK DISCOVER->ACK" in seconds, from the first
@@ -54,6 +65,9 @@ ETH_P_IP = 0x0800
 SOL_PACKET = 263
 PACKET_STATISTICS = 6
 SO_RCVBUFFORCE = 33
+ETH_P_IPV6 = 0x86DD
+PACKET_AUXDATA = 8
+TP_STATUS_CSUMNOTREADY = 1 << 3
 SO_TIMESTAMPNS = 35  # asm-generic/socket.h (SO_TIMESTAMPNS_OLD); its control message has the same type
 PKTTYPES = {0: "in", 1: "bcast", 2: "mcast", 3: "other", 4: "out"}
 DHCP_TYPES = {1: "DISCOVER", 2: "OFFER", 3: "REQUEST", 4: "DECLINE", 5: "ACK", 6: "NAK", 7: "RELEASE",
@@ -127,7 +141,60 @@ def decode_tftp(payload):
     return t
 
 
-def decode(frame, pkttype, needles, stamp):
+def ones_sum(data, start=0):
+    """The 16-bit ones'-complement sum of data (padded to even length) added to start, folded."""
+    if len(data) % 2:
+        data += b"\0"
+    total = start + sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def same_ones(a, b):
+    """Equal as ones'-complement numbers (0x0000 and 0xffff are both zero)."""
+    return a == b or {a, b} == {0, 0xFFFF}
+
+
+def judge_l4_checksum(pseudo, segment, proto, check_off, partial):
+    """l4csum and, when wrong, what the field should hold (see the usage above)."""
+    field = struct.unpack("!H", segment[check_off:check_off + 2])[0]
+    pseudo_sum = ones_sum(pseudo + struct.pack("!HH", proto, len(segment)))
+    if partial:
+        return ("partial", None) if same_ones(field, pseudo_sum) else ("partial-bad", pseudo_sum)
+    if proto == socket.IPPROTO_UDP and field == 0 and len(pseudo) == 8:
+        return "none", None
+    zeroed = segment[:check_off] + b"\0\0" + segment[check_off + 2:]
+    want = ~ones_sum(zeroed, pseudo_sum) & 0xFFFF
+    if proto == socket.IPPROTO_UDP and want == 0:
+        want = 0xFFFF
+    return ("ok", None) if same_ones(field, want) else ("bad", want)
+
+
+def decode_l4_checksum(rec, pseudo, segment, proto, partial):
+    check_off = {socket.IPPROTO_TCP: 16, socket.IPPROTO_UDP: 6}.get(proto)
+    if check_off is None or len(segment) < check_off + 2:
+        return
+    rec["l4csum"], want = judge_l4_checksum(pseudo, segment, proto, check_off, partial)
+    if want is not None:
+        rec["csum_want"] = "%04x" % want
+
+
+def decode_ipv6(rec, frame, partial):
+    ip6 = frame[14:]
+    if len(ip6) < 40:
+        return
+    proto = ip6[6]
+    rec["ip_src"] = socket.inet_ntop(socket.AF_INET6, ip6[8:24])
+    rec["ip_dst"] = socket.inet_ntop(socket.AF_INET6, ip6[24:40])
+    rec["proto"] = proto
+    segment = ip6[40:40 + struct.unpack("!H", ip6[4:6])[0]]
+    if proto in (socket.IPPROTO_TCP, socket.IPPROTO_UDP) and len(segment) >= 8:
+        rec["sport"], rec["dport"] = struct.unpack("!HH", segment[:4])
+        decode_l4_checksum(rec, ip6[8:40], segment, proto, partial)
+
+
+def decode(frame, pkttype, needles, stamp, partial=False):
     rec = {"t": stamp, "dir": PKTTYPES.get(pkttype, str(pkttype)), "len": len(frame)}
     if len(frame) < 14:
         return rec
@@ -137,11 +204,19 @@ def decode(frame, pkttype, needles, stamp):
     hits = [text for text, raw in needles if raw in frame]
     if hits:
         rec["hits"] = hits
+    if etype == ETH_P_IPV6:
+        decode_ipv6(rec, frame, partial)
+        return rec
     if etype != ETH_P_IP or len(frame) < 34:
         return rec
     ip = frame[14:]
     ihl = (ip[0] & 0x0F) * 4
     rec["ip_src"], rec["ip_dst"], rec["proto"] = ip_text(ip[12:16]), ip_text(ip[16:20]), ip[9]
+    fragment = struct.unpack("!H", ip[6:8])[0] & 0x3FFF
+    if not fragment:
+        decode_l4_checksum(rec, ip[12:20], ip[ihl:struct.unpack("!H", ip[2:4])[0]], ip[9], partial)
+    if ip[9] == socket.IPPROTO_TCP and len(ip) >= ihl + 4:
+        rec["sport"], rec["dport"] = struct.unpack("!HH", ip[ihl:ihl + 4])
     if ip[9] != socket.IPPROTO_UDP or len(ip) < ihl + 8:
         return rec
     sport, dport, ulen = struct.unpack("!HHH", ip[ihl:ihl + 6])
@@ -166,6 +241,8 @@ def record(args):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 << 20)
     # The kernel's receive time stamp, not the time this loop got around to the frame.
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    # Whether the kernel hands a frame over with its checksum still to be completed (CHECKSUM_PARTIAL).
+    sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
     sock.bind((args.iface, ETH_P_ALL))
     stop = []
 
@@ -180,18 +257,21 @@ def record(args):
     packets = 0
     while not stop:
         try:
-            frame, ancillary, _flags, addr = sock.recvmsg(65535, 64)
+            frame, ancillary, _flags, addr = sock.recvmsg(1 << 18, 128)
         except socket.timeout:
             continue
         except InterruptedError:
             continue
         packets += 1
         stamp = time.time()
+        partial = False
         for level, kind, data in ancillary:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
                 sec, nsec = struct.unpack("qq", data[:16])
                 stamp = sec + nsec / 1e9
-        out.write(json.dumps(decode(frame, addr[2], needles, stamp)) + "\n")
+            elif level == SOL_PACKET and kind == PACKET_AUXDATA and len(data) >= 4:
+                partial = bool(struct.unpack("I", data[:4])[0] & TP_STATUS_CSUMNOTREADY)
+        out.write(json.dumps(decode(frame, addr[2], needles, stamp, partial)) + "\n")
     raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
     _, drops = struct.unpack("II", raw)
     out.write(json.dumps({"stats": {"packets": packets, "drops": drops}}) + "\n")
@@ -334,6 +414,23 @@ def lease_times(args):
     return 0
 
 
+def checksums(args):
+    records = [r for r in load(args.file, args.after) if "l4csum" in r and r.get("dir") != "out"]
+    kinds = {}
+    for r in records:
+        kinds[r["l4csum"]] = kinds.get(r["l4csum"], 0) + 1
+    bad = [r for r in records if r["l4csum"] in ("bad", "partial-bad")]
+    summary = "ok=%d partial=%d none=%d" % (kinds.get("ok", 0), kinds.get("partial", 0), kinds.get("none", 0))
+    if bad:
+        return fail("%d of %d TCP/UDP frames with a wrong checksum (%s), first: %s" % (
+            len(bad), len(records), summary,
+            "; ".join("%s %s (field wanted %s)" % (describe(r), r["l4csum"], r["csum_want"]) for r in bad[:3])))
+    if len(records) < args.min:
+        return fail("%d TCP/UDP frames captured, want at least %d" % (len(records), args.min))
+    print(summary)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -343,7 +440,7 @@ def main():
     p.add_argument("--needle", action="append", default=[])
     p.set_defaults(fn=record)
     for name, fn in (("dhcp-check", dhcp_check), ("renew-check", renew_check), ("tftp-ports", tftp_ports),
-                     ("hits", hits), ("lease-times", lease_times)):
+                     ("hits", hits), ("lease-times", lease_times), ("checksums", checksums)):
         p = sub.add_parser(name)
         p.add_argument("file")
         p.add_argument("--after", type=float, default=0.0)
@@ -353,6 +450,8 @@ def main():
             p.add_argument("--mac", required=True)
         if name == "dhcp-check":
             p.add_argument("--need", default="")
+        if name == "checksums":
+            p.add_argument("--min", type=int, default=1)
         if name == "renew-check":
             p.add_argument("--client", required=True)
             p.add_argument("--broadcast", action="store_true")

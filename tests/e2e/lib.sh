@@ -316,6 +316,61 @@ pid_gone() {
 
 pid_alive() { ! pid_gone "$1"; }
 
+# The TCP/UDP checksums of frames the datapath rewrote. A receiver behind a veth trusts a CHECKSUM_PARTIAL
+# skb's checksum without looking, so no transfer between namespaces notices a wrong one, while a NIC, a tap
+# or a host's firmware completes it wrong and drops the frame: capture.py judges every frame as the kernel
+# hands it over. checksum_watch_start NS... records each namespace's eth0; checksum_watch_check MIN FAILED
+# NS... (the same namespaces) stops the recordings and, unless FAILED names transfers that failed meanwhile,
+# checks what each namespace received (at least MIN TCP/UDP frames each), leaving E2E_REASON or
+# CHECKSUM_VERDICT ("NS: ok=N partial=M none=K; ...").
+CHECKSUM_WATCH_PIDS=()
+checksum_watch_file() { echo "$LOGS/checksums-$1.jsonl"; }
+checksum_watch_listening() { grep -q listening "$(checksum_watch_file "$1").out" 2>/dev/null; }
+
+checksum_watch_start() {
+    local ns file
+    CHECKSUM_WATCH_PIDS=()
+    for ns in "$@"; do
+        file=$(checksum_watch_file "$ns")
+        bg_in_ns "$ns" "$file.out" python3 "$E2E_DIR/capture.py" record eth0 "$file"
+        CHECKSUM_WATCH_PIDS+=("$BG_PID")
+    done
+    for ns in "$@"; do
+        if ! wait_for 5 checksum_watch_listening "$ns"; then
+            E2E_REASON="capture in $ns did not start: $(head -c 300 "$(checksum_watch_file "$ns").out")"
+            checksum_watch_stop
+            return 1
+        fi
+    done
+}
+
+checksum_watch_stop() {
+    local pid
+    sleep 0.3 # the last frames into the recordings
+    for pid in "${CHECKSUM_WATCH_PIDS[@]}"; do
+        stop_pid "$pid"
+    done
+    CHECKSUM_WATCH_PIDS=()
+}
+
+checksum_watch_check() {
+    local min=$1 failed=$2 ns verdict
+    shift 2
+    checksum_watch_stop
+    if [ -n "$failed" ]; then
+        E2E_REASON="transfers failed:$failed"
+        return 1
+    fi
+    CHECKSUM_VERDICT=""
+    for ns in "$@"; do
+        if ! verdict=$(python3 "$E2E_DIR/capture.py" checksums "$(checksum_watch_file "$ns")" --min "$min"); then
+            E2E_REASON="received in $ns: $verdict"
+            return 1
+        fi
+        CHECKSUM_VERDICT+="${CHECKSUM_VERDICT:+; }$ns: $verdict"
+    done
+}
+
 # ---------------------------------------------------------------------------------------------------
 # Topology
 

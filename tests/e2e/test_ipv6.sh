@@ -23,6 +23,7 @@ e2e_fixture servers start_servers topology
 e2e_fixture loader start_dual_loader servers
 e2e_case host_to_pod case_host_to_pod "host -> service IPv6 address -> pod (NDP answered by the datapath, NAT66, client kept)" loader
 e2e_case pod_to_host case_pod_to_host "pod -> host over IPv6 as the service address (miss resolved by the loader's solicitation)" loader
+e2e_case checksums case_checksums "every TCP segment NAT66 rewrote either way carries a right checksum, complete or partial (captured in the pod and on the host)" loader
 e2e_case unlisted_dropped case_unlisted_dropped "unlisted port of the service IPv6 address dropped" loader
 e2e_case solicited_node_group case_solicited_node_group "the NIC is in the service address's solicited-node group, and status says so" loader
 e2e_case source_ranges case_source_ranges "sourceRanges of both families: each service address takes the ranges of its family" loader
@@ -133,6 +134,16 @@ case_host_to_pod() {
 # b. The pod calls the host's agent. The host's entry is removed from the datapath's neighbour table first
 # (case a's packets taught it), so the first packet misses and the loader solicits the host from the service
 # address; the connection then goes through as the service address.
+# The TCP checksums of what NAT66 rewrote, both ways (lib.sh, checksum_watch_start).
+case_checksums() {
+    checksum_watch_start "$E2E_POD" "$E2E_HOST" || return 1
+    local failed=""
+    host curl -s -6 --max-time 5 -o /dev/null "http://[$SERVICE6]/" || failed+=" host-to-pod"
+    pod curl -s -6 --max-time 10 -o /dev/null "http://[$HOST6]:$HOST_AGENT_PORT/" || failed+=" pod-to-host"
+    checksum_watch_check 8 "$failed" "$E2E_POD" "$E2E_HOST" || return 1
+    log "TCP checksums right: $CHECKSUM_VERDICT"
+}
+
 case_pod_to_host() {
     local misses_before body key
     read -ra key <<<"$(map_key "$HOST6")"

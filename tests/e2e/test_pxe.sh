@@ -40,6 +40,7 @@ e2e_case renew_broadcast case_renew_broadcast "c2. broadcast renewal with ciaddr
 e2e_case tftp_default case_tftp_default "d1. tftp through the service IP, new ephemeral server port per transfer" capture
 e2e_case tftp_range case_tftp_range "d2. tftp through the service IP, --tftp-port-range" capture
 e2e_case tftp_single case_tftp_single "d3. tftp through the service IP, --tftp-single-port" capture
+e2e_case checksums case_checksums "d4. every relayed DHCP reply and TFTP datagram the host received carries a right UDP checksum, complete or partial" case:tftp_default
 e2e_case bad_input case_bad_input "g. bad DHCP and unknown-flow TFTP input is dropped, counted, never reaches the pod" capture
 e2e_case kea_offer case_kea_offer "e1. Kea names the pod: the OFFER's server identifier is rewritten to the service IP" capture
 e2e_case kea_lease case_kea_lease "e2. Kea names the pod: the host gets a lease (the relay restores Kea's identifier in the REQUEST)" case:kea_offer
@@ -378,6 +379,18 @@ tftp_case() {
 case_tftp_default() { tftp_case default; }
 case_tftp_range() { tftp_case range; }
 case_tftp_single() { tftp_case single; }
+
+# d4. The relay's replies and the TFTP data came out of the pod as CHECKSUM_PARTIAL skbs (the pod's veth
+# offloads) and were rewritten on their way: their UDP checksums, as the host's capture saw them, must be
+# right (a veth receiver would not check; a NIC, a tap or a host's firmware would drop a wrong one).
+case_checksums() {
+    local verdict
+    if ! verdict=$(python3 "$CAPTURE_PY" checksums "$LAN_CAPTURE" --min 100); then
+        E2E_REASON="on the host: $verdict"
+        return 1
+    fi
+    log "UDP checksums of what the host received: $verdict"
+}
 
 # g. Bad input through the real path, from the host: a DHCP broadcast whose BOOTP header is cut short, a
 # DISCOVER with hops 17 (above maxHops 4), a UDP packet to a service IP port with no recorded flow (a TFTP

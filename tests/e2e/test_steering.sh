@@ -25,6 +25,7 @@ e2e_case arp_every_host case_arp_every_host "every host on the LAN bridge gets A
 e2e_case http case_http "http to service IP:80 reaches pod:8080 with client address kept" loader
 e2e_case iperf case_iperf "iperf3 host->pod and pod->host through service IP:5201" loader
 e2e_case pod_to_host case_pod_to_host "pod connects to host agent as the service IP (neighbour miss path)" loader
+e2e_case checksums case_checksums "every TCP segment rewritten either way carries a right checksum, complete or partial (captured in the pod and on the host)" loader
 e2e_case unlisted_port case_unlisted_port "unlisted port is dropped silently and counted" loader
 e2e_case restart case_restart "loader restart keeps a running transfer and adopts the programs" loader
 e2e_case upgrade_flow_ports case_upgrade_flow_ports "upgrade from a build without flow_ports: the host's late answer to the pod's call gets in" loader
@@ -228,6 +229,23 @@ case_pod_to_host() {
         E2E_REASON="the loader did not log the neighbour miss it resolved"
         return 1
     fi
+}
+
+# c2. Every TCP segment the datapath rewrote, either way, carries a right checksum: the whole checksum, or (a
+# CHECKSUM_PARTIAL skb: the default offloads of every veth here) the pseudo-header's sum that the device
+# completes (lib.sh, checksum_watch_start).
+case_checksums() {
+    checksum_watch_start "$E2E_POD" "$E2E_HOST" || return 1
+    # Host -> pod and back on a listed port, a bulk transfer each way, and the pod's own call to the host.
+    local failed=""
+    host curl -sS --max-time 5 -o /dev/null "http://$E2E_SERVICE_IP/" || failed+=" http"
+    host iperf3 --client "$E2E_SERVICE_IP" --port "$IPERF_PORT" --bytes 2M --connect-timeout 3000 >/dev/null 2>&1 ||
+        failed+=" iperf3"
+    host iperf3 --client "$E2E_SERVICE_IP" --port "$IPERF_PORT" --bytes 2M --connect-timeout 3000 --reverse \
+        >/dev/null 2>&1 || failed+=" iperf3-reverse"
+    pod curl -sS --max-time 5 -o /dev/null "http://$E2E_HOST_IP:$HOST_AGENT_PORT/" || failed+=" pod-to-host"
+    checksum_watch_check 20 "$failed" "$E2E_POD" "$E2E_HOST" || return 1
+    log "TCP/UDP checksums right: $CHECKSUM_VERDICT"
 }
 
 # d. An unlisted port on the service IP: silence (no RST, no answer), and drop_not_allowed counts it.

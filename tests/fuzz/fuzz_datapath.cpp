@@ -10,10 +10,12 @@
 //   bpfnet-fuzz --object mutant.bpf.o       another build of the datapath (tests/fuzz/mutants.py)
 //
 // Exit status: 0 when every frame matched, 1 on any violation, 2 when the run itself failed.
+#include "core/kernel_probe.hpp"
 #include "frame_generator.hpp"
 #include "ipv6_frames.hpp"
 #include "maps/datapath_maps.hpp"
 #include "maps/layout.hpp"
+#include "object_constants.hpp"
 #include "reference_model.hpp"
 
 #include <CLI/CLI.hpp>
@@ -27,10 +29,12 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string_view>
 
 namespace bpfnet::fuzz {
 namespace {
@@ -92,6 +96,7 @@ struct Datapath {
     std::unique_ptr<ring_buffer, void (*)(ring_buffer *)> trace{nullptr, ring_buffer__free};
     std::vector<bpfnet_event> received_events;
     std::vector<bpfnet_trace> received_traces;
+    const char *l4_checksums = "";
 };
 
 int quiet_libbpf(enum libbpf_print_level level, const char *format, va_list args) {
@@ -103,6 +108,12 @@ void open_datapath(Datapath &d, const std::string &path) {
     d.obj.reset(bpf_object__open_file(path.c_str(), nullptr));
     if (!d.obj)
         throw std::runtime_error("bpf_object__open_file " + path + ": " + std::strerror(errno));
+    // As the loader loads it on this kernel, or with the kernel's checksum helpers when asked (the way the
+    // programs run before 6.2).
+    const char *wanted = std::getenv("BPFNET_TEST_L4_CHECKSUMS");
+    const bool computes = !(wanted && std::string_view(wanted) == "helper") && probe_skb_csum_state();
+    test::set_byte_constant(d.obj.get(), "kernel_reads_skb_csum", computes ? 1 : 0);
+    d.l4_checksums = computes ? "computed by the programs" : "kernel helpers";
     if (bpf_object__load(d.obj.get()) != 0)
         throw std::runtime_error("bpf_object__load " + path + ": " + std::strerror(errno));
     const char *names[] = {BPFNET_PROG_XDP_NIC, BPFNET_PROG_TC_NIC, BPFNET_PROG_TC_POD};
@@ -634,9 +645,9 @@ private:
     void resync(const ModelState &kernel) { model_ = ReferenceModel(model_.config(), kernel); }
 
     void report(double seconds, uint64_t batches) {
-        std::printf("bpfnet-fuzz: seed %llu, %llu batches of %llu frames, object %s\n",
+        std::printf("bpfnet-fuzz: seed %llu, %llu batches of %llu frames, object %s, TCP/UDP checksums %s\n",
                     static_cast<unsigned long long>(opt_.seed), static_cast<unsigned long long>(batches),
-                    static_cast<unsigned long long>(opt_.batch), opt_.object.c_str());
+                    static_cast<unsigned long long>(opt_.batch), opt_.object.c_str(), d_.l4_checksums);
         uint64_t all = 0;
         for (size_t p = 0; p < 3; p++) {
             all += frames_[p];

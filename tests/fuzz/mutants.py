@@ -7,13 +7,18 @@ report violations for it; a mutant that survives fails this test.
 usage: mutants.py --fuzz BIN --source DIR --clang CLANG --include DIR [--frames N] [--seed S] [--only NAME]
 """
 import argparse
+import os
 import pathlib
 import shutil
 import subprocess
 import sys
 import tempfile
 
-# (name, file under bpf/, the original text, the mutant's text). Each original must occur exactly once.
+# The fuzzer runs the mutant with the kernel's checksum helpers (BPFNET_TEST_L4_CHECKSUMS=helper).
+HELPER = "helper"
+
+# (name, file under bpf/, the original text, the mutant's text[, HELPER]). Each original must occur exactly
+# once.
 MUTANTS = [
     ("bounds: IPv4 total length not checked against the frame", "lib/parse.h",
      "ip_len < ihl_bytes || ip_len > frame_ip_bytes)",
@@ -28,22 +33,31 @@ MUTANTS = [
      "if (pos >= w->end || pos >= DHCP_SCAN) {",
      "if (pos >= DHCP_SCAN) {"),
     ("swapped port: the DNAT writes the source port", "lib/nat.h",
-     "__u32 port_off = pkt->l4_off + (side == NAT_SOURCE ? 0 : sizeof(__be16));",
-     "__u32 port_off = pkt->l4_off + (side == NAT_SOURCE ? sizeof(__be16) : 0);"),
+     "return pkt->l4_off + (side == NAT_SOURCE ? 0 : sizeof(__be16));",
+     "return pkt->l4_off + (side == NAT_SOURCE ? sizeof(__be16) : 0);"),
     ("swapped port: flows recorded with the ports the wrong way round", "bpfnet.bpf.c",
      "struct bpfnet_flow_key key = flow_key(host, pkt->dport, service_ip, pkt->sport, pkt->proto);",
      "struct bpfnet_flow_key key = flow_key(host, pkt->sport, service_ip, pkt->dport, pkt->proto);"),
     ("steering: a flow's port not marked, so the answers to a listed port miss the flow", "bpfnet.bpf.c",
      "\tmark_flow_port(pkt->sport);\n",
      ""),
-    # (Dropping BPF_F_PSEUDO_HDR would not be seen: it matters only for CHECKSUM_PARTIAL skbs, which a test
-    # run cannot make; the end-to-end suites run with partial checksums.)
-    ("checksum: the IPv4 header checksum not updated when an address changes", "lib/nat.h",
+    # (A CHECKSUM_PARTIAL skb's checksum, which the programs compute differently and pass BPF_F_PSEUDO_HDR
+    # for, would not be seen: a test run cannot make such an skb; e2e_steering's case checksums judges them.)
+    # The TCP/UDP checksum is computed by the programs on this kernel (kernel_reads_skb_csum); the mutants
+    # marked HELPER break the kernel-helper way instead, which the fuzzer is then made to take (the way the
+    # programs run on kernels before 6.2).
+    ("checksum: the IPv4 header checksum not updated when an address changes", "lib/csum.h",
      "return csum_add_diff(check, csum_word4_diff(from, to));",
      "return check;"),
     ("checksum: a UDP checksum of 0 no longer kept at 0", "lib/csum.h",
+     "if (proto == IPPROTO_UDP && !check)\n\t\t*after = 0;\n\telse if",
+     "if"),
+    ("checksum: a UDP checksum of 0 no longer kept at 0 (helpers)", "lib/csum.h",
      "return pkt->proto == IPPROTO_UDP ? BPF_F_MARK_MANGLED_0 : 0;",
-     "return 0;"),
+     "return 0;", HELPER),
+    ("checksum: a port change left out of the computed TCP/UDP checksum", "lib/csum.h",
+     "*after = csum_add_diff(check, pseudo + rest);",
+     "*after = csum_add_diff(check, pseudo);"),
     ("checksum: DHCP field rewrite updates the checksum with the bytes swapped", "lib/csum.h",
      "__u16 to = (__u16)(new[i] | new[i + 1] << 8);",
      "__u16 to = (__u16)(new[i] << 8 | new[i + 1]);"),
@@ -67,9 +81,12 @@ MUTANTS = [
      "if (head.giaddr && !dhcp_relay_configured(head.giaddr)) {",
      "if (0) {"),
     # IPv6, caught by the properties of the IPv6 batches (ipv6_frames.hpp).
-    ("checksum: NAT66 leaves the address change out of the L4 checksum", "lib/nat.h",
+    ("checksum: NAT66 leaves the address change out of the L4 checksum", "lib/csum.h",
+     "return v6 ? csum_diff16(from, to) : csum_word4_diff(from->w[3], to->w[3]);",
+     "return v6 ? 0 : csum_word4_diff(from->w[3], to->w[3]);"),
+    ("checksum: NAT66 leaves the address change out of the L4 checksum (helpers)", "lib/nat.h",
      "if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, diff, BPF_F_PSEUDO_HDR | l4_csum_flags(pkt)))",
-     "if (0)"),
+     "if (0)", HELPER),
     ("checksum: the ICMPv6 checksum misses the quoted address", "lib/icmp6.h",
      "if (bpf_l4_csum_replace(skb, at.icmp_check, 0, (__u32)diff, 0) ||",
      "if ("),
@@ -88,7 +105,7 @@ def build(source: pathlib.Path, workdir: pathlib.Path, clang: str, include: str,
         shutil.rmtree(tree)
     shutil.copytree(source / "bpf", tree / "bpf")
     shutil.copytree(source / "maps", tree / "maps")
-    name, rel, original, replacement = mutant
+    name, rel, original, replacement = mutant[:4]
     path = tree / "bpf" / rel
     text = path.read_text()
     if text.count(original) != 1:
@@ -119,8 +136,11 @@ def main() -> int:
             if args.only and args.only not in name:
                 continue
             obj = build(args.source, pathlib.Path(tmp), args.clang, args.include, mutant)
+            env = dict(os.environ)
+            if HELPER in mutant[4:]:
+                env["BPFNET_TEST_L4_CHECKSUMS"] = "helper"
             run = subprocess.run([args.fuzz, "--object", str(obj), "--frames", str(args.frames), "--seed",
-                                  str(args.seed), "--examples", "1"], capture_output=True, text=True)
+                                  str(args.seed), "--examples", "1"], capture_output=True, text=True, env=env)
             violations = next((line.split(":")[1].strip() for line in run.stdout.splitlines()
                                if line.strip().startswith("violations:")), "?")
             kinds = [line.strip()[2:] for line in run.stdout.splitlines() if line.startswith("  - ")]
