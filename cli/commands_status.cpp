@@ -167,6 +167,11 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
     status.interface = interface;
     status.ifindex = iface.nic_ifindex;
     status.nic_mac = to_mac(iface.nic_mac);
+    try {
+        status.carrier = link_by_index(static_cast<int>(iface.nic_ifindex)).carrier;
+    } catch (const std::exception &) {
+        status.carrier = std::nullopt; // the NIC is gone, or in another namespace than bpfnetctl's
+    }
     // The IPv4 subnet's last word: its net and mask as an IPv4 subnet; none reads 255.255.255.255/0.
     status.subnet_be = iface.subnet.len != 0 ? iface.subnet.net.w[3] : 0xffffffff;
     status.subnet_mask_be = iface.subnet.mask.w[3];
@@ -222,6 +227,10 @@ void print_status_table(std::ostream &out, const StatusView &status) {
     KeyValueList list;
     list.add("interface", status.interface + " (ifindex " + std::to_string(status.ifindex) + ", mac " +
                               format_mac(status.nic_mac) + ")");
+    if (status.carrier)
+        list.add("carrier", *status.carrier ? "yes"
+                                            : "NO: no host on the LAN can be reached (a cable, a switch port, the "
+                                              "link down); in Kubernetes mode another node serves the service IPs");
     list.add("loader", describe_loader_line(status));
     list.add("subnet", status.subnet_text());
     if (status.subnet6_prefix_len)
@@ -275,7 +284,10 @@ Json tc_hook_json(const HookState &hook) {
 
 Json status_json(const StatusView &status) {
     Json json;
-    json["interface"] = {{"name", status.interface}, {"ifindex", status.ifindex}, {"mac", format_mac(status.nic_mac)}};
+    json["interface"] = {{"name", status.interface},
+                         {"ifindex", status.ifindex},
+                         {"mac", format_mac(status.nic_mac)},
+                         {"carrier", status.carrier ? Json(*status.carrier) : Json(nullptr)}};
     json["loader"] = status.loader ? *status.loader : Json({{"problem", status.loader_problem}});
     json["subnet"] =
         status.subnet_be == 0xffffffff && status.subnet_mask_be == 0 ? Json(nullptr) : Json(status.subnet_text());

@@ -40,6 +40,7 @@ struct StatusView {
     std::string interface;
     __u32 ifindex = 0;
     Mac nic_mac{};
+    std::optional<bool> carrier; // up with carrier (the kernel's word); nullopt when the link cannot be read
     __be32 subnet_be = 0;
     __be32 subnet_mask_be = 0;
     __be32 dhcp_service_ip_be = 0;   // 0: no service IP relays DHCP

@@ -50,6 +50,8 @@ std::optional<std::string> heartbeat_problem(const DatapathMaps &maps) {
 std::optional<std::string> not_ready_reason(const LoaderStatus &status) {
     if (auto reason = status.not_ready_reason())
         return reason;
+    if (auto reason = status.carrier_problem())
+        return reason;
     auto maps = status.maps();
     if (!maps)
         return "starting: the datapath's maps are not open yet";
@@ -72,6 +74,7 @@ void handle_readyz(const LoaderStatus &status, httplib::Response &res) {
 void handle_metrics(const LoaderStatus &status, const std::string &version, httplib::Response &res) {
     MetricsSnapshot snapshot{.version = version,
                              .ready = !not_ready_reason(status),
+                             .nic_carrier = status.nic_carrier(),
                              .datapath = std::nullopt,
                              .mode_families = status.mode_metrics()};
     try {

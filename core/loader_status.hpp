@@ -41,6 +41,25 @@ public:
         return reason_;
     }
 
+    // The provisioning NIC's carrier (core/carrier_watch.hpp), once the loader follows it: /readyz says the
+    // loader is not ready while it is lost, and /metrics shows it (bpfnet_nic_carrier).
+    void set_nic_carrier(const std::string &interface, bool carrier) {
+        std::lock_guard lock(mutex_);
+        nic_ = interface;
+        carrier_.store(carrier ? 1 : 0);
+    }
+    std::optional<bool> nic_carrier() const {
+        int carrier = carrier_.load();
+        return carrier < 0 ? std::nullopt : std::optional<bool>(carrier == 1);
+    }
+    // Why the loader cannot serve for lack of carrier; nullopt while the NIC has it (or is not followed yet).
+    std::optional<std::string> carrier_problem() const {
+        if (carrier_.load() != 0)
+            return std::nullopt;
+        std::lock_guard lock(mutex_);
+        return "the provisioning NIC " + nic_ + " has no carrier: no host on the LAN can be reached through it";
+    }
+
     // The maps the HTTP thread reads, with fds of their own (opened from the pins), so the main loop's
     // Datapath is never touched from another thread. Null until the datapath is attached.
     void publish_maps(std::shared_ptr<const DatapathMaps> maps) {
@@ -69,6 +88,8 @@ private:
     std::string reason_ = "starting: the datapath is not attached yet";
     std::shared_ptr<const DatapathMaps> maps_;
     ModeMetrics mode_metrics_;
+    std::string nic_;
+    std::atomic<int> carrier_{-1}; // -1: not followed (yet), 0: lost, 1: present
 };
 
 } // namespace bpfnet

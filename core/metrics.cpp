@@ -91,6 +91,12 @@ void write_build_info(MetricsWriter &out, const MetricsSnapshot &snapshot) {
     out.family("bpfnet_loader_ready", "gauge",
                "1 when the programs are attached and the last reconcile succeeded (/readyz answers 200), else 0.");
     out.sample("bpfnet_loader_ready", {}, uint64_t{snapshot.ready ? 1u : 0u});
+    if (snapshot.nic_carrier) {
+        out.family("bpfnet_nic_carrier", "gauge",
+                   "1 while the provisioning NIC is up with carrier, 0 without (Kubernetes mode then claims no "
+                   "service IP, so another node serves them).");
+        out.sample("bpfnet_nic_carrier", {}, uint64_t{*snapshot.nic_carrier ? 1u : 0u});
+    }
 }
 
 // One family per kind of counter (maps/bpfnet_maps.h, BPFNET_COUNTERS), so "all drops" is one sum(), a

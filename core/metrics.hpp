@@ -71,6 +71,7 @@ using ModeMetrics = std::function<void(MetricsWriter &)>;
 struct MetricsSnapshot {
     std::string version;
     bool ready = false;
+    std::optional<bool> nic_carrier;          // nullopt until the loader follows the NIC's carrier
     std::optional<DatapathSnapshot> datapath; // nullopt until the datapath is attached
     ModeMetrics mode_families;                // empty: the mode has none (standalone)
 };

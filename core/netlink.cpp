@@ -22,6 +22,9 @@ namespace {
 // silently truncating if one ever is not.
 constexpr size_t kReceiveBufferSize = 32 * 1024;
 
+// linux/if.h's IFF_LOWER_UP (the driver's carrier), which glibc's net/if.h does not define.
+constexpr unsigned kLowerUp = 1U << 16;
+
 // The attributes of a message or nest indexed by type, each validated on access, so a short or malformed
 // attribute reads as absent instead of being read past its end.
 template <uint16_t MaxType>
@@ -206,6 +209,7 @@ LinkReply parse_link(const nlmsghdr &message) {
                  .peer_ifindex = is_veth ? attributes.s32(IFLA_LINK).value_or(-1) : -1,
                  .peer_netnsid = is_veth ? attributes.s32(IFLA_LINK_NETNSID).value_or(-1) : -1,
                  .up = (ifi.ifi_flags & IFF_UP) != 0,
+                 .carrier = has_carrier(ifi.ifi_flags),
                  .mtu = attributes.u32(IFLA_MTU).value_or(0),
                  .kind = kind},
         .target_netnsid = attributes.s32(IFLA_TARGET_NETNSID),
@@ -235,6 +239,10 @@ auto unless_absent(std::errc absent, const Query &query) -> std::optional<declty
 }
 
 } // namespace
+
+bool has_carrier(unsigned link_flags) {
+    return (link_flags & IFF_UP) != 0 && (link_flags & kLowerUp) != 0;
+}
 
 LinkInfo link_by_name(const std::string &name) {
     std::string context = "RTM_GETLINK " + name;

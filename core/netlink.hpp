@@ -23,9 +23,13 @@ struct LinkInfo {
     int peer_ifindex; // -1 unless veth; an ifindex in the peer's namespace
     int peer_netnsid; // -1 if the peer is in the same namespace (or unknown); else the id this namespace gives it
     bool up;          // administratively up (IFF_UP)
+    bool carrier;     // up and with carrier (IFF_LOWER_UP): it can reach what it is cabled to
     unsigned mtu;
     std::string kind; // IFLA_INFO_KIND: "veth", "bridge", ...; empty for links without one (e.g. lo)
 };
+
+// Whether a link with these ifinfomsg flags is up and has carrier (IFF_UP and IFF_LOWER_UP).
+bool has_carrier(unsigned link_flags);
 
 LinkInfo link_by_name(const std::string &name);
 LinkInfo link_by_index(int ifindex);

@@ -23,6 +23,10 @@ using nlohmann::json;
 
 namespace {
 
+// What this mode does while the provisioning NIC has no carrier, for the log.
+constexpr std::string_view kWithoutCarrier =
+    "no service IP is claimed here until it returns: the Leases held are released for another node to take over";
+
 constexpr const char *kServices = "/api/v1/services";
 constexpr const char *kEndpointSlices = "/apis/discovery.k8s.io/v1/endpointslices";
 // Only our own Leases, by label, in the Lease namespace.
@@ -88,6 +92,8 @@ void KubernetesLoader::start() {
     claim(); // a second loader on this interface is refused before anything changes
     runtime_.attach();
     runtime_.unconfirm_active_claims();
+    carrier_.emplace(nic_ifindex_);
+    report_carrier(status_, node_.interface, carrier_->carrier(), kWithoutCarrier, true);
     auto on_change = [this](const Snapshot &) {
         wake();
     };
@@ -169,7 +175,7 @@ int KubernetesLoader::run() {
     takeover_timer_ = loop::make_timer();
     const auto tick = std::min<std::chrono::milliseconds>(lease_keeper_->renew_period(), kMaxTick);
     loop::arm_timer(tick_, tick, tick);
-    for (int fd : {signals_.get(), wake_.get(), tick_.get(), takeover_timer_.get(), control_->fd()})
+    for (int fd : {signals_.get(), wake_.get(), tick_.get(), takeover_timer_.get(), control_->fd(), carrier_->fd()})
         loop::add(epoll_, fd);
     runtime_.start([this](const bpfnet_ip &service_ip, const std::string &mac, bool yielded) {
         {
@@ -208,6 +214,9 @@ int KubernetesLoader::run() {
             } else if (fd == tick_.get()) {
                 loop::drain(tick_);
                 recheck_maps_ = true;
+            } else if (fd == carrier_->fd()) {
+                if (carrier_->update())
+                    report_carrier(status_, node_.interface, carrier_->carrier(), kWithoutCarrier);
             } else {
                 loop::drain(fd == wake_.get() ? wake_ : takeover_timer_);
             }
@@ -241,12 +250,13 @@ void KubernetesLoader::reconcile() {
     std::vector<Candidate> candidates = accepted_services(services);
     find_endpoints(candidates, slices);
 
-    // One Lease per service IP: Services sharing an IP are eligible here only together (find_endpoints).
+    // One Lease per service IP: Services sharing an IP are eligible here only together (find_endpoints). A NIC
+    // without carrier reaches no host: none is eligible, so the Leases go (step 5) and another node takes them.
     IpServices eligible;
     std::set<bpfnet_ip> used_ips;
     for (const Candidate &candidate : candidates) {
         used_ips.insert(candidate.service_ip);
-        if (candidate.location)
+        if (candidate.location && carrier_->carrier())
             eligible[candidate.service_ip].push_back(candidate.service.key());
     }
     std::set<bpfnet_ip> held_here, answered_here;
@@ -310,7 +320,7 @@ void KubernetesLoader::reconcile() {
     serving_ = std::move(serving);
     answered_ips_ = std::move(answered_here);
     report_conflicts(candidates);
-    if (!ready_reported_) {
+    if (!ready_reported_) { // (without carrier /readyz says so: LoaderStatus::carrier_problem)
         ready_reported_ = true;
         status_.set_ready();
         log_info("serving", {{"iface", node_.interface}, {"services", std::to_string(candidates.size())}});
@@ -595,6 +605,8 @@ std::string KubernetesLoader::release_reason(const std::string &id, const std::v
         return "its ready endpoint is on node " + (it->endpoint->node_name.empty() ? "?" : it->endpoint->node_name);
     if (!it->location)
         return "its pod cannot be served from this node (see the Warning Events)";
+    if (!carrier_->carrier())
+        return "the provisioning NIC " + node_.interface + " has no carrier";
     return "another node holds the Lease of its IP";
 }
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "core/addresses.hpp"
+#include "core/carrier_watch.hpp"
 #include "core/control_socket.hpp"
 #include "core/datapath_runtime.hpp"
 #include "core/loader_status.hpp"
@@ -136,7 +137,9 @@ private:
     KubernetesOptions options_;
     LoaderStatus &status_;
     DatapathRuntime runtime_;
-    int nic_ifindex_ = 0;                  // the provisioning NIC, found at claim()
+    int nic_ifindex_ = 0; // the provisioning NIC, found at claim()
+    // Its carrier, followed from start(): without it no Lease is held here, so another node serves.
+    std::optional<CarrierWatch> carrier_;
     std::optional<ControlServer> control_; // answers bpfnetctl: backends come from EndpointSlices here
     std::unique_ptr<ApiClient> api_;
     std::unique_ptr<EventRecorder> events_;

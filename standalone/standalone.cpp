@@ -18,6 +18,10 @@ namespace bpfnet {
 
 namespace {
 
+// What this mode does while the provisioning NIC has no carrier, for the log: nothing can take over from a
+// config file, so the datapath stays as configured and serves again as soon as the carrier returns.
+constexpr std::string_view kWithoutCarrier = "the service IPs stay configured here; /readyz fails until it returns";
+
 // "198.18.0.2", "fd00:1::2" or both, for the log.
 std::string service_ips_text(const Config &config) {
     std::string text;
@@ -92,6 +96,8 @@ void StandaloneLoader::start() {
     claim();
     runtime_.attach();
     apply(config_);
+    carrier_.emplace(nic_ifindex_);
+    report_carrier(status_, config_.interface, carrier_->carrier(), kWithoutCarrier, true);
 }
 
 StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
@@ -268,7 +274,7 @@ int StandaloneLoader::run() {
     epoll_ = loop::make_epoll();
     signals_ = loop::signal_fd();
     inotify_ = watch_config_dir(config_path_);
-    for (int fd : {signals_.get(), inotify_.get(), control_->fd()})
+    for (int fd : {signals_.get(), inotify_.get(), control_->fd(), carrier_->fd()})
         loop::add(epoll_, fd);
     runtime_.start();
     // start() attached and reconciled; with the heartbeat and the event consumer running, it serves.
@@ -294,6 +300,9 @@ int StandaloneLoader::run() {
                     reload_config(false);
             } else if (fd == control_->fd()) {
                 control_->serve_pending([this](const ControlRequest &request) { return control(request); });
+            } else if (fd == carrier_->fd()) {
+                if (carrier_->update())
+                    report_carrier(status_, config_.interface, carrier_->carrier(), kWithoutCarrier);
             }
         }
     }

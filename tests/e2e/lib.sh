@@ -100,6 +100,17 @@ die() {
 # the loader) prints the case list and exits 0, without root and before any set-up. Anything else is a usage
 # error (exit 2).
 E2E_CASES=""
+# bpfnetctl_argument: BPFNETCTL, or the bpfnetctl of the loader's build tree (after loader_argument); exits 2
+# when there is none.
+bpfnetctl_argument() {
+    BPFNETCTL=$(realpath "${BPFNETCTL:-$(dirname "$LOADER")/../cli/bpfnetctl}" 2>/dev/null) || true
+    if [ ! -x "$BPFNETCTL" ]; then
+        echo "e2e: no bpfnetctl at ${BPFNETCTL:-?} (build it, or set BPFNETCTL)" >&2
+        exit 2
+    fi
+    export BPFNETCTL
+}
+
 loader_argument() {
     if [ "${1:-}" = --list ] || [ "${2:-}" = --list ]; then
         case_list_check || exit 2

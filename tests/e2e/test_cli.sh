@@ -47,12 +47,7 @@ e2e_case backend_needs_the_loader case_backend_needs_the_loader "backend set/cle
 e2e_case teardown case_teardown "no datapath after teardown" loader
 
 loader_argument "$@"
-BPFNETCTL=$(realpath "${BPFNETCTL:-$(dirname "$LOADER")/../cli/bpfnetctl}" 2>/dev/null) || true
-if [ ! -x "$BPFNETCTL" ]; then
-    echo "e2e: no bpfnetctl at ${BPFNETCTL:-?} (build it, or set BPFNETCTL)" >&2
-    exit 2
-fi
-export BPFNETCTL
+bpfnetctl_argument
 if [ "$(id -u)" = 0 ] && ! dhcp_available; then
     echo "e2e: $E2E_REASON; skipped" >&2
     exit 77
@@ -232,7 +227,7 @@ case_status() {
     has_line status "conflicts     none seen" || return 1
 
     ctl_ok status-json --output json status || return 1
-    json_expect status-json "d['interface'] == {'name': '$E2E_NIC', 'ifindex': $nic_index, 'mac': '$E2E_NIC_MAC'}" || return 1
+    json_expect status-json "d['interface'] == {'name': '$E2E_NIC', 'ifindex': $nic_index, 'mac': '$E2E_NIC_MAC', 'carrier': True}" || return 1
     json_expect status-json "d['loader'] == {'mode': 'standalone', 'interface': '$E2E_NIC', 'interface_chosen_by': 'name', 'interface_macs': None}" || return 1
     json_expect status-json "d['subnet'] == '$E2E_SUBNET' and d['dhcp_service_ip'] == '$E2E_SERVICE_IP'" || return 1
     json_expect status-json "d['hooks']['xdp']['attached'] and d['hooks']['xdp']['program'] == 'xdp_nic' and

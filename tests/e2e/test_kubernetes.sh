@@ -43,6 +43,7 @@ e2e_case status case_status "b2. the owner writes only the ingress, by meaning: 
 e2e_case ipvs_arp case_ipvs_arp "b3. kube-proxy in IPVS mode: the service IP on kube-ipvs0 of every node, still one ARP answer, the owner's; the standby drops the who-has" case:serve
 e2e_case moves case_moves "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case:serve
 e2e_case sigkill_owner case_sigkill_owner "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case:serve
+e2e_case carrier_loss case_carrier_loss "d2. the owner's provisioning NIC loses carrier: its Lease released at once, the other node with a ready pod answers; the carrier's return takes nothing back" case:serve
 e2e_case api_outage case_api_outage "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case:serve
 e2e_case partition case_partition "e2. the owner's node cut off from the API server while its pod moves: the new owner announces, the old one yields" case:serve
 e2e_case bad_responses case_bad_responses "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case:serve
@@ -60,9 +61,7 @@ e2e_case rbac case_rbac "j. every API request the loaders sent is granted by the
 E2E_AFTER_CASE=k8s_after_case
 
 loader_argument "$@"
-BPFNETCTL=$(realpath "${BPFNETCTL:-$(dirname "$LOADER")/../cli/bpfnetctl}" 2>/dev/null) || true
-[ -x "$BPFNETCTL" ] || { echo "e2e: no bpfnetctl at ${BPFNETCTL:-?} (build it, or set BPFNETCTL)" >&2; exit 2; }
-export BPFNETCTL
+bpfnetctl_argument
 
 sandbox_reexec "$@"
 
@@ -379,6 +378,70 @@ case_sigkill_owner() {
     [ "$answers" = 0 ] || { E2E_REASON="the restarted loader's node answered ARP $answers times"; return 1; }
     [ "$(lease_holder c1)" = "$next" ] || { E2E_REASON="lease holder '$(lease_holder c1)' after the restart"; return 1; }
     serves "$next" || { E2E_REASON="$next stopped serving after $dead's loader restarted"; return 1; }
+    loaders_alive
+}
+
+# The EndpointSlice with a ready pod on each node: both nodes are eligible, the Lease decides which serves.
+set_slice_both() {
+    local slice
+    slice=$(slice_json node-a | "$SYSTEM_PYTHON" -c 'import json, sys
+s = json.load(sys.stdin)
+s["endpoints"].append({"addresses": [sys.argv[1]], "conditions": {"ready": True}, "nodeName": "node-b"})
+print(json.dumps(s))' "${POD_IP[node-b]}")
+    kapi c1 PUT "$SLICE_PATH/$SERVICE_NAME-abcde" "$slice" >/dev/null
+}
+
+node_readyz() { ip netns exec "${NODE_NS[$1]}" curl -s --max-time 2 http://127.0.0.1:9394/readyz; }
+
+case_carrier_loss() {
+    # From: CURRENT serves (case serve). With a ready pod on both nodes, the owner's NIC loses its carrier (its
+    # switch port, here the LAN bridge's end of its veth, goes down): it stops claiming and releases its Lease,
+    # so the other node claims the free Lease and answers without waiting for the Lease to expire (LEASE_S).
+    local lost=$CURRENT next
+    next=$(other "$lost")
+    set_slice_both || { E2E_REASON="cannot write the EndpointSlice with both pods"; return 1; }
+    sleep 1 # both loaders see both pods; the owner keeps its Lease
+    serves "$lost" || { E2E_REASON="$lost stopped serving when both pods became ready"; return 1; }
+    local out=$E2E_TMP/carrier.arp cut
+    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.02 --count 150 eth0 "$E2E_SERVICE_IP" >"$out" &
+    local prober=$!
+    E2E_PIDS+=("$prober")
+    sleep 0.3
+    cut=$("$SYSTEM_PYTHON" -c 'import time; print("%.6f" % time.monotonic())')
+    ip -n "$CLUSTER_LAN" link set "lan-$lost" down
+    wait "$prober"
+    # The first answer from the next node, counted from the cut; none from the node without carrier after it.
+    local first
+    first=$(awk -v k="$cut" -v mac="${NIC_MAC[$next]}" '$1 > k && $3 == mac { printf "%.3f", $1 - k; exit }' "$out")
+    if [ -z "$first" ]; then
+        ip -n "$CLUSTER_LAN" link set "lan-$lost" up
+        E2E_REASON="$next never answered ARP in 3 s after $lost lost carrier: $(awk -v k="$cut" '$1 > k' "$out" | sort -u -k2,3 | head -n 3 | tr '\n' ' ')"
+        return 1
+    fi
+    log "carrier lost on $lost: the first ARP answer from $next came $first s after the cut (Lease duration ${LEASE_S} s)"
+    CURRENT=$next
+    local checks=""
+    wait_serves "$next" 5 || checks+=" $next does not serve: $E2E_REASON;"
+    [ "$(lease_holder c1)" = "$next" ] || checks+=" lease holder '$(lease_holder c1)';"
+    # Released, not expired: the next node's Serving Event names no takeover.
+    events_of c1 Serving | tail -n 1 | grep -q "taken over" && checks+=" the next node took the Lease over (it expired: not released);"
+    grep -q 'msg="the provisioning NIC has no carrier"' "${K8S_LOADER_LOG[$lost]}" || checks+=" $lost did not log the loss;"
+    events_of c1 Released | grep -q "has no carrier" || checks+=" no Released Event naming the carrier;"
+    [ "$(node_metric "$lost" bpfnet_nic_carrier)" = 0 ] || checks+=" bpfnet_nic_carrier on $lost is not 0;"
+    node_readyz "$lost" | grep -q "no carrier" || checks+=" /readyz of $lost does not say it;"
+    # The carrier returns: nothing moves back.
+    ip -n "$CLUSTER_LAN" link set "lan-$lost" up
+    wait_for 5 grep -q 'msg="the provisioning NIC has carrier again"' "${K8S_LOADER_LOG[$lost]}" ||
+        checks+=" $lost did not log the carrier's return;"
+    sleep $((LEASE_S + 1))
+    serves "$next" || checks+=" $next stopped serving after $lost's carrier returned;"
+    [ "$(lease_holder c1)" = "$next" ] || checks+=" lease holder '$(lease_holder c1)' after the return;"
+    [ "$(node_metric "$lost" bpfnet_nic_carrier)" = 1 ] || checks+=" bpfnet_nic_carrier on $lost is not 1 again;"
+    move_to "$next" || checks+=" cannot write the EndpointSlice back to one pod;"
+    if [ -n "$checks" ]; then
+        E2E_REASON="after the carrier loss:$checks"
+        return 1
+    fi
     loaders_alive
 }
 

@@ -7,6 +7,7 @@
 #
 #   usage: test_metrics.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
+#          BPFNETCTL     bpfnetctl (default: cli/bpfnetctl next to the loader's build directory)
 #          E2E_KEEP_TMP  keep the temporary directory (configs, logs, scrapes) for inspection
 #
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
@@ -30,9 +31,12 @@ e2e_case dnat_counter case_dnat_counter "c. one HTTP request through the service
 e2e_case conflict case_conflict "d. a second MAC claiming the service IP: conflict metrics and a logged warning" loader
 e2e_case port_in_use case_port_in_use "e. a second loader on the same address exits 1 before touching the kernel" loader
 e2e_case not_ready case_not_ready "f. backend veth gone, SIGHUP: /readyz 503 with the reason, /healthz 200; back: 200" loader
+e2e_case carrier case_carrier "f2. the NIC loses carrier: a warning, /readyz 503 naming it, bpfnet_nic_carrier 0, bpfnetctl status says so; back: 200" loader
 e2e_case sigterm case_sigterm "g. SIGTERM: exit 0 promptly, listener closed" loader
 e2e_case disabled case_disabled "h. malformed --metrics-address exits 2; '' starts no listener" loader
 
+loader_argument "$@"
+bpfnetctl_argument
 e2e_start "$@"
 
 # Everything below runs inside the sandbox.
@@ -272,6 +276,36 @@ case_port_in_use() {
         return 1
     fi
     log "$(head -n1 "$LOGS/second.err")"
+}
+
+# f2. The provisioning NIC loses carrier (its switch port down: here the bridge's end of its veth): the loader
+# follows the kernel's link notifications, warns, and is not ready until the carrier returns; bpfnetctl status
+# reads the kernel's word itself.
+# bpfnetctl status in the node's namespace (nsenter keeps the sandbox's bpffs, which ip netns exec would hide).
+node_status() { nsenter --net="/run/netns/$E2E_NODE" "$BPFNETCTL" status 2>&1; }
+
+case_carrier() {
+    local port=lan-node checks=""
+    ip -n "$(lan_bridge_ns)" link set "$port" down || { E2E_REASON="could not set $port down"; return 1; }
+    if ! wait_for 3 readyz_is 503; then
+        ip -n "$(lan_bridge_ns)" link set "$port" up
+        E2E_REASON="/readyz still $HTTP_CODE '$HTTP_BODY' 3 s after the carrier was lost"
+        return 1
+    fi
+    [[ $HTTP_BODY == *"has no carrier"* ]] || checks+=" /readyz reason '$HTTP_BODY';"
+    [ "$(metric_now bpfnet_nic_carrier)" = 0 ] || checks+=" bpfnet_nic_carrier not 0;"
+    grep -q 'level=warn msg="the provisioning NIC has no carrier"' "$LOADER_LOG" || checks+=" no warning logged;"
+    node_status | grep -q '^carrier *NO' || checks+=" bpfnetctl status does not say NO: $(node_status | head -n 3)"
+    ip -n "$(lan_bridge_ns)" link set "$port" up
+    wait_for 3 readyz_is 200 || checks+=" /readyz $HTTP_CODE '$HTTP_BODY' 3 s after the carrier returned;"
+    [ "$(metric_now bpfnet_nic_carrier)" = 1 ] || checks+=" bpfnet_nic_carrier not 1 again;"
+    node_status | grep -q '^carrier *yes' || checks+=" bpfnetctl status does not say yes again;"
+    wait_for 5 service_reachable || checks+=" the host cannot reach the pod after the carrier returned;"
+    if [ -n "$checks" ]; then
+        E2E_REASON="carrier lost and back:$checks"
+        return 1
+    fi
+    log "carrier lost: $(grep -o 'msg="the provisioning NIC has no carrier".*' "$LOADER_LOG" | head -n 1)"
 }
 
 # f. The backend's veth disappears and SIGHUP cannot apply the config: /readyz says 503 and why, /healthz

@@ -22,7 +22,8 @@ KubernetesState known_state() {
 }
 
 TEST(KubernetesMetrics, EveryFamilyWithItsSamples) {
-    MetricsSnapshot snapshot{.version = "0.1.0", .ready = true, .datapath = std::nullopt, .mode_families = {}};
+    MetricsSnapshot snapshot{
+        .version = "0.1.0", .ready = true, .nic_carrier = true, .datapath = std::nullopt, .mode_families = {}};
     snapshot.mode_families = [](MetricsWriter &out) {
         write_kubernetes_metrics(out, known_state());
     };

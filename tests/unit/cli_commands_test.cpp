@@ -40,6 +40,7 @@ StatusView sample_status() {
     status.interface = "prov0";
     status.ifindex = 2;
     status.nic_mac = {0x02, 0, 0, 0, 0, 0x01};
+    status.carrier = true;
     status.subnet_be = ip("198.18.0.0");
     status.subnet_mask_be = ip("255.255.255.0");
     status.dhcp_service_ip_be = ip("198.18.0.2");
@@ -59,6 +60,7 @@ StatusView sample_status() {
 TEST(CliStatus, TableShowsEveryFact) {
     EXPECT_EQ(rendered(print_status_table, sample_status()),
               "interface     prov0 (ifindex 2, mac 02:00:00:00:00:01)\n"
+              "carrier       yes\n"
               "loader        standalone mode, NIC named prov0\n"
               "subnet        198.18.0.0/24\n"
               "xdp           xdp_nic (id 41), native, plain attach (no dispatcher)\n"
@@ -77,7 +79,7 @@ TEST(CliStatus, TableShowsEveryFact) {
 TEST(CliStatus, JsonShape) {
     EXPECT_EQ(
         status_json(sample_status()).dump(),
-        R"({"interface":{"name":"prov0","ifindex":2,"mac":"02:00:00:00:00:01"},)"
+        R"({"interface":{"name":"prov0","ifindex":2,"mac":"02:00:00:00:00:01","carrier":true},)"
         R"("loader":{"interface":"prov0","interface_chosen_by":"name","interface_macs":null,"mode":"standalone"},)"
         R"("subnet":"198.18.0.0/24","subnet_ipv6":null,"dhcp_service_ip":"198.18.0.2","dhcp6_relay":null,)"
         R"("hooks":{"xdp":{"attached":true,"program":"xdp_nic","program_id":41,"mode":"native","dispatcher":false},)"

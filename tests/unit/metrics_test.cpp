@@ -35,7 +35,7 @@ MetricsSnapshot known_snapshot() {
     dp.heartbeat_age_seconds = 0.25;
     dp.heartbeat_timeout_seconds = 5;
     dp.conflicts = {{"198.18.0.2", "02:00:00:00:00:99", 1.5}};
-    return MetricsSnapshot{.version = "0.1.0", .ready = true, .datapath = dp, .mode_families = {}};
+    return MetricsSnapshot{.version = "0.1.0", .ready = true, .nic_carrier = true, .datapath = dp, .mode_families = {}};
 }
 
 std::vector<std::string> lines_of(const std::string &text) {
@@ -136,7 +136,7 @@ TEST(Metrics, HelpAndTypeOncePerFamily) {
             EXPECT_FALSE(finished.contains(sample_name(line))) << line;
         }
     }
-    EXPECT_EQ(help.size(), 16u); // the events family is the 16th
+    EXPECT_EQ(help.size(), 17u); // the loader's three (build, ready, the NIC's carrier) and the datapath's
     for (const auto &[name, n] : help) {
         EXPECT_EQ(n, 1) << name;
         EXPECT_EQ(type[name], 1) << name;
@@ -147,17 +147,22 @@ TEST(Metrics, HelpAndTypeOncePerFamily) {
 TEST(Metrics, LabelValuesEscaped) {
     EXPECT_EQ(escape_label_value("plain"), "plain");
     EXPECT_EQ(escape_label_value("a\\b\"c\nd"), R"(a\\b\"c\nd)");
-    MetricsSnapshot snapshot{
-        .version = "1.0 \"rc\\1\"\nx", .ready = false, .datapath = std::nullopt, .mode_families = {}};
+    MetricsSnapshot snapshot{.version = "1.0 \"rc\\1\"\nx",
+                             .ready = false,
+                             .nic_carrier = std::nullopt,
+                             .datapath = std::nullopt,
+                             .mode_families = {}};
     EXPECT_TRUE(has_line(format_metrics(snapshot), R"(bpfnet_build_info{version="1.0 \"rc\\1\"\nx"} 1)"))
         << format_metrics(snapshot);
 }
 
 // Before the datapath is attached only the loader's own families are shown, not counters at zero.
 TEST(Metrics, NoDatapathYet) {
-    MetricsSnapshot snapshot{.version = "0.1.0", .ready = false, .datapath = std::nullopt, .mode_families = {}};
+    MetricsSnapshot snapshot{
+        .version = "0.1.0", .ready = false, .nic_carrier = std::nullopt, .datapath = std::nullopt, .mode_families = {}};
     std::string text = format_metrics(snapshot);
     EXPECT_TRUE(has_line(text, "bpfnet_loader_ready 0"));
+    EXPECT_EQ(text.find("bpfnet_nic_carrier"), std::string::npos) << "the carrier is not followed yet";
     EXPECT_EQ(text.find("bpfnet_datapath_"), std::string::npos) << text;
     EXPECT_EQ(lines_of(text).size(), 6u) << text;
 }
@@ -178,9 +183,11 @@ TEST(Metrics, EmptyFamiliesLeftOut) {
 TEST(Metrics, PromtoolAcceptsTheExposition) {
     if (!promtool_installed())
         GTEST_SKIP() << "promtool is not on PATH (Debian package prometheus)";
-    for (const MetricsSnapshot &snapshot :
-         {known_snapshot(),
-          MetricsSnapshot{.version = "a\"b\\c\nd", .ready = false, .datapath = std::nullopt, .mode_families = {}}}) {
+    for (const MetricsSnapshot &snapshot : {known_snapshot(), MetricsSnapshot{.version = "a\"b\\c\nd",
+                                                              .ready = false,
+                                                              .nic_carrier = false,
+                                                              .datapath = std::nullopt,
+                                                              .mode_families = {}}}) {
         std::string text = format_metrics(snapshot);
         std::string output;
         EXPECT_EQ(promtool_check(text, output), 0) << output << "\nfor:\n" << text;
@@ -236,6 +243,27 @@ TEST(LoaderStatus, ReadinessAndReason) {
     EXPECT_FALSE(status.ready());
     EXPECT_EQ(*status.not_ready_reason(), "config not applied: a b  c");
     EXPECT_EQ(status.maps(), nullptr);
+}
+
+// The provisioning NIC's carrier: a gauge once the loader follows it, and a reason for /readyz without it.
+TEST(Metrics, NicCarrierIsAGaugeOnceFollowed) {
+    MetricsSnapshot snapshot = known_snapshot();
+    EXPECT_TRUE(has_line(format_metrics(snapshot), "bpfnet_nic_carrier 1")) << format_metrics(snapshot);
+    snapshot.nic_carrier = false;
+    EXPECT_TRUE(has_line(format_metrics(snapshot), "bpfnet_nic_carrier 0")) << format_metrics(snapshot);
+}
+
+TEST(LoaderStatus, NoCarrierIsAReasonNotToBeReady) {
+    LoaderStatus status;
+    EXPECT_FALSE(status.nic_carrier());
+    EXPECT_FALSE(status.carrier_problem());
+    status.set_nic_carrier("prov0", false);
+    ASSERT_TRUE(status.nic_carrier());
+    EXPECT_FALSE(*status.nic_carrier());
+    ASSERT_TRUE(status.carrier_problem());
+    EXPECT_NE(status.carrier_problem()->find("prov0 has no carrier"), std::string::npos) << *status.carrier_problem();
+    status.set_nic_carrier("prov0", true);
+    EXPECT_FALSE(status.carrier_problem());
 }
 
 } // namespace

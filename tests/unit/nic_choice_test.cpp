@@ -20,6 +20,7 @@ LinkInfo link(const char *name, MacAddress mac, const char *kind = "") {
                     .peer_ifindex = -1,
                     .peer_netnsid = -1,
                     .up = true,
+                    .carrier = true,
                     .mtu = 1500,
                     .kind = kind};
 }

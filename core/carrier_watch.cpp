@@ -1,0 +1,79 @@
+#include "core/carrier_watch.hpp"
+
+#include "core/log.hpp"
+#include "core/netlink.hpp"
+
+#include "maps/system_error.hpp"
+
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+
+namespace bpfnet {
+namespace {
+
+UniqueFd link_notifications() {
+    UniqueFd socket(::socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
+    if (!socket.valid())
+        throw_errno("socket(NETLINK_ROUTE) for link notifications");
+    sockaddr_nl address{};
+    address.nl_family = AF_NETLINK;
+    address.nl_groups = RTMGRP_LINK;
+    if (::bind(socket.get(), reinterpret_cast<const sockaddr *>(&address), sizeof(address)) != 0)
+        throw_errno("bind(NETLINK_ROUTE, RTMGRP_LINK)");
+    return socket;
+}
+
+} // namespace
+
+std::optional<LinkChange> link_change_of(const nlmsghdr &message) {
+    if ((message.nlmsg_type != RTM_NEWLINK && message.nlmsg_type != RTM_DELLINK) ||
+        message.nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
+        return std::nullopt;
+    const auto &link = *static_cast<const ifinfomsg *>(NLMSG_DATA(&message));
+    return LinkChange{.ifindex = link.ifi_index,
+                      .carrier = message.nlmsg_type == RTM_NEWLINK && has_carrier(link.ifi_flags)};
+}
+
+CarrierWatch::CarrierWatch(int ifindex) : ifindex_(ifindex), socket_(link_notifications()) {
+    carrier_ = link_by_index(ifindex_).carrier;
+}
+
+bool CarrierWatch::update() {
+    const bool before = carrier_;
+    alignas(nlmsghdr) std::array<char, 16384> buffer{};
+    for (;;) {
+        ssize_t received = ::recv(socket_.get(), buffer.data(), buffer.size(), 0);
+        if (received < 0 && errno == EINTR)
+            continue;
+        if (received < 0 && errno == ENOBUFS) { // notifications were dropped: ask for the state instead
+            carrier_ = link_by_index(ifindex_).carrier;
+            continue;
+        }
+        if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (received <= 0)
+            throw_errno("recv(link notifications)");
+        auto remaining = static_cast<unsigned>(received);
+        for (auto *message = reinterpret_cast<const nlmsghdr *>(buffer.data()); NLMSG_OK(message, remaining);
+             message = NLMSG_NEXT(message, remaining)) {
+            auto change = link_change_of(*message);
+            if (change && change->ifindex == ifindex_)
+                carrier_ = change->carrier;
+        }
+    }
+    return carrier_ != before;
+}
+
+void report_carrier(LoaderStatus &status, const std::string &interface, bool carrier, std::string_view on_loss,
+                    bool initial) {
+    status.set_nic_carrier(interface, carrier);
+    if (!carrier)
+        log_warn("the provisioning NIC has no carrier", {{"iface", interface}, {"consequence", std::string(on_loss)}});
+    else if (!initial)
+        log_info("the provisioning NIC has carrier again", {{"iface", interface}});
+}
+
+} // namespace bpfnet
