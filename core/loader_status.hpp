@@ -41,7 +41,7 @@ public:
         return reason_;
     }
 
-    // The provisioning NIC's carrier (core/carrier_watch.hpp), once the loader follows it: /readyz says the
+    // The provisioning NIC's carrier (core/link_watch.hpp), once the loader follows it: /readyz says the
     // loader is not ready while it is lost, and /metrics shows it (bpfnet_nic_carrier).
     void set_nic_carrier(const std::string &interface, bool carrier) {
         std::lock_guard lock(mutex_);

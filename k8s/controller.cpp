@@ -92,8 +92,8 @@ void KubernetesLoader::start() {
     claim(); // a second loader on this interface is refused before anything changes
     runtime_.attach();
     runtime_.unconfirm_active_claims();
-    carrier_.emplace(nic_ifindex_);
-    report_carrier(status_, node_.interface, carrier_->carrier(), kWithoutCarrier, true);
+    links_.emplace(nic_ifindex_);
+    report_carrier(status_, node_.interface, links_->carrier(), kWithoutCarrier, true);
     auto on_change = [this](const Snapshot &) {
         wake();
     };
@@ -175,7 +175,7 @@ int KubernetesLoader::run() {
     takeover_timer_ = loop::make_timer();
     const auto tick = std::min<std::chrono::milliseconds>(lease_keeper_->renew_period(), kMaxTick);
     loop::arm_timer(tick_, tick, tick);
-    for (int fd : {signals_.get(), wake_.get(), tick_.get(), takeover_timer_.get(), control_->fd(), carrier_->fd()})
+    for (int fd : {signals_.get(), wake_.get(), tick_.get(), takeover_timer_.get(), control_->fd(), links_->fd()})
         loop::add(epoll_, fd);
     runtime_.start([this](const bpfnet_ip &service_ip, const std::string &mac, bool yielded) {
         {
@@ -214,9 +214,8 @@ int KubernetesLoader::run() {
             } else if (fd == tick_.get()) {
                 loop::drain(tick_);
                 recheck_maps_ = true;
-            } else if (fd == carrier_->fd()) {
-                if (carrier_->update())
-                    report_carrier(status_, node_.interface, carrier_->carrier(), kWithoutCarrier);
+            } else if (fd == links_->fd()) {
+                follow_links();
             } else {
                 loop::drain(fd == wake_.get() ? wake_ : takeover_timer_);
             }
@@ -231,6 +230,18 @@ int KubernetesLoader::run() {
             log_error("reconcile failed; retrying", {{"error", e.what()}});
         }
     }
+}
+
+void KubernetesLoader::follow_links() {
+    const LinkWatch::Changes changes = links_->update();
+    if (changes.carrier_changed)
+        report_carrier(status_, node_.interface, links_->carrier(), kWithoutCarrier);
+    for (const ServiceSpec &spec : applied_specs_)
+        if (spec.location && changes.lost.contains(spec.location->ifindex) && gone_pods_.insert(spec.backend_ip).second)
+            log_info("backend veth stopped: down or deleted, its pod is steered to no more (ahead of the API server)",
+                     {{"service_ip", format_ip(spec.service_ip)},
+                      {"backend", format_ip(spec.backend_ip)},
+                      {"ifindex", std::to_string(spec.location->ifindex)}});
 }
 
 void KubernetesLoader::reconcile() {
@@ -256,7 +267,7 @@ void KubernetesLoader::reconcile() {
     std::set<bpfnet_ip> used_ips;
     for (const Candidate &candidate : candidates) {
         used_ips.insert(candidate.service_ip);
-        if (candidate.location && carrier_->carrier())
+        if (candidate.location && links_->carrier())
             eligible[candidate.service_ip].push_back(candidate.service.key());
     }
     std::set<bpfnet_ip> held_here, answered_here;
@@ -464,6 +475,8 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
             candidate.location =
                 locate_backend(is_v4(pod) ? Backend{v4_of(pod), std::nullopt, ""} : Backend{0, pod, ""}, nic_ifindex_);
         } catch (const BackendNotFound &e) {
+            if (gone_pods_.contains(pod))
+                continue; // its pod is being deleted: the EndpointSlice will say so, no Warning meanwhile
             // detail(): the config file's field names mean nothing to a Service's reader.
             std::string note = "the ready endpoint " + format_ip(pod) + " runs on node " + options_.node_name +
                                " but its pod cannot be reached from the datapath: " + e.detail();
@@ -477,6 +490,11 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
         }
         forget_posted(candidate.service.key(), "BackendNotFound", scope);
     }
+    std::erase_if(gone_pods_, [&](const bpfnet_ip &pod) {
+        return std::none_of(candidates.begin(), candidates.end(), [&](const Candidate &c) {
+            return c.endpoint && c.endpoint->on_this_node && c.endpoint->ip == pod;
+        });
+    });
     keep_shared_ips_together(candidates);
     keep_target_ports_apart(candidates);
     keep_pods_to_one_address(candidates);
@@ -603,9 +621,11 @@ std::string KubernetesLoader::release_reason(const std::string &id, const std::v
         return "it has no ready endpoint";
     if (!it->endpoint->on_this_node)
         return "its ready endpoint is on node " + (it->endpoint->node_name.empty() ? "?" : it->endpoint->node_name);
+    if (!it->location && gone_pods_.contains(it->endpoint->ip))
+        return "its pod's veth went down or was deleted: the pod is going";
     if (!it->location)
         return "its pod cannot be served from this node (see the Warning Events)";
-    if (!carrier_->carrier())
+    if (!links_->carrier())
         return "the provisioning NIC " + node_.interface + " has no carrier";
     return "another node holds the Lease of its IP";
 }

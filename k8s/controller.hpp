@@ -24,9 +24,9 @@
 #pragma once
 
 #include "core/addresses.hpp"
-#include "core/carrier_watch.hpp"
 #include "core/control_socket.hpp"
 #include "core/datapath_runtime.hpp"
+#include "core/link_watch.hpp"
 #include "core/loader_status.hpp"
 #include "core/node.hpp"
 #include "k8s/client.hpp"
@@ -106,6 +106,9 @@ private:
 
     void wake();
     bool synced() const;
+    // The link notifications: the NIC's carrier reported; a served pod's veth that went remembered, for the
+    // pass that follows to stop steering to it as expected, not as a Service that cannot be served.
+    void follow_links();
     void reconcile();
     const Snapshot &our_services();
     std::vector<Candidate> accepted_services(const Snapshot &services);
@@ -138,8 +141,12 @@ private:
     LoaderStatus &status_;
     DatapathRuntime runtime_;
     int nic_ifindex_ = 0; // the provisioning NIC, found at claim()
-    // Its carrier, followed from start(): without it no Lease is held here, so another node serves.
-    std::optional<CarrierWatch> carrier_;
+    // Its carrier and the links that go, followed from start(): without carrier no Lease is held here, so
+    // another node serves; a served pod's veth that goes ends its steering at once (gone_pods_).
+    std::optional<LinkWatch> links_;
+    // Served pods whose veth went down or was deleted, until their EndpointSlice no longer has them ready here:
+    // while it still does, the pod that cannot be found is one being deleted, not one to warn about.
+    std::set<bpfnet_ip> gone_pods_;
     std::optional<ControlServer> control_; // answers bpfnetctl: backends come from EndpointSlices here
     std::unique_ptr<ApiClient> api_;
     std::unique_ptr<EventRecorder> events_;

@@ -96,8 +96,8 @@ void StandaloneLoader::start() {
     claim();
     runtime_.attach();
     apply(config_);
-    carrier_.emplace(nic_ifindex_);
-    report_carrier(status_, config_.interface, carrier_->carrier(), kWithoutCarrier, true);
+    links_.emplace(nic_ifindex_);
+    report_carrier(status_, config_.interface, links_->carrier(), kWithoutCarrier, true);
 }
 
 StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
@@ -274,7 +274,7 @@ int StandaloneLoader::run() {
     epoll_ = loop::make_epoll();
     signals_ = loop::signal_fd();
     inotify_ = watch_config_dir(config_path_);
-    for (int fd : {signals_.get(), inotify_.get(), control_->fd(), carrier_->fd()})
+    for (int fd : {signals_.get(), inotify_.get(), control_->fd(), links_->fd()})
         loop::add(epoll_, fd);
     runtime_.start();
     // start() attached and reconciled; with the heartbeat and the event consumer running, it serves.
@@ -300,9 +300,9 @@ int StandaloneLoader::run() {
                     reload_config(false);
             } else if (fd == control_->fd()) {
                 control_->serve_pending([this](const ControlRequest &request) { return control(request); });
-            } else if (fd == carrier_->fd()) {
-                if (carrier_->update())
-                    report_carrier(status_, config_.interface, carrier_->carrier(), kWithoutCarrier);
+            } else if (fd == links_->fd()) {
+                if (links_->update().carrier_changed)
+                    report_carrier(status_, config_.interface, links_->carrier(), kWithoutCarrier);
             }
         }
     }

@@ -1,10 +1,10 @@
 // The loader in standalone mode: desired state from a config file, kept in the maps until SIGTERM.
 #pragma once
 
-#include "core/carrier_watch.hpp"
 #include "core/control_socket.hpp"
 #include "core/datapath_runtime.hpp"
 #include "core/desired_state.hpp"
+#include "core/link_watch.hpp"
 #include "core/loader_status.hpp"
 #include "maps/unique_fd.hpp"
 #include "standalone/config.hpp"
@@ -52,7 +52,7 @@ private:
     LoaderStatus &status_;
     DatapathRuntime runtime_;
     int nic_ifindex_ = 0;
-    std::optional<CarrierWatch> carrier_; // the NIC's, followed from start(): reported, nothing else changes
+    std::optional<LinkWatch> links_; // the NIC's carrier, followed from start(): reported, nothing else changes
     std::optional<ControlServer> control_;
     UniqueFd epoll_, signals_, inotify_;
 };

@@ -95,15 +95,7 @@ cluster_topology_create() {
         ip -n "$CLUSTER_LAN" link set "lan-$node" master br0 up
         ip -n "$ns" link set "$E2E_NIC" up
 
-        ip -n "$ns" link add "$E2E_VETH" type veth peer name eth0 netns "${POD_NS[$node]}" || die "$node pod veth"
-        ip -n "$ns" addr add "${POD_GW[$node]}/24" dev "$E2E_VETH"
-        ip -n "$ns" link set "$E2E_VETH" up
-        ip -n "${POD_NS[$node]}" addr add "${POD_IP[$node]}/24" dev eth0
-        ip -n "${POD_NS[$node]}" link set eth0 up
-        ip -n "${POD_NS[$node]}" route add default via "${POD_GW[$node]}" || die "$node pod route"
-        ip -n "$ns" -6 addr add "${POD_GW6[$node]}/64" dev "$E2E_VETH"
-        ip -n "${POD_NS[$node]}" -6 addr add "${POD_IP6[$node]}/64" dev eth0
-        ip -n "${POD_NS[$node]}" -6 route add default via "${POD_GW6[$node]}" || die "$node pod IPv6 route"
+        pod_link_create "$node" || die "$node pod veth"
 
         ip link add "mgmt$i" type veth peer name mgmt0 netns "$ns" || die "$node management veth"
         ip addr add "${MGMT_ROOT[$node]}/30" dev "mgmt$i"
@@ -116,6 +108,20 @@ cluster_topology_create() {
         wait_for 10 no_tentative "$ns" || die "IPv6 addresses of $ns still tentative"
     done
     log "cluster topology up: host, node-a, node-b on br0; stand-ins reachable at ${MGMT_ROOT[node-a]}, ${MGMT_ROOT[node-b]}"
+}
+
+# pod_link_create NODE: the pod's veth into NODE, its addresses and routes, as a routed CNI wires a pod.
+pod_link_create() {
+    local node=$1 ns=${NODE_NS[$1]} pod=${POD_NS[$1]}
+    ip -n "$ns" link add "$E2E_VETH" type veth peer name eth0 netns "$pod" || return 1
+    ip -n "$ns" addr add "${POD_GW[$node]}/24" dev "$E2E_VETH"
+    ip -n "$ns" link set "$E2E_VETH" up
+    ip -n "$pod" addr add "${POD_IP[$node]}/24" dev eth0
+    ip -n "$pod" link set eth0 up
+    ip -n "$pod" route add default via "${POD_GW[$node]}" || return 1
+    ip -n "$ns" -6 addr add "${POD_GW6[$node]}/64" dev "$E2E_VETH"
+    ip -n "$pod" -6 addr add "${POD_IP6[$node]}/64" dev eth0
+    ip -n "$pod" -6 route add default via "${POD_GW6[$node]}"
 }
 
 pod_http_up() { ip netns exec "${POD_NS[$1]}" ss -Htln "sport = :8080" | grep -q LISTEN; }

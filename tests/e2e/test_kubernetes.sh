@@ -44,6 +44,7 @@ e2e_case ipvs_arp case_ipvs_arp "b3. kube-proxy in IPVS mode: the service IP on 
 e2e_case moves case_moves "c. $K8S_MOVES pod moves between A and B: each answered by the new pod; never two ARP owners" case:serve
 e2e_case sigkill_owner case_sigkill_owner "d. SIGKILL of the owner's loader: ARP stops at the heartbeat timeout; the other node takes over" case:serve
 e2e_case carrier_loss case_carrier_loss "d2. the owner's provisioning NIC loses carrier: its Lease released at once, the other node with a ready pod answers; the carrier's return takes nothing back" case:serve
+e2e_case pod_gone case_pod_gone "d3. the owner's pod deleted before the API server says so: its veth's going ends the steering and releases the Lease at once; no Warning for it" case:serve
 e2e_case api_outage case_api_outage "e. the API server away (and the owner's loader restarted): still served; caught up after a 410" case:serve
 e2e_case partition case_partition "e2. the owner's node cut off from the API server while its pod moves: the new owner announces, the old one yields" case:serve
 e2e_case bad_responses case_bad_responses "f. malformed JSON, unexpected types, truncated streams and bad writes: no crash, still following" case:serve
@@ -393,32 +394,39 @@ print(json.dumps(s))' "${POD_IP[node-b]}")
 
 node_readyz() { ip netns exec "${NODE_NS[$1]}" curl -s --max-time 2 http://127.0.0.1:9394/readyz; }
 
+# owner_cut OWNER NEXT WHAT COMMAND...: with a ready pod on both nodes and OWNER serving, runs COMMAND (the
+# fault) while the host probes ARP every 20 ms for 3 s; FIRST is how long after it NEXT first answered ("" if
+# it never did), and the probes are in $E2E_TMP/WHAT.arp.
+owner_cut() {
+    local owner=$1 next=$2 out=$E2E_TMP/$3.arp cut
+    shift 3
+    FIRST=""
+    set_slice_both || { E2E_REASON="cannot write the EndpointSlice with both pods"; return 1; }
+    sleep 1 # both loaders see both pods; the owner keeps its Lease
+    serves "$owner" || { E2E_REASON="$owner stopped serving when both pods became ready"; return 1; }
+    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.02 --count 150 eth0 "$E2E_SERVICE_IP" >"$out" &
+    local prober=$!
+    E2E_PIDS+=("$prober")
+    sleep 0.3
+    cut=$("$SYSTEM_PYTHON" -c 'import time; print("%.6f" % time.monotonic())')
+    "$@"
+    wait "$prober"
+    FIRST=$(awk -v k="$cut" -v mac="${NIC_MAC[$next]}" '$1 > k && $3 == mac { printf "%.3f", $1 - k; exit }' "$out")
+}
+
 case_carrier_loss() {
     # From: CURRENT serves (case serve). With a ready pod on both nodes, the owner's NIC loses its carrier (its
     # switch port, here the LAN bridge's end of its veth, goes down): it stops claiming and releases its Lease,
     # so the other node claims the free Lease and answers without waiting for the Lease to expire (LEASE_S).
     local lost=$CURRENT next
     next=$(other "$lost")
-    set_slice_both || { E2E_REASON="cannot write the EndpointSlice with both pods"; return 1; }
-    sleep 1 # both loaders see both pods; the owner keeps its Lease
-    serves "$lost" || { E2E_REASON="$lost stopped serving when both pods became ready"; return 1; }
-    local out=$E2E_TMP/carrier.arp cut
-    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.02 --count 150 eth0 "$E2E_SERVICE_IP" >"$out" &
-    local prober=$!
-    E2E_PIDS+=("$prober")
-    sleep 0.3
-    cut=$("$SYSTEM_PYTHON" -c 'import time; print("%.6f" % time.monotonic())')
-    ip -n "$CLUSTER_LAN" link set "lan-$lost" down
-    wait "$prober"
-    # The first answer from the next node, counted from the cut; none from the node without carrier after it.
-    local first
-    first=$(awk -v k="$cut" -v mac="${NIC_MAC[$next]}" '$1 > k && $3 == mac { printf "%.3f", $1 - k; exit }' "$out")
-    if [ -z "$first" ]; then
+    owner_cut "$lost" "$next" carrier ip -n "$CLUSTER_LAN" link set "lan-$lost" down || return 1
+    if [ -z "$FIRST" ]; then
         ip -n "$CLUSTER_LAN" link set "lan-$lost" up
-        E2E_REASON="$next never answered ARP in 3 s after $lost lost carrier: $(awk -v k="$cut" '$1 > k' "$out" | sort -u -k2,3 | head -n 3 | tr '\n' ' ')"
+        E2E_REASON="$next never answered ARP in 3 s after $lost lost carrier: $(sort -u -k2,3 "$E2E_TMP/carrier.arp" | head -n 3 | tr '\n' ' ')"
         return 1
     fi
-    log "carrier lost on $lost: the first ARP answer from $next came $first s after the cut (Lease duration ${LEASE_S} s)"
+    log "carrier lost on $lost: the first ARP answer from $next came $FIRST s after the cut (Lease duration ${LEASE_S} s)"
     CURRENT=$next
     local checks=""
     wait_serves "$next" 5 || checks+=" $next does not serve: $E2E_REASON;"
@@ -442,6 +450,35 @@ case_carrier_loss() {
         E2E_REASON="after the carrier loss:$checks"
         return 1
     fi
+    loaders_alive
+}
+
+case_pod_gone() {
+    # From: CURRENT serves (case serve). With a ready pod on both nodes, the owner's pod is deleted: its veth
+    # goes while the EndpointSlice still has it ready (the API server has not heard yet). The owner's loader
+    # stops steering to it at the link notification and releases the Lease, so the other node answers.
+    local gone=$CURRENT next warnings_before checks=""
+    next=$(other "$gone")
+    warnings_before=$(events_of c1 BackendNotFound | grep -c "${POD_IP[$gone]}")
+    owner_cut "$gone" "$next" pod-gone ip -n "${NODE_NS[$gone]}" link del "$E2E_VETH" || return 1
+    [ -n "$FIRST" ] || checks+=" $next never answered ARP in 3 s after the pod on $gone went;"
+    CURRENT=$next
+    grep -q 'msg="backend veth stopped' "${K8S_LOADER_LOG[$gone]}" || checks+=" $gone did not log the pod's veth going;"
+    wait_serves "$next" 5 || checks+=" $next does not serve: $E2E_REASON;"
+    [ "$(lease_holder c1)" = "$next" ] || checks+=" lease holder '$(lease_holder c1)';"
+    [ "$(events_of c1 BackendNotFound | grep -c "${POD_IP[$gone]}")" = "$warnings_before" ] ||
+        checks+=" a BackendNotFound Warning for the pod being deleted;"
+    events_of c1 Released | grep -q "veth went down or was deleted" ||
+        checks+=" no Released Event naming the deleted veth;"
+    # The API server hears of it; the pod comes back (a new one on the same node, as a routed CNI wires it).
+    move_to "$next" || checks+=" cannot write the EndpointSlice back to one pod;"
+    pod_link_create "$gone" || checks+=" cannot recreate the pod's veth on $gone;"
+    wait_for 10 no_tentative "${POD_NS[$gone]}" || checks+=" the recreated pod's IPv6 address stays tentative;"
+    if [ -n "$checks" ]; then
+        E2E_REASON="after the pod went:$checks"
+        return 1
+    fi
+    log "the pod on $gone deleted (its veth gone, the EndpointSlice still ready): the first ARP answer from $next came $FIRST s after"
     loaders_alive
 }
 

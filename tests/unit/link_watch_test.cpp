@@ -1,6 +1,6 @@
-// The provisioning NIC's carrier as link notifications tell it (core/carrier_watch.hpp): the messages the
+// The provisioning NIC's carrier as link notifications tell it (core/link_watch.hpp): the messages the
 // kernel sends on a cable pulled, a link set down, a link deleted.
-#include "core/carrier_watch.hpp"
+#include "core/link_watch.hpp"
 
 #include <gtest/gtest.h>
 #include <linux/rtnetlink.h>
@@ -28,32 +28,34 @@ struct LinkMessage {
     const nlmsghdr &header() const { return *reinterpret_cast<const nlmsghdr *>(bytes.data()); }
 };
 
-TEST(CarrierWatch, AnUpLinkWithCarrierHasIt) {
+TEST(LinkWatch, AnUpLinkWithCarrierHasIt) {
     auto change = link_change_of(LinkMessage(RTM_NEWLINK, 7, IFF_UP | IFF_RUNNING | kLowerUp).header());
     ASSERT_TRUE(change);
     EXPECT_EQ(change->ifindex, 7);
     EXPECT_TRUE(change->carrier);
 }
 
-TEST(CarrierWatch, ACablePulledLeavesTheLinkUpWithoutCarrier) {
+TEST(LinkWatch, ACablePulledLeavesTheLinkUpWithoutCarrier) {
     auto change = link_change_of(LinkMessage(RTM_NEWLINK, 7, IFF_UP).header());
     ASSERT_TRUE(change);
     EXPECT_FALSE(change->carrier);
+    EXPECT_FALSE(change->gone);
 }
 
-TEST(CarrierWatch, ALinkSetDownHasNoCarrierWhateverTheDriverSays) {
+TEST(LinkWatch, ALinkSetDownHasNoCarrierWhateverTheDriverSays) {
     auto change = link_change_of(LinkMessage(RTM_NEWLINK, 7, kLowerUp).header());
     ASSERT_TRUE(change);
     EXPECT_FALSE(change->carrier);
 }
 
-TEST(CarrierWatch, ADeletedLinkHasNoCarrier) {
+TEST(LinkWatch, ADeletedLinkHasNoCarrier) {
     auto change = link_change_of(LinkMessage(RTM_DELLINK, 7, IFF_UP | kLowerUp).header());
     ASSERT_TRUE(change);
+    EXPECT_TRUE(change->gone);
     EXPECT_FALSE(change->carrier);
 }
 
-TEST(CarrierWatch, OtherMessagesAndShortOnesSayNothing) {
+TEST(LinkWatch, OtherMessagesAndShortOnesSayNothing) {
     EXPECT_FALSE(link_change_of(LinkMessage(RTM_NEWADDR, 7, IFF_UP | kLowerUp).header()));
     EXPECT_FALSE(link_change_of(LinkMessage(RTM_NEWLINK, 7, IFF_UP | kLowerUp, NLMSG_LENGTH(4)).header()));
 }

@@ -1,4 +1,4 @@
-#include "core/carrier_watch.hpp"
+#include "core/link_watch.hpp"
 
 #include "core/log.hpp"
 #include "core/netlink.hpp"
@@ -33,23 +33,24 @@ std::optional<LinkChange> link_change_of(const nlmsghdr &message) {
         message.nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
         return std::nullopt;
     const auto &link = *static_cast<const ifinfomsg *>(NLMSG_DATA(&message));
-    return LinkChange{.ifindex = link.ifi_index,
-                      .carrier = message.nlmsg_type == RTM_NEWLINK && has_carrier(link.ifi_flags)};
+    const bool gone = message.nlmsg_type == RTM_DELLINK;
+    return LinkChange{.ifindex = link.ifi_index, .gone = gone, .carrier = !gone && has_carrier(link.ifi_flags)};
 }
 
-CarrierWatch::CarrierWatch(int ifindex) : ifindex_(ifindex), socket_(link_notifications()) {
-    carrier_ = link_by_index(ifindex_).carrier;
+LinkWatch::LinkWatch(int nic_ifindex) : nic_ifindex_(nic_ifindex), socket_(link_notifications()) {
+    carrier_ = link_by_index(nic_ifindex_).carrier;
 }
 
-bool CarrierWatch::update() {
+LinkWatch::Changes LinkWatch::update() {
     const bool before = carrier_;
+    Changes changes;
     alignas(nlmsghdr) std::array<char, 16384> buffer{};
     for (;;) {
         ssize_t received = ::recv(socket_.get(), buffer.data(), buffer.size(), 0);
         if (received < 0 && errno == EINTR)
             continue;
         if (received < 0 && errno == ENOBUFS) { // notifications were dropped: ask for the state instead
-            carrier_ = link_by_index(ifindex_).carrier;
+            carrier_ = link_by_index(nic_ifindex_).carrier;
             continue;
         }
         if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -60,11 +61,16 @@ bool CarrierWatch::update() {
         for (auto *message = reinterpret_cast<const nlmsghdr *>(buffer.data()); NLMSG_OK(message, remaining);
              message = NLMSG_NEXT(message, remaining)) {
             auto change = link_change_of(*message);
-            if (change && change->ifindex == ifindex_)
+            if (!change)
+                continue;
+            if (change->ifindex == nic_ifindex_)
                 carrier_ = change->carrier;
+            if (!change->carrier)
+                changes.lost.insert(change->ifindex);
         }
     }
-    return carrier_ != before;
+    changes.carrier_changed = carrier_ != before;
+    return changes;
 }
 
 void report_carrier(LoaderStatus &status, const std::string &interface, bool carrier, std::string_view on_loss,
