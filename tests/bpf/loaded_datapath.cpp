@@ -1,19 +1,17 @@
 #include "loaded_datapath.hpp"
 
 #include "bpfnet.skel.h"
-#include "core/kernel_probe.hpp"
+#include "object_constants.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace bpfnet::test {
@@ -93,14 +91,6 @@ Loaded &loaded() {
 }
 
 } // namespace
-
-bool computes_l4_checksums() {
-    static const bool computes = [] {
-        const char *wanted = std::getenv("BPFNET_TEST_L4_CHECKSUMS");
-        return !(wanted && std::string_view(wanted) == "helper") && probe_skb_csum_state();
-    }();
-    return computes;
-}
 
 bpfnet_bpf *loaded_datapath() {
     Loaded &l = loaded();

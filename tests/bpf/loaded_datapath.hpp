@@ -8,11 +8,7 @@ struct bpfnet_bpf;
 
 namespace bpfnet::test {
 
-// Whether the object is loaded with the programs computing TCP/UDP checksums (kernel_reads_skb_csum), as the
-// loader loads it on this kernel; BPFNET_TEST_L4_CHECKSUMS=helper makes them use the kernel's helpers, the
-// way they run on kernels before 6.2.
-bool computes_l4_checksums();
-
+// The object is loaded with kernel_reads_skb_csum from computes_l4_checksums() (object_constants.hpp).
 // The object, loaded on first use and destroyed at exit; nullptr (errno set) if the kernel refused it.
 bpfnet_bpf *loaded_datapath();
 

@@ -1,8 +1,11 @@
 #include "object_constants.hpp"
 
+#include "core/kernel_probe.hpp"
+
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -36,6 +39,14 @@ bool set_byte_constant(bpf_object *obj, const char *name, unsigned char value) {
         }
     }
     return false;
+}
+
+bool computes_l4_checksums() {
+    static const bool computes = [] {
+        const char *wanted = std::getenv("BPFNET_TEST_L4_CHECKSUMS");
+        return !(wanted && std::string_view(wanted) == "helper") && probe_skb_csum_state();
+    }();
+    return computes;
 }
 
 } // namespace bpfnet::test

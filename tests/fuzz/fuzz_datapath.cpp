@@ -10,7 +10,6 @@
 //   bpfnet-fuzz --object mutant.bpf.o       another build of the datapath (tests/fuzz/mutants.py)
 //
 // Exit status: 0 when every frame matched, 1 on any violation, 2 when the run itself failed.
-#include "core/kernel_probe.hpp"
 #include "frame_generator.hpp"
 #include "ipv6_frames.hpp"
 #include "maps/datapath_maps.hpp"
@@ -34,7 +33,6 @@
 #include <map>
 #include <memory>
 #include <sstream>
-#include <string_view>
 
 namespace bpfnet::fuzz {
 namespace {
@@ -110,8 +108,7 @@ void open_datapath(Datapath &d, const std::string &path) {
         throw std::runtime_error("bpf_object__open_file " + path + ": " + std::strerror(errno));
     // As the loader loads it on this kernel, or with the kernel's checksum helpers when asked (the way the
     // programs run before 6.2).
-    const char *wanted = std::getenv("BPFNET_TEST_L4_CHECKSUMS");
-    const bool computes = !(wanted && std::string_view(wanted) == "helper") && probe_skb_csum_state();
+    const bool computes = test::computes_l4_checksums();
     test::set_byte_constant(d.obj.get(), "kernel_reads_skb_csum", computes ? 1 : 0);
     d.l4_checksums = computes ? "computed by the programs" : "kernel helpers";
     if (bpf_object__load(d.obj.get()) != 0)
