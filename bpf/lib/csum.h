@@ -41,6 +41,15 @@ static __always_inline __u16 csum_fold_sum(__u64 sum)
 	return (__u16)((sum & 0xffff) + (sum >> 16));
 }
 
+/* A change summed as if its field lay at an even offset, for the field at an odd one: its bytes fall in the
+ * other halves of the checksum's words, so the folded sum is byte-swapped (RFC 1071 section 2(B)). */
+static __always_inline __u32 csum_swab(__u64 diff)
+{
+	__u16 folded = csum_fold_sum(diff);
+
+	return (__u16)(folded << 8 | folded >> 8);
+}
+
 /* A 16-bit checksum field after the words it covers changed by diff (a sum of a few of the above). */
 static __always_inline __sum16 csum_add_diff(__sum16 check, __u64 diff)
 {

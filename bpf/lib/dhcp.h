@@ -6,8 +6,10 @@
  * as RFC 2131 section 4.1 says. The client only ever sees the service IP: a reply that names the pod as
  * server identifier (option 54) or next server (siaddr) is rewritten in place.
  *
- * BOOTP fields are read and written with bpf_skb_load_bytes/store_bytes: they lie past the linear head
- * the other programs read, and every offset is checked against the UDP length first.
+ * A request's BOOTP head is read and written where it lies in the linear part; the options, which may lie
+ * past it, are copied with the frame's headers into a per-CPU area for the option walk. A reply is rewritten
+ * in that copy, headers included, and written back in one store. Every offset is checked against the UDP
+ * length first.
  */
 #ifndef BPFNET_DHCP_H
 #define BPFNET_DHCP_H
@@ -48,6 +50,9 @@
 #define BOOTP_FILE	      108 /* 128 bytes; options when option 52 says 1 or 3 */
 /* The option walk copies this much of a message (more than a relayed message on a 1500-byte LAN carries). */
 #define DHCP_SCAN	      2048
+/* Room for the frame's headers before the copied message: Ethernet, IPv4 with the longest options, UDP. */
+#define DHCP_HEAD_ROOM	      88
+#define DHCP_HEAD_MIN	      (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
 /* Copies of option 54 rewritten in one message; a message with more is malformed and left untouched. */
 #define DHCP_MAX_SERVER_IDS   8
 
@@ -101,9 +106,11 @@ static __always_inline int bootp_read(struct __sk_buff *skb, const struct ip_pac
 enum dhcp_area { DHCP_AREA_OPTIONS, DHCP_AREA_FILE, DHCP_AREA_SNAME, DHCP_AREA_DONE };
 
 struct dhcp_walk {
+	__u8 head[DHCP_HEAD_ROOM];	   /* the frame's headers, ending where bytes[] starts */
 	__u8 bytes[DHCP_SCAN];		   /* the BOOTP message from its first byte */
 	__u32 n;			   /* how many bytes were copied (0: none) */
-	__u32 csum_diff;		   /* the UDP checksum's change by the fields rewritten in place */
+	__u32 csum_diff;		   /* the UDP checksum's change by the fields rewritten in the copy */
+	__u32 dirty_end;		   /* the end of the last field rewritten in the copy (0: none) */
 	__u32 pos;			   /* the next option, in bytes[] */
 	__u32 end;			   /* the end of the area being walked */
 	__u32 area;			   /* enum dhcp_area */
@@ -114,6 +121,10 @@ struct dhcp_walk {
 	__u8 broken;			   /* a length runs past its area, an area has no END, too many ids */
 	__u8 pad[2];
 };
+
+/* The copy's one load and one store reach at most this far into the value (dhcp_frame_start), which the
+ * verifier checks against its size. */
+_Static_assert(sizeof(struct dhcp_walk) >= 63 + DHCP_HEAD_ROOM + DHCP_SCAN, "the copy's reach");
 
 BPFNET_SCRATCH_MAP(dhcp_walk_scratch, struct dhcp_walk);
 
@@ -192,8 +203,22 @@ static long dhcp_option_step(__u32 index, void *unused)
 enum dhcp_walk_result { DHCP_WALK_DONE = 0, DHCP_WALK_NO_OPTIONS = 1, DHCP_WALK_BROKEN = -1 };
 
 /*
- * Copies the BOOTP message of the UDP datagram at [l4_off, l4_end) into the per-CPU walk and walks its
- * options. DHCP_WALK_NO_OPTIONS for plain BOOTP (no magic cookie) or a message that cannot be read.
+ * Where the frame's first byte lies in head[] (dhcp_walk_options), its BOOTP message at off (DHCP_HEAD_MIN to
+ * DHCP_HEAD_ROOM). Lengths from there are written as DHCP_HEAD_ROOM - start + n, so that the verifier, which
+ * knows start <= 63, sees every access end within the value.
+ */
+static __always_inline __u32 dhcp_frame_start(__u32 off)
+{
+	__u32 start = DHCP_HEAD_ROOM - off;
+
+	asm volatile("%[start] &= 63" : [start] "+r"(start));
+	return start;
+}
+
+/*
+ * Copies the frame up to the end of the BOOTP message of the UDP datagram at [l4_off, l4_end) into the
+ * per-CPU walk (its headers in head[], the message from bytes[0]), in one call, and walks the options.
+ * DHCP_WALK_NO_OPTIONS for plain BOOTP (no magic cookie) or a message that cannot be read (w->n 0).
  */
 static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end,
 					     struct dhcp_walk *w)
@@ -201,14 +226,17 @@ static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off
 	__u32 off = l4_off + sizeof(struct udphdr);
 
 	w->n = 0;
-	if (l4_end > 0xffff || off + BOOTP_OPTIONS > l4_end)
+	w->csum_diff = 0;
+	w->dirty_end = 0;
+	if (l4_end > 0xffff || off < DHCP_HEAD_MIN || off > DHCP_HEAD_ROOM || off + BOOTP_OPTIONS > l4_end)
 		return DHCP_WALK_NO_OPTIONS;
 	__u32 n = l4_end - off;
 	if (n > DHCP_SCAN)
 		n = DHCP_SCAN;
 	/* Restate 1 <= n <= DHCP_SCAN where the verifier sees it. */
 	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
-	if (bpf_skb_load_bytes(skb, off, w->bytes, n))
+	__u32 start = dhcp_frame_start(off);
+	if (bpf_skb_load_bytes(skb, 0, &w->head[start], DHCP_HEAD_ROOM - start + n))
 		return DHCP_WALK_NO_OPTIONS;
 	w->n = n;
 	__be32 cookie;
@@ -249,34 +277,26 @@ static __always_inline __be32 dhcp_server_id(const struct dhcp_walk *w, __u32 i)
 }
 
 /*
- * Writes a 4-byte field at `at` of the message the walk copied (an offset from its first byte), adding the
- * checksum's change to *diff (udp_store_window): the words around it are taken from the copy, so nothing is
- * read from the packet again. The fields the relay writes never share a word (siaddr, and each option 54's
- * value, six bytes after the last one's start at the closest), so the copy's bytes are still the packet's.
+ * Writes a 4-byte field at `at` of the message the walk copied (an offset from its first byte) in the copy,
+ * adding the change to the UDP checksum to w->csum_diff: the message starts 8 bytes into the datagram, so a
+ * field at an odd `at` lies across the checksum's words and its change is byte-swapped (RFC 1071 2(B)).
+ * `at` is a field the walk found, whole within the copy.
  */
-static __always_inline int dhcp_store_field(struct __sk_buff *skb, const struct ip_packet *pkt,
-					    const struct dhcp_walk *w, __u32 at, __be32 value, __u32 *diff)
+static __always_inline void dhcp_copy_write(struct dhcp_walk *w, __u32 at, __be32 value)
 {
-	__u32 bootp = bootp_offset(pkt);
-	struct udp_window win = udp_window_of(pkt, bootp + at, sizeof(value));
-	__u32 from = win.start - bootp;
-	__u8 old[6];
+	__u8 *field = &w->bytes[at & (DHCP_SCAN - 1)];
+	__be32 old;
 
-	if (win.start + win.span > pkt->l4_end || from + sizeof(old) > w->n)
-		return -1;
-	for (__u32 i = 0; i < sizeof(old); i++)
-		old[i] = w->bytes[(from + i) & (DHCP_SCAN - 1)];
-	return udp_store_window(skb, &win, old, (const __u8 *)&value, sizeof(value), diff);
+	__builtin_memcpy(&old, field, sizeof(old));
+	__builtin_memcpy(field, &value, sizeof(value));
+	__u32 diff = csum_word4_diff(old, value);
+	w->csum_diff += at & 1 ? csum_swab(diff) : diff;
+	if (at + sizeof(value) > w->dirty_end)
+		w->dirty_end = at + sizeof(value);
 }
 
-/*
- * Writes to over every copy of option 54 that names from, in the datagram at l4_off, adding the checksum's
- * change to *diff (dhcp_store_field); returns how many were rewritten. The walk's offsets are from the start
- * of the BOOTP message.
- */
-static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const struct dhcp_walk *w,
-						   const struct ip_packet *pkt, __be32 from, __be32 to,
-						   __u32 *diff)
+/* Writes to over every copy of option 54 that names from, in the copy (dhcp_copy_write); returns how many. */
+static __always_inline int dhcp_replace_server_ids(struct dhcp_walk *w, __be32 from, __be32 to)
 {
 	int rewritten = 0;
 
@@ -285,9 +305,7 @@ static __always_inline int dhcp_replace_server_ids(struct __sk_buff *skb, const 
 			break;
 		if (dhcp_server_id(w, i) != from)
 			continue;
-		__u32 at = w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)] & (DHCP_SCAN - 1);
-		if (dhcp_store_field(skb, pkt, w, at, to, diff))
-			return rewritten;
+		dhcp_copy_write(w, w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)], to);
 		rewritten++;
 	}
 	return rewritten;
@@ -307,26 +325,35 @@ static __always_inline void remember_server_id(__be32 backend_ip, __be32 server_
 /*
  * A DISCOVER or an INFORM, told by its first option (where clients put option 53): messages that carry no
  * server identifier (RFC 2131 table 5), so nothing in them needs restoring and the walk is spared. A message
- * whose type comes later is walked.
+ * whose type comes later is walked. Read where it lies in the linear part, else copied by the helper.
  */
 static __always_inline int dhcp_without_server_id(struct __sk_buff *skb, __u32 l4_off)
 {
-	struct {
+	struct dhcp_start {
 		__be32 cookie;
 		__u8 code;
 		__u8 len;
 		__u8 type;
 		__u8 pad;
 	} start;
+	__u32 off = l4_off + sizeof(struct udphdr) + BOOTP_COOKIE;
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
 
-	if (bpf_skb_load_bytes(skb, l4_off + sizeof(struct udphdr) + BOOTP_COOKIE, &start, sizeof(start)))
+	/* Restate off < 512 where the verifier sees it (the cookie lies at 278 after the shortest headers).
+	 */
+	asm volatile("%[off] &= 511" : [off] "+r"(off));
+	if (data + off + sizeof(start) <= data_end)
+		__builtin_memcpy(&start, data + off, sizeof(start));
+	else if (bpf_skb_load_bytes(skb, l4_off + sizeof(struct udphdr) + BOOTP_COOKIE, &start,
+				    sizeof(start)))
 		return 0;
 	return start.cookie == bpf_htonl(DHCP_MAGIC_COOKIE) && start.code == DHCP_OPT_MESSAGE_TYPE &&
 	       start.len == 1 && (start.type == DHCP_DISCOVER || start.type == DHCP_INFORM);
 }
 
-/* The UDP checksum's change by the fields dhcp_restore_server_id() or dhcp_hide_backend() last rewrote in
- * place, for the caller's one update of the checksum. */
+/* The UDP checksum's change by the fields dhcp_restore_server_id() last rewrote in place, for the caller's
+ * one update of the checksum. */
 static __always_inline __u32 dhcp_rewrite_diff(void)
 {
 	struct dhcp_walk *w = dhcp_walk_state();
@@ -343,69 +370,74 @@ static __always_inline __u32 dhcp_rewrite_diff(void)
 __noinline int dhcp_restore_server_id(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __be32 backend_ip,
 				      __be32 service_ip)
 {
-	struct bpfnet_dhcp_server *server = bpf_map_lookup_elem(&dhcp_servers, &backend_ip);
 	struct dhcp_walk *w = dhcp_walk_state();
 
 	if (!skb || !w)
 		return 0;
 	w->csum_diff = 0;
-	if (!server || server->server_id_be == service_ip || dhcp_without_server_id(skb, l4_off))
+	if (dhcp_without_server_id(skb, l4_off))
+		return 0;
+	struct bpfnet_dhcp_server *server = bpf_map_lookup_elem(&dhcp_servers, &backend_ip);
+	if (!server || server->server_id_be == service_ip)
 		return 0;
 	__be32 own_id = server->server_id_be;
 	int result = dhcp_walk_options(skb, l4_off, l4_end, w);
 	if (result == DHCP_WALK_BROKEN)
 		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
-	if (result != DHCP_WALK_DONE)
+	if (result != DHCP_WALK_DONE || !dhcp_replace_server_ids(w, service_ip, own_id))
 		return 0;
-	struct ip_packet request = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
-	__u32 diff = 0;
-	int restored = dhcp_replace_server_ids(skb, w, &request, service_ip, own_id, &diff);
-	w->csum_diff = diff;
-	if (restored)
-		count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
-	return restored;
+	/* Each identifier that now names the server written to the packet (one that did already, unchanged).
+	 */
+	__u32 off = l4_off + sizeof(struct udphdr);
+	for (__u32 i = 0; i < DHCP_MAX_SERVER_IDS; i++) {
+		if (i >= w->ids)
+			break;
+		__u32 at = w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)] & (DHCP_SCAN - 1);
+		if (dhcp_server_id(w, i) == own_id &&
+		    bpf_skb_store_bytes(skb, off + at, &w->bytes[at], sizeof(own_id), 0)) {
+			w->csum_diff = 0; /* the packet is dropped: REWRITE_FAILED is the caller's */
+			return -1;
+		}
+	}
+	count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
+	return 1;
 }
 
 /*
  * Replaces the pod's address with the service IP where a reply names it as the server (siaddr, every copy of
- * option 54), the message copied once for both; l4_off and l4_end locate the UDP datagram. The checksum's
- * change is left in dhcp_rewrite_diff(). A global function: the verifier checks its option walk once, on
- * its own, instead of again on each way a reply can leave.
+ * option 54), in the frame copied whole for the option walk, which dhcp_send_copied_reply() then rewrites
+ * and writes back in one store; l4_off and l4_end locate the UDP datagram. Returns -1 when the frame could
+ * not be copied. A global function: the verifier checks its option walk once, on its own, instead of again
+ * on each way a reply can leave.
  */
 __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __be32 backend_ip,
 				 __be32 service_ip)
 {
-	struct ip_packet reply = {.l4_off = l4_off, .l4_end = l4_end, .proto = IPPROTO_UDP};
-	const struct ip_packet *pkt = &reply;
 	struct dhcp_walk *w = dhcp_walk_state();
-	__u32 diff = 0; /* the checksum's change, for one update over every field rewritten */
 	int rewritten = 0;
 
 	if (!skb || !w)
-		return 0;
-	w->csum_diff = 0;
+		return -1;
 	int result = dhcp_walk_options(skb, l4_off, l4_end, w);
 	if (result == DHCP_WALK_BROKEN)
 		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
-	if (w->n < BOOTP_SIADDR + sizeof(__be32))
-		return 0; /* not copied */
+	if (!w->n)
+		return -1; /* not copied */
 	__be32 siaddr;
 	__builtin_memcpy(&siaddr, &w->bytes[BOOTP_SIADDR], sizeof(siaddr));
 	if (siaddr == backend_ip) {
-		if (dhcp_store_field(skb, pkt, w, BOOTP_SIADDR, service_ip, &diff))
-			return 0;
+		dhcp_copy_write(w, BOOTP_SIADDR, service_ip);
 		rewritten = 1;
 	}
 	/* Plain BOOTP, a broken list (counted) or no identifier: siaddr was all. */
 	if (result == DHCP_WALK_DONE && w->ids) {
 		remember_server_id(backend_ip, dhcp_server_id(w, 0));
-		if (dhcp_replace_server_ids(skb, w, pkt, backend_ip, service_ip, &diff))
+		if (dhcp_replace_server_ids(w, backend_ip, service_ip))
 			rewritten = 1;
 	}
-	w->csum_diff = diff;
 	if (rewritten)
 		count(BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN);
-	return rewritten;
+	return 0;
 }
 
 static __always_inline int dhcp_relay_configured(__be32 giaddr)
@@ -465,7 +497,10 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	}
 
 	__be32 backend_ip = target->backend_ip.w[3]; /* an IPv4 service's backend: IPv4 */
-	dhcp_restore_server_id(skb, pkt->l4_off, pkt->l4_end, backend_ip, service_ip);
+	if (dhcp_restore_server_id(skb, pkt->l4_off, pkt->l4_end, backend_ip, service_ip) < 0) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
 
 	/* One more hop, and giaddr the service IP when no relay set it: payload, in the UDP checksum with the
 	 * new addresses and ports (one update for all). */
@@ -474,7 +509,7 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	__u32 payload_diff = csum_word_diff(head.hlen | head.hops << 8, head.hlen | hops << 8) +
 			     csum_word4_diff(head.giaddr, giaddr) + dhcp_rewrite_diff();
 	if (udp4_readdress(skb, pkt, service_ip, backend_ip, bpf_htons(DHCP_SERVER_PORT),
-			   target->backend_port, payload_diff, NAT_WRITE_DIRECT) ||
+			   target->backend_port, payload_diff) ||
 	    dhcp_store_relay_fields(skb, pkt, hops, giaddr) ||
 	    rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT) ||
 	    /* A broadcast frame stays PACKET_BROADCAST through redirect_peer; it is the pod's now. */
@@ -508,6 +543,52 @@ static __always_inline void dhcp_client_address(const struct bootp_head *head, _
 }
 
 /*
+ * Sends the reply dhcp_hide_backend() copied (its frame from head[], the message rewritten in bytes[]) from
+ * the service IP:67 to to_ip:to_port, to the MAC in macs (then the NIC's): the headers are rewritten in the
+ * copy and the frame written back in one store, up to the last byte changed. The UDP checksum is computed
+ * where the skb's state allows (l4_check_after), else updated by the kernel's helper after the store.
+ */
+static __always_inline int dhcp_send_copied_reply(struct __sk_buff *skb, const struct ip_packet *pkt,
+						  __be32 service_ip, __be32 to_ip, __be16 to_port,
+						  const __u8 *macs)
+{
+	const __u32 state = skb_csum_state(skb);
+	struct dhcp_walk *w = dhcp_walk_state();
+	__u32 off = bootp_offset(pkt);
+
+	if (!w || !w->n || off < DHCP_HEAD_MIN || off > DHCP_HEAD_ROOM)
+		return -1;
+	__u32 start = dhcp_frame_start(off);
+	__u8 *frame = &w->head[start];
+	struct iphdr *ip = (struct iphdr *)(frame + sizeof(struct ethhdr));
+	struct udphdr *udp = (struct udphdr *)&w->head[DHCP_HEAD_ROOM - sizeof(struct udphdr)];
+	__u32 addr_diff = csum_word4_diff(ip->saddr, service_ip) + csum_word4_diff(ip->daddr, to_ip);
+	__u32 rest_diff = w->csum_diff + csum_word_diff(udp->source, bpf_htons(DHCP_SERVER_PORT)) +
+			  csum_word_diff(udp->dest, to_port);
+	__sum16 check;
+	int by_helper = l4_check_after(state, IPPROTO_UDP, udp->check, addr_diff, rest_diff, &check);
+
+	__builtin_memcpy(frame, macs, 2 * ETH_ALEN);
+	ip->check = csum_add_diff(ip->check, addr_diff);
+	ip->saddr = service_ip;
+	ip->daddr = to_ip;
+	udp->source = bpf_htons(DHCP_SERVER_PORT);
+	udp->dest = to_port;
+	if (!by_helper)
+		udp->check = check;
+	__u64 dirty = w->dirty_end; /* 64 bits: the bound below stays on the register the store takes */
+	if (dirty > DHCP_SCAN)
+		return -1;
+	if (bpf_skb_store_bytes(skb, 0, frame, DHCP_HEAD_ROOM - start + dirty, 0))
+		return -1;
+	if (!by_helper)
+		return 0;
+	return bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest_diff, BPF_F_MARK_MANGLED_0) ||
+	       bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, addr_diff,
+				   BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0);
+}
+
+/*
  * Server -> relay. The server answers the relay at giaddr:67: when that is our service IP the reply goes to
  * the client (port 68); when it is a relay on the LAN, to that relay (port 67), from the service IP.
  */
@@ -530,10 +611,11 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 		decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 		return TC_ACT_SHOT;
 	}
-	/* Where it goes is settled before anything in it changes: a reply that goes nowhere is left alone. */
+	/* Where it goes is settled before anything in it changes: a reply that goes nowhere is left alone. A
+	 * giaddr that is the service IP the server answers for needs no lookup to be known as ours. */
 	__be32 to_ip = daddr;
 	__be16 to_port = bpf_htons(DHCP_SERVER_PORT);
-	if (bpf_map_lookup_elem(&service_ips, &to)) {
+	if (daddr == service_ip || bpf_map_lookup_elem(&service_ips, &to)) {
 		dhcp_client_address(&head, &to_ip, macs);
 		to_port = bpf_htons(DHCP_CLIENT_PORT);
 		/* A client on this LAN has its address on this LAN: anything else would leave via a router.
@@ -551,13 +633,11 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 			return TC_ACT_SHOT;
 	}
 
-	dhcp_hide_backend(skb, pkt->l4_off, pkt->l4_end, saddr, service_ip);
 	to = ip_v4(to_ip);
 	trace_steered(&to, to_port, BPFNET_KIND_DHCP);
 	mac_copy(macs + ETH_ALEN, cfg->nic_mac);
-	if (udp4_readdress(skb, pkt, service_ip, to_ip, bpf_htons(DHCP_SERVER_PORT), to_port,
-			   dhcp_rewrite_diff(), NAT_WRITE_STORE) ||
-	    bpf_skb_store_bytes(skb, 0, macs, sizeof(macs), 0)) {
+	if (dhcp_hide_backend(skb, pkt->l4_off, pkt->l4_end, saddr, service_ip) ||
+	    dhcp_send_copied_reply(skb, pkt, service_ip, to_ip, to_port, macs)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}

@@ -177,12 +177,11 @@ static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ip_pa
  * payload; the caller writes those bytes itself). The UDP checksum is computed here (l4_check_after), or
  * where the skb's state asks for them by two calls of the kernel's helper: one for the addresses, which the
  * pseudo-header carries, one for the rest (a CHECKSUM_PARTIAL skb's field holds the pseudo-header's sum
- * only). The headers are in the linear part (tc_parse_eth), written in one store (or directly) with the
- * checksum. The packet's pointers are invalid afterwards.
+ * only). The headers are in the linear part (tc_parse_eth) and written there: tc_nic_ingress only (the
+ * DHCP relay's requests). The packet's pointers are invalid afterwards.
  */
 static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip_packet *pkt, __be32 saddr,
-					  __be32 daddr, __be16 sport, __be16 dport, __u32 payload_diff,
-					  enum nat_write write)
+					  __be32 daddr, __be16 sport, __be16 dport, __u32 payload_diff)
 {
 	/* Asked first: a call in the middle would keep the header's fields on the stack across it. */
 	const __u32 state = skb_csum_state(skb);
@@ -197,7 +196,6 @@ static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip
 	__u32 addr_diff = csum_word4_diff(ip->saddr, saddr) + csum_word4_diff(ip->daddr, daddr);
 	__u32 rest_diff =
 		payload_diff + csum_word_diff(udp->source, sport) + csum_word_diff(udp->dest, dport);
-	__be16 len = udp->len;
 	__sum16 check;
 	if (l4_check_after(state, IPPROTO_UDP, udp->check, addr_diff, rest_diff, &check)) {
 		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest_diff, BPF_F_MARK_MANGLED_0) ||
@@ -215,31 +213,16 @@ static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip
 	if (!at)
 		return -1;
 	__sum16 ip_check = csum_add_diff(at->check, addr_diff);
-	if (write == NAT_WRITE_DIRECT) {
-		udp = nat_direct_at(skb, pkt->l4_off, sizeof(*udp));
-		if (!udp)
-			return -1;
-		at->check = ip_check;
-		at->saddr = saddr;
-		at->daddr = daddr;
-		udp->source = sport;
-		udp->dest = dport;
-		udp->check = check;
-		return 0;
-	}
-	/* After a header without options the UDP header follows the addresses: one store for all. */
-	struct {
-		struct ipv4_check_addrs h;
-		struct udphdr udp;
-	} __attribute__((packed))
-	fields = {.h = {.check = ip_check, .saddr = saddr, .daddr = daddr},
-		  .udp = {.source = sport, .dest = dport, .len = len, .check = check}};
-	if (pkt->l4_off == sizeof(struct ethhdr) + sizeof(struct iphdr))
-		return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check),
-					   &fields, sizeof(fields), 0);
-	return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), &fields.h,
-				   sizeof(fields.h), 0) ||
-	       bpf_skb_store_bytes(skb, pkt->l4_off, &fields.udp, sizeof(fields.udp), 0);
+	udp = nat_direct_at(skb, pkt->l4_off, sizeof(*udp));
+	if (!udp)
+		return -1;
+	at->check = ip_check;
+	at->saddr = saddr;
+	at->daddr = daddr;
+	udp->source = sport;
+	udp->dest = dport;
+	udp->check = check;
+	return 0;
 }
 
 /*
