@@ -744,7 +744,8 @@ static __always_inline void record_flow(const struct lan_ports *pkt, const struc
 	count(BPFNET_CTR_FLOW_CREATED);
 }
 
-/* The pod's UDP to port 547: its DHCPv6 server's Relay-Reply to the DHCPv6 service address. */
+/* The pod's UDP to port 547: its DHCPv6 server's Relay-Reply to the DHCPv6 service address. Its listed port's
+ * backend_ports entry says the source is this node's backend (no backends lookup, as for steer_from_pod). */
 static __noinline int tc_pod_dhcp6(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
 {
 	void *data, *data_end;
@@ -757,7 +758,6 @@ static __noinline int tc_pod_dhcp6(struct __sk_buff *skb, const struct bpfnet_if
 	struct bpfnet_ip saddr = ip_of(&ip6->saddr);
 	struct bpfnet_ip daddr = ip_of(&ip6->daddr);
 	if (ip_is_unset(&cfg->dhcp6_service_ip) || !ip_equal(&daddr, &cfg->dhcp6_service_ip) ||
-	    !bpf_map_lookup_elem(&backends, &saddr) ||
 	    ipv6_validate(skb, 0, data, skb->len, ip6, &pkt) != PARSE_OK || pkt.proto != IPPROTO_UDP)
 		return TC_NOT_DHCP6;
 	struct bpfnet_backend_port_key bkey = {.backend_ip = saddr, .port_be = pkt.sport, .proto = pkt.proto};
@@ -767,7 +767,7 @@ static __noinline int tc_pod_dhcp6(struct __sk_buff *skb, const struct bpfnet_if
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses(&saddr, &daddr, IPPROTO_UDP, eth->h_source);
 	trace_ports(&pkt);
-	return traced_tc(skb, dhcp6_relay_reply(skb, &pkt, cfg, &saddr, &daddr));
+	return traced_tc(skb, dhcp6_relay_reply(skb, &pkt, cfg, &daddr));
 }
 
 /*

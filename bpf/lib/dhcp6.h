@@ -11,8 +11,11 @@
  *
  * Wrapping and unwrapping change the UDP payload's length. The UDP header stays where it is (the message
  * is moved within the payload and the tail grown or cut with bpf_skb_change_tail), so a CHECKSUM_PARTIAL
- * skb's checksum start stays right; the UDP checksum follows every change through bpf_l4_csum_replace,
- * which applies payload changes only where the checksum is not left to the device.
+ * skb's checksum start stays right. The UDP checksum is computed from the skb's checksum state
+ * (l4_check_after: a CHECKSUM_PARTIAL skb's field holds the pseudo-header's sum only, so the payload is not
+ * summed for it), or updated by the kernel's helpers where the state asks for them. A Relay-Reply is copied
+ * with its frame's headers; the frame sent is built in the copy in front of the inner message and written
+ * back in one store.
  */
 #ifndef BPFNET_DHCP6_H
 #define BPFNET_DHCP6_H
@@ -74,8 +77,17 @@
 #define DHCP6_MAX_MSG		      2048
 /* bpf_csum_diff sums at most 512 bytes per call on the oldest kernels of the matrix. */
 #define DHCP6_SUM_CHUNK		      512
+_Static_assert(DHCP6_SUM_CHUNK == 512, "dhcp6_sum masks a chunk with 511");
+
+/* The frame's headers in front of a Relay-Reply: Ethernet, the fixed IPv6 header (tc_pod_dhcp6 takes no
+ * extension headers), UDP; the copy keeps room for them before msg[]. */
+#define DHCP6_REPLY_HEAD_LEN (sizeof(struct ethhdr) + IPV6_HEADER_LEN + sizeof(struct udphdr))
+#define DHCP6_HEAD_ROOM	     64
 
 struct dhcp6_scratch {
+	/* A Relay-Reply's frame headers, copied with it so that they end where msg[] starts; the headers of
+	 * the frame sent are built in front of the inner message, in msg[] or here (dhcp6_relay_reply). */
+	__u8 head[DHCP6_HEAD_ROOM];
 	/* The message as it is read or built. Twice DHCP6_MAX_MSG: an offset below DHCP6_MAX_MSG plus a
 	 * length up to it stays inside, which is what the verifier can prove; 4 more for the padding after
 	 * one. */
@@ -122,11 +134,12 @@ static __always_inline int dhcp6_server_message(__u8 type)
 }
 
 /*
- * The ones'-complement sum of msg[0, len) (len a multiple of 4, at most DHCP6_MAX_MSG), in chunks
- * bpf_csum_diff takes. The bytes past the message up to len must be zero: they pad it as the UDP checksum
- * does. Negative when the helper refused.
+ * The ones'-complement sum of msg[from, from + len) (from below DHCP6_MAX_MSG, len a multiple of 4 up to
+ * DHCP6_MAX_MSG), as the words of a payload that starts at msg[from] (the kernel's sum keeps to its buffer's
+ * start at any address), in chunks bpf_csum_diff takes. The bytes past the message up to len must be zero:
+ * they pad it as the UDP checksum does. Negative when the helper refused.
  */
-static __always_inline __s64 dhcp6_sum(const struct dhcp6_scratch *s, __u32 len)
+static __always_inline __s64 dhcp6_sum(const struct dhcp6_scratch *s, __u32 from, __u32 len)
 {
 	__s64 sum = 0;
 
@@ -136,21 +149,22 @@ static __always_inline __s64 dhcp6_sum(const struct dhcp6_scratch *s, __u32 len)
 		__u32 size = len - start;
 		if (size > DHCP6_SUM_CHUNK)
 			size = DHCP6_SUM_CHUNK;
-		/* Restate 0 <= size <= DHCP6_SUM_CHUNK where the verifier sees it. */
-		asm volatile("%[size] &= 1023" : [size] "+r"(size));
-		if (size > DHCP6_SUM_CHUNK)
+		/* Restate 1 <= size <= DHCP6_SUM_CHUNK where the verifier sees it. */
+		asm volatile("%[size] += -1; %[size] &= 511; %[size] += 1" : [size] "+r"(size));
+		__u32 at = (from + start) & (2 * DHCP6_MAX_MSG - 1);
+		if (at >= DHCP6_MAX_MSG + DHCP6_MAX_MSG - DHCP6_SUM_CHUNK)
 			return -1;
-		sum = bpf_csum_diff(NULL, 0, (__be32 *)&s->msg[start], size, (__wsum)sum);
+		sum = bpf_csum_diff(NULL, 0, (__be32 *)&s->msg[at], size, (__wsum)sum);
 		if (sum < 0)
 			return -1;
 	}
 	return sum;
 }
 
-/* Zeroes the 4 bytes after msg[len): the padding dhcp6_sum() sums over. */
-static __always_inline void dhcp6_zero_after(struct dhcp6_scratch *s, __u32 len)
+/* Zeroes the 4 bytes after msg[end): the padding dhcp6_sum() sums over. */
+static __always_inline void dhcp6_zero_after(struct dhcp6_scratch *s, __u32 end)
 {
-	__u32 at = len & (2 * DHCP6_MAX_MSG - 1); /* len itself: at most DHCP6_MAX_MSG */
+	__u32 at = end & (2 * DHCP6_MAX_MSG - 1); /* end itself: below 2 * DHCP6_MAX_MSG */
 
 	for (int i = 0; i < 4; i++)
 		s->msg[at + i] = 0;
@@ -169,65 +183,69 @@ struct udp6_ends {
 	__be16 dport;
 };
 
+/* A relayed datagram's changes to its UDP checksum, by what they change. */
+struct udp6_csum_change {
+	__u32 addrs; /* the addresses' change (pseudo-header) */
+	__u32 len;   /* the length's, in the pseudo-header and the UDP header alike */
+	__u32 rest;  /* the ports', the length's in the UDP header and the payload's */
+};
+
 /*
- * A relayed datagram's new length (old_len -> new_len), addresses (saddr, daddr -> to) and ports (pkt's ->
+ * The UDP checksum's update where the kernel's helpers must make it (l4_check_after): what the
+ * pseudo-header carries with BPF_F_PSEUDO_HDR, the rest without, and the address change given back to
+ * skb->csum (l4_csum_address() says why).
+ */
+static __always_inline int udp6_csum_by_helpers(struct __sk_buff *skb, const struct ip_packet *pkt,
+						const struct udp6_csum_change *change)
+{
+	if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, change->rest, BPF_F_MARK_MANGLED_0) ||
+	    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, csum_add32(change->len, change->addrs),
+				BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
+		return -1;
+	bpf_csum_update(skb, change->addrs);
+	return 0;
+}
+
+/*
+ * A relayed request's new length (old_len -> new_len), addresses (saddr, daddr -> to) and ports (pkt's ->
  * to), with the UDP checksum, which also takes payload_diff (the caller's change to the payload). The length
  * is in the UDP header, in the pseudo-header and in the IPv6 payload length (the extension headers before the
- * datagram included). The checksum is computed here (l4_check_after) and written with the UDP header; where
- * the skb's state asks for the helpers, two updates of the checksum (what the pseudo-header carries, with
- * BPF_F_PSEUDO_HDR, and the rest) and one of skb->csum (the address change given back, as l4_csum_address()
- * explains), where one per field would make ten. The packet's pointers are invalid afterwards.
+ * datagram included). The checksum is computed here (l4_check_after); where the skb's state asks for the
+ * helpers, udp6_csum_by_helpers() updates it. tc_nic_ingress only: the headers are written where they lie in
+ * the linear part. The packet's pointers are invalid afterwards.
  */
 static __always_inline int udp6_readdress(struct __sk_buff *skb, const struct ip_packet *pkt, __u32 old_len,
 					  __u32 new_len, const struct bpfnet_ip *saddr,
 					  const struct bpfnet_ip *daddr, const struct udp6_ends *to,
-					  __u32 payload_diff, enum nat_write write)
+					  __u32 payload_diff)
 {
 	struct udphdr udp = {.source = to->sport, .dest = to->dport, .len = bpf_htons((__u16)new_len)};
 	__be16 payload = bpf_htons((__u16)(pkt->l4_off - pkt->l3_off - IPV6_HEADER_LEN + new_len));
-	__u32 len_diff = csum_word_diff(bpf_htons((__u16)old_len), udp.len);
-	__u32 addr_diff = csum_add32(csum_diff16(saddr, &to->saddr), csum_diff16(daddr, &to->daddr));
-	__u32 rest = csum_add32(payload_diff, len_diff + csum_word_diff(pkt->sport, udp.source) +
-						      csum_word_diff(pkt->dport, udp.dest));
+	struct udp6_csum_change change = {
+		.addrs = csum_add32(csum_diff16(saddr, &to->saddr), csum_diff16(daddr, &to->daddr)),
+		.len = csum_word_diff(bpf_htons((__u16)old_len), udp.len)};
+	change.rest = csum_add32(payload_diff, change.len + csum_word_diff(pkt->sport, udp.source) +
+						       csum_word_diff(pkt->dport, udp.dest));
 	__sum16 *check_at = nat_direct_at(skb, l4_csum_off(pkt), sizeof(*check_at));
-	/* The whole UDP header is written when the checksum was computed, its first six bytes otherwise. */
-	__u32 udp_len = sizeof(udp);
+	int by_helper =
+		!check_at || l4_check_after(skb_csum_state(skb), IPPROTO_UDP, *check_at,
+					    csum_add32(change.len, change.addrs), change.rest, &udp.check);
 
-	if (!check_at || l4_check_after(skb_csum_state(skb), IPPROTO_UDP, *check_at,
-					csum_add32(len_diff, addr_diff), rest, &udp.check)) {
-		if (bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest, BPF_F_MARK_MANGLED_0) ||
-		    bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, csum_add32(len_diff, addr_diff),
-					BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0))
-			return -1;
-		bpf_csum_update(skb, addr_diff);
-		udp_len = offsetof(struct udphdr, check);
-	}
-	struct ipv6hdr *ip6 =
-		write == NAT_WRITE_DIRECT ? nat_direct_at(skb, pkt->l3_off, sizeof(*ip6)) : NULL;
-	if (ip6) {
-		ip6->payload_len = payload;
-		__builtin_memcpy(&ip6->saddr, &to->saddr, sizeof(to->saddr));
-		__builtin_memcpy(&ip6->daddr, &to->daddr, sizeof(to->daddr));
-	} else if (bpf_skb_store_bytes(skb, pkt->l3_off + offsetof(struct ipv6hdr, payload_len), &payload,
-				       sizeof(payload), 0) ||
-		   bpf_skb_store_bytes(skb, pkt->l3_off + offsetof(struct ipv6hdr, saddr), &to->saddr,
-				       sizeof(to->saddr), 0) ||
-		   bpf_skb_store_bytes(skb, pkt->l3_off + offsetof(struct ipv6hdr, daddr), &to->daddr,
-				       sizeof(to->daddr), 0)) {
+	if (by_helper && udp6_csum_by_helpers(skb, pkt, &change))
 		return -1;
-	}
-	struct udphdr *at = write == NAT_WRITE_DIRECT ? nat_direct_at(skb, pkt->l4_off, sizeof(*at)) : NULL;
-	if (at) {
-		at->source = udp.source;
-		at->dest = udp.dest;
-		at->len = udp.len;
-		if (udp_len == sizeof(udp))
-			at->check = udp.check;
-		return 0;
-	}
-	if (udp_len == sizeof(udp))
-		return bpf_skb_store_bytes(skb, pkt->l4_off, &udp, sizeof(udp), 0);
-	return bpf_skb_store_bytes(skb, pkt->l4_off, &udp, offsetof(struct udphdr, check), 0);
+	struct ipv6hdr *ip6 = nat_direct_at(skb, pkt->l3_off, sizeof(*ip6));
+	struct udphdr *at = nat_direct_at(skb, pkt->l4_off, sizeof(*at));
+	if (!ip6 || !at)
+		return -1;
+	ip6->payload_len = payload;
+	__builtin_memcpy(&ip6->saddr, &to->saddr, sizeof(to->saddr));
+	__builtin_memcpy(&ip6->daddr, &to->daddr, sizeof(to->daddr));
+	at->source = udp.source;
+	at->dest = udp.dest;
+	at->len = udp.len;
+	if (!by_helper)
+		at->check = udp.check;
+	return 0;
 }
 
 /* Writes msg[0, len) as the UDP payload of a datagram that now ends there. */
@@ -347,15 +365,14 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 		return TC_ACT_SHOT;
 	}
 	/* The message keeps its alignment (the header is a multiple of 4): the header is all that adds. */
-	__s64 added = bpf_csum_diff(NULL, 0, (__be32 *)s->msg, DHCP6_WRAP_LEN, 0);
+	__s64 added = dhcp6_sum(s, 0, DHCP6_WRAP_LEN);
 	__u32 udp_len = sizeof(struct udphdr) + n;
 	struct udp6_ends to = {.saddr = *service,
 			       .daddr = target->backend_ip,
 			       .sport = bpf_htons(DHCP6_SERVER_PORT),
 			       .dport = target->backend_port};
 	if (added < 0 || udp6_store_payload(skb, pkt, s, n + DHCP6_WRAP_LEN) ||
-	    udp6_readdress(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN, saddr, daddr, &to, (__u32)added,
-			   NAT_WRITE_DIRECT) ||
+	    udp6_readdress(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN, saddr, daddr, &to, (__u32)added) ||
 	    rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT) ||
 	    /* A multicast frame stays PACKET_MULTICAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
@@ -462,27 +479,73 @@ dhcp6_reply_destination(const struct dhcp6_scratch *s, const struct bpfnet_iface
 }
 
 /*
+ * Builds, in the copy, the frame that carries the inner message at msg[inner_off, +len) to the LAN, right in
+ * front of it: Ethernet (to the MAC the Interface-ID names, from the NIC's), the IPv6 header (the pod's
+ * traffic class, flow label and hop limit kept), the UDP header with the checksum l4_check_after() computes
+ * from the old one (the old frame's headers are in head[], in front of the Relay-Reply at msg[0]); *by_helper
+ * when the kernel's helpers must update it instead (then the old checksum is kept). Returns the frame's
+ * first byte, in the copy.
+ */
+static __always_inline __u8 *dhcp6_reply_frame(struct dhcp6_scratch *s, __u32 state, __u32 inner_off,
+					       __u32 len, const struct udp6_ends *to, __u32 payload_diff,
+					       const __u8 *nic_mac, struct udp6_csum_change *change,
+					       int *by_helper)
+{
+	const __u8 *old = &s->head[DHCP6_HEAD_ROOM - DHCP6_REPLY_HEAD_LEN];
+	const struct ipv6hdr *old_ip6 = (const void *)(old + sizeof(struct ethhdr));
+	const struct udphdr *old_udp = (const void *)(old + sizeof(struct ethhdr) + IPV6_HEADER_LEN);
+	/* The frame starts DHCP6_REPLY_HEAD_LEN before the inner message, at least 34 bytes into msg[]'s
+	 * Relay-Reply: it overwrites only the relay header and options, which are read by now. */
+	__u8 *frame = &s->head[(inner_off & (DHCP6_MAX_MSG - 1)) + DHCP6_HEAD_ROOM - DHCP6_REPLY_HEAD_LEN];
+	struct ipv6hdr ip6 = *old_ip6;
+	struct udphdr udp = {.source = to->sport, .dest = to->dport, .len = bpf_htons((__u16)(len + 8))};
+	struct bpfnet_ip from = ip_of(&old_ip6->saddr), was_to = ip_of(&old_ip6->daddr);
+
+	change->addrs = csum_add32(csum_diff16(&from, &to->saddr), csum_diff16(&was_to, &to->daddr));
+	change->len = csum_word_diff(old_udp->len, udp.len);
+	change->rest = csum_add32(payload_diff, change->len + csum_word_diff(old_udp->source, udp.source) +
+							csum_word_diff(old_udp->dest, udp.dest));
+	*by_helper = l4_check_after(state, IPPROTO_UDP, old_udp->check,
+				    csum_add32(change->len, change->addrs), change->rest, &udp.check);
+	if (*by_helper)
+		udp.check = old_udp->check;
+	ip6.payload_len = udp.len;
+	__builtin_memcpy(&ip6.saddr, &to->saddr, sizeof(to->saddr));
+	__builtin_memcpy(&ip6.daddr, &to->daddr, sizeof(to->daddr));
+	/* Everything read from the old headers by now: the new ones may overlap their copy. */
+	__builtin_memcpy(frame + sizeof(struct ethhdr) + IPV6_HEADER_LEN, &udp, sizeof(udp));
+	__builtin_memcpy(frame + sizeof(struct ethhdr), &ip6, sizeof(ip6));
+	mac_copy(frame, s->peer_mac);
+	mac_copy(frame + ETH_ALEN, nic_mac);
+	frame[2 * ETH_ALEN] = ETH_P_IPV6 >> 8;
+	frame[2 * ETH_ALEN + 1] = ETH_P_IPV6 & 0xff;
+	return frame;
+}
+
+/*
  * Server -> client (or relay). The pod's DHCPv6 server answers the Relay-Forward with a Relay-Reply to
  * service:547; its Relay Message goes to the peer-address, from the NIC's link-local address to a client
  * (RFC 8415 19.2), from the service address to a relay. pod: the server's address; service: the service
- * address the reply was sent to.
+ * address the reply was sent to. The frame is copied whole, the new one built in the copy in front of the
+ * inner message, and written back in one store after the tail is cut.
  */
 static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct ip_packet *pkt,
-					     const struct bpfnet_iface *cfg, const struct bpfnet_ip *pod,
-					     const struct bpfnet_ip *service)
+					     const struct bpfnet_iface *cfg, const struct bpfnet_ip *service)
 {
+	const __u32 state = skb_csum_state(skb);
 	struct dhcp6_scratch *s = dhcp6_state();
-	__u32 payload_off = pkt->l4_off + sizeof(struct udphdr);
-	__u32 n = pkt->l4_end - payload_off;
+	__u32 n = pkt->l4_end - pkt->l4_off - sizeof(struct udphdr);
 	__be16 to_port = 0;
 
-	if (!s || n < DHCP6_RELAY_HEAD_LEN || n > DHCP6_MAX_MSG) {
+	if (!s || pkt->l4_off + sizeof(struct udphdr) != DHCP6_REPLY_HEAD_LEN || n < DHCP6_RELAY_HEAD_LEN ||
+	    n > DHCP6_MAX_MSG) {
 		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
 		return TC_ACT_SHOT;
 	}
 	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
-	if (bpf_skb_load_bytes(skb, payload_off, s->msg, n) || s->msg[0] != DHCP6_RELAY_REPL ||
-	    dhcp6_walk_relay_reply(s, n)) {
+	if (bpf_skb_load_bytes(skb, 0, &s->head[DHCP6_HEAD_ROOM - DHCP6_REPLY_HEAD_LEN],
+			       DHCP6_REPLY_HEAD_LEN + n) ||
+	    s->msg[0] != DHCP6_RELAY_REPL || dhcp6_walk_relay_reply(s, n)) {
 		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
 		return TC_ACT_SHOT;
 	}
@@ -491,22 +554,28 @@ static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct
 		decide(refused);
 		return TC_ACT_SHOT;
 	}
-	dhcp6_zero_after(s, n);
-	__s64 old_sum = dhcp6_sum(s, round_up4(n));
-	/* The inner message, read again to the front of msg[]: at an odd offset its words were others. */
 	__u32 inner_off = s->relay_msg_off & (DHCP6_MAX_MSG - 1);
 	__u32 len = s->relay_msg_len;
-	if (len == 0 || len > DHCP6_MAX_MSG || old_sum < 0) {
+	if (len == 0 || len > DHCP6_MAX_MSG) {
 		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
 		return TC_ACT_SHOT;
 	}
 	asm volatile("%[len] += -1; %[len] &= 2047; %[len] += 1" : [len] "+r"(len));
-	if (bpf_skb_load_bytes(skb, payload_off + inner_off, s->msg, len)) {
-		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
-		return TC_ACT_SHOT;
+	/* The payload's change, summed where the checksum covers it (not a CHECKSUM_PARTIAL skb's): the old
+	 * payload's sum, then the inner message's from its own first byte, where the new payload starts (what
+	 * follows it in the Relay-Reply zeroed first: the walk has read it). */
+	__u32 payload_diff = 0;
+	if (state != SKB_CSUM_PARTIAL) {
+		dhcp6_zero_after(s, n);
+		__s64 old_sum = dhcp6_sum(s, 0, round_up4(n));
+		dhcp6_zero_after(s, inner_off + len);
+		__s64 new_sum = dhcp6_sum(s, inner_off, round_up4(len));
+		if (old_sum < 0 || new_sum < 0) {
+			decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+			return TC_ACT_SHOT;
+		}
+		payload_diff = csum_word4_diff((__u32)old_sum, (__u32)new_sum);
 	}
-	dhcp6_zero_after(s, len);
-	__s64 new_sum = dhcp6_sum(s, round_up4(len));
 	struct udp6_ends to = {
 		.saddr = ip_is_unset(&cfg->nic_link_local) || to_port == bpf_htons(DHCP6_SERVER_PORT)
 				 ? *service
@@ -516,10 +585,13 @@ static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct
 		.dport = to_port,
 	};
 	trace_steered(&to.daddr, to_port, BPFNET_KIND_DHCP6);
-	if (new_sum < 0 || udp6_store_payload(skb, pkt, s, len) ||
-	    udp6_readdress(skb, pkt, sizeof(struct udphdr) + n, sizeof(struct udphdr) + len, pod, service,
-			   &to, csum_word4_diff((__u32)old_sum, (__u32)new_sum), NAT_WRITE_STORE) ||
-	    rewrite_macs(skb, s->peer_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
+	struct udp6_csum_change change;
+	int by_helper;
+	__u8 *frame = dhcp6_reply_frame(s, state, inner_off, len, &to, payload_diff, cfg->nic_mac, &change,
+					&by_helper);
+	if (bpf_skb_change_tail(skb, DHCP6_REPLY_HEAD_LEN + len, 0) ||
+	    bpf_skb_store_bytes(skb, 0, frame, DHCP6_REPLY_HEAD_LEN + len, 0) ||
+	    (by_helper && udp6_csum_by_helpers(skb, pkt, &change))) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}

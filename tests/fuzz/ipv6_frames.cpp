@@ -355,17 +355,25 @@ GeneratedFrame6 FrameGenerator6::pod_relay_reply() {
     Bytes msg = {13, static_cast<uint8_t>(below(3))}; // Relay-Repl, hop count
     append(msg, chance(0.8) ? ipv6("2001:2::2") : ipv6("::"));
     append(msg, pick(std::vector<Ip6>{ipv6("fe80::10"), ipv6("fe80::11"), ipv6(world6::known_host_ip)}));
+    Bytes interface_id;
     if (chance(0.9)) { // Interface-ID: the client's MAC, as the relay wrote it
         Mac m = lan_mac();
         uint8_t len = chance(0.9) ? 6 : static_cast<uint8_t>(below(10));
-        msg.insert(msg.end(), {0, 18, 0, len});
+        interface_id = {0, 18, 0, len};
         for (uint8_t i = 0; i < len; i++)
-            msg.push_back(i < 6 ? m[i] : 0);
+            interface_id.push_back(i < 6 ? m[i] : 0);
     }
+    // Servers may put the Interface-ID after the Relay Message (RFC 8415 sets no order): then bytes follow
+    // the inner message, which the relay must leave out of its sum.
+    bool interface_id_last = chance(0.3);
+    if (!interface_id_last)
+        append(msg, interface_id);
     Bytes inner = {static_cast<uint8_t>(pick(std::vector<int>{2, 7, 10, 13})), 0xab, 0xcd, 0xef};
     append(inner, payload(40));
     msg.insert(msg.end(), {0, 9, static_cast<uint8_t>(inner.size() >> 8), static_cast<uint8_t>(inner.size())});
     append(msg, inner);
+    if (interface_id_last)
+        append(msg, interface_id);
     Bytes l4(8, 0);
     put16(l4, 0, 547);
     put16(l4, 2, 547);
