@@ -206,9 +206,7 @@ void ControlServer::answer(int connection, const ControlHandler &handler) {
                                  "the loader's control socket takes requests from root (or the loader's user) only, "
                                  "not uid " +
                                      std::to_string(peer.uid));
-        ControlRequest request{nlohmann::json::parse(line, nullptr, false), peer.pid, peer.uid};
-        if (!request.body.is_object() || !request.body.contains("command") || !request.body["command"].is_string())
-            throw ControlFailure(ControlFailure::Kind::BadRequest, "a request is a JSON object with a \"command\"");
+        ControlRequest request{parse_control_request(line), peer.pid, peer.uid};
         reply = {{"ok", true}, {"result", handler(request)}};
     } catch (const ControlFailure &e) {
         reply = failure_reply(e.kind(), e.what());
@@ -216,6 +214,13 @@ void ControlServer::answer(int connection, const ControlHandler &handler) {
         reply = failure_reply(ControlFailure::Kind::Failure, e.what());
     }
     write_all(connection, reply.dump() + "\n");
+}
+
+nlohmann::json parse_control_request(std::string_view line) {
+    nlohmann::json body = nlohmann::json::parse(line, nullptr, false);
+    if (!body.is_object() || !body.contains("command") || !body["command"].is_string())
+        throw ControlFailure(ControlFailure::Kind::BadRequest, "a request is a JSON object with a \"command\"");
+    return body;
 }
 
 nlohmann::json call_loader(const std::string &path, const nlohmann::json &request, std::chrono::milliseconds timeout) {

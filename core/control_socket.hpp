@@ -45,6 +45,10 @@ private:
 std::string to_string(ControlFailure::Kind kind);
 ControlFailure::Kind parse_failure_kind(std::string_view text); // unknown spellings: Failure
 
+// A request line as the server reads it: a JSON object whose "command" is a string, else ControlFailure
+// (BadRequest).
+nlohmann::json parse_control_request(std::string_view line);
+
 struct ControlRequest {
     nlohmann::json body; // the request object; body["command"] is a string
     pid_t peer_pid = 0;

@@ -1,5 +1,7 @@
 #include "k8s/client.hpp"
 
+#include "core/yaml_documents.hpp"
+
 #include "core/log.hpp"
 
 #include <curl/curl.h>
@@ -220,10 +222,15 @@ void read_user(const YAML::Node &user, const std::string &user_name, const std::
 } // namespace
 
 ClusterConfig kubeconfig_config(const std::string &path) {
-    const std::string text = read_file(path, "kubeconfig");
+    return kubeconfig_from_text(read_file(path, "kubeconfig"), path);
+}
+
+ClusterConfig kubeconfig_from_text(const std::string &text, const std::string &path) {
     YAML::Node root;
     try {
-        root = YAML::Load(text);
+        const std::vector<YAML::Node> documents = load_yaml_documents(text);
+        if (!documents.empty())
+            root = documents.front();
     } catch (const YAML::Exception &e) {
         throw ConfigError(path + ": not valid YAML: " + e.what());
     }
@@ -769,18 +776,17 @@ bool Watcher::list() {
     return false;
 }
 
-bool Watcher::apply_line(std::string_view line, Outcome &outcome) {
+WatchEvent decode_watch_line(std::string_view line) {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
         line.remove_suffix(1);
+    WatchEvent e;
     if (line.empty())
-        return true;
+        return e; // Kind::Blank
     const json event = json::parse(line, nullptr, false);
     auto bad = [&](const char *why) {
-        ++stats_.bad_input;
-        log_warn("k8s watch: bad event, reconnecting",
-                 {{"path", collection_}, {"why", why}, {"line", std::string(line.substr(0, 120))}});
-        outcome = Outcome::Failed;
-        return false;
+        e.kind = WatchEvent::Kind::Bad;
+        e.detail = why;
+        return e;
     };
     if (event.is_discarded())
         return bad("not JSON");
@@ -792,45 +798,76 @@ bool Watcher::apply_line(std::string_view line, Outcome &outcome) {
     if (type == "ERROR") {
         const bool gone =
             object.contains("code") && object["code"].is_number_integer() && object["code"].get<long>() == 410;
-        std::string message = object.contains("message") && object["message"].is_string()
-                                  ? object["message"].get<std::string>()
-                                  : std::string();
-        if (gone) {
-            ++stats_.expired;
-            log_info("k8s watch: resourceVersion expired, re-listing", {{"path", collection_}, {"msg", message}});
-            outcome = Outcome::Relist;
-        } else {
-            ++stats_.bad_input;
-            log_warn("k8s watch: ERROR event, re-listing", {{"path", collection_}, {"msg", message}});
-            outcome = Outcome::FailedRelist;
-        }
-        return false;
+        e.kind = gone ? WatchEvent::Kind::Expired : WatchEvent::Kind::Error;
+        e.detail = object.contains("message") && object["message"].is_string() ? object["message"].get<std::string>()
+                                                                               : std::string();
+        return e;
     }
     const auto rv = resource_version_of(object);
     if (!rv)
         return bad("object without metadata.resourceVersion");
+    e.resource_version = *rv;
     if (type == "BOOKMARK") {
+        e.kind = WatchEvent::Kind::Bookmark;
+        return e;
+    }
+    e.key = object_key(object);
+    if (e.key.empty())
+        return bad("object without metadata.name");
+    if (type == "ADDED" || type == "MODIFIED")
+        e.kind = WatchEvent::Kind::Changed;
+    else if (type == "DELETED")
+        e.kind = WatchEvent::Kind::Deleted;
+    else
+        return bad("unknown event type");
+    e.type = type;
+    e.object = object;
+    return e;
+}
+
+bool Watcher::apply_line(std::string_view line, Outcome &outcome) {
+    WatchEvent event = decode_watch_line(line);
+    switch (event.kind) {
+    case WatchEvent::Kind::Blank:
+        return true;
+    case WatchEvent::Kind::Bad:
+        ++stats_.bad_input;
+        log_warn("k8s watch: bad event, reconnecting",
+                 {{"path", collection_}, {"why", event.detail}, {"line", std::string(line.substr(0, 120))}});
+        outcome = Outcome::Failed;
+        return false;
+    case WatchEvent::Kind::Expired:
+        ++stats_.expired;
+        log_info("k8s watch: resourceVersion expired, re-listing", {{"path", collection_}, {"msg", event.detail}});
+        outcome = Outcome::Relist;
+        return false;
+    case WatchEvent::Kind::Error:
+        ++stats_.bad_input;
+        log_warn("k8s watch: ERROR event, re-listing", {{"path", collection_}, {"msg", event.detail}});
+        outcome = Outcome::FailedRelist;
+        return false;
+    case WatchEvent::Kind::Bookmark: {
         ++stats_.bookmarks;
         std::lock_guard lock(mutex_);
-        rv_ = *rv;
+        rv_ = event.resource_version;
         return true;
     }
-    const std::string key = object_key(object);
-    if (key.empty())
-        return bad("object without metadata.name");
+    case WatchEvent::Kind::Changed:
+    case WatchEvent::Kind::Deleted:
+        break;
+    }
     {
         std::lock_guard lock(mutex_);
-        if (type == "ADDED" || type == "MODIFIED")
-            snapshot_[key] = kept_of(object);
-        else if (type == "DELETED")
-            snapshot_.erase(key);
+        if (event.kind == WatchEvent::Kind::Changed)
+            snapshot_[event.key] = kept_of(std::move(event.object));
         else
-            return bad("unknown event type");
-        rv_ = *rv;
+            snapshot_.erase(event.key);
+        rv_ = event.resource_version;
     }
     ++stats_.events;
     if (log_level() <= LogLevel::Debug)
-        log_debug("k8s event", {{"path", collection_}, {"type", std::string(type)}, {"object", key}, {"rv", *rv}});
+        log_debug("k8s event",
+                  {{"path", collection_}, {"type", event.type}, {"object", event.key}, {"rv", event.resource_version}});
     deliver();
     return true;
 }

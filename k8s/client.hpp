@@ -57,6 +57,8 @@ ClusterConfig in_cluster_config(const std::string &sa_dir = kServiceAccountDir);
 // auth-provider, username/password) is refused with a ConfigError: running anonymously instead would only
 // fail later, with 403s that do not say why.
 ClusterConfig kubeconfig_config(const std::string &path);
+// The same from the kubeconfig's text; path names it in errors and anchors its relative paths.
+ClusterConfig kubeconfig_from_text(const std::string &text, const std::string &path);
 // Empty path: in-cluster; otherwise the kubeconfig at PATH. Throws ConfigError naming the missing field.
 ClusterConfig load_cluster_config(const std::string &path_or_empty);
 
@@ -208,6 +210,27 @@ struct WatchStats {
     std::atomic<std::uint64_t> failures{0};  // failed list/watch attempts (each followed by a backoff)
     std::atomic<std::uint64_t> stalls{0};    // watches abandoned after idle_timeout without a byte
 };
+
+// One line of a watch stream (the watch protocol: {"type": ..., "object": ...} per line), decoded.
+struct WatchEvent {
+    enum class Kind {
+        Blank,    // an empty line: nothing
+        Changed,  // ADDED or MODIFIED: object, key, resource_version
+        Deleted,  // key, resource_version
+        Bookmark, // resource_version only
+        Expired,  // ERROR with code 410: the resourceVersion is too old (detail: its message)
+        Error,    // any other ERROR (detail: its message)
+        Bad,      // not a watch event (detail: why)
+    };
+    Kind kind = Kind::Blank;
+    std::string type; // "ADDED", "MODIFIED", "DELETED" for Changed and Deleted
+    std::string key;  // object_key of the object
+    std::string resource_version;
+    std::string detail;
+    json object;
+};
+// Total: every line decodes to a kind, and nothing a line holds makes it throw.
+WatchEvent decode_watch_line(std::string_view line);
 
 class Watcher {
 public:

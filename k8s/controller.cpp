@@ -719,8 +719,8 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
         post_event(it->second, normal_event("Released", "Deactivate",
                                             "node " + options_.node_name + " stopped serving this Service on " +
                                                 format_ip(served.service_ip) + " (" + why + ")"));
-        auto candidate =
-            std::find_if(candidates.begin(), candidates.end(), [&](const Candidate &c) { return c.id() == id; });
+        auto candidate = std::find_if(candidates.begin(), candidates.end(),
+                                      [&, wanted = id](const Candidate &c) { return c.id() == wanted; });
         // Refused now (its addresses or ports changed), or no endpoint of the family: nobody serves it.
         if (candidate == candidates.end() || !candidate->endpoint)
             withdrawn[served.key].push_back(served.service_ip);

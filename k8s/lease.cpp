@@ -4,6 +4,7 @@
 #include "k8s/json_fields.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -69,8 +70,13 @@ LeaseState read_lease(const json &lease) {
     state.resource_version = string_member(meta, "resourceVersion");
     state.holder = string_member(spec, "holderIdentity");
     state.renew_time = time_at(spec, "renewTime");
+    // The API takes an int32 here; anything beyond is clamped to it, so that the duration in nanoseconds
+    // (lease_claimable compares it with the steady clock's) cannot overflow.
     if (auto it = spec.find("leaseDurationSeconds"); it != spec.end() && it->is_number_integer())
-        state.duration = std::chrono::seconds(std::max<std::int64_t>(0, it->get<std::int64_t>()));
+        state.duration = std::chrono::seconds(
+            it->is_number_unsigned()
+                ? static_cast<std::int64_t>(std::min<std::uint64_t>(it->get<std::uint64_t>(), INT32_MAX))
+                : std::clamp<std::int64_t>(it->get<std::int64_t>(), 0, INT32_MAX));
     if (auto it = spec.find("leaseTransitions"); it != spec.end() && it->is_number_integer())
         state.transitions = it->get<std::int64_t>();
     return state;
@@ -162,8 +168,9 @@ std::optional<Clock::time_point> parse_micro_time(const std::string &text) {
     }
     if (pos + 1 != text.size() || text[pos] != 'Z')
         return std::nullopt;
-    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-        tm.tm_sec > 60)
+    // Years the clock can hold: system_clock counts nanoseconds, about 292 years either side of 1970.
+    if (tm.tm_year < 1970 || tm.tm_year > 2200 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+        tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
         return std::nullopt;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;

@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build: C++20 toolchain, both supported BPF compilers, skeleton generator, libraries
   build-essential cmake pkg-config clang-14 clang-16 llvm-14 clang-format-14 bpftool
+  # the sanitizer tree (scripts/test.sh) is built with clang-14: its ASan, UBSan and libFuzzer runtimes
+  libclang-rt-14-dev
   # lint (scripts/lint.sh): the formatter above, shellcheck for the shell scripts, pyflakes for the Python ones
   shellcheck pyflakes3
   libbpf-dev libxdp-dev libelf-dev zlib1g-dev linux-libc-dev libcli11-dev libgtest-dev libgmock-dev

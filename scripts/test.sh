@@ -5,8 +5,9 @@
 # end-to-end cases whose subject is the datapath on the kernel in VMs booting Debian's 6.1 and 6.12 kernels
 # (tests/vm/run.sh, the kernel matrix; `tests/vm/run.sh --long` runs every case there). Needs root. The BPF
 # programs are built, and their packet tables and the fuzzer run, with both supported compilers (clang-14
-# and clang-16); the C++ code is built once more with ASan and UBSan, and the unit and k8s tiers and the
-# loader's e2e suites steering, cli and kubernetes run there too.
+# and clang-16); the C++ code is built once more with clang-14, ASan and UBSan, and the unit and k8s tiers, the
+# libFuzzer targets of the loader's inputs (tests/libfuzz, 10 s each) and the loader's e2e suites steering, cli
+# and kubernetes run there too.
 #
 #   env: BPFNET_TEST_VM=0     skip the kernel matrix (a quicker run while developing; CI always runs it)
 #        BPFNET_TEST_BENCH=0  skip the benchmarks' quick run (it checks that every benchmark still runs;
@@ -57,14 +58,15 @@ stage build "build, BPF compiled with clang-14" build "$top/build" clang-14
 stage build16 "build, BPF compiled with clang-16: the packet tables and the fuzzer" \
   build "$top/build-clang16" clang-16 bpf_tests bpfnet_fuzz
 
-# The C++ code once more with AddressSanitizer (leaks included) and UndefinedBehaviorSanitizer: the unit and
-# k8s tiers and the loader's e2e suites run there too (below), and any report fails.
+# The C++ code once more, with clang-14, AddressSanitizer (leaks included), UndefinedBehaviorSanitizer and
+# libFuzzer's coverage: the unit and k8s tiers, the loader's e2e suites and the libFuzzer targets of the
+# loader's inputs (tests/libfuzz) run there (below), and any report fails.
 build_sanitized() { # build_sanitized DIR
-  cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DBPFNET_SANITIZE=address,undefined >/dev/null
-  cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests
+  CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBPFNET_SANITIZE=address,undefined -DBPFNET_LIBFUZZER=ON >/dev/null
+  cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests libfuzz_targets
 }
-stage buildsan "build with ASan and UBSan: the loader, bpfnetctl and the unit and k8s tests" \
+stage buildsan "build with clang-14, ASan, UBSan and libFuzzer: the loader, bpfnetctl, the unit and k8s tests, the input fuzzers" \
   build_sanitized "$top/build-sanitized"
 
 # The image (Containerfile) from base images made of Debian packages: tests/e2e/test_image.sh runs the loader
@@ -86,7 +88,7 @@ sanitized_tiers() {
   mkdir -p "$reports"
   local env=(env "ASAN_OPTIONS=detect_leaks=1:log_path=$reports/report"
     "UBSAN_OPTIONS=print_stacktrace=1:log_path=$reports/report")
-  sandboxed "${env[@]}" ctest --test-dir "$top/build-sanitized" -L 'unit|k8s' --output-on-failure -j "$jobs" || rc=1
+  sandboxed "${env[@]}" ctest --test-dir "$top/build-sanitized" -L 'unit|k8s|libfuzz' --output-on-failure -j "$jobs" || rc=1
   sandboxed "${env[@]}" ctest --test-dir "$top/build-sanitized" -R '^e2e_(steering|cli|kubernetes)$' \
     --output-on-failure -j "$jobs" || rc=1
   if compgen -G "$reports/report.*" >/dev/null; then
@@ -96,7 +98,7 @@ sanitized_tiers() {
   fi
   return "$rc"
 }
-stage ctestsan "unit, k8s and the loader's e2e suites (steering, cli, kubernetes) under ASan and UBSan" \
+stage ctestsan "unit, k8s, the input fuzzers (10 s each) and the loader's e2e suites (steering, cli, kubernetes) under ASan and UBSan" \
   sanitized_tiers
 
 # One per core at a time: every e2e suite has a sandbox of its own (tests/e2e/lib.sh), and most of their time is waits.

@@ -8,6 +8,8 @@
  */
 #include "standalone/config.hpp"
 
+#include "core/yaml_documents.hpp"
+
 #include "core/node_rules.hpp"
 #include "core/service_rules.hpp"
 
@@ -623,7 +625,7 @@ Config read_config(const Field &root) {
 YAML::Node load_single_document(std::string_view yaml_text, std::string_view source_name) {
     std::vector<YAML::Node> documents;
     try {
-        documents = YAML::LoadAll(std::string(yaml_text));
+        documents = load_yaml_documents(std::string(yaml_text));
     } catch (const YAML::Exception &e) {
         throw ConfigError(source_name, line_of(e.mark), "", "invalid YAML: " + e.msg);
     }

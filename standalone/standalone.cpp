@@ -156,7 +156,7 @@ nlohmann::json change_json(const Config &config, const std::optional<BackendLoca
 
 } // namespace
 
-Backend StandaloneLoader::requested_backend(const nlohmann::json &request) const {
+Backend requested_backend(const nlohmann::json &request, const Config &config) {
     using Kind = ControlFailure::Kind;
     if (!request.contains("ip") || !request["ip"].is_string())
         throw ControlFailure(Kind::BadRequest, "backend_set needs \"ip\", a string");
@@ -175,29 +175,30 @@ Backend StandaloneLoader::requested_backend(const nlohmann::json &request) const
                                  "backend IPv6 '" + text6 + "' must be an IPv6 address beside an IPv4 backend IP");
         ip6 = given;
     }
+    if (request.contains("veth") && !request["veth"].is_string())
+        throw ControlFailure(Kind::BadRequest, "backend_set's \"veth\" must be a string: the pod's veth");
     Backend backend{v4_of(*ip), ip6, request.value("veth", "")};
-    if ((config_.service_ip_be != 0) != (backend.ip_be != 0))
-        throw ControlFailure(Kind::InvalidArgument, config_.service_ip_be != 0
+    if ((config.service_ip_be != 0) != (backend.ip_be != 0))
+        throw ControlFailure(Kind::InvalidArgument, config.service_ip_be != 0
                                                         ? "backend IP: the service has an IPv4 address: give the "
                                                           "pod's IPv4 address"
                                                         : "backend IP: the service is IPv6 only: give the pod's "
                                                           "IPv6 address");
-    if (config_.service_ip6.has_value() != backend.ip6.has_value())
-        throw ControlFailure(Kind::InvalidArgument, config_.service_ip6 ? "backend IP: the service has an IPv6 "
-                                                                          "address: give the pod's IPv6 address too"
-                                                                        : "backend IPv6: the service has no IPv6 "
-                                                                          "address");
+    if (config.service_ip6.has_value() != backend.ip6.has_value())
+        throw ControlFailure(Kind::InvalidArgument, config.service_ip6 ? "backend IP: the service has an IPv6 "
+                                                                         "address: give the pod's IPv6 address too"
+                                                                       : "backend IPv6: the service has no IPv6 "
+                                                                         "address");
     if (backend.ip_be != 0)
         if (auto problem =
-                backend_ip_problem(backend.ip_be, {config_.service_ip_be}, config_.subnet_be, config_.prefix_len))
+                backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
             throw ControlFailure(Kind::InvalidArgument, "backend IP: " + *problem);
     if (backend.ip6)
-        if (auto problem =
-                backend_ip6_problem(*backend.ip6, *config_.service_ip6, config_.subnet6, config_.prefix6_len))
+        if (auto problem = backend_ip6_problem(*backend.ip6, *config.service_ip6, config.subnet6, config.prefix6_len))
             throw ControlFailure(Kind::InvalidArgument, "backend IPv6: " + *problem);
-    if (backend.veth == config_.interface)
+    if (backend.veth == config.interface)
         throw ControlFailure(Kind::InvalidArgument,
-                             "veth: must be the pod's veth, not the provisioning interface " + config_.interface);
+                             "veth: must be the pod's veth, not the provisioning interface " + config.interface);
     return backend;
 }
 
@@ -208,7 +209,7 @@ nlohmann::json StandaloneLoader::control(const ControlRequest &request) {
         return describe_loader("standalone", config_.interface, config_.interface_macs);
     Config next = config_;
     if (command == "backend_set")
-        next.backend = requested_backend(request.body);
+        next.backend = requested_backend(request.body, config_);
     else if (command == "backend_clear")
         next.backend.reset();
     else

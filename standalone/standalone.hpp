@@ -42,7 +42,6 @@ private:
     // A request on the control socket (bpfnetctl backend set/clear): the running config with another
     // backend, applied like a reload. Lasts until the config is applied again (SIGHUP, file change, restart).
     nlohmann::json control(const ControlRequest &request);
-    Backend requested_backend(const nlohmann::json &request) const;
     // Re-reads the file and applies it if valid; `forced` (SIGHUP) also re-applies an unchanged one.
     void reload_config(bool forced);
     void reload_failed(const std::string &reason);
@@ -56,5 +55,10 @@ private:
     std::optional<ControlServer> control_;
     UniqueFd epoll_, signals_, inotify_;
 };
+
+// The backend a backend_set request on the control socket names, checked against the running config: its
+// addresses (one per family the service has, outside the provisioning subnet), its veth. A request that is not
+// one throws ControlFailure (BadRequest, InvalidArgument) saying what is wrong.
+Backend requested_backend(const nlohmann::json &request, const Config &config);
 
 } // namespace bpfnet

@@ -141,6 +141,17 @@ TEST(K8sConfig, InClusterFromEnvironment) {
     ::unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
+// A kubeconfig goes through the same guarded load as the config file (core/yaml_documents.hpp): yaml-cpp 0.7
+// would loop forever on this one.
+TEST(K8sConfig, KubeconfigWithACommaAtTheTopLevelIsRefused) {
+    try {
+        kubeconfig_from_text("\"current-context\" ,", "/etc/kubeconfig");
+        FAIL() << "accepted";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(std::string(e.what()), "/etc/kubeconfig: not valid YAML: a ',' outside any sequence or map");
+    }
+}
+
 TEST(K8sConfig, Kubeconfig) {
     TempDir dir;
     dir.write("ca.pem", "PEM");

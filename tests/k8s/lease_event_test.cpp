@@ -46,6 +46,30 @@ TEST(MicroTime, RejectsWhatIsNotRfc3339Utc) {
         EXPECT_FALSE(parse_micro_time(bad)) << bad;
 }
 
+// A time the clock cannot hold (nanoseconds since 1970 in 64 bits: years 1678 to 2262) is no time at all,
+// not an overflow (found by tests/libfuzz/fuzz_watch_line: a renewTime in the year 3717).
+TEST(MicroTime, RejectsYearsTheClockCannotHold) {
+    for (const char *far : {"3717-12-04T23:01:30.123456Z", "9999-01-01T00:00:00Z", "0001-01-01T00:00:00Z",
+                            "1969-12-31T23:59:59Z", "2201-01-01T00:00:00Z"})
+        EXPECT_FALSE(parse_micro_time(far)) << far;
+    EXPECT_TRUE(parse_micro_time("1970-01-01T00:00:00Z"));
+    EXPECT_TRUE(parse_micro_time("2200-12-31T23:59:59Z"));
+}
+
+// leaseDurationSeconds is an int32 in the API; a larger number is clamped to it, so that comparing it with a
+// steady-clock duration (nanoseconds) cannot overflow.
+TEST(Lease, DurationBeyondInt32IsClamped) {
+    json lease = lease_object("node-a");
+    for (const json &huge : {json(std::int64_t{1} << 40), json(INT64_MAX), json(UINT64_MAX)}) {
+        lease["spec"]["leaseDurationSeconds"] = huge;
+        const LeaseState state = read_lease(lease);
+        EXPECT_EQ(state.duration, std::chrono::seconds(INT32_MAX)) << huge;
+        EXPECT_FALSE(lease_claimable(state, "node-b", std::chrono::hours(24 * 365)));
+    }
+    lease["spec"]["leaseDurationSeconds"] = -5;
+    EXPECT_EQ(read_lease(lease).duration, 0s);
+}
+
 TEST(Lease, ReadsTheFieldsItUses) {
     LeaseState lease = read_lease(lease_object("node-a"));
     EXPECT_TRUE(lease.exists);

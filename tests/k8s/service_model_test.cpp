@@ -237,7 +237,7 @@ TEST(ServiceModel, NamedTargetPortsResolveFromTheEndpointsSlice) {
     EXPECT_EQ(d.target_port_names, (std::vector<std::string>{"ironic-api", "ipxe-tls", "", ""}));
 
     json slice = {{"addressType", "IPv4"},
-                  {"endpoints", {{{"addresses", {"10.244.1.7"}}, {"nodeName", "node-a"}}}},
+                  {"endpoints", {{{"addresses", json::array({"10.244.1.7"})}, {"nodeName", "node-a"}}}},
                   {"ports",
                    {{{"name", "ironic-api"}, {"protocol", "TCP"}, {"port", 6388}},
                     {{"name", "ipxe-tls"}, {"protocol", "TCP"}, {"port", 8443}},
@@ -514,22 +514,28 @@ TEST(SharedIps, AcceptedFromDecision) {
 
 namespace {
 json endpoint(const char *addr, const char *node, json ready = true) {
-    json e = {{"addresses", {addr}}, {"conditions", {{"ready", ready}}}};
+    json e = {{"addresses", json::array({addr})}, {"conditions", {{"ready", ready}}}};
     if (node)
         e["nodeName"] = node;
     return e;
 }
-json slice(json endpoints, const char *type = "IPv4") {
+// A slice whose "endpoints" is any value (the malformed ones below).
+json slice_with(json endpoints, const char *type = "IPv4") {
     return {{"apiVersion", "discovery.k8s.io/v1"},
             {"kind", "EndpointSlice"},
             {"addressType", type},
             {"endpoints", std::move(endpoints)}};
 }
+// The endpoints as a vector: a braced list of one endpoint would make that object itself under clang
+// (nlohmann::json's brace initialization differs between compilers), not an array of it.
+json slice(const std::vector<json> &endpoints, const char *type = "IPv4") {
+    return slice_with(json(endpoints), type);
+}
 } // namespace
 
 TEST(ReadyEndpoint, NoneWhenEmptyOrNotReady) {
     EXPECT_FALSE(ready_endpoint(json::array(), "node-a"));
-    EXPECT_FALSE(ready_endpoint(json::array({slice(json::array())}), "node-a"));
+    EXPECT_FALSE(ready_endpoint(json::array({slice({})}), "node-a"));
     const json slices = json::array({slice({endpoint("10.244.1.7", "node-a", false)})});
     EXPECT_FALSE(ready_endpoint(slices, "node-a"));
 }
@@ -557,7 +563,7 @@ TEST(ReadyEndpoint, ReadyOnOtherNodeIsNotEligible) {
 }
 
 TEST(ReadyEndpoint, AbsentReadyMeansReady) {
-    json e = {{"addresses", {"10.244.1.7"}}, {"nodeName", "node-a"}};
+    json e = {{"addresses", json::array({"10.244.1.7"})}, {"nodeName", "node-a"}};
     auto got = ready_endpoint(json::array({slice({e})}), "node-a");
     ASSERT_TRUE(got);
     EXPECT_TRUE(got->on_this_node);
@@ -568,7 +574,7 @@ TEST(ReadyEndpoint, AbsentReadyMeansReady) {
 // An endpoint of a pod being replaced (rolling update, drain): ready false, serving and terminating true.
 namespace {
 json terminating_endpoint(const std::string &address, const std::string &node, bool serving = true) {
-    return {{"addresses", {address}},
+    return {{"addresses", json::array({address})},
             {"nodeName", node},
             {"conditions", {{"ready", false}, {"serving", serving}, {"terminating", true}}}};
 }
@@ -593,11 +599,12 @@ TEST(ReadyEndpoint, TerminatingPodThatStillServesKeepsTheTrafficUntilANewOneIsRe
 TEST(ReadyEndpoint, ServingAbsentMeansServingOtherwiseNotReadyCannotServe) {
     EXPECT_FALSE(ready_endpoint(json::array({slice({terminating_endpoint("10.244.1.7", "node-a", false)})}), "node-a"));
     // Serving but not terminating and not ready: a pod that has not passed its readiness probe yet.
-    json starting = {
-        {"addresses", {"10.244.1.7"}}, {"nodeName", "node-a"}, {"conditions", {{"ready", false}, {"serving", true}}}};
+    json starting = {{"addresses", json::array({"10.244.1.7"})},
+                     {"nodeName", "node-a"},
+                     {"conditions", {{"ready", false}, {"serving", true}}}};
     EXPECT_FALSE(ready_endpoint(json::array({slice({starting})}), "node-a"));
     // serving absent on a terminating endpoint: nil means serving, as kube-proxy reads it.
-    json no_serving = {{"addresses", {"10.244.1.7"}},
+    json no_serving = {{"addresses", json::array({"10.244.1.7"})},
                        {"nodeName", "node-a"},
                        {"conditions", {{"ready", false}, {"terminating", true}}}};
     EXPECT_EQ(ready_endpoint(json::array({slice({no_serving})}), "node-a"),
@@ -657,13 +664,13 @@ TEST(ReadyEndpoint, MalformedSlicesContributeNothingNeverThrow) {
         json::array(),
         json{{"addressType", 4}, {"endpoints", {endpoint("10.244.1.1", "node-a")}}},
         json{{"endpoints", {endpoint("10.244.1.1", "node-a")}}}, // no addressType
-        slice(json::object()),
-        slice("x"),
-        slice(json::array({1, "e", nullptr})),
+        slice_with(json::object()),
+        slice_with("x"),
+        slice_with(json::array({1, "e", nullptr})),
         slice({json{{"addresses", "10.244.1.1"}, {"nodeName", "node-a"}}}),
         slice({json{{"addresses", {1, nullptr, json::array()}}, {"nodeName", "node-a"}}}),
-        slice({json{{"addresses", {"10.244.1.1"}}, {"nodeName", 7}}}),
-        slice({json{{"addresses", {"10.244.1.1"}}, {"nodeName", "node-a"}, {"conditions", "ready"}}}),
+        slice({json{{"addresses", json::array({"10.244.1.1"})}, {"nodeName", 7}}}),
+        slice({json{{"addresses", json::array({"10.244.1.1"})}, {"nodeName", "node-a"}, {"conditions", "ready"}}}),
         slice({endpoint("10.244.1.1", "node-a", "true")}), // ready must be a boolean
         slice({endpoint("10.244.1.001", "node-a")}),
         slice({endpoint("10.244.1.1/32", "node-a")}),

@@ -401,12 +401,13 @@ TEST(CliStats, WatchShowsRatesPerSecond) {
 // ---- backend set / clear: the request sent to the loader and the report of its answer ----
 
 TEST(CliBackend, RequestsNameTheCommandAndOnlyTheGivenFields) {
-    EXPECT_EQ(backend_set_request("198.18.100.2", ""), Json::parse(R"({"command":"backend_set","ip":"198.18.100.2"})"));
+    EXPECT_EQ(backend_set_request("198.18.100.2", ""),
+              nlohmann::json::parse(R"({"command":"backend_set","ip":"198.18.100.2"})"));
     EXPECT_EQ(backend_set_request("198.18.100.2", "veth1"),
-              Json::parse(R"({"command":"backend_set","ip":"198.18.100.2","veth":"veth1"})"));
+              nlohmann::json::parse(R"({"command":"backend_set","ip":"198.18.100.2","veth":"veth1"})"));
     EXPECT_EQ(backend_set_request("198.18.100.2", "", "fd00:10::2"),
-              Json::parse(R"({"command":"backend_set","ip":"198.18.100.2","ipv6":"fd00:10::2"})"));
-    EXPECT_EQ(backend_clear_request(), Json::parse(R"({"command":"backend_clear"})"));
+              nlohmann::json::parse(R"({"command":"backend_set","ip":"198.18.100.2","ipv6":"fd00:10::2"})"));
+    EXPECT_EQ(backend_clear_request(), nlohmann::json::parse(R"({"command":"backend_clear"})"));
 }
 
 TEST(CliBackend, TheLoadersRefusalsKeepTheirExitCodes) {

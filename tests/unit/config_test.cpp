@@ -278,6 +278,19 @@ TEST(ConfigErrors, EmptyOrMultiDocumentFileIsRejected) {
     EXPECT_NE(error_message("- a\n- b\n").find("must be a mapping, got a list"), std::string::npos);
 }
 
+// yaml-cpp 0.7 loops forever on a ',' at a document's top level (found by tests/libfuzz/fuzz_config): such a
+// file is refused before it is loaded, in every document, whatever the top-level node is.
+TEST(ConfigErrors, CommaAtTheTopLevelIsRefusedNotLooped) {
+    for (const std::string text : {",", "\n,\n", "\"a\" ,", "&x ,", "!t ,", "--- ,", "interface: prov0\n--- ,"})
+        EXPECT_NE(error_message(text).find("invalid YAML: a ',' outside any sequence or map"), std::string::npos)
+            << text;
+    // A ',' in a flow collection, or where yaml-cpp itself refuses it, is what it always was.
+    EXPECT_EQ(
+        parse(kHead + "ports: [{name: a, protocol: tcp, port: 1}, {name: b, protocol: tcp, port: 2}]\n").ports.size(),
+        2u);
+    EXPECT_NE(error_message("interface:\n  ,\n").find("invalid YAML"), std::string::npos);
+}
+
 TEST(ConfigErrors, UnknownFieldIsRejectedAtEveryLevel) {
     EXPECT_TRUE(Rejected(minimal_with("serviceIp: 198.18.0.3\n"), "serviceIp", "unknown field"));
     EXPECT_TRUE(Rejected(minimal_with("heartbeat:\n  intervalMS: 500\n"), "heartbeat.intervalMS", "unknown field"));
