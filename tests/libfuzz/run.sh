@@ -36,6 +36,11 @@ limit=(-max_total_time="$seconds")
 name=$(basename "$target")
 echo "$name: seed $seed, ${runs:+$runs runs}${runs:-$seconds s}, corpus $corpus ($(find "$corpus" -type f | wc -l) seeds)"
 rc=0
+if [ "$expect_finding" = 1 ]; then
+  # A mutant's report is the point of its run: kept in its own log, never where the sanitizer tier collects
+  # reports of real findings (scripts/test.sh sets log_path for those).
+  export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+fi
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$target" "${limit[@]}" -seed="$seed" -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$work/findings/" "${extra[@]}" "$work/corpus" >"$work/log" 2>&1 || rc=$?
 grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE)' "$work/log" || true
