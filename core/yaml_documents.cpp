@@ -17,9 +17,9 @@ bool flow_entry_at_top_level(const std::string &tokens) {
     int flow = 0, block = 0;
     std::istringstream lines(tokens);
     for (std::string line; std::getline(lines, line);) {
-        const std::string_view name = std::string_view(line).substr(0, line.size() >= 2 ? line.size() - 2 : 0);
-        if (line.size() < 2 || line.compare(line.size() - 2, 2, ": ") != 0)
+        if (!line.ends_with(": "))
             continue;
+        const std::string_view name = std::string_view(line).substr(0, line.size() - 2);
         if (name == "FLOW_SEQ_START" || name == "FLOW_MAP_START")
             ++flow;
         else if ((name == "FLOW_SEQ_END" || name == "FLOW_MAP_END") && flow > 0)

@@ -19,16 +19,15 @@ void read_as_api_objects(const nlohmann::json &object) {
     policy.allowed_namespaces = {"metal3", "default"};
     policy.allowed_cidrs = {*bpfnet::parse_prefix("198.18.0.0/15").prefix, *bpfnet::parse_prefix("fd00::/8").prefix};
     const ServiceDecision decision = decide_service(object, policy);
-    if (decision.outcome == ServiceDecision::Outcome::Accepted) {
-        const AcceptedService service = accepted(decision);
+    const bool accepted_service = decision.outcome == ServiceDecision::Outcome::Accepted;
+    const AcceptedService service = accepted_service ? accepted(decision) : AcceptedService{};
+    if (accepted_service)
         (void)check_shared_ips({service, service});
-        for (IpFamily family : {IpFamily::V4, IpFamily::V6}) {
-            const auto endpoint = ready_endpoint(object, "node-a", family);
+    for (IpFamily family : {IpFamily::V4, IpFamily::V6}) {
+        const auto endpoint = ready_endpoint(object, "node-a", family);
+        if (accepted_service)
             (void)resolve_target_ports(ports_for_family(service, family), endpoint);
-        }
     }
-    for (IpFamily family : {IpFamily::V4, IpFamily::V6})
-        (void)ready_endpoint(object, "node-a", family);
     const LeaseState lease = read_lease(object);
     (void)lease_claimable(lease, "node-a", std::chrono::seconds(30));
     if (lease.renew_time)
