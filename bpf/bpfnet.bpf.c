@@ -812,6 +812,22 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, void *data, 
 }
 
 /*
+ * A packet from the pod that failed validation: dropped and counted when it comes from one of this node's
+ * backends, else not ours (BPFNET_TC_NEXT). A path of its own, so that the valid packet's path carries no
+ * copy of pkt's fields for it (the compiler stored them at every check of the validation).
+ */
+static __always_inline int refuse_from_pod(const struct ethhdr *eth, const void *l3, const struct l3_addrs *a,
+					   enum parse_verdict verdict, const int v6)
+{
+	if (!bpf_map_lookup_elem(&backends, &a->saddr))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
+	trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), eth->h_source);
+	decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL : drop_reason(verdict));
+	return TC_ACT_SHOT;
+}
+
+/*
  * A packet from a backend to the provisioning LAN, either family (its fixed header at l3, its destination on
  * the subnet): reverse SNAT, relay reply, or flow (walks 2-5); BPFNET_TC_NEXT when its source is none of
  * this node's backends (not ours). A listed port's reply is known to be ours from its backend_ports entry,
@@ -825,23 +841,17 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, str
 {
 	struct ip_packet pkt = {};
 	enum parse_verdict verdict = ip_validate(skb, 0, data, skb->len, l3, &pkt, v6);
-	struct bpfnet_backend_port *listed = NULL;
-	struct bpfnet_backend *backend = NULL;
 
-	if (verdict == PARSE_OK) {
-		struct bpfnet_backend_port_key bkey = {
-			.backend_ip = a->saddr, .port_be = pkt.sport, .proto = pkt.proto};
-		listed = bpf_map_lookup_elem(&backend_ports, &bkey);
-	}
+	if (verdict != PARSE_OK)
+		return refuse_from_pod(eth, l3, a, verdict, v6);
+	struct bpfnet_backend_port_key bkey = {
+		.backend_ip = a->saddr, .port_be = pkt.sport, .proto = pkt.proto};
+	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	struct bpfnet_backend *backend = NULL;
 	if (!listed && !(backend = bpf_map_lookup_elem(&backends, &a->saddr)))
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), eth->h_source);
-	if (verdict != PARSE_OK) {
-		decide(verdict == PARSE_OTHER_PROTOCOL ? BPFNET_CTR_DROP_BACKEND_PROTOCOL
-						       : drop_reason(verdict));
-		return TC_ACT_SHOT;
-	}
 	trace_ports(&pkt);
 	/* The DHCP server answering the relay (giaddr:67). */
 	if (relays_dhcp && listed && listed->kind == BPFNET_KIND_DHCP &&

@@ -9,13 +9,14 @@
  * echoed in the Interface-ID: a reply goes back to the frame that asked for it, whatever address that
  * frame claimed.
  *
- * Wrapping and unwrapping change the UDP payload's length. The UDP header stays where it is (the message
- * is moved within the payload and the tail grown or cut with bpf_skb_change_tail), so a CHECKSUM_PARTIAL
- * skb's checksum start stays right. The UDP checksum is computed from the skb's checksum state
- * (l4_check_after: a CHECKSUM_PARTIAL skb's field holds the pseudo-header's sum only, so the payload is not
- * summed for it), or updated by the kernel's helpers where the state asks for them. A Relay-Reply is copied
- * with its frame's headers; the frame sent is built in the copy in front of the inner message and written
- * back in one store.
+ * Wrapping and unwrapping change the UDP payload's length. A request whose checksum is computed here gets its
+ * Relay-Forward header in room made in front of the message (bpf_skb_adjust_room); elsewhere the UDP header
+ * stays where it is (the message is moved within the payload and the tail grown or cut with
+ * bpf_skb_change_tail), so a CHECKSUM_PARTIAL skb's checksum start stays right. The UDP checksum is computed
+ * from the skb's checksum state (l4_check_after: a CHECKSUM_PARTIAL skb's field holds the pseudo-header's sum
+ * only, so the payload is not summed for it), or updated by the kernel's helpers where the state asks for
+ * them. A Relay-Reply is copied with its frame's headers; the frame sent is built in the copy in front of the
+ * inner message and written back in one store.
  */
 #ifndef BPFNET_DHCP6_H
 #define BPFNET_DHCP6_H
@@ -79,9 +80,9 @@
 #define DHCP6_SUM_CHUNK		      512
 _Static_assert(DHCP6_SUM_CHUNK == 512, "dhcp6_sum masks a chunk with 511");
 
-/* The frame's headers in front of a Relay-Reply: Ethernet, the fixed IPv6 header (tc_pod_dhcp6 takes no
+/* The frame's headers in front of a DHCPv6 message: Ethernet, the fixed IPv6 header (tc_pod_dhcp6 takes no
  * extension headers), UDP; the copy keeps room for them before msg[]. */
-#define DHCP6_REPLY_HEAD_LEN (sizeof(struct ethhdr) + IPV6_HEADER_LEN + sizeof(struct udphdr))
+#define DHCP6_FRAME_HEAD_LEN (sizeof(struct ethhdr) + IPV6_HEADER_LEN + sizeof(struct udphdr))
 #define DHCP6_HEAD_ROOM	     64
 
 struct dhcp6_scratch {
@@ -328,11 +329,87 @@ static __always_inline enum bpfnet_counter dhcp6_wrap(struct dhcp6_scratch *s, _
 	return BPFNET_CTR_MAX;
 }
 
+/* dhcp6_forward_in_front() does not apply: nothing was changed, the message goes the other way. */
+#define DHCP6_AT_TAIL 1
+
+/*
+ * The Relay-Forward made where the frame lies: room for the header is made after the IPv6 header
+ * (bpf_skb_adjust_room moves the Ethernet and IPv6 headers towards the frame's head, into its headroom) and
+ * the frame's headers, rebuilt in the copy in front of the header dhcp6_wrap() left in msg[], are written in
+ * one store. The client's message is neither read nor written, and a frame with headroom (any that XDP saw)
+ * is not reallocated, as growing its tail does. Only where the checksum is computed here (CHECKSUM_NONE or
+ * UNNECESSARY) and the datagram follows the fixed IPv6 header: the UDP header moves, which a CHECKSUM_PARTIAL
+ * skb's checksum start would not follow. Returns DHCP6_AT_TAIL, having changed nothing, where it does not
+ * apply; -1 when a helper refused. wrap_sum: the header's sum (dhcp6_sum).
+ */
+static __always_inline int dhcp6_forward_in_front(struct __sk_buff *skb, const struct ip_packet *pkt,
+						  struct dhcp6_scratch *s, __u32 n, __u32 wrap_sum,
+						  const struct udp6_ends *to,
+						  const struct bpfnet_pod_link *link)
+{
+	const __u32 state = skb_csum_state(skb);
+	__u8 *frame = &s->head[DHCP6_HEAD_ROOM - DHCP6_FRAME_HEAD_LEN];
+	struct ipv6hdr *ip6 = (void *)(frame + sizeof(struct ethhdr));
+	struct udphdr *udp = (void *)(frame + sizeof(struct ethhdr) + IPV6_HEADER_LEN);
+
+	if ((state != SKB_CSUM_NONE && state != SKB_CSUM_UNNECESSARY) ||
+	    pkt->l4_off + sizeof(struct udphdr) != DHCP6_FRAME_HEAD_LEN ||
+	    bpf_skb_load_bytes(skb, 0, frame, DHCP6_FRAME_HEAD_LEN))
+		return DHCP6_AT_TAIL;
+	struct bpfnet_ip was_from = ip_of(&ip6->saddr), was_to = ip_of(&ip6->daddr);
+	__be16 len = bpf_htons((__u16)(sizeof(struct udphdr) + DHCP6_WRAP_LEN + n));
+	struct udp6_csum_change change = {
+		.addrs = csum_add32(csum_diff16(&was_from, &to->saddr), csum_diff16(&was_to, &to->daddr)),
+		.len = csum_word_diff(udp->len, len)};
+	change.rest = csum_add32(wrap_sum, change.len + csum_word_diff(udp->source, to->sport) +
+						   csum_word_diff(udp->dest, to->dport));
+	__sum16 check;
+	if (l4_check_after(state, IPPROTO_UDP, udp->check, csum_add32(change.len, change.addrs), change.rest,
+			   &check))
+		return DHCP6_AT_TAIL;
+	mac_copy(frame, link->pod_mac);
+	mac_copy(frame + ETH_ALEN, link->veth_mac);
+	ip6->payload_len = len; /* no extension headers: the datagram is the payload */
+	__builtin_memcpy(&ip6->saddr, &to->saddr, sizeof(to->saddr));
+	__builtin_memcpy(&ip6->daddr, &to->daddr, sizeof(to->daddr));
+	udp->source = to->sport;
+	udp->dest = to->dport;
+	udp->len = len;
+	udp->check = check;
+	if (bpf_skb_adjust_room(skb, DHCP6_WRAP_LEN, BPF_ADJ_ROOM_NET, 0))
+		return -1;
+	return bpf_skb_store_bytes(skb, 0, frame, DHCP6_FRAME_HEAD_LEN + DHCP6_WRAP_LEN, 0) ? -1 : 0;
+}
+
+/*
+ * The Relay-Forward made by moving the message: it is read behind the header in msg[], the payload written
+ * back whole with the tail grown, and the headers rewritten where they lie (any skb's checksum state). saddr,
+ * daddr: the datagram's addresses as it came.
+ */
+static __always_inline int dhcp6_forward_at_tail(struct __sk_buff *skb, const struct ip_packet *pkt,
+						 struct dhcp6_scratch *s, __u32 n, __u32 wrap_sum,
+						 const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
+						 const struct udp6_ends *to,
+						 const struct bpfnet_pod_link *link)
+{
+	__u32 udp_len = sizeof(struct udphdr) + n;
+
+	if (n == 0 || n > DHCP6_MAX_MSG - DHCP6_WRAP_LEN)
+		return -1;
+	/* Restate 1 <= n < DHCP6_MAX_MSG where the verifier sees it. */
+	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
+	if (bpf_skb_load_bytes(skb, pkt->l4_off + sizeof(struct udphdr), &s->msg[DHCP6_WRAP_LEN], n) ||
+	    udp6_store_payload(skb, pkt, s, n + DHCP6_WRAP_LEN) ||
+	    udp6_readdress(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN, saddr, daddr, to, wrap_sum))
+		return -1;
+	return rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT);
+}
+
 /*
  * Client (or a relay on the LAN) -> server: the message becomes a Relay-Forward's Relay Message and the
  * datagram goes into the pod from service:547 to backend:port. pkt: the validated UDP datagram to port
  * 547; saddr, daddr: its addresses (daddr ff02::1:2 or the service address); service: the DHCPv6 service
- * address.
+ * address. Only the message's first two bytes are read to wrap it (its type, a relay's hop count).
  */
 static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const struct ip_packet *pkt,
 					       const struct bpfnet_iface *cfg,
@@ -349,13 +426,8 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 		decide(BPFNET_CTR_DROP_NO_BACKEND);
 		return TC_ACT_SHOT;
 	}
-	if (!s || n < 4 || n > DHCP6_MAX_MSG - DHCP6_WRAP_LEN) {
-		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
-		return TC_ACT_SHOT;
-	}
-	/* Restate 1 <= n < DHCP6_MAX_MSG where the verifier sees it. */
-	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
-	if (bpf_skb_load_bytes(skb, payload_off, &s->msg[DHCP6_WRAP_LEN], n)) {
+	if (!s || n < 4 || n > DHCP6_MAX_MSG - DHCP6_WRAP_LEN ||
+	    bpf_skb_load_bytes(skb, payload_off, &s->msg[DHCP6_WRAP_LEN], 2)) {
 		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
 		return TC_ACT_SHOT;
 	}
@@ -366,16 +438,15 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 	}
 	/* The message keeps its alignment (the header is a multiple of 4): the header is all that adds. */
 	__s64 added = dhcp6_sum(s, 0, DHCP6_WRAP_LEN);
-	__u32 udp_len = sizeof(struct udphdr) + n;
 	struct udp6_ends to = {.saddr = *service,
 			       .daddr = target->backend_ip,
 			       .sport = bpf_htons(DHCP6_SERVER_PORT),
 			       .dport = target->backend_port};
-	if (added < 0 || udp6_store_payload(skb, pkt, s, n + DHCP6_WRAP_LEN) ||
-	    udp6_readdress(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN, saddr, daddr, &to, (__u32)added) ||
-	    rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT) ||
-	    /* A multicast frame stays PACKET_MULTICAST through redirect_peer; it is the pod's now. */
-	    bpf_skb_change_type(skb, PACKET_HOST)) {
+	int forwarded = added < 0 ? -1 : dhcp6_forward_in_front(skb, pkt, s, n, (__u32)added, &to, link);
+	if (forwarded == DHCP6_AT_TAIL)
+		forwarded = dhcp6_forward_at_tail(skb, pkt, s, n, (__u32)added, saddr, daddr, &to, link);
+	/* A multicast frame stays PACKET_MULTICAST through redirect_peer; it is the pod's now. */
+	if (forwarded || bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -491,12 +562,12 @@ static __always_inline __u8 *dhcp6_reply_frame(struct dhcp6_scratch *s, __u32 st
 					       const __u8 *nic_mac, struct udp6_csum_change *change,
 					       int *by_helper)
 {
-	const __u8 *old = &s->head[DHCP6_HEAD_ROOM - DHCP6_REPLY_HEAD_LEN];
+	const __u8 *old = &s->head[DHCP6_HEAD_ROOM - DHCP6_FRAME_HEAD_LEN];
 	const struct ipv6hdr *old_ip6 = (const void *)(old + sizeof(struct ethhdr));
 	const struct udphdr *old_udp = (const void *)(old + sizeof(struct ethhdr) + IPV6_HEADER_LEN);
-	/* The frame starts DHCP6_REPLY_HEAD_LEN before the inner message, at least 34 bytes into msg[]'s
+	/* The frame starts DHCP6_FRAME_HEAD_LEN before the inner message, at least 34 bytes into msg[]'s
 	 * Relay-Reply: it overwrites only the relay header and options, which are read by now. */
-	__u8 *frame = &s->head[(inner_off & (DHCP6_MAX_MSG - 1)) + DHCP6_HEAD_ROOM - DHCP6_REPLY_HEAD_LEN];
+	__u8 *frame = &s->head[(inner_off & (DHCP6_MAX_MSG - 1)) + DHCP6_HEAD_ROOM - DHCP6_FRAME_HEAD_LEN];
 	struct ipv6hdr ip6 = *old_ip6;
 	struct udphdr udp = {.source = to->sport, .dest = to->dport, .len = bpf_htons((__u16)(len + 8))};
 	struct bpfnet_ip from = ip_of(&old_ip6->saddr), was_to = ip_of(&old_ip6->daddr);
@@ -537,14 +608,14 @@ static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct
 	__u32 n = pkt->l4_end - pkt->l4_off - sizeof(struct udphdr);
 	__be16 to_port = 0;
 
-	if (!s || pkt->l4_off + sizeof(struct udphdr) != DHCP6_REPLY_HEAD_LEN || n < DHCP6_RELAY_HEAD_LEN ||
+	if (!s || pkt->l4_off + sizeof(struct udphdr) != DHCP6_FRAME_HEAD_LEN || n < DHCP6_RELAY_HEAD_LEN ||
 	    n > DHCP6_MAX_MSG) {
 		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
 		return TC_ACT_SHOT;
 	}
 	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
-	if (bpf_skb_load_bytes(skb, 0, &s->head[DHCP6_HEAD_ROOM - DHCP6_REPLY_HEAD_LEN],
-			       DHCP6_REPLY_HEAD_LEN + n) ||
+	if (bpf_skb_load_bytes(skb, 0, &s->head[DHCP6_HEAD_ROOM - DHCP6_FRAME_HEAD_LEN],
+			       DHCP6_FRAME_HEAD_LEN + n) ||
 	    s->msg[0] != DHCP6_RELAY_REPL || dhcp6_walk_relay_reply(s, n)) {
 		decide(BPFNET_CTR_DROP_DHCP6_MALFORMED);
 		return TC_ACT_SHOT;
@@ -589,8 +660,8 @@ static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct
 	int by_helper;
 	__u8 *frame = dhcp6_reply_frame(s, state, inner_off, len, &to, payload_diff, cfg->nic_mac, &change,
 					&by_helper);
-	if (bpf_skb_change_tail(skb, DHCP6_REPLY_HEAD_LEN + len, 0) ||
-	    bpf_skb_store_bytes(skb, 0, frame, DHCP6_REPLY_HEAD_LEN + len, 0) ||
+	if (bpf_skb_change_tail(skb, DHCP6_FRAME_HEAD_LEN + len, 0) ||
+	    bpf_skb_store_bytes(skb, 0, frame, DHCP6_FRAME_HEAD_LEN + len, 0) ||
 	    (by_helper && udp6_csum_by_helpers(skb, pkt, &change))) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
