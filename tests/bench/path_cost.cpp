@@ -1,7 +1,7 @@
 // Per-path cost of the datapath programs, in ns per packet, through BPF_PROG_TEST_RUN, against the trivial
 // floor program of each hook (XDP_PASS / TC_ACT_OK). One packet per run, so that rewriting paths always see
 // a fresh input. Each round runs, per hook, the floor and every path of that hook RUNS times each, in an
-// order that rotates from round to round; a round's value is the median of its runs. The report gives
+// order that rotates from round to round; a block's value is the mean of its runs' middle half. The report gives
 // the medians over the rounds and each path's ratio to the floor of the same round. Not a test: nothing
 // here passes or fails on time.
 //
@@ -10,12 +10,16 @@
 // floor is given for both, and the built-in one's ns per packet relative to the baseline's (per round,
 // then the median). Before and after measured in one run, on the same machine.
 //
+// Each datapath is loaded --copies times (default 5), the built-in and the baseline in turn, and a path's
+// value in a round is the median over its copies: identical copies side by side differ by up to 10% (where
+// each one's code and tables land), which one copy each would report as a difference between the builds.
+//
 // With --scale, instead: the paths that look up or learn table entries, with the flows and neighbours
 // tables filled to 10, 1,000 and 100,000 entries (three copies of the datapath side by side, one per
 // size, in rotating order; tests/bench/tables.hpp), and the 10-entry copy as the baseline.
 //
-//   bench_path_cost [--scale] [--baseline OBJ] [--rounds R] [--runs N] [--json FILE]
-//                   (defaults 20, 1000; FILE: tests/bench/report.py)
+//   bench_path_cost [--scale] [--baseline OBJ] [--copies K] [--rounds R] [--runs N] [--json FILE]
+//                   (defaults 5, 20, 1000; FILE: tests/bench/report.py)
 #include "bpfnet.skel.h"
 #include "core/kernel_probe.hpp"
 #include "floor.skel.h"
@@ -63,6 +67,7 @@ struct Path {
     std::string name;
     int prog_fd;
     Bytes frame;
+    int copy = 0; // which loaded copy of its datapath (--copies)
 };
 
 // The paths of one hook and the floor program they are measured against.
@@ -154,8 +159,13 @@ Bytes solicitation_frame() {
 }
 // DHCPv6 (RFC 8415): option code, length, data.
 Bytes dhcp6_option(uint16_t code, const Bytes &data) {
-    Bytes o = {static_cast<uint8_t>(code >> 8), static_cast<uint8_t>(code), static_cast<uint8_t>(data.size() >> 8),
-               static_cast<uint8_t>(data.size())};
+    // Built by appending: GCC 12 warns (-Warray-bounds, wrongly) about an insert into the 4-byte header.
+    Bytes o;
+    o.reserve(4 + data.size());
+    for (uint16_t field : {code, static_cast<uint16_t>(data.size())}) {
+        o.push_back(static_cast<uint8_t>(field >> 8));
+        o.push_back(static_cast<uint8_t>(field));
+    }
     o.insert(o.end(), data.begin(), data.end());
     return o;
 }
@@ -186,12 +196,20 @@ Bytes relay_reply_frame() {
     return from_pod6(Packet6::udp({pod_ip6, 547}, {service_ip6, 547}).payload(r));
 }
 
-double block_median(int prog_fd, const Bytes &frame, int runs) {
+// A block's value: the mean of its runs' middle half. The kernel's durations come in steps of about 10 ns
+// here, so a median is one of those steps; the middle half's mean resolves less than a step and, like the
+// median, leaves out the runs an interrupt or a cold cache lengthened.
+double block_value(int prog_fd, const Bytes &frame, int runs) {
     std::vector<double> v;
     v.reserve(static_cast<size_t>(runs));
     for (int i = 0; i < runs; i++)
         v.push_back(run_once(prog_fd, frame));
-    return stats(std::move(v)).median;
+    std::sort(v.begin(), v.end());
+    const size_t from = v.size() / 4, to = std::max(from + 1, v.size() - v.size() / 4);
+    double sum = 0;
+    for (size_t i = from; i < to; i++)
+        sum += v[i];
+    return sum / static_cast<double>(to - from);
 }
 
 // Per round, the floor and every path of the hook, rotating the order: the floor with each path's frame
@@ -207,14 +225,17 @@ std::map<std::string, std::vector<double>> measure(const Hook &hook, int rounds,
             const bpfnet_heartbeat beat{now_ns()};
             bpf_map_update_elem(fd, &key, &beat, BPF_ANY);
         }
+        std::map<std::string, std::vector<double>> by_copy;
         for (size_t k = 0; k < n; k++) {
             const size_t which = (k + static_cast<size_t>(round)) % n;
             if (which == hook.paths.size())
-                series[hook.floor_name].push_back(block_median(hook.floor_fd, hook.paths.front().frame, runs));
+                series[hook.floor_name].push_back(block_value(hook.floor_fd, hook.paths.front().frame, runs));
             else
-                series[hook.paths[which].name].push_back(
-                    block_median(hook.paths[which].prog_fd, hook.paths[which].frame, runs));
+                by_copy[hook.paths[which].name].push_back(
+                    block_value(hook.paths[which].prog_fd, hook.paths[which].frame, runs));
         }
+        for (auto &[name, values] : by_copy)
+            series[name].push_back(stats(std::move(values)).median);
     }
     return series;
 }
@@ -277,7 +298,7 @@ nlohmann::ordered_json scale_tables(int rounds, int runs) {
         for (int round = 0; round < rounds; round++)
             for (size_t k = 0; k < copies.size(); k++) {
                 const Copy &copy = copies[(k + static_cast<size_t>(round)) % copies.size()];
-                series[copy.name].push_back(block_median(path.prog(copy.skel), path.frame, runs));
+                series[copy.name].push_back(block_value(path.prog(copy.skel), path.frame, runs));
             }
         nlohmann::ordered_json table = {{"title", std::string(path.name) + ": ns per packet by table size"},
                                         {"unit", "ns"},
@@ -286,10 +307,11 @@ nlohmann::ordered_json scale_tables(int rounds, int runs) {
                                         {"paired", true}};
         for (const Copy &copy : copies)
             table["series"][copy.name] = series[copy.name];
-        table["notes"] = std::to_string(rounds) + " rounds; per round, each copy " + std::to_string(runs) +
-                         " runs of one packet in rotating order; a round's value is the median of its runs. " + held +
-                         " the tables hold " + std::to_string(BPFNET_MAX_FLOWS) + " / " +
-                         std::to_string(BPFNET_MAX_NEIGHBOURS) + " (LRU: the oldest go).";
+        table["notes"] =
+            std::to_string(rounds) + " rounds; per round, each copy " + std::to_string(runs) +
+            " runs of one packet in rotating order; a block's value is the mean of its runs' middle half. " + held +
+            " the tables hold " + std::to_string(BPFNET_MAX_FLOWS) + " / " + std::to_string(BPFNET_MAX_NEIGHBOURS) +
+            " (LRU: the oldest go).";
         tables.push_back(table);
     }
     for (Copy &copy : copies)
@@ -427,10 +449,10 @@ void write_legacy_iface(int fd, const bpfnet_iface &now) {
         throw SystemError("bpf_map_update_elem iface (baseline)", errno);
 }
 
-// The fd of the baseline's map called name, or, for a baseline built before that map existed (flow_ports came
+// The fd of a loaded copy's map called name, or, for a baseline built before that map existed (flow_ports came
 // on 2026-12-03), of a stand-in with the layout's sizes: its programs never see it, the world's set-up writes
 // into it as into the built-in copy's.
-UniqueFd baseline_map_fd(bpf_object *obj, const char *name, __u32 key_size, __u32 value_size) {
+UniqueFd object_map_fd(bpf_object *obj, const char *name, __u32 key_size, __u32 value_size) {
     if (const bpf_map *map = bpf_object__find_map_by_name(obj, name); map && bpf_map__fd(map) >= 0)
         return dup_fd(bpf_map__fd(map), name);
     LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = key_size == sizeof(__u32) ? __u32{BPF_F_MMAPABLE} : 0u);
@@ -441,9 +463,9 @@ UniqueFd baseline_map_fd(bpf_object *obj, const char *name, __u32 key_size, __u3
     return UniqueFd(fd);
 }
 
-DatapathMaps baseline_maps_of(bpf_object *obj) {
+DatapathMaps object_maps_of(bpf_object *obj) {
 #define BASELINE_MAP(name, key, value)                                                                                 \
-    .name = {baseline_map_fd(obj, BPFNET_MAP_NAME(name), sizeof(key), sizeof(value)), BPFNET_MAP_NAME(name)},
+    .name = {object_map_fd(obj, BPFNET_MAP_NAME(name), sizeof(key), sizeof(value)), BPFNET_MAP_NAME(name)},
     return DatapathMaps{
         BPFNET_TABLE_MAPS(BASELINE_MAP).counters = {
             dup_fd(bpf_map__fd(bpf_object__find_map_by_name(obj, BPFNET_MAP_NAME(BPFNET_COUNTERS_MAP))), "counters"),
@@ -461,6 +483,7 @@ std::string baseline_name(const std::string &name) {
 int main(int argc, char **argv) {
     int rounds = 20;
     int runs = 1000;
+    int copies = 5;
     std::string json_path, baseline_path;
     bool scale = false;
     for (int i = 1; i < argc; i++) {
@@ -470,12 +493,15 @@ int main(int argc, char **argv) {
             rounds = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--copies") && i + 1 < argc)
+            copies = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
             json_path = argv[++i];
         else if (!std::strcmp(argv[i], "--baseline") && i + 1 < argc)
             baseline_path = argv[++i];
         else {
-            std::fprintf(stderr, "usage: %s [--scale] [--baseline OBJ] [--rounds R] [--runs N] [--json FILE]\n",
+            std::fprintf(stderr,
+                         "usage: %s [--scale] [--baseline OBJ] [--copies K] [--rounds R] [--runs N] [--json FILE]\n",
                          argv[0]);
             return 2;
         }
@@ -487,21 +513,75 @@ int main(int argc, char **argv) {
                                      << "\n";
         return 0;
     }
-    bpfnet_bpf *skel = load_as_the_loader_does();
     floor_bpf *floor = floor_bpf__open_and_load();
     reference_nat_bpf *reference = reference_nat_bpf__open_and_load();
-    if (!skel || !floor || !reference || !reference_dnat_fill(*reference)) {
+    if (!floor || !reference || !reference_dnat_fill(*reference)) {
         std::fprintf(stderr, "cannot load the BPF objects (root needed): %s\n", std::strerror(errno));
         return 1;
     }
-    DatapathMaps maps = DatapathMaps::from_skeleton(*skel);
-    fill_world(maps);
-    std::vector<int> heartbeat_fds = {bpf_map__fd(skel->maps.heartbeat)};
-    const Programs built_in = {bpf_program__fd(skel->progs.xdp_nic), bpf_program__fd(skel->progs.tc_nic_ingress),
-                               bpf_program__fd(skel->progs.tc_pod_ingress)};
     const int xdp_floor = bpf_program__fd(floor->progs.xdp_floor);
     const int tc_floor = bpf_program__fd(floor->progs.tc_floor);
-    std::vector<Hook> hooks = hooks_of(built_in, xdp_floor, tc_floor);
+    std::vector<Hook> hooks;
+    std::vector<int> heartbeat_fds;
+    // Adds a loaded copy's paths to the hooks (the first copy makes them), named with prefix.
+    auto add_paths = [&](const Programs &programs, const std::string &prefix, int copy) {
+        std::vector<Hook> theirs = hooks_of(programs, xdp_floor, tc_floor);
+        if (hooks.empty())
+            for (Hook &hook : theirs)
+                hooks.push_back({hook.title, hook.floor_name, hook.floor_fd, {}});
+        for (size_t h = 0; h < hooks.size(); h++)
+            for (const Path &path : theirs[h].paths)
+                hooks[h].paths.push_back({prefix + path.name, path.prog_fd, path.frame, copy});
+    };
+    // Copies of the same object loaded side by side run at speeds up to 10% apart (where each one's code and
+    // tables land): each copy is measured, a round's value is the median over a path's copies, and the
+    // built-in and baseline copies are loaded in turn so that neither gets the first or the last places.
+    // Both are loaded the same way, from their ELF images (the built-in's embedded in its skeleton).
+    const unsigned char reads_skb_csum = probe_skb_csum_state() ? 1 : 0;
+    std::vector<bpf_object *> objects;
+    // Opens, loads and fills one copy of a datapath; false (said) when it cannot.
+    auto load_copy = [&](bpf_object *obj, const std::string &what, const std::string &prefix, int copy) {
+        const bool legacy_iface = obj && widen_legacy_iface(obj);
+        if (obj) {
+            // The constant as the loader would set it here.
+            set_byte_constant(obj, "kernel_reads_skb_csum", reads_skb_csum);
+            widen_iface_without_marks(obj);
+            widen_legacy_services(obj);
+        }
+        if (!obj || bpf_object__load(obj) != 0) {
+            std::fprintf(stderr, "cannot load %s (root needed): %s\n", what.c_str(), std::strerror(errno));
+            return false;
+        }
+        objects.push_back(obj);
+        DatapathMaps maps = object_maps_of(obj);
+        fill_world(maps);
+        if (legacy_iface) {
+            DatapathMaps world = object_maps_of(objects.front());
+            write_legacy_iface(maps.iface.fd(), world.iface.lookup(0).value());
+        }
+        heartbeat_fds.push_back(bpf_map__fd(bpf_object__find_map_by_name(obj, "heartbeat")));
+        auto prog = [obj](const char *name) {
+            return bpf_program__fd(bpf_object__find_program_by_name(obj, name));
+        };
+        add_paths({prog("xdp_nic"), prog("tc_nic_ingress"), prog("tc_pod_ingress")}, prefix, copy);
+        return true;
+    };
+    size_t built_in_size = 0;
+    const void *built_in_elf = bpfnet_bpf::elf_bytes(&built_in_size);
+    auto load_built_in = [&](int copy) {
+        return load_copy(bpf_object__open_mem(built_in_elf, built_in_size, nullptr), "the built-in datapath", "", copy);
+    };
+    auto load_baseline = [&](int copy) {
+        return baseline_path.empty() || load_copy(bpf_object__open_file(baseline_path.c_str(), nullptr),
+                                                  "the baseline object " + baseline_path, baseline_name(""), copy);
+    };
+    for (int copy = 0; copy < copies; copy++) {
+        // The first copy is the built-in's (the hooks take their paths' order from it); then each of the two
+        // loads first in turn.
+        const bool built_in_first = copy % 2 == 0;
+        if (!(built_in_first ? load_built_in(copy) && load_baseline(copy) : load_baseline(copy) && load_built_in(copy)))
+            return 1;
+    }
     // Beside the NIC's DNAT: the least a DNAT does, to tell what bpfnet's rules add from what any DNAT costs.
     hooks[1].paths.push_back({"reference: the least a DNAT does (one lookup, the rewrite, redirect_peer)",
                               bpf_program__fd(reference->progs.tc_reference_dnat),
@@ -510,36 +590,7 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "the reference DNAT did not redirect its packet: it would measure another path\n");
         return 1;
     }
-
-    bpf_object *baseline = nullptr;
-    if (!baseline_path.empty()) {
-        baseline = bpf_object__open_file(baseline_path.c_str(), nullptr);
-        const bool legacy_iface = baseline && widen_legacy_iface(baseline);
-        if (baseline) {
-            // A baseline with the constant runs as the loader would run it here too.
-            set_byte_constant(baseline, "kernel_reads_skb_csum", skel->rodata->kernel_reads_skb_csum);
-            widen_iface_without_marks(baseline);
-            widen_legacy_services(baseline);
-        }
-        if (!baseline || bpf_object__load(baseline) != 0) {
-            std::fprintf(stderr, "cannot load the baseline object %s: %s\n", baseline_path.c_str(),
-                         std::strerror(errno));
-            return 1;
-        }
-        DatapathMaps baseline_maps = baseline_maps_of(baseline);
-        fill_world(baseline_maps);
-        if (legacy_iface)
-            write_legacy_iface(baseline_maps.iface.fd(), maps.iface.lookup(0).value());
-        heartbeat_fds.push_back(bpf_map__fd(bpf_object__find_map_by_name(baseline, "heartbeat")));
-        auto prog = [baseline](const char *name) {
-            return bpf_program__fd(bpf_object__find_program_by_name(baseline, name));
-        };
-        const std::vector<Hook> theirs =
-            hooks_of({prog("xdp_nic"), prog("tc_nic_ingress"), prog("tc_pod_ingress")}, xdp_floor, tc_floor);
-        for (size_t h = 0; h < hooks.size(); h++)
-            for (const Path &path : theirs[h].paths)
-                hooks[h].paths.push_back({baseline_name(path.name), path.prog_fd, path.frame});
-    }
+    const bool baseline = !baseline_path.empty();
     // Warm: the pod-initiated path records its flow once, so every measured run sees the same state.
     for (const Hook &hook : hooks)
         for (const Path &path : hook.paths)
@@ -550,7 +601,7 @@ int main(int argc, char **argv) {
         for (const Hook &hook : hooks)
             for (const Path &path : hook.paths)
                 for (const Path &other : hook.paths)
-                    if (other.name == baseline_name(path.name) &&
+                    if (other.copy == path.copy && other.name == baseline_name(path.name) &&
                         verdict_of(path.prog_fd, path.frame) != verdict_of(other.prog_fd, other.frame))
                         std::fprintf(stderr, "warning: %s: another verdict from the baseline\n", path.name.c_str());
 
@@ -568,6 +619,8 @@ int main(int argc, char **argv) {
                                         {"paired", true}};
         table["series"][hook.floor_name] = floor_values;
         for (const Path &path : hook.paths) {
+            if (path.copy != 0)
+                continue;
             const std::vector<double> &values = series[path.name];
             const double median = stats(values).median;
             std::printf("| %s | %.0f | %.0f | %.2f |\n", path.name.c_str(), median, floor_median,
@@ -580,7 +633,7 @@ int main(int argc, char **argv) {
             std::printf("\n| path | baseline ns | baseline ratio to floor | ns | ratio to floor | ns / baseline ns |\n"
                         "|---|---|---|---|---|---|\n");
             for (const Path &path : hook.paths) {
-                if (!series.count(baseline_name(path.name)))
+                if (path.copy != 0 || !series.count(baseline_name(path.name)))
                     continue;
                 const std::vector<double> &ours = series[path.name], &theirs = series[baseline_name(path.name)];
                 std::vector<double> our_ratio, their_ratio, relative;
@@ -595,18 +648,19 @@ int main(int argc, char **argv) {
                             b.median, b.p10, b.p90, rel.median, rel.p10, rel.p90);
             }
         }
-        table["notes"] = std::to_string(rounds) + " rounds; per round, each program " + std::to_string(runs) +
-                         " runs of one packet (BPF_PROG_TEST_RUN, repeat 1, kernel-measured), in rotating order; a "
-                         "round's value is the median of its runs.";
+        table["notes"] =
+            std::to_string(rounds) + " rounds; per round, each program " + std::to_string(runs) +
+            " runs of one packet (BPF_PROG_TEST_RUN, repeat 1, kernel-measured), in rotating order; a "
+            "block's value is the mean of its runs' middle half; with a baseline, a path's value in a round is the "
+            "median over its copies.";
         tables.push_back(table);
     }
     if (!json_path.empty())
         std::ofstream(json_path) << nlohmann::ordered_json{{"benchmark", "path_cost"}, {"tables", tables}}.dump(1)
                                  << "\n";
-    if (baseline)
-        bpf_object__close(baseline);
+    for (bpf_object *copy : objects)
+        bpf_object__close(copy);
     reference_nat_bpf__destroy(reference);
     floor_bpf__destroy(floor);
-    bpfnet_bpf__destroy(skel);
     return 0;
 }
