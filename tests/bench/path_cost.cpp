@@ -18,7 +18,7 @@
 // tables filled to 10, 1,000 and 100,000 entries (three copies of the datapath side by side, one per
 // size, in rotating order; tests/bench/tables.hpp), and the 10-entry copy as the baseline.
 //
-//   bench_path_cost [--scale] [--baseline OBJ] [--copies K] [--rounds R] [--runs N] [--json FILE]
+//   bench_path_cost [--scale] [--baseline OBJ] [--copies K] [--only TEXT] [--rounds R] [--runs N] [--json FILE]
 //                   (defaults 5, 20, 1000; FILE: tests/bench/report.py)
 #include "bpfnet.skel.h"
 #include "core/kernel_probe.hpp"
@@ -484,7 +484,7 @@ int main(int argc, char **argv) {
     int rounds = 20;
     int runs = 1000;
     int copies = 5;
-    std::string json_path, baseline_path;
+    std::string json_path, baseline_path, only;
     bool scale = false;
     for (int i = 1; i < argc; i++) {
         if (!std::strcmp(argv[i], "--scale"))
@@ -495,13 +495,16 @@ int main(int argc, char **argv) {
             runs = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--copies") && i + 1 < argc)
             copies = std::max(1, std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
             json_path = argv[++i];
         else if (!std::strcmp(argv[i], "--baseline") && i + 1 < argc)
             baseline_path = argv[++i];
         else {
             std::fprintf(stderr,
-                         "usage: %s [--scale] [--baseline OBJ] [--copies K] [--rounds R] [--runs N] [--json FILE]\n",
+                         "usage: %s [--scale] [--baseline OBJ] [--copies K] [--only TEXT] [--rounds R] [--runs N] "
+                         "[--json FILE]\n",
                          argv[0]);
             return 2;
         }
@@ -591,6 +594,13 @@ int main(int argc, char **argv) {
         return 1;
     }
     const bool baseline = !baseline_path.empty();
+    // --only: the paths whose name holds the text (a profile of one path: tests/bench/profile.sh); a hook
+    // left with none is not run.
+    if (!only.empty()) {
+        for (Hook &hook : hooks)
+            std::erase_if(hook.paths, [&](const Path &path) { return path.name.find(only) == std::string::npos; });
+        std::erase_if(hooks, [](const Hook &hook) { return hook.paths.empty(); });
+    }
     // Warm: the pod-initiated path records its flow once, so every measured run sees the same state.
     for (const Hook &hook : hooks)
         for (const Path &path : hook.paths)
