@@ -95,6 +95,7 @@ void StandaloneLoader::start() {
     // refused with nothing touched.
     claim();
     runtime_.attach();
+    lost_backend_timer_ = loop::make_timer();
     apply(config_);
     links_.emplace(nic_ifindex_);
     report_carrier(status_, config_.interface, links_->carrier(), kWithoutCarrier, true);
@@ -105,14 +106,25 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
     if (config.backend) {
         change.where = locate_backend(*config.backend, nic_ifindex_);
     }
-    const std::vector<ServiceSpec> specs = service_specs(config, change.where);
-    change.applied = runtime_.apply(config, specs);
-    runtime_.hold_claims(served_ips(specs));
-    log_info("maps reconciled", {{"writes", std::to_string(change.applied.report.upserts)},
-                                 {"removals", std::to_string(change.applied.report.removals)},
-                                 {"service_ip", service_ips_text(config)},
-                                 {"backend", config.backend ? describe(*config.backend) : "none"}});
+    change.applied = apply_located(config, change.where);
+    backend_ifindex_ = change.where ? std::optional<int>(change.where->ifindex) : std::nullopt;
+    if (backend_lost_) {
+        backend_lost_ = false;
+        loop::arm_timer(lost_backend_timer_, {}, {});
+    }
     return change;
+}
+
+DatapathRuntime::Applied StandaloneLoader::apply_located(const Config &config,
+                                                         const std::optional<BackendLocation> &where) {
+    const std::vector<ServiceSpec> specs = service_specs(config, where);
+    DatapathRuntime::Applied applied = runtime_.apply(config, specs);
+    runtime_.hold_claims(served_ips(specs));
+    log_info("maps reconciled", {{"writes", std::to_string(applied.report.upserts)},
+                                 {"removals", std::to_string(applied.report.removals)},
+                                 {"service_ip", service_ips_text(config)},
+                                 {"backend", config.backend && where ? describe(*config.backend) : "none"}});
+    return applied;
 }
 
 namespace {
@@ -224,6 +236,8 @@ nlohmann::json StandaloneLoader::control(const ControlRequest &request) {
                                  (e.naming_veth_helps() ? "; name the pod's veth with --veth" : ""));
     }
     config_ = std::move(next);
+    if (!reload_failed_)
+        status_.set_ready(); // a backend that was lost is replaced or cleared
     log_info("backend changed through the control socket",
              {{"backend", config_.backend ? describe(*config_.backend) : "none"},
               {"peer_pid", std::to_string(request.peer_pid)},
@@ -257,6 +271,7 @@ void StandaloneLoader::reload_config(bool forced) {
     try {
         apply(next); // locates the backend before it changes any map
         config_ = std::move(next);
+        reload_failed_ = false;
         status_.set_ready();
         log_info("config reloaded", {{"config", config_path_}});
     } catch (const std::exception &e) {
@@ -268,14 +283,66 @@ void StandaloneLoader::reload_config(bool forced) {
 // Not ready until a reload succeeds: the datapath keeps serving, but with a state the file no longer
 // describes, which is what the operator (and a DaemonSet rollout) must see.
 void StandaloneLoader::reload_failed(const std::string &reason) {
+    reload_failed_ = true;
     status_.set_not_ready(reason + "; still serving the previous state");
+}
+
+void StandaloneLoader::follow_links() {
+    const LinkWatch::Changes changes = links_->update();
+    if (changes.carrier_changed)
+        report_carrier(status_, config_.interface, links_->carrier(), kWithoutCarrier);
+    if (backend_lost_)
+        look_for_lost_backend(); // a new veth may be the pod's
+    else if (backend_ifindex_ && changes.lost.contains(*backend_ifindex_))
+        backend_lost();
+}
+
+// Steering into a veth that is down or gone delivers nothing: the backend is taken out of the datapath at
+// once (its service IPs are not answered, its ports' traffic is dropped as drop_no_backend), as in Kubernetes
+// mode ahead of the API server, and looked for each second until the pod is back.
+void StandaloneLoader::backend_lost() {
+    const std::string veth = interface_name(*backend_ifindex_);
+    log_warn("the backend's veth is down or gone: its pod is steered to no more, and looked for each second",
+             {{"backend", describe(*config_.backend)},
+              {"ifindex", std::to_string(*backend_ifindex_)},
+              {"veth", veth.empty() ? "gone" : veth}});
+    try {
+        apply_located(config_, std::nullopt);
+    } catch (const std::exception &e) {
+        log_error("the backend's veth is gone but the datapath could not be changed", {{"error", e.what()}});
+    }
+    backend_lost_ = true;
+    loop::arm_timer(lost_backend_timer_, std::chrono::seconds(1), std::chrono::seconds(1));
+    status_.set_not_ready("backend " + describe(*config_.backend) +
+                          ": its veth is down or gone; not steered to until it is back");
+}
+
+void StandaloneLoader::look_for_lost_backend() {
+    try {
+        locate_backend(*config_.backend, nic_ifindex_);
+    } catch (const BackendNotFound &) {
+        return; // not back yet: said once, when it went
+    }
+    try {
+        apply(config_);
+    } catch (const std::exception &e) {
+        log_error("the backend is back but could not be applied; trying again", {{"error", e.what()}});
+        return;
+    }
+    log_info("the backend is back: steered to again", {{"backend", describe(*config_.backend)},
+                                                       {"ifindex", std::to_string(*backend_ifindex_)},
+                                                       {"veth", interface_name(*backend_ifindex_)}});
+    if (reload_failed_)
+        reload_config(true); // a reload failed meanwhile (a SIGHUP without the backend): the file, as SIGHUP would
+    else
+        status_.set_ready();
 }
 
 int StandaloneLoader::run() {
     epoll_ = loop::make_epoll();
     signals_ = loop::signal_fd();
     inotify_ = watch_config_dir(config_path_);
-    for (int fd : {signals_.get(), inotify_.get(), control_->fd(), links_->fd()})
+    for (int fd : {signals_.get(), inotify_.get(), control_->fd(), links_->fd(), lost_backend_timer_.get()})
         loop::add(epoll_, fd);
     runtime_.start();
     // start() attached and reconciled; with the heartbeat and the event consumer running, it serves.
@@ -302,8 +369,11 @@ int StandaloneLoader::run() {
             } else if (fd == control_->fd()) {
                 control_->serve_pending([this](const ControlRequest &request) { return control(request); });
             } else if (fd == links_->fd()) {
-                if (links_->update().carrier_changed)
-                    report_carrier(status_, config_.interface, links_->carrier(), kWithoutCarrier);
+                follow_links();
+            } else if (fd == lost_backend_timer_.get()) {
+                loop::drain(lost_backend_timer_);
+                if (backend_lost_)
+                    look_for_lost_backend();
             }
         }
     }

@@ -42,18 +42,30 @@ private:
     // A request on the control socket (bpfnetctl backend set/clear): the running config with another
     // backend, applied like a reload. Lasts until the config is applied again (SIGHUP, file change, restart).
     nlohmann::json control(const ControlRequest &request);
+    // The datapath brought to config with the backend where it was located (none: not steered to, its
+    // service IPs not answered), the claims held accordingly.
+    DatapathRuntime::Applied apply_located(const Config &config, const std::optional<BackendLocation> &where);
     // Re-reads the file and applies it if valid; `forced` (SIGHUP) also re-applies an unchanged one.
     void reload_config(bool forced);
     void reload_failed(const std::string &reason);
+    // The link notifications: the NIC's carrier (reported), and the backend's veth going down or away (a pod
+    // deleted or restarting), after which its pod is steered to no more and it is looked for again each
+    // second (lost_backend_timer_) and at each notification until it is found (a new veth for the same IP).
+    void follow_links();
+    void backend_lost();
+    void look_for_lost_backend();
 
     std::string config_path_;
     Config config_;
     LoaderStatus &status_;
     DatapathRuntime runtime_;
     int nic_ifindex_ = 0;
-    std::optional<LinkWatch> links_; // the NIC's carrier, followed from start(): reported, nothing else changes
+    std::optional<LinkWatch> links_;     // from start(): the NIC's carrier (reported) and the backend's veth
+    std::optional<int> backend_ifindex_; // where the running config's backend was last located
+    bool backend_lost_ = false;          // its veth went down or away: not steered to, looked for
+    bool reload_failed_ = false;         // the file is not what runs (reload_failed); a reload clears it
     std::optional<ControlServer> control_;
-    UniqueFd epoll_, signals_, inotify_;
+    UniqueFd epoll_, signals_, inotify_, lost_backend_timer_;
 };
 
 // The backend a backend_set request on the control socket names, checked against the running config: its

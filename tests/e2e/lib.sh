@@ -464,6 +464,23 @@ lan_bridge_ns() {
     if [ "$E2E_LAN_SHAPE" = devenv ]; then echo "$E2E_NODE"; else echo "$E2E_LAN"; fi
 }
 
+# pod_link_create: the pod's veth, routed CNI style, with the pod's address and default route (a pod
+# recreated by its runtime gets a veth like it: the lifecycle suite deletes and makes it again). A pod network
+# with a smaller MTU than the LAN's (E2E_POD_MTU), as a CNI sets up over an overlay (VXLAN: 1450), on both ends.
+pod_link_create() {
+    ip -n "$E2E_NODE" link add "$E2E_VETH" address "$E2E_VETH_MAC" type veth \
+        peer name eth0 address "$E2E_POD_MAC" netns "$E2E_POD" || return 1
+    ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev "$E2E_VETH" || return 1
+    ip -n "$E2E_NODE" link set "$E2E_VETH" up || return 1
+    ip -n "$E2E_POD" addr add "$E2E_POD_IP/24" dev eth0 || return 1
+    ip -n "$E2E_POD" link set eth0 up || return 1
+    ip -n "$E2E_POD" route add default via "$E2E_POD_GW" || return 1
+    if [ -n "${E2E_POD_MTU:-}" ]; then
+        ip -n "$E2E_NODE" link set "$E2E_VETH" mtu "$E2E_POD_MTU" || return 1
+        ip -n "$E2E_POD" link set eth0 mtu "$E2E_POD_MTU" || return 1
+    fi
+}
+
 topology_create() {
     case $E2E_LAN_SHAPE in
     switch | devenv) ;;
@@ -503,20 +520,7 @@ topology_create() {
         lan_host_attach "$name" "$ip" "$mac" "$bridge_ns"
     done
 
-    # The pod, routed CNI style.
-    ip -n "$E2E_NODE" link add "$E2E_VETH" address "$E2E_VETH_MAC" type veth \
-        peer name eth0 address "$E2E_POD_MAC" netns "$E2E_POD" || die "create pod veth"
-    ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev "$E2E_VETH"
-    ip -n "$E2E_NODE" link set "$E2E_VETH" up
-    ip -n "$E2E_POD" addr add "$E2E_POD_IP/24" dev eth0
-    ip -n "$E2E_POD" link set eth0 up
-    ip -n "$E2E_POD" route add default via "$E2E_POD_GW" || die "pod default route"
-    # A pod network with a smaller MTU than the LAN's, as a CNI sets up over an overlay (VXLAN: 1450):
-    # both ends of the pod's veth.
-    if [ -n "${E2E_POD_MTU:-}" ]; then
-        ip -n "$E2E_NODE" link set "$E2E_VETH" mtu "$E2E_POD_MTU" || die "pod veth MTU $E2E_POD_MTU"
-        ip -n "$E2E_POD" link set eth0 mtu "$E2E_POD_MTU" || die "pod eth0 MTU $E2E_POD_MTU"
-    fi
+    pod_link_create || die "create the pod's veth"
 
     if ip -n "$E2E_NODE" route get "$E2E_HOST_IP" >/dev/null 2>&1; then
         die "the node has a route to $E2E_HOST_IP; only the datapath may connect pod and LAN"

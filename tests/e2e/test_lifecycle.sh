@@ -2,8 +2,8 @@
 # End-to-end test of the loader's life cycle around a running datapath: gratuitous ARP when it becomes
 # active, a config file edited in place (only what changed is written, open connections survive), an
 # invalid config on SIGHUP (rejected, running state kept), the liveness gate after SIGKILL (ARP stops at the
-# heartbeat timeout, steering goes on), generic XDP, a backend whose veth disappears, and an upgrade across a
-# change of the map layout.
+# heartbeat timeout, steering goes on), generic XDP, a backend whose veth disappears and comes back, and an
+# upgrade across a change of the map layout.
 #
 #   usage: test_lifecycle.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   XDP_PASS_OBJ  the compiled tests/e2e/xdp_pass.bpf.c (default build/tests/e2e/xdp_pass.bpf.o)
@@ -12,7 +12,7 @@
 # Output is TAP-like: one `ok - NAME` / `not ok - NAME: REASON` per case, then `N passed, M failed`.
 # The cases run in the order below and share the topology and the loaders, each documenting what it
 # starts from: k starts loader A (native XDP), o restarts it over a pin of another layout, h and i change its
-# configuration, j kills it, l starts loader B (generic XDP), m removes the pod's veth under it.
+# configuration, j kills it, l starts loader B (generic XDP), m removes the pod's veth under it, q makes it again.
 # Cases are called through run_cases (the case list), which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -uo pipefail
@@ -32,7 +32,8 @@ e2e_case config_edit case_config_edit "h. config edit (rename over the file) add
 e2e_case sighup_invalid case_sighup_invalid "i. SIGHUP with an invalid config is rejected and the running state kept; a valid one applies" loader_a
 e2e_case liveness_gate case_liveness_gate "j. liveness gate: after SIGKILL, ARP answered until the heartbeat timeout only; steering goes on" loader_a
 e2e_case generic_xdp case_generic_xdp "l. generic XDP attaches as xdpgeneric, announces the resumed service IP and steers HTTP" case:liveness_gate
-e2e_case backend_gone case_backend_gone "m. backend veth deleted, then SIGHUP: error naming backend.veth, loader keeps running" case:generic_xdp
+e2e_case backend_gone case_backend_gone "m. backend veth deleted: steering stops at once (warning, not ready, service IP not answered); then SIGHUP: error naming backend.veth, loader keeps running" case:generic_xdp
+e2e_case backend_back case_backend_back "q. the pod's veth made again (its pod recreated): steered to and answered again within 2 s, without SIGHUP, and ready" case:backend_gone
 e2e_case xdp_auto_fallback case_xdp_auto_fallback "n. xdpMode auto on a device without native XDP runs generic XDP and says why" topology
 
 e2e_start "$@"
@@ -98,6 +99,17 @@ http_from_host() { host curl -s --max-time "${2:-1}" "http://$E2E_SERVICE_IP:$1/
 
 new_port_answers() { [ "$(http_from_host "$NEW_PORT")" = "$E2E_HOST_IP" ]; }
 
+
+# service_ip_unanswered: one who-has for the service IP from the host goes unanswered (arp_probe.py exits 1).
+service_ip_unanswered() {
+    host python3 "$ARP_PROBE" eth0 "$E2E_SERVICE_IP" >/dev/null
+    [ $? = 1 ]
+}
+
+# The loader's /readyz (its metrics address, the default, in the node's namespace): the body, and whether it
+# says ready (200).
+readyz_body() { ip netns exec "$E2E_NODE" curl -s --max-time 2 http://127.0.0.1:9394/readyz; }
+readyz_ok() { ip netns exec "$E2E_NODE" curl -sf -o /dev/null --max-time 2 http://127.0.0.1:9394/readyz; }
 
 host_neigh() { ip -n "$E2E_HOST" neigh show "$E2E_SERVICE_IP" dev eth0; }
 host_neigh_is_nic() { [[ $(host_neigh) == *"lladdr $E2E_NIC_MAC "* ]]; }
@@ -486,16 +498,31 @@ case_generic_xdp() {
     log "${attach#*msg=}"
 }
 
-# m. The backend disappears (its veth is deleted under the running loader), then SIGHUP: the loader logs an
-# error naming backend.veth and keeps running (its heartbeat goes on).
+# m. The backend disappears (its veth is deleted under the running loader): at the kernel's notification the
+# loader warns, stops steering (the service IP is not answered: no pod behind it) and is not ready; then
+# SIGHUP: the loader logs an error naming backend.veth and keeps running (its heartbeat goes on).
 case_backend_gone() {
     if ! loader_running; then
         E2E_REASON="no loader running (case l did not start one)"
         return 1
     fi
-    local errors
+    local errors lost
     errors=$(log_count 'backend.veth')
+    lost=$(log_count "the backend's veth is down or gone")
     ip -n "$E2E_NODE" link del "$E2E_VETH" || { E2E_REASON="could not delete $E2E_VETH"; return 1; }
+    if ! wait_for 2 log_count_above "the backend's veth is down or gone" "$lost"; then
+        E2E_REASON="no warning that the backend's veth is gone within 2 s of its deletion"
+        return 1
+    fi
+    if ! wait_for 2 service_ip_unanswered; then
+        E2E_REASON="the service IP is still answered 2 s after its only backend's veth went"
+        return 1
+    fi
+    if readyz_ok; then
+        E2E_REASON="/readyz still says ready with the backend gone"
+        return 1
+    fi
+    log "backend gone: $(grep -F "the backend's veth is down or gone" "$LOADER_LOG" | tail -n1 | sed 's/.*msg=//')"
     kill -HUP "$LOADER_PID"
     if ! wait_for 3 log_count_above 'backend.veth' "$errors"; then
         sleep 0.5
@@ -527,6 +554,32 @@ case_backend_gone() {
         return 1
     fi
     log "still running, heartbeat advancing: ${line#*msg=}"
+}
+
+# q. The pod's veth is made again, as a pod recreated with its address gets one: the loader finds it (it
+# looks each second while the backend is gone), steers to it, answers the service IP and is ready again,
+# without a SIGHUP (the one case m sent failed: the file is applied again now).
+case_backend_back() {
+    local back
+    back=$(log_count 'the backend is back')
+    pod_link_create || { E2E_REASON="could not make the pod's veth again"; return 1; }
+    local t0
+    t0=$(date +%s.%N)
+    if ! wait_for 3 log_count_above 'the backend is back' "$back"; then
+        E2E_REASON="the loader did not find the backend's new veth within 3 s"
+        return 1
+    fi
+    if ! wait_for 3 service_reachable; then
+        E2E_REASON="the host cannot reach http://$E2E_SERVICE_IP/ through the new veth (neigh: $(host_neigh))"
+        return 1
+    fi
+    local took
+    took=$(since "$t0")
+    if ! wait_for 2 readyz_ok; then
+        E2E_REASON="/readyz is not ready again with the backend back: $(readyz_body)"
+        return 1
+    fi
+    log "backend back after ${took} s: $(grep -F 'the backend is back' "$LOADER_LOG" | tail -n1 | sed 's/.*msg=//')"
 }
 
 # n. xdpMode auto (the default) on a device whose driver has no native XDP (loopback): the loader logs the
