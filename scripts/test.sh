@@ -69,6 +69,16 @@ build_sanitized() { # build_sanitized DIR
 stage buildsan "build with clang-14, ASan, UBSan and libFuzzer: the loader, bpfnetctl, the unit and k8s tests, the input fuzzers" \
   build_sanitized "$top/build-sanitized"
 
+# And once more with ThreadSanitizer (clang-14; it cannot share a build with ASan): the tests that run the
+# loader's threads (below).
+build_tsan() { # build_tsan DIR
+  CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBPFNET_SANITIZE=thread >/dev/null
+  cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests xdp_pass_bpf
+}
+stage buildtsan "build with clang-14 and ThreadSanitizer: the loader, bpfnetctl, the unit and k8s tests" \
+  build_tsan "$top/build-tsan"
+
 # The image (Containerfile) from base images made of Debian packages: tests/e2e/test_image.sh runs the loader
 # from it with the DaemonSet's security context; here a missing image fails that suite instead of skipping it.
 stage image "image: scripts/image.sh (podman, bases from Debian packages)" "$top/scripts/image.sh"
@@ -100,6 +110,27 @@ sanitized_tiers() {
 }
 stage ctestsan "unit, k8s, the input fuzzers (10 s each) and the loader's e2e suites (steering, cli, kubernetes) under ASan and UBSan" \
   sanitized_tiers
+
+# The tests that run the loader's threads under ThreadSanitizer: the unit and k8s tiers (the control socket,
+# the Kubernetes client's watches, the Event recorder, the Lease keeper) and the e2e suites whose loaders run
+# every thread of theirs: the runtime thread (heartbeat, announcements, the datapath's events), the HTTP
+# server, the watches and the Event recorder (kubernetes), the control socket and the link watch (lifecycle).
+# Any report fails the stage, and is printed.
+tsan_tiers() {
+  local reports=$times/tsan-reports rc=0
+  mkdir -p "$reports"
+  local env=(env "TSAN_OPTIONS=log_path=$reports/report second_deadlock_stack=1")
+  sandboxed "${env[@]}" ctest --test-dir "$top/build-tsan" -L 'unit|k8s' --output-on-failure -j "$jobs" || rc=1
+  sandboxed "${env[@]}" ctest --test-dir "$top/build-tsan" -R '^e2e_(kubernetes|lifecycle)$' \
+    --output-on-failure -j "$jobs" || rc=1
+  if compgen -G "$reports/report.*" >/dev/null; then
+    cat "$reports"/report.*
+    echo "ThreadSanitizer: the reports above ($reports)" >&2
+    rc=1
+  fi
+  return "$rc"
+}
+stage ctesttsan "unit, k8s and the loader's threads in e2e (kubernetes, lifecycle) under ThreadSanitizer" tsan_tiers
 
 # One per core at a time: every e2e suite has a sandbox of its own (tests/e2e/lib.sh), and most of their time is waits.
 stage ctest "all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14, one per core at a time" \

@@ -15,7 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -36,32 +35,22 @@ protected:
         fs::remove_all(dir_);
         path_ = (dir_ / "run" / "prov0.sock").string();
     }
-    void TearDown() override {
-        stop_serving();
-        fs::remove_all(dir_);
-    }
+    void TearDown() override { fs::remove_all(dir_); }
 
-    // Serves `server` on a thread until stop_serving(), as the loader's epoll loop does.
-    void serve(ControlServer &server, ControlHandler handler) {
-        serving_ = true;
-        thread_ = std::thread([this, &server, handler = std::move(handler)] {
-            while (serving_) {
+    // Serves `server` on a thread, as the loader's epoll loop does, until the returned thread is destroyed:
+    // declared after the server, it stops first, so the thread never polls a server that is gone.
+    [[nodiscard]] static std::jthread serve(ControlServer &server, ControlHandler handler) {
+        return std::jthread([&server, handler = std::move(handler)](const std::stop_token &stop) {
+            while (!stop.stop_requested()) {
                 pollfd p{server.fd(), POLLIN, 0};
                 if (::poll(&p, 1, 20) > 0)
                     server.serve_pending(handler);
             }
         });
     }
-    void stop_serving() {
-        serving_ = false;
-        if (thread_.joinable())
-            thread_.join();
-    }
 
     fs::path dir_;
     std::string path_;
-    std::atomic<bool> serving_{false};
-    std::thread thread_;
 };
 
 nlohmann::json echo(const ControlRequest &request) {
@@ -70,7 +59,7 @@ nlohmann::json echo(const ControlRequest &request) {
 
 TEST_F(ControlSocketTest, ARequestIsAnsweredWithTheHandlersResultAndThePeersCredentials) {
     ControlServer server(path_);
-    serve(server, echo);
+    auto serving = serve(server, echo);
     nlohmann::json result = call_loader(path_, {{"command", "backend_clear"}});
     EXPECT_EQ(result["command"], "backend_clear");
     EXPECT_EQ(result["peer_pid"], getpid());
@@ -79,7 +68,7 @@ TEST_F(ControlSocketTest, ARequestIsAnsweredWithTheHandlersResultAndThePeersCred
 
 TEST_F(ControlSocketTest, RefusalsReachTheClientWithTheirKindAndMessage) {
     ControlServer server(path_);
-    serve(server, [](const ControlRequest &) -> nlohmann::json {
+    auto serving = serve(server, [](const ControlRequest &) -> nlohmann::json {
         throw ControlFailure(ControlFailure::Kind::BackendUnavailable, "cannot locate backend 198.18.100.2");
     });
     try {
@@ -94,7 +83,7 @@ TEST_F(ControlSocketTest, RefusalsReachTheClientWithTheirKindAndMessage) {
 TEST_F(ControlSocketTest, AnythingButARequestObjectIsABadRequest) {
     ControlServer server(path_);
     bool handled = false;
-    serve(server, [&handled](const ControlRequest &) {
+    auto serving = serve(server, [&handled](const ControlRequest &) {
         handled = true;
         return nlohmann::json::object();
     });
@@ -127,7 +116,7 @@ TEST_F(ControlSocketTest, WithoutALoaderTheClientSaysNoneServesThePath) {
     }
     // A new loader replaces the stale file and serves.
     ControlServer server(path_);
-    serve(server, echo);
+    auto serving = serve(server, echo);
     EXPECT_EQ(call_loader(path_, {{"command", "x"}})["command"], "x");
 }
 
@@ -140,7 +129,7 @@ TEST_F(ControlSocketTest, ASecondServerOnALiveSocketIsRefusedNamingThePid) {
         EXPECT_NE(std::string(e.what()).find("pid " + std::to_string(getpid())), std::string::npos) << e.what();
     }
     // The refused one did not remove the first one's socket.
-    serve(first, echo);
+    auto serving = serve(first, echo);
     EXPECT_EQ(call_loader(path_, {{"command", "x"}})["command"], "x");
 }
 
@@ -187,7 +176,7 @@ TEST_F(ControlSocketTest, OnlyRootOrTheLoadersUserMayUseIt) {
     ASSERT_EQ(::stat((dir_ / "run").c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0700u);
     bool handled = false;
-    serve(server, [&handled](const ControlRequest &request) {
+    auto serving = serve(server, [&handled](const ControlRequest &request) {
         handled = true;
         return echo(request);
     });
