@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <stdexcept>
 
 namespace bpfnet {
 
@@ -182,6 +183,9 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         if (spec.location)
             spec.location->redirect_peer = spec.location->redirect_peer && plan_.redirect_peer;
     const DesiredState desired = desired_state(effective);
+    if (auto problem = capacity_problem(desired))
+        throw std::runtime_error("the desired state does not fit the datapath's tables: " + *problem +
+                                 "; nothing was changed");
     // While the maps change, the marks cover the service IPs they hold and the ones they will hold; after
     // it, only the latter (see bpfnet_iface.service_ip_marks).
     mark_service_ips(iface, desired);

@@ -161,6 +161,26 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
     return state;
 }
 
+std::optional<std::string> capacity_problem(const DesiredState &desired) {
+    struct Limit {
+        size_t entries;
+        size_t capacity;
+        const char *what;
+    };
+    const Limit limits[] = {
+        {desired.service_ips.size(), BPFNET_MAX_SERVICE_IPS, "service IPs"},
+        {desired.services.size(), BPFNET_MAX_SERVICES, "listed ports (of all service IPs)"},
+        {desired.backend_ports.size(), BPFNET_MAX_SERVICES, "backend ports"},
+        {desired.backends.size(), BPFNET_MAX_BACKENDS, "backend pod addresses on this node"},
+        {desired.source_ranges.size(), BPFNET_MAX_SOURCE_RANGES / 2, "source range entries"},
+    };
+    for (const Limit &limit : limits)
+        if (limit.entries > limit.capacity)
+            return std::to_string(limit.entries) + " " + limit.what + ": the datapath holds " +
+                   std::to_string(limit.capacity);
+    return std::nullopt;
+}
+
 namespace {
 
 // The service address of the first spec listing a port of `kind` in `family`, preferring one this node serves.

@@ -73,6 +73,10 @@ struct ServiceSpec {
 // ports stay listed with no backend, so their traffic is dropped and counted as drop_no_backend. Several
 // specs may share a service IP (disjoint ports); it is active when any of them has a backend.
 DesiredState desired_state(const std::vector<ServiceSpec> &specs);
+// What of a desired state the datapath's tables cannot hold, in words ("300 service IPs: the datapath holds
+// 256"); nullopt when it fits. The runtime checks it before it writes anything: a state too large changes
+// nothing (the modes keep their states within it: Kubernetes mode refuses the Services past it).
+std::optional<std::string> capacity_problem(const DesiredState &desired);
 // What the relays need besides the node's settings: the service IP broadcast DHCP is relayed for (0: none),
 // the IPv6 service address DHCPv6 to ff02::1:2 is relayed for (zero: none), and the NIC's link-local address
 // DHCPv6 replies to clients leave from (zero: the NIC has none, they leave from the service address).

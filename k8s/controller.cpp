@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 namespace bpfnet::k8s {
 
@@ -391,11 +392,12 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
             report_once(it->second, conflict.refused,
                         warning_event("Refused", "Refuse", "bpfnet refused this Service: " + conflict.reason));
     }
+    const std::set<std::string> capacity_refused = refuse_over_capacity(all, objects, shared_ip_refused, services);
     // One candidate per address: each family is steered to the pod's address of that family, under its own
     // Lease.
     std::vector<Candidate> candidates;
     for (size_t i = 0; i < all.size(); ++i) {
-        if (shared_ip_refused.contains(all[i].key()))
+        if (shared_ip_refused.contains(all[i].key()) || capacity_refused.contains(all[i].key()))
             continue;
         forget_posted(all[i].key(), "Refused"); // accepted now: a later refusal is reported at once
         for (const bpfnet_ip &ip : all[i].service_ips) {
@@ -406,12 +408,41 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
             candidates.push_back({std::move(service), ip, *objects[i], std::nullopt, std::nullopt, std::move(listed)});
         }
     }
-    refused_count_ = refused + shared_ip_refused.size();
+    refused_count_ = refused + shared_ip_refused.size() + capacity_refused.size();
 
     // Forget what was posted for Services that are gone, so a recreated one is told again.
     std::erase_if(posted_,
                   [&](const auto &entry) { return !present.contains(entry.first.substr(0, entry.first.find('|'))); });
     return candidates;
+}
+
+// Past what the datapath's tables hold, the newest Services are refused (with an Event) and the oldest served:
+// a cluster with more Services of the class than the tables hold keeps serving those it had.
+std::set<std::string> KubernetesLoader::refuse_over_capacity(const std::vector<AcceptedService> &all,
+                                                             const std::vector<const json *> &objects,
+                                                             const std::set<std::string> &already_refused,
+                                                             const Snapshot &services) {
+    auto created = [&](size_t i) {
+        return metadata_string(*objects[i], "creationTimestamp");
+    };
+    std::vector<size_t> order;
+    for (size_t i = 0; i < all.size(); ++i)
+        if (!already_refused.contains(all[i].key()))
+            order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return std::tuple(created(a), all[a].key()) < std::tuple(created(b), all[b].key());
+    });
+    std::vector<AcceptedService> oldest_first;
+    for (size_t i : order)
+        oldest_first.push_back(all[i]);
+    std::set<std::string> refused;
+    for (const OverCapacity &over : over_capacity(oldest_first)) {
+        refused.insert(over.key);
+        if (auto it = services.find(over.key); it != services.end())
+            report_once(it->second, over.key,
+                        warning_event("Refused", "Refuse", "bpfnet refused this Service: " + over.reason));
+    }
+    return refused;
 }
 
 // The Service's ports with named target ports resolved from the chosen endpoint's EndpointSlice. False when

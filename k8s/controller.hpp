@@ -112,6 +112,9 @@ private:
     void reconcile();
     const Snapshot &our_services();
     std::vector<Candidate> accepted_services(const Snapshot &services);
+    std::set<std::string> refuse_over_capacity(const std::vector<AcceptedService> &all,
+                                               const std::vector<const nlohmann::json *> &objects,
+                                               const std::set<std::string> &already_refused, const Snapshot &services);
     void find_endpoints(std::vector<Candidate> &candidates, const Snapshot &slices);
     bool resolve_ports(Candidate &candidate);
     void keep_shared_ips_together(std::vector<Candidate> &candidates);

@@ -604,6 +604,35 @@ AcceptedService accepted(const ServiceDecision &decision) {
                            decision.target_port_names, decision.source_ranges};
 }
 
+std::vector<OverCapacity> over_capacity(const std::vector<AcceptedService> &services) {
+    std::set<bpfnet_ip> ips;
+    size_t ports = 0;
+    std::vector<OverCapacity> refused;
+    for (const AcceptedService &service : services) {
+        std::set<bpfnet_ip> added;
+        size_t listed = 0;
+        for (const bpfnet_ip &ip : service.service_ips) {
+            if (!ips.contains(ip))
+                added.insert(ip);
+            listed += ports_for_family(service, family_of(ip)).ports.size();
+        }
+        if (ips.size() + added.size() > BPFNET_MAX_SERVICE_IPS) {
+            refused.push_back({service.key(), "the datapath holds " + std::to_string(BPFNET_MAX_SERVICE_IPS) +
+                                                  " service IPs, which older Services of its class take"});
+            continue;
+        }
+        if (ports + listed > BPFNET_MAX_SERVICES) {
+            refused.push_back({service.key(), "the datapath holds " + std::to_string(BPFNET_MAX_SERVICES) +
+                                                  " listed ports of all service IPs, which older Services of its "
+                                                  "class take"});
+            continue;
+        }
+        ips.insert(added.begin(), added.end());
+        ports += listed;
+    }
+    return refused;
+}
+
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services) {
     std::vector<const AcceptedService *> sorted;
     for (const auto &s : services)

@@ -108,6 +108,17 @@ struct Conflict {
 // Input order does not matter.
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services);
 
+// A Service the datapath's tables have no room for, and why.
+struct OverCapacity {
+    std::string key; // namespace/name
+    std::string reason;
+};
+// The Services past what the datapath's tables hold (BPFNET_MAX_SERVICE_IPS service IPs, BPFNET_MAX_SERVICES
+// listed ports of all of them), taking `services` in the order given (the caller's: the oldest first): a
+// Service whose addresses or ports would not fit is refused whole, and the later ones are still taken where
+// they fit. An address several Services share counts once.
+std::vector<OverCapacity> over_capacity(const std::vector<AcceptedService> &services);
+
 // A port of an EndpointSlice: the Service port's name (empty for a single unnamed port) and the number the
 // endpoints of that slice take it on, named target ports resolved by the EndpointSlice controller.
 struct EndpointPort {

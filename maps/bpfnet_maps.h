@@ -48,7 +48,7 @@
 #define BPFNET_MAP_NAME(name)  BPFNET_MAP_NAME_(name)
 
 /* Table sizes. Flows and neighbours are LRU maps: under pressure the least recently used entry goes. */
-#define BPFNET_MAX_SERVICE_IPS	     16
+#define BPFNET_MAX_SERVICE_IPS	     256
 #define BPFNET_MAX_SERVICES	     256
 #define BPFNET_MAX_BACKENDS	     64
 #define BPFNET_MAX_FLOWS	     65536
@@ -58,11 +58,11 @@
 #define BPFNET_MAX_NEIGHBOURS	     4096
 #define BPFNET_MAX_DHCP_SERVERS	     64
 #define BPFNET_MAX_DHCP_RELAYS	     16
-#define BPFNET_MAX_SOURCE_RANGES                                                                             \
-	2048 /* 64 per service IP (63 ranges, the entry refusing the rest), twice: new ranges are written    \
-		before old ones go */
-#define BPFNET_EVENTS_BYTES (64 * 1024)
-#define BPFNET_TRACE_BYTES  (256 * 1024)
+/* 64 per service IP (63 ranges, the entry refusing the rest), twice: new ranges are written before old ones
+ * go. An LPM trie allocates its entries as they come (BPF_F_NO_PREALLOC): this is a bound, not memory. */
+#define BPFNET_MAX_SOURCE_RANGES     (64 * 2 * BPFNET_MAX_SERVICE_IPS)
+#define BPFNET_EVENTS_BYTES	     (64 * 1024)
+#define BPFNET_TRACE_BYTES	     (256 * 1024)
 
 /* DHCP relay (RFC 1542): the default hop limit, and the most the loader accepts (the RFC's hard limit). */
 #define BPFNET_DHCP_DEFAULT_MAX_HOPS 4
@@ -129,7 +129,8 @@ struct bpfnet_heartbeat {
 	__u64 monotonic_ns;
 };
 
-/* service_ips (hash): key = service IP. Present when this node serves that IP. */
+/* service_ips (hash): key = service IP. Every service IP of the node's desired state (a standby node's too:
+ * its ARP and NDP for the IP are dropped, never answered by the kernel); active where this node serves it. */
 #define BPFNET_SERVICE_IP_ACTIVE	(1u << 0) /* this node owns the IP: answer ARP (NDP) for it */
 /* The IP has source ranges (source_ranges): a listed port's packets are checked against them. Without it no
  * packet pays for the LPM lookup. Set with the IP's first range, cleared with its last (the loader writes

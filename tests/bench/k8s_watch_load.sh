@@ -25,47 +25,20 @@ LOADER=$(realpath "$LOADER")
 sandbox_reexec "$@"
 
 PY=/usr/bin/python3
-STANDIN=$top/tests/k8s/apiserver_standin.py
 LOGS=$E2E_TMP/logs
+# shellcheck source=k8s_bench_lib.sh
+source "$top/tests/bench/k8s_bench_lib.sh"
 
-topology_create
-ip link add mgmt0 type veth peer name mgmt0 netns "$E2E_NODE" || die "management veth"
-ip addr add 198.19.255.1/30 dev mgmt0
-ip link set mgmt0 up
-ip -n "$E2E_NODE" addr add 198.19.255.2/30 dev mgmt0
-ip -n "$E2E_NODE" link set mgmt0 up
-mkdir -p "$E2E_TMP/www"
-echo ironic >"$E2E_TMP/www/who"
-bg_in_ns "$E2E_POD" "$LOGS/http.log" "$PY" -m http.server --bind 0.0.0.0 --directory "$E2E_TMP/www" 8080
-
-"$PY" "$STANDIN" 0 --address 0.0.0.0 --bookmark-interval 1 >"$LOGS/standin.log" 2>&1 &
-E2E_PIDS+=("$!")
-wait_for 10 grep -q '^listening on' "$LOGS/standin.log" || die "stand-in did not start"
-PORT=$(awk '/^listening on/ { print $3; exit }' "$LOGS/standin.log")
-api() {
-    curl -sf --max-time 5 -H 'X-Standin-Test: 1' -H 'Content-Type: application/json' -X "$1" --data-binary "$3" \
-        "http://127.0.0.1:$PORT$2" >/dev/null
-}
-api POST /api/v1/namespaces/metal3/services '{"metadata": {"name": "ironic", "namespace": "metal3", "annotations": {"bpfnet.io/ip": "'"$E2E_SERVICE_IP"'"}},
-  "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning", "ports": [{"name": "http", "protocol": "TCP", "port": 80, "targetPort": 8080}]}}' ||
-    die "cannot create the Service"
-api POST /apis/discovery.k8s.io/v1/namespaces/metal3/endpointslices '{"metadata": {"name": "ironic-x", "namespace": "metal3", "labels": {"kubernetes.io/service-name": "ironic"}},
-  "addressType": "IPv4", "endpoints": [{"addresses": ["'"$E2E_POD_IP"'"], "conditions": {"ready": true}, "nodeName": "node-1"}]}' ||
-    die "cannot create the EndpointSlice"
-cat >"$E2E_TMP/conf/kubeconfig" <<EOC
-apiVersion: v1
-kind: Config
-current-context: t
-clusters: [{name: c, cluster: {server: "http://198.19.255.1:$PORT"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: t, context: {cluster: c, user: u}}]
-EOC
-nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --kubernetes --kubeconfig "$E2E_TMP/conf/kubeconfig" --interface "$E2E_NIC" \
-    --subnet "$E2E_SUBNET" --node-name node-1 --allowed-namespaces metal3 --allowed-cidrs "$E2E_SUBNET" \
-    --pin-root "$E2E_PIN_ROOT" >"$LOGS/loader.log" 2>&1 &
+k8s_bench_world
+standin_start "$LOGS/standin.log"
+PORT=$STANDIN_PORT
+ironic_create
+kubeconfig_write "$E2E_TMP/conf/kubeconfig"
+k8s_bench_flags "$E2E_TMP/conf/kubeconfig"
+nsenter --net="/run/netns/$E2E_NODE" "$LOADER" "${K8S_BENCH_FLAGS[@]}" >"$LOGS/loader.log" 2>&1 &
 LPID=$!
 E2E_PIDS+=("$LPID")
-serving() { [ "$(host curl -s --max-time 1 "http://$E2E_SERVICE_IP/who")" = ironic ]; }
+serving() { ironic_serving; }
 wait_for 15 serving || die "the loader does not serve: $(tail -n 5 "$LOGS/loader.log")"
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$LPID/stat"; }

@@ -21,6 +21,7 @@
 #   tftp_fetch   a boot image by TFTP (default, blksize, windowsize): bpfnet vs plain routing
 #   failover     backend moves by bpfnetctl, config reload and Kubernetes: first answers, longest gaps
 #   scale        flows/neighbours tables at 10, 1,000, 100,000 entries: per-packet cost, loader memory
+#   k8s_scale    Kubernetes mode with 1,000 and 10,000 Services in the API server: start, memory, changes
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -67,6 +68,7 @@ if [ "$quick" = 1 ]; then
     TFTP_ARGS=(3 2)
     FAILOVER_ARGS=(2)
     SCALE_ARGS=(2)
+    K8S_SCALE_ROUNDS=2 K8S_SCALE_SIZES="100:2 1000:10"
 else
     PATH_COST_ARGS=(--rounds 20 --runs 1000)
     PACKET_RATE_ARGS=(10 2000000)
@@ -77,6 +79,7 @@ else
     TFTP_ARGS=(10 8)
     FAILOVER_ARGS=(20)
     SCALE_ARGS=(10)
+    K8S_SCALE_ROUNDS=5 K8S_SCALE_SIZES="1000:10 10000:100"
 fi
 export BUILD=$build
 
@@ -88,8 +91,9 @@ run_dhcp_leases() { "$top/tests/bench/dhcp_leases.sh" "${DHCP_ARGS[@]}" "$1"; }
 run_tftp_fetch() { "$top/tests/bench/tftp_fetch.sh" "${TFTP_ARGS[@]}" "$1"; }
 run_failover() { "$top/tests/bench/failover.sh" "${FAILOVER_ARGS[@]}" "$1"; }
 run_scale() { "$top/tests/bench/scale.sh" "${SCALE_ARGS[@]}" "$1"; }
+run_k8s_scale() { "$top/tests/bench/k8s_scale.sh" "$K8S_SCALE_ROUNDS" "$1" "$K8S_SCALE_SIZES"; }
 
-BENCHMARKS=(path_cost packet_rate bulk_tcp latency dhcp_leases tftp_fetch failover scale)
+BENCHMARKS=(path_cost packet_rate bulk_tcp latency dhcp_leases tftp_fetch failover scale k8s_scale)
 if [ -n "$only" ]; then
     for name in ${only//,/ }; do
         [[ " ${BENCHMARKS[*]} " == *" $name "* ]] || { echo "bench: no benchmark named $name (${BENCHMARKS[*]})" >&2; exit 2; }

@@ -428,6 +428,37 @@ AcceptedService svc(const std::string &ns, const std::string &name, const char *
 }
 } // namespace
 
+// Past the datapath's tables the later Services are refused, whole; an address shared counts once, and a
+// later Service that fits after a refused one is still taken.
+TEST(OverCapacity, TheServicesPastTheTablesAreRefusedInTheOrderGiven) {
+    // Services with no port of their own take an address each and no room in the ports' table.
+    std::vector<AcceptedService> in;
+    for (int i = 0; i < BPFNET_MAX_SERVICE_IPS; ++i)
+        in.push_back(svc("metal3", "s" + std::to_string(i),
+                         ("198.18." + std::to_string(i / 200) + "." + std::to_string(i % 200 + 1)).c_str(), {}));
+    EXPECT_TRUE(over_capacity(in).empty());
+    in.push_back(svc("metal3", "new-ip", "198.19.0.1", {{Protocol::Tcp, 80}}));
+    in.push_back(svc("metal3", "shares-s0", "198.18.0.1", {{Protocol::Tcp, 81}})); // no new IP: fits
+    const std::vector<OverCapacity> refused = over_capacity(in);
+    ASSERT_EQ(refused.size(), 1u);
+    EXPECT_EQ(refused[0].key, "metal3/new-ip");
+    EXPECT_NE(refused[0].reason.find("service IPs"), std::string::npos) << refused[0].reason;
+}
+
+TEST(OverCapacity, ListedPortsCountOverEveryServiceIp) {
+    std::vector<std::pair<Protocol, uint16_t>> ports;
+    for (uint16_t port = 1; port <= BPFNET_MAX_SERVICES - 1; ++port)
+        ports.push_back({Protocol::Tcp, port});
+    std::vector<AcceptedService> in = {
+        svc("metal3", "big", "198.18.0.2", ports),
+        svc("metal3", "two-more", "198.18.0.3", {{Protocol::Tcp, 1}, {Protocol::Tcp, 2}}),
+        svc("metal3", "one-more", "198.18.0.4", {{Protocol::Udp, 69}})};
+    const std::vector<OverCapacity> refused = over_capacity(in);
+    ASSERT_EQ(refused.size(), 1u);
+    EXPECT_EQ(refused[0].key, "metal3/two-more");
+    EXPECT_NE(refused[0].reason.find("listed ports"), std::string::npos) << refused[0].reason;
+}
+
 TEST(SharedIps, DisjointPortsMayShareAnIp) {
     const std::vector<AcceptedService> in = {
         svc("metal3", "ironic", "198.18.0.2", {{Protocol::Tcp, 6385}, {Protocol::Udp, 67}}),

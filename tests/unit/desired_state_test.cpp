@@ -75,6 +75,36 @@ TEST(DesiredState, BackendHereMakesTheServiceIpActiveAndListsEveryPort) {
 }
 
 // The iface entry marks the last byte of every service IP, of either family, and nothing else.
+// The tables' sizes bound a desired state: one past them is named, what fits is not (DatapathRuntime refuses to
+// write a state that does not fit, so nothing is half applied).
+TEST(DesiredState, CapacityProblemNamesTheTableThatOverflows) {
+    std::vector<ServiceSpec> specs;
+    for (int i = 0; i < BPFNET_MAX_SERVICE_IPS; ++i) {
+        ServiceSpec spec;
+        spec.service_ip = key_ip(("198.18." + std::to_string(i / 200) + "." + std::to_string(i % 200 + 1)).c_str());
+        spec.ports = {{"http", Protocol::Tcp, 80, 8080, PortKind::Plain}};
+        specs.push_back(spec);
+    }
+    EXPECT_EQ(capacity_problem(desired_state(specs)), std::nullopt);
+    ServiceSpec one_more = specs.back();
+    one_more.service_ip = key_ip("198.19.0.1");
+    specs.push_back(one_more);
+    const auto problem = capacity_problem(desired_state(specs));
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_EQ(*problem, std::to_string(BPFNET_MAX_SERVICE_IPS + 1) + " service IPs: the datapath holds " +
+                            std::to_string(BPFNET_MAX_SERVICE_IPS));
+
+    // Ports: one service IP with more listed ports than the services table holds.
+    ServiceSpec many_ports;
+    many_ports.service_ip = key_ip("198.18.0.2");
+    for (int port = 1; port <= BPFNET_MAX_SERVICES + 1; ++port)
+        many_ports.ports.push_back({"p" + std::to_string(port), Protocol::Tcp, static_cast<uint16_t>(port),
+                                    static_cast<uint16_t>(port), PortKind::Plain});
+    const auto ports_problem = capacity_problem(desired_state({many_ports}));
+    ASSERT_TRUE(ports_problem.has_value());
+    EXPECT_NE(ports_problem->find("listed ports"), std::string::npos) << *ports_problem;
+}
+
 TEST(DesiredState, ServiceIpMarksHoldEveryServiceIpsLastByte) {
     DesiredState state;
     state.service_ips[key_ip("198.18.0.2")] = {};
