@@ -34,6 +34,7 @@ standin_api() {
         --data-binary "$3" "http://127.0.0.1:$STANDIN_PORT$2" >/dev/null
 }
 
+# shellcheck disable=SC2034 # for the scripts that source this file
 IRONIC_SLICE_PATH=/apis/discovery.k8s.io/v1/namespaces/metal3/endpointslices/ironic-x
 
 # ironic_slice READY: the Ironic EndpointSlice, its one endpoint ready (true) or not (false).
@@ -64,8 +65,9 @@ contexts: [{name: t, context: {cluster: c, user: u}}]
 EOC
 }
 
-# The loader's flags for the benchmarks' node.
+# k8s_bench_flags KUBECONFIG: the loader's flags for the benchmarks' node, in K8S_BENCH_FLAGS.
 k8s_bench_flags() {
+    # shellcheck disable=SC2034 # for the scripts that source this file
     K8S_BENCH_FLAGS=(--kubernetes --kubeconfig "$1" --interface "$E2E_NIC" --subnet "$E2E_SUBNET" --node-name node-1
         --allowed-namespaces metal3 --allowed-cidrs "$E2E_SUBNET" --pin-root "$E2E_PIN_ROOT")
 }
