@@ -90,17 +90,16 @@ sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "
 stage ctest16 "BPF packet tables and the fuzzer's quick mode, programs from clang-16" \
   sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure -j "$jobs"
 
-# The unit and k8s tiers, and the e2e suites that run the loader in both modes and bpfnetctl the most, from the
-# sanitizer tree. Reports go to files (a loader's stderr is the e2e suites' business): any report fails the
-# stage, and is printed.
+# sanitized_tiers TREE REPORTS LABELS SUITES VAR=VALUE...: a sanitizer tree's ctest labels LABELS, then its e2e
+# suites SUITES (e2e_ names, |-separated), with the sanitizer options VAR=VALUE (their log_path under REPORTS).
+# Reports go to files (a loader's stderr is the e2e suites' business): any report fails the stage, and is
+# printed.
 sanitized_tiers() {
-  local reports=$times/sanitizer-reports rc=0
+  local tree=$1 reports=$2 labels=$3 suites=$4 rc=0
+  shift 4
   mkdir -p "$reports"
-  local env=(env "ASAN_OPTIONS=detect_leaks=1:log_path=$reports/report"
-    "UBSAN_OPTIONS=print_stacktrace=1:log_path=$reports/report")
-  sandboxed "${env[@]}" ctest --test-dir "$top/build-sanitized" -L 'unit|k8s|libfuzz' --output-on-failure -j "$jobs" || rc=1
-  sandboxed "${env[@]}" ctest --test-dir "$top/build-sanitized" -R '^e2e_(steering|cli|kubernetes)$' \
-    --output-on-failure -j "$jobs" || rc=1
+  sandboxed env "$@" ctest --test-dir "$tree" -L "$labels" --output-on-failure -j "$jobs" || rc=1
+  sandboxed env "$@" ctest --test-dir "$tree" -R "^e2e_($suites)\$" --output-on-failure -j "$jobs" || rc=1
   if compgen -G "$reports/report.*" >/dev/null; then
     cat "$reports"/report.*
     echo "sanitizers: the reports above ($reports)" >&2
@@ -108,29 +107,22 @@ sanitized_tiers() {
   fi
   return "$rc"
 }
-stage ctestsan "unit, k8s, the input fuzzers (10 s each) and the loader's e2e suites (steering, cli, kubernetes) under ASan and UBSan" \
-  sanitized_tiers
 
-# The tests that run the loader's threads under ThreadSanitizer: the unit and k8s tiers (the control socket,
-# the Kubernetes client's watches, the Event recorder, the Lease keeper) and the e2e suites whose loaders run
-# every thread of theirs: the runtime thread (heartbeat, announcements, the datapath's events), the HTTP
-# server, the watches and the Event recorder (kubernetes), the control socket and the link watch (lifecycle).
-# Any report fails the stage, and is printed.
-tsan_tiers() {
-  local reports=$times/tsan-reports rc=0
-  mkdir -p "$reports"
-  local env=(env "TSAN_OPTIONS=log_path=$reports/report second_deadlock_stack=1")
-  sandboxed "${env[@]}" ctest --test-dir "$top/build-tsan" -L 'unit|k8s' --output-on-failure -j "$jobs" || rc=1
-  sandboxed "${env[@]}" ctest --test-dir "$top/build-tsan" -R '^e2e_(kubernetes|lifecycle)$' \
-    --output-on-failure -j "$jobs" || rc=1
-  if compgen -G "$reports/report.*" >/dev/null; then
-    cat "$reports"/report.*
-    echo "ThreadSanitizer: the reports above ($reports)" >&2
-    rc=1
-  fi
-  return "$rc"
-}
-stage ctesttsan "unit, k8s and the loader's threads in e2e (kubernetes, lifecycle) under ThreadSanitizer" tsan_tiers
+# ASan and UBSan: the unit and k8s tiers, the input fuzzers, and the e2e suites that run the loader in both modes
+# and bpfnetctl the most.
+reports=$times/sanitizer-reports
+stage ctestsan "unit, k8s, the input fuzzers (10 s each) and the loader's e2e suites (steering, cli, kubernetes) under ASan and UBSan" \
+  sanitized_tiers "$top/build-sanitized" "$reports" 'unit|k8s|libfuzz' 'steering|cli|kubernetes' \
+  "ASAN_OPTIONS=detect_leaks=1:log_path=$reports/report" "UBSAN_OPTIONS=print_stacktrace=1:log_path=$reports/report"
+
+# ThreadSanitizer: the tests that run the loader's threads: the unit and k8s tiers (the control socket, the
+# Kubernetes client's watches, the Event recorder, the Lease keeper) and the e2e suites whose loaders run every
+# thread of theirs: the runtime thread (heartbeat, announcements, the datapath's events), the HTTP server, the
+# watches and the Event recorder (kubernetes), the control socket and the link watch (lifecycle).
+reports=$times/tsan-reports
+stage ctesttsan "unit, k8s and the loader's threads in e2e (kubernetes, lifecycle) under ThreadSanitizer" \
+  sanitized_tiers "$top/build-tsan" "$reports" 'unit|k8s' 'kubernetes|lifecycle' \
+  "TSAN_OPTIONS=log_path=$reports/report second_deadlock_stack=1"
 
 # One per core at a time: every e2e suite has a sandbox of its own (tests/e2e/lib.sh), and most of their time is waits.
 stage ctest "all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14, one per core at a time" \
