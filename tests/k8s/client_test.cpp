@@ -148,7 +148,18 @@ TEST(K8sConfig, KubeconfigWithACommaAtTheTopLevelIsRefused) {
         kubeconfig_from_text("\"current-context\" ,", "/etc/kubeconfig");
         FAIL() << "accepted";
     } catch (const ConfigError &e) {
-        EXPECT_EQ(std::string(e.what()), "/etc/kubeconfig: not valid YAML: a ',' outside any sequence or map");
+        EXPECT_EQ(std::string(e.what()),
+                  "/etc/kubeconfig: not valid YAML: yaml-cpp: error at line 1, column 19: a ',' outside any sequence "
+                  "or map");
+    }
+    // fuzz_kubeconfig's finding: a '?' where the second document would start (it ran the loader out of memory).
+    try {
+        kubeconfig_from_text("\"cluster}2{\"s\x1er\n\n?\n\xf7\n\ns:\"", "/etc/kubeconfig");
+        FAIL() << "accepted";
+    } catch (const ConfigError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "/etc/kubeconfig: not valid YAML: yaml-cpp: error at line 3, column 1: a '?' outside any sequence "
+                  "or map");
     }
 }
 

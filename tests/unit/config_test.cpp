@@ -278,12 +278,17 @@ TEST(ConfigErrors, EmptyOrMultiDocumentFileIsRejected) {
     EXPECT_NE(error_message("- a\n- b\n").find("must be a mapping, got a list"), std::string::npos);
 }
 
-// yaml-cpp 0.7 loops forever on a ',' at a document's top level (found by tests/libfuzz/fuzz_config): such a
-// file is refused before it is loaded, in every document, whatever the top-level node is.
+// yaml-cpp 0.7 loops forever on a token that cannot begin a node at a document's top level (a ',' found by
+// tests/libfuzz/fuzz_config, a '?' after two scalars by fuzz_kubeconfig): such a file is refused before it is
+// loaded, in every document, whatever the top-level node is, with the line yaml-cpp stopped on.
 TEST(ConfigErrors, CommaAtTheTopLevelIsRefusedNotLooped) {
     for (const std::string text : {",", "\n,\n", "\"a\" ,", "&x ,", "!t ,", "--- ,", "interface: prov0\n--- ,"})
         EXPECT_NE(error_message(text).find("invalid YAML: a ',' outside any sequence or map"), std::string::npos)
             << text;
+    EXPECT_EQ(error_message("\n,\n"), "bpfnet.yaml:2: invalid YAML: a ',' outside any sequence or map");
+    EXPECT_EQ(error_message("\"a\" x\n\n?\n"), "bpfnet.yaml:3: invalid YAML: a '?' outside any sequence or map");
+    EXPECT_NE(error_message("\"cluster\" s\n?\n\xf7\ns:\"").find("a '?' outside any sequence or map"),
+              std::string::npos);
     // A ',' in a flow collection, or where yaml-cpp itself refuses it, is what it always was.
     EXPECT_EQ(
         parse(kHead + "ports: [{name: a, protocol: tcp, port: 1}, {name: b, protocol: tcp, port: 2}]\n").ports.size(),
