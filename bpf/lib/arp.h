@@ -29,9 +29,26 @@ static __always_inline void arp_make_reply(struct ethhdr *eth, struct arp_ipv4 *
 }
 
 /*
+ * An ARP probe (RFC 5227 2.1.1: a request from sender address 0, a node about to use the target address)
+ * for a service IP this node answers for, from another MAC: another node about to claim it (a second
+ * cluster's loader probes before it answers, docs/kubernetes.md "Pivot"), a conflict as another node's
+ * IPv6 duplicate address detection probe is (ndp_observe). It is answered all the same (tc_answer_arp).
+ */
+static __always_inline void arp_observe_probe(const struct arp_ipv4 *arp, const struct bpfnet_iface *cfg)
+{
+	struct bpfnet_ip target = ip_v4(arp->target_ip);
+	struct bpfnet_service_ip *probed = bpf_map_lookup_elem(&service_ips, &target);
+
+	if (probed && (probed->flags & BPFNET_SERVICE_IP_ACTIVE) && loader_alive(cfg) &&
+	    !mac_equal(arp->sender_mac, cfg->nic_mac))
+		report_conflict(&target, arp->sender_mac);
+}
+
+/*
  * What an ARP frame tells the datapath, whoever it is for: where its sender is (remembered for the
  * reverse path), or, when it claims a service IP this node answers for, another owner on the LAN (a
- * conflict). Standby nodes list the IP too, and see the owner's claims: not a conflict.
+ * conflict), or another node's probe for one. Standby nodes list the IP too, and see the owner's claims:
+ * not a conflict.
  */
 static __always_inline void arp_observe(const struct arp_ipv4 *arp, const struct bpfnet_iface *cfg)
 {
@@ -39,6 +56,10 @@ static __always_inline void arp_observe(const struct arp_ipv4 *arp, const struct
 	 * not): any other opcode would let a frame the kernel ignores move a host. */
 	if (arp->op != bpf_htons(BPFNET_ARPOP_REQUEST) && arp->op != bpf_htons(BPFNET_ARPOP_REPLY))
 		return;
+	if (arp->op == bpf_htons(BPFNET_ARPOP_REQUEST) && arp->sender_ip == 0) {
+		arp_observe_probe(arp, cfg);
+		return;
+	}
 	struct bpfnet_ip sender = ip_v4(arp->sender_ip);
 	struct bpfnet_ip none = ip_v4(0);
 	observe_sender(cfg, &sender, arp->sender_mac, arp->sender_mac, &none, 0);

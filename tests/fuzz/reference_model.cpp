@@ -390,20 +390,31 @@ void ReferenceModel::observe_arp(Ctx &c, const Bytes &f) {
     Ip sender = raw32(f, kArpSenderIp);
     Mac sender_mac = mac_at(f, kArpSenderMac);
     if (op != 1 && op != 2)
-        return; // requests and replies only
+        return;                   // requests and replies only
+    if (op == 1 && sender == 0) { // a probe (RFC 5227): another node about to use the target address
+        Ip target = raw32(f, kArpTargetIp);
+        auto probed = cfg_.service_ips.find(target);
+        if (probed != cfg_.service_ips.end() && probed->second && cfg_.loader_alive && sender_mac != cfg_.nic_mac)
+            see_conflict(c, target, sender_mac);
+        return;
+    }
     auto claimed = cfg_.service_ips.find(sender);
     if (claimed == cfg_.service_ips.end()) {
         learn_neighbour(c, sender, sender_mac, true, 0);
         return;
     }
-    if (claimed->second && cfg_.loader_alive && sender_mac != cfg_.nic_mac) {
-        auto known = st_.conflicts.find(sender);
-        bool must_report = known == st_.conflicts.end() || known->second != sender_mac;
-        st_.conflicts[sender] = sender_mac;
-        c.count(BPFNET_CTR_ARP_CONFLICT);
-        c.note("conflict");
-        c.e.events.push_back({BPFNET_EVENT_CONFLICT, sender, sender, sender_mac, !must_report});
-    }
+    if (claimed->second && cfg_.loader_alive && sender_mac != cfg_.nic_mac)
+        see_conflict(c, sender, sender_mac);
+}
+
+// "Conflicts": another MAC claims a service IP this node answers for (report_conflict in bpf/lib/events.h).
+void ReferenceModel::see_conflict(Ctx &c, Ip service_ip, const Mac &mac) {
+    auto known = st_.conflicts.find(service_ip);
+    bool must_report = known == st_.conflicts.end() || known->second != mac;
+    st_.conflicts[service_ip] = mac;
+    c.count(BPFNET_CTR_ARP_CONFLICT);
+    c.note("conflict");
+    c.e.events.push_back({BPFNET_EVENT_CONFLICT, service_ip, service_ip, mac, !must_report});
 }
 
 Expectation ReferenceModel::xdp_nic(const Bytes &f) {

@@ -153,6 +153,7 @@ private:
     bool neighbour_acceptable(Ip ip, const Mac &mac) const;
     void learn_neighbour(Ctx &c, Ip ip, const Mac &mac, bool from_arp, Ip service_ip);
     void observe_arp(Ctx &c, const Bytes &f);
+    void see_conflict(Ctx &c, Ip service_ip, const Mac &mac);
     int answer_arp(Ctx &c, const Bytes &f);
     int steer_from_lan(Ctx &c, const Bytes &f);
     int relay_broadcast_dhcp(Ctx &c);
