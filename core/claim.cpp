@@ -1,6 +1,7 @@
 #include "core/claim.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace bpfnet {
 
@@ -8,6 +9,10 @@ std::string_view to_string(ClaimState state) {
     switch (state) {
     case ClaimState::Unclaimed:
         return "unclaimed";
+    case ClaimState::Probing:
+        return "probing";
+    case ClaimState::Deferred:
+        return "deferred";
     case ClaimState::Announcing:
         return "announcing";
     case ClaimState::Serving:
@@ -36,6 +41,12 @@ std::string_view to_string(ClaimAction action) {
         return "report conflict";
     case ClaimAction::ReportYield:
         return "report yield";
+    case ClaimAction::Probe:
+        return "probe";
+    case ClaimAction::EndProbe:
+        return "end probe";
+    case ClaimAction::ReportDeferred:
+        return "report deferred";
     }
     return "?";
 }
@@ -53,6 +64,10 @@ ClaimState ClaimMachine::state_of(const Claim &claim, Clock::time_point now) con
         return ClaimState::Yielded;
     if (!claim.held)
         return claim.ever_held ? ClaimState::Released : ClaimState::Unclaimed;
+    if (claim.probe == Claim::Probe::Running)
+        return ClaimState::Probing;
+    if (claim.probe == Claim::Probe::Deferred)
+        return ClaimState::Deferred;
     if (claim.confirmed_until && now > *claim.confirmed_until)
         return ClaimState::Unconfirmed;
     if (now < claim.answer_at)
@@ -63,6 +78,11 @@ ClaimState ClaimMachine::state_of(const Claim &claim, Clock::time_point now) con
 ClaimState ClaimMachine::state(const bpfnet_ip &ip) const {
     auto it = claims_.find(ip);
     return it == claims_.end() ? ClaimState::Unclaimed : state_of(it->second, now_());
+}
+
+bool ClaimMachine::withheld(const bpfnet_ip &ip) const {
+    const ClaimState now = state(ip);
+    return now == ClaimState::Yielded || now == ClaimState::Probing || now == ClaimState::Deferred;
 }
 
 bool ClaimMachine::announcing(const bpfnet_ip &ip) const {
@@ -84,21 +104,58 @@ ClaimStep ClaimMachine::held_by_config(const bpfnet_ip &ip) {
 }
 
 ClaimStep ClaimMachine::confirmed(const bpfnet_ip &ip, Clock::time_point until) {
+    return confirm(ip, until, probes_);
+}
+
+ClaimStep ClaimMachine::confirm(const bpfnet_ip &ip, Clock::time_point until, bool probe) {
     const ClaimState from = state(ip);
     Claim &claim = claims_[ip];
+    const bool starts = !claim.held;
     claim.held = claim.ever_held = true;
     claim.confirmed_until = until;
     // A confirmation already over when it arrives (a write slower than the Lease duration) lifts no yield.
     if (claim.yielded && until > now_()) {
         claim.yielded = false;
+        if (probe) // the MAC it yielded to may be a second cluster's, which answers on
+            return start_probing(ip, from);
         return step(ip, from, {ClaimAction::Reactivate});
     }
+    if (starts && !claim.yielded && probe)
+        return start_probing(ip, from);
     return step(ip, from);
+}
+
+ClaimStep ClaimMachine::start_probing(const bpfnet_ip &ip, ClaimState from) {
+    claims_[ip].probe = Claim::Probe::Running;
+    return step(ip, from, {ClaimAction::Probe});
+}
+
+ClaimStep ClaimMachine::probe_unanswered(const bpfnet_ip &ip) {
+    const ClaimState from = state(ip);
+    if (from != ClaimState::Probing && from != ClaimState::Deferred)
+        return step(ip, from);
+    Claim &claim = claims_[ip];
+    const auto deferred_for = from == ClaimState::Deferred ? now_() - claim.deferred_since : Clock::duration{};
+    claim.probe = Claim::Probe::None;
+    ClaimStep answered = step(ip, from, {ClaimAction::Reactivate}); // activated: announced by the apply
+    answered.deferred_for = std::chrono::duration_cast<std::chrono::milliseconds>(deferred_for);
+    return answered;
+}
+
+ClaimStep ClaimMachine::probe_answered(const bpfnet_ip &ip) {
+    const ClaimState from = state(ip);
+    if (from != ClaimState::Probing)
+        return step(ip, from); // deferred already (reported when it began), or no probe of this machine's
+    Claim &claim = claims_[ip];
+    claim.probe = Claim::Probe::Deferred;
+    claim.deferred_since = now_();
+    return step(ip, from, {ClaimAction::ReportDeferred});
 }
 
 ClaimStep ClaimMachine::taken_over(const bpfnet_ip &ip, Clock::time_point until, Clock::time_point answer_at) {
     const ClaimState from = state(ip);
-    ClaimStep confirm = confirmed(ip, until);
+    // Not probed: the announcement that comes first makes the holder it takes over from yield (core/claim.hpp).
+    ClaimStep confirm = this->confirm(ip, until, false);
     claims_[ip].answer_at = answer_at;
     std::vector<ClaimAction> actions = std::move(confirm.actions);
     if (!yielded(ip))
@@ -108,11 +165,15 @@ ClaimStep ClaimMachine::taken_over(const bpfnet_ip &ip, Clock::time_point until,
 
 ClaimStep ClaimMachine::dropped(const bpfnet_ip &ip) {
     const ClaimState from = state(ip);
+    bool probing = false;
     if (auto it = claims_.find(ip); it != claims_.end()) {
         it->second.held = false;
         it->second.confirmed_until.reset();
         it->second.answer_at = {};
+        probing = std::exchange(it->second.probe, Claim::Probe::None) != Claim::Probe::None;
     }
+    if (probing)
+        return step(ip, from, {ClaimAction::EndAnnouncement, ClaimAction::EndProbe});
     return step(ip, from, {ClaimAction::EndAnnouncement});
 }
 
@@ -122,6 +183,16 @@ ClaimStep ClaimMachine::adopted_active(const bpfnet_ip &ip) {
     if (!claim.held) {
         claim.held = claim.ever_held = true;
         claim.confirmed_until = Clock::time_point{}; // confirmed never: unconfirmed from the start
+    }
+    return step(ip, from);
+}
+
+ClaimStep ClaimMachine::standby(const bpfnet_ip &ip) {
+    const ClaimState from = state(ip);
+    auto it = claims_.find(ip);
+    if (it != claims_.end() && it->second.held && it->second.confirmed_until == Clock::time_point{}) {
+        it->second.held = false;
+        it->second.confirmed_until.reset();
     }
     return step(ip, from);
 }
@@ -144,7 +215,8 @@ ClaimStep ClaimMachine::conflict_seen(const bpfnet_ip &ip) {
 
 ClaimStep ClaimMachine::announce_requested(const bpfnet_ip &ip) {
     const ClaimState from = state(ip);
-    if (from == ClaimState::Yielded) // a node that yielded an IP never claims it on the LAN
+    // A node that yielded an IP never claims it on the LAN, nor one that has not probed it clear.
+    if (from == ClaimState::Yielded || from == ClaimState::Probing || from == ClaimState::Deferred)
         return step(ip, from);
     return step(ip, from, {ClaimAction::Announce});
 }

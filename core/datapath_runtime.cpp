@@ -94,6 +94,15 @@ void DatapathRuntime::attach() {
                                                {"arp_responder", kArpResponder}});
     announcer_.emplace(
         node_, nic.ifindex, nic_mac_, [this] { return heartbeat_running_; }, [this] { return owns_ipv6_address(); });
+    if (probes_) {
+        claims_.probe_before_answering(true);
+        prober_.emplace(nic.ifindex, nic_mac_,
+                        AddressProber::Handlers{.unanswered = [this](const bpfnet_ip &ip) { probe_unanswered(ip); },
+                                                .answered =
+                                                    [this](const bpfnet_ip &ip, const std::array<uint8_t, 6> &mac) {
+                                                        probe_answered(ip, mac);
+                                                    }});
+    }
     // The HTTP thread gets fds of its own, so it never shares an object with this thread.
     status_.publish_maps(std::make_shared<const DatapathMaps>(DatapathMaps::open_pinned(node_.pin_dir())));
     // A datapath whose heartbeat went stale stopped answering ARP: resuming is becoming active again, and
@@ -164,10 +173,14 @@ DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const 
 }
 
 DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<ServiceSpec> &given) {
-    // A yielded service IP keeps its ports listed, without a backend: inactive, as on a standby node.
+    // A yielded service IP keeps its ports listed, without a backend: inactive, as on a standby node; so does
+    // one whose claim is being probed, or deferred.
     std::vector<ServiceSpec> specs = given;
+    for (const ServiceSpec &spec : given)
+        if (!spec.location)
+            claims_.standby(spec.service_ip);
     for (ServiceSpec &spec : specs)
-        if (claims_.yielded(spec.service_ip)) {
+        if (claims_.withheld(spec.service_ip)) {
             spec.backend_ip = bpfnet_ip{};
             spec.location.reset();
         }
@@ -313,13 +326,50 @@ void DatapathRuntime::report_conflict(const bpfnet_ip &service_ip, const __u8 *m
                   {"mac", text},
                   {"unconfirmed_for_ms", std::to_string(step.unconfirmed_for.count())}});
         if (on_conflict_)
-            on_conflict_(service_ip, text, true);
+            on_conflict_(service_ip, text, ClaimReport::Yielded);
     }
     if (step.has(ClaimAction::ReportConflict)) {
         log_warn("conflict: another MAC claims the service IP", {{"service_ip", format_ip(service_ip)}, {"mac", text}});
         if (on_conflict_)
-            on_conflict_(service_ip, text, false);
+            on_conflict_(service_ip, text, ClaimReport::Conflict);
     }
+}
+
+// The claim machine asked for the LAN to be probed for the IP, or for the probing to end.
+void DatapathRuntime::carry_out_probe(const ClaimStep &step, const bpfnet_ip &service_ip) {
+    if (!prober_)
+        return;
+    if (step.has(ClaimAction::Probe))
+        prober_->probe(service_ip);
+    if (step.has(ClaimAction::EndProbe))
+        prober_->stop(service_ip);
+}
+
+// Another MAC answers for an IP whose claim starts: a second cluster's node serving it (a pivot under way), or
+// a host with the wrong address. Not answered while it does; the prober goes on asking.
+void DatapathRuntime::probe_answered(const bpfnet_ip &service_ip, const std::array<uint8_t, 6> &mac) {
+    const ClaimStep step = claims_.probe_answered(service_ip);
+    if (!step.has(ClaimAction::ReportDeferred))
+        return;
+    const std::string text = format_mac(mac.data());
+    log_warn("deferred: another MAC answers for the service IP on the LAN",
+             {{"service_ip", format_ip(service_ip)}, {"mac", text}});
+    if (on_conflict_)
+        on_conflict_(service_ip, text, ClaimReport::Deferred);
+}
+
+// Nobody else answers for the IP: it is answered from now on (the mode's last desired state).
+void DatapathRuntime::probe_unanswered(const bpfnet_ip &service_ip) {
+    const ClaimStep step = claims_.probe_unanswered(service_ip);
+    if (!step.has(ClaimAction::Reactivate))
+        return;
+    if (step.deferred_for.count() > 0)
+        log_info("probe unanswered: answering for the deferred service IP",
+                 {{"service_ip", format_ip(service_ip)}, {"deferred_ms", std::to_string(step.deferred_for.count())}});
+    if (applied_once_)
+        apply_locked(specs_); // activates the IP, and announces it
+    if (on_conflict_)
+        on_conflict_(service_ip, "", ClaimReport::ProbeUnanswered);
 }
 
 void DatapathRuntime::yield(const bpfnet_ip &service_ip) {
@@ -361,7 +411,9 @@ void DatapathRuntime::hold_claims(const std::vector<bpfnet_ip> &service_ips) {
 
 void DatapathRuntime::confirm_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until) {
     std::lock_guard lock(mutex_);
-    if (claims_.confirmed(service_ip, until).has(ClaimAction::Reactivate))
+    const ClaimStep step = claims_.confirmed(service_ip, until);
+    carry_out_probe(step, service_ip);
+    if (step.has(ClaimAction::Reactivate))
         reactivate(service_ip);
 }
 
@@ -375,6 +427,12 @@ void DatapathRuntime::take_over_claim(const bpfnet_ip &service_ip, std::chrono::
         announcer_->announce({service_ip});
 }
 
+bool DatapathRuntime::probe_pending(const bpfnet_ip &service_ip) {
+    std::lock_guard lock(mutex_);
+    const ClaimState state = claims_.state(service_ip);
+    return state == ClaimState::Probing || state == ClaimState::Deferred;
+}
+
 bool DatapathRuntime::announcing(const bpfnet_ip &service_ip) {
     std::lock_guard lock(mutex_);
     return claims_.announcing(service_ip);
@@ -385,7 +443,9 @@ void DatapathRuntime::drop_claim(const bpfnet_ip &service_ip) {
     // A yielded IP stays yielded: the mode stops serving it with its next apply(), and re-applying the last
     // specs here would answer for it (and announce it) in between. An announcement still under way (a
     // takeover's, before the IP was answered) ends.
-    if (claims_.dropped(service_ip).has(ClaimAction::EndAnnouncement) && announcer_)
+    const ClaimStep step = claims_.dropped(service_ip);
+    carry_out_probe(step, service_ip);
+    if (step.has(ClaimAction::EndAnnouncement) && announcer_)
         announcer_->end(service_ip);
 }
 
@@ -424,6 +484,8 @@ void DatapathRuntime::start(ConflictHandler on_conflict) {
         std::lock_guard lock(mutex_);
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
         announcer_->start(epoll_);
+        if (prober_)
+            prober_->start(epoll_);
     }
     for (int fd : {stop_.get(), heartbeat_timer_.get(), events_->fd()})
         loop::add(epoll_, fd);
@@ -451,7 +513,7 @@ void DatapathRuntime::serve() {
                     drain(heartbeat_timer_);
                     if (heartbeat_running_)
                         write_heartbeat();
-                } else if (!announcer_->handle(fd)) {
+                } else if (!announcer_->handle(fd) && !(prober_ && prober_->handle(fd))) {
                     events_->consume();
                 }
             } catch (const std::exception &e) {

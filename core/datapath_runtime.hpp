@@ -7,6 +7,7 @@
 // mode's loop can never let the heartbeat go stale while the process is alive.
 #pragma once
 
+#include "core/address_prober.hpp"
 #include "core/addresses.hpp"
 #include "core/announcer.hpp"
 #include "core/claim.hpp"
@@ -37,10 +38,15 @@ namespace bpfnet {
 
 class DatapathRuntime {
 public:
-    // Called on the runtime's thread when the datapath sees another MAC claim one of our active service IPs
-    // (the datapath reports a MAC at most about once a second per IP); mac is "aa:bb:cc:dd:ee:ff". yielded:
-    // this node stopped answering for the IP because of it (see confirm_claim).
-    using ConflictHandler = std::function<void(const bpfnet_ip &service_ip, const std::string &mac, bool yielded)>;
+    // What another MAC speaking for one of this node's service IPs made of it. Conflict: it claims an IP this
+    // node answers for (reported at most every ClaimMachine::kConflictReportInterval per IP); Yielded: this node
+    // stopped answering for the IP because of it (see confirm_claim); Deferred: it answered the probe of a claim
+    // that starts, which is not answered while it does (probe_before_answering). ProbeUnanswered: no conflict, a
+    // claim probed clear is answered from now on (mac empty): the mode's next pass serves it.
+    enum class ClaimReport { Conflict, Yielded, Deferred, ProbeUnanswered };
+    // Called on the runtime's thread; mac is "aa:bb:cc:dd:ee:ff".
+    using ConflictHandler =
+        std::function<void(const bpfnet_ip &service_ip, const std::string &mac, ClaimReport report)>;
 
     // node: the NIC, pin root, control socket, XDP mode, heartbeat and announcement timings. status must
     // outlive the runtime.
@@ -56,6 +62,9 @@ public:
     // Attaches (or adopts) the datapath and publishes its maps. Throws with nothing half attached. The
     // heartbeat goes on at once when it was fresh (a restart), else it starts with the first apply().
     void attach();
+    // Kubernetes mode, before attach(): a claim that starts is answered only once the LAN was probed for its IP
+    // and no other MAC answered (core/address_prober.hpp, ClaimMachine::probe_before_answering).
+    void probe_before_answering() { probes_ = true; }
     // Starts the heartbeat, announcement and event thread.
     void start(ConflictHandler on_conflict = {});
     // Stops that thread (the destructor does too): the mode calls it before its own members (which the
@@ -97,6 +106,8 @@ public:
     void take_over_claim(const bpfnet_ip &service_ip, std::chrono::steady_clock::time_point until,
                          std::chrono::steady_clock::time_point answer_at);
     bool announcing(const bpfnet_ip &service_ip);
+    // The claim's probe has not come back clear (probing, or deferred to another MAC): not answered yet.
+    bool probe_pending(const bpfnet_ip &service_ip);
     // The claim is gone (released, or taken by another node): nothing more to confirm or yield (an IP already
     // yielded stays so until a new claim is confirmed).
     void drop_claim(const bpfnet_ip &service_ip);
@@ -121,6 +132,9 @@ private:
     // An IPv6 service address is active here and not yielded: router advertisements are this node's to send.
     bool owns_ipv6_address();
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
+    void carry_out_probe(const ClaimStep &step, const bpfnet_ip &service_ip);
+    void probe_answered(const bpfnet_ip &service_ip, const std::array<uint8_t, 6> &mac);
+    void probe_unanswered(const bpfnet_ip &service_ip);
     void yield(const bpfnet_ip &service_ip);
     void reactivate(const bpfnet_ip &service_ip);
     Applied apply_locked(const std::vector<ServiceSpec> &specs);
@@ -134,6 +148,8 @@ private:
     std::optional<KernelFeatures> kernel_; // probed by claim()
     AttachPlan plan_;
     std::optional<Announcer> announcer_; // from attach()
+    bool probes_ = false;
+    std::optional<AddressProber> prober_; // from attach(), with probes_
     std::optional<NicMulticastGroups> groups_;
     MacAddress nic_mac_{};
     bool announce_all_on_first_apply_ = false;

@@ -141,6 +141,13 @@ Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 
     return icmp6_frame(group_mac(to), mac, source, to, kSolicitation, nd_body(0, target, kSourceLinkLayer, mac));
 }
 
+Frame duplicate_address_probe(const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
+    const bpfnet_ip to = solicited_node_group(target);
+    Frame body = {0, 0, 0, 0};
+    append(body, bytes_of(target), 16);
+    return icmp6_frame(group_mac(to), mac, bpfnet_ip{}, to, kSolicitation, body);
+}
+
 Frame router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
                            uint8_t prefix_len, uint32_t valid_lifetime_s, const std::optional<RaDestination> &host) {
     const bpfnet_ip to = host ? host->ip : all_nodes();
@@ -224,6 +231,10 @@ void NdpSender::send_unsolicited_advertisement(const bpfnet_ip &address, const s
 
 void NdpSender::send_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
     send(neighbour_solicitation(source, mac, target), "neighbour solicitation for " + format_ip(target));
+}
+
+void NdpSender::send_duplicate_address_probe(const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
+    send(duplicate_address_probe(mac, target), "duplicate address probe for " + format_ip(target));
 }
 
 void NdpSender::send_router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac,

@@ -24,6 +24,9 @@ using Frame = std::vector<uint8_t>;
 Frame unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac);
 // A solicitation for `target` from `source` (a service address) at `mac`, to target's solicited-node group.
 Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
+// Duplicate address detection's probe (RFC 4862 5.4.2): a solicitation for `target` from the unspecified address,
+// without a link-layer option, to target's solicited-node group.
+Frame duplicate_address_probe(const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
 // Where a router advertisement goes: to all nodes, or to one host (the answer to its solicitation).
 struct RaDestination {
     bpfnet_ip ip;
@@ -63,6 +66,7 @@ public:
 
     void send_unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac);
     void send_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
+    void send_duplicate_address_probe(const std::array<uint8_t, 6> &mac, const bpfnet_ip &target);
     void send_router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
                                    uint8_t prefix_len, uint32_t valid_lifetime_s,
                                    const std::optional<RaDestination> &to = std::nullopt);

@@ -90,7 +90,8 @@ void KubernetesLoader::start() {
                                                                        .write_timeout = kWriteTimeout});
     link_by_name(node_.interface); // a missing NIC is reported before the kernel is changed
     wake_ = loop::make_eventfd();
-    claim(); // a second loader on this interface is refused before anything changes
+    claim();                           // a second loader on this interface is refused before anything changes
+    runtime_.probe_before_answering(); // a claim that starts is answered only once no other MAC answers it
     runtime_.attach();
     runtime_.unconfirm_active_claims();
     links_.emplace(nic_ifindex_);
@@ -178,10 +179,10 @@ int KubernetesLoader::run() {
     loop::arm_timer(tick_, tick, tick);
     for (int fd : {signals_.get(), wake_.get(), tick_.get(), takeover_timer_.get(), control_->fd(), links_->fd()})
         loop::add(epoll_, fd);
-    runtime_.start([this](const bpfnet_ip &service_ip, const std::string &mac, bool yielded) {
+    runtime_.start([this](const bpfnet_ip &service_ip, const std::string &mac, DatapathRuntime::ClaimReport report) {
         {
             std::lock_guard lock(conflicts_mutex_);
-            conflicts_.push_back({service_ip, mac, yielded});
+            conflicts_.push_back({service_ip, mac, report});
         }
         wake();
     });
@@ -299,6 +300,12 @@ void KubernetesLoader::reconcile() {
         }
         specs.push_back(std::move(spec));
     }
+    // A claim being probed, or deferred to another MAC, keeps its backend in the desired state (the runtime
+    // answers it the moment a probe round goes unanswered, and wakes this loop) but is not served yet: no
+    // Serving Event, no ingress, no renewal announcement.
+    for (auto it = serving.begin(); it != serving.end();)
+        it = runtime_.probe_pending(it->second.service_ip) ? serving.erase(it) : std::next(it);
+    std::erase_if(answered_here, [this](const bpfnet_ip &ip) { return runtime_.probe_pending(ip); });
 
     // Deactivate first, release after: the next owner never overlaps with this node. The maps are compared
     // with the desired state on every tick (repairing any drift) and whenever that state changed; a burst of
@@ -760,6 +767,33 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
         withdraw_ingress(key, services.at(key), ips);
 }
 
+ServiceEvent KubernetesLoader::conflict_event(const SeenConflict &conflict, const std::string &ip) const {
+    switch (conflict.report) {
+    case DatapathRuntime::ClaimReport::Yielded:
+        return warning_event("Yielded", "Yield",
+                             "node " + options_.node_name + " stopped answering for " + ip + ": another host (MAC " +
+                                 conflict.mac + ") claims it, and this node had not renewed the Lease " +
+                                 options_.lease_namespace + "/" + lease_name(conflict.service_ip) +
+                                 " within its duration (cut off from the API server?); it answers again only once "
+                                 "it holds the Lease again");
+    case DatapathRuntime::ClaimReport::Deferred:
+        return warning_event("Deferred", "Probe",
+                             "node " + options_.node_name + " holds the Lease " + options_.lease_namespace + "/" +
+                                 lease_name(conflict.service_ip) + " but does not answer for " + ip +
+                                 ": another host (MAC " + conflict.mac +
+                                 ") answers for it on the provisioning LAN (another cluster's Ironic during a "
+                                 "pivot?); it is probed every second and answered here once nobody else does");
+    case DatapathRuntime::ClaimReport::Conflict:
+    case DatapathRuntime::ClaimReport::ProbeUnanswered:
+        break;
+    }
+    return warning_event("Conflict", "Detect",
+                         "another host (MAC " + conflict.mac + ") also claims " + ip +
+                             " on the provisioning LAN of node " + options_.node_name +
+                             ", which answers for it (another cluster's node probing for it during a pivot, or a "
+                             "second owner)");
+}
+
 void KubernetesLoader::report_conflicts(const std::vector<Candidate> &candidates) {
     std::vector<SeenConflict> seen;
     {
@@ -767,21 +801,14 @@ void KubernetesLoader::report_conflicts(const std::vector<Candidate> &candidates
         seen.swap(conflicts_);
     }
     for (const SeenConflict &conflict : seen) {
+        if (conflict.report == DatapathRuntime::ClaimReport::ProbeUnanswered)
+            continue; // not a conflict: this pass serves the IP (its Serving Event)
         const std::string ip = format_ip(conflict.service_ip);
-        ServiceEvent event =
-            conflict.yielded
-                ? warning_event("Yielded", "Yield",
-                                "node " + options_.node_name + " stopped answering for " + ip + ": another host (MAC " +
-                                    conflict.mac + ") claims it, and this node had not renewed the Lease " +
-                                    options_.lease_namespace + "/" + lease_name(conflict.service_ip) +
-                                    " within its duration (cut off from the API server?); it answers again only "
-                                    "once it holds the Lease again")
-                : warning_event("Conflict", "Detect",
-                                "another host (MAC " + conflict.mac + ") also answers for " + ip +
-                                    " on the provisioning LAN of node " + options_.node_name +
-                                    ": two owners of one service IP (a second cluster during a pivot?)");
-        if (conflict.yielded)
+        ServiceEvent event = conflict_event(conflict, ip);
+        if (conflict.report == DatapathRuntime::ClaimReport::Yielded)
             ++yields_;
+        if (conflict.report == DatapathRuntime::ClaimReport::Deferred)
+            ++deferrals_;
         for (const Candidate &candidate : candidates)
             if (candidate.service_ip == conflict.service_ip)
                 post_event(candidate.object, event);
@@ -830,6 +857,7 @@ KubernetesState KubernetesLoader::metrics() const {
     state.leases_held = held_count_;
     state.lease_takeovers = lease_keeper_ ? lease_keeper_->takeovers() : 0;
     state.lease_yields = yields_;
+    state.lease_deferrals = deferrals_;
     state.events_dropped = events_ ? events_->dropped() : 0;
     return state;
 }

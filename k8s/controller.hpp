@@ -159,8 +159,9 @@ private:
     struct SeenConflict {
         bpfnet_ip service_ip;
         std::string mac;
-        bool yielded; // this node stopped answering for the IP because of it
+        DatapathRuntime::ClaimReport report;
     };
+    ServiceEvent conflict_event(const SeenConflict &conflict, const std::string &ip) const;
     std::mutex conflicts_mutex_; // the runtime thread adds, reconcile() takes
     std::vector<SeenConflict> conflicts_;
 
@@ -199,7 +200,7 @@ private:
     // For /metrics (read on an HTTP worker thread).
     KubernetesState metrics() const;
     std::atomic<std::uint64_t> reconciles_{0}, served_count_{0}, standby_count_{0}, refused_count_{0}, held_count_{0},
-        yields_{0};
+        yields_{0}, deferrals_{0};
 };
 
 } // namespace bpfnet::k8s

@@ -49,6 +49,10 @@ void write_kubernetes_metrics(MetricsWriter &out, const KubernetesState &k8s) {
                "Times this node stopped answering for a service IP because another node claimed it on the LAN "
                "after this node's Lease could not be renewed.");
     out.sample("bpfnet_k8s_lease_yields_total", {}, k8s.lease_yields);
+    out.family("bpfnet_k8s_lease_deferrals_total", "counter",
+               "Times a Lease this node wrote was not answered because another MAC answered the probe for its "
+               "service IP on the LAN (another cluster's node: a pivot under way).");
+    out.sample("bpfnet_k8s_lease_deferrals_total", {}, k8s.lease_deferrals);
     out.family("bpfnet_k8s_events_dropped_total", "counter",
                "Events not posted because the queue to the API server was full (the oldest go first).");
     out.sample("bpfnet_k8s_events_dropped_total", {}, k8s.events_dropped);

@@ -33,6 +33,7 @@ struct KubernetesState {
     uint64_t leases_held = 0;
     uint64_t lease_takeovers = 0; // Leases claimed from a holder that had not released them (it expired)
     uint64_t lease_yields = 0;    // service IPs yielded: another node claimed them after our claim lapsed
+    uint64_t lease_deferrals = 0; // claims not answered: another MAC answered their probe
     uint64_t events_dropped = 0;  // Events dropped because the queue to the API server was full
 };
 

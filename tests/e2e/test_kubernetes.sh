@@ -55,7 +55,7 @@ e2e_case loader_upgrade case_loader_upgrade "f5. the owner's loader upgraded wit
 e2e_case source_ranges case_source_ranges "f6. loadBalancerSourceRanges: only sources in the ranges reach the service IP's ports; broadcast DHCP still relayed" case:serve
 e2e_case shared_ip case_shared_ip "g. two Services sharing the IP are served only when their pods are on one node" case:serve
 e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each address served under its own Lease (RA, NDP, DHCPv6, HTTP over both), both follow a move, the ingress lists what is served; an IPv6-only Service; two addresses on one pod refused" case:serve
-e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim reported as a conflict" case:serve
+e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim: the second claimant probes, defers while the first answers, and answers once it stops" case:serve
 e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI is refused with an Event naming the bridge" case:pivot
 e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
 e2e_case rbac case_rbac "j. every API request the loaders sent is granted by the ClusterRole and the metal3 Role" case:pivot
@@ -1070,7 +1070,7 @@ case_pivot() {
     # From: both loaders on cluster c1. Cluster c2 is created with the same Service and no endpoint; node B's
     # loader is moved to c2 (a loader of each cluster on the LAN). c1's endpoint goes away and c2's becomes
     # ready on node B: the service IP moves to cluster c2. Then c1 claims it again (a deliberate double
-    # claim): the conflict is detected and reported as an Event.
+    # claim): c1's node defers to c2's, both report it, and it answers once c2 lets the IP go.
     if [ "$CURRENT" != node-a ]; then
         move_to node-a || return 1
         wait_serves node-a 5 || return 1
@@ -1099,16 +1099,49 @@ case_pivot() {
     [ "$(lease_holder c2)" = node-b ] || { E2E_REASON="c2's Lease holder is '$(lease_holder c2)'"; return 1; }
     wait_for 3 eval '[ "$(ingress_of c2)" = "$E2E_SERVICE_IP" ]' || { E2E_REASON="c2 ingress '$(ingress_of c2)'"; return 1; }
 
-    # The double claim: c1 gets a ready endpoint on node-a again; both clusters now own the IP.
+    # The double claim: c1 gets a ready endpoint on node-a again while c2's node-b serves. node-a holds c1's Lease
+    # but probes the LAN before it answers: node-b answers, so node-a defers (Event Deferred in c1 naming
+    # node-b's MAC) and node-b reports node-a's probes (Event Conflict in c2 naming node-a's MAC). One answerer.
     set_slice c1 node-a || return 1
-    if ! wait_for 5 eval '[ -n "$(events_of c1 Conflict)$(events_of c2 Conflict)" ]'; then
-        E2E_REASON="no Conflict Event in either cluster"
+    if ! wait_for 5 eval '[ -n "$(events_of c1 Deferred)" ] && [ -n "$(events_of c2 Conflict)" ]'; then
+        E2E_REASON="no Deferred Event in c1 ('$(events_of c1 Deferred)') or no Conflict Event in c2 ('$(events_of c2 Conflict)')"
         return 1
     fi
-    log "double claim reported: c1: '$(events_of c1 Conflict)' c2: '$(events_of c2 Conflict)'"
-    grep -q 'conflict: another MAC claims the service IP' "${K8S_LOADER_LOG[node-a]}" "${K8S_LOADER_LOG[node-b]}" ||
-        { E2E_REASON="no conflict in the loaders' logs"; return 1; }
-    set_slice c1 none
+    log "double claim: c1: '$(events_of c1 Deferred)' c2: '$(events_of c2 Conflict)'"
+    local checks=""
+    [ "$(lease_holder c1)" = node-a ] || checks+=" c1's Lease is held by '$(lease_holder c1)', not node-a;"
+    [[ $(events_of c1 Deferred) == *"${NIC_MAC[node-b]}"* ]] || checks+=" c1's Deferred Event does not name node-b's MAC;"
+    [[ $(events_of c2 Conflict) == *"${NIC_MAC[node-a]}"* ]] || checks+=" c2's Conflict Event does not name node-a's MAC;"
+    grep -q 'msg="deferred: another MAC answers for the service IP on the LAN"' "${K8S_LOADER_LOG[node-a]}" ||
+        checks+=" node-a did not log the deferral;"
+    [ "$(node_metric node-a bpfnet_k8s_lease_deferrals_total)" = 1 ] ||
+        checks+=" bpfnet_k8s_lease_deferrals_total on node-a is '$(node_metric node-a bpfnet_k8s_lease_deferrals_total)';"
+    # 200 who-has over 2 s, across node-a's probe rounds (every 1-1.5 s): each answered by node-b alone.
+    local probes=$E2E_TMP/pivot.arpprobe alone
+    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.01 --count 200 eth0 "$E2E_SERVICE_IP" >"$probes"
+    alone=$(grep -c "answered ${NIC_MAC[node-b]}\$" "$probes")
+    log "double claim: $alone of 200 who-has answered by node-b alone"
+    [ "$alone" = 200 ] ||
+        checks+=" $((200 - alone)) of 200 who-has not answered by node-b alone: $(grep -m3 -v "answered ${NIC_MAC[node-b]}\$" "$probes" | tr '\n' ' ');"
+    serves node-b || checks+=" node-b stopped serving;"
+    [ -z "$checks" ] || { E2E_REASON="during the double claim:$checks"; return 1; }
+
+    # c2 lets the IP go (its endpoint gone): node-a's next probe round goes unanswered, and it answers.
+    set_slice c2 none || return 1
+    t0=$(date +%s.%N)
+    if ! wait_for 5 serves node-a; then
+        E2E_REASON="node-a (c1) does not answer after c2 let the IP go: who='$(who_serves)' arp='$(arp_owner)'"
+        return 1
+    fi
+    log "c2 let the IP go: node-a (c1) answers $(since "$t0") s later, after its probe went unanswered"
+    grep -q 'msg="probe unanswered: answering for the deferred service IP"' "${K8S_LOADER_LOG[node-a]}" ||
+        { E2E_REASON="node-a did not log its unanswered probe"; return 1; }
+
+    # Back to what the cases after this one start from: node-b serves for cluster c2.
+    set_slice c1 none || return 1
+    wait_for 5 eval '[ "$(arp_owner)" = silent ]' || { E2E_REASON="node-a still answers after c1's endpoint went away"; return 1; }
+    set_slice c2 node-b || return 1
+    wait_for 5 serves node-b || { E2E_REASON="node-b does not serve c2 again: who='$(who_serves)' arp='$(arp_owner)'"; return 1; }
     loaders_alive
 }
 

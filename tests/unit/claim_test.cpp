@@ -287,5 +287,132 @@ TEST_F(Claims, EachIpHasItsOwnMachine) {
     expect(claims.conflict_seen(other), ClaimState::Serving, ClaimState::Serving, {ClaimAction::ReportConflict});
 }
 
+// --- Probing before answering (Kubernetes mode): docs/design.md's rows for probing and deferred --------------
+
+class ProbingClaims : public Claims {
+protected:
+    void SetUp() override { claims.probe_before_answering(true); }
+    void probing() { ASSERT_EQ(claims.confirmed(ip, now + kLease).to, ClaimState::Probing); }
+    void deferred() {
+        probing();
+        ASSERT_EQ(claims.probe_answered(ip).to, ClaimState::Deferred);
+    }
+};
+
+TEST_F(ProbingClaims, UnclaimedLeaseWrittenProbesFirst) {
+    const ClaimStep step = claims.confirmed(ip, now + kLease);
+    expect(step, ClaimState::Unclaimed, ClaimState::Probing, {ClaimAction::Probe});
+    EXPECT_TRUE(claims.withheld(ip));
+}
+
+TEST_F(ProbingClaims, ReleasedLeaseWrittenProbesFirst) {
+    probing();
+    ASSERT_EQ(claims.probe_unanswered(ip).to, ClaimState::Serving);
+    ASSERT_EQ(claims.dropped(ip).to, ClaimState::Released);
+    expect(claims.confirmed(ip, now + kLease), ClaimState::Released, ClaimState::Probing, {ClaimAction::Probe});
+}
+
+TEST_F(ProbingClaims, ProbingUnansweredServes) {
+    probing();
+    const ClaimStep step = claims.probe_unanswered(ip);
+    expect(step, ClaimState::Probing, ClaimState::Serving, {ClaimAction::Reactivate});
+    EXPECT_EQ(step.deferred_for, 0ms);
+    EXPECT_FALSE(claims.withheld(ip));
+}
+
+TEST_F(ProbingClaims, ProbingAnsweredDefers) {
+    probing();
+    expect(claims.probe_answered(ip), ClaimState::Probing, ClaimState::Deferred, {ClaimAction::ReportDeferred});
+    EXPECT_TRUE(claims.withheld(ip));
+}
+
+TEST_F(ProbingClaims, DeferredAnsweredAgainIsNotReportedAgain) {
+    deferred();
+    expect(claims.probe_answered(ip), ClaimState::Deferred, ClaimState::Deferred);
+}
+
+TEST_F(ProbingClaims, DeferredUnansweredServesAndSaysForHowLong) {
+    deferred();
+    now += 12s;
+    const ClaimStep step = claims.probe_unanswered(ip);
+    expect(step, ClaimState::Deferred, ClaimState::Serving, {ClaimAction::Reactivate});
+    EXPECT_EQ(step.deferred_for, 12s);
+}
+
+TEST_F(ProbingClaims, RenewalWhileProbingOrDeferredChangesNothing) {
+    probing();
+    expect(claims.confirmed(ip, now + kLease), ClaimState::Probing, ClaimState::Probing);
+    ASSERT_EQ(claims.probe_answered(ip).to, ClaimState::Deferred);
+    now += 5s;
+    expect(claims.confirmed(ip, now + kLease), ClaimState::Deferred, ClaimState::Deferred);
+}
+
+TEST_F(ProbingClaims, DeferredStaysDeferredPastItsConfirmation) {
+    deferred();
+    now += kLease + 1ms;
+    EXPECT_EQ(claims.state(ip), ClaimState::Deferred);
+}
+
+TEST_F(ProbingClaims, DroppedWhileProbingOrDeferredEndsTheProbe) {
+    probing();
+    expect(claims.dropped(ip), ClaimState::Probing, ClaimState::Released,
+           {ClaimAction::EndAnnouncement, ClaimAction::EndProbe});
+    deferred();
+    expect(claims.dropped(ip), ClaimState::Deferred, ClaimState::Released,
+           {ClaimAction::EndAnnouncement, ClaimAction::EndProbe});
+    // A probe that ends after the claim did is nobody's: nothing is answered.
+    expect(claims.probe_unanswered(ip), ClaimState::Released, ClaimState::Released);
+}
+
+TEST_F(ProbingClaims, YieldLiftedProbesFirst) {
+    probing();
+    ASSERT_EQ(claims.probe_unanswered(ip).to, ClaimState::Serving);
+    now += kLease + 1ms;
+    ASSERT_EQ(claims.conflict_seen(ip).to, ClaimState::Yielded);
+    expect(claims.confirmed(ip, now + kLease), ClaimState::Yielded, ClaimState::Probing, {ClaimAction::Probe});
+}
+
+TEST_F(ProbingClaims, AdoptedClaimThatWentStandbyProbesWhenClaimedAgain) {
+    ASSERT_EQ(claims.adopted_active(ip).to, ClaimState::Unconfirmed);
+    expect(claims.standby(ip), ClaimState::Unconfirmed, ClaimState::Released);
+    expect(claims.confirmed(ip, now + kLease), ClaimState::Released, ClaimState::Probing, {ClaimAction::Probe});
+}
+
+TEST_F(ProbingClaims, AdoptedClaimStillAnsweredIsRenewedWithoutAProbe) {
+    ASSERT_EQ(claims.adopted_active(ip).to, ClaimState::Unconfirmed);
+    expect(claims.confirmed(ip, now + kLease), ClaimState::Unconfirmed, ClaimState::Serving);
+}
+
+TEST_F(ProbingClaims, StandbyEndsNoClaimThisNodeMadeOrConfirmed) {
+    probing();
+    expect(claims.standby(ip), ClaimState::Probing, ClaimState::Probing);
+    ASSERT_EQ(claims.probe_unanswered(ip).to, ClaimState::Serving);
+    now += kLease + 1ms;
+    expect(claims.standby(ip), ClaimState::Unconfirmed, ClaimState::Unconfirmed);
+    held_by_config();
+    expect(claims.standby(ip), ClaimState::Serving, ClaimState::Serving);
+}
+
+TEST_F(ProbingClaims, TakeoverAnnouncesAndIsNotProbed) {
+    expect(claims.taken_over(ip, now + kLease, now + kAnnounce), ClaimState::Unclaimed, ClaimState::Announcing,
+           {ClaimAction::Announce});
+}
+
+TEST_F(ProbingClaims, NoAnnouncementWhileProbingOrDeferred) {
+    probing();
+    expect(claims.announce_requested(ip), ClaimState::Probing, ClaimState::Probing);
+    ASSERT_EQ(claims.probe_answered(ip).to, ClaimState::Deferred);
+    expect(claims.announce_requested(ip), ClaimState::Deferred, ClaimState::Deferred);
+}
+
+TEST_F(ProbingClaims, ConfigClaimsAreNeverProbed) {
+    held_by_config();
+}
+
+TEST_F(Claims, WithoutProbingALeaseWrittenServesAtOnce) {
+    expect(claims.confirmed(ip, now + kLease), ClaimState::Unclaimed, ClaimState::Serving);
+    expect(claims.probe_answered(ip), ClaimState::Serving, ClaimState::Serving);
+}
+
 } // namespace
 } // namespace bpfnet
