@@ -33,6 +33,8 @@ packages=(
   containerd
   # benchmarks (tests/bench): the alternatives bpfnet is measured against, and load generators
   haproxy nftables sockperf kea-admin atftp atftpd
+  # the soak benchmark's plot (tests/bench/soak_plot.py)
+  python3-matplotlib
 )
 
 if [ "$(id -u)" -ne 0 ]; then
