@@ -1,6 +1,8 @@
 #include "core/address_prober.hpp"
 
+#include "core/addresses.hpp"
 #include "core/event_loop.hpp"
+#include "core/log.hpp"
 #include "maps/system_error.hpp"
 
 #include <arpa/inet.h>
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace bpfnet {
 
@@ -92,15 +95,21 @@ const sock_filter kFilter[] = {
     BPF_STMT(BPF_RET | BPF_K, 256),
     BPF_STMT(BPF_RET | BPF_K, 0),
 };
+// While no round runs: nothing of the NIC's traffic.
+const sock_filter kNothing[] = {BPF_STMT(BPF_RET | BPF_K, 0)};
+
+void attach_filter(int fd, std::span<const sock_filter> filter) {
+    sock_fprog program{static_cast<unsigned short>(filter.size()), const_cast<sock_filter *>(filter.data())};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof(program)) < 0)
+        throw_errno("AddressProber: SO_ATTACH_FILTER");
+}
 
 // Bound to ETH_P_ALL only once the filter is on, so no other frame was queued before it.
 UniqueFd listening_socket(int ifindex) {
     UniqueFd fd(socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid())
         throw_errno("AddressProber: socket(AF_PACKET)");
-    sock_fprog program{static_cast<unsigned short>(std::size(kFilter)), const_cast<sock_filter *>(kFilter)};
-    if (setsockopt(fd.get(), SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof(program)) < 0)
-        throw_errno("AddressProber: SO_ATTACH_FILTER");
+    attach_filter(fd.get(), kNothing);
     // This node's own probes are not read back (address_claim_in drops them by MAC on kernels before 4.20,
     // which lack the option).
     const int one = 1;
@@ -137,14 +146,27 @@ void AddressProber::start(const UniqueFd &epoll) {
     loop::add(epoll, timer_.get());
 }
 
-void AddressProber::probe(const bpfnet_ip &ip) {
-    rounds_[ip] = Round{.next = Clock::now(), .sent = 0, .heard = {}, .reported = false};
+void AddressProber::probe(const bpfnet_ip &ip, Clock::time_point first) {
+    if (rounds_.empty())
+        listen(true);
+    rounds_[ip] = Round{.next = first, .sent = 0, .heard = {}, .reported = false, .send_failed = false};
     tick();
 }
 
 void AddressProber::stop(const bpfnet_ip &ip) {
     rounds_.erase(ip);
     arm();
+}
+
+void AddressProber::listen(bool on) {
+    try {
+        if (on)
+            attach_filter(socket_.get(), kFilter);
+        else
+            attach_filter(socket_.get(), kNothing);
+    } catch (const std::exception &e) {
+        log_error("probe not applied: the socket's filter could not be changed", {{"error", e.what()}});
+    }
 }
 
 bool AddressProber::handle(int fd) {
@@ -160,11 +182,17 @@ bool AddressProber::handle(int fd) {
     return false;
 }
 
-void AddressProber::send_probe(const bpfnet_ip &ip) {
-    if (is_v4(ip))
-        arp_.send_request(0, nic_mac_, v4_of(ip));
-    else
-        ndp_.send_duplicate_address_probe(nic_mac_, ip);
+void AddressProber::send_probe(const bpfnet_ip &ip, Round &round) {
+    try {
+        if (is_v4(ip))
+            arp_.send_request(0, nic_mac_, v4_of(ip));
+        else
+            ndp_.send_duplicate_address_probe(nic_mac_, ip);
+    } catch (const std::exception &e) {
+        if (!std::exchange(round.send_failed, true))
+            log_warn("probe refused: the NIC did not take it; the round goes on without it",
+                     {{"service_ip", format_ip(ip)}, {"error", e.what()}});
+    }
 }
 
 void AddressProber::tick() {
@@ -174,7 +202,7 @@ void AddressProber::tick() {
         if (round.next > now)
             continue;
         if (round.sent < kProbeCount) {
-            send_probe(ip);
+            send_probe(ip, round);
             round.sent++;
             round.next = now + kProbeInterval;
             continue;
@@ -187,25 +215,31 @@ void AddressProber::tick() {
         }
         // Answered: the next round after a while, with the jitter that lets two probing nodes drift apart.
         const auto jitter = std::chrono::milliseconds(random_() % (kReprobeJitter.count() + 1));
-        round = Round{.next = now + kReprobeInterval + jitter, .sent = 0, .heard = {}, .reported = true};
+        round = Round{.next = now + kReprobeInterval + jitter,
+                      .sent = 0,
+                      .heard = {},
+                      .reported = true,
+                      .send_failed = round.send_failed};
     }
-    for (const bpfnet_ip &ip : unanswered) {
+    for (const bpfnet_ip &ip : unanswered)
         rounds_.erase(ip);
+    arm(); // before the handlers, which may throw
+    for (const bpfnet_ip &ip : unanswered)
         if (handlers_.unanswered)
             handlers_.unanswered(ip);
-    }
-    arm();
 }
 
 void AddressProber::receive() {
     std::array<uint8_t, 256> frame;
-    for (;;) {
+    for (int read = 0; read < kFramesPerRead; read++) {
         const ssize_t n = recv(socket_.get(), frame.data(), frame.size(), 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             return; // EAGAIN: all read (or a transient error: the next frame comes)
         }
+        if (rounds_.empty())
+            continue; // queued before the filter said nothing
         const auto claim = address_claim_in(std::span(frame.data(), static_cast<size_t>(n)), nic_mac_);
         if (!claim)
             continue;
@@ -224,6 +258,7 @@ void AddressProber::receive() {
 void AddressProber::arm() {
     if (rounds_.empty()) {
         loop::arm_timer(timer_, std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+        listen(false);
         return;
     }
     auto next = std::min_element(rounds_.begin(), rounds_.end(), [](const auto &a, const auto &b) {

@@ -52,13 +52,17 @@ public:
 
     // Its timer and socket join the runtime's loop.
     void start(const UniqueFd &epoll);
-    // Probes ip in rounds until one goes unanswered (reported, and the probing ends) or stop(ip); an answered
-    // round is reported once, and the next one starts kReprobeInterval (+ jitter) later.
-    void probe(const bpfnet_ip &ip);
+    // Probes ip in rounds, the first from `first` on (now by default), until one goes unanswered (reported, and
+    // the probing ends) or stop(ip); an answered round is reported once, and the next one starts
+    // kReprobeInterval (+ jitter) later. Never throws for a probe that cannot be sent: that probe is lost, as
+    // a frame on the LAN can be, and the round goes on (logged once per call).
+    void probe(const bpfnet_ip &ip, Clock::time_point first = Clock::now());
     void stop(const bpfnet_ip &ip);
     bool probing(const bpfnet_ip &ip) const { return rounds_.contains(ip); }
-    // The timer or the socket was ready: handled. False for any other fd.
+    // The timer or the socket was ready: handled (at most kFramesPerRead frames read, so that a storm of ARP on
+    // the LAN cannot keep the runtime's thread from its heartbeat). False for any other fd.
     bool handle(int fd);
+    static constexpr int kFramesPerRead = 64;
 
 private:
     struct Round {
@@ -66,11 +70,13 @@ private:
         int sent = 0;
         std::map<std::array<uint8_t, 6>, int> heard; // frames per MAC in this round
         bool reported = false;                       // an answered round was reported (once per probe())
+        bool send_failed = false;                    // a failed send was logged (once per probe())
     };
-    void send_probe(const bpfnet_ip &ip);
+    void send_probe(const bpfnet_ip &ip, Round &round);
     void tick();    // sends what is due, ends what is over
     void receive(); // reads what the socket has
     void arm();
+    void listen(bool on); // the socket's filter: ARP and neighbour discovery while a round runs, else nothing
 
     std::array<uint8_t, 6> nic_mac_;
     Handlers handlers_;

@@ -64,6 +64,8 @@ ClaimState ClaimMachine::state_of(const Claim &claim, Clock::time_point now) con
         return ClaimState::Yielded;
     if (!claim.held)
         return claim.ever_held ? ClaimState::Released : ClaimState::Unclaimed;
+    if (now < claim.answer_at)
+        return ClaimState::Announcing; // a takeover's: probed once its announcement interval is over
     if (claim.probe == Claim::Probe::Running)
         return ClaimState::Probing;
     if (claim.probe == Claim::Probe::Deferred)
@@ -154,8 +156,7 @@ ClaimStep ClaimMachine::probe_answered(const bpfnet_ip &ip) {
 
 ClaimStep ClaimMachine::taken_over(const bpfnet_ip &ip, Clock::time_point until, Clock::time_point answer_at) {
     const ClaimState from = state(ip);
-    // Not probed: the announcement that comes first makes the holder it takes over from yield (core/claim.hpp).
-    ClaimStep confirm = this->confirm(ip, until, false);
+    ClaimStep confirm = this->confirm(ip, until, probes_);
     claims_[ip].answer_at = answer_at;
     std::vector<ClaimAction> actions = std::move(confirm.actions);
     if (!yielded(ip))

@@ -82,7 +82,8 @@ public:
     ClaimStep confirmed(const bpfnet_ip &ip, Clock::time_point until);
     // A Lease taken over from a holder that did not release it: confirmed as above, announced at once, and not
     // answered before `answer_at` (the old holder, if still on the LAN, sees the announcement and yields).
-    // Not probed: the holder it takes over from would answer the probe before it yields.
+    // With probing, probed from `answer_at` on (Probe: the owner starts the round then), when the holder it takes
+    // over from has yielded and only another cluster's node would still answer.
     ClaimStep taken_over(const bpfnet_ip &ip, Clock::time_point until, Clock::time_point answer_at);
     // The claim is gone (released, taken by another node, no longer in the config). A yielded IP stays yielded:
     // the mode stops serving it with its next desired state, and only a new confirmed claim lifts the yield.

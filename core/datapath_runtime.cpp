@@ -335,12 +335,13 @@ void DatapathRuntime::report_conflict(const bpfnet_ip &service_ip, const __u8 *m
     }
 }
 
-// The claim machine asked for the LAN to be probed for the IP, or for the probing to end.
-void DatapathRuntime::carry_out_probe(const ClaimStep &step, const bpfnet_ip &service_ip) {
+// The claim machine asked for the LAN to be probed for the IP (from `first` on), or for the probing to end.
+void DatapathRuntime::carry_out_probe(const ClaimStep &step, const bpfnet_ip &service_ip,
+                                      std::chrono::steady_clock::time_point first) {
     if (!prober_)
         return;
     if (step.has(ClaimAction::Probe))
-        prober_->probe(service_ip);
+        prober_->probe(service_ip, first);
     if (step.has(ClaimAction::EndProbe))
         prober_->stop(service_ip);
 }
@@ -366,8 +367,13 @@ void DatapathRuntime::probe_unanswered(const bpfnet_ip &service_ip) {
     if (step.deferred_for.count() > 0)
         log_info("probe unanswered: answering for the deferred service IP",
                  {{"service_ip", format_ip(service_ip)}, {"deferred_ms", std::to_string(step.deferred_for.count())}});
-    if (applied_once_)
-        apply_locked(specs_); // activates the IP, and announces it
+    try {
+        if (applied_once_)
+            apply_locked(specs_); // activates the IP, and announces it
+    } catch (const std::exception &e) {
+        // The claim is answerable: the mode's next apply() (a tick at the latest) brings the maps to it.
+        log_error("probe unanswered: not applied yet", {{"service_ip", format_ip(service_ip)}, {"error", e.what()}});
+    }
     if (on_conflict_)
         on_conflict_(service_ip, "", ClaimReport::ProbeUnanswered);
 }
@@ -421,6 +427,9 @@ void DatapathRuntime::take_over_claim(const bpfnet_ip &service_ip, std::chrono::
                                       std::chrono::steady_clock::time_point answer_at) {
     std::lock_guard lock(mutex_);
     const ClaimStep step = claims_.taken_over(service_ip, until, answer_at);
+    // Probed once the announcement interval is over: the holder it takes over from has yielded by then, so
+    // only another cluster's node still answers.
+    carry_out_probe(step, service_ip, answer_at);
     if (step.has(ClaimAction::Reactivate))
         reactivate(service_ip);
     if (step.has(ClaimAction::Announce) && announcer_)

@@ -132,7 +132,8 @@ private:
     // An IPv6 service address is active here and not yielded: router advertisements are this node's to send.
     bool owns_ipv6_address();
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
-    void carry_out_probe(const ClaimStep &step, const bpfnet_ip &service_ip);
+    void carry_out_probe(const ClaimStep &step, const bpfnet_ip &service_ip,
+                         std::chrono::steady_clock::time_point first = std::chrono::steady_clock::now());
     void probe_answered(const bpfnet_ip &service_ip, const std::array<uint8_t, 6> &mac);
     void probe_unanswered(const bpfnet_ip &service_ip);
     void yield(const bpfnet_ip &service_ip);

@@ -302,10 +302,13 @@ void KubernetesLoader::reconcile() {
     }
     // A claim being probed, or deferred to another MAC, keeps its backend in the desired state (the runtime
     // answers it the moment a probe round goes unanswered, and wakes this loop) but is not served yet: no
-    // Serving Event, no ingress, no renewal announcement.
+    // Serving Event, no ingress, no renewal announcement. One served in the last pass (a yield lifted, probed
+    // again) stays served meanwhile, rather than being reported released.
     for (auto it = serving.begin(); it != serving.end();)
-        it = runtime_.probe_pending(it->second.service_ip) ? serving.erase(it) : std::next(it);
-    std::erase_if(answered_here, [this](const bpfnet_ip &ip) { return runtime_.probe_pending(ip); });
+        it = runtime_.probe_pending(it->second.service_ip) && !serving_.contains(it->first) ? serving.erase(it)
+                                                                                            : std::next(it);
+    std::erase_if(answered_here,
+                  [this](const bpfnet_ip &ip) { return runtime_.probe_pending(ip) && !answered_ips_.contains(ip); });
 
     // Deactivate first, release after: the next owner never overlaps with this node. The maps are compared
     // with the desired state on every tick (repairing any drift) and whenever that state changed; a burst of

@@ -393,9 +393,29 @@ TEST_F(ProbingClaims, StandbyEndsNoClaimThisNodeMadeOrConfirmed) {
     expect(claims.standby(ip), ClaimState::Serving, ClaimState::Serving);
 }
 
-TEST_F(ProbingClaims, TakeoverAnnouncesAndIsNotProbed) {
+TEST_F(ProbingClaims, TakeoverAnnouncesThenIsProbedFromItsAnswerTime) {
     expect(claims.taken_over(ip, now + kLease, now + kAnnounce), ClaimState::Unclaimed, ClaimState::Announcing,
-           {ClaimAction::Announce});
+           {ClaimAction::Probe, ClaimAction::Announce});
+    EXPECT_FALSE(claims.withheld(ip)); // not answered while announcing: the mode holds its backend back
+    now += kAnnounce;
+    EXPECT_EQ(claims.state(ip), ClaimState::Probing);
+    EXPECT_TRUE(claims.withheld(ip));
+    expect(claims.probe_unanswered(ip), ClaimState::Probing, ClaimState::Serving, {ClaimAction::Reactivate});
+}
+
+TEST_F(ProbingClaims, TakeoverAnsweredAtItsAnswerTimeDefers) {
+    ASSERT_EQ(claims.taken_over(ip, now + kLease, now + kAnnounce).to, ClaimState::Announcing);
+    now += kAnnounce;
+    expect(claims.probe_answered(ip), ClaimState::Probing, ClaimState::Deferred, {ClaimAction::ReportDeferred});
+}
+
+TEST_F(ProbingClaims, YieldLiftedByATakeoverProbesInsteadOfReactivating) {
+    probing();
+    ASSERT_EQ(claims.probe_unanswered(ip).to, ClaimState::Serving);
+    now += kLease + 1ms;
+    ASSERT_EQ(claims.conflict_seen(ip).to, ClaimState::Yielded);
+    expect(claims.taken_over(ip, now + kLease, now + kAnnounce), ClaimState::Yielded, ClaimState::Announcing,
+           {ClaimAction::Probe, ClaimAction::Announce});
 }
 
 TEST_F(ProbingClaims, NoAnnouncementWhileProbingOrDeferred) {
