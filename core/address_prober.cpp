@@ -147,8 +147,7 @@ void AddressProber::start(const UniqueFd &epoll) {
 }
 
 void AddressProber::probe(const bpfnet_ip &ip, Clock::time_point first) {
-    if (rounds_.empty())
-        listen(true);
+    listen(true);
     rounds_[ip] = Round{.next = first, .sent = 0, .heard = {}, .reported = false, .send_failed = false};
     tick();
 }
@@ -159,6 +158,9 @@ void AddressProber::stop(const bpfnet_ip &ip) {
 }
 
 void AddressProber::listen(bool on) {
+    if (on == listening_)
+        return;
+    listening_ = on;
     try {
         if (on)
             attach_filter(socket_.get(), kFilter);

@@ -84,6 +84,7 @@ private:
     NdpSender ndp_;
     UniqueFd socket_, timer_;
     std::map<bpfnet_ip, Round> rounds_;
+    bool listening_ = false; // the socket's filter passes ARP and neighbour discovery
     std::minstd_rand random_{std::random_device{}()};
 };
 

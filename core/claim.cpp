@@ -82,9 +82,9 @@ ClaimState ClaimMachine::state(const bpfnet_ip &ip) const {
     return it == claims_.end() ? ClaimState::Unclaimed : state_of(it->second, now_());
 }
 
-bool ClaimMachine::withheld(const bpfnet_ip &ip) const {
+bool ClaimMachine::probe_pending(const bpfnet_ip &ip) const {
     const ClaimState now = state(ip);
-    return now == ClaimState::Yielded || now == ClaimState::Probing || now == ClaimState::Deferred;
+    return now == ClaimState::Probing || now == ClaimState::Deferred;
 }
 
 bool ClaimMachine::announcing(const bpfnet_ip &ip) const {
@@ -217,7 +217,7 @@ ClaimStep ClaimMachine::conflict_seen(const bpfnet_ip &ip) {
 ClaimStep ClaimMachine::announce_requested(const bpfnet_ip &ip) {
     const ClaimState from = state(ip);
     // A node that yielded an IP never claims it on the LAN, nor one that has not probed it clear.
-    if (from == ClaimState::Yielded || from == ClaimState::Probing || from == ClaimState::Deferred)
+    if (withheld(ip))
         return step(ip, from);
     return step(ip, from, {ClaimAction::Announce});
 }

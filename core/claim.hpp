@@ -113,8 +113,10 @@ public:
     // --- what the machine says now ---------------------------------------------------------------------------
     ClaimState state(const bpfnet_ip &ip) const;
     bool yielded(const bpfnet_ip &ip) const { return state(ip) == ClaimState::Yielded; }
-    // Not answered whatever the mode's desired state says: yielded, probing or deferred.
-    bool withheld(const bpfnet_ip &ip) const;
+    // The claim's probe has not come back clear: probing, or deferred to another MAC.
+    bool probe_pending(const bpfnet_ip &ip) const;
+    // Not answered whatever the mode's desired state says: yielded, or its probe pending.
+    bool withheld(const bpfnet_ip &ip) const { return yielded(ip) || probe_pending(ip); }
     // The mode answers the IP only once this is false (a takeover's announcement interval is over).
     bool announcing(const bpfnet_ip &ip) const;
     bool leaving() const { return leaving_; }

@@ -438,8 +438,7 @@ void DatapathRuntime::take_over_claim(const bpfnet_ip &service_ip, std::chrono::
 
 bool DatapathRuntime::probe_pending(const bpfnet_ip &service_ip) {
     std::lock_guard lock(mutex_);
-    const ClaimState state = claims_.state(service_ip);
-    return state == ClaimState::Probing || state == ClaimState::Deferred;
+    return claims_.probe_pending(service_ip);
 }
 
 bool DatapathRuntime::announcing(const bpfnet_ip &service_ip) {

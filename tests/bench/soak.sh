@@ -44,14 +44,7 @@ DEADLINE=0 # set when the day starts
 running() { [ "$SECONDS" -lt "$DEADLINE" ]; }
 
 log "soak: $DURATION_S s, a sample every $SAMPLE_S s, into $OUT_DIR"
-cluster_topology_create
-pods_start || die "pods: $E2E_REASON"
-standin_start c1
-kapi c1 POST "$SERVICE_PATH" "$(service_json)" >/dev/null || die "cannot create the Service"
-kapi c1 POST "$SLICE_PATH" "$(slice_json node-a)" >/dev/null || die "cannot create the EndpointSlice"
-for node in "${NODES[@]}"; do
-    k8s_loader_start "$node" c1 "$LOGS/loader-$node.log" || die "$E2E_REASON"
-done
+cluster_start node-a
 wait_for 10 eval '[ "$(who_serves)" = "${POD_NAME[node-a]}" ]' || die "node-a does not serve"
 
 # The ramdisk agent's port on the host, which the pods call.

@@ -22,6 +22,7 @@
 # on-link, and the loaders get --subnet-v6 and --router-advertisements.
 #
 #   cluster_topology_create            builds it (dies on failure)
+#   cluster_start [NODE]               all of it: topology, pods, stand-in c1 with the Service, both loaders
 #   pods_start                         HTTP and dnsmasq in both pods
 #   standin_start NAME                 an API server stand-in; STANDIN_PORT[NAME], its log and the loaders'
 #                                      requests (requests-NAME.log) in E2E_TMP/logs
@@ -204,6 +205,7 @@ LEASE_PATH=/apis/coordination.k8s.io/v1/namespaces/$LEASE_NS/leases
 EVENT_PATH=/apis/events.k8s.io/v1/namespaces/$SERVICE_NS/events
 
 # service_json [NAME [IP [NAMESPACE]]]: the Ironic Service of docs/kubernetes.md (HTTP 80 -> 8080 and DHCP).
+# shellcheck disable=SC2120 # the suites pass a name and an IP; cluster_start takes the defaults
 service_json() {
     local name=${1:-$SERVICE_NAME} ip=${2:-$E2E_SERVICE_IP} ns=${3:-$SERVICE_NS}
     cat <<EOF
@@ -282,6 +284,20 @@ events_of() {
 }
 
 k8s_loader_serving() { grep -q 'msg=serving ' "${K8S_LOADER_LOG[$1]}" 2>/dev/null || pid_gone "${K8S_LOADER_PID[$1]}"; }
+
+# cluster_start [NODE]: the two nodes, their pods, the API server stand-in of cluster c1 with the Service and its
+# EndpointSlice (its endpoint on NODE, default none), a loader on each node (logs in $LOGS).
+cluster_start() {
+    local node
+    cluster_topology_create
+    pods_start || die "pods: $E2E_REASON"
+    standin_start c1
+    kapi c1 POST "$SERVICE_PATH" "$(service_json)" >/dev/null || die "cannot create the Service"
+    kapi c1 POST "$SLICE_PATH" "$(slice_json "${1:-none}")" >/dev/null || die "cannot create the EndpointSlice"
+    for node in "${NODES[@]}"; do
+        k8s_loader_start "$node" c1 "$LOGS/loader-$node.log" || die "$E2E_REASON"
+    done
+}
 
 # k8s_loader_flags NODE NAME: the loader's flags on NODE against stand-in NAME, in the array K8S_FLAGS (what
 # k8s_loader_start runs with, and what the uninstall adds --teardown to, as k8s/uninstall does).

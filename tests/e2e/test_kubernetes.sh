@@ -1227,20 +1227,6 @@ case_rbac() {
 
 # ---------------------------------------------------------------------------------------------------
 
-# The two nodes, their pods, the API server stand-in of cluster c1 with the Service and its EndpointSlice, a
-# loader on each node.
-cluster_start() {
-    local node
-    cluster_topology_create
-    pods_start || die "pods: $E2E_REASON"
-    standin_start c1
-    kapi c1 POST "$SERVICE_PATH" "$(service_json)" >/dev/null || die "cannot create the Service"
-    kapi c1 POST "$SLICE_PATH" "$(slice_json none)" >/dev/null || die "cannot create the EndpointSlice"
-    for node in "${NODES[@]}"; do
-        k8s_loader_start "$node" c1 "$LOGS/loader-$node.log" || die "$E2E_REASON"
-    done
-}
-
 # The measurements some cases leave, logged after them.
 MOVES_JSON=""
 PARTITION_JSON=""
