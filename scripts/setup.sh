@@ -23,8 +23,9 @@ packages=(
   # Kubernetes mode: the manifest test (PyYAML from Debian), the API server stand-in's HTTP/2 (python3-h2)
   python3-yaml python3-h2
   # the kernel matrix (tests/vm): QEMU, and the tools that build the guest's initramfs; iPXE ROMs for the
-  # PXE-booting guest of tests/e2e/test_firmware.sh
-  qemu-system-x86 cpio kmod xz-utils ipxe-qemu
+  # PXE-booting guest of tests/e2e/test_firmware.sh; its UEFI walks: EDK2's firmware (ovmf) and the EFI iPXE
+  # it chains (ipxe: snponly.efi)
+  qemu-system-x86 cpio kmod xz-utils ipxe-qemu ovmf ipxe
   # the image (scripts/image.sh, Containerfile): podman builds and runs it, from base images mmdebstrap makes
   # of Debian packages (no registry needed); runc for hosts whose cgroups crun refuses (v1 or hybrid)
   podman mmdebstrap runc

@@ -9,7 +9,7 @@
 #                                     DHCPv6 relay, TFTP, the Ironic API, the image server, router advertisements
 #   lan6_dnsmasq_options              LAN6_DNSMASQ: dnsmasq's DHCPv6 range and boot file URL (option 59, TFTP
 #                                     of DHCP_BOOT_FILE from the service address)
-#   lan6_dnsmasq_start DIR            dnsmasq in the pod for an IPv6-only LAN: DHCPv6 for relayed requests, TFTP
+#   lan6_dnsmasq_start DIR [ARGS...]  dnsmasq in the pod for an IPv6-only LAN: DHCPv6 for relayed requests, TFTP
 #
 # Each function returns 0 or sets E2E_REASON and returns 1.
 # shellcheck disable=SC2034
@@ -76,11 +76,11 @@ lan6_dnsmasq_options() {
 }
 
 # dnsmasq in the pod for an IPv6-only LAN: DHCPv6 with the boot file URL for relayed requests, TFTP from
-# DHCP_TFTP_ROOT.
+# DHCP_TFTP_ROOT; ARGS after DIR are dnsmasq's too.
 lan6_dnsmasq_start() {
     lan6_dnsmasq_options
-    dnsmasq_run "$E2E_POD" "$1" --log-dhcp "${LAN6_DNSMASQ[@]}" --enable-tftp --tftp-root="$DHCP_TFTP_ROOT" ||
-        return 1
+    dnsmasq_run "$E2E_POD" "$1" --log-dhcp "${LAN6_DNSMASQ[@]}" --enable-tftp --tftp-root="$DHCP_TFTP_ROOT" \
+        "${@:2}" || return 1
     wait_for 5 ns_udp_listens "$E2E_POD" 547 || {
         E2E_REASON="dnsmasq does not listen on UDP 547 in the pod"
         return 1
