@@ -18,6 +18,8 @@
 #   latency      TCP and UDP ping-pong p50/p99 (sockperf): bpfnet vs nftables DNAT vs plain routing
 #   dhcp_leases  many machines' DHCP exchanges: bpfnet's relay vs dnsmasq's relay vs dnsmasq on the LAN;
 #                perfdhcp as a relay on the LAN to the service IP
+#   router_solicitations  hosts coming up on an IPv6 LAN: solicitation -> advertisement, link up -> prefix
+#                on-link: bpfnet's router advertisements vs dnsmasq's (enable-ra) on the LAN
 #   tftp_fetch   a boot image by TFTP (default, blksize, windowsize): bpfnet vs plain routing
 #   failover     backend moves by bpfnetctl, config reload and Kubernetes: first answers, longest gaps
 #   scale        flows/neighbours tables at 10, 1,000, 100,000 entries: per-packet cost, loader memory
@@ -65,6 +67,7 @@ if [ "$quick" = 1 ]; then
     BLOB_MIB=128
     LATENCY_ARGS=(2 1)
     DHCP_ARGS=(3 1)
+    RS_ARGS=(3)
     TFTP_ARGS=(3 2)
     FAILOVER_ARGS=(2)
     SCALE_ARGS=(2)
@@ -76,6 +79,7 @@ else
     BLOB_MIB=512
     LATENCY_ARGS=(10 2)
     DHCP_ARGS=(10 2)
+    RS_ARGS=(10)
     TFTP_ARGS=(10 8)
     FAILOVER_ARGS=(20)
     SCALE_ARGS=(10)
@@ -88,12 +92,13 @@ run_packet_rate() { "$top/tests/bench/packet_rate.sh" "${PACKET_RATE_ARGS[@]}" "
 run_bulk_tcp() { BLOB_MIB=$BLOB_MIB "$top/tests/bench/bulk_tcp.sh" "${BULK_ARGS[@]}" "$1"; }
 run_latency() { "$top/tests/bench/latency.sh" "${LATENCY_ARGS[@]}" "$1"; }
 run_dhcp_leases() { "$top/tests/bench/dhcp_leases.sh" "${DHCP_ARGS[@]}" "$1"; }
+run_router_solicitations() { "$top/tests/bench/router_solicitations.sh" "${RS_ARGS[@]}" "$1"; }
 run_tftp_fetch() { "$top/tests/bench/tftp_fetch.sh" "${TFTP_ARGS[@]}" "$1"; }
 run_failover() { "$top/tests/bench/failover.sh" "${FAILOVER_ARGS[@]}" "$1"; }
 run_scale() { "$top/tests/bench/scale.sh" "${SCALE_ARGS[@]}" "$1"; }
 run_k8s_scale() { "$top/tests/bench/k8s_scale.sh" "$K8S_SCALE_ROUNDS" "$1" "$K8S_SCALE_SIZES"; }
 
-BENCHMARKS=(path_cost packet_rate bulk_tcp latency dhcp_leases tftp_fetch failover scale k8s_scale)
+BENCHMARKS=(path_cost packet_rate bulk_tcp latency dhcp_leases router_solicitations tftp_fetch failover scale k8s_scale)
 if [ -n "$only" ]; then
     for name in ${only//,/ }; do
         [[ " ${BENCHMARKS[*]} " == *" $name "* ]] || { echo "bench: no benchmark named $name (${BENCHMARKS[*]})" >&2; exit 2; }
