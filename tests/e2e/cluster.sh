@@ -333,11 +333,12 @@ k8s_loader_start() {
         E2E_REASON="loader on $node did not serve: $(tail -n 5 "$logfile" | tr '\n' ' ')"
         return 1
     fi
+    ! start_warned "$logfile" || { E2E_REASON="$node: $E2E_REASON"; return 1; }
 }
 
 k8s_loader_stop() {
     [ -n "${K8S_LOADER_PID[$1]:-}" ] || return 0
-    stop_pid "${K8S_LOADER_PID[$1]}" "${2:-TERM}"
+    stop_checked "${K8S_LOADER_PID[$1]}" "${K8S_LOADER_LOG[$1]}" "${2:-TERM}"
     K8S_LOADER_PID[$1]=""
 }
 

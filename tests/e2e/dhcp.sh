@@ -9,7 +9,8 @@
 #                                      (both servers run as root unless DHCP_SERVER_AS is set, below)
 #   dnsmasq_start NS DIR [ARGS...]     the PXE server of docs/ironic-pod.md for relayed DHCP (range, router,
 #                                      boot file, next server = service IP, TFTP from DHCP_TFTP_ROOT) + ARGS
-#   kea_start NS DIR [SERVER_ID]       kea-dhcp4 in NS, the same lease parameters; KEA_PID, KEA_LOG
+#   kea_start NS DIR [SERVER_ID] [RESERVATION_JSON]
+#                                      kea-dhcp4 in NS, the same lease parameters; KEA_PID, KEA_LOG
 #   kea_run NS DIR PROGRAM PORT        kea-dhcp4 or kea-dhcp6 with the caller's DIR/PROGRAM.json
 #                                      (dhcp-socket-type KEA_SOCKET_TYPE, udp unless set)
 #   udhcpc_lease NS IFACE OUT [ARGS]   one busybox udhcpc run (exits once bound, or after 3 tries)
@@ -220,11 +221,12 @@ kea_run() {
 # leases in memory, the subnet selected by giaddr, the same pool, router, next server and boot file as
 # dnsmasq, no control socket, its log, pid file and lock file in DIR. Kea names the address it received the
 # request on (the pod IP) as server identifier, unless SERVER_ID is given: then option 54 is configured
-# explicitly (Kea also accepts requests that name it).
+# explicitly (Kea also accepts requests that name it). RESERVATION_JSON: a host reservation of the subnet.
 kea_start() {
-    local ns=$1 dir=$2 server_id=${3:-}
+    local ns=$1 dir=$2 server_id=${3:-} reservations=""
     local options='{ "name": "routers", "data": "'$DHCP_ROUTER'" }'
     [ -n "$server_id" ] && options+=', { "name": "dhcp-server-identifier", "data": "'$server_id'" }'
+    [ -z "${4:-}" ] || reservations="\"reservations\": [ $4 ],"
     mkdir -p "$dir"
     KEA_LOG=$dir/kea.log
     : >"$KEA_LOG"
@@ -239,6 +241,7 @@ kea_start() {
         "id": 1,
         "subnet": "${E2E_SUBNET}",
         "pools": [ { "pool": "$DHCP_RANGE_FIRST - $DHCP_RANGE_LAST" } ],
+        $reservations
         "option-data": [ $options ],
         "next-server": "$E2E_SERVICE_IP",
         "boot-file-name": "$DHCP_BOOT_FILE"

@@ -74,6 +74,10 @@ E2E_NAMESPACES=() # network namespaces a test created beyond the three of the st
 E2E_TMP=""
 LOADER_PID=""
 LOADER_LOG=""
+# The loader's warnings (level=warn) a start or a stop by SIGTERM may log: only those a case provokes on
+# purpose (expect_warnings); any other fails the start, or the suite at its end (E2E_STOP_WARNINGS).
+E2E_EXPECTED_WARNINGS=()
+E2E_STOP_WARNINGS=""
 E2E_REASON=""     # why the last check failed; set by a case before it returns 1
 
 # ---------------------------------------------------------------------------------------------------
@@ -641,6 +645,37 @@ run_loader() {
 
 loader_serving() { grep -q 'serving' "$LOADER_LOG"; }
 
+# expect_warnings REGEX: warnings matching REGEX (an ERE) are the case's doing, from now on in this suite.
+expect_warnings() { E2E_EXPECTED_WARNINGS+=("$1"); }
+
+# unexpected_warnings LOG [FROM_LINE]: the loader's warning lines in LOG (from line FROM_LINE on) that no
+# expect_warnings pattern matches, each cut to 200 characters.
+unexpected_warnings() {
+    local pattern=""
+    [ "${#E2E_EXPECTED_WARNINGS[@]}" = 0 ] || pattern=$(printf '%s|' "${E2E_EXPECTED_WARNINGS[@]}")
+    tail -n "+${2:-1}" "$1" 2>/dev/null | grep -a 'level=warn' | { if [ -n "$pattern" ]; then
+        grep -aEv "${pattern%|}"
+    else cat; fi; } | cut -c1-200
+}
+
+# start_warned LOG: a warning in LOG of a start that reached "serving" (E2E_REASON says which).
+start_warned() {
+    local warnings
+    warnings=$(unexpected_warnings "$1")
+    [ -n "$warnings" ] || return 1
+    E2E_REASON="the loader warned while starting: $(echo "$warnings" | tr '\n' ' ')"
+}
+
+# stop_checked PID LOG [SIGNAL]: stop_pid, and a stop by SIGTERM that warned is kept for finish() to fail.
+stop_checked() {
+    local pid=$1 log=$2 sig=${3:-TERM} lines warnings
+    lines=$(wc -l <"$log" 2>/dev/null || echo 0)
+    stop_pid "$pid" "$sig"
+    [ "$sig" = TERM ] || return 0
+    warnings=$(unexpected_warnings "$log" "$((lines + 1))")
+    [ -z "$warnings" ] || E2E_STOP_WARNINGS+="$(basename "$log"): $(echo "$warnings" | tr '\n' ' ') "
+}
+
 # loader_start CONFIG LOGFILE [ARGS...]: starts the loader (with ARGS added to its command line) in the
 # background and waits until it serves.
 loader_start() {
@@ -661,6 +696,7 @@ loader_start() {
         E2E_REASON="loader exited with status $? before serving"
         return 1
     fi
+    start_warned "$LOADER_LOG" && return 1
     log "loader $LOADER_PID serving after $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s (log $LOADER_LOG)"
 }
 
@@ -674,7 +710,7 @@ loader_reloaded_since() { [ "$(loader_reloads)" -gt "$1" ]; }
 # loader_stop [SIGNAL]: stops the running loader; its exit status is left in STOPPED_RC.
 loader_stop() {
     [ -n "$LOADER_PID" ] || return 0
-    stop_pid "$LOADER_PID" "${1:-TERM}"
+    stop_checked "$LOADER_PID" "$LOADER_LOG" "${1:-TERM}"
     LOADER_PID=""
 }
 
@@ -1103,6 +1139,10 @@ run_selected_case() {
 # was skipped (a case returns 77 when the kernel lacks what its world needs), as a suite that is skipped.
 finish() {
     local skipped=""
+    if [ -n "$E2E_STOP_WARNINGS" ]; then
+        echo "not ok - the loader stopped (SIGTERM) without a warning: $E2E_STOP_WARNINGS"
+        E2E_FAILED=$((E2E_FAILED + 1))
+    fi
     [ "$E2E_SKIPPED" = 0 ] || skipped=", $E2E_SKIPPED skipped"
     echo "$E2E_PASSED passed, $E2E_FAILED failed$skipped"
     [ "$E2E_FAILED" -eq 0 ] || exit 1

@@ -632,6 +632,8 @@ case_layout_change() {
     rm -f "$pin"
     bpftool map create "$pin" type percpu_array key 4 value 8 entries 3 name counters ||
         { E2E_REASON="cannot pin a counters map of another layout"; return 1; }
+    # The operator is told: the pinned contents are lost.
+    expect_warnings 'pinned map from another layout replaced'
     start_loader_a || return 1
     grep -q 'pinned map from another layout replaced' "$LOADER_LOG" ||
         { E2E_REASON="no replacement logged: $(grep -m2 -i 'pin\|error' "$LOADER_LOG" | tr '\n' ' ')"; return 1; }

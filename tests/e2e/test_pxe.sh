@@ -45,6 +45,7 @@ e2e_case bad_input case_bad_input "g. bad DHCP and unknown-flow TFTP input is dr
 e2e_case kea_offer case_kea_offer "e1. Kea names the pod: the OFFER's server identifier is rewritten to the service IP" capture
 e2e_case kea_lease case_kea_lease "e2. Kea names the pod: the host gets a lease (the relay restores Kea's identifier in the REQUEST)" case:kea_offer
 e2e_case kea_configured_id case_kea_configured_id "e3. Kea with server identifier = service IP: lease without rewriting" capture
+e2e_case kea_known_by_mac case_kea_known_by_mac "e4. Kea with a host reservation by hardware address: the host known by its MAC, leased its reserved address" capture
 e2e_case reference_relay case_reference_relay "f. dnsmasq's own relay gives the same lease fields as bpfnet's relay" case:udhcpc
 
 e2e_start --needs-dhcp "$@"
@@ -547,6 +548,22 @@ case_kea_configured_id() {
         E2E_REASON="dhcp_server_id_rewritten rose by $delta although Kea named the service IP itself"
         return 1
     fi
+}
+
+# e4. Kea's MAC-keyed reservation through the relay (the IPv4 counterpart of test_dhcp6.sh's case): Kea knows a
+# relayed host by the BOOTP chaddr, which the relay leaves as the client wrote it. The reserved address is
+# outside the pool, so only the reservation can give it.
+case_kea_known_by_mac() {
+    local reserved=198.18.0.250 dir=$E2E_TMP/dhclient-kea-known ip rc=0
+    dnsmasq_stop
+    kea_start "$E2E_POD" "$E2E_TMP/kea-known" "" \
+        "{ \"hw-address\": \"$E2E_HOST_MAC\", \"ip-address\": \"$reserved\" }" || return 1
+    dhclient_lease "$E2E_HOST" eth0 "$dir" || rc=1
+    ip=$(dhclient_option "$dir/dhclient.leases" fixed-address 2>/dev/null)
+    kea_stop
+    [ "$rc" = 0 ] || return 1
+    check_eq "the known host's fixed-address" "$ip" "$reserved" || return 1
+    log "Kea with a reservation for hw-address $E2E_HOST_MAC -> dhclient: $ip"
 }
 
 # f. Differential against dnsmasq's own relay: bpfnet torn down, the node's prov0 gets the relay address
