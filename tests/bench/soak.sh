@@ -13,7 +13,8 @@
 # and from its /metrics the datapath's tables (neighbours, flows, unconfirmed flows), the conflicts, the events
 # the ring had no room for; the DHCP servers' table from its pin (bpftool). Written to OUT_DIR/samples.csv and
 # plotted to OUT_DIR/soak.png (tests/bench/soak_plot.py, python3-matplotlib); OUT_DIR/summary.json has each
-# series' first and last value and its peak. Flat is the goal: growth is for the report to explain.
+# series' first and last value and its peak; the moves, the API server's absences and each DHCP round's result
+# (dhcp_clients.py's JSON) are copied there too. Flat is the goal: growth is for the report to explain.
 # Not a test, not in CI (an hour by default). Needs root; sandboxes itself (tests/e2e/lib.sh).
 #
 #   soak.sh [SECONDS] [OUT_DIR]    (defaults 3600, ./soak)
@@ -135,8 +136,8 @@ sample
 for node in "${NODES[@]}"; do
     pid_gone "${K8S_LOADER_PID[$node]}" && log "the loader on $node exited: $(tail -n 3 "${K8S_LOADER_LOG[$node]}" | tr '\n' ' ')"
 done
-cp "$LOGS/moves.log" "$LOGS/api.log" "$OUT_DIR/" 2>/dev/null || true
+cp "$LOGS/moves.log" "$LOGS/api.log" "$LOGS/dhcp.jsonl" "$OUT_DIR/" 2>/dev/null || true
 "$SYSTEM_PYTHON" "$top/tests/bench/soak_plot.py" "$SAMPLES" "$OUT_DIR/soak.png" "$OUT_DIR/summary.json" ||
     log "soak: no plot (python3-matplotlib missing? scripts/setup.sh installs it)"
 log "soak: $(grep -c . "$LOGS/moves.log" 2>/dev/null || echo 0) moves, $(grep -c . "$LOGS/dhcp.jsonl" 2>/dev/null || echo 0) DHCP rounds, samples in $SAMPLES"
-finish
+exit 0 # a benchmark, not a suite: no tally (the sandbox's cleanup runs on exit)
