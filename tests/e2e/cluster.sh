@@ -348,6 +348,15 @@ node_metric() {
         awk -v s="$2" '$1 == s { print $2 }'
 }
 
+# who_has_probes COUNT OUT: COUNT who-has for the service IP from the host, each's answers in OUT (arp_probe.py
+# --every: a probe waits for answers until the next is sent). 10 ms apart, times E2E_TIME_SCALE under emulation
+# (the kernel matrix), where an answer can take longer than 10 ms (one of 200 did in a 6.1 guest).
+who_has_probes() {
+    local every
+    every=$(awk -v k="${E2E_TIME_SCALE:-1}" 'BEGIN { printf "%.3f", 0.01 * k }')
+    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every "$every" --count "$1" eth0 "$E2E_SERVICE_IP" >"$2"
+}
+
 # arp_owner: the MAC that answers the host's who-has for the service IP ("silent" when none does).
 arp_owner() { cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --timeout 0.3 eth0 "$E2E_SERVICE_IP" | awk '{ print $NF }'; }
 

@@ -255,7 +255,7 @@ case_ipvs_arp() {
     for node in node-a node-b; do
         kube_ipvs0 add "$node" || { kube_ipvs0 del node-a; kube_ipvs0 del node-b; E2E_REASON="cannot make kube-ipvs0 on $node"; return 1; }
     done
-    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.01 --count 200 eth0 "$E2E_SERVICE_IP" >"$probes"
+    who_has_probes 200 "$probes"
     kube_ipvs0 del node-a
     kube_ipvs0 del node-b
     local answered other
@@ -1116,9 +1116,10 @@ case_pivot() {
         checks+=" node-a did not log the deferral;"
     [ "$(node_metric node-a bpfnet_k8s_lease_deferrals_total)" = 1 ] ||
         checks+=" bpfnet_k8s_lease_deferrals_total on node-a is '$(node_metric node-a bpfnet_k8s_lease_deferrals_total)';"
-    # 200 who-has over 2 s, across node-a's probe rounds (every 1-1.5 s): each answered by node-b alone.
+    # 200 who-has over 2 s (times E2E_TIME_SCALE), across node-a's probe rounds (every 1-1.5 s): each answered by
+    # node-b alone.
     local probes=$E2E_TMP/pivot.arpprobe alone
-    cluster_host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.01 --count 200 eth0 "$E2E_SERVICE_IP" >"$probes"
+    who_has_probes 200 "$probes"
     alone=$(grep -c "answered ${NIC_MAC[node-b]}\$" "$probes")
     log "double claim: $alone of 200 who-has answered by node-b alone"
     [ "$alone" = 200 ] ||

@@ -274,6 +274,14 @@ case_renew_broadcast() {
 # MODE default: one after the other, a new ephemeral server port per transfer, flows recorded and used;
 # range: both at once, the server's ports from --tftp-port-range=40000,40010, flows recorded and used;
 # single: --tftp-single-port, everything on the listed port 69 and no flow needed.
+# tftp_ports_at_least N T0: the host's capture shows N TFTP server ports of the service IP since T0.
+tftp_ports_at_least() {
+    local ports
+    ports=$(python3 "$CAPTURE_PY" tftp-ports "$LAN_CAPTURE" --server "$E2E_SERVICE_IP" --after "$2")
+    ports=${ports#ports=}
+    [ "$(tr ',' '\n' <<<"${ports%% *}" | grep -c .)" -ge "$1" ]
+}
+
 tftp_case() {
     local mode=$1 args=()
     case $mode in
@@ -326,6 +334,9 @@ tftp_case() {
     done
     log "$mode: $BIG_FILE ($(stat -c %s "$DHCP_TFTP_ROOT/$BIG_FILE") bytes) and $SMALL_FILE ($(stat -c %s "$DHCP_TFTP_ROOT/$SMALL_FILE") bytes): sha256 match"
     local ports created_delta dnat_delta
+    # The capture writes what it saw as it goes: on a loaded machine the last transfer's frames can reach its
+    # file after the transfer ended. Ephemeral ports: give it time to show a second one.
+    [ "$mode" = single ] || wait_for 5 tftp_ports_at_least 2 "$t0" || true
     ports=$(python3 "$CAPTURE_PY" tftp-ports "$LAN_CAPTURE" --server "$E2E_SERVICE_IP" --after "$t0")
     created_delta=$(counter_delta flow_created "$created")
     dnat_delta=$(counter_delta dnat_flow "$dnat")
