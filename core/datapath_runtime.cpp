@@ -82,8 +82,10 @@ void DatapathRuntime::attach() {
     // The kernel probe and the load each had libbpf read the kernel's BTF (for the programs' CO-RE
     // relocations: about 11 MiB parsed), freed by now; without a trim the allocator keeps it for good.
     malloc_trim(0);
+    // xdpMode auto's fallback, which a VLAN sub-interface (config.md: the device to give) always takes: the
+    // operator has nothing to do, so one info line, and status says generic.
     if (!datapath_->xdp().native_refused.empty())
-        log_warn("native XDP refused by the driver: running generic XDP (slower)",
+        log_info("native XDP refused by the driver: running generic XDP (slower)",
                  {{"iface", node_.interface}, {"error", datapath_->xdp().native_refused}});
     log_info("xdp program on the NIC", {{"iface", node_.interface},
                                         {"action", to_string(datapath_->xdp().action)},
