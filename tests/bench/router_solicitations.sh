@@ -24,14 +24,12 @@ ROUNDS=${1:-10}
 RESULTS_FILE=$(realpath -m "${2:-router_solicitations.json}")
 BUILD=${BUILD:-$top/build}
 LOADER=$BUILD/loader/bpfnet-loader
-SUBNET6=2001:2::/64
-SERVICE6=2001:2::2
-POD6=2001:2:0:100::2
-POD_GW6=2001:2:0:100::1
 # shellcheck source=../e2e/lib.sh
 source "$top/tests/e2e/lib.sh"
 # shellcheck source=../e2e/dhcp.sh
 source "$top/tests/e2e/dhcp.sh"
+# shellcheck source=../e2e/lan6.sh
+source "$top/tests/e2e/lan6.sh"
 command -v dnsmasq >/dev/null || { echo "router_solicitations: dnsmasq is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
 [ -x "$LOADER" ] || { echo "router_solicitations: $LOADER is not built" >&2; exit 2; }
 LOADER=$(realpath "$LOADER")
@@ -41,25 +39,13 @@ set -e
 RA_WATCH=$top/tests/e2e/ra_watch.py
 CONFIG=$E2E_TMP/conf/bpfnet.yaml
 topology_create >/dev/null
-ip -n "$E2E_NODE" -6 addr add "$POD_GW6/64" dev "$E2E_VETH"
-ip -n "$E2E_POD" -6 addr add "$POD6/64" dev eth0
+lan6_pod_address || die "$E2E_REASON"
 HOSTS=("$E2E_HOST")
 for entry in "${E2E_BYSTANDERS[@]}"; do
     HOSTS+=("${entry%% *}")
 done
-cat >"$CONFIG" <<YAML
-interface: $E2E_NIC
-serviceIPv6: $SERVICE6
-subnetV6: $SUBNET6
-pinRoot: $E2E_PIN_ROOT
-ports:
-  - {name: dhcpv6, protocol: udp, port: 547, kind: dhcpv6}
-routerAdvertisements:
-  enabled: true
-  intervalSeconds: 1800
-backend:
-  ipv6: $POD6
-YAML
+# The IPv6 walks' config (its other ports unused here), periodic advertisements as said above.
+LAN6_RA_INTERVAL=1800 lan6_write_config "$CONFIG" 6180
 
 NODE_DNSMASQ_PID=""
 MODE=none
@@ -84,10 +70,10 @@ switch_to() {
         ;;
     "dnsmasq on LAN")
         bpfnet_down
-        ip -n "$E2E_NODE" -6 addr replace "$SERVICE6/64" dev "$E2E_NIC" nodad
+        ip -n "$E2E_NODE" -6 addr replace "$LAN6_SERVICE/64" dev "$E2E_NIC" nodad
         # shellcheck disable=SC2054 # the commas are inside dnsmasq's arguments
         dnsmasq_run "$E2E_NODE" "$E2E_TMP/dnsmasq-lan" --interface="$E2E_NIC" --enable-ra \
-            --ra-param="$E2E_NIC,0,0" --dhcp-range="2001:2::100,2001:2::1ff,64,10m" || die "$E2E_REASON"
+            --ra-param="$E2E_NIC,0,0" --dhcp-range="$LAN6_RANGE_FIRST,$LAN6_RANGE_LAST,64,10m" || die "$E2E_REASON"
         NODE_DNSMASQ_PID=$DNSMASQ_PID
         ;;
     esac
@@ -95,13 +81,13 @@ switch_to() {
     sleep 2 # the advertisements a start sends are over before the round
 }
 
-host_on_link() { ip -n "$1" -6 route show "$SUBNET6" | grep -q expires; }
+host_on_link() { ip -n "$1" -6 route show "$LAN6_SUBNET" | grep -q expires; }
 
 RUNS=0
 # on_link_after MONITOR_LOG: seconds from the link's coming up to the prefix's on-link route, from the
 # `ip -ts monitor link route` of a host; nothing when either is missing.
 on_link_after() {
-    awk -v prefix="${SUBNET6} dev eth0 " 'function at(s) { split(substr(s, 13, 15), t, ":"); return t[1] * 3600 + t[2] * 60 + t[3] }
+    awk -v prefix="${LAN6_SUBNET} dev eth0 " 'function at(s) { split(substr(s, 13, 15), t, ":"); return t[1] * 3600 + t[2] * 60 + t[3] }
         / eth0@.*state UP / && !up { up = at($1) }
         up && index($0, prefix) && /expires/ && !/Deleted/ { printf "%.3f\n", at($1) - up; exit }' "$1"
 }

@@ -7,6 +7,7 @@
 #   lan6_pod_address                  the pod's IPv6 address and default route, every address past DAD
 #   lan6_write_config FILE IMAGE_PORT [dual]   the loader's config: serviceIPv6 (and serviceIP with "dual"),
 #                                     DHCPv6 relay, TFTP, the Ironic API, the image server, router advertisements
+#                                     every LAN6_RA_INTERVAL s (default 4)
 #   lan6_dnsmasq_options              LAN6_DNSMASQ: dnsmasq's DHCPv6 range and boot file URL (option 59, TFTP
 #                                     of DHCP_BOOT_FILE from the service address)
 #   lan6_dnsmasq_start DIR [ARGS...]  dnsmasq in the pod for an IPv6-only LAN: DHCPv6 for relayed requests, TFTP
@@ -62,7 +63,7 @@ $dhcp4
   - {name: images, protocol: tcp, port: $image_port}
 routerAdvertisements:
   enabled: true
-  intervalSeconds: 4
+  intervalSeconds: ${LAN6_RA_INTERVAL:-4}
 backend:
 $backend4
   ipv6: $LAN6_POD

@@ -346,8 +346,10 @@ agent_step() {
 # REPLY_RE (its lease: DHCPACK or DHCPREPLY) and an option sent that holds TEXT (the boot file it was given:
 # the firmware's, iPXE's script). Under UEFI the firmware takes a lease of its own (over IPv6 its IPv6 stack
 # takes one more first, with no boot file) before iPXE takes one.
+# XID_OF_LINE: awk that sets xid to the transaction id of a dnsmasq-dhcp log line (the word after the tag).
+XID_OF_LINE='{ for (i = 1; i < NF; i++) if ($i ~ /^dnsmasq-dhcp/) { xid = $(i + 1); break } }'
 dhcp_transaction() {
-    reply_re=$1 text=$2 awk '{ for (i = 1; i < NF; i++) if ($i ~ /^dnsmasq-dhcp/) { xid = $(i + 1); break } }
+    reply_re=$1 text=$2 awk "$XID_OF_LINE"'
         $0 ~ ENVIRON["reply_re"] { reply[xid] = 1 }
         / option: / && index($0, ENVIRON["text"]) { gave[xid] = 1 }
         (xid in reply) && (xid in gave) { print xid; found = 1; exit }
@@ -359,7 +361,7 @@ dhcp_given() { dhcp_transaction "$@" >/dev/null; }
 # sent, an option it was given); WHAT names it in the failure.
 transaction_says() {
     local xid=$1 text=$2 what=$3
-    xid=$xid text=$text awk '{ for (i = 1; i < NF; i++) if ($i ~ /^dnsmasq-dhcp/) { xid = $(i + 1); break } }
+    xid=$xid text=$text awk "$XID_OF_LINE"'
         xid == ENVIRON["xid"] && index($0, ENVIRON["text"]) { found = 1; exit }
         END { exit !found }' "$FW/dnsmasq/dnsmasq.log" && return 0
     E2E_REASON="the lease (dnsmasq transaction $xid) shows no $what ('$text' not in its log)"

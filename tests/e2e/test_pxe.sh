@@ -270,10 +270,6 @@ case_renew_broadcast() {
     host_addresses_untouched || return 1
 }
 
-# d. TFTP through the service IP in one dnsmasq mode: the ~3 MB boot file and a second file, byte for byte.
-# MODE default: one after the other, a new ephemeral server port per transfer, flows recorded and used;
-# range: both at once, the server's ports from --tftp-port-range=40000,40010, flows recorded and used;
-# single: --tftp-single-port, everything on the listed port 69 and no flow needed.
 # tftp_ports_at_least N T0: the host's capture shows N TFTP server ports of the service IP since T0.
 tftp_ports_at_least() {
     local ports
@@ -282,6 +278,10 @@ tftp_ports_at_least() {
     [ "$(tr ',' '\n' <<<"${ports%% *}" | grep -c .)" -ge "$1" ]
 }
 
+# d. TFTP through the service IP in one dnsmasq mode: the ~3 MB boot file and a second file, byte for byte.
+# MODE default: one after the other, a new ephemeral server port per transfer, flows recorded and used;
+# range: both at once, the server's ports from --tftp-port-range=40000,40010, flows recorded and used;
+# single: --tftp-single-port, everything on the listed port 69 and no flow needed.
 tftp_case() {
     local mode=$1 args=()
     case $mode in
