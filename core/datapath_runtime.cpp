@@ -155,6 +155,29 @@ void sync_dhcp_relays(DatapathMaps &maps, const std::vector<bpfnet_ip> &wanted) 
             maps.dhcp_relays.update(ip, bpfnet_dhcp_relay{});
 }
 
+// The pod hook's line: which veth, how it was found (behind what, when the route to the pod names a bridge or
+// another device of the CNI's), how it was attached and how long that took.
+void log_pod_hook(const BackendLocation &where, HookAction action, TcHookKind kind, std::chrono::microseconds took) {
+    const std::string ifindex = std::to_string(where.ifindex);
+    const std::string veth = interface_name(where.ifindex);
+    const std::string ms = std::to_string(static_cast<double>(took.count()) / 1000.0);
+    if (where.route_device.empty())
+        log_info("tc program on the backend veth", {{"ifindex", ifindex},
+                                                    {"veth", veth},
+                                                    {"found_by", where.found_by},
+                                                    {"action", to_string(action)},
+                                                    {"attach", to_string(kind)},
+                                                    {"took_ms", ms}});
+    else
+        log_info("tc program on the backend veth", {{"ifindex", ifindex},
+                                                    {"veth", veth},
+                                                    {"found_by", where.found_by},
+                                                    {"behind", where.route_device},
+                                                    {"action", to_string(action)},
+                                                    {"attach", to_string(kind)},
+                                                    {"took_ms", ms}});
+}
+
 } // namespace
 
 DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const std::vector<ServiceSpec> &specs) {
@@ -232,11 +255,7 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         hooked_.insert(spec.location->ifindex);
         applied.pod_hooks[spec.location->ifindex] = action;
         if (action != HookAction::Adopted)
-            log_info("tc program on the backend veth",
-                     {{"ifindex", std::to_string(spec.location->ifindex)},
-                      {"action", to_string(action)},
-                      {"attach", to_string(datapath_->tc_kind())},
-                      {"took_ms", std::to_string(static_cast<double>(took.count()) / 1000.0)}});
+            log_pod_hook(*spec.location, action, datapath_->tc_kind(), took);
     }
     applied.report = reconcile(maps, desired);
     if (!bytewise_equal(during, iface))

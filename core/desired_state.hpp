@@ -38,6 +38,10 @@ struct BackendLocation {
     MacAddress veth_mac{}; // the host side of the pod's veth
     bool redirect_peer = false;
     unsigned mtu = 0; // of the host side of the veth, which a CNI sets to the pod's MTU
+    // How the veth was found: "named" (given), "route" (the route to the pod names it: a routed CNI) or
+    // "namespace" (the veth whose peer holds the pod's address, behind route_device: a bridge, cilium_host).
+    std::string found_by;
+    std::string route_device;
 
     bool operator==(const BackendLocation &) const = default;
 };

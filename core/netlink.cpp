@@ -76,10 +76,11 @@ private:
 // One request message: the netlink header, the family header (ifinfomsg, rtmsg, ndmsg) and attributes.
 class Request {
 public:
-    explicit Request(uint16_t type) : header_(mnl_nlmsg_put_header(buffer_.data())) {
+    // The ack is what tells a query its reply is complete, and it carries the errno when there is none; a
+    // dump ends with NLMSG_DONE instead.
+    explicit Request(uint16_t type, uint16_t flags = NLM_F_ACK) : header_(mnl_nlmsg_put_header(buffer_.data())) {
         header_->nlmsg_type = type;
-        // The ack is what tells us the reply is complete, and it carries the errno when there is none.
-        header_->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+        header_->nlmsg_flags = NLM_F_REQUEST | flags;
     }
     Request(const Request &) = delete;
     Request &operator=(const Request &) = delete;
@@ -114,38 +115,73 @@ public:
         mnl_socket_setsockopt(socket_, NETLINK_EXT_ACK, &enable, sizeof(enable));
     }
     ~RouteSocket() { mnl_socket_close(socket_); }
+
+    // Asks the kernel to check a dump request's header and attributes strictly (kernel >= 4.20): it is how
+    // the address dumps honour IFA_TARGET_NETNSID. A kernel without it would ignore the attribute and dump
+    // our own namespace, which the replies' IFA_TARGET_NETNSID tells apart (addresses_in_namespace).
+    void check_strictly() {
+        int enable = 1;
+        mnl_socket_setsockopt(socket_, NETLINK_GET_STRICT_CHK, &enable, sizeof(enable));
+    }
     RouteSocket(const RouteSocket &) = delete;
     RouteSocket &operator=(const RouteSocket &) = delete;
 
     // Sends `request` and returns the one message of `reply_type` the kernel answers with, copied out of
     // the receive buffer. A kernel error (the errno in the ack) is thrown.
     std::vector<char> query(Request &request, uint16_t reply_type, const std::string &context) {
+        std::vector<char> reply;
+        exchange(request, context, [&](const nlmsghdr &message) {
+            if (message.nlmsg_type == NLMSG_ERROR) {
+                throw_if_error(message, context);
+                if (reply.empty())
+                    throw SystemError(context + ": acknowledged without a reply", ENODATA);
+                return true;
+            }
+            if (message.nlmsg_type == reply_type) {
+                const char *bytes = reinterpret_cast<const char *>(&message);
+                reply.assign(bytes, bytes + message.nlmsg_len);
+            }
+            return false;
+        });
+        return reply;
+    }
+
+    // Sends a dump `request` (NLM_F_DUMP) and calls on_message with each message of `reply_type` until the
+    // kernel's NLMSG_DONE. A kernel error is thrown.
+    template <typename OnMessage>
+    void dump(Request &request, uint16_t reply_type, const std::string &context, const OnMessage &on_message) {
+        exchange(request, context, [&](const nlmsghdr &message) {
+            if (message.nlmsg_type == NLMSG_DONE)
+                return true;
+            if (message.nlmsg_type == NLMSG_ERROR) {
+                throw_if_error(message, context);
+                return true;
+            }
+            if (message.nlmsg_type == reply_type)
+                on_message(message);
+            return false;
+        });
+    }
+
+private:
+    // Sends `request`, then hands each message the kernel answers with to `handle` until it returns true.
+    template <typename Handle>
+    void exchange(Request &request, const std::string &context, const Handle &handle) {
         if (mnl_socket_sendto(socket_, request.header(), request.header()->nlmsg_len) < 0)
             throw_errno(context);
         std::vector<char> buffer(kReceiveBufferSize);
-        std::vector<char> reply;
         for (;;) {
             ssize_t received = mnl_socket_recvfrom(socket_, buffer.data(), buffer.size());
             if (received < 0)
                 throw_errno(context);
             int remaining = static_cast<int>(received);
             for (auto *message = reinterpret_cast<const nlmsghdr *>(buffer.data()); mnl_nlmsg_ok(message, remaining);
-                 message = mnl_nlmsg_next(message, &remaining)) {
-                if (message->nlmsg_type == NLMSG_ERROR) {
-                    throw_if_error(*message, context);
-                    if (reply.empty())
-                        throw SystemError(context + ": acknowledged without a reply", ENODATA);
-                    return reply;
-                }
-                if (message->nlmsg_type == reply_type) {
-                    const char *bytes = reinterpret_cast<const char *>(message);
-                    reply.assign(bytes, bytes + message->nlmsg_len);
-                }
-            }
+                 message = mnl_nlmsg_next(message, &remaining))
+                if (handle(*message))
+                    return;
         }
     }
 
-private:
     static void throw_if_error(const nlmsghdr &message, const std::string &context) {
         if (message.nlmsg_len < mnl_nlmsg_size(sizeof(nlmsgerr)))
             throw SystemError(context + ": truncated netlink error", EBADMSG);
@@ -307,6 +343,50 @@ std::optional<MacAddress> peer_mac(const LinkInfo &veth) {
     if (reply->link.mac == MacAddress{})
         return std::nullopt;
     return reply->link.mac;
+}
+
+std::vector<LinkInfo> all_links() {
+    const std::string context = "RTM_GETLINK dump";
+    Request request(RTM_GETLINK, NLM_F_DUMP);
+    put_link_header(request, 0);
+    std::vector<LinkInfo> links;
+    RouteSocket(context).dump(request, RTM_NEWLINK, context,
+                              [&](const nlmsghdr &message) { links.push_back(parse_link(message).link); });
+    return links;
+}
+
+std::vector<InterfaceAddress> addresses_in_namespace(int netnsid, bool ipv6) {
+    const std::string context =
+        std::string("RTM_GETADDR dump (") + (ipv6 ? "IPv6" : "IPv4") + ") in netnsid " + std::to_string(netnsid);
+    Request request(RTM_GETADDR, NLM_F_DUMP);
+    auto &ifa = request.put_family_header<ifaddrmsg>();
+    ifa.ifa_family = ipv6 ? AF_INET6 : AF_INET;
+    mnl_attr_put_u32(request.header(), IFA_TARGET_NETNSID, static_cast<uint32_t>(netnsid));
+    RouteSocket socket(context);
+    socket.check_strictly();
+    std::vector<InterfaceAddress> addresses;
+    socket.dump(request, RTM_NEWADDR, context, [&](const nlmsghdr &message) {
+        const auto &reply = *static_cast<const ifaddrmsg *>(mnl_nlmsg_get_payload(&message));
+        Attributes<IFA_MAX> attributes(message, sizeof(ifaddrmsg));
+        // As for peer_mac: only a reply that echoes the id comes from the other namespace.
+        if (attributes.s32(IFA_TARGET_NETNSID) != netnsid)
+            throw SystemError(context + ": kernel ignored IFA_TARGET_NETNSID", EOPNOTSUPP);
+        // IPv4's own address is IFA_LOCAL (IFA_ADDRESS is the far end of a point-to-point link); IPv6 has only
+        // IFA_ADDRESS unless point-to-point.
+        auto bytes = attributes.bytes(ipv6 ? IFA_ADDRESS : IFA_LOCAL);
+        if (bytes.empty())
+            bytes = attributes.bytes(IFA_ADDRESS);
+        if (reply.ifa_family == AF_INET && bytes.size() == 4) {
+            uint32_t ip_be = 0;
+            std::memcpy(&ip_be, bytes.data(), sizeof(ip_be));
+            addresses.push_back({static_cast<int>(reply.ifa_index), ip_from_v4(ip_be)});
+        } else if (reply.ifa_family == AF_INET6 && bytes.size() == sizeof(bpfnet_ip)) {
+            bpfnet_ip ip{};
+            std::memcpy(&ip, bytes.data(), sizeof(ip));
+            addresses.push_back({static_cast<int>(reply.ifa_index), ip});
+        }
+    });
+    return addresses;
 }
 
 int route_oif(uint32_t dst_be) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace bpfnet {
 
@@ -39,6 +40,20 @@ std::string interface_name(int ifindex);
 // The MAC of the other end of a veth, also when that end lives in another namespace (IFLA_TARGET_NETNSID,
 // kernel >= 4.20). nullopt if `veth` is not a veth or its peer has no Ethernet address or is gone.
 std::optional<MacAddress> peer_mac(const LinkInfo &veth);
+
+// Every link of this namespace (an RTM_GETLINK dump). A veth's peer_netnsid is set when its peer lives in
+// another namespace (the kernel allocates the id while it answers).
+std::vector<LinkInfo> all_links();
+
+// An address and the interface that holds it, in some namespace.
+struct InterfaceAddress {
+    int ifindex;
+    bpfnet_ip ip;
+};
+// The IPv4 (or IPv6) addresses of the namespace this one calls netnsid (an RTM_GETADDR dump with
+// IFA_TARGET_NETNSID, kernel >= 4.20; the caller needs CAP_NET_ADMIN over that namespace). Empty when the
+// namespace has none of that family; throws when the kernel answers for another namespace instead.
+std::vector<InterfaceAddress> addresses_in_namespace(int netnsid, bool ipv6);
 
 // The interface's IPv6 link-local address (fe80::/10, the first one the kernel lists); nullopt when it has
 // none (IPv6 disabled on it, or no IPv6 in the kernel).

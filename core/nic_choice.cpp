@@ -1,12 +1,7 @@
 #include "core/nic_choice.hpp"
 
 #include "core/addresses.hpp"
-#include "maps/system_error.hpp"
 
-#include <net/if.h>
-
-#include <cerrno>
-#include <memory>
 #include <optional>
 #include <stdexcept>
 
@@ -62,23 +57,6 @@ std::string link_with_mac(std::string_view mac_list, const std::vector<LinkInfo>
         names += (names.empty() ? "" : ", ") + name;
     throw std::invalid_argument("--interface: several links have one of the MACs " + std::string(mac_list) + " (" +
                                 names + "): name the interface instead");
-}
-
-std::vector<LinkInfo> all_links() {
-    std::unique_ptr<struct if_nameindex, void (*)(struct if_nameindex *)> names(if_nameindex(), if_freenameindex);
-    if (!names)
-        throw SystemError("if_nameindex", errno);
-    std::vector<LinkInfo> links;
-    for (const struct if_nameindex *n = names.get(); n->if_index != 0; n++) {
-        try {
-            links.push_back(link_by_name(n->if_name));
-        } catch (const SystemError &e) {
-            if (e.code().value() != ENODEV)
-                throw;
-            // gone since the list was taken: not a candidate
-        }
-    }
-    return links;
 }
 
 } // namespace bpfnet

@@ -21,7 +21,4 @@ bool lists_macs(std::string_view value);
 // the interface then).
 std::string link_with_mac(std::string_view mac_list, const std::vector<LinkInfo> &links);
 
-// Every link of this network namespace.
-std::vector<LinkInfo> all_links();
-
 } // namespace bpfnet

@@ -96,7 +96,13 @@ HookAction attach_tcx(int ifindex, int prog_fd, const std::string &pin_dir,
         check(bpf_link_update(link.get(), prog_fd, nullptr), "bpf_link_update (tcx) " + where(ifindex));
         return HookAction::Replaced;
     }
-    int fd = bpf_link_create(prog_fd, ifindex, kBpfTcxIngress, nullptr);
+    // First on the device: a CNI's own programs there (Cilium's on the pod's veth and the node's NICs, which
+    // it appends last) act on every packet they see, and would take the pod's replies or the LAN's requests
+    // before bpfnet could; bpfnet hands on everything that is not its own (TCX_NEXT). BPF_F_BEFORE with no
+    // relative program puts the link at the head (libbpf 1.1 passes the flag through for an attach type it
+    // does not know).
+    LIBBPF_OPTS(bpf_link_create_opts, first, .flags = kBpfFBefore);
+    int fd = bpf_link_create(prog_fd, ifindex, kBpfTcxIngress, &first);
     check(fd, "bpf_link_create (tcx ingress) " + where(ifindex));
     UniqueFd link(fd);
     const std::string pin = tcx_link_pin(pin_dir, ifindex);

@@ -21,6 +21,7 @@ namespace bpfnet {
 // UAPI values from kernel 6.6; the system headers (Debian 12: 6.1) do not name them yet.
 inline constexpr auto kBpfTcxIngress = static_cast<bpf_attach_type>(46); // BPF_TCX_INGRESS
 inline constexpr __u32 kBpfLinkTypeTcx = 11;                             // BPF_LINK_TYPE_TCX
+inline constexpr __u32 kBpfFBefore = 1U << 3;                            // BPF_F_BEFORE
 
 enum class TcHookKind { Tcx, Clsact };
 std::string to_string(TcHookKind kind);

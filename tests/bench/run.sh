@@ -63,11 +63,11 @@ cmake -S "$top" -B "$build" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebIn
 if [ "$quick" = 1 ]; then
     PATH_COST_ARGS=(--rounds 5 --runs 200)
     PACKET_RATE_ARGS=(3 300000)
-    BULK_ARGS=(3 1)
+    BULK_ARGS=(1 1)
     BLOB_MIB=128
-    LATENCY_ARGS=(2 1)
-    DHCP_ARGS=(3 1)
-    RS_ARGS=(3)
+    LATENCY_ARGS=(1 1)
+    DHCP_ARGS=(1 1)
+    RS_ARGS=(1)
     TFTP_ARGS=(3 2)
     FAILOVER_ARGS=(2)
     SCALE_ARGS=(2)

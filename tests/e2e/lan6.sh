@@ -25,9 +25,10 @@ LAN6_DNSMASQ=()
 
 # The pod's IPv6 address and route (a dual-stack pod network); the hosts keep their link-local addresses.
 lan6_pod_address() {
-    ip -n "$E2E_NODE" -6 addr add "$LAN6_POD_GW/64" dev "$E2E_VETH" &&
-        ip -n "$E2E_POD" -6 addr add "$LAN6_POD/64" dev eth0 &&
-        ip -n "$E2E_POD" -6 route add default via "$LAN6_POD_GW" || {
+    # replace: a pod made again (walk_move) behind a bridge finds the gateway address there already.
+    ip -n "$E2E_NODE" -6 addr replace "$LAN6_POD_GW/64" dev "$(pod_gateway_dev)" &&
+        ip -n "$E2E_POD" -6 addr replace "$LAN6_POD/64" dev eth0 &&
+        ip -n "$E2E_POD" -6 route replace default via "$LAN6_POD_GW" || {
         E2E_REASON="cannot give the pod its IPv6 address"
         return 1
     }

@@ -468,16 +468,93 @@ lan_bridge_ns() {
     if [ "$E2E_LAN_SHAPE" = devenv ]; then echo "$E2E_NODE"; else echo "$E2E_LAN"; fi
 }
 
-# pod_link_create: the pod's veth, routed CNI style, with the pod's address and default route (a pod
+# E2E_CNI: how the pod is wired into the node, as the CNIs users run wire theirs (docs/kubernetes.md, "CNIs and
+# kube-proxy"). Every one gives the pod a veth pair; they differ in what sits between its host side and the
+# node's routing:
+#   routed  the veth's host side holds the pod network's gateway address: the route to the pod names the veth
+#           (Calico, kube-router's routes)
+#   bridge  the veth is a port of cni0, which holds the gateway address: the route names cni0 (flannel, the
+#           CNI bridge plugin, kube-router's bridge)
+#   cilium  the route to the pod goes through cilium_host (a veth whose peer, cilium_net, stays in the node),
+#           the pod's veth holds no address, and a CNI program (cni_standin, E2E_CNI_STANDIN: pass, drop or
+#           redirect) is on the pod's veth and on the NIC before the loader starts, attached as Cilium
+#           attaches its own (per-endpoint routes off, the default). IPv4 only: Cilium's programs answer the
+#           pod's neighbour solicitations for its gateway, which this stand-in does not.
+E2E_CNI=${E2E_CNI:-routed}
+E2E_CNI_STANDIN=${E2E_CNI_STANDIN:-drop}
+
+# The device that holds the pod network's gateway addresses in this shape.
+pod_gateway_dev() {
+    case $E2E_CNI in
+    bridge) echo cni0 ;;
+    cilium) echo cilium_host ;;
+    *) echo "$E2E_VETH" ;;
+    esac
+}
+
+# cni_standin_attach DEV MODE: the CNI's program on DEV's ingress in the node (tests/e2e/cni_standin.cpp).
+cni_standin_attach() {
+    local pin=/sys/fs/bpf/cni-standin/$1
+    [ -x "${CNI_STANDIN:-}" ] || { E2E_REASON="CNI_STANDIN is not set to the cni_standin program"; return 1; }
+    mkdir -p /sys/fs/bpf/cni-standin
+    rm -f "${pin}_link" "${pin}_seen"
+    # nsenter, not ip netns exec: that one mounts its own /sys, without the sandbox's bpffs.
+    nsenter --net="/run/netns/$E2E_NODE" "$CNI_STANDIN" attach "$1" "$2" "$pin" >/dev/null ||
+        { E2E_REASON="cannot attach the CNI's stand-in program to $1"; return 1; }
+}
+
+# cni_standin_seen DEV: the frames the CNI's program on DEV has seen.
+cni_standin_seen() { "$CNI_STANDIN" seen "/sys/fs/bpf/cni-standin/$1"; }
+
+# The node's side of the pod network in the bridge and cilium shapes, made once (a pod made again joins it).
+pod_network_create() {
+    case $E2E_CNI in
+    routed) ;;
+    bridge)
+        ip -n "$E2E_NODE" link show cni0 >/dev/null 2>&1 && return 0
+        ip -n "$E2E_NODE" link add cni0 type bridge || return 1
+        ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev cni0 || return 1
+        ip -n "$E2E_NODE" link set cni0 up
+        ;;
+    cilium)
+        ip -n "$E2E_NODE" link show cilium_host >/dev/null 2>&1 && return 0
+        ip -n "$E2E_NODE" link add cilium_host type veth peer name cilium_net || return 1
+        ip -n "$E2E_NODE" link set cilium_net up
+        ip -n "$E2E_NODE" link set cilium_host up
+        ip -n "$E2E_NODE" addr add "$E2E_POD_GW/32" dev cilium_host || return 1
+        # Cilium's route to its pod CIDR: via its own address on cilium_host.
+        ip -n "$E2E_NODE" route add "${E2E_POD_IP%.*}.0/24" via "$E2E_POD_GW" dev cilium_host src "$E2E_POD_GW" ||
+            return 1
+        cni_standin_attach "$E2E_NIC" pass
+        ;;
+    *)
+        E2E_REASON="E2E_CNI=$E2E_CNI: want routed, bridge or cilium"
+        return 1
+        ;;
+    esac
+}
+
+# pod_link_create: the pod's veth, wired as E2E_CNI says, with the pod's address and default route (a pod
 # recreated by its runtime gets a veth like it: the lifecycle suite deletes and makes it again). A pod network
 # with a smaller MTU than the LAN's (E2E_POD_MTU), as a CNI sets up over an overlay (VXLAN: 1450), on both ends.
 pod_link_create() {
+    pod_network_create || return 1
     ip -n "$E2E_NODE" link add "$E2E_VETH" address "$E2E_VETH_MAC" type veth \
         peer name eth0 address "$E2E_POD_MAC" netns "$E2E_POD" || return 1
-    ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev "$E2E_VETH" || return 1
+    case $E2E_CNI in
+    routed) ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev "$E2E_VETH" || return 1 ;;
+    bridge) ip -n "$E2E_NODE" link set "$E2E_VETH" master cni0 || return 1 ;;
+    esac
     ip -n "$E2E_NODE" link set "$E2E_VETH" up || return 1
-    ip -n "$E2E_POD" addr add "$E2E_POD_IP/24" dev eth0 || return 1
-    ip -n "$E2E_POD" link set eth0 up || return 1
+    if [ "$E2E_CNI" = cilium ]; then
+        ip -n "$E2E_POD" addr add "$E2E_POD_IP/32" dev eth0 || return 1
+        ip -n "$E2E_POD" link set eth0 up || return 1
+        ip -n "$E2E_POD" route add "$E2E_POD_GW" dev eth0 scope link || return 1
+        cni_standin_attach "$E2E_VETH" "$E2E_CNI_STANDIN" || return 1
+    else
+        ip -n "$E2E_POD" addr add "$E2E_POD_IP/24" dev eth0 || return 1
+        ip -n "$E2E_POD" link set eth0 up || return 1
+    fi
     ip -n "$E2E_POD" route add default via "$E2E_POD_GW" || return 1
     if [ -n "${E2E_POD_MTU:-}" ]; then
         ip -n "$E2E_NODE" link set "$E2E_VETH" mtu "$E2E_POD_MTU" || return 1
@@ -524,7 +601,7 @@ topology_create() {
         lan_host_attach "$name" "$ip" "$mac" "$bridge_ns"
     done
 
-    pod_link_create || die "create the pod's veth"
+    pod_link_create || die "create the pod's veth${E2E_REASON:+: $E2E_REASON}"
 
     if ip -n "$E2E_NODE" route get "$E2E_HOST_IP" >/dev/null 2>&1; then
         die "the node has a route to $E2E_HOST_IP; only the datapath may connect pod and LAN"

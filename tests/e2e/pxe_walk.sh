@@ -20,6 +20,8 @@
 #   walk_lookup                Ironic lookup by the host's MAC: WALK_NODE, WALK_TOKEN
 #   walk_heartbeat             heartbeat with the token, callback URL on the leased address
 #   walk_agent_call            the pod calls the agent (port 9999) on the host; WALK_AGENT_SAW
+#   walk_move                  the pod made again as its runtime makes it after a move (a new veth, wired as
+#                              E2E_CNI says), then the lease, image and heartbeat of each family through it
 #   walk6_lease ... walk6_agent_call   the same steps over IPv6 (dhclient -6, the boot file URL of option 59,
 #                              the service's IPv6 address); WALK6_IP, WALK6_BOOT_URL, WALK6_NODE,
 #                              WALK6_TOKEN, WALK6_AGENT_SAW
@@ -204,9 +206,10 @@ walk6_lease() {
         E2E_REASON="lease ip6=$WALK6_IP bootfile-url=$WALK6_BOOT_URL"
         return 1
     fi
-    # The ramdisk configures the lease as a DHCPv6 client does (the address alone); the router advertisement
-    # the loader sends made the prefix, and so the service address, on-link.
-    host ip -6 addr add "$WALK6_IP/128" dev eth0 nodad || {
+    # The ramdisk configures the lease as a DHCPv6 client does (the address alone; replaced when the walk
+    # leases it again after a move); the router advertisement the loader sends made the prefix, and so the
+    # service address, on-link.
+    host ip -6 addr replace "$WALK6_IP/128" dev eth0 nodad || {
         E2E_REASON="cannot configure $WALK6_IP on the host"
         return 1
     }
@@ -304,6 +307,53 @@ walk6_agent_call() {
     }
     if [ "$WALK6_AGENT_SAW" != "$LAN6_SERVICE" ]; then
         E2E_REASON="the agent saw the call from $WALK6_AGENT_SAW, want the service address $LAN6_SERVICE"
+        return 1
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------------
+# A move: the pod's veth deleted and made again (a pod rescheduled to this node gets a new veth from its CNI,
+# with a new ifindex), the loader finds it again by itself, and the host's next boot goes through it.
+
+walk_move() {
+    local old new
+    old=$(ip -n "$E2E_NODE" -o link show "$E2E_VETH" | cut -d: -f1)
+    ip -n "$E2E_NODE" link del "$E2E_VETH" || { E2E_REASON="cannot delete the pod's veth"; return 1; }
+    pod_link_create || { E2E_REASON="cannot make the pod's veth again: $E2E_REASON"; return 1; }
+    if walk_has 6; then lan6_pod_address || return 1; fi
+    new=$(ip -n "$E2E_NODE" -o link show "$E2E_VETH" | cut -d: -f1)
+    if ! wait_for 10 eval 'tc_hook_of "$E2E_VETH"; [ "$TC_PROG_ID" != 0 ]'; then
+        E2E_REASON="no bpfnet program on the new veth (ifindex $new, was $old) 10 s after the move"
+        return 1
+    fi
+    log "move: the pod's veth is ifindex $new (was $old), hooked ($TC_ATTACH)"
+    if walk_has 4; then
+        walk_lease && walk_http && walk_heartbeat && walk_agent_call || return 1
+    fi
+    if walk_has 6; then
+        walk6_lease && walk6_http && walk6_heartbeat && walk6_agent_call || return 1
+    fi
+}
+
+# With a CNI's own programs on the pod's veth and the NIC (E2E_CNI=cilium): the walk above passed with them
+# in place, so bpfnet's ran first; they still run for what bpfnet hands on. A who-has for an address that is
+# no service IP reaches the NIC's, and the pod's resolution of its gateway (its ARP, which the stand-in lets
+# through) the veth's.
+walk_cni_programs() {
+    local nic_before veth_before
+    nic_before=$(cni_standin_seen "$E2E_NIC") && veth_before=$(cni_standin_seen "$E2E_VETH") || {
+        E2E_REASON="cannot read the CNI stand-in's counters"
+        return 1
+    }
+    host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --timeout 0.2 eth0 "${E2E_SERVICE_IP%.*}.250" >/dev/null
+    pod ip neigh flush dev eth0
+    pod curl -s --max-time 1 "http://$E2E_POD_GW:1/" >/dev/null
+    local nic_after veth_after
+    nic_after=$(cni_standin_seen "$E2E_NIC")
+    veth_after=$(cni_standin_seen "$E2E_VETH")
+    log "CNI stand-in ($E2E_CNI_STANDIN on $E2E_VETH, pass on $E2E_NIC): NIC $nic_before -> $nic_after frames, veth $veth_before -> $veth_after"
+    if [ "$nic_after" -le "$nic_before" ] || [ "$veth_after" -le "$veth_before" ]; then
+        E2E_REASON="the CNI's programs saw nothing of what bpfnet handed on: NIC $nic_before -> $nic_after, veth $veth_before -> $veth_after"
         return 1
     fi
 }

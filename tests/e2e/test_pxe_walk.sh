@@ -5,6 +5,7 @@
 #
 #   test_pxe_walk.sh LOADER [--case KEY]... | --list
 #   env: WALK_FAMILIES  "4" (default), "6" (an IPv6-only LAN) or "4 6" (dual stack: both walks); pxe_walk.sh
+#        E2E_CNI        how the pod is wired: routed (default), bridge or cilium (lib.sh)
 set -u
 
 # shellcheck source=lib.sh
@@ -34,6 +35,10 @@ if walk_has 6; then
     e2e_step walk6_lookup walk6_lookup "4v6. Ironic lookup by MAC over IPv6 returns the node; Ironic saw the host's address" walk_world
     e2e_step walk6_heartbeat walk6_heartbeat "5v6. heartbeat over IPv6, callback URL on the host's IPv6 address, is accepted (202)" walk_world
     e2e_step walk6_agent_call walk6_agent_call "6v6. the pod calls the agent over IPv6 and is seen as the service address" walk_world
+fi
+e2e_step move walk_move "7. the pod made again on a new veth (a move): lease, image, heartbeat and agent call through it" walk_world
+if [ "${E2E_CNI:-routed}" = cilium ]; then
+    e2e_step cni_programs walk_cni_programs "8. the CNI's own programs on the pod's veth and the NIC still see what bpfnet hands on" walk_world
 fi
 
 e2e_start "$@"
