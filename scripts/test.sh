@@ -84,6 +84,13 @@ stage buildtsan "build with clang-14 and ThreadSanitizer: the loader, bpfnetctl,
 stage image "image: scripts/image.sh (podman, bases from Debian packages)" "$top/scripts/image.sh"
 export BPFNET_IMAGE_REQUIRED=1
 
+# The firmware suites' guest kernel and agent ramdisk (tests/e2e/test_firmware.sh): made here, outside the
+# sandboxes below, which have no network to download the Debian kernel package with; the suites find them in
+# the cache. Here a missing ramdisk fails those suites instead of skipping them.
+stage ramdisk "the firmware suites' kernel and agent ramdisk (tests/vm/run.sh --agent-ramdisk)" \
+  "$top/tests/vm/run.sh" --agent-ramdisk "${BPFNET_VM_CACHE:-/var/cache/bpfnet-vm}/agent-boot"
+export BPFNET_FIRMWARE_REQUIRED=1
+
 # The sandbox's loopback is brought up for the tests that talk to a local stand-in (the Kubernetes API).
 sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "$@"' sandboxed "$@"; }
 
@@ -125,8 +132,12 @@ stage ctesttsan "unit, k8s and the loader's threads in e2e (kubernetes, lifecycl
   "TSAN_OPTIONS=log_path=$reports/report second_deadlock_stack=1"
 
 # One per core at a time: every e2e suite has a sandbox of its own (tests/e2e/lib.sh), and most of their time is waits.
+# The e2e suites the sanitizer trees ran above (steering, cli and kubernetes under ASan, kubernetes and lifecycle
+# under TSan: the same cases and assertions, with a sanitized loader) are not run again here; the release loader's
+# Kubernetes mode still runs in e2e_image_kubernetes (the image's loader) and in the benchmarks' failover rounds
+# (test_kubernetes.sh's serve, moves, partition and upgrade cases), its standalone mode in every other suite.
 stage ctest "all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14, one per core at a time" \
-  sandboxed ctest --test-dir "$top/build" --output-on-failure -j "$jobs"
+  sandboxed ctest --test-dir "$top/build" --output-on-failure -j "$jobs" -E '^e2e_(steering|cli|kubernetes|lifecycle)$'
 
 if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then
   stage bench "benchmarks, quick run: each one must still run (the numbers are not judged)" \

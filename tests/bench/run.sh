@@ -69,7 +69,7 @@ if [ "$quick" = 1 ]; then
     DHCP_ARGS=(1 1)
     RS_ARGS=(1)
     TFTP_ARGS=(3 2)
-    FAILOVER_ARGS=(2)
+    FAILOVER_ARGS=(1)
     SCALE_ARGS=(2)
     K8S_SCALE_ROUNDS=2 K8S_SCALE_SIZES="100:2 1000:10"
 else
