@@ -36,6 +36,8 @@ packages=(
   haproxy nftables sockperf kea-admin atftp atftpd
   # the soak benchmark's plot (tests/bench/soak_plot.py)
   python3-matplotlib
+  # kube-proxy's iptables-mode rules, written in the Kubernetes suite's pod_clients case (nftables is above)
+  iptables
 )
 
 if [ "$(id -u)" -ne 0 ]; then

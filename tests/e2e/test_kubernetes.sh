@@ -55,6 +55,7 @@ e2e_case loader_upgrade case_loader_upgrade "f5. the owner's loader upgraded wit
 e2e_case source_ranges case_source_ranges "f6. loadBalancerSourceRanges: only sources in the ranges reach the service IP's ports; broadcast DHCP still relayed" case:serve
 e2e_case shared_ip case_shared_ip "g. two Services sharing the IP are served only when their pods are on one node" case:serve
 e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each address served under its own Lease (RA, NDP, DHCPv6, HTTP over both), both follow a move, the ingress lists what is served; an IPv6-only Service; two addresses on one pod refused" case:serve
+e2e_case pod_clients case_pod_clients "g3. pods call the service IP through kube-proxy's rules for the ingress IP (iptables, then nftables mode), on the owner's node and the other: answered by the serving pod" case:serve
 e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim: the second claimant probes, defers while the first answers, and answers once it stops" case:serve
 e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI (cni0) is found behind the bridge and served" case:pivot
 e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
@@ -279,7 +280,10 @@ case_moves() {
     local scale=${E2E_TIME_SCALE:-1}
     local gap
     gap=$(awk -v k="$scale" 'BEGIN { printf "%.1f", 1.9 * k }')
-    local seconds=$((K8S_MOVES * 2 * scale + 4))
+    # The probes outlast the last move by 10 s: under the sanitizers, beside two other suites, each move's
+    # EndpointSlice write can take half a second more than its gap (CI: the 20th move came after the probes had
+    # stopped, "never" answered).
+    local seconds=$((K8S_MOVES * 2 * scale + 10))
     : >"$moves_log"
     # The probers stand for hosts on the LAN, which would not share the nodes' CPUs: they run at a lower
     # priority, so that on this 2-CPU machine they delay the API server and the loaders as little as possible.
@@ -857,6 +861,160 @@ print(json.dumps(d))' "$ip" "$SERVICE_NS") ||
     [ -n "$(lease_holder c1)" ] || { E2E_REASON="the Lease of $E2E_SERVICE_IP went too"; return 1; }
     log "the example Service deleted: the Lease of $ip released and deleted"
     loaders_alive
+}
+
+# The cluster's pod network between the two nodes, as any CNI provides it: a link between the nodes with routes
+# to each other's pod subnets, and IP forwarding on (as on every Kubernetes node). Plus a client pod on each node
+# (BMO's stand-in), on a routed veth of its own. kube_proxy_world_down removes all of it.
+declare -A CLIENT_NS=([node-a]=k8s-bmo-a [node-b]=k8s-bmo-b)
+declare -A CLIENT_IP=([node-a]=198.18.110.2 [node-b]=198.18.111.2)
+declare -A CLUSTER_LINK_IP=([node-a]=198.19.254.1 [node-b]=198.19.254.2)
+kube_proxy_world_up() {
+    local node ns peer
+    ip -n "${NODE_NS[node-a]}" link add clu0 type veth peer name clu0 netns "${NODE_NS[node-b]}" || return 1
+    for node in "${NODES[@]}"; do
+        ns=${NODE_NS[$node]}
+        peer=$(other "$node")
+        ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+        ip -n "$ns" addr add "${CLUSTER_LINK_IP[$node]}/30" dev clu0
+        ip -n "$ns" link set clu0 up
+        ip -n "$ns" route add "${POD_IP[$peer]%.*}.0/24" via "${CLUSTER_LINK_IP[$peer]}"
+        ip -n "$ns" route add "${CLIENT_IP[$peer]%.*}.0/24" via "${CLUSTER_LINK_IP[$peer]}"
+        ip netns add "${CLIENT_NS[$node]}" && E2E_NAMESPACES+=("${CLIENT_NS[$node]}")
+        ip -n "${CLIENT_NS[$node]}" link set lo up
+        ip -n "$ns" link add vethbmo type veth peer name eth0 netns "${CLIENT_NS[$node]}" || return 1
+        ip -n "$ns" addr add "${CLIENT_IP[$node]%.*}.1/24" dev vethbmo
+        ip -n "$ns" link set vethbmo up
+        ip -n "${CLIENT_NS[$node]}" addr add "${CLIENT_IP[$node]}/24" dev eth0
+        ip -n "${CLIENT_NS[$node]}" link set eth0 up
+        ip -n "${CLIENT_NS[$node]}" route add default via "${CLIENT_IP[$node]%.*}.1" || return 1
+    done
+}
+
+kube_proxy_world_down() {
+    local node
+    for node in "${NODES[@]}"; do
+        kube_proxy_rules_remove "$node"
+        ip -n "${NODE_NS[$node]}" link del vethbmo 2>/dev/null
+        ip netns del "${CLIENT_NS[$node]}" 2>/dev/null
+        ip netns exec "${NODE_NS[$node]}" sysctl -qw net.ipv4.ip_forward=0
+    done
+    ip -n "${NODE_NS[node-a]}" link del clu0 2>/dev/null
+    return 0
+}
+
+# kube_proxy_rules NODE MODE ENDPOINT: kube-proxy's NAT rules for the Service's LoadBalancer ingress IP (port 80 ->
+# ENDPOINT:8080, externalTrafficPolicy Cluster) on NODE, written as kube-proxy's iptables and nftables proxiers
+# write them (pkg/proxy/iptables, pkg/proxy/nftables): the ingress IP's rule in KUBE-SERVICES (the service-ips
+# map), its external chain marking for masquerade, the service chain, the endpoint's DNAT, and the masquerade of
+# marked packets in POSTROUTING.
+kube_proxy_rules() {
+    local node=$1 mode=$2 endpoint=$3 ns=${NODE_NS[$1]}
+    case $mode in
+    iptables)
+        ip netns exec "$ns" iptables-restore --noflush <<EOF || return 1
+*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-POSTROUTING - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+:KUBE-EXT-IRONIC - [0:0]
+:KUBE-SVC-IRONIC - [0:0]
+:KUBE-SEP-IRONIC - [0:0]
+-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING
+-A KUBE-MARK-MASQ -j MARK --or-mark 0x4000
+-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
+-A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
+-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
+-A KUBE-SERVICES -d $E2E_SERVICE_IP/32 -p tcp -m comment --comment "$SERVICE_NS/$SERVICE_NAME:http loadbalancer IP" -m tcp --dport 80 -j KUBE-EXT-IRONIC
+-A KUBE-EXT-IRONIC -m comment --comment "masquerade traffic for $SERVICE_NS/$SERVICE_NAME:http external destinations" -j KUBE-MARK-MASQ
+-A KUBE-EXT-IRONIC -j KUBE-SVC-IRONIC
+-A KUBE-SVC-IRONIC -m comment --comment "$SERVICE_NS/$SERVICE_NAME:http -> $endpoint:8080" -j KUBE-SEP-IRONIC
+-A KUBE-SEP-IRONIC -s $endpoint/32 -m comment --comment "$SERVICE_NS/$SERVICE_NAME:http" -j KUBE-MARK-MASQ
+-A KUBE-SEP-IRONIC -p tcp -m comment --comment "$SERVICE_NS/$SERVICE_NAME:http" -m tcp -j DNAT --to-destination $endpoint:8080
+COMMIT
+EOF
+        ;;
+    nftables)
+        ip netns exec "$ns" nft -f - <<EOF || return 1
+table ip kube-proxy {
+    map service-ips {
+        type ipv4_addr . inet_proto . inet_service : verdict
+        elements = { $E2E_SERVICE_IP . tcp . 80 : goto external-ironic-http }
+    }
+    chain nat-prerouting { type nat hook prerouting priority dstnat; jump services; }
+    chain nat-output { type nat hook output priority -100; jump services; }
+    chain nat-postrouting { type nat hook postrouting priority srcnat; jump masquerading; }
+    chain services { ip daddr . meta l4proto . th dport vmap @service-ips; }
+    chain mark-for-masquerade { meta mark set meta mark | 0x4000; }
+    chain masquerading {
+        meta mark & 0x4000 == 0 return
+        meta mark set meta mark ^ 0x4000
+        masquerade fully-random
+    }
+    chain external-ironic-http { jump mark-for-masquerade; goto service-ironic-http; }
+    chain service-ironic-http { numgen random mod 1 vmap { 0 : goto endpoint-ironic-http }; }
+    chain endpoint-ironic-http {
+        ip saddr $endpoint jump mark-for-masquerade
+        meta l4proto tcp dnat to $endpoint:8080
+    }
+}
+EOF
+        ;;
+    esac
+}
+
+kube_proxy_rules_remove() {
+    local ns=${NODE_NS[$1]} chain chains=(KUBE-SERVICES KUBE-POSTROUTING KUBE-MARK-MASQ KUBE-EXT-IRONIC KUBE-SVC-IRONIC KUBE-SEP-IRONIC)
+    ip netns exec "$ns" nft delete table ip kube-proxy 2>/dev/null
+    ip netns exec "$ns" iptables -t nat -D PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES 2>/dev/null
+    ip netns exec "$ns" iptables -t nat -D OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES 2>/dev/null
+    ip netns exec "$ns" iptables -t nat -D POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING 2>/dev/null
+    for chain in "${chains[@]}"; do ip netns exec "$ns" iptables -t nat -F "$chain" 2>/dev/null; done
+    for chain in "${chains[@]}"; do ip netns exec "$ns" iptables -t nat -X "$chain" 2>/dev/null; done
+    return 0
+}
+
+# client_calls NODE: the client pod on NODE calls the service IP; prints who answered.
+client_calls() { ip netns exec "${CLIENT_NS[$1]}" curl -s --max-time 2 "http://$E2E_SERVICE_IP/who"; }
+
+case_pod_clients() {
+    # From: the pod ready on node A, A serving (case serve, its need in the case list). BMO calls Ironic at the
+    # service IP from a pod: kube-proxy's rules for the Service's ingress IP (which the owner writes) take it to
+    # the endpoint, from the owner's node and from the other one, while the owner's datapath serves the LAN.
+    local serving=$CURRENT mode node answer seen want log=$E2E_TMP/pod-$CURRENT/http.log rc=0
+    [ "$(ingress_of c1)" = "$E2E_SERVICE_IP" ] || { E2E_REASON="the Service's ingress is '$(ingress_of c1)'"; return 1; }
+    kube_proxy_world_up || { E2E_REASON="cannot build the pod network between the nodes"; kube_proxy_world_down; return 1; }
+    for mode in iptables nftables; do
+        for node in "${NODES[@]}"; do
+            kube_proxy_rules "$node" "$mode" "${POD_IP[$serving]}" ||
+                { E2E_REASON="cannot write kube-proxy's $mode rules on $node"; rc=1; break 2; }
+        done
+        for node in "${NODES[@]}"; do
+            answer=$(client_calls "$node")
+            seen=$(tail -n 1 "$log" | awk '{ print $1 }')
+            seen=${seen#::ffff:}
+            # externalTrafficPolicy Cluster: kube-proxy masquerades, so Ironic sees the client's node, by the
+            # address the node sends from toward the pod (its gateway address on the owner's node, its end of
+            # the link between the nodes on the other).
+            if [ "$node" = "$serving" ]; then want=${POD_GW[$serving]}; else want=${CLUSTER_LINK_IP[$node]}; fi
+            log "kube-proxy $mode: the client on $node called $E2E_SERVICE_IP: answered by '$answer', the pod saw $seen"
+            if [ "$answer" != "${POD_NAME[$serving]}" ] || [ "$seen" != "$want" ]; then
+                E2E_REASON="kube-proxy $mode: the client on $node got '$answer' from $E2E_SERVICE_IP (want ${POD_NAME[$serving]}), the pod saw $seen (want $want)"
+                rc=1
+                break 2
+            fi
+        done
+        for node in "${NODES[@]}"; do kube_proxy_rules_remove "$node"; done
+    done
+    # The LAN is still served by the owner alone.
+    if [ "$rc" = 0 ] && ! serves "$serving"; then
+        E2E_REASON="after the pods' calls, who='$(who_serves)' arp='$(arp_owner)'"
+        rc=1
+    fi
+    kube_proxy_world_down
+    [ "$rc" = 0 ] && loaders_alive
 }
 
 case_shared_ip() {
