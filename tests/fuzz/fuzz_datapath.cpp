@@ -294,6 +294,7 @@ struct Options {
     std::string object = BPFNET_OBJECT_PATH;
     uint64_t batch = 4096;
     size_t examples = 3;
+    uint64_t enough = 1000; // violations after which the run stops: the verdict is known
 };
 
 class Fuzzer {
@@ -310,7 +311,7 @@ public:
         uint64_t batch = 0;
         while (std::ranges::any_of(frames_, [&](uint64_t n) { return n < opt_.frames; })) {
             run_batch(batch++);
-            if (violations_total_ > 1000)
+            if (violations_total_ >= opt_.enough)
                 break; // enough to tell
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -701,6 +702,8 @@ int main(int argc, char **argv) {
     app.add_option("--object", o.object, "the BPF object to load")->check(CLI::ExistingFile);
     app.add_option("--batch", o.batch, "frames between checks of the counters and maps")->check(CLI::PositiveNumber);
     app.add_option("--examples", o.examples, "examples printed per kind of violation");
+    app.add_option("--stop-after", o.enough, "stop after this many violations (a mutant's run needs one)")
+        ->check(CLI::PositiveNumber);
     CLI11_PARSE(app, argc, argv);
     if (geteuid() != 0) {
         std::fprintf(stderr, "bpfnet-fuzz: needs root (BPF_PROG_TEST_RUN)\n");

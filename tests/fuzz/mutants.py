@@ -167,8 +167,10 @@ def main() -> int:
             env = dict(os.environ)
             if HELPER in mutant[4:]:
                 env["BPFNET_TEST_L4_CHECKSUMS"] = "helper"
+            # The first violation decides: a caught mutant's run stops there.
             run = subprocess.run([args.fuzz, "--object", str(obj), "--frames", str(args.frames), "--seed",
-                                  str(args.seed), "--examples", "1"], capture_output=True, text=True, env=env)
+                                  str(args.seed), "--examples", "1", "--stop-after", "1"],
+                                 capture_output=True, text=True, env=env)
             violations = next((line.split(":")[1].strip() for line in run.stdout.splitlines()
                                if line.strip().startswith("violations:")), "?")
             kinds = [line.strip()[2:] for line in run.stdout.splitlines() if line.startswith("  - ")]
