@@ -60,9 +60,12 @@ stage build16 "build, BPF compiled with clang-16: the packet tables and the fuzz
 
 # The C++ code once more, with clang-14, AddressSanitizer (leaks included), UndefinedBehaviorSanitizer and
 # libFuzzer's coverage: the unit and k8s tiers, the loader's e2e suites and the libFuzzer targets of the
-# loader's inputs (tests/libfuzz) run there (below), and any report fails.
+# loader's inputs (tests/libfuzz) run there (below), and any report fails. The sanitizer trees are Debug builds
+# (-O0; the BPF programs are compiled with -O2 whatever the build type): clang-14 compiles a JSON-heavy file
+# with ASan in half the time it takes at -O2 (k8s/controller.cpp: 10.4 s against 19.3 s; the ASan tree 241 s
+# against 411 s, the TSan tree 161 s against 263 s), and nothing these tests run is CPU-bound.
 build_sanitized() { # build_sanitized DIR
-  CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=Debug \
     -DBPFNET_SANITIZE=address,undefined -DBPFNET_LIBFUZZER=ON >/dev/null
   cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests libfuzz_targets
 }
@@ -72,7 +75,7 @@ stage buildsan "build with clang-14, ASan, UBSan and libFuzzer: the loader, bpfn
 # And once more with ThreadSanitizer (clang-14; it cannot share a build with ASan): the tests that run the
 # loader's threads (below).
 build_tsan() { # build_tsan DIR
-  CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=Debug \
     -DBPFNET_SANITIZE=thread >/dev/null
   cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests xdp_pass_bpf
 }

@@ -173,6 +173,11 @@ loader_a_serving() {
     fi
 }
 
+# announcements_seen LOG N: arp_probe.py's LOG holds at least N announcements from the node's NIC.
+announcements_seen() {
+    [ "$(grep -c " in announce sha=$E2E_NIC_MAC spa=$E2E_SERVICE_IP tpa=$E2E_SERVICE_IP" "$1")" -ge "$2" ]
+}
+
 case_gratuitous_arp() {
     local bogus=02:00:00:00:00:99
     ip -n "$E2E_HOST" neigh replace "$E2E_SERVICE_IP" lladdr "$bogus" dev eth0 nud stale
@@ -181,8 +186,9 @@ case_gratuitous_arp() {
         return 1
     fi
     local watch_log=$LOGS/arp-watch.log
-    # Long enough for the loader to start and announce, also under emulation (E2E_TIME_SCALE).
-    bg_in_ns "$E2E_HOST" "$watch_log" python3 "$ARP_PROBE" --watch $((3 * ${E2E_TIME_SCALE:-1})) eth0 "$E2E_SERVICE_IP"
+    # Longer than any loader start (a sanitized one under load took 3.9 s), also under emulation
+    # (E2E_TIME_SCALE); stopped once the announcements are over.
+    bg_in_ns "$E2E_HOST" "$watch_log" python3 "$ARP_PROBE" --watch $((30 * ${E2E_TIME_SCALE:-1})) eth0 "$E2E_SERVICE_IP"
     local watch_pid=$BG_PID
     if ! wait_for 5 grep -q '^listening' "$watch_log"; then
         E2E_REASON="the ARP capture did not start: $(head -c 300 "$watch_log")"
@@ -198,8 +204,9 @@ case_gratuitous_arp() {
     fi
     log "host entry fixed $(since "$serving_at") s after 'serving': $(host_neigh)"
 
-    # The capture runs 3 s: long enough for all announcements (count x interval).
-    wait_for 6 pid_gone "$watch_pid"
+    # All announcements (count x interval from 'serving'), then twice their span more for any extra one.
+    wait_for 5 announcements_seen "$watch_log" "$GARP_COUNT"
+    sleep "$(awk -v n="$GARP_COUNT" -v ms="$GARP_INTERVAL_MS" 'BEGIN { print 2 * n * ms / 1000 }')"
     stop_pid "$watch_pid"
     local announcements host_requests others
     announcements=$(grep -c " in announce sha=$E2E_NIC_MAC spa=$E2E_SERVICE_IP tpa=$E2E_SERVICE_IP" "$watch_log")
