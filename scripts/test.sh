@@ -46,10 +46,14 @@ stage() {
 stage setup "setup: Debian packages (scripts/setup.sh)" "$top/scripts/setup.sh"
 stage lint "lint: formatting (clang-format-14) and shellcheck" "$top/scripts/lint.sh"
 
+# The release trees are built with the image's flags (Containerfile: RelWithDebInfo without its -g): what runs
+# here is what ships, and g++ spends a fifth of its time on debug information (k8s/controller.cpp: 13.8 s with
+# -g, 10.8 s without); the sanitizer trees below keep -g for their reports.
 build() { # build DIR BPF_CLANG [TARGET...]
   local dir=$1 clang=$2
   shift 2
-  cmake -S "$top" -B "$dir" -DBPF_CLANG="$clang" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S "$top" -B "$dir" -DBPF_CLANG="$clang" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" >/dev/null
   cmake --build "$dir" -j "$jobs" ${1:+--target "$@"}
 }
 stage build "build, BPF compiled with clang-14" build "$top/build" clang-14
