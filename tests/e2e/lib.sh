@@ -96,18 +96,22 @@ seconds_to() { printf -v "$1" '%d.%02d' $(($2 / 1000000)) $(($2 % 1000000 / 1000
 
 now_us E2E_T0_US
 
-elapsed() {
-    local now text
+# elapsed_to VAR: VAR = seconds since the script started, two decimals.
+elapsed_to() {
+    local now
     now_us now
-    seconds_to text $((now - E2E_T0_US))
+    seconds_to "$1" $((now - E2E_T0_US))
+}
+elapsed() {
+    local text
+    elapsed_to text
     printf '%s' "$text"
 }
 
 # Diagnostics are TAP comments ('# ...'), so only the ok/not ok lines and the tally stand out.
 log() {
-    local now text
-    now_us now
-    seconds_to text $((now - E2E_T0_US))
+    local text
+    elapsed_to text
     printf '# [%6ss] %s\n' "$text" "$*"
 }
 
