@@ -54,10 +54,14 @@ export BPFNET_IMAGE_CONTAINER_PREFIX
 
 skip_unless dhcp_available ironic_available
 
-# A podman killed before its container (a stopped test) leaves the container; the suite removes its own.
+# A podman killed before its container (a stopped test) leaves the container; the suite removes its own
+# after each case, but only those whose podman is gone: a container is named PREFIX-PID after image_loader.sh,
+# which execs podman. The walk's loader serves from the set-up through the upgrade case, and removing it after
+# the lease case left the datapath without a heartbeat: the upgrade case then met a stale one on a loaded machine.
 image_containers_cleanup() {
     local name
     for name in $(podman ps -a --format '{{.Names}}' | grep "^$BPFNET_IMAGE_CONTAINER_PREFIX-"); do
+        [ -d "/proc/${name##*-}" ] && continue
         podman rm -f "$name" >/dev/null 2>&1
     done
 }
@@ -160,6 +164,10 @@ case_upgrade() {
     # datapath stays, without a loader until the heartbeat timeout), and the next image's loader starts and
     # adopts. A host asks who-has the service IP every 10 ms throughout.
     local next seconds=6
+    # The loader that gets SIGTERM must be the walk's, serving since the set-up: one that had already gone
+    # would leave the next loader a datapath whose heartbeat went stale meanwhile.
+    [ -n "$LOADER_PID" ] && ! pid_gone "$LOADER_PID" ||
+        { E2E_REASON="the walk's loader is no longer running: $(tail -n1 "$LOADER_LOG")"; return 1; }
     next=$(next_image) || { E2E_REASON="cannot build the next image"; return 1; }
     host "$SYSTEM_PYTHON" "$E2E_DIR/arp_probe.py" --every 0.01 --count $((seconds * 100)) eth0 \
         "$E2E_SERVICE_IP" >"$LOGS/upgrade.arpprobe" &
