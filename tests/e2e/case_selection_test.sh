@@ -56,6 +56,19 @@ bash "$dir/test_steering.sh" "$loader" --bogus >/dev/null 2>&1
 rc=$?
 [ "$rc" = 2 ] || fail "an unknown argument: exit $rc, want 2"
 
+# each_case.sh's selections: SUITE:-CASE,... is every case of the suite but those (CI's sanitizer trees split the
+# Kubernetes suite so), and leaving out a case the suite does not have is refused before anything runs.
+all=$(bash "$dir/each_case.sh" --list "$loader" kubernetes)
+but=$(bash "$dir/each_case.sh" --list "$loader" kubernetes:-moves,pivot)
+[ "$(grep -c . <<<"$but")" = $(($(grep -c . <<<"$all") - 2)) ] && ! grep -qx 'kubernetes \(moves\|pivot\)' <<<"$but" &&
+    grep -qx 'kubernetes serve' <<<"$but" ||
+    fail "each_case.sh kubernetes:-moves,pivot selected: $(tr '\n' ',' <<<"$but")"
+[ "$(bash "$dir/each_case.sh" --list "$loader" kubernetes:moves,pivot | tr '\n' ,)" = "kubernetes moves,kubernetes pivot," ] ||
+    fail "each_case.sh kubernetes:moves,pivot selected otherwise"
+bash "$dir/each_case.sh" --list "$loader" kubernetes:-moves,no_such_case >/dev/null 2>&1
+rc=$?
+[ "$rc" = 2 ] || fail "each_case.sh kubernetes:-moves,no_such_case: exit $rc, want 2"
+
 # A malformed list is refused before anything runs: a need no earlier entry declares, a key twice.
 bad=$(mktemp -d /tmp/bpfnet-case-list.XXXXXX)
 trap 'rm -rf "$bad"' EXIT

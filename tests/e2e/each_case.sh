@@ -3,10 +3,12 @@
 # check that no case depends on another having run before it unless its entry in the suite's case list says
 # so (lib.sh, "The case list"): a case runs with only what its entry needs. A walk's step runs the walk up to it.
 #
-#   usage: tests/e2e/each_case.sh [--jobs N] PATH/TO/bpfnet-loader [SUITE[:CASE,...]]...   (as root)
-#          SUITE is steering, pxe, ... (tests/e2e/test_SUITE.sh); none given: every suite
+#   usage: tests/e2e/each_case.sh [--jobs N] [--list] PATH/TO/bpfnet-loader [SUITE[:CASE,...|:-CASE,...]]...   (as root)
+#          SUITE is steering, pxe, ... (tests/e2e/test_SUITE.sh); none given: every suite. SUITE:CASE,...
+#          runs those cases; SUITE:-CASE,... every case of the suite but those (each must exist)
 #          --jobs N: N cases at a time (default 1), each in its own sandbox. A case alone spends most of its
 #          time waiting (servers, the loader, timeouts): 3 at a time cost little more CPU than one.
+#          --list: prints the cases selected ("SUITE CASE" lines) and runs nothing (no root needed).
 #   env:   anything the suites read (E2E_VLAN, E2E_LAN_SHAPE, ...)
 #
 # Prints one line per case (ok / not ok / skipped with the time taken), and the output of each failed case as
@@ -16,11 +18,15 @@ set -uo pipefail
 
 dir=$(cd "$(dirname "$0")" && pwd)
 jobs=1
-if [ "${1:-}" = --jobs ]; then
-    jobs=${2:?--jobs needs a number}
-    shift 2
-fi
-loader=${1:?usage: each_case.sh [--jobs N] PATH/TO/bpfnet-loader [SUITE[:CASE,...]]...}
+list_only=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
+    --list) list_only=1; shift ;;
+    *) break ;;
+    esac
+done
+loader=${1:?usage: each_case.sh [--jobs N] [--list] PATH/TO/bpfnet-loader [SUITE[:CASE,...|:-CASE,...]]...}
 shift
 suites=("$@")
 if [ ${#suites[@]} = 0 ]; then
@@ -62,7 +68,16 @@ runs=()
 for spec in "${suites[@]}"; do
     suite=${spec%%:*}
     [ -f "$dir/test_$suite.sh" ] || { echo "each_case: no suite $suite ($dir/test_$suite.sh)" >&2; exit 2; }
-    if [[ $spec == *:* ]]; then
+    if [[ $spec == *:-* ]]; then
+        # Every case but these: a case added to the suite later runs here unless it is named.
+        IFS=, read -ra left_out <<<"${spec#*:-}"
+        mapfile -t cases < <(cases_of "$suite")
+        for out_case in "${left_out[@]}"; do
+            printf '%s\n' "${cases[@]}" | grep -qx -- "$out_case" ||
+                { echo "each_case: $suite has no case $out_case to leave out" >&2; exit 2; }
+        done
+        mapfile -t cases < <(printf '%s\n' "${cases[@]}" | grep -vxF -f <(printf '%s\n' "${left_out[@]}"))
+    elif [[ $spec == *:* ]]; then
         IFS=, read -ra cases <<<"${spec#*:}"
     else
         mapfile -t cases < <(cases_of "$suite")
@@ -71,6 +86,12 @@ for spec in "${suites[@]}"; do
         runs+=("$suite $case")
     done
 done
+
+if [ "$list_only" = 1 ]; then
+    rmdir "$out"
+    printf '%s\n' "${runs[@]}"
+    exit 0
+fi
 
 running=0
 for run in "${runs[@]}"; do
