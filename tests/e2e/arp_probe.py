@@ -6,10 +6,14 @@ usage: arp_probe.py [--timeout SECONDS] IFACE IP
            SECONDS (default 0.5) for an is-at from IP. Prints "answered MAC" or "silent".
            Exit 0: answered; 1: not answered; 2: usage or socket error.
        arp_probe.py --every SECONDS --count N IFACE IP
-           N such probes, one every SECONDS; each collects answers until the next is sent. One line
-           per probe: "MONOTONIC answered MAC[,MAC...]" (every distinct MAC that answered, in order) or
-           "MONOTONIC silent", MONOTONIC being the send time in seconds of CLOCK_MONOTONIC (the clock of
-           bpf_ktime_get_ns()). Exit 0 unless an error occurs.
+           N such probes, one every SECONDS; each is answered by the replies to this host that reached the
+           socket after it left and before the next one left (the last: within SECONDS), by the kernel's
+           time stamps of both, not by when this process read them (on a loaded machine it may read late);
+           a MAC's second reply in one probe's time answers the latest earlier probe it had not answered
+           (within 1 s: a late answer, not a second one). One line
+           per probe, printed once all are sent: "MONOTONIC answered MAC[,MAC...]" (every distinct MAC that
+           answered, in order) or "MONOTONIC silent", MONOTONIC being the send time in seconds of
+           CLOCK_MONOTONIC (the clock of bpf_ktime_get_ns()). Exit 0 unless an error occurs.
        arp_probe.py --watch SECONDS IFACE IP
            Sends nothing. Prints "listening" once the socket is bound, then one line per ARP frame that
            concerns IP, seen on IFACE in either direction, for SECONDS:
@@ -20,6 +24,7 @@ usage: arp_probe.py [--timeout SECONDS] IFACE IP
 Run it inside the network namespace of IFACE (ip netns exec NS arp_probe.py ...).
 """
 import argparse
+import bisect
 import fcntl
 import select
 import socket
@@ -31,6 +36,8 @@ ETH_P_ARP = 0x0806
 ARPOP_REQUEST = 1
 ARPOP_REPLY = 2
 PACKET_OUTGOING = 4
+LATE_ANSWER_S = 1.0
+SO_TIMESTAMPNS = 35  # asm-generic/socket.h (SO_TIMESTAMPNS_OLD): struct timespec of CLOCK_REALTIME
 SIOCGIFHWADDR = 0x8927
 SIOCGIFADDR = 0x8915
 BROADCAST = b"\xff" * 6
@@ -83,20 +90,13 @@ def who_has(src_mac, src_ip, target_ip):
 
 def wait_answer(sock, target_ip, deadline):
     """The MAC of the first is-at from target_ip that arrives before deadline (monotonic), or None."""
-    answers = wait_answers(sock, target_ip, deadline, first_only=True)
-    return answers[0] if answers else None
-
-
-def wait_answers(sock, target_ip, deadline, first_only=False):
-    """The distinct MACs of the is-at replies from target_ip that arrive before deadline (monotonic)."""
-    macs = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return macs
+            return None
         ready, _, _ = select.select([sock], [], [], left)
         if not ready:
-            return macs
+            return None
         try:
             frame, addr = sock.recvfrom(2048)
         except BlockingIOError:
@@ -104,10 +104,70 @@ def wait_answers(sock, target_ip, deadline, first_only=False):
         if addr[2] == PACKET_OUTGOING:
             continue
         arp = parse_arp(frame)
-        if arp and arp[0] == ARPOP_REPLY and arp[2] == target_ip and arp[1] not in macs:
-            macs.append(arp[1])
-            if first_only:
-                return macs
+        if arp and arp[0] == ARPOP_REPLY and arp[2] == target_ip:
+            return arp[1]
+
+
+def stamped_frames(sock, until):
+    """(monotonic seconds the kernel took the frame in, frame, packet type) of every frame the socket holds
+    or receives before `until` (monotonic), however late this process reads them."""
+    frames = []
+    # The kernel's stamps are CLOCK_REALTIME; the offset to CLOCK_MONOTONIC is read once per call.
+    offset = time.clock_gettime(time.CLOCK_REALTIME) - time.monotonic()
+    while True:
+        left = until - time.monotonic()
+        ready, _, _ = select.select([sock], [], [], max(0.0, left))
+        if not ready:
+            return frames
+        try:
+            frame, ancillary, _, addr = sock.recvmsg(2048, socket.CMSG_SPACE(16))
+        except BlockingIOError:
+            continue
+        stamp = None
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+                sec, nsec = struct.unpack("qq", data[:16])
+                stamp = sec + nsec / 1e9 - offset
+        frames.append((stamp if stamp is not None else time.monotonic(), frame, addr[2]))
+
+
+def probe_every(sock, iface, target_ip, every, count):
+    """count who-has, one every `every` s: [(send time, [MAC...])], each probe answered by the replies to this
+    host that the kernel took in between it and the next one (or `every` after the last). (A packet socket
+    does not see its own frames leave: a probe's time is read just before it is sent.)"""
+    src_mac, src_ip = interface_addresses(iface)
+    request = who_has(src_mac, src_ip, target_ip)
+    sends, replies = [], []
+    for _ in range(count):
+        sent = time.monotonic()
+        sock.send(request)
+        sends.append(sent)
+        for stamp, frame, kind in stamped_frames(sock, sent + every):
+            arp = parse_arp(frame)
+            if kind == PACKET_OUTGOING or not arp:
+                continue
+            op, sha, spa, tha, tpa = arp
+            # An is-at to this host (an announcement's is to the service IP itself).
+            if op == ARPOP_REPLY and spa == target_ip and (tha == src_mac or tpa == src_ip):
+                replies.append((stamp, sha))
+    return attribute(sends, replies)
+
+
+def attribute(sends, replies):
+    """[(send time, [MAC...])]: the probes sent at `sends` (ascending) and who answered each, from `replies`
+    [(arrival time, MAC)] (all on one clock)."""
+    results = [(sent, []) for sent in sends]
+    for stamp, mac in sorted(replies):
+        # The last probe that left before the reply came in (none: an answer to something sent before the
+        # first). A MAC answers each request once: its second reply in one probe's time is the late answer
+        # to an earlier probe, the latest it left unanswered within a second (an ARP client's patience), as
+        # when the kernel's soft interrupts ran late on a loaded machine. A request nobody answered stays so.
+        index = bisect.bisect_right(sends, stamp) - 1
+        while index >= 0 and mac in results[index][1] and stamp - sends[index] <= LATE_ANSWER_S:
+            index -= 1
+        if index >= 0 and mac not in results[index][1] and stamp - sends[index] <= LATE_ANSWER_S:
+            results[index][1].append(mac)
+    return results
 
 
 def probe(sock, iface, target_ip, timeout):
@@ -165,14 +225,9 @@ def main():
             watch(sock, target_ip, args.watch)
             return 0
         if args.every is not None:
-            src_mac, src_ip = interface_addresses(args.iface)
-            for _ in range(args.count):
-                sent = time.monotonic()
-                sock.send(who_has(src_mac, src_ip, target_ip))
-                macs = wait_answers(sock, target_ip, sent + args.every)
-                print("%.6f %s" % (sent, "answered " + ",".join(mac_text(m) for m in macs) if macs else "silent"),
-                      flush=True)
-                time.sleep(max(0.0, sent + args.every - time.monotonic()))
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            for sent, macs in probe_every(sock, args.iface, target_ip, args.every, args.count):
+                print("%.6f %s" % (sent, "answered " + ",".join(mac_text(m) for m in macs) if macs else "silent"))
             return 0
         _, mac = probe(sock, args.iface, target_ip, args.timeout)
     except OSError as e:
