@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the bpfnet image (Containerfile: bpfnet-loader and bpfnetctl) with podman, and checks what it built.
 #
-#   scripts/image.sh [--bases debian|registry] [--tag NAME] [--save FILE]
+#   scripts/image.sh [--bases debian|registry] [--tag NAME] [--save FILE] [--ccache DIR]
 #
 #   --bases debian    (default) the two base images are made here from Debian packages (mmdebstrap, then
 #                     podman import), with the stages' packages already in them (scripts/image-packages.sh):
@@ -12,6 +12,8 @@
 #                     the name the DaemonSet's image bpfnet/bpfnet-loader:VERSION means to a node's runtime)
 #   --save FILE       also writes the image as a docker-archive (for `ctr -n k8s.io images import FILE`, `kind
 #                     load image-archive FILE` or `podman load`), for clusters that pull from no registry
+#   --ccache DIR      the build stage compiles through ccache with its cache at DIR (scripts/ccache.sh): what
+#                     scripts/test.sh's release trees compiled is not compiled again. The binaries are the same.
 #
 # env: DEBIAN_MIRROR (http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR (http://deb.debian.org/debian-security)
 # Prints the image's name, size and `--version`. Run as root (mmdebstrap and rootful podman).
@@ -27,12 +29,14 @@ version=$(bpfnet_version "$root")
 bases=debian
 tag=$(default_image "$root")
 save=""
+ccache_dir=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --bases) bases=${2:?--bases needs debian or registry}; shift 2 ;;
     --tag) tag=${2:?--tag needs a name}; shift 2 ;;
     --save) save=${2:?--save needs a file}; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ccache) ccache_dir=${2:?--ccache needs a directory}; shift 2 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "image.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -103,6 +107,11 @@ if [ "$bases" = debian ]; then
     debian_base localhost/bpfnet-runtime-base:bookworm essential "$RUNTIME_PACKAGES"
     build_args=(--network=none --build-arg BUILD_BASE=localhost/bpfnet-build-base:bookworm
         --build-arg RUNTIME_BASE=localhost/bpfnet-runtime-base:bookworm)
+fi
+
+if [ -n "$ccache_dir" ]; then
+    mkdir -p "$ccache_dir"
+    build_args+=(--volume "$(realpath "$ccache_dir"):/ccache" --build-arg CCACHE=1)
 fi
 
 echo "image.sh: building $tag"

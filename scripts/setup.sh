@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build: C++20 toolchain, both supported BPF compilers, skeleton generator, libraries
   build-essential cmake pkg-config clang-14 clang-16 llvm-14 clang-format-14 bpftool
+  # scripts/test.sh: the release trees and the image's build stage share one compiler cache
+  ccache
   # the sanitizer tree (scripts/test.sh) is built with clang-14: its ASan, UBSan and libFuzzer runtimes
   libclang-rt-14-dev
   # lint (scripts/lint.sh): the formatter above, shellcheck for the shell scripts, pyflakes for the Python ones
