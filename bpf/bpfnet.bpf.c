@@ -126,17 +126,18 @@ static __always_inline int xdp_icmp_error(struct xdp_md *ctx, const int v6)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
+	struct bpfnet_iface *cfg = iface_config();
 	struct ethhdr *eth = parse_eth(data, data_end);
 	void *l3 = eth ? parse_ip_fixed(eth, data_end, v6) : NULL;
 	struct ip_packet pkt = {};
 	struct icmp_error e;
 	struct steer_target target;
 
-	if (!l3)
+	if (!cfg || !l3)
 		return XDP_PASS;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
 	enum bpfnet_counter refused =
-		admit_icmp_error(ctx, 1, data, data_end - data, l3, &a.daddr, &pkt, &e, &target, v6);
+		admit_icmp_error(ctx, 1, data, data_end - data, l3, cfg, &a, &pkt, &e, &target, v6);
 	if (refused != BPFNET_CTR_MAX) {
 		decide(refused);
 		return XDP_DROP;
@@ -479,13 +480,15 @@ static __noinline int tc_ipv6_from_lan(struct __sk_buff *skb, const struct bpfne
 /* An ICMP error about a packet the datapath sent as the service IP daddr, translated into the backend's pod.
  */
 static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, void *data, void *l3,
-					     const struct bpfnet_ip *daddr, const int v6)
+					     const struct bpfnet_iface *cfg, const struct l3_addrs *a,
+					     const int v6)
 {
+	const struct bpfnet_ip *daddr = &a->daddr;
 	struct ip_packet pkt = {};
 	struct icmp_error e;
 	struct steer_target target;
 	enum bpfnet_counter refused =
-		admit_icmp_error(skb, 0, data, skb->len, l3, daddr, &pkt, &e, &target, v6);
+		admit_icmp_error(skb, 0, data, skb->len, l3, cfg, a, &pkt, &e, &target, v6);
 
 	if (refused != BPFNET_CTR_MAX) {
 		decide(refused);
@@ -520,7 +523,7 @@ static __always_inline int tc_icmp_error_to_pod(struct __sk_buff *skb, const str
 	struct l3_addrs a = l3_addrs_of(l3, v6);
 	if (!service_ip_asked(cfg, l3, &a, eth->h_source, BPFNET_HOOK_TC_NIC_INGRESS, v6))
 		return BPFNET_TC_NEXT;
-	return traced_tc(skb, icmp_error_to_pod(skb, data, l3, &a.daddr, v6));
+	return traced_tc(skb, icmp_error_to_pod(skb, data, l3, cfg, &a, v6));
 }
 
 static __noinline int tc_icmp4_error_to_pod(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
@@ -799,7 +802,8 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, void *data, 
 	}
 	trace_steered(&service_ip, service_port, BPFNET_KIND_PLAIN);
 	__u8 host_mac[6];
-	if (lan_host_mac(&a->daddr, &service_ip, host_mac))
+	/* The pod's own packet: to a service IP it is a hairpin, as the pod's other packets there. */
+	if (pod_peer_mac(&a->daddr, &service_ip, host_mac))
 		return TC_ACT_SHOT;
 	if (icmp_error_rewrite(skb, &pkt, &e, NAT_SOURCE, &a->saddr, &service_ip, e.ports.dport, service_port,
 			       v6) ||

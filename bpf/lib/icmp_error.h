@@ -10,6 +10,7 @@
 #include "family.h"
 #include "icmp.h"
 #include "icmp6.h"
+#include "iface.h"
 
 /* Reads the error in pkt (validated as some other protocol) and what it quotes; -1 when it is none we read.
  */
@@ -37,22 +38,27 @@ static __always_inline int icmp_error_rewrite(struct __sk_buff *skb, const struc
 }
 
 /*
- * Whether an ICMP packet from the LAN to service IP daddr (its fixed header at l3) is an error about a packet
- * the datapath sent from there (XDP decides first, TC again). Fills pkt, e and target (the backend the quoted
- * packet came from); returns BPFNET_CTR_MAX when admitted, else the drop counter that says why.
+ * Whether an ICMP packet from the LAN to service IP a->daddr (its fixed header at l3) is an error about a
+ * packet the datapath sent from there (XDP decides first, TC again): from the provisioning subnet, as every
+ * packet to a service IP (the datapath sends only there, and a router's errors come from its address there).
+ * Fills pkt, e and target (the backend the quoted packet came from); returns BPFNET_CTR_MAX when admitted,
+ * else the drop counter that says why.
  */
 static __always_inline enum bpfnet_counter admit_icmp_error(void *ctx, int xdp, void *data, __u32 frame_len,
-							    void *l3, const struct bpfnet_ip *daddr,
-							    struct ip_packet *pkt, struct icmp_error *e,
-							    struct steer_target *target, const int v6)
+							    void *l3, const struct bpfnet_iface *cfg,
+							    const struct l3_addrs *a, struct ip_packet *pkt,
+							    struct icmp_error *e, struct steer_target *target,
+							    const int v6)
 {
 	enum parse_verdict verdict = ip_validate(ctx, xdp, data, frame_len, l3, pkt, v6);
 
 	if (verdict != PARSE_OTHER_PROTOCOL)
 		return verdict == PARSE_OK ? BPFNET_CTR_DROP_PROTOCOL : drop_reason(verdict);
+	if (!in_provisioning_subnet(cfg, &a->saddr, v6))
+		return BPFNET_CTR_DROP_OFF_SUBNET;
 	if (icmp_error_read(ctx, xdp, pkt, e, v6))
 		return BPFNET_CTR_DROP_PROTOCOL; /* an echo request, or an error about nothing we send */
-	if (!ip_equal(&e->inner_saddr, daddr) ||
+	if (!ip_equal(&e->inner_saddr, &a->daddr) ||
 	    quote_from_service(&e->ports, &e->inner_saddr, &e->inner_daddr, target))
 		return BPFNET_CTR_DROP_ICMP_UNMATCHED;
 	return BPFNET_CTR_MAX;

@@ -20,6 +20,18 @@ const char *const kSpoofedSynToUnlistedPort =
     "02000000000102000000006608004500002e4242400040066c57c612000ac61200029c40001600001000000020005002ffff2902"
     "00006270666e6574";
 
+// Issue 33's frames where the code and docs/design.md parted ways. A port unreachable from 203.0.113.1 (off the
+// provisioning subnet, another MAC) quoting the recorded flow's datagram: dropped as off-subnet, never into the
+// pod.
+const char *const kOffSubnetIcmpErrorAboutFlow =
+    "020000000001020000000066080045000048424200004001365dcb007101c612000203038957000000004500002c4242400040116c4e"
+    "c6120002c612000a82359c4000184b0d41414141414141414141414141414141";
+// The pod's port unreachable addressed to the service IP, quoting a host's segment to port 6385 (on the pod's
+// veth): a hairpin, not a neighbour miss.
+const char *const kPodIcmpErrorToServiceIp =
+    "020000000101020000000102080045000054424200004001483ec6126402c61200020303ed580000000045000038424240004006084d"
+    "c612000ac61264029c4018f100001000000020005010ffffd057000041414141414141414141414141414141";
+
 Bytes tftp_read_request(const std::string &from_ip, const Mac &from_mac, uint16_t port = 2070) {
     std::string request = std::string("\0\1", 2) + "pxelinux.0" + '\0' + "octet" + '\0';
     return Packet::udp({from_ip, port}, {service_ip, 69}).payload(request).macs(nic_mac, from_mac).bytes();
@@ -59,6 +71,24 @@ std::vector<Row> rows() {
          kTcShot,
          std::nullopt,
          {BPFNET_CTR_DROP_NOT_ALLOWED}},
+        {"xdp: the report's ICMP error from off the subnet about a recorded flow is dropped (off subnet)",
+         Program::XdpNic,
+         from_hex(kOffSubnetIcmpErrorAboutFlow),
+         kXdpDrop,
+         std::nullopt,
+         {BPFNET_CTR_DROP_OFF_SUBNET}},
+        {"tc nic: the report's ICMP error from off the subnet about a recorded flow is dropped (off subnet)",
+         Program::TcNic,
+         from_hex(kOffSubnetIcmpErrorAboutFlow),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_OFF_SUBNET}},
+        {"tc pod: the report's pod ICMP error to the service IP is a hairpin drop, no neighbour miss",
+         Program::TcPod,
+         from_hex(kPodIcmpErrorToServiceIp),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_HAIRPIN}},
         {"a spoofed TFTP request from a known host's address is served, the host's MAC is kept",
          Program::TcNic,
          tftp_read_request(host_ip, spoofer_mac),

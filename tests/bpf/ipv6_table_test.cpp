@@ -51,7 +51,7 @@ Bytes api_request(const std::string &to, uint16_t port = 6385) {
 // the quoted packet, as the sender saw it (without its Ethernet header), cut at quote_len bytes if given.
 inline constexpr uint8_t kIcmp6Unreachable = 1, kIcmp6PacketTooBig = 2, kIcmp6TimeExceeded = 3;
 inline constexpr uint8_t kIcmp6PortUnreachable = 4;
-const std::string router_ip6 = "2001:2:1::fe"; // a router: errors may come from off the subnet
+const std::string router_ip6 = "2001:2::fe"; // a router on the LAN: its errors come from its address there
 
 Packet6 icmp6_error(const std::string &from, const std::string &to, uint8_t type, uint8_t code, const Packet6 &quoted,
                     uint32_t mtu = 0, size_t quote_len = SIZE_MAX) {
@@ -489,6 +489,23 @@ const std::vector<Row> kNat66Rows = {
      kTcRedirect,
      into_pod6(icmp6_error(router_ip6, pod_ip6, kIcmp6TimeExceeded, 0, api_reply_from(pod_ip6, 6385), 0, 40 + 12)),
      {BPFNET_CTR_ICMP_ERROR_TO_POD}},
+    // From off the provisioning prefix: dropped, as every packet to a service address from there.
+    {"xdp: a port unreachable from off the provisioning prefix about the pod's call: dropped, off subnet",
+     Program::XdpNic,
+     from_host6(
+         icmp6_error(outside_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable, call_from(service_ip6))),
+     kXdpDrop,
+     std::nullopt,
+     {BPFNET_CTR_DROP_OFF_SUBNET},
+     pod_calls_agent},
+    {"tc nic: a port unreachable from off the provisioning prefix about the pod's call: dropped, not into the pod",
+     Program::TcNic,
+     from_host6(
+         icmp6_error(outside_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable, call_from(service_ip6))),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_OFF_SUBNET},
+     pod_calls_agent},
     {"xdp: an error about a port the service address never sent from: dropped, unmatched",
      Program::XdpNic,
      from_host6(icmp6_error(host_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
@@ -544,6 +561,13 @@ const std::vector<Row> kNat66Rows = {
                           Packet6::udp({host_ip6, 9999}, {service_ip6, 45000}))),
      {BPFNET_CTR_ICMP_ERROR_TO_LAN},
      agent_answered},
+    {"tc pod: the pod's port unreachable addressed to the service address: dropped, a hairpin (no neighbour miss)",
+     Program::TcPod,
+     from_pod6(icmp6_error(pod_ip6, service_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,
+                           Packet6::udp({host_ip6, 40000}, {pod_ip6, 69}))),
+     kTcShot,
+     std::nullopt,
+     {BPFNET_CTR_DROP_HAIRPIN}},
     {"tc pod: the pod's error about a port nothing steered: dropped, unmatched (the pod's address never leaves)",
      Program::TcPod,
      from_pod6(icmp6_error(pod_ip6, host_ip6, kIcmp6Unreachable, kIcmp6PortUnreachable,

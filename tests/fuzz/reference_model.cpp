@@ -450,6 +450,9 @@ Expectation ReferenceModel::xdp_nic(const Bytes &f) {
         return c.e;
     };
     if (c.p.verdict == Parse::OtherProtocol && c.p.proto == kIcmp) {
+        // From the provisioning subnet, as every packet to a service IP.
+        if (!in_subnet(c.p.saddr))
+            return drop(BPFNET_CTR_DROP_OFF_SUBNET);
         auto error = read_icmp_error(f, c.p);
         if (!error)
             return drop(BPFNET_CTR_DROP_PROTOCOL);
@@ -726,6 +729,10 @@ void ReferenceModel::clamp_tftp_blksize(Ctx &c, uint16_t mtu) {
 // ICMP errors from the LAN about what the datapath sent as the service IP, into the pod.
 int ReferenceModel::icmp_error_to_pod(Ctx &c) {
     c.note("icmp error to pod");
+    if (!in_subnet(c.p.saddr)) {
+        c.decide(BPFNET_CTR_DROP_OFF_SUBNET);
+        return kTcShot;
+    }
     auto error = read_icmp_error(c.in, c.p);
     if (!error) {
         c.decide(BPFNET_CTR_DROP_PROTOCOL);
@@ -923,6 +930,10 @@ int ReferenceModel::icmp_error_to_lan(Ctx &c, const Backend &backend) {
     }
     if (!service) {
         c.decide(BPFNET_CTR_DROP_ICMP_UNMATCHED);
+        return kTcShot;
+    }
+    if (cfg_.service_ips.contains(c.p.daddr)) { // the pod's own packet to a service IP, as in steer_from_pod
+        c.decide(BPFNET_CTR_DROP_HAIRPIN);
         return kTcShot;
     }
     Mac host;
