@@ -10,10 +10,10 @@ usage: arp_probe.py [--timeout SECONDS] IFACE IP
            socket after it left and before the next one left (the last: within SECONDS), by the kernel's
            time stamps of both, not by when this process read them (on a loaded machine it may read late);
            a MAC's second reply in one probe's time answers the latest earlier probe it had not answered
-           (within 1 s: a late answer, not a second one). One line
-           per probe, printed once all are sent: "MONOTONIC answered MAC[,MAC...]" (every distinct MAC that
-           answered, in order) or "MONOTONIC silent", MONOTONIC being the send time in seconds of
-           CLOCK_MONOTONIC (the clock of bpf_ktime_get_ns()). Exit 0 unless an error occurs.
+           (within 1 s: a late answer, not a second one). One line per probe, in order, printed 1 s after
+           it left (when no reply can change it) or at the end: "MONOTONIC answered MAC[,MAC...]" (every
+           distinct MAC that answered, in order) or "MONOTONIC silent", MONOTONIC being the send time in
+           seconds of CLOCK_MONOTONIC (the clock of bpf_ktime_get_ns()). Exit 0 unless an error occurs.
        arp_probe.py --watch SECONDS IFACE IP
            Sends nothing. Prints "listening" once the socket is bound, then one line per ARP frame that
            concerns IP, seen on IFACE in either direction, for SECONDS:
@@ -109,16 +109,17 @@ def wait_answer(sock, target_ip, deadline):
 
 
 def stamped_frames(sock, until):
-    """(monotonic seconds the kernel took the frame in, frame, packet type) of every frame the socket holds
-    or receives before `until` (monotonic), however late this process reads them."""
+    """(frames, read_to): (monotonic seconds the kernel took the frame in, frame, packet type) of every frame
+    the socket holds or receives before `until` (monotonic), however late this process reads them; every
+    frame the kernel took before read_to is among them (the socket was found empty after it)."""
     frames = []
     # The kernel's stamps are CLOCK_REALTIME; the offset to CLOCK_MONOTONIC is read once per call.
     offset = time.clock_gettime(time.CLOCK_REALTIME) - time.monotonic()
     while True:
-        left = until - time.monotonic()
-        ready, _, _ = select.select([sock], [], [], max(0.0, left))
+        read_to = time.monotonic()
+        ready, _, _ = select.select([sock], [], [], max(0.0, until - read_to))
         if not ready:
-            return frames
+            return frames, read_to
         try:
             frame, ancillary, _, addr = sock.recvmsg(2048, socket.CMSG_SPACE(16))
         except BlockingIOError:
@@ -131,43 +132,77 @@ def stamped_frames(sock, until):
         frames.append((stamp if stamp is not None else time.monotonic(), frame, addr[2]))
 
 
-def probe_every(sock, iface, target_ip, every, count):
-    """count who-has, one every `every` s: [(send time, [MAC...])], each probe answered by the replies to this
-    host that the kernel took in between it and the next one (or `every` after the last). (A packet socket
-    does not see its own frames leave: a probe's time is read just before it is sent.)"""
+class Attribution:
+    """Who answered each probe, built as probes leave and replies come in (each in time order, on one clock).
+    A reply answers the last probe that left before it came in (none: it answers something sent before the
+    first). A MAC answers each request once: its second reply in one probe's time is the late answer to an
+    earlier probe, the latest it left unanswered within a second (an ARP client's patience), as when the
+    kernel's soft interrupts ran late on a loaded machine. A request nobody answered stays so."""
+
+    def __init__(self):
+        self.sends, self.answers = [], []
+
+    def sent(self, at):
+        self.sends.append(at)
+        self.answers.append([])
+
+    def reply(self, stamp, mac):
+        index = bisect.bisect_right(self.sends, stamp) - 1
+        while index >= 0 and mac in self.answers[index] and stamp - self.sends[index] <= LATE_ANSWER_S:
+            index -= 1
+        if index >= 0 and mac not in self.answers[index] and stamp - self.sends[index] <= LATE_ANSWER_S:
+            self.answers[index].append(mac)
+
+    def settled(self, read_to):
+        """How many probes, from the first, no reply the kernel takes after read_to can answer any more."""
+        return bisect.bisect_left(self.sends, read_to - LATE_ANSWER_S)
+
+
+def attribute(sends, replies):
+    """[(send time, [MAC...])]: the probes sent at `sends` (ascending) and who answered each, from `replies`
+    [(arrival time, MAC)] (all on one clock)."""
+    answered = Attribution()
+    for at in sends:
+        answered.sent(at)
+    for stamp, mac in sorted(replies):
+        answered.reply(stamp, mac)
+    return list(zip(answered.sends, answered.answers))
+
+
+def probe_every(sock, iface, target_ip, every, count, out):
+    """count who-has, one every `every` s, each line written to `out` once no reply can change it any more (a
+    second after it left, or at the end). (A packet socket does not see its own frames leave: a probe's time
+    is read just before it is sent.)"""
     src_mac, src_ip = interface_addresses(iface)
     request = who_has(src_mac, src_ip, target_ip)
-    sends, replies = [], []
+    answered = Attribution()
+    written = 0
+
+    def write(upto):
+        nonlocal written
+        for index in range(written, upto):
+            macs = answered.answers[index]
+            out.write("%.6f %s\n" % (answered.sends[index],
+                                     "answered " + ",".join(mac_text(m) for m in macs) if macs else "silent"))
+        if upto > written:
+            out.flush()
+        written = max(written, upto)
+
     for _ in range(count):
         sent = time.monotonic()
         sock.send(request)
-        sends.append(sent)
-        for stamp, frame, kind in stamped_frames(sock, sent + every):
+        answered.sent(sent)
+        frames, read_to = stamped_frames(sock, sent + every)
+        for stamp, frame, kind in sorted(frames, key=lambda f: f[0]):
             arp = parse_arp(frame)
             if kind == PACKET_OUTGOING or not arp:
                 continue
             op, sha, spa, tha, tpa = arp
             # An is-at to this host (an announcement's is to the service IP itself).
             if op == ARPOP_REPLY and spa == target_ip and (tha == src_mac or tpa == src_ip):
-                replies.append((stamp, sha))
-    return attribute(sends, replies)
-
-
-def attribute(sends, replies):
-    """[(send time, [MAC...])]: the probes sent at `sends` (ascending) and who answered each, from `replies`
-    [(arrival time, MAC)] (all on one clock)."""
-    results = [(sent, []) for sent in sends]
-    for stamp, mac in sorted(replies):
-        # The last probe that left before the reply came in (none: an answer to something sent before the
-        # first). A MAC answers each request once: its second reply in one probe's time is the late answer
-        # to an earlier probe, the latest it left unanswered within a second (an ARP client's patience), as
-        # when the kernel's soft interrupts ran late on a loaded machine. A request nobody answered stays so.
-        index = bisect.bisect_right(sends, stamp) - 1
-        while index >= 0 and mac in results[index][1] and stamp - sends[index] <= LATE_ANSWER_S:
-            index -= 1
-        if index >= 0 and mac not in results[index][1] and stamp - sends[index] <= LATE_ANSWER_S:
-            results[index][1].append(mac)
-    return results
+                answered.reply(stamp, sha)
+        write(answered.settled(read_to))
+    write(len(answered.sends))
 
 
 def probe(sock, iface, target_ip, timeout):
@@ -226,8 +261,7 @@ def main():
             return 0
         if args.every is not None:
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            for sent, macs in probe_every(sock, args.iface, target_ip, args.every, args.count):
-                print("%.6f %s" % (sent, "answered " + ",".join(mac_text(m) for m in macs) if macs else "silent"))
+            probe_every(sock, args.iface, target_ip, args.every, args.count, sys.stdout)
             return 0
         _, mac = probe(sock, args.iface, target_ip, args.timeout)
     except OSError as e:

@@ -6,7 +6,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from arp_probe import attribute  # noqa: E402
+from arp_probe import Attribution, attribute  # noqa: E402
 
 A, B = b"\x02\0\0\0\0\x0a", b"\x02\0\0\0\0\x0b"
 SENDS = [0.00, 0.01, 0.02, 0.03, 0.04]
@@ -46,6 +46,27 @@ class Attribute(unittest.TestCase):
         sends = [0.0, 2.0]
         replies = [(-0.5, A), (2.0005, A), (2.0006, A)]  # the second: a duplicate, its earlier probe too old
         self.assertEqual(answered(attribute(sends, replies)), [[], [A]])
+
+
+class Settled(unittest.TestCase):
+    def test_a_probe_is_settled_a_second_after_it_left_and_not_before(self):
+        answered = Attribution()
+        for t in SENDS:
+            answered.sent(t)
+        self.assertEqual(answered.settled(0.5), 0)
+        self.assertEqual(answered.settled(1.015), 2)  # the probes of 0.00 and 0.01
+        self.assertEqual(answered.settled(5.0), 5)
+
+    def test_no_reply_after_settling_changes_a_settled_probe(self):
+        answered = Attribution()
+        for t in SENDS:
+            answered.sent(t)
+        settled = answered.settled(1.015)
+        before = [list(macs) for macs in answered.answers[:settled]]
+        for stamp in (1.016, 1.02, 2.0):  # the kernel took these after read_to
+            answered.reply(stamp, A)
+            answered.reply(stamp, B)
+        self.assertEqual(answered.answers[:settled], before)
 
 
 if __name__ == "__main__":
