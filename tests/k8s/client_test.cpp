@@ -92,6 +92,12 @@ struct Recorder {
     }
 };
 
+// The watcher's first list was delivered to rec: synced() counts the list before its delivery (the
+// controller's wake-up from that delivery must find it synced), so a test reading rec waits for both.
+bool listed_and_delivered(const Watcher &w, Recorder &rec) {
+    return eventually([&] { return w.synced() && rec.count() > 0; });
+}
+
 std::string ip_of(const Snapshot &s, const std::string &key) {
     auto it = s.find(key);
     if (it == s.end())
@@ -710,7 +716,7 @@ TEST(K8sWatch, ListsInPages) {
     options.page_size = 3;
     Watcher w(api, kServices, rec.callback(), options);
     w.start();
-    ASSERT_TRUE(eventually([&] { return w.synced(); }));
+    ASSERT_TRUE(listed_and_delivered(w, rec));
     EXPECT_EQ(rec.last().size(), 7u);
     EXPECT_EQ(rec.count(), 1u); // the pages are one list: delivered once, whole
     EXPECT_EQ(w.stats().lists, 1u);
@@ -755,7 +761,7 @@ TEST(K8sWatch, ListStartsOverWhenItsContinueExpired) {
     options.page_size = 2;
     Watcher w(api, kServices, rec.callback(), options);
     w.start();
-    ASSERT_TRUE(eventually([&] { return w.synced(); }));
+    ASSERT_TRUE(listed_and_delivered(w, rec));
     EXPECT_EQ(rec.last().size(), 5u);
     EXPECT_EQ(rec.count(), 1u);
     EXPECT_EQ(w.stats().failures, 0u);
