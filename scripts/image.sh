@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the bpfnet image (Containerfile: bpfnet-loader and bpfnetctl) with podman, and checks what it built.
 #
-#   scripts/image.sh [--bases debian|registry] [--tag NAME] [--save FILE] [--ccache DIR]
+#   scripts/image.sh [--bases debian|registry] [--tag NAME] [--save FILE] [--ccache DIR] [--bases-only]
 #
 #   --bases debian    (default) the two base images are made here from Debian packages (mmdebstrap, then
 #                     podman import), with the stages' packages already in them (scripts/image-packages.sh):
@@ -14,6 +14,7 @@
 #                     load image-archive FILE` or `podman load`), for clusters that pull from no registry
 #   --ccache DIR      the build stage compiles through ccache with its cache at DIR (scripts/ccache.sh): what
 #                     scripts/test.sh's release trees compiled is not compiled again. The binaries are the same.
+#   --bases-only      only makes the Debian base images (scripts/test.sh makes them while it compiles)
 #
 # env: DEBIAN_MIRROR (http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR (http://deb.debian.org/debian-security)
 # Prints the image's name, size and `--version`. Run as root (mmdebstrap and rootful podman).
@@ -30,13 +31,15 @@ bases=debian
 tag=$(default_image "$root")
 save=""
 ccache_dir=""
+bases_only=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --bases) bases=${2:?--bases needs debian or registry}; shift 2 ;;
     --tag) tag=${2:?--tag needs a name}; shift 2 ;;
     --save) save=${2:?--save needs a file}; shift 2 ;;
     --ccache) ccache_dir=${2:?--ccache needs a directory}; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --bases-only) bases_only=1; shift ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "image.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -44,6 +47,10 @@ case "$bases" in
 debian | registry) ;;
 *) echo "image.sh: --bases is debian or registry, not '$bases'" >&2; exit 2 ;;
 esac
+if [ "$bases_only" = 1 ] && [ "$bases" != debian ]; then
+    echo "image.sh: --bases-only makes the Debian bases: it goes with --bases debian" >&2
+    exit 2
+fi
 for tool in podman $([ "$bases" = debian ] && echo mmdebstrap); do
     command -v "$tool" >/dev/null || { echo "image.sh: $tool not found (scripts/setup.sh installs it)" >&2; exit 1; }
 done
@@ -101,10 +108,33 @@ network_state() {
 }
 network_before=$(network_state)
 
+# debian_bases: both bases, side by side: mmdebstrap spends most of its time in one process (unpacking, dpkg).
+debian_bases() {
+    local build_base runtime_base rc=0
+    debian_base localhost/bpfnet-build-base:bookworm apt "$BUILD_PACKAGES" &
+    build_base=$!
+    debian_base localhost/bpfnet-runtime-base:bookworm essential "$RUNTIME_PACKAGES" &
+    runtime_base=$!
+    wait "$build_base" || rc=1
+    wait "$runtime_base" || rc=1
+    return "$rc"
+}
+
+# network_unchanged: fails, showing the difference, if this machine's network changed since the start.
+network_unchanged() {
+    [ "$(network_state)" = "$network_before" ] && return 0
+    echo "image.sh: this machine's network changed during the build (links, addresses, forwarding or nftables):" >&2
+    diff <(echo "$network_before") <(network_state) >&2
+    return 1
+}
+
 build_args=(--network=host)
 if [ "$bases" = debian ]; then
-    debian_base localhost/bpfnet-build-base:bookworm apt "$BUILD_PACKAGES"
-    debian_base localhost/bpfnet-runtime-base:bookworm essential "$RUNTIME_PACKAGES"
+    debian_bases
+    if [ "$bases_only" = 1 ]; then
+        network_unchanged
+        exit
+    fi
     build_args=(--network=none --build-arg BUILD_BASE=localhost/bpfnet-build-base:bookworm
         --build-arg RUNTIME_BASE=localhost/bpfnet-runtime-base:bookworm)
 fi
@@ -130,8 +160,4 @@ if [ -n "$save" ]; then
     podman save --quiet --format docker-archive --output "$save" "$tag"
     echo "image.sh: saved to $save"
 fi
-if [ "$(network_state)" != "$network_before" ]; then
-    echo "image.sh: this machine's network changed during the build (links, addresses, forwarding or nftables):" >&2
-    diff <(echo "$network_before") <(network_state) >&2
-    exit 1
-fi
+network_unchanged
