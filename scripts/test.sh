@@ -115,10 +115,11 @@ stage buildsan "build with clang-14, ASan, UBSan and libFuzzer: the loader, bpfn
   build_sanitized "$top/build-sanitized"
 
 # And once more with ThreadSanitizer (clang-14; it cannot share a build with ASan): the tests that run the
-# loader's threads (below).
+# loader's threads (below). Its test programs are compiled a file at a time (the other trees batch them:
+# tests/CMakeLists.txt), which costs this -O0 tree little and shows each test file compiles on its own.
 build_tsan() { # build_tsan DIR
   CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=Debug \
-    "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=thread >/dev/null
+    "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=thread -DBPFNET_UNITY_TESTS=OFF >/dev/null
   cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests xdp_pass_bpf
 }
 stage buildtsan "build with clang-14 and ThreadSanitizer: the loader, bpfnetctl, the unit and k8s tests" \

@@ -8,12 +8,12 @@
 
 namespace bpfnet::test {
 
-namespace {
-
 void put16(Bytes &b, size_t off, uint16_t host_value) {
     b[off] = static_cast<uint8_t>(host_value >> 8);
     b[off + 1] = static_cast<uint8_t>(host_value & 0xff);
 }
+
+namespace {
 
 void put32be(Bytes &b, size_t off, uint32_t be_value) {
     const auto *p = reinterpret_cast<const uint8_t *>(&be_value);

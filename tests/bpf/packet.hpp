@@ -18,6 +18,8 @@ uint32_t ip(const std::string &dotted); // network byte order
 // An address of either family as the maps key it (IPv4 as ::ffff:a.b.c.d), worked out here on its own.
 bpfnet_ip key_ip(const std::string &text);
 Mac mac(const std::string &colon_hex);
+// Writes a 16-bit value at `off` in network byte order (the frame builders of both families).
+void put16(Bytes &b, size_t off, uint16_t host_value);
 
 struct Endpoint {
     std::string ip;

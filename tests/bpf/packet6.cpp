@@ -8,11 +8,6 @@ namespace bpfnet::test {
 
 namespace {
 
-void put16(Bytes &b, size_t off, uint16_t host_value) {
-    b[off] = static_cast<uint8_t>(host_value >> 8);
-    b[off + 1] = static_cast<uint8_t>(host_value & 0xff);
-}
-
 void append(Bytes &b, const uint8_t *data, size_t len) {
     b.insert(b.end(), data, data + len);
 }

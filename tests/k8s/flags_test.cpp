@@ -3,6 +3,7 @@
 #include "k8s/flags.hpp"
 
 #include "core/addresses.hpp"
+#include "tests/text_address.hpp"
 
 #include <gtest/gtest.h>
 
@@ -37,9 +38,7 @@ std::string refusal(std::vector<std::string> args) {
     return "";
 }
 
-bpfnet_ip ip(const char *text) {
-    return *parse_ip(text);
-}
+using text_address::ip;
 
 } // namespace
 

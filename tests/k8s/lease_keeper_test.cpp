@@ -188,8 +188,6 @@ private:
     }
 };
 
-} // namespace
-
 // --- claim -------------------------------------------------------------------------------------------------
 
 TEST_F(LeaseKeeperTest, ClaimsAFreeLease) {
@@ -538,3 +536,5 @@ TEST_F(LeaseKeeperTest, HeldElsewhereMeansAnotherNodeHoldsTheLease) {
     released(ip);
     EXPECT_FALSE(keeper.held_elsewhere(ip, watched()));
 }
+
+} // namespace

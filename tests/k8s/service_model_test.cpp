@@ -1,5 +1,6 @@
 // bpfnet::k8s service model: Services and EndpointSlices (as JSON from the API) to desired state.
 #include "k8s/service_model.hpp"
+#include "tests/text_address.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,11 +16,7 @@ using Outcome = ServiceDecision::Outcome;
 
 namespace {
 
-bpfnet_ip ip(const char *s) {
-    auto v = parse_address(s);
-    EXPECT_TRUE(v.has_value()) << s;
-    return v.value_or(bpfnet_ip{});
-}
+using text_address::ip;
 
 std::vector<bpfnet_ip> ips(std::initializer_list<const char *> texts) {
     std::vector<bpfnet_ip> out;

@@ -2,6 +2,7 @@
 #include "k8s/service_status.hpp"
 
 #include "core/addresses.hpp"
+#include "tests/text_address.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +10,7 @@ using namespace bpfnet::k8s;
 using nlohmann::json;
 
 namespace {
-bpfnet_ip ip(const char *text) {
-    return *bpfnet::parse_ip(text);
-}
+using bpfnet::text_address::ip;
 const std::vector<bpfnet_ip> kIp = {ip("198.18.0.2")};
 const std::vector<bpfnet_ip> kDual = {ip("198.18.0.2"), ip("fd00:1::2")};
 

@@ -151,18 +151,18 @@ int as_nobody(const std::function<int()> &body) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
 }
 
-constexpr int kRefusedByMode = 10, kRefusedByLoader = 11, kServed = 12, kOther = 13;
+constexpr int kRefusedByMode = 10, kRefusedByLoader = 11, kServed = 12, kOtherOutcome = 13;
 
 int try_request(const std::string &path) {
     try {
         call_loader(path, {{"command", "backend_clear"}});
         return kServed;
     } catch (const SystemError &e) {
-        return e.code().value() == EACCES ? kRefusedByMode : kOther;
+        return e.code().value() == EACCES ? kRefusedByMode : kOtherOutcome;
     } catch (const ControlFailure &e) {
-        return e.kind() == ControlFailure::Kind::PermissionDenied ? kRefusedByLoader : kOther;
+        return e.kind() == ControlFailure::Kind::PermissionDenied ? kRefusedByLoader : kOtherOutcome;
     } catch (...) {
-        return kOther;
+        return kOtherOutcome;
     }
 }
 
@@ -208,17 +208,18 @@ TEST_F(ControlSocketTest, ASecondHolderOfThePinDirectoryIsRefusedNamingTheFirst)
         EXPECT_NE(message.find("unit_tests"), std::string::npos) << message; // the holder's command line
     }
     // Another process is refused too (flock is per open file, so the same process proves little alone).
-    EXPECT_EQ(as_nobody([&pin_dir] {
-                  try {
-                      PinDirLock other(pin_dir);
-                      return kServed;
-                  } catch (const PinDirBusy &) {
-                      return kRefusedByLoader;
-                  } catch (...) {
-                      return kOther; // nobody cannot even open the directory: that is a refusal, but not this one
-                  }
-              }),
-              kRefusedByLoader);
+    EXPECT_EQ(
+        as_nobody([&pin_dir] {
+            try {
+                PinDirLock other(pin_dir);
+                return kServed;
+            } catch (const PinDirBusy &) {
+                return kRefusedByLoader;
+            } catch (...) {
+                return kOtherOutcome; // nobody cannot even open the directory: that is a refusal, but not this one
+            }
+        }),
+        kRefusedByLoader);
     first.reset();
     EXPECT_NO_THROW(PinDirLock again(pin_dir));
 }
