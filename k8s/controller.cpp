@@ -516,6 +516,11 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
             candidate.location =
                 locate_backend(is_v4(pod) ? Backend{v4_of(pod), std::nullopt, ""} : Backend{0, pod, ""}, nic_ifindex_);
         } catch (const BackendNotFound &e) {
+            // A deleted veth's routes go after the kernel queued the notification of its going down
+            // (dev_close_many), so a route found gone here may be that veth, told in a notification this
+            // wake-up has not read yet (it came for another fd, a tick say): read it first. Seen once in CI's
+            // ASan stage: the pod's deletion reported as a BackendNotFound Warning.
+            follow_links();
             if (gone_pods_.contains(pod))
                 continue; // its pod is being deleted: the EndpointSlice will say so, no Warning meanwhile
             // detail(): the config file's field names mean nothing to a Service's reader.
