@@ -16,7 +16,8 @@
 #                     scripts/test.sh's release trees compiled is not compiled again. The binaries are the same.
 #   --bases-only      only makes the Debian base images (scripts/test.sh makes them while it compiles)
 #
-# env: DEBIAN_MIRROR (http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR (http://deb.debian.org/debian-security)
+# env: DEBIAN_MIRROR (http://deb.debian.org/debian), DEBIAN_SECURITY_MIRROR (http://deb.debian.org/debian-security),
+#      BPFNET_IMAGE_CCACHE (a default for --ccache)
 # Prints the image's name, size and `--version`. Run as root (mmdebstrap and rootful podman).
 set -euo pipefail
 
@@ -30,7 +31,7 @@ version=$(bpfnet_version "$root")
 bases=debian
 tag=$(default_image "$root")
 save=""
-ccache_dir=""
+ccache_dir=${BPFNET_IMAGE_CCACHE:-}
 bases_only=0
 while [ $# -gt 0 ]; do
     case "$1" in
