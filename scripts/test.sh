@@ -33,6 +33,11 @@ date +%s >"$times/started"
 # A stage still running beside the others when the run stops (one failed) is waited for: nothing is left behind.
 trap 'wait; bash "$top/scripts/time_table.sh" "$times"' EXIT
 
+# stage_record T0 RC TITLE: a stage's line for the table, its wall time counted from T0.
+stage_record() {
+  printf '%s\t%s\t%s\n' "$(($(date +%s) - $1))" "$2" "$3" >>"$times/stages"
+}
+
 # stage SLUG TITLE CMD...: runs CMD as one stage of the run, its output shown and kept in $times/SLUG.log.
 stage() {
   local slug=$1 title=$2 t0 rc=0
@@ -40,7 +45,7 @@ stage() {
   echo "== $title"
   t0=$(date +%s)
   "$@" 2>&1 | tee "$times/$slug.log" || rc=$?
-  printf '%s\t%s\t%s\n' "$(($(date +%s) - t0))" "$rc" "$title" >>"$times/stages"
+  stage_record "$t0" "$rc" "$title"
   return "$rc"
 }
 
@@ -54,7 +59,7 @@ stage_in_background() {
   (
     t0=$(date +%s) rc=0
     "$@" >"$times/$slug.log" 2>&1 || rc=$?
-    printf '%s\t%s\t%s\n' "$(($(date +%s) - t0))" "$rc" "$title (beside the others)" >>"$times/stages"
+    stage_record "$t0" "$rc" "$title (beside the others)"
     exit "$rc"
   ) &
   background_stages[$slug]=$!

@@ -135,16 +135,13 @@ if [ "$quick" = 1 ]; then
         [[ " ${start_order[*]} " == *" $name "* ]] || start_order+=("$name")
     done
 fi
+declare -A position=() # a benchmark's place in BENCHMARKS: its result file's number, the report's order
+for index in "${!BENCHMARKS[@]}"; do position[${BENCHMARKS[$index]}]=$((index + 1)); done
 rm -f "$out"/logs/*.failed
 for name in "${start_order[@]}"; do
     [ -z "$only" ] || [[ ",$only," == *",$name,"* ]] || continue
-    index=0
-    for listed in "${BENCHMARKS[@]}"; do
-        index=$((index + 1))
-        [ "$listed" = "$name" ] && break
-    done
     while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
-    run_one "$name" "$index" &
+    run_one "$name" "${position[$name]}" &
 done
 wait
 failed=()

@@ -3,7 +3,7 @@
 #include "k8s/flags.hpp"
 
 #include "core/addresses.hpp"
-#include "tests/text_address.hpp"
+#include "packet.hpp"
 
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ std::string refusal(std::vector<std::string> args) {
     return "";
 }
 
-using text_address::ip;
+using bpfnet::test::key_ip;
 
 } // namespace
 
@@ -48,7 +48,7 @@ TEST(KubernetesFlags, Ipv4Lan) {
     EXPECT_EQ(node.prefix6_len, 0);
     EXPECT_TRUE(options.policy.ipv4_lan);
     EXPECT_FALSE(options.policy.ipv6_lan);
-    EXPECT_EQ(options.policy.allowed_cidrs, (std::vector<SourceRange>{{ip("172.22.0.0"), 24}}));
+    EXPECT_EQ(options.policy.allowed_cidrs, (std::vector<SourceRange>{{key_ip("172.22.0.0"), 24}}));
 }
 
 TEST(KubernetesFlags, Ipv6OnlyLanWithRouterAdvertisements) {
@@ -59,10 +59,10 @@ TEST(KubernetesFlags, Ipv6OnlyLanWithRouterAdvertisements) {
     EXPECT_EQ(format_prefix6(node.subnet6, node.prefix6_len), "fd00:1::/64");
     EXPECT_TRUE(node.router_advertisements);
     EXPECT_EQ(node.ra_interval, std::chrono::seconds(30));
-    EXPECT_EQ(node.dhcp_relays, std::vector<bpfnet_ip>{ip("fd00:1::fe")});
+    EXPECT_EQ(node.dhcp_relays, std::vector<bpfnet_ip>{key_ip("fd00:1::fe")});
     EXPECT_FALSE(options.policy.ipv4_lan);
     EXPECT_TRUE(options.policy.ipv6_lan);
-    EXPECT_EQ(options.policy.allowed_cidrs, (std::vector<SourceRange>{{ip("fd00:1::"), 120}}));
+    EXPECT_EQ(options.policy.allowed_cidrs, (std::vector<SourceRange>{{key_ip("fd00:1::"), 120}}));
 }
 
 TEST(KubernetesFlags, DualStackLan) {
@@ -71,7 +71,7 @@ TEST(KubernetesFlags, DualStackLan) {
     EXPECT_TRUE(options.policy.ipv4_lan);
     EXPECT_TRUE(options.policy.ipv6_lan);
     EXPECT_EQ(options.policy.allowed_cidrs.size(), 2u);
-    EXPECT_EQ(node.dhcp_relays, (std::vector<bpfnet_ip>{ip("172.22.0.254"), ip("fd00:1::fe")}));
+    EXPECT_EQ(node.dhcp_relays, (std::vector<bpfnet_ip>{key_ip("172.22.0.254"), key_ip("fd00:1::fe")}));
     EXPECT_FALSE(node.router_advertisements); // off unless asked for
     EXPECT_EQ(node.ra_interval, kDefaultRouterAdvertisementInterval);
 }

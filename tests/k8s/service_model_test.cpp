@@ -1,6 +1,6 @@
 // bpfnet::k8s service model: Services and EndpointSlices (as JSON from the API) to desired state.
 #include "k8s/service_model.hpp"
-#include "tests/text_address.hpp"
+#include "packet.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,19 +16,19 @@ using Outcome = ServiceDecision::Outcome;
 
 namespace {
 
-using text_address::ip;
+using bpfnet::test::key_ip;
 
 std::vector<bpfnet_ip> ips(std::initializer_list<const char *> texts) {
     std::vector<bpfnet_ip> out;
     for (const char *text : texts)
-        out.push_back(ip(text));
+        out.push_back(key_ip(text));
     return out;
 }
 
 ServicePolicy policy() {
     ServicePolicy p;
     p.allowed_namespaces = {"metal3", "ironic"};
-    p.allowed_cidrs = {{ip("198.18.0.0"), 24}, {ip("10.50.0.0"), 16}};
+    p.allowed_cidrs = {{key_ip("198.18.0.0"), 24}, {key_ip("10.50.0.0"), 16}};
     return p;
 }
 
@@ -160,10 +160,10 @@ TEST(ServiceModel, RefusesIpOutsideAllowedCidrs) {
     s["metadata"]["annotations"]["bpfnet.io/ip"] = "10.50.200.1"; // second CIDR
     EXPECT_EQ(decide(s).outcome, Outcome::Accepted);
     auto p = policy();
-    p.allowed_cidrs = {{ip("0.0.0.0"), 0}}; // /0 allows everything
+    p.allowed_cidrs = {{key_ip("0.0.0.0"), 0}}; // /0 allows everything
     s["metadata"]["annotations"]["bpfnet.io/ip"] = "203.0.113.5";
     EXPECT_EQ(decide_service(s, p).outcome, Outcome::Accepted);
-    p.allowed_cidrs = {{ip("203.0.113.5"), 32}};
+    p.allowed_cidrs = {{key_ip("203.0.113.5"), 32}};
     EXPECT_EQ(decide_service(s, p).outcome, Outcome::Accepted);
     p.allowed_cidrs.clear();
     EXPECT_EQ(decide_service(s, p).outcome, Outcome::Refused);
@@ -280,7 +280,7 @@ TEST(ServiceModel, SourceRangesReadOtherTrafficFieldsAccepted) {
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.128/25", "198.18.0.5/28", "198.18.0.0/28"};
     auto d = decide(s);
     ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
-    const std::vector<SourceRange> want = {{ip("198.18.0.0"), 28}, {ip("198.18.0.128"), 25}};
+    const std::vector<SourceRange> want = {{key_ip("198.18.0.0"), 28}, {key_ip("198.18.0.128"), 25}};
     EXPECT_EQ(d.source_ranges, want);
     EXPECT_EQ(accepted(d).source_ranges, want);
     // The field wins over the annotation; an empty field leaves it to the annotation.
@@ -418,7 +418,7 @@ TEST(ServiceModel, MalformedServicesAreRefusedNeverThrow) {
 namespace {
 AcceptedService svc(const std::string &ns, const std::string &name, const char *addr,
                     std::vector<std::pair<Protocol, uint16_t>> ports) {
-    AcceptedService s{ns, name, {ip(addr)}, {}, {}, {}};
+    AcceptedService s{ns, name, {key_ip(addr)}, {}, {}, {}};
     for (auto [proto, port] : ports)
         s.ports.push_back({"p" + std::to_string(port), proto, port, port, PortKind::Plain});
     return s;
@@ -470,7 +470,7 @@ TEST(SharedIps, DisjointPortsMayShareAnIp) {
 TEST(SharedIps, DifferentSourceRangesRefuseTheLater) {
     auto a = svc("metal3", "ironic", "198.18.0.2", {{Protocol::Tcp, 6385}});
     auto b = svc("metal3", "images", "198.18.0.2", {{Protocol::Tcp, 6180}});
-    a.source_ranges = {{ip("198.18.0.0"), 24}};
+    a.source_ranges = {{key_ip("198.18.0.0"), 24}};
     auto conflicts = check_shared_ips({a, b});
     ASSERT_EQ(conflicts.size(), 1u);
     EXPECT_EQ(conflicts[0].refused, "metal3/ironic");
@@ -490,7 +490,7 @@ TEST(SharedIps, OverlapRefusesTheLaterByNamespaceName) {
     ASSERT_EQ(got.size(), 2u);
     EXPECT_EQ(got[0].refused, "metal3/a");
     EXPECT_EQ(got[0].other, "ironic/b");
-    EXPECT_EQ(got[0].service_ip, ip("198.18.0.2"));
+    EXPECT_EQ(got[0].service_ip, key_ip("198.18.0.2"));
     const std::vector<std::pair<Protocol, uint16_t>> overlap = {{Protocol::Tcp, 80}, {Protocol::Udp, 69}};
     EXPECT_EQ(got[0].overlap, overlap);
     EXPECT_NE(got[0].reason.find("Service ironic/b"), std::string::npos) << got[0].reason;
@@ -524,7 +524,7 @@ TEST(SharedIps, SameTargetPortOnSharedIpRefused) {
     images.ports[0].protocol = Protocol::Udp;
     EXPECT_TRUE(check_shared_ips({ironic, images}).empty());
     images.ports[0].protocol = Protocol::Tcp;
-    images.service_ips = {ip("198.18.0.3")};
+    images.service_ips = {key_ip("198.18.0.3")};
     EXPECT_TRUE(check_shared_ips({ironic, images}).empty());
 }
 
@@ -572,7 +572,7 @@ TEST(ReadyEndpoint, ReadyOnThisNodeMakesItEligible) {
     const json slices = json::array({slice({endpoint("10.244.1.7", "node-a")})});
     const auto a = ready_endpoint(slices, "node-a");
     ASSERT_TRUE(a);
-    EXPECT_EQ(*a, (ReadyEndpoint{ip("10.244.1.7"), "node-a", true, false, {}}));
+    EXPECT_EQ(*a, (ReadyEndpoint{key_ip("10.244.1.7"), "node-a", true, false, {}}));
     // Also accepted as an EndpointSliceList.
     EXPECT_EQ(ready_endpoint(json{{"kind", "EndpointSliceList"}, {"items", slices}}, "node-a"), a);
 }
@@ -581,7 +581,7 @@ TEST(ReadyEndpoint, ReadyOnOtherNodeIsNotEligible) {
     const json slices = json::array({slice({endpoint("10.244.2.9", "node-b")})});
     const auto b = ready_endpoint(slices, "node-a");
     ASSERT_TRUE(b);
-    EXPECT_EQ(*b, (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false, {}}));
+    EXPECT_EQ(*b, (ReadyEndpoint{key_ip("10.244.2.9"), "node-b", false, false, {}}));
     // No nodeName: not on any node we know.
     const auto none = ready_endpoint(json::array({slice({endpoint("10.244.2.9", nullptr)})}), "node-a");
     ASSERT_TRUE(none);
@@ -614,14 +614,14 @@ TEST(ReadyEndpoint, TerminatingPodThatStillServesKeepsTheTrafficUntilANewOneIsRe
     json new_pod = endpoint("10.244.2.9", "node-b", false);
     auto got = ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-a");
     ASSERT_TRUE(got);
-    EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.1.7"), "node-a", true, true, {}}));
+    EXPECT_EQ(*got, (ReadyEndpoint{key_ip("10.244.1.7"), "node-a", true, true, {}}));
     // node-b's loader agrees that the endpoint is on node-a.
     EXPECT_EQ(ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-b"),
-              (ReadyEndpoint{ip("10.244.1.7"), "node-a", false, true, {}}));
+              (ReadyEndpoint{key_ip("10.244.1.7"), "node-a", false, true, {}}));
     // The new pod becomes ready: it wins, on every node, over the terminating one here.
     new_pod = endpoint("10.244.2.9", "node-b");
     EXPECT_EQ(ready_endpoint(json::array({slice({old_pod, new_pod})}), "node-a"),
-              (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false, {}}));
+              (ReadyEndpoint{key_ip("10.244.2.9"), "node-b", false, false, {}}));
 }
 
 TEST(ReadyEndpoint, ServingAbsentMeansServingOtherwiseNotReadyCannotServe) {
@@ -636,7 +636,7 @@ TEST(ReadyEndpoint, ServingAbsentMeansServingOtherwiseNotReadyCannotServe) {
                        {"nodeName", "node-a"},
                        {"conditions", {{"ready", false}, {"terminating", true}}}};
     EXPECT_EQ(ready_endpoint(json::array({slice({no_serving})}), "node-a"),
-              (ReadyEndpoint{ip("10.244.1.7"), "node-a", true, true, {}}));
+              (ReadyEndpoint{key_ip("10.244.1.7"), "node-a", true, true, {}}));
     // Conditions of the wrong type: the endpoint is not used.
     json bad = terminating_endpoint("10.244.1.7", "node-a");
     bad["conditions"]["serving"] = "yes";
@@ -656,12 +656,12 @@ TEST(ReadyEndpoint, EachFamilyReadsItsOwnSlicesFqdnNever) {
     });
     const auto got = ready_endpoint(slices, "node-a");
     ASSERT_TRUE(got);
-    EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.2.9"), "node-b", false, false, {}}));
+    EXPECT_EQ(*got, (ReadyEndpoint{key_ip("10.244.2.9"), "node-b", false, false, {}}));
     EXPECT_EQ(ready_endpoint(slices, "node-a", IpFamily::V6),
-              (ReadyEndpoint{ip("fd00:10:244:1::7"), "node-a", true, false, {}}));
+              (ReadyEndpoint{key_ip("fd00:10:244:1::7"), "node-a", true, false, {}}));
     // Lowest by value, as for IPv4: fd00:10:244::9 < fd00:10:244:1::7.
     EXPECT_EQ(ready_endpoint(slices, "node-x", IpFamily::V6),
-              (ReadyEndpoint{ip("fd00:10:244::9"), "node-b", false, false, {}}));
+              (ReadyEndpoint{key_ip("fd00:10:244::9"), "node-b", false, false, {}}));
     EXPECT_FALSE(ready_endpoint(json::array({slices[0], slices[1]}), "node-a"));
     EXPECT_FALSE(ready_endpoint(json::array({slices[1], slices[2]}), "node-a", IpFamily::V6));
     // Link-local or IPv4-mapped text is not a pod address either.
@@ -675,9 +675,9 @@ TEST(ReadyEndpoint, SeveralReadyPickLowestDeterministically) {
         slice({endpoint("10.244.10.1", "node-a"), endpoint("10.244.2.1", "node-b"), endpoint("10.244.9.1", "node-a")}),
     });
     // Numerically lowest ("10.244.10.1" is not lower than "10.244.2.1" just because it sorts first as text).
-    EXPECT_EQ(ready_endpoint(slices, "node-x"), (ReadyEndpoint{ip("10.244.2.1"), "node-b", false, false, {}}));
+    EXPECT_EQ(ready_endpoint(slices, "node-x"), (ReadyEndpoint{key_ip("10.244.2.1"), "node-b", false, false, {}}));
     // A ready endpoint on this node makes it eligible; the lowest local one is chosen.
-    EXPECT_EQ(ready_endpoint(slices, "node-a"), (ReadyEndpoint{ip("10.244.9.1"), "node-a", true, false, {}}));
+    EXPECT_EQ(ready_endpoint(slices, "node-a"), (ReadyEndpoint{key_ip("10.244.9.1"), "node-a", true, false, {}}));
     // Order of slices and endpoints does not matter.
     const json reversed = json::array({slices[1], slices[0]});
     EXPECT_EQ(ready_endpoint(reversed, "node-x"), ready_endpoint(slices, "node-x"));
@@ -707,7 +707,7 @@ TEST(ReadyEndpoint, MalformedSlicesContributeNothingNeverThrow) {
         std::optional<ReadyEndpoint> got;
         ASSERT_NO_THROW(got = ready_endpoint(json::array({b, good}), "node-a")) << b.dump();
         ASSERT_TRUE(got) << b.dump();
-        EXPECT_EQ(*got, (ReadyEndpoint{ip("10.244.5.5"), "node-b", false, false, {}})) << b.dump();
+        EXPECT_EQ(*got, (ReadyEndpoint{key_ip("10.244.5.5"), "node-b", false, false, {}})) << b.dump();
     }
     for (const json &top : {json(nullptr), json(3), json("x"), json::object(), json{{"items", 5}}})
         EXPECT_NO_THROW(EXPECT_FALSE(ready_endpoint(top, "node-a"))) << top.dump();
@@ -728,7 +728,7 @@ namespace {
 
 ServicePolicy dual_policy() {
     ServicePolicy p = policy();
-    p.allowed_cidrs.push_back({ip("fd00:1::"), 64});
+    p.allowed_cidrs.push_back({key_ip("fd00:1::"), 64});
     return p;
 }
 
@@ -833,7 +833,7 @@ TEST(ServiceModelIpv6, EachAddressMustLieInAnAllowedCidrOfItsFamily) {
               std::string::npos);
     // ::/0 admits every IPv6 address and no IPv4 one.
     ServicePolicy p = policy();
-    p.allowed_cidrs = {{ip("::"), 0}};
+    p.allowed_cidrs = {{key_ip("::"), 0}};
     s["metadata"]["annotations"]["bpfnet.io/ip"] = "fd00:2::2";
     s["spec"]["ipFamilyPolicy"] = "SingleStack";
     s["spec"]["ports"].erase(2);
@@ -867,15 +867,15 @@ TEST(ServiceModelIpv6, EachAddressTakesTheRangesOfItsFamily) {
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/24", "fd00:1::8/125", "fd00:1::/64"};
     auto d = decide_service(s, dual_policy());
     ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
-    const std::vector<SourceRange> v4 = {{ip("198.18.0.0"), 24}};
-    const std::vector<SourceRange> v6 = {{ip("fd00:1::"), 64}, {ip("fd00:1::8"), 125}};
+    const std::vector<SourceRange> v4 = {{key_ip("198.18.0.0"), 24}};
+    const std::vector<SourceRange> v6 = {{key_ip("fd00:1::"), 64}, {key_ip("fd00:1::8"), 125}};
     EXPECT_EQ(ranges_of_family(d.source_ranges, IpFamily::V4), v4);
     EXPECT_EQ(ranges_of_family(d.source_ranges, IpFamily::V6), v6);
     // Host bits are cleared in IPv6 ranges too, as Kubernetes does.
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/24", "fd00:1::9/125"};
     d = decide_service(s, dual_policy());
     ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
-    EXPECT_EQ(ranges_of_family(d.source_ranges, IpFamily::V6), (std::vector<SourceRange>{{ip("fd00:1::8"), 125}}));
+    EXPECT_EQ(ranges_of_family(d.source_ranges, IpFamily::V6), (std::vector<SourceRange>{{key_ip("fd00:1::8"), 125}}));
     // A list that leaves a family out would close that address to every host: refused, saying how to open it.
     s["spec"]["loadBalancerSourceRanges"] = {"198.18.0.0/24"};
     d = decide_service(s, dual_policy());
@@ -911,21 +911,21 @@ TEST(ServiceModelIpv6, EachAddressListsTheFamilysPorts) {
 
 TEST(SharedIpsIpv6, AnIpv6AddressIsSharedLikeAnIpv4One) {
     auto dual = svc("metal3", "ironic", "198.18.0.2", {{Protocol::Tcp, 6385}});
-    dual.service_ips.push_back(ip("fd00:1::2"));
+    dual.service_ips.push_back(key_ip("fd00:1::2"));
     auto images = svc("metal3", "images", "fd00:1::2", {{Protocol::Tcp, 6385}});
     auto got = check_shared_ips({dual, images});
     ASSERT_EQ(got.size(), 1u);
     EXPECT_EQ(got[0].refused, "metal3/ironic"); // "metal3/images" sorts first
-    EXPECT_EQ(got[0].service_ip, ip("fd00:1::2"));
+    EXPECT_EQ(got[0].service_ip, key_ip("fd00:1::2"));
     EXPECT_NE(got[0].reason.find("service IP fd00:1::2 is shared with Service metal3/images"), std::string::npos);
     images.ports[0].port = 6180;
     images.ports[0].target_port = 6180;
     EXPECT_TRUE(check_shared_ips({dual, images}).empty());
     // Only the ranges of the shared address's family must agree.
-    dual.source_ranges = {{ip("198.18.0.0"), 24}, {ip("fd00:1::"), 64}};
-    images.source_ranges = {{ip("fd00:1::"), 64}};
+    dual.source_ranges = {{key_ip("198.18.0.0"), 24}, {key_ip("fd00:1::"), 64}};
+    images.source_ranges = {{key_ip("fd00:1::"), 64}};
     EXPECT_TRUE(check_shared_ips({dual, images}).empty());
-    images.source_ranges = {{ip("fd00:1::"), 65}};
+    images.source_ranges = {{key_ip("fd00:1::"), 65}};
     got = check_shared_ips({dual, images});
     ASSERT_EQ(got.size(), 1u);
     EXPECT_NE(got[0].reason.find("other loadBalancerSourceRanges"), std::string::npos);

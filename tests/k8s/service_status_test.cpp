@@ -2,7 +2,7 @@
 #include "k8s/service_status.hpp"
 
 #include "core/addresses.hpp"
-#include "tests/text_address.hpp"
+#include "packet.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@ using namespace bpfnet::k8s;
 using nlohmann::json;
 
 namespace {
-using bpfnet::text_address::ip;
-const std::vector<bpfnet_ip> kIp = {ip("198.18.0.2")};
-const std::vector<bpfnet_ip> kDual = {ip("198.18.0.2"), ip("fd00:1::2")};
+using bpfnet::test::key_ip;
+const std::vector<bpfnet_ip> kIp = {key_ip("198.18.0.2")};
+const std::vector<bpfnet_ip> kDual = {key_ip("198.18.0.2"), key_ip("fd00:1::2")};
 
 json with_ingress(json ingress) {
     return {{"metadata", {{"name", "ironic"}}}, {"status", {{"loadBalancer", {{"ingress", std::move(ingress)}}}}}};
@@ -49,7 +49,7 @@ TEST(ServiceStatus, ADualStackIngressListsBothFamiliesInAnyOrder) {
 
 TEST(ServiceStatus, AddressesAreReadFromEveryEntryThatHasOne) {
     EXPECT_EQ(ingress_addresses(with_ingress({{{"ip", "fd00:1::2"}}, {{"hostname", "x"}}, {{"ip", "198.18.0.9"}}})),
-              (std::vector<bpfnet_ip>{ip("fd00:1::2"), ip("198.18.0.9")}));
+              (std::vector<bpfnet_ip>{key_ip("fd00:1::2"), key_ip("198.18.0.9")}));
     EXPECT_TRUE(ingress_addresses(with_ingress({1, "x", nullptr})).empty());
     EXPECT_TRUE(ingress_addresses(json::object()).empty());
 }

@@ -7,7 +7,7 @@
 #include "core/control_socket.hpp"
 #include "core/desired_state.hpp"
 #include "maps/layout.hpp"
-#include "tests/text_address.hpp"
+#include "packet.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@
 namespace bpfnet::cli {
 namespace {
 
-using text_address::ip;
-using text_address::ipv4;
+using test::ip;
+using test::key_ip;
 
 template <typename Render, typename... Args>
 std::string rendered(Render render, Args &&...args) {
@@ -35,18 +35,18 @@ StatusView sample_status() {
     status.ifindex = 2;
     status.nic_mac = {0x02, 0, 0, 0, 0, 0x01};
     status.carrier = true;
-    status.subnet_be = ipv4("198.18.0.0");
-    status.subnet_mask_be = ipv4("255.255.255.0");
-    status.dhcp_service_ip_be = ipv4("198.18.0.2");
+    status.subnet_be = ip("198.18.0.0");
+    status.subnet_mask_be = ip("255.255.255.0");
+    status.dhcp_service_ip_be = ip("198.18.0.2");
     status.xdp = {true, "xdp_nic", 41, "native", false, ""};
     status.tc_ingress = {true, "tc_nic_ingress", 42, "", std::nullopt, "tcx"};
     status.redirect_peer = true;
     status.heartbeat_age_seconds = 0.31;
     status.heartbeat_timeout_seconds = 5;
-    status.service_ips = {{ip("198.18.0.2"), true, std::nullopt}};
-    status.backends = {{ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
+    status.service_ips = {{key_ip("198.18.0.2"), true, std::nullopt}};
+    status.backends = {{key_ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
     status.conflicts_seen = 2;
-    status.conflicts = {{ip("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
+    status.conflicts = {{key_ip("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
     status.loader = describe_loader("standalone", "prov0", "");
     return status;
 }
@@ -108,7 +108,7 @@ TEST(CliStatus, Ipv6OnlyShowsNoIpv4SubnetAndTheIpv6One) {
     StatusView status = sample_status();
     status.subnet_be = 0xffffffff;
     status.subnet_mask_be = 0;
-    status.subnet6 = ip("fd00:1::");
+    status.subnet6 = key_ip("fd00:1::");
     status.subnet6_prefix_len = 64;
     std::string table = rendered(print_status_table, status);
     EXPECT_NE(table.find("subnet        none\n"), std::string::npos) << table;
@@ -126,8 +126,9 @@ TEST(CliStatus, Ipv6OnlyShowsNoIpv4SubnetAndTheIpv6One) {
 // An IPv6 service address answers NDP, and status says whether the NIC is in its solicited-node group.
 TEST(CliStatus, Ipv6ServiceAddressShowsNdpAndTheSolicitedNodeGroup) {
     StatusView status = sample_status();
-    status.service_ips = {
-        {ip("198.18.0.2"), true, std::nullopt}, {ip("fd00:1::2"), true, true}, {ip("fd00:1::3"), false, false}};
+    status.service_ips = {{key_ip("198.18.0.2"), true, std::nullopt},
+                          {key_ip("fd00:1::2"), true, true},
+                          {key_ip("fd00:1::3"), false, false}};
     std::string table = rendered(print_status_table, status);
     EXPECT_NE(table.find("198.18.0.2: active (owner), answering ARP\n"), std::string::npos) << table;
     EXPECT_NE(table.find("fd00:1::2: active (owner), answering NDP, NIC in its solicited-node group\n"),
@@ -146,7 +147,7 @@ TEST(CliStatus, Ipv6ServiceAddressShowsNdpAndTheSolicitedNodeGroup) {
 // The DHCPv6 relay: for which address, and whether the NIC is in ff02::1:2.
 TEST(CliStatus, Dhcpv6RelayShowsItsAddressAndTheGroup) {
     StatusView status = sample_status();
-    status.dhcp6_service_ip = ip("fd00:1::2");
+    status.dhcp6_service_ip = key_ip("fd00:1::2");
     status.dhcp6_group_member = true;
     EXPECT_NE(rendered(print_status_table, status).find("dhcpv6 relay  for fd00:1::2, NIC in ff02::1:2\n"),
               std::string::npos);
@@ -176,7 +177,7 @@ TEST(CliStatus, NothingAttachedNoBackendNeverHeartbeat) {
     status.xdp = {};
     status.tc_ingress = {};
     status.heartbeat_age_seconds.reset();
-    status.service_ips = {{ip("198.18.0.2"), false, std::nullopt}};
+    status.service_ips = {{key_ip("198.18.0.2"), false, std::nullopt}};
     status.backends.clear();
     status.conflicts_seen = 0;
     status.conflicts.clear();
@@ -204,11 +205,11 @@ TEST(CliStatus, NothingAttachedNoBackendNeverHeartbeat) {
 std::pair<bpfnet_service_key, bpfnet_service> service(const char *service_ip, __u8 proto, __u16 port,
                                                       const char *backend_ip, __u16 backend_port, __u8 kind) {
     bpfnet_service_key key{};
-    key.service_ip = ip(service_ip);
+    key.service_ip = key_ip(service_ip);
     key.port_be = htons(port);
     key.proto = proto;
     bpfnet_service value{};
-    value.backend_ip = backend_ip ? ip(backend_ip) : bpfnet_ip{};
+    value.backend_ip = backend_ip ? key_ip(backend_ip) : bpfnet_ip{};
     value.backend_port_be = htons(backend_port);
     value.kind = kind;
     return {key, value};
@@ -239,13 +240,13 @@ TEST(CliServices, JsonShapeAndNoBackend) {
 
 BackendRow sample_backend() {
     BackendRow row;
-    row.ip = ip("198.18.100.2");
+    row.ip = key_ip("198.18.100.2");
     row.entry.ifindex = 3;
     const __u8 pod[6] = {2, 0, 0, 0, 1, 2};
     const __u8 host[6] = {2, 0, 0, 0, 1, 1};
     std::copy(pod, pod + 6, row.entry.pod_mac);
     std::copy(host, host + 6, row.entry.veth_mac);
-    row.entry.service_ip = ip("198.18.0.2");
+    row.entry.service_ip = key_ip("198.18.0.2");
     row.entry.flags = BPFNET_BACKEND_REDIRECT_PEER;
     row.veth = "vethpod";
     return row;
@@ -266,13 +267,13 @@ TEST(CliBackends, TableAndJson) {
 
 FlowRow flow(const char *host, __u16 host_port, __u16 service_port, __u8 proto, __u16 backend_port) {
     bpfnet_flow_key key{};
-    key.remote_ip = ip(host);
+    key.remote_ip = key_ip(host);
     key.remote_port_be = htons(host_port);
-    key.service_ip = ip("198.18.0.2");
+    key.service_ip = key_ip("198.18.0.2");
     key.service_port_be = htons(service_port);
     key.proto = proto;
     bpfnet_flow value{};
-    value.backend_ip = ip("198.18.100.2");
+    value.backend_ip = key_ip("198.18.100.2");
     value.backend_port_be = htons(backend_port);
     return {key, value, true};
 }
@@ -295,7 +296,7 @@ TEST(CliFlows, FilterByHostAndByEitherPort) {
     auto b = flow("198.18.0.11", 2048, 55123, 17, 55123).key;
     FlowFilter none;
     EXPECT_TRUE(none.matches(a));
-    FlowFilter host{ip("198.18.0.11"), std::nullopt};
+    FlowFilter host{key_ip("198.18.0.11"), std::nullopt};
     EXPECT_FALSE(host.matches(a));
     EXPECT_TRUE(host.matches(b));
     FlowFilter host_port{std::nullopt, 9999};
@@ -308,7 +309,7 @@ TEST(CliFlows, FilterByHostAndByEitherPort) {
 TEST(CliNeighbours, TableAndJsonSortedNumerically) {
     bpfnet_neighbour n10{{2, 0, 0, 0, 0, 0x10}, {}};
     bpfnet_neighbour n9{{2, 0, 0, 0, 0, 0x09}, {}};
-    NeighbourEntries entries = {{ip("198.18.0.10"), n10}, {ip("fd00:1::9"), n9}, {ip("198.18.0.9"), n9}};
+    NeighbourEntries entries = {{key_ip("198.18.0.10"), n10}, {key_ip("fd00:1::9"), n9}, {key_ip("198.18.0.9"), n9}};
     // IPv4 first, then IPv6, each in address order.
     EXPECT_EQ(rendered(print_neighbours_table, entries), "IP           MAC\n"
                                                          "198.18.0.9   02:00:00:00:00:09\n"

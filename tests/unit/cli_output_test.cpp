@@ -1,7 +1,7 @@
 // bpfnetctl's table and JSON helpers: alignment, and how addresses, MACs, ports and times are spelled.
 #include "cli/output.hpp"
 #include "maps/bpfnet_maps.h"
-#include "tests/text_address.hpp"
+#include "packet.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 namespace bpfnet::cli {
 namespace {
 
-using text_address::ip;
-using text_address::ipv4;
+using test::ip;
+using test::key_ip;
 
 TEST(CliTable, PadsEachColumnToItsWidestCellWithoutTrailingBlanks) {
     TextTable table({"IP", "MAC"});
@@ -58,12 +58,12 @@ TEST(CliKeyValueList, AlignsValuesAndKeepsRepeatedKeys) {
 
 TEST(CliFormat, AddressesPortsAndMacs) {
     const __u8 mac[6] = {0x02, 0, 0, 0, 0xab, 0x10};
-    EXPECT_EQ(format_ipv4(ipv4("198.18.0.2")), "198.18.0.2");
+    EXPECT_EQ(format_ipv4(ip("198.18.0.2")), "198.18.0.2");
     EXPECT_EQ(format_mac(mac), "02:00:00:00:ab:10");
-    EXPECT_EQ(format_endpoint(ip("198.18.100.2"), htons(8080)), "198.18.100.2:8080");
-    EXPECT_EQ(format_endpoint(ip("fd00:1::2"), htons(6385)), "[fd00:1::2]:6385");
-    EXPECT_EQ(format_prefix(ipv4("198.18.0.0"), ipv4("255.255.255.0")), "198.18.0.0/24");
-    EXPECT_EQ(format_prefix(ipv4("198.18.0.0"), ipv4("255.254.0.0")), "198.18.0.0/15");
+    EXPECT_EQ(format_endpoint(key_ip("198.18.100.2"), htons(8080)), "198.18.100.2:8080");
+    EXPECT_EQ(format_endpoint(key_ip("fd00:1::2"), htons(6385)), "[fd00:1::2]:6385");
+    EXPECT_EQ(format_prefix(ip("198.18.0.0"), ip("255.255.255.0")), "198.18.0.0/24");
+    EXPECT_EQ(format_prefix(ip("198.18.0.0"), ip("255.254.0.0")), "198.18.0.0/15");
 }
 
 TEST(CliFormat, ProtocolsAndKindsByNameElseByNumber) {
