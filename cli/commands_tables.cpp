@@ -28,9 +28,8 @@ void sort_flows(FlowEntries &entries) {
     std::sort(entries.begin(), entries.end(), [&](const auto &a, const auto &b) { return key(a.key) < key(b.key); });
 }
 
-template <typename Entries>
-void sort_by_ip(Entries &entries) {
-    std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+void sort_neighbours(NeighbourEntries &entries) {
+    std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) { return a.ip < b.ip; });
 }
 
 // How packets reach the pod, in the words of `status` (pod_delivery): redirect_peer (bpf_redirect_peer
@@ -99,10 +98,15 @@ void run_flows(Context &context, const FlowArgs &args) {
 
 void run_neighbours(Context &context) {
     DatapathMaps maps = context.open_datapath();
+    NeighbourEntries entries;
+    for (const auto &[ip, neighbour] : maps.neighbours.entries())
+        entries.push_back({ip, neighbour, true});
+    for (const auto &[ip, neighbour] : maps.neighbours_unconfirmed.entries())
+        entries.push_back({ip, neighbour, false});
     if (context.json())
-        print_json(context.out, neighbours_json(maps.neighbours.entries()));
+        print_json(context.out, neighbours_json(std::move(entries)));
     else
-        print_neighbours_table(context.out, maps.neighbours.entries());
+        print_neighbours_table(context.out, std::move(entries));
 }
 
 } // namespace
@@ -189,18 +193,18 @@ Json flows_json(FlowEntries entries) {
 }
 
 void print_neighbours_table(std::ostream &out, NeighbourEntries entries) {
-    sort_by_ip(entries);
-    TextTable table({"IP", "MAC"});
-    for (const auto &[ip, neighbour] : entries)
-        table.add_row({format_ip(ip), format_mac(neighbour.mac)});
+    sort_neighbours(entries);
+    TextTable table({"IP", "MAC", "STATE"});
+    for (const auto &[ip, neighbour, confirmed] : entries)
+        table.add_row({format_ip(ip), format_mac(neighbour.mac), confirmed ? "confirmed" : "unconfirmed"});
     table.print(out);
 }
 
 Json neighbours_json(NeighbourEntries entries) {
-    sort_by_ip(entries);
+    sort_neighbours(entries);
     Json list = Json::array();
-    for (const auto &[ip, neighbour] : entries)
-        list.push_back({{"ip", format_ip(ip)}, {"mac", format_mac(neighbour.mac)}});
+    for (const auto &[ip, neighbour, confirmed] : entries)
+        list.push_back({{"ip", format_ip(ip)}, {"mac", format_mac(neighbour.mac)}, {"confirmed", confirmed}});
     return {{"neighbours", list}};
 }
 

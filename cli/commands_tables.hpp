@@ -21,7 +21,14 @@ struct FlowRow {
     bool confirmed = true;
 };
 using FlowEntries = std::vector<FlowRow>;
-using NeighbourEntries = std::vector<std::pair<bpfnet_ip, bpfnet_neighbour>>;
+// A neighbour and its table: confirmed (the datapath accepted a packet of the host's; in neighbours) or known
+// from ARP or NDP only (neighbours_unconfirmed).
+struct NeighbourRow {
+    bpfnet_ip ip{};
+    bpfnet_neighbour neighbour{};
+    bool confirmed = true;
+};
+using NeighbourEntries = std::vector<NeighbourRow>;
 
 struct BackendRow {
     bpfnet_ip ip{};

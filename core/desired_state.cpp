@@ -130,8 +130,10 @@ void remove_source_ranges_last(DatapathMaps &maps, const TableDiff<bpfnet_source
 // sends nothing to a service IP, and it finds that out from a neighbour miss only (docs/design.md, "Per-packet
 // cost"). Run once the IPs are in service_ips, from where on the datapath never learns them again.
 void forget_hosts_at_service_ips(DatapathMaps &maps, const DesiredState &desired) {
-    for (const auto &service_ip : desired.service_ips)
+    for (const auto &service_ip : desired.service_ips) {
         maps.neighbours.erase(service_ip.first);
+        maps.neighbours_unconfirmed.erase(service_ip.first);
+    }
 }
 
 } // namespace

@@ -136,10 +136,14 @@ void write_tables(MetricsWriter &out, const DatapathSnapshot &dp) {
     out.family("bpfnet_flows_unconfirmed", "gauge",
                "Flows the pod opened that the host has not answered yet (LRU, apart from the flows table).");
     out.sample("bpfnet_flows_unconfirmed", {}, dp.flows_unconfirmed);
-    out.family("bpfnet_neighbours", "gauge", "Entries in use in the neighbours table (host IP -> MAC).");
+    out.family("bpfnet_neighbours", "gauge",
+               "Entries in use in the neighbours table (host IP -> MAC; hosts the datapath accepted a packet from).");
     out.sample("bpfnet_neighbours", {}, dp.neighbours);
     out.family("bpfnet_neighbours_capacity", "gauge", "Size of the neighbours table.");
     out.sample("bpfnet_neighbours_capacity", {}, uint64_t{BPFNET_MAX_NEIGHBOURS});
+    out.family("bpfnet_neighbours_unconfirmed", "gauge",
+               "Hosts known from ARP or NDP only (LRU, apart from the neighbours table: a flood churns it).");
+    out.sample("bpfnet_neighbours_unconfirmed", {}, dp.neighbours_unconfirmed);
 }
 
 void write_heartbeat(MetricsWriter &out, const DatapathSnapshot &dp) {
@@ -251,6 +255,7 @@ DatapathSnapshot read_datapath(const DatapathMaps &maps, uint64_t now_ns) {
     dp.flows = count_entries(maps.flows, BPFNET_MAX_FLOWS);
     dp.flows_unconfirmed = count_entries(maps.flows_unconfirmed, BPFNET_MAX_UNCONFIRMED_FLOWS);
     dp.neighbours = count_entries(maps.neighbours, BPFNET_MAX_NEIGHBOURS);
+    dp.neighbours_unconfirmed = count_entries(maps.neighbours_unconfirmed, BPFNET_MAX_UNCONFIRMED_NEIGHBOURS);
     if (auto hb = maps.heartbeat.lookup(0); hb && hb->monotonic_ns != 0)
         dp.heartbeat_age_seconds = seconds_between(hb->monotonic_ns, now_ns);
     if (auto iface = maps.iface.lookup(0))

@@ -37,6 +37,7 @@ struct DatapathSnapshot {
     uint64_t flows = 0;
     uint64_t flows_unconfirmed = 0;
     uint64_t neighbours = 0;
+    uint64_t neighbours_unconfirmed = 0;
     std::optional<double> heartbeat_age_seconds; // nullopt: no heartbeat written yet
     double heartbeat_timeout_seconds = 0;
     std::vector<ConflictState> conflicts;

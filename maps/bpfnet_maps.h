@@ -32,6 +32,7 @@
 	X(flows_unconfirmed, struct bpfnet_flow_key, struct bpfnet_flow)                                     \
 	X(flow_ports, __u32, struct bpfnet_flow_ports)                                                       \
 	X(neighbours, struct bpfnet_ip, struct bpfnet_neighbour)                                             \
+	X(neighbours_unconfirmed, struct bpfnet_ip, struct bpfnet_neighbour)                                 \
 	X(dhcp_servers, __be32, struct bpfnet_dhcp_server)                                                   \
 	X(dhcp_relays, struct bpfnet_ip, struct bpfnet_dhcp_relay)                                           \
 	X(conflicts, struct bpfnet_ip, struct bpfnet_conflict)                                               \
@@ -48,21 +49,24 @@
 #define BPFNET_MAP_NAME(name)  BPFNET_MAP_NAME_(name)
 
 /* Table sizes. Flows and neighbours are LRU maps: under pressure the least recently used entry goes. */
-#define BPFNET_MAX_SERVICE_IPS	     256
-#define BPFNET_MAX_SERVICES	     256
-#define BPFNET_MAX_BACKENDS	     64
-#define BPFNET_MAX_FLOWS	     65536
+#define BPFNET_MAX_SERVICE_IPS		  256
+#define BPFNET_MAX_SERVICES		  256
+#define BPFNET_MAX_BACKENDS		  64
+#define BPFNET_MAX_FLOWS		  65536
 /* Flows the host has not answered yet: a LAN host that makes the pod open flows to spoofed addresses
  * (a TFTP read request per flow) churns this table, never the confirmed one. */
-#define BPFNET_MAX_UNCONFIRMED_FLOWS 16384
-#define BPFNET_MAX_NEIGHBOURS	     4096
-#define BPFNET_MAX_DHCP_SERVERS	     64
-#define BPFNET_MAX_DHCP_RELAYS	     16
+#define BPFNET_MAX_UNCONFIRMED_FLOWS	  16384
+#define BPFNET_MAX_NEIGHBOURS		  4096
+/* Hosts known from ARP or NDP only, before the datapath accepted a packet of theirs: a flood of made-up
+ * senders churns this table, never the confirmed one. */
+#define BPFNET_MAX_UNCONFIRMED_NEIGHBOURS 1024
+#define BPFNET_MAX_DHCP_SERVERS		  64
+#define BPFNET_MAX_DHCP_RELAYS		  16
 /* 64 per service IP (63 ranges, the entry refusing the rest), twice: new ranges are written before old ones
  * go. An LPM trie allocates its entries as they come (BPF_F_NO_PREALLOC): this is a bound, not memory. */
-#define BPFNET_MAX_SOURCE_RANGES     (64 * 2 * BPFNET_MAX_SERVICE_IPS)
-#define BPFNET_EVENTS_BYTES	     (64 * 1024)
-#define BPFNET_TRACE_BYTES	     (256 * 1024)
+#define BPFNET_MAX_SOURCE_RANGES	  (64 * 2 * BPFNET_MAX_SERVICE_IPS)
+#define BPFNET_EVENTS_BYTES		  (64 * 1024)
+#define BPFNET_TRACE_BYTES		  (256 * 1024)
 
 /* DHCP relay (RFC 1542): the default hop limit, and the most the loader accepts (the RFC's hard limit). */
 #define BPFNET_DHCP_DEFAULT_MAX_HOPS 4
@@ -260,9 +264,12 @@ struct bpfnet_flow_ports {
 };
 
 /*
- * neighbours (LRU hash): key = host IP on the provisioning LAN -> its MAC. Learned from ARP (NDP), which
- * may change an entry, and from packets the datapath accepted, which may only add one; written by the
- * loader when it resolved a miss.
+ * neighbours (LRU hash): key = host IP on the provisioning LAN -> its MAC, for the hosts the datapath
+ * accepted a packet from (a request to a listed port, a TCP SYN, an answer on a flow). ARP (NDP) may change
+ * an entry; an accepted packet may only add one. neighbours_unconfirmed (LRU hash, same layout): hosts known
+ * from ARP (NDP) only, the answers to the loader's resolution of a miss among them; a host's entry moves to
+ * neighbours with its first accepted packet. A flood of ARP or NDP from made-up addresses churns this table
+ * only.
  */
 struct bpfnet_neighbour {
 	__u8 mac[6];
@@ -319,6 +326,9 @@ struct bpfnet_dhcp_relay {
 	X(NEIGHBOUR_REFUSED, "neighbour_refused", EVENT,                                                     \
 	  "a frame offered a neighbour never learned (group or zero MAC, network, broadcast or service "     \
 	  "address)")                                                                                        \
+	X(NEIGHBOUR_CONFIRMED, "neighbour_confirmed", EVENT,                                                 \
+	  "a host known from ARP or NDP only sent a packet the datapath accepted: its entry moved to "       \
+	  "neighbours")                                                                                      \
 	X(NEIGHBOUR_KEPT, "neighbour_kept", EVENT,                                                           \
 	  "an accepted packet came from a known host's address with another MAC: the entry is kept")         \
 	X(DNAT_SERVICE, "dnat_service", PATH, "host -> listed port, steered to the backend")                 \

@@ -84,6 +84,13 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BPFNET_MAX_UNCONFIRMED_NEIGHBOURS);
+	__type(key, struct bpfnet_ip);
+	__type(value, struct bpfnet_neighbour);
+} neighbours_unconfirmed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, BPFNET_MAX_DHCP_SERVERS);
 	__type(key, __be32);
 	__type(value, struct bpfnet_dhcp_server);

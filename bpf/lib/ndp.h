@@ -185,8 +185,7 @@ static __always_inline void ndp_observe(const struct ndp_msg *nd, const __u8 *fr
 		 * with the Override flag; it creates none, but for the answer to the loader's solicitation
 		 * (the kernel has an incomplete entry waiting for that one; the loader's is the miss it
 		 * reported). */
-		struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, &nd->target);
-		if (nd->has_lladdr && (known ? nd->override : nd->answers_us))
+		if (nd->has_lladdr && (neighbour_known(&nd->target) ? nd->override : nd->answers_us))
 			learn_neighbour(cfg, &nd->target, nd->lladdr, NEIGHBOUR_FROM_ARP, &nd->target, 1);
 		return;
 	}

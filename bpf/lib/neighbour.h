@@ -43,9 +43,13 @@ static __always_inline int neighbour_acceptable(int names_subnet, const __u8 *ma
 /*
  * Learns where a LAN host is (key: its address, on the subnet), when neighbour_acceptable() allows, writing
  * only when the entry is new or (from ARP or NDP) changed. Callers pass only frames the datapath keeps: a
- * dropped frame changes no state. A host added from a packet (for service_ip) is checked by the loader with
- * an ARP request (NDP solicitation), whose answer, like any ARP, may correct it: a packet in a new host's
- * name holds its entry only until the host answers.
+ * dropped frame changes no state.
+ *
+ * Two tables, so that no host can empty the table of the others (docs/design.md, the trust model): a host
+ * known from ARP or NDP only is written to neighbours_unconfirmed, which a flood of made-up senders churns;
+ * its first accepted packet moves it to neighbours, where only ARP and NDP change it. A host added from a
+ * packet (for service_ip) is checked by the loader with an ARP request (NDP solicitation), whose answer, like
+ * any ARP, may correct it: a packet in a new host's name holds its entry only until the host answers.
  */
 static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int names_subnet, const __u8 *mac,
 					       enum neighbour_source source,
@@ -56,7 +60,7 @@ static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int 
 		return;
 	}
 	/* The common case first: a known host at the MAC it is known at teaches nothing, and costs no more
-	 * lookups (a service IP is never in the table: nothing below writes one). */
+	 * lookups (a service IP is never in the tables: nothing below writes one). */
 	struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, key);
 	if (known && mac_equal(known->mac, mac))
 		return;
@@ -69,13 +73,43 @@ static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int 
 		count(BPFNET_CTR_NEIGHBOUR_KEPT);
 		return;
 	}
-
 	struct bpfnet_neighbour entry = {};
-	mac_copy(entry.mac, mac);
-	bpf_map_update_elem(&neighbours, key, &entry, BPF_ANY);
+	if (known) {
+		mac_copy(entry.mac, mac);
+		bpf_map_update_elem(&neighbours, key, &entry, BPF_ANY);
+		count(BPFNET_CTR_NEIGHBOUR_LEARNED);
+		return;
+	}
+	struct bpfnet_neighbour *pending = bpf_map_lookup_elem(&neighbours_unconfirmed, key);
+	if (source == NEIGHBOUR_FROM_ARP) {
+		if (pending && mac_equal(pending->mac, mac))
+			return;
+		mac_copy(entry.mac, mac);
+		bpf_map_update_elem(&neighbours_unconfirmed, key, &entry, BPF_ANY);
+		count(BPFNET_CTR_NEIGHBOUR_LEARNED);
+		return;
+	}
+	/* An accepted packet: its sender takes a place in neighbours, at the MAC ARP (NDP) told when it did
+	 * (anyone can put another host's address on a packet; only ARP moves a host). */
+	mac_copy(entry.mac, pending ? pending->mac : mac);
+	if (pending && !mac_equal(pending->mac, mac))
+		count(BPFNET_CTR_NEIGHBOUR_KEPT);
+	if (bpf_map_update_elem(&neighbours, key, &entry, BPF_ANY))
+		return;
+	if (pending) {
+		bpf_map_delete_elem(&neighbours_unconfirmed, key);
+		count(BPFNET_CTR_NEIGHBOUR_CONFIRMED);
+		return;
+	}
 	count(BPFNET_CTR_NEIGHBOUR_LEARNED);
-	if (source == NEIGHBOUR_FROM_ACCEPTED && events_room_for_low_priority())
+	if (events_room_for_low_priority())
 		report_event(BPFNET_EVENT_NEIGHBOUR_VERIFY, key, service_ip, mac);
+}
+
+/* Whether the address has an entry in either neighbour table (a host the datapath has heard of). */
+static __always_inline int neighbour_known(const struct bpfnet_ip *ip)
+{
+	return bpf_map_lookup_elem(&neighbours, ip) || bpf_map_lookup_elem(&neighbours_unconfirmed, ip);
 }
 
 /*

@@ -254,6 +254,11 @@ static __always_inline int neighbour_mac(const struct bpfnet_ip *host, const str
 {
 	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, host);
 
+	/* A host known from ARP (NDP) only: the answer to the loader's resolution of a miss, or a host whose
+	 * first accepted packet is yet to come (learn_neighbour_at). Only a miss in neighbours pays for it.
+	 */
+	if (!neighbour)
+		neighbour = bpf_map_lookup_elem(&neighbours_unconfirmed, host);
 	if (neighbour) {
 		mac_copy(mac, neighbour->mac);
 		return 0;

@@ -623,26 +623,38 @@ TEST_F(DatapathTest, NeighbourMissIsReportedToTheLoader) {
     EXPECT_EQ(retry.out, want) << describe_difference(retry.out, want);
 }
 
-// Neighbours are learned from ARP, and an unchanged entry is not written again.
+// Neighbours are learned from ARP (a new sender in the unconfirmed table), and an unchanged entry is not
+// written again.
 TEST_F(DatapathTest, NeighbourLearningWritesOnlyChanges) {
     Mac first = mac("02:00:00:00:00:30"), second = mac("02:00:00:00:00:31");
     run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", first));
     run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", first));
     EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 1u);
-    auto entry = maps_->neighbours.lookup(key_ip("198.18.0.30"));
+    EXPECT_FALSE(maps_->neighbours.lookup(key_ip("198.18.0.30")).has_value());
+    auto entry = maps_->neighbours_unconfirmed.lookup(key_ip("198.18.0.30"));
     ASSERT_TRUE(entry.has_value());
     EXPECT_TRUE(std::equal(first.begin(), first.end(), entry->mac));
 
     run(Program::XdpNic, arp_request_for(other_lan_ip, "198.18.0.30", second)); // the host's NIC changed
     EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 2u);
-    entry = maps_->neighbours.lookup(key_ip("198.18.0.30"));
+    entry = maps_->neighbours_unconfirmed.lookup(key_ip("198.18.0.30"));
     EXPECT_TRUE(std::equal(second.begin(), second.end(), entry->mac));
+
+    // A confirmed host moves in neighbours.
+    run(Program::XdpNic, arp_request_for(other_lan_ip, host_ip, second));
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], 3u);
+    entry = maps_->neighbours.lookup(key_ip(host_ip));
+    ASSERT_TRUE(entry.has_value());
+    EXPECT_TRUE(std::equal(second.begin(), second.end(), entry->mac));
+    EXPECT_FALSE(maps_->neighbours_unconfirmed.lookup(key_ip(host_ip)).has_value());
 
     // Addresses outside the provisioning subnet, and claims on the service IP itself, are not learned.
     run(Program::XdpNic, arp_request_for(other_lan_ip, outside_ip, first));
     run(Program::XdpNic, arp(2, broadcast, first, service_ip, zero_mac, service_ip));
-    EXPECT_FALSE(maps_->neighbours.lookup(key_ip(outside_ip)).has_value());
-    EXPECT_FALSE(maps_->neighbours.lookup(key_ip(service_ip)).has_value());
+    for (const auto &address : {outside_ip, service_ip}) {
+        EXPECT_FALSE(maps_->neighbours.lookup(key_ip(address)).has_value()) << address;
+        EXPECT_FALSE(maps_->neighbours_unconfirmed.lookup(key_ip(address)).has_value()) << address;
+    }
 }
 
 } // namespace

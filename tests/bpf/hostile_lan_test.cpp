@@ -1,6 +1,7 @@
 // A hostile LAN (docs/design.md, "Trust model"): any host may send any frame, and none may change where the
 // datapath sends another host's traffic. Each case is a frame a host on the LAN can send, with what it
 // must not achieve; the rows check verdicts and counters, the sequences what the maps remember afterwards.
+#include "packet6.hpp"
 #include "table.hpp"
 
 #include <arpa/inet.h>
@@ -323,6 +324,106 @@ TEST_F(HostileLan, ARepeatedClaimIsReportedOncePerSecond) {
     EXPECT_GE(conflicts, 1u);
     EXPECT_LE(conflicts, 3u) << "one per second; the loop may cross a second boundary or two";
     EXPECT_EQ(counters()[BPFNET_CTR_ARP_CONFLICT], 4000u);
+}
+
+// ---- the neighbour tables under a flood of new senders ----
+
+// The address of the i-th host of a range of a /16: 198.18.<base + i / 256>.<i % 256>.
+std::string host_of_16(int base, int i) {
+    return "198.18." + std::to_string(base + i / 256) + "." + std::to_string(i % 256);
+}
+Mac mac_of(uint8_t tag, int i) {
+    return {0x02, tag, 0x00, 0x00, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+}
+
+class NeighbourFlood : public HostileLan {
+protected:
+    // The provisioning subnet a /16, as in the report: room for thousands of made-up senders.
+    void widen_ipv4_subnet() {
+        bpfnet_iface iface = maps_->iface.lookup(0).value();
+        iface.subnet = prefix_of(key_ip("198.18.0.0"), 96 + 16);
+        maps_->iface.update(0, iface);
+    }
+    // n hosts the datapath accepted packets from, written as earlier traffic would have left them.
+    void confirm_hosts(int n) {
+        for (int i = 0; i < n; i++) {
+            bpfnet_neighbour entry{};
+            const Mac m = mac_of(0xaa, i);
+            std::copy(m.begin(), m.end(), entry.mac);
+            maps_->neighbours.update(key_ip(host_of_16(1, i)), entry);
+        }
+    }
+    // How many of those hosts still have their entry at their own MAC.
+    int confirmed_hosts_kept(int n) {
+        int kept = 0;
+        for (int i = 0; i < n; i++)
+            kept += neighbour(host_of_16(1, i)) == mac_of(0xaa, i);
+        return kept;
+    }
+};
+
+constexpr int kConfirmedHosts = 3000;
+// More made-up senders than the unconfirmed table holds, and than the room left in neighbours.
+constexpr int kFloodSenders = 5000;
+
+// About 5,000 ARP requests, each from another made-up address of the /16 and another MAC, against a
+// neighbours table holding 3,000 hosts: the flood fills the unconfirmed table (churning it) and takes no
+// place in neighbours, so every host keeps its entry. Before the tables were split, the flood's entries
+// went into neighbours and its LRU evicted the hosts'.
+TEST_F(NeighbourFlood, AnArpFloodFromNewSendersEvictsNoConfirmedHost) {
+    widen_ipv4_subnet();
+    confirm_hosts(kConfirmedHosts);
+    const size_t before = maps_->neighbours.entries().size();
+    for (int i = 0; i < kFloodSenders; i++)
+        run(Program::XdpNic, arp(1, broadcast, mac_of(0xbb, i), host_of_16(100, i), zero_mac, service_ip));
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], static_cast<__u64>(kFloodSenders));
+    EXPECT_EQ(confirmed_hosts_kept(kConfirmedHosts), kConfirmedHosts);
+    EXPECT_EQ(maps_->neighbours.entries().size(), before);
+    const size_t unconfirmed = maps_->neighbours_unconfirmed.entries().size();
+    EXPECT_GT(unconfirmed, 0u);
+    EXPECT_LE(unconfirmed, static_cast<size_t>(BPFNET_MAX_UNCONFIRMED_NEIGHBOURS));
+    // The pod still reaches a confirmed host with no neighbour miss.
+    auto out = run(Program::TcPod, from_pod(Packet::tcp({pod_ip, 6385}, {host_of_16(1, 7), 40000})));
+    EXPECT_EQ(out.retval, kTcRedirect);
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_MISS], 0u);
+}
+
+// The same with neighbour solicitations from made-up addresses of the IPv6 /64, each with its own link-layer
+// address: the known host keeps its entry, and the solicitations' senders wait in the unconfirmed table.
+TEST_F(NeighbourFlood, AnNdpFloodFromNewSendersEvictsNoConfirmedHost) {
+    confirm_hosts(kConfirmedHosts); // IPv4 hosts share the table with IPv6 ones
+    const size_t before = maps_->neighbours.entries().size();
+    const std::string target = "2001:2::50";
+    for (int i = 0; i < kFloodSenders; i++) {
+        char sender[64];
+        std::snprintf(sender, sizeof(sender), "2001:2::1:%x", i + 1);
+        run(Program::XdpNic,
+            Packet6::icmp(sender, solicited_node(target), kNeighbourSolicit, 0, ns_body(target, mac_of(0xcc, i)))
+                .hop_limit(255)
+                .macs(multicast_mac(solicited_node(target)), mac_of(0xcc, i))
+                .bytes());
+    }
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_LEARNED], static_cast<__u64>(kFloodSenders));
+    EXPECT_EQ(confirmed_hosts_kept(kConfirmedHosts), kConfirmedHosts);
+    EXPECT_EQ(maps_->neighbours.entries().size(), before);
+    EXPECT_TRUE(maps_->neighbours.lookup(key_ip(host_ip6)).has_value());
+    EXPECT_LE(maps_->neighbours_unconfirmed.entries().size(), static_cast<size_t>(BPFNET_MAX_UNCONFIRMED_NEIGHBOURS));
+}
+
+// A host known from ARP only takes its place in neighbours with its first packet the datapath accepts, at the
+// MAC its ARP told (only ARP moves a host: a packet in its name with another MAC changes nothing).
+TEST_F(HostileLan, AnAcceptedPacketConfirmsAHostKnownFromArp) {
+    const Mac arp_mac = mac("02:00:00:00:00:30");
+    run(Program::XdpNic, arp(1, broadcast, arp_mac, unknown_host_ip, zero_mac, service_ip));
+    EXPECT_FALSE(neighbour(unknown_host_ip).has_value());
+    ASSERT_TRUE(maps_->neighbours_unconfirmed.lookup(key_ip(unknown_host_ip)).has_value());
+
+    EXPECT_EQ(run(Program::TcNic, tftp_read_request(unknown_host_ip, spoofer_mac)).retval, kTcRedirect);
+    EXPECT_EQ(neighbour(unknown_host_ip), arp_mac);
+    EXPECT_FALSE(maps_->neighbours_unconfirmed.lookup(key_ip(unknown_host_ip)).has_value());
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_CONFIRMED], 1u);
+    EXPECT_EQ(counters()[BPFNET_CTR_NEIGHBOUR_KEPT], 1u);
+    EXPECT_TRUE(drain_events().empty()) << "ARP told where the host is: nothing for the loader to check";
 }
 
 } // namespace

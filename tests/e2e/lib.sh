@@ -858,11 +858,25 @@ a = ipaddress.IPv6Address("::ffff:" + str(a)) if a.version == 4 else a
 print(" ".join("0x%02x" % b for b in a.packed))' "$1"
 }
 
-# neighbour_learned IP: the datapath's neighbours map holds IP, a LAN host it can send the pod's packets to.
+# neighbour_learned IP: one of the datapath's neighbour tables (neighbours, or neighbours_unconfirmed for a
+# host known from ARP or NDP only) holds IP, a LAN host it can send the pod's packets to.
 neighbour_learned() {
-    local bytes
+    local bytes table
     read -ra bytes <<<"$(map_key "$1")"
-    bpftool map lookup pinned "$E2E_PIN_DIR/neighbours" key "${bytes[@]}" >/dev/null 2>&1
+    for table in neighbours neighbours_unconfirmed; do
+        bpftool map lookup pinned "$E2E_PIN_DIR/$table" key "${bytes[@]}" >/dev/null 2>&1 && return 0
+    done
+    return 1
+}
+
+# forget_neighbour IP: removes IP from both neighbour tables, so that the pod's next packet to it misses.
+forget_neighbour() {
+    local bytes table
+    read -ra bytes <<<"$(map_key "$1")"
+    for table in neighbours neighbours_unconfirmed; do
+        bpftool map delete pinned "$E2E_PIN_DIR/$table" key "${bytes[@]}" 2>/dev/null
+    done
+    ! neighbour_learned "$1"
 }
 
 # host_introduced: the host has talked to the service IP (HTTP on port 80), as an agent looks up and

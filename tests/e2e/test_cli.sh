@@ -361,14 +361,14 @@ case_traffic_stats() {
     done
 }
 
-# e. neighbours: the host, with its MAC, learned from its ARP and service traffic.
+# e. neighbours: the host, with its MAC, learned from its ARP and confirmed by its service traffic.
 case_neighbours() {
     host_introduced || return 1
     ctl_ok neighbours neighbours || return 1
-    has_line neighbours "IP           MAC" || return 1
-    has_line neighbours "$E2E_HOST_IP  $E2E_HOST_MAC" || return 1
+    has_line neighbours "IP           MAC                STATE" || return 1
+    has_line neighbours "$E2E_HOST_IP  $E2E_HOST_MAC  confirmed" || return 1
     ctl_ok neighbours-json neighbours -o json || return 1
-    json_expect neighbours-json "{'ip': '$E2E_HOST_IP', 'mac': '$E2E_HOST_MAC'} in d['neighbours'] and
+    json_expect neighbours-json "{'ip': '$E2E_HOST_IP', 'mac': '$E2E_HOST_MAC', 'confirmed': True} in d['neighbours'] and
         all(n['ip'].startswith('198.18.0.') for n in d['neighbours'])" || return 1
 }
 

@@ -145,10 +145,8 @@ case_checksums() {
 }
 
 case_pod_to_host() {
-    local misses_before body key
-    read -ra key <<<"$(map_key "$HOST6")"
-    bpftool map delete pinned "$E2E_PIN_DIR/neighbours" key "${key[@]}" 2>/dev/null
-    if neighbour_learned "$HOST6"; then
+    local misses_before body
+    if ! forget_neighbour "$HOST6"; then
         E2E_REASON="could not remove $HOST6 from the neighbour table"
         return 1
     fi

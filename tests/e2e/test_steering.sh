@@ -197,10 +197,7 @@ case_iperf() {
 # first SYN is dropped and reported, the loader ARPs from the service IP, the retransmitted SYN passes.
 case_pod_to_host() {
     local misses_before out rc started
-    local key
-    read -ra key <<<"$(map_key "$E2E_HOST_IP")"
-    bpftool map delete pinned "$E2E_PIN_DIR/neighbours" key "${key[@]}" 2>/dev/null
-    if bpftool map lookup pinned "$E2E_PIN_DIR/neighbours" key "${key[@]}" >/dev/null 2>&1; then
+    if ! forget_neighbour "$E2E_HOST_IP"; then
         E2E_REASON="could not remove $E2E_HOST_IP from the neighbour table"
         return 1
     fi

@@ -231,11 +231,15 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
     }
     for (Ip relay : c.relays)
         m.dhcp_relays.update(ip_from_v4(relay), bpfnet_dhcp_relay{});
-    for (const auto &[ip, mac] : s.neighbours) {
-        bpfnet_neighbour n{};
-        copy_mac(n.mac, mac);
-        m.neighbours.update(ip_from_v4(ip), n);
-    }
+    auto write_neighbours = [](auto &map, const std::map<Ip, Mac> &hosts) {
+        for (const auto &[ip, mac] : hosts) {
+            bpfnet_neighbour n{};
+            copy_mac(n.mac, mac);
+            map.update(ip_from_v4(ip), n);
+        }
+    };
+    write_neighbours(m.neighbours, s.neighbours);
+    write_neighbours(m.neighbours_unconfirmed, s.neighbours_unconfirmed);
 }
 
 // The switches that change between batches: the loader alive or not, the service IP owned or not.
@@ -252,9 +256,13 @@ void write_switches(DatapathMaps &m, const ModelConfig &c) {
 // The IPv4 state, as the model keeps it (the IPv6 entries are the IPv6 batches' to judge).
 ModelState read_state(const DatapathMaps &m) {
     ModelState s;
-    for (const auto &[ip, n] : m.neighbours.entries())
-        if (is_v4(ip))
-            std::copy(std::begin(n.mac), std::end(n.mac), s.neighbours[v4_of(ip)].begin());
+    auto neighbours = [](const auto &map, std::map<Ip, Mac> &into) {
+        for (const auto &[ip, n] : map.entries())
+            if (is_v4(ip))
+                std::copy(std::begin(n.mac), std::end(n.mac), into[v4_of(ip)].begin());
+    };
+    neighbours(m.neighbours, s.neighbours);
+    neighbours(m.neighbours_unconfirmed, s.neighbours_unconfirmed);
     auto flows = [](const auto &map, auto &into) {
         for (const auto &[k, v] : map.entries())
             if (is_v4(k.remote_ip))
@@ -279,9 +287,10 @@ struct State6 {
 };
 State6 read_state6(const DatapathMaps &m) {
     State6 s;
-    for (const auto &[ip, n] : m.neighbours.entries())
-        if (!is_v4(ip))
-            std::copy(std::begin(n.mac), std::end(n.mac), s.neighbours[ip6_of(ip)].begin());
+    for (const auto *map : {&m.neighbours, &m.neighbours_unconfirmed})
+        for (const auto &[ip, n] : map->entries())
+            if (!is_v4(ip))
+                std::copy(std::begin(n.mac), std::end(n.mac), s.neighbours[ip6_of(ip)].begin());
     for (const auto &[ip, v] : m.conflicts.entries())
         if (!is_v4(ip))
             s.conflict_ips.insert(ip6_of(ip));
@@ -353,6 +362,7 @@ private:
         clear(d_.maps->flows);
         clear(d_.maps->flows_unconfirmed);
         clear(d_.maps->neighbours);
+        clear(d_.maps->neighbours_unconfirmed);
         clear(d_.maps->dhcp_servers);
         clear(d_.maps->conflicts);
         model_ = ReferenceModel(model_.config(), world_state());
@@ -428,6 +438,8 @@ private:
         view.neighbour_mac = [this](const Ip6 &ip) -> std::optional<Mac> {
             auto n = d_.maps->neighbours.lookup(key6(ip));
             if (!n)
+                n = d_.maps->neighbours_unconfirmed.lookup(key6(ip));
+            if (!n)
                 return std::nullopt;
             Mac m{};
             std::copy(std::begin(n->mac), std::end(n->mac), m.begin());
@@ -486,6 +498,7 @@ private:
                     map.erase(entry.first);
         };
         clear6(d_.maps->neighbours, [](const bpfnet_ip &k) { return k; });
+        clear6(d_.maps->neighbours_unconfirmed, [](const bpfnet_ip &k) { return k; });
         clear6(d_.maps->conflicts, [](const bpfnet_ip &k) { return k; });
         clear6(d_.maps->flows, [](const bpfnet_flow_key &k) { return k.remote_ip; });
         clear6(d_.maps->flows_unconfirmed, [](const bpfnet_flow_key &k) { return k.remote_ip; });
@@ -632,6 +645,7 @@ private:
                 violation(std::string("state: ") + what, "batch " + std::to_string(batch) + last_frames_);
         };
         compare("neighbours", kernel.neighbours == want.neighbours);
+        compare("neighbours_unconfirmed", kernel.neighbours_unconfirmed == want.neighbours_unconfirmed);
         compare("flows", kernel.flows == want.flows);
         compare("flows_unconfirmed", kernel.flows_unconfirmed == want.flows_unconfirmed);
         compare("dhcp_servers", kernel.dhcp_servers == want.dhcp_servers);

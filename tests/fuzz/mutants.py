@@ -79,6 +79,9 @@ MUTANTS = [
     ("trust: a packet may move a known host", "lib/neighbour.h",
      "if (known && source != NEIGHBOUR_FROM_ARP) {",
      "if (0) {"),
+    ("trust: ARP from a new sender takes a place among the confirmed neighbours", "lib/neighbour.h",
+     "bpf_map_update_elem(&neighbours_unconfirmed, key, &entry, BPF_ANY);",
+     "bpf_map_update_elem(&neighbours, key, &entry, BPF_ANY);"),
     ("trust: a dropped frame teaches a neighbour", "bpfnet.bpf.c",
      "\tif (refused != BPFNET_CTR_MAX) {\n\t\tdecide(refused);\n\t\treturn TC_ACT_SHOT;\n\t}\n"
      "\tstruct lan_ports ports = lan_ports_of(&pkt);",

@@ -362,13 +362,37 @@ void ReferenceModel::learn_neighbour(Ctx &c, Ip ip, const Mac &mac, bool from_ar
         c.count(BPFNET_CTR_NEIGHBOUR_KEPT);
         return;
     }
-    if (known != st_.neighbours.end())
+    if (known != st_.neighbours.end()) {
         arp_moves_.insert(ip);
+        known->second = mac;
+        c.count(BPFNET_CTR_NEIGHBOUR_LEARNED);
+        c.note("neighbour moved by ARP");
+        return;
+    }
+    // Not yet a host the datapath accepted a packet from: ARP teaches the unconfirmed table only, and the
+    // host's first accepted packet moves it (at the MAC ARP told) to neighbours.
+    auto pending = st_.neighbours_unconfirmed.find(ip);
+    if (from_arp) {
+        if (pending != st_.neighbours_unconfirmed.end() && pending->second == mac)
+            return;
+        st_.neighbours_unconfirmed[ip] = mac;
+        c.count(BPFNET_CTR_NEIGHBOUR_LEARNED);
+        c.note("learned unconfirmed neighbour");
+        return;
+    }
+    if (pending != st_.neighbours_unconfirmed.end()) {
+        if (pending->second != mac)
+            c.count(BPFNET_CTR_NEIGHBOUR_KEPT);
+        st_.neighbours[ip] = pending->second;
+        st_.neighbours_unconfirmed.erase(pending);
+        c.count(BPFNET_CTR_NEIGHBOUR_CONFIRMED);
+        c.note("neighbour confirmed");
+        return;
+    }
     st_.neighbours[ip] = mac;
     c.count(BPFNET_CTR_NEIGHBOUR_LEARNED);
     c.note("learned neighbour");
-    if (!from_arp)
-        c.e.events.push_back({BPFNET_EVENT_NEIGHBOUR_VERIFY, ip, service_ip, mac, false});
+    c.e.events.push_back({BPFNET_EVENT_NEIGHBOUR_VERIFY, ip, service_ip, mac, false});
 }
 
 std::set<Ip> ReferenceModel::take_arp_moves() {
@@ -776,15 +800,16 @@ Expectation ReferenceModel::tc_pod_ingress(const Bytes &f) {
 }
 
 bool ReferenceModel::neighbour_for(Ctx &c, Ip host, Ip service_ip, Mac &mac) {
-    auto it = st_.neighbours.find(host);
-    if (it == st_.neighbours.end()) {
-        c.e.events.push_back({BPFNET_EVENT_NEIGHBOUR_MISS, host, service_ip, {}, false});
-        c.decide(BPFNET_CTR_NEIGHBOUR_MISS);
-        c.note("neighbour miss");
-        return false;
-    }
-    mac = it->second;
-    return true;
+    // neighbours first, then the hosts known from ARP only.
+    for (const std::map<Ip, Mac> *table : {&st_.neighbours, &st_.neighbours_unconfirmed})
+        if (auto it = table->find(host); it != table->end()) {
+            mac = it->second;
+            return true;
+        }
+    c.e.events.push_back({BPFNET_EVENT_NEIGHBOUR_MISS, host, service_ip, {}, false});
+    c.decide(BPFNET_CTR_NEIGHBOUR_MISS);
+    c.note("neighbour miss");
+    return false;
 }
 
 void ReferenceModel::record_flow(Ctx &c, const FlowKey &key, const FlowTarget &target) {

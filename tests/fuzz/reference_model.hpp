@@ -76,7 +76,8 @@ struct ModelConfig {
 
 // What the datapath learns from packets.
 struct ModelState {
-    std::map<Ip, Mac> neighbours;
+    std::map<Ip, Mac> neighbours;             // hosts the datapath accepted a packet from
+    std::map<Ip, Mac> neighbours_unconfirmed; // hosts known from ARP only
     std::map<FlowKey, FlowTarget> flows, flows_unconfirmed;
     std::map<Ip, Ip> dhcp_servers; // backend IP -> the identifier its server names itself with
     std::map<Ip, Mac> conflicts;   // service IP -> last other MAC claiming it

@@ -306,18 +306,20 @@ TEST(CliFlows, FilterByHostAndByEitherPort) {
     EXPECT_TRUE(service_port.matches(b));
 }
 
-TEST(CliNeighbours, TableAndJsonSortedNumerically) {
+TEST(CliNeighbours, TableAndJsonSortedNumericallyWithTheirTable) {
     bpfnet_neighbour n10{{2, 0, 0, 0, 0, 0x10}, {}};
     bpfnet_neighbour n9{{2, 0, 0, 0, 0, 0x09}, {}};
-    NeighbourEntries entries = {{key_ip("198.18.0.10"), n10}, {key_ip("fd00:1::9"), n9}, {key_ip("198.18.0.9"), n9}};
-    // IPv4 first, then IPv6, each in address order.
-    EXPECT_EQ(rendered(print_neighbours_table, entries), "IP           MAC\n"
-                                                         "198.18.0.9   02:00:00:00:00:09\n"
-                                                         "198.18.0.10  02:00:00:00:00:10\n"
-                                                         "fd00:1::9    02:00:00:00:00:09\n");
-    EXPECT_EQ(neighbours_json(entries).dump(), R"({"neighbours":[{"ip":"198.18.0.9","mac":"02:00:00:00:00:09"},)"
-                                               R"({"ip":"198.18.0.10","mac":"02:00:00:00:00:10"},)"
-                                               R"({"ip":"fd00:1::9","mac":"02:00:00:00:00:09"}]})");
+    NeighbourEntries entries = {
+        {key_ip("198.18.0.10"), n10, true}, {key_ip("fd00:1::9"), n9, false}, {key_ip("198.18.0.9"), n9, true}};
+    // IPv4 first, then IPv6, each in address order; a host known from ARP or NDP only is unconfirmed.
+    EXPECT_EQ(rendered(print_neighbours_table, entries), "IP           MAC                STATE\n"
+                                                         "198.18.0.9   02:00:00:00:00:09  confirmed\n"
+                                                         "198.18.0.10  02:00:00:00:00:10  confirmed\n"
+                                                         "fd00:1::9    02:00:00:00:00:09  unconfirmed\n");
+    EXPECT_EQ(neighbours_json(entries).dump(),
+              R"({"neighbours":[{"ip":"198.18.0.9","mac":"02:00:00:00:00:09","confirmed":true},)"
+              R"({"ip":"198.18.0.10","mac":"02:00:00:00:00:10","confirmed":true},)"
+              R"({"ip":"fd00:1::9","mac":"02:00:00:00:00:09","confirmed":false}]})");
 }
 
 // ---- stats ----

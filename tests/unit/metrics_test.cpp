@@ -32,6 +32,7 @@ MetricsSnapshot known_snapshot() {
     dp.service_ips = {{"198.18.0.2", true}, {"198.18.0.3", false}};
     dp.flows = 12;
     dp.neighbours = 4;
+    dp.neighbours_unconfirmed = 6;
     dp.heartbeat_age_seconds = 0.25;
     dp.heartbeat_timeout_seconds = 5;
     dp.conflicts = {{"198.18.0.2", "02:00:00:00:00:99", 1.5}};
@@ -72,6 +73,7 @@ TEST(Metrics, ExactLinesForKnownSnapshot) {
              "bpfnet_flows_capacity 65536",
              "bpfnet_neighbours 4",
              "bpfnet_neighbours_capacity 4096",
+             "bpfnet_neighbours_unconfirmed 6",
              "bpfnet_loader_heartbeat_age_seconds 0.25",
              "bpfnet_loader_heartbeat_timeout_seconds 5",
              "bpfnet_conflicts_total 2",
@@ -136,7 +138,7 @@ TEST(Metrics, HelpAndTypeOncePerFamily) {
             EXPECT_FALSE(finished.contains(sample_name(line))) << line;
         }
     }
-    EXPECT_EQ(help.size(), 17u); // the loader's three (build, ready, the NIC's carrier) and the datapath's
+    EXPECT_EQ(help.size(), 18u); // the loader's three (build, ready, the NIC's carrier) and the datapath's
     for (const auto &[name, n] : help) {
         EXPECT_EQ(n, 1) << name;
         EXPECT_EQ(type[name], 1) << name;
