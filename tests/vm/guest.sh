@@ -157,9 +157,34 @@ run_e2e() {
     esac
 }
 
+# The e2e suites E2E_JOBS at a time (BPFNET_VM_E2E_JOBS, default 2), as ctest -j2 runs them on the host: each
+# sandboxes itself (its own network, mount and pid namespaces, its own bpffs), and much of a suite's time is
+# waiting (ARP and DHCP retries, a loader's start, a client's timeout). The suites whose subject is timing run
+# alone: lifecycle (the liveness gate: probes within the heartbeat's timeout) and kubernetes (the Lease).
+E2E_JOBS=${BPFNET_VM_E2E_JOBS:-2}
+E2E_ALONE=" e2e_lifecycle e2e_kubernetes "
+run_e2e_suites() {
+    local suite base
+    for suite in "$@"; do
+        base=${suite%%/*}
+        base=${base%@*}
+        if [[ $E2E_ALONE == *" $base "* ]]; then
+            wait
+            run_e2e "$suite"
+            continue
+        fi
+        while [ "$(jobs -rp | wc -l)" -ge "$E2E_JOBS" ]; do
+            wait -n
+        done
+        run_e2e "$suite" &
+    done
+    wait
+}
+
 probe_dispatcher
 probe_loader
 IFS=, read -ra list <<<"$suites"
+e2e_suites=()
 for suite in "${list[@]}"; do
     case $suite in
     verifier) run_verifier ;;
@@ -168,11 +193,12 @@ for suite in "${list[@]}"; do
     e2e)
         for script in "$repo"/tests/e2e/test_*.sh; do
             name=${script##*/test_}
-            run_e2e "e2e_${name%.sh}"
+            e2e_suites+=("e2e_${name%.sh}")
         done
         ;;
-    e2e_*) run_e2e "$suite" ;;
+    e2e_*) e2e_suites+=("$suite") ;;
     *) echo "RESULT $suite fail 0 unknown suite" ;;
     esac
 done
+run_e2e_suites "${e2e_suites[@]}"
 echo DONE

@@ -18,7 +18,10 @@
 #            --jobs    kernels booted at once (default 1). Under TCG the guests are CPU-bound: side by side on
 #                      2 CPUs each ran about as much slower as the other saved (2026-12-03: e2e_steering 291 s
 #                      on each; alone, 189 s and 98 s in the README table of 2026-12-01), and the slower guests
-#                      missed a wall-clock window (6.1: e2e_lifecycle's liveness-gate probes after the timeout)
+#                      missed a wall-clock window (6.1: e2e_lifecycle's liveness-gate probes after the timeout).
+#                      Inside a guest the e2e suites run two at a time (BPFNET_VM_E2E_JOBS, tests/vm/guest.sh),
+#                      but for lifecycle and kubernetes, which run alone: 6.1 342 s and 325 s, 6.12 312 s and
+#                      318 s in two runs (2026-12-06), against 375 s and 337 s one suite at a time that day
 #          tests/vm/run.sh --check-suites [--suites ...]
 #            checks that every suite and case named exists, boots nothing (ctest vm_matrix_cases; every run checks
 #            this first).
