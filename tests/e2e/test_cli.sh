@@ -404,6 +404,9 @@ d = json.load(sys.stdin)
 v = d[0]["value"]
 print("off" if (v.get("enabled", 0) if isinstance(v, dict) else int(v[0], 16)) == 0 else "on")'
 }
+# tracing_on: bpfnetctl trace has switched tracing on (it opens the ring buffer first, so nothing after is lost).
+tracing_on() { [ "$(trace_control_off)" = on ]; }
+trace_control_is_off() { [ "$(trace_control_off)" = off ]; }
 case_trace() {
     local state
     state=$(trace_control_off) || {
@@ -418,7 +421,12 @@ case_trace() {
         --duration 6 >"$OUT/trace-dhcp.out" 2>"$OUT/trace-dhcp.err" &
     local tracer=$!
     E2E_PIDS+=("$tracer")
-    sleep 0.5 # tracing on before the client starts
+    # Tracing on before the client starts (a fixed wait lost the DISCOVER, OFFER and REQUEST once in CI's
+    # ASan stage, where bpfnetctl starts slower).
+    wait_for 10 tracing_on || {
+        E2E_REASON="bpfnetctl trace did not switch tracing on: $(head -c 300 "$OUT/trace-dhcp.err")"
+        return 1
+    }
     udhcpc_lease "$E2E_HOST" eth0 "$E2E_TMP/udhcpc-trace.events" || return 1
     tftp_get "$E2E_HOST" "$E2E_SERVICE_IP" "$DHCP_BOOT_FILE" "$E2E_TMP/trace-downloaded" || return 1
     wait "$tracer"
@@ -431,9 +439,16 @@ ok = ok and len(xids) == 1 and all(l['dhcp']['client_mac'] == '$E2E_HOST_MAC' fo
 ok = ok and [l['decision'] for l in lines] == ['dhcp_request_relayed', 'dhcp_reply_relayed'] * 2
 ok = ok and lines[0]['steered_to']['ip'] == '$E2E_POD_IP' and lines[1]['steered_to']['port'] == 68" || return 1
 
+    wait_for 5 trace_control_is_off || {
+        E2E_REASON="tracing stayed on after the first bpfnetctl trace ended"
+        return 1
+    }
     ctl_ok trace-tftp trace --protocol tftp --count 1 --duration 6 &
     local tracer2=$!
-    sleep 0.5
+    wait_for 10 tracing_on || {
+        E2E_REASON="the second bpfnetctl trace did not switch tracing on"
+        return 1
+    }
     tftp_get "$E2E_HOST" "$E2E_SERVICE_IP" "$DHCP_BOOT_FILE" "$E2E_TMP/trace-downloaded2" || return 1
     wait "$tracer2"
     has_line_matching trace-tftp "tc_nic_ingress dnat_service udp $E2E_HOST_IP:[0-9]+ -> $E2E_SERVICE_IP:69 => $E2E_POD_IP:69 tftp RRQ $DHCP_BOOT_FILE\$" || return 1
