@@ -51,6 +51,14 @@ static __always_inline int neighbour_acceptable(int names_subnet, const __u8 *ma
  * packet (for service_ip) is checked by the loader with an ARP request (NDP solicitation), whose answer, like
  * any ARP, may correct it: a packet in a new host's name holds its entry only until the host answers.
  */
+static __always_inline long write_neighbour(void *table, const struct bpfnet_ip *key, const __u8 *mac)
+{
+	struct bpfnet_neighbour entry = {};
+
+	mac_copy(entry.mac, mac);
+	return bpf_map_update_elem(table, key, &entry, BPF_ANY);
+}
+
 static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int names_subnet, const __u8 *mac,
 					       enum neighbour_source source,
 					       const struct bpfnet_ip *service_ip)
@@ -59,42 +67,33 @@ static __always_inline void learn_neighbour_at(const struct bpfnet_ip *key, int 
 		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
 		return;
 	}
-	/* The common case first: a known host at the MAC it is known at teaches nothing, and costs no more
-	 * lookups (a service IP is never in the tables: nothing below writes one). */
+	/* The common cases first: a known host at the MAC it is known at teaches nothing, nor does the ARP of
+	 * a host known from ARP only, and neither costs more lookups (a service IP is never in the tables:
+	 * nothing below writes one). */
 	struct bpfnet_neighbour *known = bpf_map_lookup_elem(&neighbours, key);
 	if (known && mac_equal(known->mac, mac))
+		return;
+	struct bpfnet_neighbour *pending = known ? NULL : bpf_map_lookup_elem(&neighbours_unconfirmed, key);
+	if (pending && source == NEIGHBOUR_FROM_ARP && mac_equal(pending->mac, mac))
 		return;
 	if (bpf_map_lookup_elem(&service_ips, key)) {
 		count(BPFNET_CTR_NEIGHBOUR_REFUSED);
 		return;
 	}
-	if (known && source != NEIGHBOUR_FROM_ARP) {
-		/* Anyone can put another host's address on a packet; only ARP moves a host. */
-		count(BPFNET_CTR_NEIGHBOUR_KEPT);
-		return;
-	}
-	struct bpfnet_neighbour entry = {};
-	if (known) {
-		mac_copy(entry.mac, mac);
-		bpf_map_update_elem(&neighbours, key, &entry, BPF_ANY);
-		count(BPFNET_CTR_NEIGHBOUR_LEARNED);
-		return;
-	}
-	struct bpfnet_neighbour *pending = bpf_map_lookup_elem(&neighbours_unconfirmed, key);
 	if (source == NEIGHBOUR_FROM_ARP) {
-		if (pending && mac_equal(pending->mac, mac))
-			return;
-		mac_copy(entry.mac, mac);
-		bpf_map_update_elem(&neighbours_unconfirmed, key, &entry, BPF_ANY);
+		/* ARP moves a host in the table it is in; a new one waits in the unconfirmed table. */
+		if (known)
+			write_neighbour(&neighbours, key, mac);
+		else
+			write_neighbour(&neighbours_unconfirmed, key, mac);
 		count(BPFNET_CTR_NEIGHBOUR_LEARNED);
 		return;
 	}
-	/* An accepted packet: its sender takes a place in neighbours, at the MAC ARP (NDP) told when it did
-	 * (anyone can put another host's address on a packet; only ARP moves a host). */
-	mac_copy(entry.mac, pending ? pending->mac : mac);
-	if (pending && !mac_equal(pending->mac, mac))
+	/* An accepted packet. Anyone can put another host's address on a packet; only ARP moves a host: a
+	 * known one stays, and one known from ARP only takes its place in neighbours at the MAC ARP told. */
+	if (known || (pending && !mac_equal(pending->mac, mac)))
 		count(BPFNET_CTR_NEIGHBOUR_KEPT);
-	if (bpf_map_update_elem(&neighbours, key, &entry, BPF_ANY))
+	if (known || write_neighbour(&neighbours, key, pending ? pending->mac : mac))
 		return;
 	if (pending) {
 		bpf_map_delete_elem(&neighbours_unconfirmed, key);

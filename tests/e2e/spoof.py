@@ -138,16 +138,10 @@ def main():
         return
     sources = a.src_ip.split(",")
     request = b"\x00\x01" + a.file.encode() + b"\x00octet\x00"
-    started = time.monotonic()
-    burst = max(1, a.rate // 100)  # paced in bursts every 10 ms
-    for i in range(a.count):
-        sport = 1024 + (i * 7919) % 64000  # spread over the port range
-        s.send(ethernet(a.dst_mac, mac, udp(sources[i % len(sources)], a.dst_ip, sport, 69, request)))
-        if (i + 1) % burst == 0:
-            ahead = started + (i + 1) / a.rate - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-    print(f"sent {a.count} in {time.monotonic() - started:.1f} s")
+    # Each request from a new source port, spread over the port range.
+    took = flood(s, a.count, a.rate, lambda i: ethernet(a.dst_mac, mac, udp(
+        sources[i % len(sources)], a.dst_ip, 1024 + (i * 7919) % 64000, 69, request)))
+    print(f"sent {a.count} in {took:.1f} s")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@
 #    holds); afterwards each host speaks first on its connection and the pod hears all 20.
 #  - A flood of ARP requests from 2,100 made-up addresses of the /16 provisioning subnet and of neighbour
 #    solicitations from 2,100 made-up addresses of the IPv6 /64, each 8 times (together more than the 4,096
-#    entries of the neighbours table, and each seen again while it is there) while 10 of the 20 hosts download over HTTP (both families) and TFTP and the pod calls their agents
-#    (both families), and the other 10 wait, as a host does between its deployment's steps: no transfer or
+#    entries of the neighbours table, and each seen again while it is there) while 10 of the 20 hosts
+#    download over HTTP (both families) and TFTP and the pod calls their agents (both families), and the
+#    other 10 wait, as a host does between its deployment's steps: no transfer or
 #    call fails, no packet of the pod's meets a neighbour miss, every host keeps its confirmed entries, and
 #    the pod's calls to the waiting hosts after the flood meet no miss either.
 #
@@ -58,8 +59,10 @@ NEWCOMER_IP=198.18.0.8 # a host that has not talked to the service IP yet
 NEWCOMER_MAC=02:00:00:00:00:08
 E2E_BYSTANDERS+=("e2e-newcomer $NEWCOMER_IP $NEWCOMER_MAC")
 for i in $(seq 1 "$HONEST"); do
-    E2E_BYSTANDERS+=("e2e-h$i 198.18.0.$((100 + i)) 02:00:00:00:05:$(printf %02x "$i")")
+    E2E_BYSTANDERS+=("e2e-h$i 198.18.0.$((100 + i)) 02:00:00:00:05:$(printf %02x "$i")") # honest_ip below
 done
+# The honest host e2e-hI's addresses: IPv4 (as in E2E_BYSTANDERS above) and IPv6.
+honest_ip() { echo "198.18.0.$((100 + $1))"; }
 honest_ip6() { echo "2001:2::a:$1"; }
 AGENT_PORT=9999
 
@@ -213,14 +216,13 @@ sys.exit(data[:4] != b"\x00\x03\x00\x01")' "$2"
 # downloads the image over HTTP on both families and makes a TFTP exchange, the pod calls the host's agent on
 # both families. Each failure is one line in $LOGS/rounds-I.log; the last line is "rounds N".
 honest_rounds() {
-    local i=$1 until=$(($(date +%s) + $2)) rounds=0 ns=e2e-h$1 ip=198.18.0.$((100 + $1)) ip6
-    ip6=$(honest_ip6 "$i")
+    local i=$1 until=$(($(date +%s) + $2)) rounds=0 ns=e2e-h$1
     while [ "$(date +%s)" -lt "$until" ]; do
         ip netns exec "$ns" curl -sS --max-time 5 -o /dev/null "http://$E2E_SERVICE_IP/image" || echo "http v4 failed"
         ip netns exec "$ns" curl -sS -6 --max-time 5 -o /dev/null "http://[$LAN6_SERVICE]/image" || echo "http v6 failed"
         tftp_exchange "$ns" "$E2E_SERVICE_IP" || echo "tftp failed"
-        [ "$(pod curl -sS --max-time 5 "http://$ip:$AGENT_PORT/" 2>&1)" = "$ns" ] || echo "agent v4 call failed"
-        [ "$(pod curl -sS --max-time 5 "http://[$ip6]:$AGENT_PORT/" 2>&1)" = "$ns" ] || echo "agent v6 call failed"
+        agent_answers "$i" "$(honest_ip "$i")" || echo "agent v4 call failed"
+        agent_answers "$i" "[$(honest_ip6 "$i")]" || echo "agent v6 call failed"
         rounds=$((rounds + 1))
     done
     echo "rounds $rounds"
@@ -250,12 +252,10 @@ honest_hosts_introduced() {
     }
 }
 
-# agent_calls I: the pod's calls to the agent of host e2e-hI, both families, are answered by that agent.
-agent_calls() {
-    local ns=e2e-h$1
-    [ "$(pod curl -sS --max-time 5 "http://198.18.0.$((100 + $1)):$AGENT_PORT/" 2>&1)" = "$ns" ] &&
-        [ "$(pod curl -sS --max-time 5 "http://[$(honest_ip6 "$1")]:$AGENT_PORT/" 2>&1)" = "$ns" ]
-}
+# agent_answers I HOST: the pod's call to HOST (an address, IPv6 in brackets) on AGENT_PORT is answered by the
+# agent of host e2e-hI. agent_calls I: on both of its addresses.
+agent_answers() { [ "$(pod curl -sS --max-time 5 "http://$2:$AGENT_PORT/" 2>&1)" = "e2e-h$1" ]; }
+agent_calls() { agent_answers "$1" "$(honest_ip "$1")" && agent_answers "$1" "[$(honest_ip6 "$1")]"; }
 
 # Half the hosts download and answer the pod's calls on both families while the attacker sends ARP requests
 # from NEIGHBOUR_FLOOD made-up addresses of the /16 and neighbour solicitations from as many of the /64, each
