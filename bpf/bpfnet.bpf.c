@@ -723,7 +723,9 @@ int tc_nic_ingress(struct __sk_buff *skb)
 /*
  * Records the pod's side of a connection so the host's answers find their way back (walks 3 and 5). A new
  * flow waits in flows_unconfirmed until the host answers (confirm_flow); the pod moving a known flow to
- * another backend port is trusted and updated in place.
+ * another backend port is trusted and updated in place. The pod's packets, never the host's, keep a flow
+ * fresh (seen): the loader's sweep removes flows the pod has not sent on for a while, and the pod's next
+ * packet on one records it again.
  */
 static __always_inline void record_flow(const struct lan_ports *pkt, const struct bpfnet_ip *host,
 					const struct bpfnet_ip *service_ip,
@@ -731,13 +733,16 @@ static __always_inline void record_flow(const struct lan_ports *pkt, const struc
 {
 	/* The pod's packet goes to the host: its destination is the host's side of the flow. */
 	struct bpfnet_flow_key key = flow_key(host, pkt->dport, service_ip, pkt->sport, pkt->proto);
-	struct bpfnet_flow flow = {.backend_ip = *backend_ip, .backend_port_be = pkt->sport};
+	struct bpfnet_flow flow = {
+		.backend_ip = *backend_ip, .backend_port_be = pkt->sport, .seen = flow_clock()};
 	struct bpfnet_flow *known = bpf_map_lookup_elem(&flows, &key);
 
 	mark_flow_port(pkt->sport);
 	if (known) {
 		if (!ip_equal(&known->backend_ip, backend_ip) || known->backend_port_be != pkt->sport)
 			bpf_map_update_elem(&flows, &key, &flow, BPF_EXIST);
+		else if (known->seen != flow.seen) /* once a clock unit: the entry is seldom written */
+			known->seen = flow.seen;
 		return;
 	}
 	known = bpf_map_lookup_elem(&flows_unconfirmed, &key);

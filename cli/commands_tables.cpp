@@ -1,6 +1,7 @@
 #include "cli/commands_tables.hpp"
 
 #include "cli/commands.hpp"
+#include "core/flow_sweep.hpp"
 #include "core/netlink.hpp"
 
 #include <arpa/inet.h>
@@ -84,12 +85,13 @@ void run_flows(Context &context, const FlowArgs &args) {
         filter.port = parse_port(args.port, "--port");
     DatapathMaps maps = context.open_datapath();
     FlowEntries entries;
+    const uint16_t now = flow_clock_now();
     for (const auto &[key, flow] : maps.flows.entries())
         if (filter.matches(key))
-            entries.push_back({key, flow, true});
+            entries.push_back({key, flow, true, flow_idle_seconds(flow, now)});
     for (const auto &[key, flow] : maps.flows_unconfirmed.entries())
         if (filter.matches(key))
-            entries.push_back({key, flow, false});
+            entries.push_back({key, flow, false, flow_idle_seconds(flow, now)});
     if (context.json())
         print_json(context.out, flows_json(std::move(entries)));
     else
@@ -168,19 +170,19 @@ Json backends_json(std::vector<BackendRow> rows) {
 
 void print_flows_table(std::ostream &out, FlowEntries entries) {
     sort_flows(entries);
-    TextTable table({"HOST", "", "SERVICE", "PROTO", "BACKEND", "STATE"});
-    for (const auto &[key, flow, confirmed] : entries)
+    TextTable table({"HOST", "", "SERVICE", "PROTO", "BACKEND", "STATE", "IDLE"});
+    for (const auto &[key, flow, confirmed, idle_s] : entries)
         table.add_row({format_endpoint(key.remote_ip, key.remote_port_be), "<->",
                        format_endpoint(key.service_ip, key.service_port_be), format_protocol(key.proto),
-                       format_endpoint(flow.backend_ip, flow.backend_port_be),
-                       confirmed ? "confirmed" : "unconfirmed"});
+                       format_endpoint(flow.backend_ip, flow.backend_port_be), confirmed ? "confirmed" : "unconfirmed",
+                       idle_s ? std::to_string(*idle_s) + "s" : "-"});
     table.print(out);
 }
 
 Json flows_json(FlowEntries entries) {
     sort_flows(entries);
     Json list = Json::array();
-    for (const auto &[key, flow, confirmed] : entries)
+    for (const auto &[key, flow, confirmed, idle_s] : entries)
         list.push_back({{"host_ip", format_ip(key.remote_ip)},
                         {"host_port", ntohs(key.remote_port_be)},
                         {"service_ip", format_ip(key.service_ip)},
@@ -188,7 +190,8 @@ Json flows_json(FlowEntries entries) {
                         {"protocol", format_protocol(key.proto)},
                         {"backend_ip", format_ip(flow.backend_ip)},
                         {"backend_port", ntohs(flow.backend_port_be)},
-                        {"confirmed", confirmed}});
+                        {"confirmed", confirmed},
+                        {"idle_s", idle_s ? Json(*idle_s) : Json(nullptr)}});
     return {{"flows", list}};
 }
 

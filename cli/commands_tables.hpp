@@ -19,6 +19,9 @@ struct FlowRow {
     bpfnet_flow_key key{};
     bpfnet_flow flow{};
     bool confirmed = true;
+    // Seconds since the pod last sent on the flow (its seen stamp read against the flow clock, to about a
+    // second); nullopt for a flow stamped by a build without the clock.
+    std::optional<unsigned> idle_s;
 };
 using FlowEntries = std::vector<FlowRow>;
 // A neighbour and its table: confirmed (the datapath accepted a packet of the host's; in neighbours) or known

@@ -1,6 +1,7 @@
 #include "core/datapath_runtime.hpp"
 
 #include "core/event_loop.hpp"
+#include "core/flow_sweep.hpp"
 #include "core/log.hpp"
 #include "core/netlink.hpp"
 
@@ -63,6 +64,7 @@ void DatapathRuntime::claim() {
 void DatapathRuntime::attach() {
     claim();
     heartbeat_timer_ = loop::make_timer();
+    flow_sweep_timer_ = loop::make_timer();
     LinkInfo nic = link_by_name(node_.interface);
     nic_mac_ = nic.mac;
     const KernelFeatures &kernel = *kernel_;
@@ -137,6 +139,15 @@ void DatapathRuntime::leave_with_grace(std::chrono::milliseconds grace) {
     heartbeat_running_ = false; // the thread writes no more heartbeats over the grace
     datapath_->maps().heartbeat.update(
         0, bpfnet_heartbeat{monotonic_ns() + static_cast<__u64>(std::chrono::nanoseconds(grace).count())});
+}
+
+void DatapathRuntime::sweep_idle_flows() {
+    const FlowSweepReport swept = sweep_flows(datapath_->maps(), flow_clock_now(), flow_clock_units(kFlowIdleTimeout));
+    if (swept.removed != 0 || swept.stamped != 0)
+        log_debug("idle flows removed", {{"removed", std::to_string(swept.removed)},
+                                         {"stamped", std::to_string(swept.stamped)},
+                                         {"flows", std::to_string(swept.kept)},
+                                         {"hosts", std::to_string(swept.hosts)}});
 }
 
 void DatapathRuntime::write_heartbeat() {
@@ -512,11 +523,12 @@ void DatapathRuntime::start(ConflictHandler on_conflict) {
     {
         std::lock_guard lock(mutex_);
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
+        arm_timer(flow_sweep_timer_, kFlowSweepInterval, kFlowSweepInterval);
         announcer_->start(epoll_);
         if (prober_)
             prober_->start(epoll_);
     }
-    for (int fd : {stop_.get(), heartbeat_timer_.get(), events_->fd()})
+    for (int fd : {stop_.get(), heartbeat_timer_.get(), flow_sweep_timer_.get(), events_->fd()})
         loop::add(epoll_, fd);
     thread_ = std::thread([this] { serve(); });
 }
@@ -542,6 +554,9 @@ void DatapathRuntime::serve() {
                     drain(heartbeat_timer_);
                     if (heartbeat_running_)
                         write_heartbeat();
+                } else if (fd == flow_sweep_timer_.get()) {
+                    drain(flow_sweep_timer_);
+                    sweep_idle_flows();
                 } else if (!announcer_->handle(fd) && !(prober_ && prober_->handle(fd))) {
                     events_->consume();
                 }

@@ -129,6 +129,8 @@ public:
 private:
     bool heartbeat_fresh();
     void write_heartbeat();
+    // Removes the flows the pod no longer sends on and counts each host's share again (core/flow_sweep.hpp).
+    void sweep_idle_flows();
     // An IPv6 service address is active here and not yielded: router advertisements are this node's to send.
     bool owns_ipv6_address();
     void report_conflict(const bpfnet_ip &service_ip, const __u8 *mac);
@@ -159,7 +161,7 @@ private:
     ConflictHandler on_conflict_;
 
     std::mutex mutex_; // everything below, and the maps, between apply() and the thread
-    UniqueFd epoll_, stop_, heartbeat_timer_;
+    UniqueFd epoll_, stop_, heartbeat_timer_, flow_sweep_timer_;
     std::optional<EventPump> events_; // from start()
     ClaimMachine claims_;
     std::set<bpfnet_ip> config_claims_; // hold_claims' last service IPs

@@ -30,6 +30,7 @@
 	X(backends, struct bpfnet_ip, struct bpfnet_backend)                                                 \
 	X(flows, struct bpfnet_flow_key, struct bpfnet_flow)                                                 \
 	X(flows_unconfirmed, struct bpfnet_flow_key, struct bpfnet_flow)                                     \
+	X(flow_shares, struct bpfnet_ip, struct bpfnet_flow_share)                                           \
 	X(flow_ports, __u32, struct bpfnet_flow_ports)                                                       \
 	X(neighbours, struct bpfnet_ip, struct bpfnet_neighbour)                                             \
 	X(neighbours_unconfirmed, struct bpfnet_ip, struct bpfnet_neighbour)                                 \
@@ -56,6 +57,9 @@
 /* Flows the host has not answered yet: a LAN host that makes the pod open flows to spoofed addresses
  * (a TFTP read request per flow) churns this table, never the confirmed one. */
 #define BPFNET_MAX_UNCONFIRMED_FLOWS	  16384
+/* A host's share of flows: the most confirmed flows one host may hold, so that a host answering the flows
+ * it makes the pod open (a TFTP read request each) can only ever evict its own. */
+#define BPFNET_MAX_FLOWS_PER_HOST	  512
 #define BPFNET_MAX_NEIGHBOURS		  4096
 /* Hosts known from ARP or NDP only, before the datapath accepted a packet of theirs: a flood of made-up
  * senders churns this table, never the confirmed one. */
@@ -245,7 +249,25 @@ struct bpfnet_flow_key {
 struct bpfnet_flow {
 	struct bpfnet_ip backend_ip;
 	__be16 backend_port_be;
-	__u8 pad[2];
+	__u16 seen; /* when the pod last sent on it, in flow clock units (BPFNET_FLOW_CLOCK_SHIFT) */
+};
+
+/*
+ * The flow clock: CLOCK_MONOTONIC (the coarse clock, which the datapath reads for the price of a load)
+ * in units of 2^30 ns, about a second, modulo 2^16 (18 hours: the loader's sweep removes a flow long before
+ * its age could wrap). Kept in what was the flow's padding, so flows pinned by an earlier build stay valid.
+ */
+#define BPFNET_FLOW_CLOCK_SHIFT 30
+
+/*
+ * flow_shares (LRU hash): key = LAN host IP -> how many confirmed flows (flows) it holds. The datapath
+ * confirms no flow of a host at its share (BPFNET_MAX_FLOWS_PER_HOST): the flow stays in flows_unconfirmed,
+ * where it still steers. The datapath adds; the loader's sweep, which removes idle flows, writes the
+ * counts again from the table (so flows the LRU or the sweep removed stop counting). An entry lost to the
+ * LRU only gives its host a fresh count until the next sweep, never less room.
+ */
+struct bpfnet_flow_share {
+	__u32 confirmed;
 };
 
 /*
@@ -338,6 +360,8 @@ struct bpfnet_dhcp_relay {
 	X(FLOW_CREATED, "flow_created", EVENT, "a new flow was recorded on the reverse path (unconfirmed)")  \
 	X(FLOW_CONFIRMED, "flow_confirmed", EVENT,                                                           \
 	  "the host answered an unconfirmed flow: it moved to flows")                                        \
+	X(FLOW_OVER_SHARE, "flow_over_share", EVENT,                                                         \
+	  "a host at its share of flows answered a new flow: it stays unconfirmed")                          \
 	X(NEIGHBOUR_MISS, "neighbour_miss", DROP,                                                            \
 	  "the reverse path had no MAC for the host: reported, dropped")                                     \
 	X(EVENT_LOST, "event_lost", EVENT, "the events or trace ring buffer was full")                       \

@@ -68,6 +68,13 @@ struct {
 } flows_unconfirmed SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BPFNET_MAX_NEIGHBOURS);
+	__type(key, struct bpfnet_ip);
+	__type(value, struct bpfnet_flow_share);
+} flow_shares SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__uint(map_flags, BPF_F_MMAPABLE); /* the loader marks ports in place: maps/flow_ports.hpp */

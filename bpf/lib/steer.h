@@ -228,15 +228,55 @@ static __always_inline enum bpfnet_counter steer_drop_reason(enum steer_result r
 	return result == STEER_SOURCE_REFUSED ? BPFNET_CTR_DROP_SOURCE_RANGE : BPFNET_CTR_DROP_NOT_ALLOWED;
 }
 
-/* The host answered a flow the pod opened, and the answer was accepted: the flow takes its place in flows. */
+/* Now on the flow clock (BPFNET_FLOW_CLOCK_SHIFT). Never 0: a flow whose stamp is 0 was written by a build
+ * without the clock, and the loader's sweep stamps it instead of judging its age. */
+static __always_inline __u16 flow_clock(void)
+{
+	__u16 now = (__u16)(bpf_ktime_get_coarse_ns() >> BPFNET_FLOW_CLOCK_SHIFT);
+
+	return now ? now : 1;
+}
+
+/* One more confirmed flow for host. The first of a host (or of one whose entry the LRU dropped) creates
+ * the entry; two CPUs creating it at once both count, one through the entry the other made. */
+static __always_inline void flow_share_add(const struct bpfnet_ip *host)
+{
+	struct bpfnet_flow_share *share = bpf_map_lookup_elem(&flow_shares, host);
+	struct bpfnet_flow_share first = {.confirmed = 1};
+
+	if (share) {
+		__sync_fetch_and_add(&share->confirmed, 1);
+		return;
+	}
+	if (bpf_map_update_elem(&flow_shares, host, &first, BPF_NOEXIST) == 0)
+		return;
+	share = bpf_map_lookup_elem(&flow_shares, host);
+	if (share)
+		__sync_fetch_and_add(&share->confirmed, 1);
+}
+
+/*
+ * The host answered a flow the pod opened, and the answer was accepted: the flow takes its place in flows,
+ * unless the host holds its share of them already (then it stays in flows_unconfirmed and still steers
+ * there): a host answering every flow it makes the pod open can only fill its own share, never evict the
+ * flows of others.
+ */
 static __always_inline void confirm_flow(const struct lan_ports *pkt, const struct bpfnet_ip *saddr,
 					 const struct bpfnet_ip *daddr, const struct steer_target *target)
 {
 	struct bpfnet_flow_key key = flow_key_from_lan(pkt, saddr, daddr);
-	struct bpfnet_flow flow = {.backend_ip = target->backend_ip, .backend_port_be = target->backend_port};
+	struct bpfnet_flow flow = {.backend_ip = target->backend_ip,
+				   .backend_port_be = target->backend_port,
+				   .seen = flow_clock()};
+	struct bpfnet_flow_share *share = bpf_map_lookup_elem(&flow_shares, saddr);
 
-	if (bpf_map_update_elem(&flows, &key, &flow, BPF_ANY) == 0) {
+	if (share && share->confirmed >= BPFNET_MAX_FLOWS_PER_HOST) {
+		count(BPFNET_CTR_FLOW_OVER_SHARE);
+		return;
+	}
+	if (bpf_map_update_elem(&flows, &key, &flow, BPF_NOEXIST) == 0) {
 		bpf_map_delete_elem(&flows_unconfirmed, &key);
+		flow_share_add(saddr);
 		count(BPFNET_CTR_FLOW_CONFIRMED);
 	}
 }

@@ -38,7 +38,7 @@ void fill_tables(DatapathMaps &maps, size_t count) {
         key.remote_port_be = htons(static_cast<uint16_t>(kFirstPort + n % kPortsPerHost));
         key.service_port_be = htons(6385);
         key.proto = IPPROTO_TCP;
-        maps.flows.update(key, bpfnet_flow{ip_from_v4(htonl(0xc6126402)), htons(6385), {0, 0}}); // 198.18.100.2
+        maps.flows.update(key, bpfnet_flow{ip_from_v4(htonl(0xc6126402)), htons(6385), 0}); // 198.18.100.2
         const bpfnet_neighbour neighbour{{0x02, 0xbe, static_cast<uint8_t>(n >> 24), static_cast<uint8_t>(n >> 16),
                                           static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)},
                                          {0, 0}};

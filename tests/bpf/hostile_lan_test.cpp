@@ -149,16 +149,6 @@ protected:
     bool unconfirmed(const bpfnet_flow_key &key) { return maps_->flows_unconfirmed.lookup(key).has_value(); }
 };
 
-bpfnet_flow_key flow_key(const std::string &host, uint16_t host_port, uint16_t service_port, uint8_t proto) {
-    bpfnet_flow_key key{};
-    key.remote_ip = key_ip(host);
-    key.service_ip = key_ip(service_ip);
-    key.remote_port_be = htons(host_port);
-    key.service_port_be = htons(service_port);
-    key.proto = proto;
-    return key;
-}
-
 // The report's frame, through both NIC programs: dropped, and the host it names still has its own MAC.
 TEST_F(HostileLan, ADroppedFrameChangesNoNeighbour) {
     Bytes frame = from_hex(kSpoofedSynToUnlistedPort);
@@ -277,6 +267,44 @@ TEST_F(HostileLan, UnansweredFlowsNeverEvictConfirmedOnes) {
     auto in = run(Program::TcNic, from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port})));
     EXPECT_EQ(in.retval, kTcRedirect);
     EXPECT_LE(maps_->flows_unconfirmed.entries().size(), size_t{BPFNET_MAX_UNCONFIRMED_FLOWS});
+}
+
+// A host that answers every flow it makes the pod open (a TFTP read request each, 70,000 of them, more than
+// flows holds) fills its own share of flows only: another host's idle confirmed flow stays, and the host's
+// flows beyond its share still steer, from flows_unconfirmed.
+TEST_F(HostileLan, AHostAnsweringItsOwnFlowsEvictsNoOtherHostsFlow) {
+    const Mac greedy_mac = mac("02:00:00:00:00:66");
+    const std::string &greedy = unknown_host_ip;
+    auto honest = flow_key(host_ip, flow_host_port, flow_pod_port, kUdp); // the world's confirmed flow
+    ASSERT_TRUE(confirmed(honest));
+    run(Program::XdpNic, arp(1, broadcast, greedy_mac, greedy, zero_mac, service_ip)); // so the pod reaches it
+
+    const int flood = BPFNET_MAX_FLOWS + 4464;
+    auto ports = [](int i) {
+        return std::pair{static_cast<uint16_t>(1024 + i % 60000), static_cast<uint16_t>(2070 + i / 60000)};
+    };
+    int answered = 0;
+    for (int i = 0; i < flood; i++) {
+        auto [pod_port, host_port] = ports(i);
+        run(Program::TcPod, from_pod(Packet::udp({pod_ip, pod_port}, {greedy, host_port})));
+        Bytes answer = Packet::udp({greedy, host_port}, {service_ip, pod_port}).macs(nic_mac, greedy_mac).bytes();
+        answered += run(Program::TcNic, answer).retval == kTcRedirect;
+    }
+    EXPECT_EQ(answered, flood) << "every answer is steered, within the share or beyond it";
+    EXPECT_TRUE(confirmed(honest)) << "another host's idle flow was evicted";
+    auto in = run(Program::TcNic, from_host(Packet::udp({host_ip, flow_host_port}, {service_ip, flow_pod_port})));
+    EXPECT_EQ(in.retval, kTcRedirect);
+
+    size_t greedy_confirmed = 0;
+    for (const auto &[key, flow] : maps_->flows.entries())
+        greedy_confirmed += key.remote_ip == key_ip(greedy);
+    EXPECT_EQ(greedy_confirmed, size_t{BPFNET_MAX_FLOWS_PER_HOST});
+    auto share = maps_->flow_shares.lookup(key_ip(greedy));
+    ASSERT_TRUE(share.has_value());
+    EXPECT_EQ(share->confirmed, __u32{BPFNET_MAX_FLOWS_PER_HOST});
+    EXPECT_EQ(counters()[BPFNET_CTR_FLOW_OVER_SHARE], __u64(flood - BPFNET_MAX_FLOWS_PER_HOST));
+    auto [last_pod_port, last_host_port] = ports(flood - 1);
+    EXPECT_TRUE(unconfirmed(flow_key(greedy, last_host_port, last_pod_port, kUdp)));
 }
 
 // The pod called a host from port 80, which is also a listed service port (80 -> 8080): the host's answer

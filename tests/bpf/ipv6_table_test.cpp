@@ -659,5 +659,24 @@ TEST_F(DatapathTest, NeighbourMissOverIpv6IsReportedWithBothAddresses) {
     EXPECT_EQ(events[0].service_ip, key_ip(service_ip6));
 }
 
+// An IPv6 host answering more flows than its share holds its share of flows: the rest still steer, from
+// flows_unconfirmed (the IPv4 case, with the table full: hostile_lan_test.cpp).
+TEST_F(DatapathTest, AnIpv6HostHoldsItsShareOfFlows) {
+    const int answered_flows = BPFNET_MAX_FLOWS_PER_HOST + 40;
+    int steered = 0;
+    for (int i = 0; i < answered_flows; i++) {
+        const auto pod_port = static_cast<uint16_t>(20000 + i);
+        run(Program::TcPod, from_pod6(Packet6::udp({pod_ip6, pod_port}, {host_ip6, 2070})));
+        steered += run(Program::TcNic, from_host6(Packet6::udp({host_ip6, 2070}, {service_ip6, pod_port}))).retval ==
+                   kTcRedirect;
+    }
+    EXPECT_EQ(steered, answered_flows);
+    size_t held = 0;
+    for (const auto &[key, flow] : maps_->flows.entries())
+        held += key.remote_ip == key_ip(host_ip6);
+    EXPECT_EQ(held, size_t{BPFNET_MAX_FLOWS_PER_HOST});
+    EXPECT_EQ(counters()[BPFNET_CTR_FLOW_OVER_SHARE], 40u);
+}
+
 } // namespace
 } // namespace bpfnet::test

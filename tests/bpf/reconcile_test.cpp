@@ -122,7 +122,7 @@ TEST_F(ReconcileTest, BackendGoneDeactivatesAndKeepsLearnedFlows) {
     flow.remote_port_be = htons(9999);
     flow.service_port_be = htons(45000);
     flow.proto = BPFNET_PROTO_TCP;
-    maps_->flows.update(flow, bpfnet_flow{key_ip("198.18.100.2"), htons(45000), {0, 0}});
+    maps_->flows.update(flow, bpfnet_flow{key_ip("198.18.100.2"), htons(45000), 0});
 
     Config without = config_;
     without.backend.reset();

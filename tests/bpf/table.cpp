@@ -25,6 +25,15 @@ Bytes from_host(Packet p) {
 Bytes from_pod(Packet p) {
     return p.macs(veth_mac, pod_mac).bytes();
 }
+bpfnet_flow_key flow_key(const std::string &host, uint16_t host_port, uint16_t service_port, uint8_t proto) {
+    bpfnet_flow_key key{};
+    key.remote_ip = key_ip(host);
+    key.service_ip = key_ip(service_ip);
+    key.remote_port_be = htons(host_port);
+    key.service_port_be = htons(service_port);
+    key.proto = proto;
+    return key;
+}
 Bytes into_pod(Packet p) {
     return p.macs(pod_mac, veth_mac).bytes();
 }

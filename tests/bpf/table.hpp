@@ -33,6 +33,9 @@ Bytes from_pod(Packet p);
 Bytes into_pod(Packet p);
 Bytes to_host(Packet p, const Mac &host = world::host_mac);
 
+// The flows key of host:host_port <-> service IP (the world's IPv4 one):service_port.
+bpfnet_flow_key flow_key(const std::string &host, uint16_t host_port, uint16_t service_port, uint8_t proto);
+
 // Runs one row; each table file instantiates it with its own rows.
 class DatapathTable : public DatapathTest, public ::testing::WithParamInterface<Row> {};
 

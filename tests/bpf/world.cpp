@@ -95,7 +95,7 @@ void fill_world(DatapathMaps &maps) {
     fkey.service_port_be = htons(world::flow_pod_port);
     fkey.proto = kUdp;
     FlowPortMarks(maps.flow_ports).mark(fkey.service_port_be); // as the datapath marks a flow's port first
-    maps.flows.update(fkey, bpfnet_flow{key_ip(world::pod_ip), htons(world::flow_pod_port), {0, 0}});
+    maps.flows.update(fkey, bpfnet_flow{key_ip(world::pod_ip), htons(world::flow_pod_port), 0});
 
     fill_world6(maps);
 }

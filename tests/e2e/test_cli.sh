@@ -373,19 +373,20 @@ case_neighbours() {
 }
 
 # f. flows: a TFTP read through the service IP; dnsmasq answers from an ephemeral port, which the datapath
-# records as a flow host:port <-> service IP:that port -> pod:that port. Filters by host and port.
+# records as a flow host:port <-> service IP:that port -> pod:that port, idle for seconds. Filters by host
+# and port.
 case_flows() {
     tftp_get "$E2E_HOST" "$E2E_SERVICE_IP" "$DHCP_BOOT_FILE" "$E2E_TMP/downloaded" || return 1
     ctl_ok flows-json flows -o json || return 1
     json_expect flows-json "len([f for f in d['flows'] if f['host_ip'] == '$E2E_HOST_IP' and
         f['service_ip'] == '$E2E_SERVICE_IP' and f['protocol'] == 'udp' and f['backend_ip'] == '$E2E_POD_IP' and
-        f['backend_port'] == f['service_port'] != 69]) == 1" || return 1
+        f['backend_port'] == f['service_port'] != 69 and 0 <= f['idle_s'] < 60]) == 1" || return 1
     local host_port service_port
     read -r host_port service_port < <(python3 -c 'import json, sys
 f = [f for f in json.load(open(sys.argv[1]))["flows"] if f["protocol"] == "udp"][0]
 print(f["host_port"], f["service_port"])' "$OUT/flows-json.out")
     ctl_ok flows flows || return 1
-    has_line_matching flows "^$E2E_HOST_IP:$host_port +<-> +$E2E_SERVICE_IP:$service_port +udp +$E2E_POD_IP:$service_port +confirmed\$" || return 1
+    has_line_matching flows "^$E2E_HOST_IP:$host_port +<-> +$E2E_SERVICE_IP:$service_port +udp +$E2E_POD_IP:$service_port +confirmed +[0-9]+s\$" || return 1
     ctl_ok flows-port flows -o json --port "$service_port" || return 1
     json_expect flows-port "len(d['flows']) == 1 and d['flows'][0]['host_port'] == $host_port" || return 1
     ctl_ok flows-host flows -o json --host "$E2E_HOST_IP" --port "$host_port" || return 1

@@ -15,9 +15,14 @@
 #    other 10 wait, as a host does between its deployment's steps: no transfer or
 #    call fails, no packet of the pod's meets a neighbour miss, every host keeps its confirmed entries, and
 #    the pod's calls to the waiting hosts after the flood meet no miss either.
+#  - A host that makes the pod's TFTP server open 800 flows and answers each, from its own address, holds
+#    no more confirmed flows than its share (BPFNET_MAX_FLOWS_PER_HOST): every one of its answers is still
+#    steered (the flows beyond the share steer from flows_unconfirmed), and another host's idle connection,
+#    opened by the pod before, keeps its confirmed flow and is heard.
 #
 #   usage: test_hostile.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
 #   env:   E2E_HOSTILE_FLOOD   spoofed requests of the flood (default 100000)
+#          E2E_SHARE_FLOOD     answered TFTP transfers of the host that fills its share (default 800)
 #          E2E_NEIGHBOUR_FLOOD made-up senders of each family's neighbour flood (default 2100), each sending 8 times
 #          E2E_KEEP_TMP        keep the temporary directory (configs, logs) for inspection
 #
@@ -35,6 +40,8 @@ source "$E2E_DIR/lan6.sh"
 FLOOD=${E2E_HOSTILE_FLOOD:-100000}
 NEIGHBOUR_FLOOD=${E2E_NEIGHBOUR_FLOOD:-2100}
 HONEST=20
+SHARE_FLOOD=${E2E_SHARE_FLOOD:-800}
+FLOW_SHARE=$(sed -n 's/^#define BPFNET_MAX_FLOWS_PER_HOST[[:space:]]*//p' "$E2E_REPO/maps/bpfnet_maps.h")
 # The issue's LAN: a /16 provisioning subnet (room for thousands of made-up ARP senders) and the IPv6 /64;
 # the pod's network apart from it, as a cluster's pod network is.
 E2E_SUBNET=198.18.0.0/16
@@ -46,6 +53,7 @@ e2e_fixture world hostile_lan
 e2e_case known_host_keeps_its_traffic case_known_host_keeps_its_traffic "a spoofed SYN and TFTP request in a known host's name leave its traffic with it" world
 e2e_case new_host_is_checked_by_arp case_new_host_is_checked_by_arp "a spoofed request in a new host's name is corrected by the loader's ARP check" world
 e2e_case flood_leaves_confirmed_flows case_flood_leaves_confirmed_flows "$HONEST idle connections survive $FLOOD spoofed TFTP requests in their hosts' names" world
+e2e_case one_host_fills_only_its_share case_one_host_fills_only_its_share "a host answering $SHARE_FLOOD TFTP transfers of its own holds its share of flows; another host's idle connection keeps its flow" world
 e2e_case neighbour_flood_leaves_hosts case_neighbour_flood_leaves_hosts "$HONEST hosts' transfers and the pod's calls go on through ARP and NS from $NEIGHBOUR_FLOOD made-up addresses each" world
 
 e2e_start "$@"
@@ -80,6 +88,18 @@ pod_reaches() {
     local got
     got=$(pod curl -sS --max-time 2 "http://$2:$AGENT_PORT/" 2>&1)
     [ "$got" = "$1" ]
+}
+
+# idle_host_serve I PORT GO LOG: honest host e2e-hI accepts one connection on PORT, holds it idle until the
+# file GO exists, then speaks first ("host I").
+idle_host_serve() {
+    bg_in_ns "e2e-h$1" "$4" "$SYSTEM_PYTHON" -c "
+import os, socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', $2)); s.listen(1)
+c, _ = s.accept()
+while not os.path.exists('$3'): time.sleep(0.05)
+c.sendall(b'host $1\n'); time.sleep(30)"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -125,14 +145,7 @@ case_flood_leaves_confirmed_flows() {
     rm -f "$go"
     for i in $(seq 1 "$HONEST"); do
         sources+="${sources:+,}198.18.0.$((100 + i))"
-        # Accepts one connection, waits for the go file, then speaks first.
-        bg_in_ns "e2e-h$i" "$LOGS/idle-$i.log" "$SYSTEM_PYTHON" -c "
-import os, socket, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('0.0.0.0', 7100)); s.listen(1)
-c, _ = s.accept()
-while not os.path.exists('$go'): time.sleep(0.05)
-c.sendall(b'host $i\n'); time.sleep(30)"
+        idle_host_serve "$i" 7100 "$go" "$LOGS/idle-$i.log"
     done
     for i in $(seq 1 "$HONEST"); do
         wait_for 5 ns_tcp_listens "e2e-h$i" 7100 || {
@@ -182,6 +195,86 @@ print('heard', heard, flush=True)"
     fi
     log "flood: $out; the pod's server opened $(($(counter flow_created) - created_before)) flows for it, confirmed $(($(counter flow_confirmed) - flows_before)); all $HONEST idle connections heard their host"
 }
+# confirmed_flows IP: how many flows of host IP (IPv4) the confirmed table (flows) holds. One dump.
+confirmed_flows() {
+    bpftool -j map dump pinned "$E2E_PIN_DIR/flows" | "$SYSTEM_PYTHON" -c 'import ipaddress, json, sys
+want = ipaddress.IPv6Address("::ffff:" + sys.argv[1]).packed
+print(sum(1 for e in json.load(sys.stdin) if bytes(int(b, 16) for b in e["key"][:16]) == want))' "$1"
+}
+
+# The greedy host (the attacker, from its own address) makes the pod's TFTP server open SHARE_FLOOD flows,
+# one read request each, and answers each data block: more than its share. Every exchange is answered and
+# every answer steered (flow_confirmed up to the share, flow_over_share after), the host holds exactly its
+# share of confirmed flows, and an idle connection the pod opened to another host before keeps its
+# confirmed flow: the host speaks first on it afterwards and the pod hears it. On a datapath without the
+# share the host's flows all take places in flows (SHARE_FLOOD of them), which is how, past the table's
+# 65,536 entries, it evicted other hosts' idle flows (the packet table shows that at full size).
+case_one_host_fills_only_its_share() {
+    local go=$E2E_TMP/go-share honest=e2e-h1 honest_ip greedy_ip=198.18.0.7 confirmed_before over_before out held
+    honest_ip=$(honest_ip 1)
+    rm -f "$go"
+    idle_host_serve 1 7101 "$go" "$LOGS/share-idle.log"
+    wait_for 5 ns_tcp_listens "$honest" 7101 || {
+        E2E_REASON="host $honest does not listen on 7101"
+        return 1
+    }
+    ip netns exec "$honest" curl -sS --max-time 5 -o /dev/null "http://$E2E_SERVICE_IP/" || {
+        E2E_REASON="host $honest could not reach the service IP"
+        return 1
+    }
+    bg_in_ns "$E2E_POD" "$LOGS/share-pod.log" "$SYSTEM_PYTHON" -c "
+import os, socket, time
+c = socket.create_connection(('$honest_ip', 7101), timeout=10)
+print('connected', flush=True)
+while not os.path.exists('$go'): time.sleep(0.05)
+c.settimeout(5)
+print('heard' if c.recv(64).startswith(b'host 1') else 'silent', flush=True)"
+    local pod_pid=$BG_PID
+    wait_for 10 grep -q connected "$LOGS/share-pod.log" || {
+        E2E_REASON="the pod did not connect to $honest: $(tail -c 300 "$LOGS/share-pod.log")"
+        return 1
+    }
+    [ "$(confirmed_flows "$honest_ip")" -ge 1 ] || {
+        E2E_REASON="the pod's connection to $honest has no confirmed flow before the greedy host starts"
+        return 1
+    }
+    confirmed_before=$(counter flow_confirmed)
+    over_before=$(counter flow_over_share)
+    out=$(attacker "$SYSTEM_PYTHON" -c 'import socket, sys
+answered = 0
+for i in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.sendto(b"\x00\x01pxelinux.0\x00octet\x00", (sys.argv[1], 69))
+    try:
+        data, server = s.recvfrom(1500)
+    except OSError:
+        continue
+    if data[:4] == b"\x00\x03\x00\x01":
+        s.sendto(b"\x00\x04\x00\x01", server)  # the ACK: the host answers the flow the pod opened
+        answered += 1
+    s.close()
+print(answered)' "$E2E_SERVICE_IP" "$SHARE_FLOOD")
+    sleep 0.5 # the last ACKs reach the datapath
+    local confirmed=$(($(counter flow_confirmed) - confirmed_before)) over=$(($(counter flow_over_share) - over_before))
+    held=$(confirmed_flows "$greedy_ip")
+    touch "$go"
+    wait_for 10 pid_gone "$pod_pid"
+    if [ "$out" != "$SHARE_FLOOD" ]; then
+        E2E_REASON="the greedy host's transfers: $out of $SHARE_FLOOD answered"
+        return 1
+    fi
+    if [ "$held" -ne "$FLOW_SHARE" ] || [ "$confirmed" -ne "$FLOW_SHARE" ] || [ "$over" -ne $((SHARE_FLOOD - FLOW_SHARE)) ]; then
+        E2E_REASON="the greedy host holds $held confirmed flows (share $FLOW_SHARE); flow_confirmed +$confirmed, flow_over_share +$over"
+        return 1
+    fi
+    if ! grep -q '^heard$' "$LOGS/share-pod.log" || [ "$(confirmed_flows "$honest_ip")" -lt 1 ]; then
+        E2E_REASON="the idle connection to $honest: '$(tail -c 200 "$LOGS/share-pod.log")', its confirmed flows: $(confirmed_flows "$honest_ip")"
+        return 1
+    fi
+    log "greedy host: $out of $SHARE_FLOOD transfers answered, $held confirmed flows held (share $FLOW_SHARE), flow_over_share +$over; the idle connection to $honest kept its flow and was heard"
+}
+
 ns_tcp_listens() { ip netns exec "$1" ss -Htln "sport = :$2" | grep -q LISTEN; }
 
 # unconfirmed_hosts: the honest hosts (e2e-hI, both families) that the datapath's confirmed neighbour table

@@ -271,6 +271,9 @@ ModelState read_state(const DatapathMaps &m) {
     };
     flows(m.flows, s.flows);
     flows(m.flows_unconfirmed, s.flows_unconfirmed);
+    for (const auto &[ip, v] : m.flow_shares.entries())
+        if (is_v4(ip))
+            s.flow_shares[v4_of(ip)] = v.confirmed;
     for (const auto &[ip, v] : m.dhcp_servers.entries())
         s.dhcp_servers[ip] = v.server_id_be;
     for (const auto &[ip, v] : m.conflicts.entries())
@@ -361,6 +364,7 @@ private:
         };
         clear(d_.maps->flows);
         clear(d_.maps->flows_unconfirmed);
+        clear(d_.maps->flow_shares);
         clear(d_.maps->neighbours);
         clear(d_.maps->neighbours_unconfirmed);
         clear(d_.maps->dhcp_servers);
@@ -502,6 +506,7 @@ private:
         clear6(d_.maps->conflicts, [](const bpfnet_ip &k) { return k; });
         clear6(d_.maps->flows, [](const bpfnet_flow_key &k) { return k.remote_ip; });
         clear6(d_.maps->flows_unconfirmed, [](const bpfnet_flow_key &k) { return k.remote_ip; });
+        clear6(d_.maps->flow_shares, [](const bpfnet_ip &k) { return k; });
         write_known_host6(*d_.maps);
     }
 
@@ -648,6 +653,7 @@ private:
         compare("neighbours_unconfirmed", kernel.neighbours_unconfirmed == want.neighbours_unconfirmed);
         compare("flows", kernel.flows == want.flows);
         compare("flows_unconfirmed", kernel.flows_unconfirmed == want.flows_unconfirmed);
+        compare("flow_shares", kernel.flow_shares == want.flow_shares);
         compare("dhcp_servers", kernel.dhcp_servers == want.dhcp_servers);
         compare("conflicts", kernel.conflicts == want.conflicts);
         if (!(kernel == want))

@@ -624,9 +624,14 @@ int ReferenceModel::steer_from_lan(Ctx &c, const Bytes &f) {
     }
     if (verdict != kTcRedirect)
         return verdict;
-    if (unconfirmed) {
+    auto share = st_.flow_shares.find(c.p.saddr);
+    if (unconfirmed && share != st_.flow_shares.end() && share->second >= BPFNET_MAX_FLOWS_PER_HOST) {
+        c.count(BPFNET_CTR_FLOW_OVER_SHARE); // the host holds its share: the flow stays unconfirmed
+        c.note("flow over the host's share");
+    } else if (unconfirmed) {
         st_.flows[key] = target;
         st_.flows_unconfirmed.erase(key);
+        st_.flow_shares[c.p.saddr]++;
         c.count(BPFNET_CTR_FLOW_CONFIRMED);
         c.note("flow confirmed");
     }

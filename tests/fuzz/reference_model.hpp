@@ -79,8 +79,9 @@ struct ModelState {
     std::map<Ip, Mac> neighbours;             // hosts the datapath accepted a packet from
     std::map<Ip, Mac> neighbours_unconfirmed; // hosts known from ARP only
     std::map<FlowKey, FlowTarget> flows, flows_unconfirmed;
-    std::map<Ip, Ip> dhcp_servers; // backend IP -> the identifier its server names itself with
-    std::map<Ip, Mac> conflicts;   // service IP -> last other MAC claiming it
+    std::map<Ip, uint32_t> flow_shares; // host -> its confirmed flows (at BPFNET_MAX_FLOWS_PER_HOST: no more)
+    std::map<Ip, Ip> dhcp_servers;      // backend IP -> the identifier its server names itself with
+    std::map<Ip, Mac> conflicts;        // service IP -> last other MAC claiming it
     bool operator==(const ModelState &) const = default;
 };
 

@@ -6,6 +6,7 @@
 #include "cli/commands_tables.hpp"
 #include "core/control_socket.hpp"
 #include "core/desired_state.hpp"
+#include "core/flow_sweep.hpp"
 #include "maps/layout.hpp"
 #include "packet.hpp"
 
@@ -275,20 +276,33 @@ FlowRow flow(const char *host, __u16 host_port, __u16 service_port, __u8 proto, 
     bpfnet_flow value{};
     value.backend_ip = key_ip("198.18.100.2");
     value.backend_port_be = htons(backend_port);
-    return {key, value, true};
+    return {key, value, true, 12};
 }
 
 TEST(CliFlows, TableAndJson) {
     FlowEntries entries = {flow("198.18.0.10", 9999, 41000, 6, 41000), flow("198.18.0.10", 2048, 55123, 17, 55123)};
     entries[1].confirmed = false;
+    entries[1].idle_s = std::nullopt;
     EXPECT_EQ(rendered(print_flows_table, entries),
-              "HOST                   SERVICE           PROTO  BACKEND             STATE\n"
-              "198.18.0.10:2048  <->  198.18.0.2:55123  udp    198.18.100.2:55123  unconfirmed\n"
-              "198.18.0.10:9999  <->  198.18.0.2:41000  tcp    198.18.100.2:41000  confirmed\n");
+              "HOST                   SERVICE           PROTO  BACKEND             STATE        IDLE\n"
+              "198.18.0.10:2048  <->  198.18.0.2:55123  udp    198.18.100.2:55123  unconfirmed  -\n"
+              "198.18.0.10:9999  <->  198.18.0.2:41000  tcp    198.18.100.2:41000  confirmed    12s\n");
     EXPECT_EQ(flows_json({entries[0]}).dump(),
               R"({"flows":[{"host_ip":"198.18.0.10","host_port":9999,"service_ip":"198.18.0.2",)"
               R"("service_port":41000,"protocol":"tcp","backend_ip":"198.18.100.2","backend_port":41000,)"
-              R"("confirmed":true}]})");
+              R"("confirmed":true,"idle_s":12}]})");
+}
+
+// A flow's idle time is read off the 16-bit flow clock, across its wrap; a flow of a build without the clock
+// has none.
+TEST(CliFlows, IdleSecondsFromTheFlowClock) {
+    bpfnet_flow flow{};
+    flow.seen = 65530;
+    EXPECT_EQ(flow_idle_seconds(flow, 65530), 0u);
+    EXPECT_EQ(flow_idle_seconds(flow, 4), 10u);    // 10 units of 2^30 ns: 10.7 s
+    EXPECT_EQ(flow_idle_seconds(flow, 565), 613u); // 571 units: 613.1 s
+    flow.seen = 0;
+    EXPECT_FALSE(flow_idle_seconds(flow, 100).has_value());
 }
 
 TEST(CliFlows, FilterByHostAndByEitherPort) {
