@@ -98,9 +98,31 @@ std::string describe_service_ip(const StatusView &status, const ServiceIpStatus 
            group;
 }
 
-std::string describe_backend(const BackendStatus &backend) {
+// How the serving loader found a backend's veth (its describe answer's backend_veths, as its log's found_by
+// says it): "named in the config", "found by route" (the route to the pod names it), "found by namespace behind
+// cni0" (the veth whose peer holds the pod's address, the route naming a bridge or another device of the
+// CNI's); "" when no loader said.
+std::string veth_found_by(const StatusView &status, const BackendStatus &backend) {
+    if (!status.loader || !status.loader->contains("backend_veths"))
+        return "";
+    for (const Json &veth : (*status.loader)["backend_veths"]) {
+        if (veth.value("ifindex", 0) != static_cast<int>(backend.ifindex))
+            continue;
+        const std::string found_by = veth.value("found_by", std::string());
+        if (found_by == "named")
+            return "named in the config";
+        const bool behind = veth.contains("behind") && veth["behind"].is_string();
+        return "found by " + found_by + (behind ? " behind " + veth["behind"].get<std::string>() : "");
+    }
+    return "";
+}
+
+std::string describe_backend(const StatusView &status, const BackendStatus &backend) {
     std::string text = format_ip(backend.ip) + " on " + (backend.veth.empty() ? "?" : backend.veth) + " (ifindex " +
-                       std::to_string(backend.ifindex) + "), pod hook ";
+                       std::to_string(backend.ifindex);
+    if (const std::string found_by = veth_found_by(status, backend); !found_by.empty())
+        text += ", " + found_by;
+    text += "), pod hook ";
     if (!backend.pod_hook.attached)
         return text + "NOT ATTACHED: replies cannot leave";
     return text + backend.pod_hook.program +
@@ -255,7 +277,7 @@ void print_status_table(std::ostream &out, const StatusView &status) {
     list.add("dhcp relay", status.dhcp_service_ip_be ? "for " + format_ipv4(status.dhcp_service_ip_be) : "off");
     list.add("dhcpv6 relay", describe_dhcp6_relay(status));
     for (const auto &backend : status.backends)
-        list.add("backend", describe_backend(backend));
+        list.add("backend", describe_backend(status, backend));
     if (status.backends.empty())
         list.add("backend", "none: service traffic is dropped (drop_no_backend)");
     list.add("conflicts", status.conflicts_seen ? std::to_string(status.conflicts_seen) +

@@ -251,11 +251,13 @@ nlohmann::json call_loader(const std::string &path, const nlohmann::json &reques
     throw ControlFailure(parse_failure_kind(reply.value("error", "failure")), reply.value("message", "refused"));
 }
 
-nlohmann::json describe_loader(std::string_view mode, const std::string &interface, const std::string &interface_macs) {
+nlohmann::json describe_loader(std::string_view mode, const std::string &interface, const std::string &interface_macs,
+                               nlohmann::json backend_veths) {
     return {{"mode", mode},
             {"interface", interface},
             {"interface_chosen_by", interface_macs.empty() ? "name" : "mac"},
-            {"interface_macs", interface_macs.empty() ? nlohmann::json(nullptr) : nlohmann::json(interface_macs)}};
+            {"interface_macs", interface_macs.empty() ? nlohmann::json(nullptr) : nlohmann::json(interface_macs)},
+            {"backend_veths", std::move(backend_veths)}};
 }
 
 } // namespace bpfnet

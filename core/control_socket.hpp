@@ -90,8 +90,11 @@ class ControlUnavailable : public std::runtime_error {
 // chosen (its name given, or the one link with a MAC of a list). Every mode answers it; it changes nothing.
 inline constexpr std::string_view kDescribeCommand = "describe";
 // The answer: {"mode": MODE, "interface": NAME, "interface_chosen_by": "name" | "mac", "interface_macs": LIST
-// or null}. interface_macs: the MAC list the NIC was chosen by, empty when it was named.
-nlohmann::json describe_loader(std::string_view mode, const std::string &interface, const std::string &interface_macs);
+// or null, "backend_veths": [{"ifindex": N, "found_by": "named" | "route" | "namespace", "behind": DEVICE or
+// null}, ...]}. interface_macs: the MAC list the NIC was chosen by, empty when it was named; backend_veths: how
+// the loader found each backend's veth in its last apply (DatapathRuntime::backend_veths).
+nlohmann::json describe_loader(std::string_view mode, const std::string &interface, const std::string &interface_macs,
+                               nlohmann::json backend_veths = nlohmann::json::array());
 
 // Sends one request and returns the result object. Throws ControlUnavailable when no loader listens,
 // ControlFailure with the loader's kind when it refused, SystemError for anything else (EACCES: the socket's

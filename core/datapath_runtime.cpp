@@ -141,12 +141,25 @@ void DatapathRuntime::leave_with_grace(std::chrono::milliseconds grace) {
         0, bpfnet_heartbeat{monotonic_ns() + static_cast<__u64>(std::chrono::nanoseconds(grace).count())});
 }
 
+nlohmann::json DatapathRuntime::backend_veths() const {
+    std::lock_guard lock(mutex_);
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto &[ifindex, where] : backend_veths_)
+        list.push_back(
+            {{"ifindex", ifindex},
+             {"found_by", where.found_by},
+             {"behind", where.route_device.empty() ? nlohmann::json(nullptr) : nlohmann::json(where.route_device)}});
+    return list;
+}
+
 void DatapathRuntime::sweep_idle_flows() {
-    const FlowSweepReport swept = sweep_flows(datapath_->maps(), flow_clock_now(), flow_clock_units(kFlowIdleTimeout));
-    if (swept.removed != 0 || swept.stamped != 0)
+    const FlowSweepRule rule{.idle = flow_clock_units(kFlowIdleTimeout),
+                             .unstamped_idle = std::chrono::steady_clock::now() - started_ > kFlowIdleTimeout};
+    const FlowSweepReport swept = sweep_flows(datapath_->maps(), flow_clock_now(), rule);
+    if (swept.removed != 0)
         log_debug("idle flows removed", {{"removed", std::to_string(swept.removed)},
-                                         {"stamped", std::to_string(swept.stamped)},
                                          {"flows", std::to_string(swept.kept)},
+                                         {"unstamped", std::to_string(swept.unstamped)},
                                          {"hosts", std::to_string(swept.hosts)}});
 }
 
@@ -250,6 +263,10 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     // hooked is not asked again: in Kubernetes mode apply() runs on every tick.
     std::set<int> wanted;
     Applied applied;
+    backend_veths_.clear();
+    for (const ServiceSpec &spec : specs)
+        if (spec.location)
+            backend_veths_.emplace(spec.location->ifindex, *spec.location);
     for (const ServiceSpec &spec : specs) {
         if (!spec.location || !wanted.insert(spec.location->ifindex).second)
             continue;
@@ -524,6 +541,7 @@ void DatapathRuntime::start(ConflictHandler on_conflict) {
         std::lock_guard lock(mutex_);
         arm_timer(heartbeat_timer_, node_.heartbeat_interval, node_.heartbeat_interval);
         arm_timer(flow_sweep_timer_, kFlowSweepInterval, kFlowSweepInterval);
+        started_ = std::chrono::steady_clock::now();
         announcer_->start(epoll_);
         if (prober_)
             prober_->start(epoll_);

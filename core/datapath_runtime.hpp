@@ -22,6 +22,8 @@
 #include "core/tc_hook.hpp"
 #include "maps/unique_fd.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -126,6 +128,10 @@ public:
     // from the API server that missed the takeover's announcement sees this one and yields.
     void announce_claim(const std::vector<bpfnet_ip> &service_ips);
 
+    // How each backend's veth was found in the last apply, for describe (core/control_socket.hpp): one
+    // {"ifindex", "found_by", "behind"} per veth.
+    nlohmann::json backend_veths() const;
+
 private:
     bool heartbeat_fresh();
     void write_heartbeat();
@@ -160,9 +166,11 @@ private:
     std::set<int> hooked_;           // backend veths whose pod hook this process attached or adopted
     ConflictHandler on_conflict_;
 
-    std::mutex mutex_; // everything below, and the maps, between apply() and the thread
+    mutable std::mutex mutex_; // everything below, and the maps, between apply() and the thread
     UniqueFd epoll_, stop_, heartbeat_timer_, flow_sweep_timer_;
-    std::optional<EventPump> events_; // from start()
+    std::map<int, BackendLocation> backend_veths_;    // by ifindex, as the last apply located them
+    std::chrono::steady_clock::time_point started_{}; // start(): flows unstamped since are idle (flow_sweep.hpp)
+    std::optional<EventPump> events_;                 // from start()
     ClaimMachine claims_;
     std::set<bpfnet_ip> config_claims_; // hold_claims' last service IPs
     std::vector<ServiceSpec> specs_;    // as last given to apply(), before yielded IPs are taken out

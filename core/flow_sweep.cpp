@@ -37,21 +37,17 @@ struct HostFlows {
     std::vector<bpfnet_flow_key> idle;
 };
 
-// Each host's flows: how many, and which are idle. Flows of a build without the flow clock (seen 0) have
-// no known age: they are stamped with this sweep's time.
-std::map<bpfnet_ip, HostFlows> read_host_flows(DatapathMaps &maps, uint16_t now, uint16_t idle,
+// Each host's flows: how many, and which are idle.
+std::map<bpfnet_ip, HostFlows> read_host_flows(const DatapathMaps &maps, uint16_t now, const FlowSweepRule &rule,
                                                FlowSweepReport &report) {
     std::map<bpfnet_ip, HostFlows> hosts;
-    for (auto [key, flow] : maps.flows.entries()) {
+    for (const auto &[key, flow] : maps.flows.entries()) {
         HostFlows &host = hosts[key.remote_ip];
         host.count++;
-        if (flow.seen == 0) {
-            flow.seen = now != 0 ? now : 1;
-            maps.flows.update(key, flow);
-            report.stamped++;
-        } else if (static_cast<uint16_t>(now - flow.seen) > idle) {
+        if (flow.seen == 0)
+            report.unstamped++;
+        if (flow.seen == 0 ? rule.unstamped_idle : static_cast<uint16_t>(now - flow.seen) > rule.idle)
             host.idle.push_back(key);
-        }
     }
     return hosts;
 }
@@ -91,9 +87,10 @@ void write_shares(DatapathMaps &maps, const HostCounts &counts) {
 
 } // namespace
 
-FlowSweepReport sweep_flows(DatapathMaps &maps, uint16_t now, uint16_t idle, uint32_t swept_from) {
+FlowSweepReport sweep_flows(DatapathMaps &maps, uint16_t now, const FlowSweepRule &rule) {
     FlowSweepReport report;
-    const HostCounts counts = remove_idle_flows(maps, read_host_flows(maps, now, idle, report), swept_from, report);
+    const HostCounts counts =
+        remove_idle_flows(maps, read_host_flows(maps, now, rule, report), rule.swept_from, report);
     write_shares(maps, counts);
     report.hosts = counts.size();
     return report;

@@ -32,16 +32,26 @@ uint16_t flow_clock_units(std::chrono::seconds duration);
 std::optional<unsigned> flow_idle_seconds(const bpfnet_flow &flow, uint16_t now);
 
 struct FlowSweepReport {
-    size_t removed = 0; // idle flows removed (of hosts holding swept_from flows or more)
-    size_t stamped = 0; // flows written by a build without the clock (seen 0), given the time of this sweep
-    size_t kept = 0;    // flows left in the table
-    size_t hosts = 0;   // hosts holding at least one of them
+    size_t removed = 0;   // idle flows removed (of hosts holding swept_from flows or more)
+    size_t unstamped = 0; // flows written by a build without the clock (seen 0) the pod has not sent on since
+    size_t kept = 0;      // flows left in the table
+    size_t hosts = 0;     // hosts holding at least one of them
+};
+
+// A flow written by a build without the clock (seen 0) has no known age. The pod's next packet on it stamps
+// it, so one still unstamped a whole idle timeout after this loader started is idle: unstamped_idle says so.
+// The sweep never writes a flow (an update of an LRU entry takes a new node, which in a full table evicts
+// another): it only reads and removes.
+struct FlowSweepRule {
+    uint16_t idle = 0;                     // flow clock units
+    uint32_t swept_from = kFlowsSweptFrom; // a host's flows, from which its idle ones go
+    bool unstamped_idle = false;
 };
 
 // One sweep at `now` (flow clock): of each host holding `swept_from` flows or more, the flows whose last
 // packet from the pod is more than `idle` units old go; flow_shares then holds each host's count of what
 // remains, and no entry for a host without flows. A count the datapath raises while the sweep runs may be
 // lost: the host can then confirm that many more flows than its share until the next sweep counts them.
-FlowSweepReport sweep_flows(DatapathMaps &maps, uint16_t now, uint16_t idle, uint32_t swept_from = kFlowsSweptFrom);
+FlowSweepReport sweep_flows(DatapathMaps &maps, uint16_t now, const FlowSweepRule &rule);
 
 } // namespace bpfnet

@@ -159,9 +159,9 @@ namespace {
 // The control socket in this mode: describe is answered; bpfnetctl backend set/clear is refused, since the
 // Service's EndpointSlice names the backend, and a manual change would be undone by the next reconcile pass
 // (and would fight the Lease holder's).
-nlohmann::json answer_control(const NodeSettings &node, const ControlRequest &request) {
+nlohmann::json answer_control(const NodeSettings &node, const DatapathRuntime &runtime, const ControlRequest &request) {
     if (request.body["command"] == kDescribeCommand)
-        return describe_loader("kubernetes", node.interface, node.interface_macs);
+        return describe_loader("kubernetes", node.interface, node.interface_macs, runtime.backend_veths());
     throw ControlFailure(ControlFailure::Kind::Refused,
                          "this bpfnet-loader runs in Kubernetes mode: '" + request.body["command"].get<std::string>() +
                              "' is for standalone mode; here the backend is the ready endpoint of the Service's "
@@ -211,7 +211,7 @@ int KubernetesLoader::run() {
                 return 0;
             } else if (fd == control_->fd()) {
                 control_->serve_pending(
-                    [this](const ControlRequest &request) { return answer_control(node_, request); });
+                    [this](const ControlRequest &request) { return answer_control(node_, runtime_, request); });
                 continue;
             } else if (fd == tick_.get()) {
                 loop::drain(tick_);

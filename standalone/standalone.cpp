@@ -218,7 +218,7 @@ nlohmann::json StandaloneLoader::control(const ControlRequest &request) {
     using Kind = ControlFailure::Kind;
     const std::string command = request.body["command"];
     if (command == kDescribeCommand)
-        return describe_loader("standalone", config_.interface, config_.interface_macs);
+        return describe_loader("standalone", config_.interface, config_.interface_macs, runtime_.backend_veths());
     Config next = config_;
     if (command == "backend_set")
         next.backend = requested_backend(request.body, config_);

@@ -13,6 +13,7 @@ namespace {
 using namespace world;
 
 constexpr uint16_t kIdle = 100;
+constexpr FlowSweepRule kEveryHost{.idle = kIdle, .swept_from = 1, .unstamped_idle = false};
 
 bpfnet_flow_key flow_of(const std::string &host, uint16_t host_port, uint16_t pod_port) {
     return flow_key(host, host_port, pod_port, IPPROTO_UDP);
@@ -41,26 +42,42 @@ TEST_F(FlowSweep, IdleFlowsGoAndEachHostsShareIsCountedAgain) {
     maps_->flow_shares.update(key_ip(host_ip), bpfnet_flow_share{7});   // drifted up (the LRU evicted some)
     maps_->flow_shares.update(key_ip(client_ip), bpfnet_flow_share{3}); // a host with no flow left
 
-    FlowSweepReport report = sweep_flows(*maps_, now, kIdle, 1);
+    FlowSweepReport report = sweep_flows(*maps_, now, kEveryHost);
 
     EXPECT_EQ(report.removed, 1u);
-    EXPECT_EQ(report.stamped, 1u);
+    EXPECT_EQ(report.unstamped, 1u);
     EXPECT_EQ(report.kept, 3u);
     EXPECT_EQ(report.hosts, 3u);
     EXPECT_FALSE(maps_->flows.lookup(flow_of(host_ip, 2070, 50002)).has_value());
     EXPECT_TRUE(maps_->flows.lookup(flow_of(host_ip, 2070, 50001)).has_value());
-    auto stamped = maps_->flows.lookup(flow_of(unknown_host_ip, 2070, 50004));
-    ASSERT_TRUE(stamped.has_value());
-    EXPECT_EQ(stamped->seen, now);
+    auto unstamped = maps_->flows.lookup(flow_of(unknown_host_ip, 2070, 50004));
+    ASSERT_TRUE(unstamped.has_value()) << "no age known yet: kept";
+    EXPECT_EQ(unstamped->seen, 0) << "the sweep writes no flow";
     EXPECT_EQ(share(host_ip), 1u);
     EXPECT_EQ(share(other_lan_ip), 1u);
     EXPECT_EQ(share(unknown_host_ip), 1u);
     EXPECT_FALSE(share(client_ip).has_value());
 
     // A second sweep at the same time changes nothing.
-    report = sweep_flows(*maps_, now, kIdle, 1);
-    EXPECT_EQ(report.removed + report.stamped, 0u);
+    report = sweep_flows(*maps_, now, kEveryHost);
+    EXPECT_EQ(report.removed, 0u);
     EXPECT_EQ(report.kept, 3u);
+
+    // An idle timeout after the loader started, a flow still unstamped is idle: the pod sent nothing on it.
+    FlowSweepRule later = kEveryHost;
+    later.unstamped_idle = true;
+    report = sweep_flows(*maps_, now, later);
+    EXPECT_EQ(report.removed, 1u);
+    EXPECT_FALSE(maps_->flows.lookup(flow_of(unknown_host_ip, 2070, 50004)).has_value());
+    EXPECT_FALSE(share(unknown_host_ip).has_value());
+}
+
+// The pod's packet on a flow of a build without the clock stamps it (so the sweep can judge its age).
+TEST_F(FlowSweep, ThePodsPacketStampsAnUnstampedFlow) {
+    auto key = flow_of(host_ip, flow_host_port, flow_pod_port); // the world's flow, written with seen 0
+    ASSERT_EQ(maps_->flows.lookup(key)->seen, 0);
+    run(Program::TcPod, from_pod(Packet::udp({pod_ip, flow_pod_port}, {host_ip, flow_host_port})));
+    EXPECT_NE(maps_->flows.lookup(key)->seen, 0);
 }
 
 // A host holding fewer flows than swept_from keeps its idle ones (a connection the pod keeps open for an
@@ -69,12 +86,13 @@ TEST_F(FlowSweep, OnlyAHostHoldingHalfItsShareLosesItsIdleFlows) {
     const uint16_t now = 1000;
     add_flow(flow_of(other_lan_ip, 2070, 50001), now - kIdle - 1);
     add_flow(flow_of(other_lan_ip, 2070, 50002), now - 1);
-    sweep_flows(*maps_, now, kIdle, 3);
+    const FlowSweepRule from_three{.idle = kIdle, .swept_from = 3, .unstamped_idle = false};
+    sweep_flows(*maps_, now, from_three);
     EXPECT_TRUE(maps_->flows.lookup(flow_of(other_lan_ip, 2070, 50001)).has_value());
     EXPECT_EQ(share(other_lan_ip), 2u);
 
     add_flow(flow_of(other_lan_ip, 2070, 50003), now - 1);
-    FlowSweepReport report = sweep_flows(*maps_, now, kIdle, 3);
+    FlowSweepReport report = sweep_flows(*maps_, now, from_three);
     EXPECT_EQ(report.removed, 1u);
     EXPECT_FALSE(maps_->flows.lookup(flow_of(other_lan_ip, 2070, 50001)).has_value());
     EXPECT_TRUE(maps_->flows.lookup(flow_of(other_lan_ip, 2070, 50002)).has_value());
@@ -85,7 +103,7 @@ TEST_F(FlowSweep, OnlyAHostHoldingHalfItsShareLosesItsIdleFlows) {
 TEST_F(FlowSweep, AgesAcrossTheClocksWrap) {
     add_flow(flow_of(host_ip, 2070, 50001), 65530);
     add_flow(flow_of(host_ip, 2070, 50002), 65000);
-    sweep_flows(*maps_, 5, kIdle, 1);
+    sweep_flows(*maps_, 5, kEveryHost);
     EXPECT_TRUE(maps_->flows.lookup(flow_of(host_ip, 2070, 50001)).has_value());  // 11 units old
     EXPECT_FALSE(maps_->flows.lookup(flow_of(host_ip, 2070, 50002)).has_value()); // 541 units old
 }
@@ -109,7 +127,7 @@ TEST_F(FlowSweep, AHostWhoseFlowsWentIdleConfirmsFlowsAgain) {
 
     // The datapath stamped the flows with the flow clock; the sweep runs later than they are idle.
     const uint16_t later = static_cast<uint16_t>(flow_clock_now() + flow_clock_units(kFlowIdleTimeout) + 2);
-    FlowSweepReport report = sweep_flows(*maps_, later, flow_clock_units(kFlowIdleTimeout));
+    FlowSweepReport report = sweep_flows(*maps_, later, {.idle = flow_clock_units(kFlowIdleTimeout)});
     EXPECT_GE(report.removed, size_t{BPFNET_MAX_FLOWS_PER_HOST});
     EXPECT_FALSE(share(host).has_value());
 

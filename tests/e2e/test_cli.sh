@@ -201,7 +201,8 @@ start_loader() {
 # Cases: the read commands
 
 # a. status: the interface, both NIC hooks (ids as ip and tc see them), a fresh heartbeat, the service IP
-# active and answering ARP, the backend with its pod hook, no conflicts.
+# active and answering ARP, the backend with its pod hook and how the loader found its veth (the route to
+# the pod names it: a routed CNI), no conflicts.
 case_status() {
     local nic_index veth_index xdp_id tc_id pod_id
     nic_index=$(node_ifindex "$E2E_NIC")
@@ -223,12 +224,13 @@ case_status() {
     has_line_matching status '^heartbeat     fresh: [0-9.]+ s ago \(timeout 5\.0 s\)$' || return 1
     has_line status "service IP    $E2E_SERVICE_IP: active (owner), answering ARP" || return 1
     has_line status "dhcp relay    for $E2E_SERVICE_IP" || return 1
-    has_line status "backend       $E2E_POD_IP on $E2E_VETH (ifindex $veth_index), pod hook tc_pod_ingress ($attach)" || return 1
+    has_line status "backend       $E2E_POD_IP on $E2E_VETH (ifindex $veth_index, found by route), pod hook tc_pod_ingress ($attach)" || return 1
     has_line status "conflicts     none seen" || return 1
 
     ctl_ok status-json --output json status || return 1
     json_expect status-json "d['interface'] == {'name': '$E2E_NIC', 'ifindex': $nic_index, 'mac': '$E2E_NIC_MAC', 'carrier': True}" || return 1
-    json_expect status-json "d['loader'] == {'mode': 'standalone', 'interface': '$E2E_NIC', 'interface_chosen_by': 'name', 'interface_macs': None}" || return 1
+    json_expect status-json "d['loader'] == {'mode': 'standalone', 'interface': '$E2E_NIC', 'interface_chosen_by': 'name', 'interface_macs': None,
+        'backend_veths': [{'ifindex': $veth_index, 'found_by': 'route', 'behind': None}]}" || return 1
     json_expect status-json "d['subnet'] == '$E2E_SUBNET' and d['dhcp_service_ip'] == '$E2E_SERVICE_IP'" || return 1
     json_expect status-json "d['hooks']['xdp']['attached'] and d['hooks']['xdp']['program'] == 'xdp_nic' and
         d['hooks']['xdp']['program_id'] == $xdp_id and d['hooks']['xdp']['mode'] == 'native' and

@@ -1331,7 +1331,13 @@ case_bridge_cni() {
         return 1
     fi
     [ -z "$(events_of c2 BackendNotFound)" ] || { E2E_REASON="BackendNotFound: $(events_of c2 BackendNotFound)"; return 1; }
-    log "bridge CNI: $(grep 'backend veth' "${K8S_LOADER_LOG[node-b]}" | tail -n 1)"
+    # bpfnetctl status says it too, from the loader's describe answer.
+    local status
+    status=$(nsenter --net="/run/netns/${NODE_NS[node-b]}" "$BPFNETCTL" --pin-root "$E2E_PIN_ROOT/node-b" \
+        --control-socket /run/bpfnet/node-b.sock status 2>&1)
+    [[ $status == *"on vethc (ifindex "*", found by namespace behind cni0), pod hook"* ]] ||
+        { E2E_REASON="bpfnetctl status on node-b does not say vethc was found behind cni0: $(grep '^backend' <<<"$status")"; return 1; }
+    log "bridge CNI: $(grep 'backend veth' "${K8S_LOADER_LOG[node-b]}" | tail -n 1); status: $(grep '^backend' <<<"$status")"
     loaders_alive
 }
 

@@ -48,7 +48,8 @@ StatusView sample_status() {
     status.backends = {{key_ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
     status.conflicts_seen = 2;
     status.conflicts = {{key_ip("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
-    status.loader = describe_loader("standalone", "prov0", "");
+    status.loader = describe_loader("standalone", "prov0", "",
+                                    Json::array({{{"ifindex", 3}, {"found_by", "route"}, {"behind", nullptr}}}));
     return status;
 }
 
@@ -66,7 +67,7 @@ TEST(CliStatus, TableShowsEveryFact) {
               "service IP    198.18.0.2: active (owner), answering ARP\n"
               "dhcp relay    for 198.18.0.2\n"
               "dhcpv6 relay  off\n"
-              "backend       198.18.100.2 on vethpod (ifindex 3), pod hook tc_pod_ingress (tcx)\n"
+              "backend       198.18.100.2 on vethpod (ifindex 3, found by route), pod hook tc_pod_ingress (tcx)\n"
               "conflicts     2 seen (ARP and NDP claims: counter arp_conflict)\n"
               "conflict      198.18.0.2 claimed by 02:00:00:00:00:66, 1.5 s ago\n");
 }
@@ -75,7 +76,8 @@ TEST(CliStatus, JsonShape) {
     EXPECT_EQ(
         status_json(sample_status()).dump(),
         R"({"interface":{"name":"prov0","ifindex":2,"mac":"02:00:00:00:00:01","carrier":true},)"
-        R"("loader":{"interface":"prov0","interface_chosen_by":"name","interface_macs":null,"mode":"standalone"},)"
+        R"("loader":{"backend_veths":[{"behind":null,"found_by":"route","ifindex":3}],"interface":"prov0",)"
+        R"("interface_chosen_by":"name","interface_macs":null,"mode":"standalone"},)"
         R"("subnet":"198.18.0.0/24","subnet_ipv6":null,"dhcp_service_ip":"198.18.0.2","dhcp6_relay":null,)"
         R"("hooks":{"xdp":{"attached":true,"program":"xdp_nic","program_id":41,"mode":"native","dispatcher":false},)"
         R"("tc_ingress":{"attached":true,"program":"tc_nic_ingress","program_id":42,"attach":"tcx"}},)"
@@ -102,6 +104,26 @@ TEST(CliStatus, LoaderLineSaysHowTheNicWasChosenOrWhyNoLoaderAnswered) {
                   .find("loader        none answered: no bpfnet-loader serves /run/bpfnet/prov0.sock\n"),
               std::string::npos);
     EXPECT_EQ(status_json(status)["loader"].dump(), R"({"problem":"no bpfnet-loader serves /run/bpfnet/prov0.sock"})");
+}
+
+// The backend line says how the loader found the veth, as its log does: behind a bridge (a bridge CNI), or
+// named in the config; nothing when the loader did not say (one from before backend_veths, or none).
+TEST(CliStatus, BackendLineSaysHowTheVethWasFound) {
+    StatusView status = sample_status();
+    status.loader = describe_loader("kubernetes", "prov0", "",
+                                    Json::array({{{"ifindex", 3}, {"found_by", "namespace"}, {"behind", "cni0"}}}));
+    EXPECT_NE(rendered(print_status_table, status)
+                  .find("backend       198.18.100.2 on vethpod (ifindex 3, found by namespace behind cni0), pod hook"),
+              std::string::npos);
+    status.loader = describe_loader("standalone", "prov0", "",
+                                    Json::array({{{"ifindex", 3}, {"found_by", "named"}, {"behind", nullptr}}}));
+    EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3, named in the config), pod hook"),
+              std::string::npos);
+    status.loader = describe_loader("standalone", "prov0", "",
+                                    Json::array({{{"ifindex", 9}, {"found_by", "route"}, {"behind", nullptr}}}));
+    EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3), pod hook"), std::string::npos);
+    status.loader.reset();
+    EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3), pod hook"), std::string::npos);
 }
 
 // An IPv6-only LAN: no IPv4 subnet (the iface entry's match-nothing network), the IPv6 one shown.
