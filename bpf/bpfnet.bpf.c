@@ -435,13 +435,12 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 	if (action != TC_ACT_REDIRECT)
 		return action;
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
+	__u8 sender_mac[6];
+	mac_store(sender_mac, sender);
 	if (target.unconfirmed)
-		confirm_flow(&ports, &a->saddr, &a->daddr, &target);
-	if (teaches_sender(&pkt)) {
-		__u8 sender_mac[6];
-		mac_store(sender_mac, sender);
+		confirm_flow(&ports, &a->saddr, &a->daddr, &target, sender_mac);
+	if (teaches_sender(&pkt))
 		learn_neighbour(cfg, &a->saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, &a->daddr, v6);
-	}
 	return action;
 }
 
@@ -746,8 +745,11 @@ static __always_inline void record_flow(const struct lan_ports *pkt, const struc
 		return;
 	}
 	known = bpf_map_lookup_elem(&flows_unconfirmed, &key);
-	if (known && ip_equal(&known->backend_ip, backend_ip) && known->backend_port_be == pkt->sport)
+	if (known && ip_equal(&known->backend_ip, backend_ip) && known->backend_port_be == pkt->sport) {
+		if (known->seen != flow.seen) /* bpfnetctl flows' IDLE, for flows beyond a host's share too */
+			known->seen = flow.seen;
 		return;
+	}
 	bpf_map_update_elem(&flows_unconfirmed, &key, &flow, BPF_ANY);
 	count(BPFNET_CTR_FLOW_CREATED);
 }

@@ -27,6 +27,10 @@ inline constexpr uint32_t kFlowsSweptFrom = BPFNET_MAX_FLOWS_PER_HOST / 2;
 uint16_t flow_clock_now();
 uint16_t flow_clock_units(std::chrono::seconds duration);
 
+// How many flow clock units ago `seen` was at `now`: a signed 16-bit difference, so right up to about 9.7
+// hours; a stamp newer than `now` is 0 units old.
+uint16_t flow_age(uint16_t seen, uint16_t now);
+
 // Seconds since the pod last sent on `flow` at `now` (flow clock), rounded down; nullopt when the flow was
 // written by a build without the clock (seen 0).
 std::optional<unsigned> flow_idle_seconds(const bpfnet_flow &flow, uint16_t now);

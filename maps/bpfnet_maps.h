@@ -253,9 +253,10 @@ struct bpfnet_flow {
 };
 
 /*
- * The flow clock: CLOCK_MONOTONIC (the coarse clock, which the datapath reads for the price of a load)
- * in units of 2^30 ns, about a second, modulo 2^16 (18 hours: the loader's sweep removes a flow long before
- * its age could wrap). Kept in what was the flow's padding, so flows pinned by an earlier build stay valid.
+ * The flow clock: CLOCK_MONOTONIC's coarse clock in units of 2^30 ns (about a second), modulo 2^16, never 0
+ * (0: a flow an earlier build wrote, no stamp yet). Ages are read as signed 16-bit differences, so an age
+ * is right up to about 9.7 hours; the sweep takes a stamp newer than its own clock for fresh. Kept in what
+ * was the flow's padding, so flows pinned by an earlier build stay valid.
  */
 #define BPFNET_FLOW_CLOCK_SHIFT 30
 
@@ -361,7 +362,9 @@ struct bpfnet_dhcp_relay {
 	X(FLOW_CONFIRMED, "flow_confirmed", EVENT,                                                           \
 	  "the host answered an unconfirmed flow: it moved to flows")                                        \
 	X(FLOW_OVER_SHARE, "flow_over_share", EVENT,                                                         \
-	  "a host at its share of flows answered a new flow: it stays unconfirmed")                          \
+	  "a host at its share of flows answered an unconfirmed flow: it stays unconfirmed")                 \
+	X(FLOW_FOREIGN_ANSWER, "flow_foreign_answer", EVENT,                                                 \
+	  "an answer on an unconfirmed flow came from another MAC than its host's: steered, not confirmed")  \
 	X(NEIGHBOUR_MISS, "neighbour_miss", DROP,                                                            \
 	  "the reverse path had no MAC for the host: reported, dropped")                                     \
 	X(EVENT_LOST, "event_lost", EVENT, "the events or trace ring buffer was full")                       \

@@ -229,7 +229,7 @@ static __always_inline enum bpfnet_counter steer_drop_reason(enum steer_result r
 }
 
 /* Now on the flow clock (BPFNET_FLOW_CLOCK_SHIFT). Never 0: a flow whose stamp is 0 was written by a build
- * without the clock, and the loader's sweep stamps it instead of judging its age. */
+ * without the clock, and has no age the loader's sweep could judge until the pod's next packet stamps it. */
 static __always_inline __u16 flow_clock(void)
 {
 	__u16 now = (__u16)(bpf_ktime_get_coarse_ns() >> BPFNET_FLOW_CLOCK_SHIFT);
@@ -255,21 +255,37 @@ static __always_inline void flow_share_add(const struct bpfnet_ip *host)
 		__sync_fetch_and_add(&share->confirmed, 1);
 }
 
+/* The answer comes from the MAC its host is known at: the one the pod's first packet on the flow went to. */
+static __always_inline int answer_from_host(const struct bpfnet_ip *host, const __u8 *sender_mac)
+{
+	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, host);
+
+	if (!neighbour)
+		neighbour = bpf_map_lookup_elem(&neighbours_unconfirmed, host);
+	return neighbour && mac_equal(neighbour->mac, sender_mac);
+}
+
 /*
  * The host answered a flow the pod opened, and the answer was accepted: the flow takes its place in flows,
  * unless the host holds its share of them already (then it stays in flows_unconfirmed and still steers
  * there): a host answering every flow it makes the pod open can only fill its own share, never evict the
- * flows of others.
+ * flows of others. Only the host fills its share: an answer in its name from another MAC steers as well but
+ * confirms nothing (flow_foreign_answer).
  */
 static __always_inline void confirm_flow(const struct lan_ports *pkt, const struct bpfnet_ip *saddr,
-					 const struct bpfnet_ip *daddr, const struct steer_target *target)
+					 const struct bpfnet_ip *daddr, const struct steer_target *target,
+					 const __u8 *sender_mac)
 {
 	struct bpfnet_flow_key key = flow_key_from_lan(pkt, saddr, daddr);
 	struct bpfnet_flow flow = {.backend_ip = target->backend_ip,
 				   .backend_port_be = target->backend_port,
 				   .seen = flow_clock()};
-	struct bpfnet_flow_share *share = bpf_map_lookup_elem(&flow_shares, saddr);
 
+	if (!answer_from_host(saddr, sender_mac)) {
+		count(BPFNET_CTR_FLOW_FOREIGN_ANSWER);
+		return;
+	}
+	struct bpfnet_flow_share *share = bpf_map_lookup_elem(&flow_shares, saddr);
 	if (share && share->confirmed >= BPFNET_MAX_FLOWS_PER_HOST) {
 		count(BPFNET_CTR_FLOW_OVER_SHARE);
 		return;

@@ -1,6 +1,7 @@
 // The loader's flow sweep (core/flow_sweep.hpp) against the datapath's real maps: idle flows go, flows
-// written by a build without the flow clock are stamped, each host's share count is written again from the
-// table; and a host whose flows went idle confirms new ones again.
+// written by a build without the flow clock are kept until the pod stamps them or the loader has run an idle
+// timeout, each host's share count is written again from the table; and a host whose flows went idle
+// confirms new ones again.
 #include "core/flow_sweep.hpp"
 #include "datapath_fixture.hpp"
 #include "table.hpp"
@@ -103,9 +104,13 @@ TEST_F(FlowSweep, OnlyAHostHoldingHalfItsShareLosesItsIdleFlows) {
 TEST_F(FlowSweep, AgesAcrossTheClocksWrap) {
     add_flow(flow_of(host_ip, 2070, 50001), 65530);
     add_flow(flow_of(host_ip, 2070, 50002), 65000);
+    add_flow(flow_of(host_ip, 2070, 50003), 6); // stamped after the sweep read its clock
     sweep_flows(*maps_, 5, kEveryHost);
     EXPECT_TRUE(maps_->flows.lookup(flow_of(host_ip, 2070, 50001)).has_value());  // 11 units old
     EXPECT_FALSE(maps_->flows.lookup(flow_of(host_ip, 2070, 50002)).has_value()); // 541 units old
+    EXPECT_TRUE(maps_->flows.lookup(flow_of(host_ip, 2070, 50003)).has_value());  // newer than the clock: fresh
+    EXPECT_EQ(flow_age(6, 5), 0);
+    EXPECT_EQ(flow_age(65530, 5), 11);
 }
 
 // A host that reached its share and stopped (its flows idle) gets its share back with the sweep: an honest

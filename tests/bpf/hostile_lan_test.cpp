@@ -269,6 +269,23 @@ TEST_F(HostileLan, UnansweredFlowsNeverEvictConfirmedOnes) {
     EXPECT_LE(maps_->flows_unconfirmed.entries().size(), size_t{BPFNET_MAX_UNCONFIRMED_FLOWS});
 }
 
+// Frames in a host's name cannot fill its share: an answer on a flow the pod opened to the host, from another
+// MAC than the host's, is steered (it may be the host's) but confirms nothing; the host's own answer does.
+TEST_F(HostileLan, AnAnswerFromAnotherMacConfirmsNoFlow) {
+    auto key = flow_key(host_ip, 2070, 51000, kUdp);
+    run(Program::TcPod, from_pod(Packet::udp({pod_ip, 51000}, {host_ip, 2070})));
+    Bytes forged = Packet::udp({host_ip, 2070}, {service_ip, 51000}).macs(nic_mac, spoofer_mac).bytes();
+    EXPECT_EQ(run(Program::TcNic, forged).retval, kTcRedirect);
+    EXPECT_TRUE(unconfirmed(key));
+    EXPECT_FALSE(confirmed(key));
+    EXPECT_FALSE(maps_->flow_shares.lookup(key_ip(host_ip)).has_value());
+    EXPECT_EQ(counters()[BPFNET_CTR_FLOW_FOREIGN_ANSWER], 1u);
+
+    EXPECT_EQ(run(Program::TcNic, from_host(Packet::udp({host_ip, 2070}, {service_ip, 51000}))).retval, kTcRedirect);
+    EXPECT_TRUE(confirmed(key));
+    EXPECT_EQ(maps_->flow_shares.lookup(key_ip(host_ip))->confirmed, 1u);
+}
+
 // A host that answers every flow it makes the pod open (a TFTP read request each, 70,000 of them, more than
 // flows holds) fills its own share of flows only: another host's idle confirmed flow stays, and the host's
 // flows beyond its share still steer, from flows_unconfirmed.

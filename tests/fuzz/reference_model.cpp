@@ -624,8 +624,18 @@ int ReferenceModel::steer_from_lan(Ctx &c, const Bytes &f) {
     }
     if (verdict != kTcRedirect)
         return verdict;
+    // Only the host confirms a flow: the answer's MAC is the one the host is known at (either table).
+    std::optional<Mac> host_mac;
+    if (auto n = st_.neighbours.find(c.p.saddr); n != st_.neighbours.end())
+        host_mac = n->second;
+    else if (auto u = st_.neighbours_unconfirmed.find(c.p.saddr); u != st_.neighbours_unconfirmed.end())
+        host_mac = u->second;
+    const bool from_host = host_mac && *host_mac == sender;
     auto share = st_.flow_shares.find(c.p.saddr);
-    if (unconfirmed && share != st_.flow_shares.end() && share->second >= BPFNET_MAX_FLOWS_PER_HOST) {
+    if (unconfirmed && !from_host) {
+        c.count(BPFNET_CTR_FLOW_FOREIGN_ANSWER);
+        c.note("flow answered from another MAC than its host's");
+    } else if (unconfirmed && share != st_.flow_shares.end() && share->second >= BPFNET_MAX_FLOWS_PER_HOST) {
         c.count(BPFNET_CTR_FLOW_OVER_SHARE); // the host holds its share: the flow stays unconfirmed
         c.note("flow over the host's share");
     } else if (unconfirmed) {
