@@ -435,6 +435,8 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 	if (action != TC_ACT_REDIRECT)
 		return action;
 	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
+	if (!target.unconfirmed && !teaches_sender(&pkt))
+		return action;
 	__u8 sender_mac[6];
 	mac_store(sender_mac, sender);
 	if (target.unconfirmed)

@@ -144,7 +144,11 @@ void DatapathRuntime::leave_with_grace(std::chrono::milliseconds grace) {
 nlohmann::json DatapathRuntime::backend_veths() const {
     std::lock_guard lock(mutex_);
     nlohmann::json list = nlohmann::json::array();
-    for (const auto &[ifindex, where] : backend_veths_)
+    std::map<int, BackendLocation> veths; // one per veth: the specs of one backend share it
+    for (const ServiceSpec &spec : specs_)
+        if (spec.location)
+            veths.emplace(spec.location->ifindex, *spec.location);
+    for (const auto &[ifindex, where] : veths)
         list.push_back(
             {{"ifindex", ifindex},
              {"found_by", where.found_by},
@@ -263,10 +267,6 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     // hooked is not asked again: in Kubernetes mode apply() runs on every tick.
     std::set<int> wanted;
     Applied applied;
-    backend_veths_.clear();
-    for (const ServiceSpec &spec : specs)
-        if (spec.location)
-            backend_veths_.emplace(spec.location->ifindex, *spec.location);
     for (const ServiceSpec &spec : specs) {
         if (!spec.location || !wanted.insert(spec.location->ifindex).second)
             continue;

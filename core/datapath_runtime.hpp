@@ -128,8 +128,8 @@ public:
     // from the API server that missed the takeover's announcement sees this one and yields.
     void announce_claim(const std::vector<bpfnet_ip> &service_ips);
 
-    // How each backend's veth was found in the last apply, for describe (core/control_socket.hpp): one
-    // {"ifindex", "found_by", "behind"} per veth.
+    // How each backend's veth was found, as the last apply was given it (specs_), for describe
+    // (core/control_socket.hpp): one {"ifindex", "found_by", "behind"} per veth.
     nlohmann::json backend_veths() const;
 
 private:
@@ -168,7 +168,6 @@ private:
 
     mutable std::mutex mutex_; // everything below, and the maps, between apply() and the thread
     UniqueFd epoll_, stop_, heartbeat_timer_, flow_sweep_timer_;
-    std::map<int, BackendLocation> backend_veths_;    // by ifindex, as the last apply located them
     std::chrono::steady_clock::time_point started_{}; // start(): flows unstamped since are idle (flow_sweep.hpp)
     std::optional<EventPump> events_;                 // from start()
     ClaimMachine claims_;

@@ -237,11 +237,11 @@ static __always_inline __u16 flow_clock(void)
 	return now ? now : 1;
 }
 
-/* One more confirmed flow for host. The first of a host (or of one whose entry the LRU dropped) creates
- * the entry; two CPUs creating it at once both count, one through the entry the other made. */
-static __always_inline void flow_share_add(const struct bpfnet_ip *host)
+/* One more confirmed flow for host, whose entry (share) was looked up already. The first of a host (or of
+ * one whose entry the LRU dropped) creates the entry; two CPUs creating it at once both count, one through
+ * the entry the other made. */
+static __always_inline void flow_share_add(const struct bpfnet_ip *host, struct bpfnet_flow_share *share)
 {
-	struct bpfnet_flow_share *share = bpf_map_lookup_elem(&flow_shares, host);
 	struct bpfnet_flow_share first = {.confirmed = 1};
 
 	if (share) {
@@ -255,13 +255,23 @@ static __always_inline void flow_share_add(const struct bpfnet_ip *host)
 		__sync_fetch_and_add(&share->confirmed, 1);
 }
 
-/* The answer comes from the MAC its host is known at: the one the pod's first packet on the flow went to. */
-static __always_inline int answer_from_host(const struct bpfnet_ip *host, const __u8 *sender_mac)
+/*
+ * A LAN host's entry: from neighbours, or else from neighbours_unconfirmed (a host known from ARP or NDP
+ * only: the answer to the loader's resolution of a miss, or a host whose first accepted packet is yet to
+ * come, learn_neighbour_at). Only a miss in neighbours pays for the second lookup.
+ */
+static __always_inline struct bpfnet_neighbour *known_neighbour(const struct bpfnet_ip *host)
 {
 	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, host);
 
-	if (!neighbour)
-		neighbour = bpf_map_lookup_elem(&neighbours_unconfirmed, host);
+	return neighbour ? neighbour : bpf_map_lookup_elem(&neighbours_unconfirmed, host);
+}
+
+/* The answer comes from the MAC its host is known at: the one the pod's first packet on the flow went to. */
+static __always_inline int answer_from_host(const struct bpfnet_ip *host, const __u8 *sender_mac)
+{
+	struct bpfnet_neighbour *neighbour = known_neighbour(host);
+
 	return neighbour && mac_equal(neighbour->mac, sender_mac);
 }
 
@@ -276,11 +286,6 @@ static __always_inline void confirm_flow(const struct lan_ports *pkt, const stru
 					 const struct bpfnet_ip *daddr, const struct steer_target *target,
 					 const __u8 *sender_mac)
 {
-	struct bpfnet_flow_key key = flow_key_from_lan(pkt, saddr, daddr);
-	struct bpfnet_flow flow = {.backend_ip = target->backend_ip,
-				   .backend_port_be = target->backend_port,
-				   .seen = flow_clock()};
-
 	if (!answer_from_host(saddr, sender_mac)) {
 		count(BPFNET_CTR_FLOW_FOREIGN_ANSWER);
 		return;
@@ -290,9 +295,13 @@ static __always_inline void confirm_flow(const struct lan_ports *pkt, const stru
 		count(BPFNET_CTR_FLOW_OVER_SHARE);
 		return;
 	}
+	struct bpfnet_flow_key key = flow_key_from_lan(pkt, saddr, daddr);
+	struct bpfnet_flow flow = {.backend_ip = target->backend_ip,
+				   .backend_port_be = target->backend_port,
+				   .seen = flow_clock()};
 	if (bpf_map_update_elem(&flows, &key, &flow, BPF_NOEXIST) == 0) {
 		bpf_map_delete_elem(&flows_unconfirmed, &key);
-		flow_share_add(saddr);
+		flow_share_add(saddr, share);
 		count(BPFNET_CTR_FLOW_CONFIRMED);
 	}
 }
@@ -308,13 +317,8 @@ static __always_inline void confirm_flow(const struct lan_ports *pkt, const stru
 static __always_inline int neighbour_mac(const struct bpfnet_ip *host, const struct bpfnet_ip *service_ip,
 					 __u8 *mac, const int tells_hairpin)
 {
-	struct bpfnet_neighbour *neighbour = bpf_map_lookup_elem(&neighbours, host);
+	struct bpfnet_neighbour *neighbour = known_neighbour(host);
 
-	/* A host known from ARP (NDP) only: the answer to the loader's resolution of a miss, or a host whose
-	 * first accepted packet is yet to come (learn_neighbour_at). Only a miss in neighbours pays for it.
-	 */
-	if (!neighbour)
-		neighbour = bpf_map_lookup_elem(&neighbours_unconfirmed, host);
 	if (neighbour) {
 		mac_copy(mac, neighbour->mac);
 		return 0;
