@@ -38,8 +38,12 @@ packages=(
   haproxy nftables sockperf kea-admin atftp atftpd
   # the soak benchmark's plot (tests/bench/soak_plot.py)
   python3-matplotlib
-  # kube-proxy's iptables-mode rules, written in the Kubernetes suite's pod_clients case (nftables is above)
-  iptables
+  # kube-proxy's iptables-mode rules, written in the Kubernetes suite's pod_clients case (nftables is above);
+  # its IPVS mode's virtual servers and sets (ipvs_pod_clients, in the kernel matrix's guests)
+  iptables ipvsadm ipset
+  # OVN-Kubernetes' shape: the pod's veth a port of an Open vSwitch bridge (E2E_CNI=ovs, in the kernel matrix's
+  # guests: the host kernel has no openvswitch module); its daemons run in the test's namespaces only
+  openvswitch-switch
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -76,6 +80,7 @@ fi
 # and works where systemd is not running.
 for unit in atftpd.socket atftpd.service haproxy.service iperf3.service ironic-api.service \
   kea-dhcp4-server.service kea-dhcp6-server.service prometheus.service podman.service podman.socket \
-  podman-restart.service podman-auto-update.service podman-auto-update.timer; do
+  podman-restart.service podman-auto-update.service podman-auto-update.timer openvswitch-switch.service \
+  ovsdb-server.service ovs-vswitchd.service ovs-record-hostname.service; do
   rm -f /etc/systemd/system/*.wants/"$unit"
 done

@@ -114,7 +114,8 @@ sanitizer_debug_flags=(-DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -DCMAKE_CXX_FLAG
 build_sanitized() { # build_sanitized DIR
   CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=Debug \
     "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=address,undefined -DBPFNET_LIBFUZZER=ON >/dev/null
-  cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests libfuzz_targets
+  # cni_standin: the Kubernetes suite's no_kube_proxy case attaches its socket-LB stand-in with it
+  cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests libfuzz_targets cni_standin
 }
 stage buildsan "build with clang-14, ASan, UBSan and libFuzzer: the loader, bpfnetctl, the unit and k8s tests, the input fuzzers" \
   build_sanitized "$top/build-sanitized"

@@ -8,6 +8,10 @@
  *   drop      TC_ACT_SHOT for every IP frame (a policy that denies what it does not know); ARP passes
  *   redirect  every IP frame to another device (Cilium's host routing to cilium_host or a NIC); ARP passes
  * Each frame it sees is counted, so a test can tell that it still runs for what bpfnet hands on.
+ *
+ * socket_lb_connect4 stands in for the socket-level load balancing of a kube-proxy replacement (Cilium's
+ * socket-LB, cgroup/connect4 on the cgroup root): a connect() to the Service's address and port is made to
+ * the endpoint's instead, before any packet exists, so the packets carry the client pod's own address.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -21,6 +25,11 @@ enum standin_mode { STANDIN_PASS, STANDIN_DROP, STANDIN_REDIRECT };
 
 const volatile __u32 standin_mode = STANDIN_PASS;
 const volatile __u32 redirect_ifindex = 0;
+/* socket_lb_connect4's translation, addresses and ports in network byte order. */
+const volatile __u32 service_ip4 = 0;
+const volatile __u16 service_port = 0;
+const volatile __u32 backend_ip4 = 0;
+const volatile __u16 backend_port = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -42,4 +51,20 @@ int cni_standin(struct __sk_buff *skb)
 	if (standin_mode == STANDIN_REDIRECT)
 		return bpf_redirect(redirect_ifindex, 0);
 	return TC_ACT_SHOT;
+}
+
+SEC("cgroup/connect4")
+int socket_lb_connect4(struct bpf_sock_addr *ctx)
+{
+	__u32 zero = 0;
+	__u64 *count;
+
+	if (ctx->user_ip4 != service_ip4 || ctx->user_port != service_port)
+		return 1;
+	ctx->user_ip4 = backend_ip4;
+	ctx->user_port = backend_port;
+	count = bpf_map_lookup_elem(&seen, &zero);
+	if (count)
+		__sync_fetch_and_add(count, 1);
+	return 1;
 }

@@ -512,6 +512,11 @@ lan_bridge_ns() {
 #           redirect) is on the pod's veth and on the NIC before the loader starts, attached as Cilium
 #           attaches its own (per-endpoint routes off, the default). IPv4 only: Cilium's programs answer the
 #           pod's neighbour solicitations for its gateway, which this stand-in does not.
+#   ovs     OVN-Kubernetes' node: the veth is a port of the Open vSwitch bridge br-int (the kernel datapath,
+#           its daemons run by the test in the node's namespace), and the node reaches its pods through the
+#           bridge's internal port ovn-k8s-mp0, which holds the gateway address: the route names ovn-k8s-mp0.
+#           OVN's logical router is not run: the bridge switches by MAC learning (OVS's NORMAL action). Needs
+#           the kernel's openvswitch module (the kernel matrix's guests have it; the host kernel may not).
 E2E_CNI=${E2E_CNI:-routed}
 E2E_CNI_STANDIN=${E2E_CNI_STANDIN:-drop}
 
@@ -520,6 +525,7 @@ pod_gateway_dev() {
     case $E2E_CNI in
     bridge) echo cni0 ;;
     cilium) echo cilium_host ;;
+    ovs) echo ovn-k8s-mp0 ;;
     *) echo "$E2E_VETH" ;;
     esac
 }
@@ -538,7 +544,35 @@ cni_standin_attach() {
 # cni_standin_seen DEV: the frames the CNI's program on DEV has seen.
 cni_standin_seen() { "$CNI_STANDIN" seen "/sys/fs/bpf/cni-standin/$1"; }
 
-# The node's side of the pod network in the bridge and cilium shapes, made once (a pod made again joins it).
+# cni_available: what the E2E_CNI shape needs of the machine (skip_unless): for ovs, Open vSwitch's programs and
+# the kernel's datapath (its generic netlink family, which a kernel with the module loads on this request).
+cni_available() {
+    [ "$E2E_CNI" = ovs ] || return 0
+    command -v ovs-vswitchd >/dev/null || { E2E_REASON="Open vSwitch is not installed (openvswitch-switch)"; return 1; }
+    genl ctrl get name ovs_datapath >/dev/null 2>&1 ||
+        { E2E_REASON="this kernel has no Open vSwitch datapath (openvswitch module): the kernel matrix's guests run E2E_CNI=ovs"; return 1; }
+}
+
+# ovs_vsctl ARGS...: ovs-vsctl against the test's own database (ovs_start).
+ovs_vsctl() { ip netns exec "$E2E_NODE" ovs-vsctl --db="unix:$E2E_TMP/ovs/db.sock" --timeout=30 "$@"; }
+
+# ovs_start: Open vSwitch's two daemons in the node's namespace, on a database in the test's directory (the
+# datapath they make, ovs-system, is the namespace's own); they end with the sandbox's pid namespace.
+ovs_start() {
+    local dir=$E2E_TMP/ovs
+    mkdir -p "$dir"
+    ovsdb-tool create "$dir/conf.db" /usr/share/openvswitch/vswitch.ovsschema >"$dir/ovsdb-tool.log" 2>&1 ||
+        { E2E_REASON="ovsdb-tool create: $(tail -n1 "$dir/ovsdb-tool.log")"; return 1; }
+    bg_in_ns "$E2E_NODE" "$dir/ovsdb-server.out" ovsdb-server "$dir/conf.db" --remote="punix:$dir/db.sock" \
+        --unixctl="$dir/ovsdb-server.ctl" --pidfile="$dir/ovsdb-server.pid" --log-file="$dir/ovsdb-server.log"
+    wait_for 10 test -S "$dir/db.sock" || { E2E_REASON="ovsdb-server did not start: $(tail -n1 "$dir/ovsdb-server.out")"; return 1; }
+    ovs_vsctl --no-wait init || { E2E_REASON="ovs-vsctl init failed"; return 1; }
+    bg_in_ns "$E2E_NODE" "$dir/ovs-vswitchd.out" ovs-vswitchd "unix:$dir/db.sock" --unixctl="$dir/ovs-vswitchd.ctl" \
+        --pidfile="$dir/ovs-vswitchd.pid" --log-file="$dir/ovs-vswitchd.log"
+    wait_for 10 test -S "$dir/ovs-vswitchd.ctl" || { E2E_REASON="ovs-vswitchd did not start: $(tail -n1 "$dir/ovs-vswitchd.out")"; return 1; }
+}
+
+# The node's side of the pod network in the bridge, cilium and ovs shapes, made once (a pod made again joins it).
 pod_network_create() {
     case $E2E_CNI in
     routed) ;;
@@ -559,8 +593,20 @@ pod_network_create() {
             return 1
         cni_standin_attach "$E2E_NIC" pass
         ;;
+    ovs)
+        ip -n "$E2E_NODE" link show ovn-k8s-mp0 >/dev/null 2>&1 && return 0
+        ovs_start || return 1
+        ovs_vsctl add-br br-int -- add-port br-int ovn-k8s-mp0 -- set interface ovn-k8s-mp0 type=internal ||
+            { E2E_REASON="ovs-vsctl add-br br-int failed"; return 1; }
+        wait_for 10 ip -n "$E2E_NODE" link show ovn-k8s-mp0 >/dev/null 2>&1 || {
+            E2E_REASON="Open vSwitch made no ovn-k8s-mp0: $(grep -m1 -iE 'err|fail' "$E2E_TMP/ovs/ovs-vswitchd.log")"
+            return 1
+        }
+        ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev ovn-k8s-mp0 || return 1
+        ip -n "$E2E_NODE" link set ovn-k8s-mp0 up
+        ;;
     *)
-        E2E_REASON="E2E_CNI=$E2E_CNI: want routed, bridge or cilium"
+        E2E_REASON="E2E_CNI=$E2E_CNI: want routed, bridge, cilium or ovs"
         return 1
         ;;
     esac
@@ -576,6 +622,8 @@ pod_link_create() {
     case $E2E_CNI in
     routed) ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev "$E2E_VETH" || return 1 ;;
     bridge) ip -n "$E2E_NODE" link set "$E2E_VETH" master cni0 || return 1 ;;
+    # A pod made again has a new veth of the same name: its old port goes first, as the CNI's delete does.
+    ovs) ovs_vsctl --if-exists del-port br-int "$E2E_VETH" -- add-port br-int "$E2E_VETH" || return 1 ;;
     esac
     ip -n "$E2E_NODE" link set "$E2E_VETH" up || return 1
     if [ "$E2E_CNI" = cilium ]; then

@@ -327,12 +327,27 @@ walk_move() {
         return 1
     fi
     log "move: the pod's veth is ifindex $new (was $old), hooked ($TC_ATTACH)"
+    walk_veth_found || return 1
     if walk_has 4; then
         walk_lease && walk_http && walk_heartbeat && walk_agent_call || return 1
     fi
     if walk_has 6; then
         walk6_lease && walk6_http && walk6_heartbeat && walk6_agent_call || return 1
     fi
+}
+
+# The loader found the pod's veth, before the move and after it, the way the CNI's shape (E2E_CNI) allows: through
+# the route to the pod when the route names the veth, else behind the device the route names (cni0, cilium_host,
+# ovn-k8s-mp0), by the namespace its peer is in.
+walk_veth_found() {
+    local want="veth=$E2E_VETH found_by=route" found
+    [ "$E2E_CNI" = routed ] || want="veth=$E2E_VETH found_by=namespace behind=$(pod_gateway_dev)"
+    found=$(grep -cF "$want" "$E2E_TMP/logs/loader.log")
+    if [ "$found" -lt 2 ]; then
+        E2E_REASON="the loader's log has '$want' $found times, want 2 (before and after the move): $(grep -m2 -F 'backend veth' "$E2E_TMP/logs/loader.log")"
+        return 1
+    fi
+    log "the loader found the pod's veth: $want"
 }
 
 # With a CNI's own programs on the pod's veth and the NIC (E2E_CNI=cilium): the walk above passed with them

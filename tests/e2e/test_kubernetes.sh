@@ -56,6 +56,8 @@ e2e_case source_ranges case_source_ranges "f6. loadBalancerSourceRanges: only so
 e2e_case shared_ip case_shared_ip "g. two Services sharing the IP are served only when their pods are on one node" case:serve
 e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each address served under its own Lease (RA, NDP, DHCPv6, HTTP over both), both follow a move, the ingress lists what is served; an IPv6-only Service; two addresses on one pod refused" case:serve
 e2e_case pod_clients case_pod_clients "g3. pods call the service IP through kube-proxy's rules for the ingress IP (iptables, then nftables mode), on the owner's node and the other: answered by the serving pod" case:serve
+e2e_case no_kube_proxy case_no_kube_proxy "g5. without kube-proxy, its replacement's socket-level load balancing (a stand-in for Cilium's socket-LB) takes pods' calls to the service IP to the endpoint, from both nodes: answered by the serving pod, which sees each client pod's own address" case:serve
+e2e_case ipvs_pod_clients case_ipvs_pod_clients "g4. pods call the service IP through kube-proxy in IPVS mode (the IP on kube-ipvs0 of both nodes, a virtual server to the endpoint), on the owner's node and the other: answered by the serving pod, one ARP answer" case:serve
 e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim: the second claimant probes, defers while the first answers, and answers once it stops" case:serve
 e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI (cni0) is found behind the bridge and served" case:pivot
 e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
@@ -908,18 +910,13 @@ kube_proxy_world_down() {
 # write them (pkg/proxy/iptables, pkg/proxy/nftables): the ingress IP's rule in KUBE-SERVICES (the service-ips
 # map), its external chain marking for masquerade, the service chain, the endpoint's DNAT, and the masquerade of
 # marked packets in POSTROUTING.
-kube_proxy_rules() {
-    local node=$1 mode=$2 endpoint=$3 ns=${NODE_NS[$1]}
-    case $mode in
-    iptables)
-        ip netns exec "$ns" iptables-restore --noflush <<EOF || return 1
-*nat
+# The NAT rules kube-proxy's iptables and IPVS proxiers both write, for iptables-restore: the jumps from the
+# built-in chains, the mark for masquerade, and the masquerade of marked packets in POSTROUTING.
+kube_proxy_masquerade_rules() {
+    cat <<'EOF'
 :KUBE-SERVICES - [0:0]
 :KUBE-POSTROUTING - [0:0]
 :KUBE-MARK-MASQ - [0:0]
-:KUBE-EXT-IRONIC - [0:0]
-:KUBE-SVC-IRONIC - [0:0]
-:KUBE-SEP-IRONIC - [0:0]
 -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
 -A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
 -A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING
@@ -927,6 +924,19 @@ kube_proxy_rules() {
 -A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
 -A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
 -A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
+EOF
+}
+
+kube_proxy_rules() {
+    local node=$1 mode=$2 endpoint=$3 ns=${NODE_NS[$1]}
+    case $mode in
+    iptables)
+        ip netns exec "$ns" iptables-restore --noflush <<EOF || return 1
+*nat
+$(kube_proxy_masquerade_rules)
+:KUBE-EXT-IRONIC - [0:0]
+:KUBE-SVC-IRONIC - [0:0]
+:KUBE-SEP-IRONIC - [0:0]
 -A KUBE-SERVICES -d $E2E_SERVICE_IP/32 -p tcp -m comment --comment "$SERVICE_NS/$SERVICE_NAME:http loadbalancer IP" -m tcp --dport 80 -j KUBE-EXT-IRONIC
 -A KUBE-EXT-IRONIC -m comment --comment "masquerade traffic for $SERVICE_NS/$SERVICE_NAME:http external destinations" -j KUBE-MARK-MASQ
 -A KUBE-EXT-IRONIC -j KUBE-SVC-IRONIC
@@ -962,31 +972,58 @@ table ip kube-proxy {
 }
 EOF
         ;;
+    ipvs)
+        # pkg/proxy/ipvs: the ingress IP bound to kube-ipvs0, a virtual server for it (round robin) with the
+        # endpoint as a masqueraded real server, the IP and port in the KUBE-LOAD-BALANCER set, whose rule marks
+        # the packets for masquerade; and conntrack for IPVS, which that masquerade needs (vs/conntrack=1).
+        kube_ipvs0 add "$node" || return 1
+        ip netns exec "$ns" sysctl -qw net.ipv4.vs.conntrack=1 || return 1
+        ip netns exec "$ns" ipset create KUBE-LOAD-BALANCER hash:ip,port comment -exist || return 1
+        ip netns exec "$ns" ipset add KUBE-LOAD-BALANCER "$E2E_SERVICE_IP,tcp:80" comment "$SERVICE_NS/$SERVICE_NAME:http loadbalancer IP" ||
+            return 1
+        ip netns exec "$ns" ipvsadm -A -t "$E2E_SERVICE_IP:80" -s rr || return 1
+        ip netns exec "$ns" ipvsadm -a -t "$E2E_SERVICE_IP:80" -r "$endpoint:8080" -m || return 1
+        ip netns exec "$ns" iptables-restore --noflush <<EOF || return 1
+*nat
+$(kube_proxy_masquerade_rules)
+:KUBE-LOAD-BALANCER - [0:0]
+-A KUBE-SERVICES -m comment --comment "Kubernetes service lb portal" -m set --match-set KUBE-LOAD-BALANCER dst,dst -j KUBE-LOAD-BALANCER
+-A KUBE-SERVICES -m set --match-set KUBE-LOAD-BALANCER dst,dst -j ACCEPT
+-A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ
+COMMIT
+EOF
+        ;;
     esac
 }
 
 kube_proxy_rules_remove() {
-    local ns=${NODE_NS[$1]} chain chains=(KUBE-SERVICES KUBE-POSTROUTING KUBE-MARK-MASQ KUBE-EXT-IRONIC KUBE-SVC-IRONIC KUBE-SEP-IRONIC)
+    local ns=${NODE_NS[$1]} chain
+    local chains=(KUBE-SERVICES KUBE-POSTROUTING KUBE-MARK-MASQ KUBE-EXT-IRONIC KUBE-SVC-IRONIC KUBE-SEP-IRONIC KUBE-LOAD-BALANCER)
     ip netns exec "$ns" nft delete table ip kube-proxy 2>/dev/null
     ip netns exec "$ns" iptables -t nat -D PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES 2>/dev/null
     ip netns exec "$ns" iptables -t nat -D OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES 2>/dev/null
     ip netns exec "$ns" iptables -t nat -D POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING 2>/dev/null
     for chain in "${chains[@]}"; do ip netns exec "$ns" iptables -t nat -F "$chain" 2>/dev/null; done
     for chain in "${chains[@]}"; do ip netns exec "$ns" iptables -t nat -X "$chain" 2>/dev/null; done
+    if [ -n "$(ip -n "$ns" link show kube-ipvs0 2>/dev/null)" ]; then
+        ip netns exec "$ns" ipvsadm -C 2>/dev/null
+        ip netns exec "$ns" ipset destroy KUBE-LOAD-BALANCER 2>/dev/null
+        kube_ipvs0 del "$1"
+    fi
     return 0
 }
 
 # client_calls NODE: the client pod on NODE calls the service IP; prints who answered.
 client_calls() { ip netns exec "${CLIENT_NS[$1]}" curl -s --max-time 2 "http://$E2E_SERVICE_IP/who"; }
 
-case_pod_clients() {
-    # From: the pod ready on node A, A serving (case serve, its need in the case list). BMO calls Ironic at the
-    # service IP from a pod: kube-proxy's rules for the Service's ingress IP (which the owner writes) take it to
-    # the endpoint, from the owner's node and from the other one, while the owner's datapath serves the LAN.
+# pods_call_service MODE...: BMO calls Ironic at the service IP from a pod: kube-proxy's rules for the Service's
+# ingress IP (which the owner writes), in each MODE, take it to the endpoint, from the owner's node and from the
+# other one, while the owner's datapath serves the LAN.
+pods_call_service() {
     local serving=$CURRENT mode node answer seen want log=$E2E_TMP/pod-$CURRENT/http.log rc=0
     [ "$(ingress_of c1)" = "$E2E_SERVICE_IP" ] || { E2E_REASON="the Service's ingress is '$(ingress_of c1)'"; return 1; }
     kube_proxy_world_up || { E2E_REASON="cannot build the pod network between the nodes"; kube_proxy_world_down; return 1; }
-    for mode in iptables nftables; do
+    for mode in "$@"; do
         for node in "${NODES[@]}"; do
             kube_proxy_rules "$node" "$mode" "${POD_IP[$serving]}" ||
                 { E2E_REASON="cannot write kube-proxy's $mode rules on $node"; rc=1; break 2; }
@@ -1006,15 +1043,85 @@ case_pod_clients() {
                 break 2
             fi
         done
+        # The LAN is still served by the owner alone, with the rules in place (in IPVS mode both nodes' kernels
+        # have the IP).
+        if ! serves "$serving"; then
+            E2E_REASON="kube-proxy $mode: with its rules in place, who='$(who_serves)' arp='$(arp_owner)'"
+            rc=1
+            break
+        fi
         for node in "${NODES[@]}"; do kube_proxy_rules_remove "$node"; done
     done
-    # The LAN is still served by the owner alone.
+    kube_proxy_world_down
+    [ "$rc" = 0 ] && loaders_alive
+}
+
+case_pod_clients() {
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
+    pods_call_service iptables nftables
+}
+
+# socket_lb_calls NODE: the client pod on NODE calls the service IP from the socket-LB's cgroup (SOCKET_LB_CGROUP;
+# `ip netns exec` mounts a sysfs of its own, so the cgroup is reached through the sandbox's own mount of cgroup2).
+socket_lb_calls() {
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    ip netns exec "${CLIENT_NS[$1]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec curl -s --max-time 2 "http://$2/who"' \
+        sh "$SOCKET_LB_CGROUP" "$E2E_SERVICE_IP"
+}
+
+case_no_kube_proxy() {
+    # From: the pod ready on node A, A serving (case serve, its need in the case list). No kube-proxy: nothing on
+    # the nodes knows the ingress IP. A replacement's socket-LB (Cilium's, attached to the cgroup root, for every
+    # pod of the node) turns a pod's connect() to IP:80 into one to the endpoint, so the pod network carries it and
+    # nothing is masqueraded. The client pods' processes run in a cgroup of the test's with the stand-in on it.
+    local serving=$CURRENT node answer seen log=$E2E_TMP/pod-$CURRENT/http.log rc=0 mnt=$E2E_TMP/cgroup2
+    local pin=/sys/fs/bpf/socket-lb translated
+    [ -x "${CNI_STANDIN:-}" ] || { E2E_REASON="CNI_STANDIN is not set to the cni_standin program"; return 1; }
+    mkdir -p "$mnt" && mount -t cgroup2 none "$mnt" || { E2E_REASON="cannot mount cgroup2"; return 1; }
+    SOCKET_LB_CGROUP=$mnt/bpfnet-${E2E_TMP##*/}
+    mkdir "$SOCKET_LB_CGROUP" || { E2E_REASON="cannot make a cgroup"; umount "$mnt"; return 1; }
+    if ! kube_proxy_world_up; then
+        E2E_REASON="cannot build the pod network between the nodes"
+        rc=1
+    elif ! "$CNI_STANDIN" socket-lb "$SOCKET_LB_CGROUP" "$E2E_SERVICE_IP:80" "${POD_IP[$serving]}:8080" "$pin" >/dev/null; then
+        E2E_REASON="cannot attach the socket-LB stand-in"
+        rc=1
+    else
+        for node in "${NODES[@]}"; do
+            answer=$(socket_lb_calls "$node")
+            seen=$(tail -n 1 "$log" | awk '{ print $1 }')
+            seen=${seen#::ffff:}
+            log "socket-LB: the client on $node called $E2E_SERVICE_IP: answered by '$answer', the pod saw $seen"
+            if [ "$answer" != "${POD_NAME[$serving]}" ] || [ "$seen" != "${CLIENT_IP[$node]}" ]; then
+                E2E_REASON="socket-LB: the client on $node got '$answer' from $E2E_SERVICE_IP (want ${POD_NAME[$serving]}), the pod saw $seen (want ${CLIENT_IP[$node]})"
+                rc=1
+                break
+            fi
+        done
+        translated=$("$CNI_STANDIN" seen "$pin")
+        if [ "$rc" = 0 ] && [ "${translated:-0}" -lt 2 ]; then
+            E2E_REASON="the socket-LB translated $translated connects, want 2"
+            rc=1
+        fi
+    fi
     if [ "$rc" = 0 ] && ! serves "$serving"; then
         E2E_REASON="after the pods' calls, who='$(who_serves)' arp='$(arp_owner)'"
         rc=1
     fi
+    rm -f "${pin}_link" "${pin}_seen"
     kube_proxy_world_down
+    rmdir "$SOCKET_LB_CGROUP" 2>/dev/null || log "cannot remove the cgroup $SOCKET_LB_CGROUP"
+    umount "$mnt"
     [ "$rc" = 0 ] && loaders_alive
+}
+
+case_ipvs_pod_clients() {
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
+    if ! ip netns exec "${NODE_NS[$CURRENT]}" ipvsadm -Ln >/dev/null 2>&1; then
+        E2E_REASON="this kernel has no IPVS (ip_vs), or ipvsadm is not installed: the kernel matrix's guests run this case"
+        return 77
+    fi
+    pods_call_service ipvs
 }
 
 case_shared_ip() {

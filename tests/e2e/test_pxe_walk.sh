@@ -5,7 +5,7 @@
 #
 #   test_pxe_walk.sh LOADER [--case KEY]... | --list
 #   env: WALK_FAMILIES  "4" (default), "6" (an IPv6-only LAN) or "4 6" (dual stack: both walks); pxe_walk.sh
-#        E2E_CNI        how the pod is wired: routed (default), bridge or cilium (lib.sh)
+#        E2E_CNI        how the pod is wired: routed (default), bridge, cilium or ovs (lib.sh)
 set -u
 
 # shellcheck source=lib.sh
@@ -43,7 +43,7 @@ fi
 
 e2e_start "$@"
 
-skip_unless dhcp_available ironic_available
+skip_unless dhcp_available ironic_available cni_available
 
 walk_setup() {
     topology_create

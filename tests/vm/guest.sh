@@ -120,7 +120,8 @@ run_fuzz() {
 
 # run_e2e e2e_NAME[@VARIANT][/CASE+CASE...]: tests/e2e/test_NAME.sh, on one of lib.sh's LAN variants: vlan
 # (the provisioning network as VLAN 100 on a vlan_filtering bridge, the NIC an 802.1Q sub-interface) or devenv
-# (the bridge in the node's namespace); with /CASE+CASE only those cases (--case).
+# (the bridge in the node's namespace), or with the pod wired as OVN-Kubernetes wires it (ovs: E2E_CNI=ovs, the
+# veth a port of an Open vSwitch bridge); with /CASE+CASE only those cases (--case).
 run_e2e() {
     local name=${1%%/*} cases="" t0 rc
     [ "$name" = "$1" ] || cases=${1#*/}
@@ -134,6 +135,7 @@ run_e2e() {
     "") ;;
     vlan) lan=(E2E_VLAN=100) ;;
     devenv) lan=(E2E_LAN_SHAPE=devenv) ;;
+    ovs) lan=(E2E_CNI=ovs) ;;
     *)
         echo "RESULT $name fail 0 unknown variant $variant"
         return

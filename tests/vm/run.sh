@@ -54,6 +54,9 @@ kernels="6.1 6.12"
 # A :SERIES entry runs on that kernel only: the programs it crosses run on the other kernel in another entry.
 # `--check-suites` (ctest vm_matrix_cases, and every run before it boots) checks that every case named exists.
 MATRIX=(
+    # OVN-Kubernetes' shape (the host kernel has no openvswitch module): the pod's veth an Open vSwitch port,
+    # the whole walk with its move (first: the longest of the guest's suites, the others run beside it)
+    "e2e_pxe_walk@ovs:6.12"
     # ARP, DNAT + redirect into the pod, bulk TCP both ways, the neighbour-miss event, adoption, attach modes
     "e2e_steering/arp_every_host+http+iperf+pod_to_host+restart+attach_choices+teardown"
     # the same through an 802.1Q sub-interface on a vlan_filtering bridge
@@ -79,8 +82,9 @@ MATRIX=(
     "e2e_dhcp6/nic_in_dhcp_group+dnsmasq_dhclient+boot_file_and_image:6.12"
     # bpfnetctl's view of the kernel's hooks (tcx links) and the datapath's trace
     "e2e_cli/status+trace:6.12"
-    # kube-proxy's IPVS shape (the host kernel has no dummy device for kube-ipvs0): one ARP answer, the owner's
-    "e2e_kubernetes/ipvs_arp:6.1"
+    # kube-proxy's IPVS shape (the host kernel has no dummy device for kube-ipvs0, nor IPVS): one ARP answer, the
+    # owner's; pods calling the service IP through IPVS on both nodes
+    "e2e_kubernetes/ipvs_arp+ipvs_pod_clients:6.1"
 )
 DATAPATH_SUITES=$(IFS=,; echo "${MATRIX[*]}")
 # --long: every case of every suite whose subject is the datapath or what reads it, on both kernels (about
@@ -176,7 +180,13 @@ fetch() {
 
 # The modules the matrix's guest needs, with everything they depend on, in load order; and the agent
 # ramdisk's (its virtio NIC).
-WANTED="virtio virtio_ring virtio_pci netfs fscache 9pnet 9pnet_virtio 9p veth sch_ingress cls_bpf act_bpf bridge 8021q dummy"
+# Open vSwitch's datapath for the OVN-Kubernetes shape (E2E_CNI=ovs); IPVS, its scheduler, and the netfilter
+# pieces kube-proxy's rules use (nf_tables, iptables-nft's xtables matches and targets, ipset) for the Kubernetes
+# suite's kube-proxy cases. crc32c_generic first: libcrc32c (conntrack's) asks the crypto API for crc32c when it
+# loads, a soft dependency that modinfo's depends does not list.
+WANTED="virtio virtio_ring virtio_pci netfs fscache 9pnet 9pnet_virtio 9p veth sch_ingress cls_bpf act_bpf bridge 8021q dummy
+  crc32c_generic openvswitch ip_vs ip_vs_rr nf_tables nft_compat nft_chain_nat nft_nat nft_masq nft_numgen nft_ct xt_mark xt_comment
+  xt_tcpudp xt_nat xt_MASQUERADE xt_conntrack xt_set ip_set ip_set_hash_ipport"
 AGENT_WANTED="virtio virtio_ring virtio_pci virtio_net af_packet"
 
 module_file() { find "$1" -name "$2.ko" -o -name "$2.ko.xz" -o -name "$2.ko.zst" | head -n1; }
