@@ -21,6 +21,7 @@
 # Not a test: it fails only if a run could not be made. Needs root; sandboxes itself.
 #
 #   bulk_tcp.sh [ROUNDS] [SECONDS] [RESULTS_FILE]     (defaults 10, 3, ./bulk_tcp.json)
+#   env: E2E_CNI=bridge  the pod wired as a bridge CNI wires it (tests/e2e/lib.sh): plain routing crosses cni0
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

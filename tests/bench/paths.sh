@@ -57,7 +57,7 @@ declare -A PATH_TARGET6=(["bpfnet IPv6"]=$SERVICE6 ["plain routing IPv6"]=$PLAIN
 paths_add_ipv6() {
     ip -n "$E2E_HOST" -6 addr add "$HOST6/64" dev eth0 &&
         ip -n "$E2E_NODE" -6 addr add "$NODE6/64" dev "$E2E_NIC" &&
-        ip -n "$E2E_NODE" -6 addr add "$POD_GW6/64" dev "$E2E_VETH" &&
+        ip -n "$E2E_NODE" -6 addr add "$POD_GW6/64" dev "$(pod_gateway_dev)" &&
         ip -n "$E2E_POD" -6 addr add "$POD6/64" dev eth0 &&
         ip -n "$E2E_POD" -6 addr add "$PLAIN6/64" dev eth0 &&
         ip -n "$E2E_POD" -6 route add default via "$POD_GW6" || die "IPv6 addresses"

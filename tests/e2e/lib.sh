@@ -506,7 +506,8 @@ lan_bridge_ns() {
 #   routed  the veth's host side holds the pod network's gateway address: the route to the pod names the veth
 #           (Calico, kube-router's routes)
 #   bridge  the veth is a port of cni0, which holds the gateway address: the route names cni0 (flannel, the
-#           CNI bridge plugin, kube-router's bridge)
+#           CNI bridge plugin, kube-router's bridge); beside it flannel's VXLAN device flannel.1, which carries
+#           the other nodes' pod subnets (flannel's default backend: the overlay never carries a local pod's)
 #   cilium  the route to the pod goes through cilium_host (a veth whose peer, cilium_net, stays in the node),
 #           the pod's veth holds no address, and a CNI program (cni_standin, E2E_CNI_STANDIN: pass, drop or
 #           redirect) is on the pod's veth and on the NIC before the loader starts, attached as Cilium
@@ -572,6 +573,18 @@ ovs_start() {
     wait_for 10 test -S "$dir/ovs-vswitchd.ctl" || { E2E_REASON="ovs-vswitchd did not start: $(tail -n1 "$dir/ovs-vswitchd.out")"; return 1; }
 }
 
+# flannel_vxlan_create: flannel's VXLAN backend on the node, as flanneld makes it: flannel.1 (VNI 1, UDP 8472, no
+# learning) holding the node's pod subnet's .0 as a /32, and a route per other node to its pod subnet, onlink
+# via that node's flannel.1 address (one other node here, 198.18.120.0/24). Nothing is sent through it: it is
+# there because a flannel node has it, and the route to the local pod must still name cni0.
+flannel_vxlan_create() {
+    ip -n "$E2E_NODE" link add flannel.1 type vxlan id 1 dstport 8472 nolearning ||
+        { E2E_REASON="cannot make flannel.1 (no VXLAN in this kernel?)"; return 1; }
+    ip -n "$E2E_NODE" addr add "${E2E_POD_IP%.*}.0/32" dev flannel.1 &&
+        ip -n "$E2E_NODE" link set flannel.1 up &&
+        ip -n "$E2E_NODE" route add 198.18.120.0/24 via 198.18.120.0 dev flannel.1 onlink
+}
+
 # The node's side of the pod network in the bridge, cilium and ovs shapes, made once (a pod made again joins it).
 pod_network_create() {
     case $E2E_CNI in
@@ -581,6 +594,7 @@ pod_network_create() {
         ip -n "$E2E_NODE" link add cni0 type bridge || return 1
         ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev cni0 || return 1
         ip -n "$E2E_NODE" link set cni0 up
+        flannel_vxlan_create
         ;;
     cilium)
         ip -n "$E2E_NODE" link show cilium_host >/dev/null 2>&1 && return 0
