@@ -243,10 +243,22 @@ kube_ipvs0() {
     esac
 }
 
+# one_arp_answerer OWNER COUNT WHAT: the host's COUNT who-has for the service IP, each answered by OWNER's NIC alone
+# (no other MAC, none unanswered); logs the count under WHAT.
+one_arp_answerer() {
+    local owner=$1 count=$2 probes=$E2E_TMP/arpprobe.$RANDOM answered other
+    who_has_probes "$count" "$probes"
+    answered=$(grep -c "answered ${NIC_MAC[$owner]}\$" "$probes")
+    other=$(grep -v -c "answered ${NIC_MAC[$owner]}\$" "$probes")
+    log "$3: $answered of $count who-has answered by $owner's NIC alone, $other otherwise"
+    [ "$answered" = "$count" ] ||
+        { E2E_REASON="$3: $other of $count who-has not answered by ${NIC_MAC[$owner]} alone: $(grep -m3 -v "answered ${NIC_MAC[$owner]}\$" "$probes" | tr '\n' ' ')"; return 1; }
+}
+
 case_ipvs_arp() {
     # From: node A serves (case serve). The host sends 200 who-has for the service IP while both nodes' kernels
     # have it on kube-ipvs0; every one must be answered by A's NIC alone.
-    local owner=$CURRENT standby node probes=$E2E_TMP/ipvs.arpprobe dropped_before dropped_after
+    local owner=$CURRENT standby node dropped_before dropped_after rc=0
     standby=$(other "$owner")
     if ! ip -n "${NODE_NS[$owner]}" link add kube-ipvs0 type dummy 2>/dev/null; then
         E2E_REASON="this kernel has no dummy devices (kube-ipvs0 is one): the kernel matrix's guests run this case"
@@ -258,16 +270,12 @@ case_ipvs_arp() {
     for node in node-a node-b; do
         kube_ipvs0 add "$node" || { kube_ipvs0 del node-a; kube_ipvs0 del node-b; E2E_REASON="cannot make kube-ipvs0 on $node"; return 1; }
     done
-    who_has_probes 200 "$probes"
+    one_arp_answerer "$owner" 200 "kube-ipvs0 on both nodes" || rc=1
     kube_ipvs0 del node-a
     kube_ipvs0 del node-b
-    local answered other
-    answered=$(grep -c "answered ${NIC_MAC[$owner]}\$" "$probes")
-    other=$(grep -v -c "answered ${NIC_MAC[$owner]}\$" "$probes")
+    [ "$rc" = 0 ] || return 1
     dropped_after=$(E2E_PIN_DIR=$E2E_PIN_ROOT/$standby/${E2E_NIC//./:} counter arp_not_active)
-    log "kube-ipvs0 on both nodes: $answered of 200 who-has answered by $owner's NIC alone, $other otherwise; $standby dropped $((dropped_after - dropped_before))"
-    [ "$answered" = 200 ] ||
-        { E2E_REASON="$other of 200 who-has not answered by ${NIC_MAC[$owner]} alone: $(grep -m3 -v "answered ${NIC_MAC[$owner]}\$" "$probes" | tr '\n' ' ')"; return 1; }
+    log "$standby dropped $((dropped_after - dropped_before)) who-has (arp_not_active)"
     [ $((dropped_after - dropped_before)) -ge 200 ] ||
         { E2E_REASON="$standby counted $((dropped_after - dropped_before)) arp_not_active, want at least 200"; return 1; }
 }
@@ -1044,9 +1052,11 @@ pods_call_service() {
             fi
         done
         # The LAN is still served by the owner alone, with the rules in place (in IPVS mode both nodes' kernels
-        # have the IP).
-        if ! serves "$serving"; then
-            E2E_REASON="kube-proxy $mode: with its rules in place, who='$(who_serves)' arp='$(arp_owner)'"
+        # have the IP): every who-has of a run answered by its NIC alone.
+        one_arp_answerer "$serving" 50 "kube-proxy $mode, its rules in place" || { rc=1; break; }
+        answer=$(who_serves)
+        if [ "$answer" != "${POD_NAME[$serving]}" ]; then
+            E2E_REASON="kube-proxy $mode, its rules in place: the LAN's HTTP answered by '$answer'"
             rc=1
             break
         fi

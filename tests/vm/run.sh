@@ -54,16 +54,18 @@ kernels="6.1 6.12"
 # A :SERIES entry runs on that kernel only: the programs it crosses run on the other kernel in another entry.
 # `--check-suites` (ctest vm_matrix_cases, and every run before it boots) checks that every case named exists.
 MATRIX=(
+    # The suites run in this order, two at a time but for lifecycle and kubernetes, which run alone (guest.sh):
+    # lifecycle first, then the longest (the OVS walk) beside all the others, kubernetes last.
+    # a normal life without a warning (libxdp's dispatcher on both, clsact on 6.1, tcx on 6.12), announcements, a
+    # pin of another layout, the heartbeat gate (bpf_ktime), generic XDP and its fallback
+    "e2e_lifecycle/clean_start_stop+gratuitous_arp+layout_change+liveness_gate+generic_xdp+xdp_auto_fallback"
     # OVN-Kubernetes' shape (the host kernel has no openvswitch module): the pod's veth an Open vSwitch port,
-    # the whole walk with its move (first: the longest of the guest's suites, the others run beside it)
+    # the whole walk with its move
     "e2e_pxe_walk@ovs:6.12"
     # ARP, DNAT + redirect into the pod, bulk TCP both ways, the neighbour-miss event, adoption, attach modes
     "e2e_steering/arp_every_host+http+iperf+pod_to_host+restart+attach_choices+teardown"
     # the same through an 802.1Q sub-interface on a vlan_filtering bridge
     "e2e_steering@vlan/arp_every_host+http+pod_to_host:6.1"
-    # a normal life without a warning (libxdp's dispatcher on both, clsact on 6.1, tcx on 6.12), announcements, a
-    # pin of another layout, the heartbeat gate (bpf_ktime), generic XDP and its fallback
-    "e2e_lifecycle/clean_start_stop+gratuitous_arp+layout_change+liveness_gate+generic_xdp+xdp_auto_fallback"
     # the DHCP relay both ways (broadcast, unicast renewal, ciaddr) and TFTP's ephemeral-port flows: on 6.1
     # on the plain LAN, on 6.12 through the 802.1Q sub-interface
     "e2e_pxe/udhcpc+renew+renew_broadcast+tftp_default:6.1"
