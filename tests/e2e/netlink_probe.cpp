@@ -4,9 +4,11 @@
 //   sandbox netns: vethpod 198.18.100.1/24 02:00:00:00:01:01 <-> netns nlh-pod: eth0 198.18.100.2/24 02:00:00:00:01:02
 //                  vetha 198.18.101.1/24 <-> vethb (a pair inside the sandbox netns)
 //                  blackhole route 198.18.200.0/24
+//                  flannel.1: a VXLAN device with 198.18.120.0/24 (another node's pods) routed through it
 //
 // Prints one line per check and "N passed, M failed"; exits non-zero on any failure.
 #include "core/arp_sender.hpp"
+#include "core/backend_locator.hpp"
 #include "core/netlink.hpp"
 #include "maps/system_error.hpp"
 
@@ -227,6 +229,27 @@ void check_routes(Checks &checks) {
 
 // Makes this namespace's kernel resolve ip on its own (a datagram to the discard port makes it ARP), as it
 // resolves the pod for the loader: the entry is the kernel's, not one the test wrote.
+// Where the backend pod is: behind the route's veth here; a pod on another node, reached through the CNI's
+// overlay, is refused, saying through which device its route goes and that no veth of this node leads to it.
+void check_backend_locator(Checks &checks) {
+    const int vethpod = bpfnet::link_by_name("vethpod").ifindex;
+    const int vetha = bpfnet::link_by_name("vetha").ifindex;
+    const bpfnet::BackendLocation here = bpfnet::locate_backend(bpfnet::Backend{ip("198.18.100.2"), {}, ""}, vetha);
+    checks.expect(here.ifindex == vethpod && here.found_by == "route" && here.pod_mac == kPodMac,
+                  "locate_backend(198.18.100.2) is vethpod, found by the route, the pod's MAC " +
+                      mac_text(here.pod_mac));
+    try {
+        bpfnet::locate_backend(bpfnet::Backend{ip("198.18.120.5"), {}, ""}, vetha);
+        checks.expect(false, "locate_backend(198.18.120.5) behind flannel.1: no exception");
+    } catch (const bpfnet::BackendNotFound &error) {
+        const std::string message = error.detail();
+        checks.expect(message.find("goes through flannel.1 (vxlan)") != std::string::npos &&
+                          message.find("no veth on this node leads to a network namespace holding 198.18.120.5") !=
+                              std::string::npos,
+                      "locate_backend(198.18.120.5) behind flannel.1 is refused: \"" + message + "\"");
+    }
+}
+
 void send_datagram_to(uint32_t ip_be) {
     int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -322,6 +345,7 @@ int main(int argc, char **argv) {
     checks.group("peers", [&] { check_peers(checks); });
     checks.group("errors", [&] { check_errors(checks); });
     checks.group("routes", [&] { check_routes(checks); });
+    checks.group("backend locator", [&] { check_backend_locator(checks); });
     checks.group("gratuitous ARP", [&] { check_gratuitous_arp(checks, pod_netns); });
     // Before the kernel resolves the pod (neighbours): the pod must not have learned vethpod yet.
     checks.group("ARP request", [&] { check_arp_request(checks, pod_netns); });

@@ -23,6 +23,7 @@ cleanup() {
     ip netns del nlh-pod 2>/dev/null || true
     ip link del vethpod 2>/dev/null || true
     ip link del vetha 2>/dev/null || true
+    ip link del flannel.1 2>/dev/null || true
     umount /run/netns 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -46,6 +47,12 @@ ip link set vetha up
 ip link set vethb up
 
 ip route add blackhole 198.18.200.0/24
+
+# flannel's VXLAN device, carrying another node's pods (198.18.120.0/24): a pod there has no veth on this node.
+ip link add flannel.1 type vxlan id 1 dstport 8472 nolearning
+ip addr add 198.18.100.0/32 dev flannel.1
+ip link set flannel.1 up
+ip route add 198.18.120.0/24 via 198.18.120.0 dev flannel.1 onlink
 
 status=0
 "$probe" /run/netns/nlh-pod || status=$?
