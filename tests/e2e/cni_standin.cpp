@@ -102,8 +102,10 @@ bool parse_endpoint(const std::string &text, __u32 &address, __u16 &port) {
     const auto colon = text.rfind(':');
     if (colon == std::string::npos || inet_pton(AF_INET, text.substr(0, colon).c_str(), &address) != 1)
         return false;
-    const unsigned long value = std::strtoul(text.c_str() + colon + 1, nullptr, 10);
-    if (value == 0 || value > 65535)
+    const char *digits = text.c_str() + colon + 1;
+    char *end = nullptr;
+    const unsigned long value = std::strtoul(digits, &end, 10);
+    if (end == digits || *end != '\0' || value == 0 || value > 65535)
         return false;
     port = htons(static_cast<__u16>(value));
     return true;
@@ -127,8 +129,6 @@ int socket_lb(const std::string &cgroup, const std::string &service, const std::
     bpf_program__set_autoload(skel->progs.cni_standin, false);
     if (cni_standin_bpf::load(skel.get()) != 0)
         return fail("load", errno);
-    if (bpf_map__pin(skel->maps.seen, (pin + "_seen").c_str()) != 0)
-        return fail("pin " + pin + "_seen", errno);
     const int dir = open(cgroup.c_str(), O_RDONLY | O_DIRECTORY);
     if (dir < 0)
         return fail("open " + cgroup, errno);
@@ -137,6 +137,8 @@ int socket_lb(const std::string &cgroup, const std::string &service, const std::
     close(dir);
     if (!link)
         return fail("attach to " + cgroup, attach_error);
+    if (bpf_map__pin(skel->maps.seen, (pin + "_seen").c_str()) != 0)
+        return fail("pin " + pin + "_seen", errno);
     if (bpf_link__pin(link.get(), (pin + "_link").c_str()) != 0)
         return fail("pin " + pin + "_link", errno);
     return 0;

@@ -76,6 +76,7 @@ E2E_FAILED=0
 E2E_SKIPPED=0
 E2E_PIDS=()       # background processes this test started (servers, clients, loaders)
 E2E_NAMESPACES=() # network namespaces a test created beyond the three of the standard topology
+E2E_CGROUPS=()    # cgroups a test made (below its own), removed at exit
 E2E_TMP=""
 LOADER_PID=""
 LOADER_LOG=""
@@ -281,9 +282,13 @@ e2e_cleanup() {
         wait_for 2 pid_gone "$pid" || kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done
-    local ns
+    local ns cgroup
     for ns in "$E2E_POD" "$E2E_HOST" "$E2E_NODE" "$E2E_LAN" "${E2E_NAMESPACES[@]}"; do
         ip netns del "$ns" 2>/dev/null
+    done
+    # Cgroups a case made (under the test's own cgroup of the machine's hierarchy), once their processes ended.
+    for cgroup in "${E2E_CGROUPS[@]}"; do
+        rmdir "$cgroup" 2>/dev/null
     done
     umount /sys/fs/bpf 2>/dev/null
     umount /run/bpfnet 2>/dev/null
@@ -550,18 +555,21 @@ cni_standin_seen() { "$CNI_STANDIN" seen "/sys/fs/bpf/cni-standin/$1"; }
 cni_available() {
     [ "$E2E_CNI" = ovs ] || return 0
     command -v ovs-vswitchd >/dev/null || { E2E_REASON="Open vSwitch is not installed (openvswitch-switch)"; return 1; }
-    genl ctrl get name ovs_datapath >/dev/null 2>&1 ||
-        { E2E_REASON="this kernel has no Open vSwitch datapath (openvswitch module): the kernel matrix's guests run E2E_CNI=ovs"; return 1; }
+    # Listed, not asked for by name: a request by name would load the module into a machine's kernel.
+    genl ctrl list 2>/dev/null | grep -qw 'Name: ovs_datapath' ||
+        { E2E_REASON="this kernel has no Open vSwitch datapath (openvswitch loaded): the kernel matrix's guests run E2E_CNI=ovs"; return 1; }
 }
 
 # ovs_vsctl ARGS...: ovs-vsctl against the test's own database (ovs_start).
 ovs_vsctl() { ip netns exec "$E2E_NODE" ovs-vsctl --db="unix:$E2E_TMP/ovs/db.sock" --timeout=30 "$@"; }
 
-# ovs_start: Open vSwitch's two daemons in the node's namespace, on a database in the test's directory (the
-# datapath they make, ovs-system, is the namespace's own); they end with the sandbox's pid namespace.
+# ovs_start: Open vSwitch's two daemons in the node's namespace, on a database in the test's directory, with
+# their sockets and logs there too (OVS_RUNDIR and the like: nothing in the machine's /run/openvswitch); the
+# datapath they make, ovs-system, is the namespace's own; they end with the sandbox's pid namespace.
 ovs_start() {
     local dir=$E2E_TMP/ovs
     mkdir -p "$dir"
+    export OVS_RUNDIR=$dir OVS_DBDIR=$dir OVS_LOGDIR=$dir OVS_SYSCONFDIR=$dir
     ovsdb-tool create "$dir/conf.db" /usr/share/openvswitch/vswitch.ovsschema >"$dir/ovsdb-tool.log" 2>&1 ||
         { E2E_REASON="ovsdb-tool create: $(tail -n1 "$dir/ovsdb-tool.log")"; return 1; }
     bg_in_ns "$E2E_NODE" "$dir/ovsdb-server.out" ovsdb-server "$dir/conf.db" --remote="punix:$dir/db.sock" \
@@ -582,7 +590,8 @@ flannel_vxlan_create() {
         { E2E_REASON="cannot make flannel.1 (no VXLAN in this kernel?)"; return 1; }
     ip -n "$E2E_NODE" addr add "${E2E_POD_IP%.*}.0/32" dev flannel.1 &&
         ip -n "$E2E_NODE" link set flannel.1 up &&
-        ip -n "$E2E_NODE" route add 198.18.120.0/24 via 198.18.120.0 dev flannel.1 onlink
+        ip -n "$E2E_NODE" route add 198.18.120.0/24 via 198.18.120.0 dev flannel.1 onlink ||
+        { E2E_REASON="cannot set up flannel.1"; return 1; }
 }
 
 # The node's side of the pod network in the bridge, cilium and ovs shapes, made once (a pod made again joins it).
@@ -616,8 +625,8 @@ pod_network_create() {
             E2E_REASON="Open vSwitch made no ovn-k8s-mp0: $(grep -m1 -iE 'err|fail' "$E2E_TMP/ovs/ovs-vswitchd.log")"
             return 1
         }
-        ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev ovn-k8s-mp0 || return 1
-        ip -n "$E2E_NODE" link set ovn-k8s-mp0 up
+        ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev ovn-k8s-mp0 &&
+            ip -n "$E2E_NODE" link set ovn-k8s-mp0 up || { E2E_REASON="cannot set up ovn-k8s-mp0"; return 1; }
         ;;
     *)
         E2E_REASON="E2E_CNI=$E2E_CNI: want routed, bridge, cilium or ovs"

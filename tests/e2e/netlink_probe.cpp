@@ -227,8 +227,6 @@ void check_routes(Checks &checks) {
                         [] { bpfnet::route_oif(ip("198.18.200.1")); });
 }
 
-// Makes this namespace's kernel resolve ip on its own (a datagram to the discard port makes it ARP), as it
-// resolves the pod for the loader: the entry is the kernel's, not one the test wrote.
 // Where the backend pod is: behind the route's veth here; a pod on another node, reached through the CNI's
 // overlay, is refused, saying through which device its route goes and that no veth of this node leads to it.
 void check_backend_locator(Checks &checks) {
@@ -250,6 +248,8 @@ void check_backend_locator(Checks &checks) {
     }
 }
 
+// Makes this namespace's kernel resolve ip on its own (a datagram to the discard port makes it ARP), as it
+// resolves the pod for the loader: the entry is the kernel's, not one the test wrote.
 void send_datagram_to(uint32_t ip_be) {
     int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)

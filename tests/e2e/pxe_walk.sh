@@ -327,7 +327,7 @@ walk_move() {
         return 1
     fi
     log "move: the pod's veth is ifindex $new (was $old), hooked ($TC_ATTACH)"
-    walk_veth_found || return 1
+    walk_veth_found "$old" && walk_veth_found "$new" || return 1
     if walk_has 4; then
         walk_lease && walk_http && walk_heartbeat && walk_agent_call || return 1
     fi
@@ -336,15 +336,15 @@ walk_move() {
     fi
 }
 
-# The loader found the pod's veth, before the move and after it, the way the CNI's shape (E2E_CNI) allows: through
-# the route to the pod when the route names the veth, else behind the device the route names (cni0, cilium_host,
-# ovn-k8s-mp0), by the namespace its peer is in.
+# walk_veth_found IFINDEX: the loader found the pod's veth IFINDEX (before the move and after it) the way the
+# CNI's shape (E2E_CNI) allows: through the route to the pod when the route names the veth, else behind the
+# device the route names (cni0, cilium_host, ovn-k8s-mp0), by the namespace its peer is in. The loader writes the
+# line once the hook is attached, which the walk may see first.
 walk_veth_found() {
-    local want="veth=$E2E_VETH found_by=route" found
-    [ "$E2E_CNI" = routed ] || want="veth=$E2E_VETH found_by=namespace behind=$(pod_gateway_dev)"
-    found=$(grep -cF "$want" "$E2E_TMP/logs/loader.log")
-    if [ "$found" -lt 2 ]; then
-        E2E_REASON="the loader's log has '$want' $found times, want 2 (before and after the move): $(grep -m2 -F 'backend veth' "$E2E_TMP/logs/loader.log")"
+    local want="ifindex=$1 veth=$E2E_VETH found_by=route action="
+    [ "$E2E_CNI" = routed ] || want="ifindex=$1 veth=$E2E_VETH found_by=namespace behind=$(pod_gateway_dev) action="
+    if ! wait_for 5 grep -qF "$want" "$E2E_TMP/logs/loader.log"; then
+        E2E_REASON="the loader's log has no '$want': $(grep -F 'backend veth' "$E2E_TMP/logs/loader.log" | tail -n 2)"
         return 1
     fi
     log "the loader found the pod's veth: $want"

@@ -56,8 +56,8 @@ e2e_case source_ranges case_source_ranges "f6. loadBalancerSourceRanges: only so
 e2e_case shared_ip case_shared_ip "g. two Services sharing the IP are served only when their pods are on one node" case:serve
 e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each address served under its own Lease (RA, NDP, DHCPv6, HTTP over both), both follow a move, the ingress lists what is served; an IPv6-only Service; two addresses on one pod refused" case:serve
 e2e_case pod_clients case_pod_clients "g3. pods call the service IP through kube-proxy's rules for the ingress IP (iptables, then nftables mode), on the owner's node and the other: answered by the serving pod" case:serve
-e2e_case no_kube_proxy case_no_kube_proxy "g5. without kube-proxy, its replacement's socket-level load balancing (a stand-in for Cilium's socket-LB) takes pods' calls to the service IP to the endpoint, from both nodes: answered by the serving pod, which sees each client pod's own address" case:serve
 e2e_case ipvs_pod_clients case_ipvs_pod_clients "g4. pods call the service IP through kube-proxy in IPVS mode (the IP on kube-ipvs0 of both nodes, a virtual server to the endpoint), on the owner's node and the other: answered by the serving pod, one ARP answer" case:serve
+e2e_case no_kube_proxy case_no_kube_proxy "g5. without kube-proxy, its replacement's socket-level load balancing (a stand-in for Cilium's socket-LB) takes pods' calls to the service IP to the endpoint, from both nodes: answered by the serving pod, which sees each client pod's own address" case:serve
 e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim: the second claimant probes, defers while the first answers, and answers once it stops" case:serve
 e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI (cni0) is found behind the bridge and served" case:pivot
 e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
@@ -1053,10 +1053,14 @@ pods_call_service() {
         done
         # The LAN is still served by the owner alone, with the rules in place (in IPVS mode both nodes' kernels
         # have the IP): every who-has of a run answered by its NIC alone.
+        # The LAN's request reaches the pod through bpfnet, not through kube-proxy's rules on the owner's node
+        # (which would serve it from the same pod, masqueraded): the pod sees the LAN host's own address.
         one_arp_answerer "$serving" 50 "kube-proxy $mode, its rules in place" || { rc=1; break; }
         answer=$(who_serves)
-        if [ "$answer" != "${POD_NAME[$serving]}" ]; then
-            E2E_REASON="kube-proxy $mode, its rules in place: the LAN's HTTP answered by '$answer'"
+        seen=$(tail -n 1 "$log" | awk '{ print $1 }')
+        seen=${seen#::ffff:}
+        if [ "$answer" != "${POD_NAME[$serving]}" ] || [ "$seen" != "$E2E_HOST_IP" ]; then
+            E2E_REASON="kube-proxy $mode, its rules in place: the LAN's HTTP answered by '$answer', the pod saw $seen (want $E2E_HOST_IP)"
             rc=1
             break
         fi
@@ -1088,8 +1092,12 @@ case_no_kube_proxy() {
     local pin=/sys/fs/bpf/socket-lb translated
     [ -x "${CNI_STANDIN:-}" ] || { E2E_REASON="CNI_STANDIN is not set to the cni_standin program"; return 1; }
     mkdir -p "$mnt" && mount -t cgroup2 none "$mnt" || { E2E_REASON="cannot mount cgroup2"; return 1; }
-    SOCKET_LB_CGROUP=$mnt/bpfnet-${E2E_TMP##*/}
-    mkdir "$SOCKET_LB_CGROUP" || { E2E_REASON="cannot make a cgroup"; umount "$mnt"; return 1; }
+    # Below the test's own cgroup (the sandbox has no cgroup namespace: the mount shows the machine's hierarchy),
+    # removed by the cleanup trap if the case does not get to it.
+    SOCKET_LB_CGROUP=$mnt$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)/bpfnet-socket-lb
+    SOCKET_LB_CGROUP=${SOCKET_LB_CGROUP/\/\///}
+    mkdir "$SOCKET_LB_CGROUP" || { E2E_REASON="cannot make the cgroup $SOCKET_LB_CGROUP"; umount "$mnt"; return 1; }
+    E2E_CGROUPS+=("$SOCKET_LB_CGROUP")
     if ! kube_proxy_world_up; then
         E2E_REASON="cannot build the pod network between the nodes"
         rc=1
@@ -1120,15 +1128,17 @@ case_no_kube_proxy() {
     fi
     rm -f "${pin}_link" "${pin}_seen"
     kube_proxy_world_down
-    rmdir "$SOCKET_LB_CGROUP" 2>/dev/null || log "cannot remove the cgroup $SOCKET_LB_CGROUP"
+    if rmdir "$SOCKET_LB_CGROUP"; then E2E_CGROUPS=(); else log "cannot remove the cgroup $SOCKET_LB_CGROUP"; fi
     umount "$mnt"
     [ "$rc" = 0 ] && loaders_alive
 }
 
 case_ipvs_pod_clients() {
     # From: the pod ready on node A, A serving (case serve, its need in the case list).
-    if ! ip netns exec "${NODE_NS[$CURRENT]}" ipvsadm -Ln >/dev/null 2>&1; then
-        E2E_REASON="this kernel has no IPVS (ip_vs), or ipvsadm is not installed: the kernel matrix's guests run this case"
+    # The IPVS generic netlink family is there when ip_vs is loaded (the matrix's guests load it at boot); asking
+    # for it by name, as ipvsadm does, would load the module into a machine's kernel.
+    if ! command -v ipvsadm >/dev/null || ! genl ctrl list 2>/dev/null | grep -qw 'Name: IPVS'; then
+        E2E_REASON="this kernel has no IPVS (ip_vs loaded), or ipvsadm is not installed: the kernel matrix's guests run this case"
         return 77
     fi
     pods_call_service ipvs
