@@ -1021,14 +1021,32 @@ kube_proxy_rules_remove() {
     return 0
 }
 
-# client_calls NODE: the client pod on NODE calls the service IP; prints who answered.
-client_calls() { ip netns exec "${CLIENT_NS[$1]}" curl -s --max-time 2 "http://$E2E_SERVICE_IP/who"; }
+# client_calls NODE [CGROUP]: the client pod on NODE calls the service IP; prints who answered.
+# With CGROUP (a cgroup v2 directory), the call is made from it (`ip netns exec` mounts a sysfs of its own, so
+# the cgroup is reached through a mount of the sandbox's).
+client_calls() {
+    if [ -z "${2:-}" ]; then
+        ip netns exec "${CLIENT_NS[$1]}" curl -s --max-time 2 "http://$E2E_SERVICE_IP/who"
+        return
+    fi
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    ip netns exec "${CLIENT_NS[$1]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec curl -s --max-time 2 "http://$2/who"' \
+        sh "$2" "$E2E_SERVICE_IP"
+}
+
+# pod_saw NODE: the client address the pod on NODE logged for its last request (IPv4 without the ::ffff: of
+# its dual-stack socket).
+pod_saw() {
+    local seen
+    seen=$(tail -n 1 "$E2E_TMP/pod-$1/http.log" | awk '{ print $1 }')
+    echo "${seen#::ffff:}"
+}
 
 # pods_call_service MODE...: BMO calls Ironic at the service IP from a pod: kube-proxy's rules for the Service's
 # ingress IP (which the owner writes), in each MODE, take it to the endpoint, from the owner's node and from the
 # other one, while the owner's datapath serves the LAN.
 pods_call_service() {
-    local serving=$CURRENT mode node answer seen want log=$E2E_TMP/pod-$CURRENT/http.log rc=0
+    local serving=$CURRENT mode node answer seen want rc=0
     [ "$(ingress_of c1)" = "$E2E_SERVICE_IP" ] || { E2E_REASON="the Service's ingress is '$(ingress_of c1)'"; return 1; }
     kube_proxy_world_up || { E2E_REASON="cannot build the pod network between the nodes"; kube_proxy_world_down; return 1; }
     for mode in "$@"; do
@@ -1038,8 +1056,7 @@ pods_call_service() {
         done
         for node in "${NODES[@]}"; do
             answer=$(client_calls "$node")
-            seen=$(tail -n 1 "$log" | awk '{ print $1 }')
-            seen=${seen#::ffff:}
+            seen=$(pod_saw "$serving")
             # externalTrafficPolicy Cluster: kube-proxy masquerades, so Ironic sees the client's node, by the
             # address the node sends from toward the pod (its gateway address on the owner's node, its end of
             # the link between the nodes on the other).
@@ -1052,13 +1069,12 @@ pods_call_service() {
             fi
         done
         # The LAN is still served by the owner alone, with the rules in place (in IPVS mode both nodes' kernels
-        # have the IP): every who-has of a run answered by its NIC alone.
-        # The LAN's request reaches the pod through bpfnet, not through kube-proxy's rules on the owner's node
-        # (which would serve it from the same pod, masqueraded): the pod sees the LAN host's own address.
+        # have the IP): every who-has of a run answered by its NIC alone, and the LAN's request reaches the pod
+        # through bpfnet, not through kube-proxy's rules on the owner's node (which would serve it from the same
+        # pod, masqueraded): the pod sees the LAN host's own address.
         one_arp_answerer "$serving" 50 "kube-proxy $mode, its rules in place" || { rc=1; break; }
         answer=$(who_serves)
-        seen=$(tail -n 1 "$log" | awk '{ print $1 }')
-        seen=${seen#::ffff:}
+        seen=$(pod_saw "$serving")
         if [ "$answer" != "${POD_NAME[$serving]}" ] || [ "$seen" != "$E2E_HOST_IP" ]; then
             E2E_REASON="kube-proxy $mode, its rules in place: the LAN's HTTP answered by '$answer', the pod saw $seen (want $E2E_HOST_IP)"
             rc=1
@@ -1075,20 +1091,12 @@ case_pod_clients() {
     pods_call_service iptables nftables
 }
 
-# socket_lb_calls NODE: the client pod on NODE calls the service IP from the socket-LB's cgroup (SOCKET_LB_CGROUP;
-# `ip netns exec` mounts a sysfs of its own, so the cgroup is reached through the sandbox's own mount of cgroup2).
-socket_lb_calls() {
-    # shellcheck disable=SC2016 # expanded by the inner shell
-    ip netns exec "${CLIENT_NS[$1]}" sh -c 'echo $$ >"$1/cgroup.procs" && exec curl -s --max-time 2 "http://$2/who"' \
-        sh "$SOCKET_LB_CGROUP" "$E2E_SERVICE_IP"
-}
-
 case_no_kube_proxy() {
-    # From: the pod ready on node A, A serving (case serve, its need in the case list). No kube-proxy: nothing on
-    # the nodes knows the ingress IP. A replacement's socket-LB (Cilium's, attached to the cgroup root, for every
+    # From: the pod ready on node A, A serving (case serve, its need in the case list). No kube-proxy: no rules on
+    # the nodes for the ingress IP. A replacement's socket-LB (Cilium's, attached to the cgroup root, for every
     # pod of the node) turns a pod's connect() to IP:80 into one to the endpoint, so the pod network carries it and
     # nothing is masqueraded. The client pods' processes run in a cgroup of the test's with the stand-in on it.
-    local serving=$CURRENT node answer seen log=$E2E_TMP/pod-$CURRENT/http.log rc=0 mnt=$E2E_TMP/cgroup2
+    local serving=$CURRENT node answer seen rc=0 mnt=$E2E_TMP/cgroup2
     local pin=/sys/fs/bpf/socket-lb translated
     [ -x "${CNI_STANDIN:-}" ] || { E2E_REASON="CNI_STANDIN is not set to the cni_standin program"; return 1; }
     mkdir -p "$mnt" && mount -t cgroup2 none "$mnt" || { E2E_REASON="cannot mount cgroup2"; return 1; }
@@ -1106,9 +1114,8 @@ case_no_kube_proxy() {
         rc=1
     else
         for node in "${NODES[@]}"; do
-            answer=$(socket_lb_calls "$node")
-            seen=$(tail -n 1 "$log" | awk '{ print $1 }')
-            seen=${seen#::ffff:}
+            answer=$(client_calls "$node" "$SOCKET_LB_CGROUP")
+            seen=$(pod_saw "$serving")
             log "socket-LB: the client on $node called $E2E_SERVICE_IP: answered by '$answer', the pod saw $seen"
             if [ "$answer" != "${POD_NAME[$serving]}" ] || [ "$seen" != "${CLIENT_IP[$node]}" ]; then
                 E2E_REASON="socket-LB: the client on $node got '$answer' from $E2E_SERVICE_IP (want ${POD_NAME[$serving]}), the pod saw $seen (want ${CLIENT_IP[$node]})"
