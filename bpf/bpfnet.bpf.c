@@ -379,7 +379,7 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 		return TC_ACT_SHOT;
 	}
 	decide(target->path);
-	return deliver_into_pod(link->ifindex, link->flags);
+	return deliver_into_pod(skb, link->ifindex, link->flags);
 }
 
 /*
@@ -508,7 +508,7 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, void *data, 
 		return TC_ACT_SHOT;
 	}
 	decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
-	return deliver_to_backend(backend);
+	return deliver_to_backend(skb, backend);
 }
 
 /* The family's ICMP at TC ingress on the NIC: errors to a service IP. */

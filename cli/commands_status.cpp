@@ -39,7 +39,8 @@ std::vector<BackendStatus> read_backends(const DatapathMaps &maps, const std::st
     std::vector<BackendStatus> out;
     for (const auto &[ip, entry] : maps.backends.entries())
         out.push_back({ip, entry.ifindex, if_name(entry.ifindex),
-                       query_tc_ingress(static_cast<int>(entry.ifindex), pin_dir, map_id)});
+                       query_tc_ingress(static_cast<int>(entry.ifindex), pin_dir, map_id),
+                       format_pod_delivery(entry.flags)});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip, b.ip); });
     return out;
 }
@@ -112,9 +113,20 @@ std::string veth_found_by(const StatusView &status, const BackendStatus &backend
         if (found_by == "named")
             return "named in the config";
         const bool behind = veth.contains("behind") && veth["behind"].is_string();
+        if (found_by == "route_device")
+            return "no veth leads to the pod: the route's device";
         return "found by " + found_by + (behind ? " behind " + veth["behind"].get<std::string>() : "");
     }
     return "";
+}
+
+// A backend's pod delivery (its backends entry's), in the words of the status table.
+std::string describe_delivery(const std::string &delivery) {
+    if (delivery == "route")
+        return "delivered by the node's routing";
+    if (delivery == "redirect_peer")
+        return "delivered by bpf_redirect_peer";
+    return "delivered through the veth";
 }
 
 std::string describe_backend(const StatusView &status, const BackendStatus &backend) {
@@ -122,7 +134,7 @@ std::string describe_backend(const StatusView &status, const BackendStatus &back
                        std::to_string(backend.ifindex);
     if (const std::string found_by = veth_found_by(status, backend); !found_by.empty())
         text += ", " + found_by;
-    text += "), pod hook ";
+    text += "), " + describe_delivery(backend.delivery) + ", pod hook ";
     if (!backend.pod_hook.attached)
         return text + "NOT ATTACHED: replies cannot leave";
     return text + backend.pod_hook.program +
@@ -346,6 +358,7 @@ Json status_json(const StatusView &status) {
         json["backends"].push_back({{"ip", format_ip(backend.ip)},
                                     {"veth", backend.veth.empty() ? Json(nullptr) : Json(backend.veth)},
                                     {"ifindex", backend.ifindex},
+                                    {"pod_delivery", backend.delivery},
                                     {"pod_hook", tc_hook_json(backend.pod_hook)}});
 
     Json entries = Json::array();

@@ -26,6 +26,7 @@ struct BackendStatus {
     __u32 ifindex = 0;
     std::string veth; // empty when the ifindex has no name here any more
     HookState pod_hook;
+    std::string delivery; // how packets reach the pod: "redirect_peer", "veth" or "route" (the backends entry's)
 };
 
 struct ConflictStatus {

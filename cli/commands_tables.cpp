@@ -33,12 +33,6 @@ void sort_neighbours(NeighbourEntries &entries) {
     std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) { return a.ip < b.ip; });
 }
 
-// How packets reach the pod, in the words of `status` (pod_delivery): redirect_peer (bpf_redirect_peer
-// straight into the pod's namespace) or veth (bpf_redirect through the host side of its veth).
-std::string pod_delivery(const bpfnet_backend &backend) {
-    return (backend.flags & BPFNET_BACKEND_REDIRECT_PEER) ? "redirect_peer" : "veth";
-}
-
 // The older spelling of the same choice, kept as the JSON key "redirect" (docs/cli.md promised it).
 std::string redirect_alias(const bpfnet_backend &backend) {
     return (backend.flags & BPFNET_BACKEND_REDIRECT_PEER) ? "peer" : "plain";
@@ -148,8 +142,8 @@ void print_backends_table(std::ostream &out, std::vector<BackendRow> rows) {
     TextTable table({"BACKEND IP", "VETH", "IFINDEX", "POD MAC", "VETH MAC", "POD DELIVERY", "EGRESS SERVICE IP"});
     for (const auto &row : rows)
         table.add_row({format_ip(row.ip), row.veth.empty() ? "?" : row.veth, std::to_string(row.entry.ifindex),
-                       format_mac(row.entry.pod_mac), format_mac(row.entry.veth_mac), pod_delivery(row.entry),
-                       format_ip(row.entry.service_ip)});
+                       format_mac(row.entry.pod_mac), format_mac(row.entry.veth_mac),
+                       format_pod_delivery(row.entry.flags), format_ip(row.entry.service_ip)});
     table.print(out);
 }
 
@@ -162,7 +156,7 @@ Json backends_json(std::vector<BackendRow> rows) {
                         {"ifindex", row.entry.ifindex},
                         {"pod_mac", format_mac(row.entry.pod_mac)},
                         {"veth_mac", format_mac(row.entry.veth_mac)},
-                        {"pod_delivery", pod_delivery(row.entry)},
+                        {"pod_delivery", format_pod_delivery(row.entry.flags)},
                         {"redirect", redirect_alias(row.entry)},
                         {"egress_service_ip", format_ip(row.entry.service_ip)}});
     return {{"backends", list}};

@@ -93,6 +93,12 @@ std::string format_kind(__u8 kind) {
     return to_string(static_cast<PortKind>(kind));
 }
 
+std::string format_pod_delivery(__u32 backend_flags) {
+    if (backend_flags & BPFNET_BACKEND_ROUTE)
+        return "route";
+    return (backend_flags & BPFNET_BACKEND_REDIRECT_PEER) ? "redirect_peer" : "veth";
+}
+
 std::string format_seconds(double seconds) {
     char text[48];
     if (seconds < 60) {

@@ -60,8 +60,11 @@ std::string format_endpoint(const bpfnet_ip &ip, __be16 port_be); // 198.18.0.2:
 std::string format_prefix(__be32 subnet_be, __be32 mask_be);      // 198.18.0.0/24
 std::string format_protocol(__u8 proto);                          // tcp, udp, or the number
 std::string format_kind(__u8 kind);                               // a BPFNET_PORT_KINDS spelling, or the number
-std::string format_seconds(double seconds);                       // 0.4 s, 12.0 s, 3 m 5 s, ...
-std::string format_rate(double per_second);                       // 0, 12.5, 1234
+// How packets reach a backend's pod, from its backends entry's flags: "route" (the node's routing),
+// "redirect_peer" (bpf_redirect_peer straight into its namespace) or "veth" (through the veth's host side).
+std::string format_pod_delivery(__u32 backend_flags);
+std::string format_seconds(double seconds); // 0.4 s, 12.0 s, 3 m 5 s, ...
+std::string format_rate(double per_second); // 0, 12.5, 1234
 
 // CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(), which stamps the heartbeat and conflicts.
 __u64 monotonic_now_ns();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace bpfnet {
@@ -67,34 +68,33 @@ std::string kind_of(const LinkInfo &link) {
     return link.kind;
 }
 
-// The pod's veth behind `routed`, the device the route to the pod names when it is not the pod's veth.
-PodVeth pod_veth_behind(const LinkInfo &routed, const Backend &backend) {
+// What the route to the pod says, when it names a device of the CNI's instead of the pod's veth.
+std::string route_through(const LinkInfo &routed, const bpfnet_ip &pod) {
+    return "the route to backend " + format_ip(pod) + " goes through " + routed.name + " (" + kind_of(routed) + ")";
+}
+
+// The pod's veth behind `routed`, the device the route to the pod names when it is not the pod's veth;
+// nullopt when no veth of this node leads to the pod (a pod behind an overlay, or in a namespace the kernel
+// does not show us): the node's routing delivers to it then.
+std::optional<PodVeth> pod_veth_behind(const LinkInfo &routed, const Backend &backend) {
     const bpfnet_ip pod = backend_address(backend);
     std::vector<LinkInfo> found = veths_leading_to(pod);
-    const std::string route =
-        "the route to backend " + format_ip(pod) + " goes through " + routed.name + " (" + kind_of(routed) + ")";
     if (found.empty())
-        throw BackendNotFound(
-            route + " and no veth on this node leads to a network namespace holding " + format_ip(pod), true, true);
+        return std::nullopt;
     if (found.size() > 1) {
         std::string names;
         for (const LinkInfo &veth : found)
             names += (names.empty() ? "" : ", ") + veth.name;
-        throw BackendNotFound(route + " and more than one veth leads to a namespace holding " + format_ip(pod) + " (" +
+        throw BackendNotFound(route_through(routed, backend_address(backend)) +
+                                  " and more than one veth leads to a namespace holding " + format_ip(pod) + " (" +
                                   names + ")",
                               true, true);
     }
-    return {found.front(), "namespace", routed.name};
+    return PodVeth{found.front(), "namespace", routed.name};
 }
 
-PodVeth pod_veth(const Backend &backend, int nic_ifindex) {
-    if (!backend.veth.empty()) {
-        try {
-            return {link_by_name(backend.veth), "named", ""};
-        } catch (const SystemError &e) {
-            throw BackendNotFound("interface " + backend.veth + " not found (" + e.what() + ")", false, false);
-        }
-    }
+// The device the node routes the pod's address through; refused when there is none or it is the NIC.
+LinkInfo routed_device(const Backend &backend, int nic_ifindex) {
     LinkInfo link;
     try {
         link = link_by_index(route_oif(backend_address(backend)));
@@ -106,11 +106,39 @@ PodVeth pod_veth(const Backend &backend, int nic_ifindex) {
         throw BackendNotFound("the route to backend " + describe(backend) +
                                   " leaves through the provisioning interface " + link.name,
                               true, true);
+    return link;
+}
+
+// No veth leads to the pod: its packets go where the node routes them, and its answers come back through the
+// route's device, where the pod hook waits for them. That hook reads Ethernet frames: a device without an
+// Ethernet header (ipip, WireGuard, tun) cannot carry it.
+PodVeth route_device_only(const LinkInfo &routed, const Backend &backend) {
+    if (routed.mac == MacAddress{})
+        throw BackendNotFound(route_through(routed, backend_address(backend)) +
+                                  ", which carries no Ethernet header, and no veth on this node leads to a network "
+                                  "namespace holding " +
+                                  format_ip(backend_address(backend)),
+                              true, true);
+    return {routed, kFoundWithoutVeth, routed.name};
+}
+
+// The pod's veth, else (delivered through the node's routing) the device its answers come back through.
+PodVeth pod_veth(const Backend &backend, int nic_ifindex) {
+    if (!backend.veth.empty()) {
+        try {
+            return {link_by_name(backend.veth), "named", ""};
+        } catch (const SystemError &e) {
+            throw BackendNotFound("interface " + backend.veth + " not found (" + e.what() + ")", false, false);
+        }
+    }
+    LinkInfo link = routed_device(backend, nic_ifindex);
     // A routed CNI (Calico, kube-router's routes, Cilium with per-endpoint routes) names the pod's veth; the
     // others name what they put in between (a bridge, cilium_host, an OVS port): the veth is found behind it.
     if (link.is_veth && link.peer_netnsid >= 0)
         return {link, "route", ""};
-    return pod_veth_behind(link, backend);
+    if (std::optional<PodVeth> behind = pod_veth_behind(link, backend))
+        return *behind;
+    return route_device_only(link, backend);
 }
 
 } // namespace
@@ -122,21 +150,25 @@ BackendLocation locate_backend(const Backend &backend, int nic_ifindex) {
         throw BackendNotFound("backend.veth names the provisioning interface " + link.name, false, false);
     BackendLocation where;
     where.ifindex = link.ifindex;
-    where.veth_mac = link.mac;
     where.mtu = link.mtu;
-    // bpf_redirect_peer delivers straight into the pod's namespace: only possible through a veth pair.
-    where.redirect_peer = link.is_veth;
     where.found_by = veth.found_by;
     where.route_device = veth.route_device;
+    // Through the node's routing when asked, or when no veth leads to the pod; then the MACs are the routing's.
+    where.route = backend.delivery == PodDelivery::Route || veth.found_by == kFoundWithoutVeth;
+    if (veth.found_by == kFoundWithoutVeth)
+        return where;
+    where.veth_mac = link.mac;
+    // bpf_redirect_peer delivers straight into the pod's namespace: only possible through a veth pair.
+    where.redirect_peer = link.is_veth && !where.route;
 
     auto pod_mac = link.is_veth ? peer_mac(link) : std::nullopt;
     if (!pod_mac)
         pod_mac = neighbour_mac(link.ifindex, backend_address(backend));
-    if (!pod_mac)
+    if (!pod_mac && !where.route) // the routing finds the next hop's MAC itself
         throw BackendNotFound(link.name + " is not a veth and the kernel has no neighbour entry for " +
                                   format_ip(backend_address(backend)) + ": cannot learn the pod's MAC",
                               false, false);
-    where.pod_mac = *pod_mac;
+    where.pod_mac = pod_mac.value_or(MacAddress{});
     return where;
 }
 

@@ -12,12 +12,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <stdexcept>
 
 namespace bpfnet {
 
 namespace {
+
+// How a backend's packets reach its pod, as the log and bpfnetctl say it.
+std::string delivery_of(const BackendLocation &where) {
+    return where.route ? "route" : where.redirect_peer ? "redirect_peer" : "veth";
+}
 
 using loop::arm_timer;
 using loop::drain;
@@ -152,7 +158,8 @@ nlohmann::json DatapathRuntime::backend_veths() const {
         list.push_back(
             {{"ifindex", ifindex},
              {"found_by", where.found_by},
-             {"behind", where.route_device.empty() ? nlohmann::json(nullptr) : nlohmann::json(where.route_device)}});
+             {"behind", where.route_device.empty() ? nlohmann::json(nullptr) : nlohmann::json(where.route_device)},
+             {"delivery", delivery_of(where)}});
     return list;
 }
 
@@ -183,8 +190,28 @@ void sync_dhcp_relays(DatapathMaps &maps, const std::vector<bpfnet_ip> &wanted) 
             maps.dhcp_relays.update(ip, bpfnet_dhcp_relay{});
 }
 
+// A backend delivered through the node's routing reaches its pod only where the node forwards from the NIC
+// (every Kubernetes node does: kubeadm checks net.ipv4.ip_forward, CNIs turn it on); off, its packets are
+// dropped and counted (drop_no_route). Said when the hook is attached, for each family the LAN has.
+void warn_unless_forwarding(const NodeSettings &node) {
+    const auto off = [&](const std::string &family) {
+        std::ifstream file("/proc/sys/net/" + family + "/conf/" + node.interface + "/forwarding");
+        int on = 1;
+        return file >> on && on == 0;
+    };
+    if (node.subnet_be != 0 && off("ipv4"))
+        log_warn("forwarding is off on the NIC: backends delivered through the node's routing get no IPv4 packets "
+                 "(drop_no_route); set net.ipv4.ip_forward=1, as Kubernetes nodes have it",
+                 {{"iface", node.interface}});
+    if (node.prefix6_len != 0 && off("ipv6"))
+        log_warn("forwarding is off on the NIC: backends delivered through the node's routing get no IPv6 packets "
+                 "(drop_no_route); set net.ipv6.conf.all.forwarding=1",
+                 {{"iface", node.interface}});
+}
+
 // The pod hook's line: which veth, how it was found (behind what, when the route to the pod names a bridge or
-// another device of the CNI's), how it was attached and how long that took.
+// another device of the CNI's; or the route's device itself when no veth leads to the pod), how packets reach
+// the pod, how the hook was attached and how long that took.
 void log_pod_hook(const BackendLocation &where, HookAction action, TcHookKind kind, std::chrono::microseconds took) {
     const std::string ifindex = std::to_string(where.ifindex);
     const std::string veth = interface_name(where.ifindex);
@@ -193,6 +220,7 @@ void log_pod_hook(const BackendLocation &where, HookAction action, TcHookKind ki
         log_info("tc program on the backend veth", {{"ifindex", ifindex},
                                                     {"veth", veth},
                                                     {"found_by", where.found_by},
+                                                    {"delivery", delivery_of(where)},
                                                     {"action", to_string(action)},
                                                     {"attach", to_string(kind)},
                                                     {"took_ms", ms}});
@@ -201,6 +229,7 @@ void log_pod_hook(const BackendLocation &where, HookAction action, TcHookKind ki
                                                     {"veth", veth},
                                                     {"found_by", where.found_by},
                                                     {"behind", where.route_device},
+                                                    {"delivery", delivery_of(where)},
                                                     {"action", to_string(action)},
                                                     {"attach", to_string(kind)},
                                                     {"took_ms", ms}});
@@ -284,6 +313,8 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         applied.pod_hooks[spec.location->ifindex] = action;
         if (action != HookAction::Adopted)
             log_pod_hook(*spec.location, action, datapath_->tc_kind(), took);
+        if (spec.location->route)
+            warn_unless_forwarding(node_);
     }
     applied.report = reconcile(maps, desired);
     if (!bytewise_equal(during, iface))

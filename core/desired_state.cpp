@@ -17,7 +17,7 @@ bpfnet_backend backend_entry(const bpfnet_ip &service_ip, const BackendLocation 
     std::copy(where.pod_mac.begin(), where.pod_mac.end(), entry.pod_mac);
     std::copy(where.veth_mac.begin(), where.veth_mac.end(), entry.veth_mac);
     entry.service_ip = service_ip;
-    entry.flags = where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
+    entry.flags = where.route ? BPFNET_BACKEND_ROUTE : where.redirect_peer ? BPFNET_BACKEND_REDIRECT_PEER : 0;
     entry.mtu = static_cast<__u16>(std::min(where.mtu, 0xffffu));
     return entry;
 }

@@ -29,6 +29,8 @@ constexpr std::array kTcAttaches{Spelling<TcAttach>{"auto", TcAttach::Auto}, Spe
                                  Spelling<TcAttach>{"clsact", TcAttach::Clsact}};
 constexpr std::array kRedirectPeers{Spelling<RedirectPeer>{"auto", RedirectPeer::Auto},
                                     Spelling<RedirectPeer>{"off", RedirectPeer::Off}};
+constexpr std::array kPodDeliveries{Spelling<PodDelivery>{"auto", PodDelivery::Auto},
+                                    Spelling<PodDelivery>{"route", PodDelivery::Route}};
 
 template <typename T, size_t N>
 std::optional<T> parse_spelling(std::string_view text, const std::array<Spelling<T>, N> &spellings) {
@@ -77,6 +79,10 @@ template <>
 std::vector<std::string_view> spellings<RedirectPeer>() {
     return names_of(kRedirectPeers);
 }
+template <>
+std::vector<std::string_view> spellings<PodDelivery>() {
+    return names_of(kPodDeliveries);
+}
 
 std::string default_control_socket(const std::string &interface) {
     return std::string(kDefaultControlDir) + "/" + interface + ".sock";
@@ -120,6 +126,9 @@ std::string to_string(TcAttach attach) {
 std::string to_string(RedirectPeer redirect_peer) {
     return spelling_of(redirect_peer, kRedirectPeers);
 }
+std::string to_string(PodDelivery delivery) {
+    return spelling_of(delivery, kPodDeliveries);
+}
 
 std::optional<Protocol> parse_protocol(std::string_view text) {
     return parse_spelling(text, kProtocols);
@@ -135,6 +144,9 @@ std::optional<TcAttach> parse_tc_attach(std::string_view text) {
 }
 std::optional<RedirectPeer> parse_redirect_peer(std::string_view text) {
     return parse_spelling(text, kRedirectPeers);
+}
+std::optional<PodDelivery> parse_pod_delivery(std::string_view text) {
+    return parse_spelling(text, kPodDeliveries);
 }
 
 } // namespace bpfnet

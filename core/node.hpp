@@ -39,6 +39,12 @@ enum class TcAttach { Auto, Tcx, Clsact };
  * the host side of the pod's veth (slower; for a kernel whose helper misbehaves). */
 enum class RedirectPeer { Auto, Off };
 
+/* How a backend's packets reach its pod (docs/design.md, "Pod delivery"). auto: into the pod's veth where one
+ * on this node leads to it, else through the node's routing; route: always through the node's routing (a
+ * bpf_fib_lookup toward the pod, as the kernel forwards every other packet to it), e.g. so that the CNI's own
+ * programs and rules on the way see bpfnet's packets too. */
+enum class PodDelivery { Auto, Route };
+
 /* One listed port of a service IP and the pod port it is steered to. Ports in host byte order. */
 struct PortRule {
     std::string name;
@@ -56,6 +62,7 @@ struct Backend {
     uint32_t ip_be = 0;           /* its IPv4 address; 0: none (an IPv6-only backend) */
     std::optional<bpfnet_ip> ip6; /* its IPv6 address, for an IPv6 service IP */
     std::string veth;             /* host side of the pod's veth; empty = found through the route to its address */
+    PodDelivery delivery = PodDelivery::Auto;
 
     bool operator==(const Backend &) const = default;
 };
@@ -129,6 +136,7 @@ std::string to_string(PortKind kind);
 std::string to_string(XdpMode mode);
 std::string to_string(TcAttach attach);
 std::string to_string(RedirectPeer redirect_peer);
+std::string to_string(PodDelivery delivery);
 
 /* Every spelling of T, in order (for "must be one of: ..."); specialised for the five enums above. */
 template <typename T>
@@ -140,6 +148,7 @@ std::optional<PortKind> parse_port_kind(std::string_view text);
 std::optional<XdpMode> parse_xdp_mode(std::string_view text);
 std::optional<TcAttach> parse_tc_attach(std::string_view text);
 std::optional<RedirectPeer> parse_redirect_peer(std::string_view text);
+std::optional<PodDelivery> parse_pod_delivery(std::string_view text);
 
 } // namespace bpfnet
 

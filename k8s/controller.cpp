@@ -513,8 +513,9 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
             continue;
         const bpfnet_ip pod = candidate.endpoint->ip;
         try {
-            candidate.location =
-                locate_backend(is_v4(pod) ? Backend{v4_of(pod), std::nullopt, ""} : Backend{0, pod, ""}, nic_ifindex_);
+            Backend backend = is_v4(pod) ? Backend{v4_of(pod), std::nullopt, ""} : Backend{0, pod, ""};
+            backend.delivery = candidate.service.delivery;
+            candidate.location = locate_backend(backend, nic_ifindex_);
         } catch (const BackendNotFound &e) {
             // A deleted veth's routes go after the kernel queued the notification of its going down
             // (dev_close_many), so a route found gone here may be that veth, told in a notification this

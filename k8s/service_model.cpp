@@ -227,6 +227,19 @@ std::optional<std::string> port_kind(const json &p, const std::string &label, Po
     return std::nullopt;
 }
 
+// The annotation bpfnet.io/pod-delivery, when present: "auto" or "route".
+std::optional<std::string> read_pod_delivery(const json *annotations, PodDelivery &out) {
+    const json *a = annotations ? member(*annotations, kPodDeliveryAnnotation) : nullptr;
+    if (!a)
+        return std::nullopt;
+    const std::optional<PodDelivery> delivery =
+        a->is_string() ? parse_pod_delivery(a->get<std::string>()) : std::nullopt;
+    if (!delivery)
+        return std::string("annotation ") + kPodDeliveryAnnotation + " must be \"auto\" or \"route\"; got " + a->dump();
+    out = *delivery;
+    return std::nullopt;
+}
+
 // The service addresses: the annotation's list (one address per family), else spec.loadBalancerIP. IPv4
 // first. An error for the Event, or nullopt with `out` filled.
 std::optional<std::string> read_service_ips(const json &spec, const json *annotations, std::vector<bpfnet_ip> &out) {
@@ -415,6 +428,8 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     }
     if (auto why = relay_families_problem(rules, ips))
         return refuse(d, *why);
+    if (auto why = read_pod_delivery(annotations, d.delivery))
+        return refuse(d, *why);
 
     d.outcome = ServiceDecision::Outcome::Accepted;
     d.service_ips = std::move(ips);
@@ -600,8 +615,8 @@ ServiceDecision decide_service(const json &service, const ServicePolicy &policy)
 }
 
 AcceptedService accepted(const ServiceDecision &decision) {
-    return AcceptedService{decision.namespace_,        decision.name,         decision.service_ips, decision.ports,
-                           decision.target_port_names, decision.source_ranges};
+    return AcceptedService{decision.namespace_,        decision.name,          decision.service_ips, decision.ports,
+                           decision.target_port_names, decision.source_ranges, decision.delivery};
 }
 
 std::vector<OverCapacity> over_capacity(const std::vector<AcceptedService> &services) {

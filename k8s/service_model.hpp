@@ -30,6 +30,9 @@ struct ServicePolicy {
 
 // The service addresses: one, or one per family comma-separated ("172.22.0.2,fd00:1::2").
 inline constexpr const char *kServiceIpAnnotation = "bpfnet.io/ip";
+// How the LAN's packets reach the Service's pod: "auto" (the default) or "route" (always through the node's
+// routing; BackendLocation, docs/design.md "Pod delivery").
+inline constexpr const char *kPodDeliveryAnnotation = "bpfnet.io/pod-delivery";
 // The older form of spec.loadBalancerSourceRanges, still honoured by cloud load balancers.
 inline constexpr const char *kSourceRangesAnnotation = "service.beta.kubernetes.io/load-balancer-source-ranges";
 
@@ -46,6 +49,7 @@ struct ServiceDecision {
     // Accepted only: spec.loadBalancerSourceRanges (else its annotation), either family, host bits cleared,
     // sorted, without duplicates; empty: every source. Each service address takes the ranges of its family.
     std::vector<SourceRange> source_ranges;
+    PodDelivery delivery = PodDelivery::Auto; // Accepted only: annotation bpfnet.io/pod-delivery
 
     std::string key() const { return namespace_ + "/" + name; }
 };
@@ -64,8 +68,8 @@ struct ServiceDecision {
 //   1..65535, targetPort neither an integer 1..65535 nor a port name (IANA_SVC_NAME, as the API validates
 //   container port names), DHCP port that is not UDP 67 or without an IPv4 address, DHCPv6 port that is not
 //   UDP 547 or without an IPv6 address, TFTP port that is not UDP, duplicate (protocol, port) or (protocol,
-//   targetPort). A named targetPort (the Ironic Standalone Operator's Services use them) is resolved per
-//   endpoint: resolve_target_ports.
+//   targetPort); annotation bpfnet.io/pod-delivery neither "auto" nor "route". A named targetPort (the Ironic
+//   Standalone Operator's Services use them) is resolved per endpoint: resolve_target_ports.
 // Port kind: dhcp when appProtocol is "dhcp", or (appProtocol absent or neither dhcp nor tftp) the name is
 //   "dhcp"; likewise tftp; else plain.
 ServiceDecision decide_service(const nlohmann::json &service, const ServicePolicy &policy);
@@ -78,6 +82,7 @@ struct AcceptedService {
     std::vector<PortRule> ports;
     std::vector<std::string> target_port_names; // as in ServiceDecision
     std::vector<SourceRange> source_ranges;     // as in ServiceDecision
+    PodDelivery delivery = PodDelivery::Auto;   // as in ServiceDecision
 
     std::string key() const { return namespace_ + "/" + name; }
 };

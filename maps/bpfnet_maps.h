@@ -190,7 +190,7 @@ struct bpfnet_pod_link {
 	__u8 pod_mac[6];  /* the pod's interface */
 	__u8 veth_mac[6]; /* the host side of the pod's veth */
 	__u16 mtu;	  /* of the host side of the pod's veth (the pod's MTU) */
-	__u8 flags;	  /* BPFNET_BACKEND_REDIRECT_PEER */
+	__u8 flags;	  /* BPFNET_BACKEND_REDIRECT_PEER, BPFNET_BACKEND_ROUTE */
 	__u8 pad;
 };
 /* The service IP has source ranges: the services entry's copy of BPFNET_SERVICE_IP_SOURCE_RANGES. */
@@ -220,6 +220,9 @@ struct bpfnet_backend_port {
 /* backends (hash): key = backend pod IP -> where the pod is attached on this node. A dual-stack pod has an
  * entry per address, each with the service IP of its family. */
 #define BPFNET_BACKEND_REDIRECT_PEER (1u << 0) /* veth: deliver with bpf_redirect_peer */
+/* Deliver through the node's own routing (bpf_fib_lookup, else the stack): ifindex is then where the pod's
+ * packets enter the node (its veth when found, else the route's device), the MACs unused. */
+#define BPFNET_BACKEND_ROUTE	     (1u << 1)
 struct bpfnet_backend {
 	__u32 ifindex;	  /* host side of the pod's veth */
 	__u8 pod_mac[6];  /* the pod's interface */
@@ -420,7 +423,12 @@ struct bpfnet_dhcp_relay {
 	  "to a service IP from off the provisioning subnet: no way back")                                   \
 	X(DROP_SOURCE_RANGE, "drop_source_range", DROP,                                                      \
 	  "to a listed port of a service IP from a source outside its source ranges")                        \
-	X(DROP_REWRITE_FAILED, "drop_rewrite_failed", DROP, "a kernel helper refused to rewrite the packet")
+	X(DROP_REWRITE_FAILED, "drop_rewrite_failed", DROP, "a kernel helper refused to rewrite the packet") \
+	X(ROUTE_TO_STACK, "route_to_stack", EVENT,                                                           \
+	  "delivered through the node's routing: handed to the kernel after the rewrite (next hop not "      \
+	  "resolved yet, too big for the route, or local)")                                                  \
+	X(DROP_NO_ROUTE, "drop_no_route", DROP,                                                              \
+	  "delivered through the node's routing: no route to the backend, or forwarding off on the NIC")
 
 #define BPFNET_COUNTER_SLOT(id, name, kind, help) BPFNET_CTR_##id,
 enum bpfnet_counter { BPFNET_COUNTERS(BPFNET_COUNTER_SLOT) BPFNET_CTR_MAX };

@@ -509,7 +509,7 @@ void check_relay_families(const Field &field, const Config &config) {
 /* The pod lives on the pod network; only the datapath may put the service IP in front of it. It has an
  * address of each family the service has (a dual-stack pod for a dual-stack service). */
 Backend read_backend(const Field &field, const Config &config) {
-    const Mapping section(field, {"ip", "ipv6", "veth"});
+    const Mapping section(field, {"ip", "ipv6", "veth", "delivery"});
     Backend backend;
     if (config.service_ip_be != 0) {
         const Field ip = section.require("ip");
@@ -537,6 +537,8 @@ Backend read_backend(const Field &field, const Config &config) {
         if (name != kAutoVeth)
             backend.veth = name;
     }
+    if (const auto delivery = section.find("delivery"))
+        backend.delivery = read_choice(*delivery, parse_pod_delivery);
     return backend;
 }
 

@@ -108,10 +108,14 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
     }
     change.applied = apply_located(config, change.where);
     backend_ifindex_ = change.where ? std::optional<int>(change.where->ifindex) : std::nullopt;
-    if (backend_lost_) {
+    backend_where_ = change.where;
+    const bool without_veth = change.where && change.where->found_by == kFoundWithoutVeth;
+    if (backend_lost_ || without_veth != backend_without_veth_) {
         backend_lost_ = false;
-        loop::arm_timer(lost_backend_timer_, {}, {});
+        const auto every = without_veth ? std::chrono::seconds(1) : std::chrono::seconds(0);
+        loop::arm_timer(lost_backend_timer_, every, every);
     }
+    backend_without_veth_ = without_veth;
     return change;
 }
 
@@ -295,6 +299,8 @@ void StandaloneLoader::follow_links() {
         look_for_lost_backend(); // a new veth may be the pod's
     else if (backend_ifindex_ && changes.lost.contains(*backend_ifindex_))
         backend_lost();
+    else if (backend_without_veth_)
+        look_for_backend_veth();
 }
 
 // Steering into a veth that is down or gone delivers nothing: the backend is taken out of the datapath at
@@ -338,6 +344,26 @@ void StandaloneLoader::look_for_lost_backend() {
         status_.set_ready();
 }
 
+void StandaloneLoader::look_for_backend_veth() {
+    std::optional<BackendLocation> where;
+    try {
+        where = locate_backend(*config_.backend, nic_ifindex_);
+    } catch (const BackendNotFound &) {
+        return; // the route went too: the link notification that took it says so
+    }
+    if (where == backend_where_)
+        return;
+    try {
+        apply(config_);
+    } catch (const std::exception &e) {
+        log_error("the backend's veth was found but could not be applied; trying again", {{"error", e.what()}});
+        return;
+    }
+    log_info("the backend's veth was found: its hook moved there", {{"backend", describe(*config_.backend)},
+                                                                    {"ifindex", std::to_string(*backend_ifindex_)},
+                                                                    {"veth", interface_name(*backend_ifindex_)}});
+}
+
 int StandaloneLoader::run() {
     epoll_ = loop::make_epoll();
     signals_ = loop::signal_fd();
@@ -374,6 +400,8 @@ int StandaloneLoader::run() {
                 loop::drain(lost_backend_timer_);
                 if (backend_lost_)
                     look_for_lost_backend();
+                else if (backend_without_veth_)
+                    look_for_backend_veth();
             }
         }
     }

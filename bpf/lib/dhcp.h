@@ -518,7 +518,7 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 		return TC_ACT_SHOT;
 	}
 	decide(BPFNET_CTR_DHCP_REQUEST_RELAYED);
-	return deliver_into_pod(link->ifindex, link->flags);
+	return deliver_into_pod(skb, link->ifindex, link->flags);
 }
 
 /*

@@ -177,6 +177,9 @@ static __always_inline __u32 round_up4(__u32 n)
 }
 
 /* Where a relayed datagram goes: its new addresses and ports. */
+/* The hop limit of the Relay-Forwards the relay sends (the kernel's default for a host's own datagrams). */
+#define DHCP6_RELAY_HOP_LIMIT 64
+
 struct udp6_ends {
 	struct bpfnet_ip saddr;
 	struct bpfnet_ip daddr;
@@ -445,13 +448,20 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 	int forwarded = added < 0 ? -1 : dhcp6_forward_in_front(skb, pkt, s, n, (__u32)added, &to, link);
 	if (forwarded == DHCP6_AT_TAIL)
 		forwarded = dhcp6_forward_at_tail(skb, pkt, s, n, (__u32)added, saddr, daddr, &to, link);
+	/* The Relay-Forward is the relay's own datagram: it leaves with a hop limit of its own, not the
+	 * client's 1 for ff02::1:2 (which the node's forwarding, on the way through its routing, would not
+	 * pass on). */
+	__u8 hop_limit = DHCP6_RELAY_HOP_LIMIT;
 	/* A multicast frame stays PACKET_MULTICAST through redirect_peer; it is the pod's now. */
-	if (forwarded || bpf_skb_change_type(skb, PACKET_HOST)) {
+	if (forwarded ||
+	    bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct ipv6hdr, hop_limit), &hop_limit,
+				1, 0) ||
+	    bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
 	decide(BPFNET_CTR_DHCP6_REQUEST_RELAYED);
-	return deliver_into_pod(link->ifindex, link->flags);
+	return deliver_into_pod(skb, link->ifindex, link->flags);
 }
 
 /* One option of the Relay-Reply, at s->pos. A bpf_loop callback: verified apart, the state in the map. */

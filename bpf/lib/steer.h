@@ -25,18 +25,95 @@
  */
 const volatile __u8 kernel_has_redirect_peer = 1;
 
-/* Into the backend pod (ifindex, flags: its pod link's or backends entry's): straight into its namespace when
- * the kernel and the device allow, else through the host side of its veth. */
-static __always_inline long deliver_into_pod(__u32 ifindex, __u32 flags)
+/* The fixed header's fields the node's routing decides by, from the packet as rewritten (either family). */
+static __always_inline int fib_params_of(struct __sk_buff *skb, struct bpf_fib_lookup *fib)
 {
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > data_end)
+		return -1;
+	/* The interface the packet came in by: the NIC (the routing sees it as forwarded from there). */
+	fib->ifindex = skb->ingress_ifindex ? skb->ingress_ifindex : skb->ifindex;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+		if ((void *)(ip + 1) > data_end)
+			return -1;
+		fib->family = 2; /* AF_INET */
+		fib->tos = ip->tos;
+		fib->l4_protocol = ip->protocol;
+		fib->tot_len = bpf_ntohs(ip->tot_len);
+		fib->ipv4_src = ip->saddr;
+		fib->ipv4_dst = ip->daddr;
+		return 0;
+	}
+	struct ipv6hdr *ip6 = (void *)(eth + 1);
+	if (eth->h_proto != bpf_htons(ETH_P_IPV6) || (void *)(ip6 + 1) > data_end)
+		return -1;
+	fib->family = 10;					/* AF_INET6 */
+	fib->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0fffffff); /* traffic class and flow label */
+	fib->l4_protocol = ip6->nexthdr;
+	fib->tot_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+	__builtin_memcpy(fib->ipv6_src, &ip6->saddr, sizeof(fib->ipv6_src));
+	__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, sizeof(fib->ipv6_dst));
+	return 0;
+}
+
+/*
+ * Into the pod through the node's own routing (BPFNET_BACKEND_ROUTE): the packet, rewritten to the pod's
+ * address, goes where the kernel routes every other packet to that pod (a bridge, cilium_host, an OVS port, a
+ * tunnel), whatever the CNI put there. With a route and a resolved next hop, the frame is addressed and sent
+ * out of the route's device from here; anything the routing must do itself first (resolve the next hop,
+ * fragment or answer with an ICMP error, a destination local to the node) goes to the stack, which forwards
+ * the rewritten packet as routed traffic. No route, or forwarding off on the NIC: dropped and counted, since
+ * the stack would drop it without a word. Its own function: the lookup's parameters take 64 bytes of stack.
+ */
+static __noinline int deliver_by_route(struct __sk_buff *skb)
+{
+	struct bpf_fib_lookup fib = {};
+
+	if (fib_params_of(skb, &fib))
+		return TC_ACT_SHOT;
+	long found = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
+	switch (found) {
+	case BPF_FIB_LKUP_RET_SUCCESS: {
+		void *data = (void *)(long)skb->data;
+		void *data_end = (void *)(long)skb->data_end;
+		struct ethhdr *eth = data;
+		if ((void *)(eth + 1) > data_end)
+			return TC_ACT_SHOT;
+		__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
+		return bpf_redirect(fib.ifindex, 0);
+	}
+	case BPF_FIB_LKUP_RET_BLACKHOLE:
+	case BPF_FIB_LKUP_RET_UNREACHABLE:
+	case BPF_FIB_LKUP_RET_PROHIBIT:
+	case BPF_FIB_LKUP_RET_FWD_DISABLED:
+		decide(BPFNET_CTR_DROP_NO_ROUTE);
+		return TC_ACT_SHOT;
+	default: /* NO_NEIGH, FRAG_NEEDED, NOT_FWDED (local), UNSUPP_LWT: the stack's to do */
+		count(BPFNET_CTR_ROUTE_TO_STACK);
+		return TC_ACT_OK;
+	}
+}
+
+/* Into the backend pod (ifindex, flags: its pod link's or backends entry's): through the node's routing when
+ * its delivery says so, else straight into its namespace when the kernel and the device allow, else through
+ * the host side of its veth. */
+static __always_inline long deliver_into_pod(struct __sk_buff *skb, __u32 ifindex, __u32 flags)
+{
+	if (flags & BPFNET_BACKEND_ROUTE)
+		return deliver_by_route(skb);
 	if (kernel_has_redirect_peer && (flags & BPFNET_BACKEND_REDIRECT_PEER))
 		return bpf_redirect_peer(ifindex, 0);
 	return bpf_redirect(ifindex, 0);
 }
 
-static __always_inline long deliver_to_backend(const struct bpfnet_backend *backend)
+static __always_inline long deliver_to_backend(struct __sk_buff *skb, const struct bpfnet_backend *backend)
 {
-	return deliver_into_pod(backend->ifindex, backend->flags);
+	return deliver_into_pod(skb, backend->ifindex, backend->flags);
 }
 
 struct steer_target {

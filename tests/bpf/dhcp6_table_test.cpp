@@ -110,10 +110,13 @@ Bytes client_solicits(const Bytes &msg, const Mac &from = client_mac) {
         .bytes();
 }
 
-Bytes into_server(const Bytes &relay_msg, uint8_t hops = 1) {
+// The Relay-Forward into the pod: the relay's own datagram, with its own hop limit (64), whatever the client's was
+// (1 to ff02::1:2), so that a node forwarding it on the way to the pod (delivery through the node's routing)
+// passes it on.
+Bytes into_server(const Bytes &relay_msg) {
     return Packet6::udp({service_ip6, kServerPort}, {pod_ip6, kServerPort})
         .payload(relay_msg)
-        .hop_limit(hops)
+        .hop_limit(64)
         .macs(pod_mac, veth_mac)
         .bytes();
 }
@@ -136,21 +139,20 @@ const std::vector<Row> kRequestRows = {
      Program::TcNic,
      client_solicits(message(kSolicit)),
      kTcRedirect,
-     into_server(relay_forward(0, service_ip6, client_link_local, client_mac, message(kSolicit)), 1),
+     into_server(relay_forward(0, service_ip6, client_link_local, client_mac, message(kSolicit))),
      {BPFNET_CTR_DHCP6_REQUEST_RELAYED}},
     {"a Request of odd length: wrapped, its checksum right",
      Program::TcNic,
      client_solicits(message(kRequest, option(kOptBootfileUrl, text("odd")))),
      kTcRedirect,
      into_server(relay_forward(0, service_ip6, client_link_local, client_mac,
-                               message(kRequest, option(kOptBootfileUrl, text("odd")))),
-                 1),
+                               message(kRequest, option(kOptBootfileUrl, text("odd"))))),
      {BPFNET_CTR_DHCP6_REQUEST_RELAYED}},
     {"the Interface-ID carries the MAC the frame came from, whatever address it claims",
      Program::TcNic,
      client_solicits(message(kSolicit), host_mac),
      kTcRedirect,
-     into_server(relay_forward(0, service_ip6, client_link_local, host_mac, message(kSolicit)), 1),
+     into_server(relay_forward(0, service_ip6, client_link_local, host_mac, message(kSolicit))),
      {BPFNET_CTR_DHCP6_REQUEST_RELAYED}},
     {"a configured LAN relay's Relay-Forward: wrapped again, one hop more, link-address unspecified",
      Program::TcNic,

@@ -69,6 +69,7 @@ backend:
 $backend4
   ipv6: $LAN6_POD
   veth: auto
+  delivery: $E2E_POD_DELIVERY
 YAML
 }
 

@@ -525,6 +525,9 @@ lan_bridge_ns() {
 #           the kernel's openvswitch module (the kernel matrix's guests have it; the host kernel may not).
 E2E_CNI=${E2E_CNI:-routed}
 E2E_CNI_STANDIN=${E2E_CNI_STANDIN:-drop}
+# E2E_POD_DELIVERY: the backend's `delivery` in the configs the suites write: auto (the default: into the pod's
+# veth) or route (through the node's routing, docs/config.md).
+E2E_POD_DELIVERY=${E2E_POD_DELIVERY:-auto}
 
 # The device that holds the pod network's gateway addresses in this shape.
 pod_gateway_dev() {
@@ -603,6 +606,8 @@ pod_network_create() {
         ip -n "$E2E_NODE" link add cni0 type bridge || return 1
         ip -n "$E2E_NODE" addr add "$E2E_POD_GW/24" dev cni0 || return 1
         ip -n "$E2E_NODE" link set cni0 up
+        # The bridge plugin turns on forwarding on a node whose bridge is the pods' gateway (isGateway).
+        ip netns exec "$E2E_NODE" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 || return 1
         flannel_vxlan_create
         ;;
     cilium)
@@ -763,6 +768,7 @@ ${kernel_choices}ports:
 ${extra_ports}backend:
   ip: $E2E_POD_IP
   veth: auto
+  delivery: $E2E_POD_DELIVERY
 $extra
 EOF
 }

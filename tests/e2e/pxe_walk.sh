@@ -338,16 +338,46 @@ walk_move() {
 
 # walk_veth_found IFINDEX: the loader found the pod's veth IFINDEX (before the move and after it) the way the
 # CNI's shape (E2E_CNI) allows: through the route to the pod when the route names the veth, else behind the
-# device the route names (cni0, cilium_host, ovn-k8s-mp0), by the namespace its peer is in. The loader writes the
+# device the route names (cni0, cilium_host, ovn-k8s-mp0), by the namespace its peer is in; delivering through
+# the node's routing when E2E_POD_DELIVERY=route says so. The loader writes the
 # line once the hook is attached, which the walk may see first.
 walk_veth_found() {
-    local want="ifindex=$1 veth=$E2E_VETH found_by=route action="
-    [ "$E2E_CNI" = routed ] || want="ifindex=$1 veth=$E2E_VETH found_by=namespace behind=$(pod_gateway_dev) action="
+    local want="ifindex=$1 veth=$E2E_VETH found_by=route delivery="
+    [ "$E2E_CNI" = routed ] || want="ifindex=$1 veth=$E2E_VETH found_by=namespace behind=$(pod_gateway_dev) delivery="
+    [ "$E2E_POD_DELIVERY" = route ] && want+="route action="
     if ! wait_for 5 grep -qF "$want" "$E2E_TMP/logs/loader.log"; then
         E2E_REASON="the loader's log has no '$want': $(grep -F 'backend veth' "$E2E_TMP/logs/loader.log" | tail -n 2)"
         return 1
     fi
     log "the loader found the pod's veth: $want"
+}
+
+# Delivered through the node's routing (E2E_POD_DELIVERY=route): bpfnetctl status names it for the backend, and
+# every packet the NIC's program steered to the pod while the host fetched the image left through the device the
+# node routes the pod by (cni0, ovn-k8s-mp0: its transmit count grew by at least as many), where
+# bpf_redirect_peer would have put them straight into the pod's namespace, past it.
+walk_route_delivery() {
+    local dev sent_before sent_after steered_before steered_after status
+    dev=$(pod_gateway_dev)
+    sent_before=$(link_tx_packets "$dev") && steered_before=$(counter dnat_service) || return 1
+    walk_http || return 1
+    sent_after=$(link_tx_packets "$dev") && steered_after=$(counter dnat_service) || return 1
+    local sent=$((sent_after - sent_before)) steered=$((steered_after - steered_before))
+    log "route delivery: $steered packets steered to the pod while the host fetched the image, $dev sent $sent"
+    if [ "$steered" -lt 10 ] || [ "$sent" -lt "$steered" ]; then
+        E2E_REASON="$steered packets steered to the pod while the host fetched the image, and $dev sent $sent: want them all through $dev (the node's routing)"
+        return 1
+    fi
+    status=$(nsenter --net="/run/netns/$E2E_NODE" "$BPFNETCTL" status) || { E2E_REASON="bpfnetctl status failed"; return 1; }
+    if ! grep -q "^backend .*, delivered by the node's routing, pod hook tc_pod_ingress" <<<"$status"; then
+        E2E_REASON="bpfnetctl status does not say the backend is delivered by the node's routing: $(grep '^backend' <<<"$status")"
+        return 1
+    fi
+}
+
+# link_tx_packets DEV: the packets DEV in the node's namespace has sent.
+link_tx_packets() {
+    ip -n "$E2E_NODE" -j -s link show "$1" | "$SYSTEM_PYTHON" -c 'import json, sys; print(json.load(sys.stdin)[0]["stats64"]["tx"]["packets"])'
 }
 
 # With a CNI's own programs on the pod's veth and the NIC (E2E_CNI=cilium): the walk above passed with them

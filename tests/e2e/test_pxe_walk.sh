@@ -6,6 +6,7 @@
 #   test_pxe_walk.sh LOADER [--case KEY]... | --list
 #   env: WALK_FAMILIES  "4" (default), "6" (an IPv6-only LAN) or "4 6" (dual stack: both walks); pxe_walk.sh
 #        E2E_CNI        how the pod is wired: routed (default), bridge, cilium or ovs (lib.sh)
+#        E2E_POD_DELIVERY  auto (default) or route: the backend's delivery (lib.sh)
 set -u
 
 # shellcheck source=lib.sh
@@ -37,11 +38,15 @@ if walk_has 6; then
     e2e_step walk6_agent_call walk6_agent_call "6v6. the pod calls the agent over IPv6 and is seen as the service address" walk_world
 fi
 e2e_step move walk_move "7. the pod made again on a new veth (a move): lease, image, heartbeat and agent call through it" walk_world
+if [ "$E2E_POD_DELIVERY" = route ]; then
+    e2e_step route_delivery walk_route_delivery "8. delivered through the node's routing: the image's packets went out of the pod network's device, and status says so" walk_world
+fi
 if [ "${E2E_CNI:-routed}" = cilium ]; then
     e2e_step cni_programs walk_cni_programs "8. the CNI's own programs on the pod's veth and the NIC still see what bpfnet hands on" walk_world
 fi
 
 e2e_start "$@"
+bpfnetctl_argument
 
 skip_unless dhcp_available ironic_available cni_available
 

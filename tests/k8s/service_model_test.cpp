@@ -118,6 +118,23 @@ TEST(ServiceModel, IpFromAnnotationElseLoadBalancerIP) {
     EXPECT_EQ(d.service_ips, ips({"198.18.0.9"}));
 }
 
+// The annotation bpfnet.io/pod-delivery picks the node's routing for the Service's pod; auto without it; any
+// other word refuses the Service, never serves it the default way.
+TEST(ServiceModel, PodDeliveryFromItsAnnotation) {
+    auto s = make_service();
+    EXPECT_EQ(decide(s).delivery, PodDelivery::Auto);
+    EXPECT_EQ(accepted(decide(s)).delivery, PodDelivery::Auto);
+    s["metadata"]["annotations"]["bpfnet.io/pod-delivery"] = "route";
+    const auto d = decide(s);
+    ASSERT_EQ(d.outcome, Outcome::Accepted) << d.reason;
+    EXPECT_EQ(d.delivery, PodDelivery::Route);
+    EXPECT_EQ(accepted(d).delivery, PodDelivery::Route);
+    s["metadata"]["annotations"]["bpfnet.io/pod-delivery"] = "Route";
+    expect_refused(s, "annotation bpfnet.io/pod-delivery must be \"auto\" or \"route\"; got \"Route\"");
+    s["metadata"]["annotations"]["bpfnet.io/pod-delivery"] = true;
+    expect_refused(s, "annotation bpfnet.io/pod-delivery must be");
+}
+
 TEST(ServiceModel, RefusesWithoutIp) {
     auto s = make_service();
     s["metadata"].erase("annotations");

@@ -45,7 +45,8 @@ StatusView sample_status() {
     status.heartbeat_age_seconds = 0.31;
     status.heartbeat_timeout_seconds = 5;
     status.service_ips = {{key_ip("198.18.0.2"), true, std::nullopt}};
-    status.backends = {{key_ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}}};
+    status.backends = {
+        {key_ip("198.18.100.2"), 3, "vethpod", {true, "tc_pod_ingress", 43, "", std::nullopt, "tcx"}, "redirect_peer"}};
     status.conflicts_seen = 2;
     status.conflicts = {{key_ip("198.18.0.2"), {0x02, 0, 0, 0, 0, 0x66}, 1.5}};
     status.loader = describe_loader("standalone", "prov0", "",
@@ -54,22 +55,24 @@ StatusView sample_status() {
 }
 
 TEST(CliStatus, TableShowsEveryFact) {
-    EXPECT_EQ(rendered(print_status_table, sample_status()),
-              "interface     prov0 (ifindex 2, mac 02:00:00:00:00:01)\n"
-              "carrier       yes\n"
-              "loader        standalone mode, NIC named prov0\n"
-              "subnet        198.18.0.0/24\n"
-              "xdp           xdp_nic (id 41), native, plain attach (no dispatcher)\n"
-              "tc ingress    tc_nic_ingress (id 42), tcx link\n"
-              "arp           answered at tc ingress, out of the NIC's egress (every NIC kind)\n"
-              "pod delivery  bpf_redirect_peer\n"
-              "heartbeat     fresh: 0.3 s ago (timeout 5.0 s)\n"
-              "service IP    198.18.0.2: active (owner), answering ARP\n"
-              "dhcp relay    for 198.18.0.2\n"
-              "dhcpv6 relay  off\n"
-              "backend       198.18.100.2 on vethpod (ifindex 3, found by route), pod hook tc_pod_ingress (tcx)\n"
-              "conflicts     2 seen (ARP and NDP claims: counter arp_conflict)\n"
-              "conflict      198.18.0.2 claimed by 02:00:00:00:00:66, 1.5 s ago\n");
+    EXPECT_EQ(
+        rendered(print_status_table, sample_status()),
+        "interface     prov0 (ifindex 2, mac 02:00:00:00:00:01)\n"
+        "carrier       yes\n"
+        "loader        standalone mode, NIC named prov0\n"
+        "subnet        198.18.0.0/24\n"
+        "xdp           xdp_nic (id 41), native, plain attach (no dispatcher)\n"
+        "tc ingress    tc_nic_ingress (id 42), tcx link\n"
+        "arp           answered at tc ingress, out of the NIC's egress (every NIC kind)\n"
+        "pod delivery  bpf_redirect_peer\n"
+        "heartbeat     fresh: 0.3 s ago (timeout 5.0 s)\n"
+        "service IP    198.18.0.2: active (owner), answering ARP\n"
+        "dhcp relay    for 198.18.0.2\n"
+        "dhcpv6 relay  off\n"
+        "backend       198.18.100.2 on vethpod (ifindex 3, found by route), delivered by bpf_redirect_peer, pod hook "
+        "tc_pod_ingress (tcx)\n"
+        "conflicts     2 seen (ARP and NDP claims: counter arp_conflict)\n"
+        "conflict      198.18.0.2 claimed by 02:00:00:00:00:66, 1.5 s ago\n");
 }
 
 TEST(CliStatus, JsonShape) {
@@ -84,7 +87,7 @@ TEST(CliStatus, JsonShape) {
         R"("pod_delivery":"redirect_peer","arp_responder":"tc_egress",)"
         R"("heartbeat":{"state":"fresh","age_seconds":0.31,"timeout_seconds":5.0},)"
         R"("service_ips":[{"ip":"198.18.0.2","active":true,"answering_arp":true,"solicited_node_group":null}],)"
-        R"("backends":[{"ip":"198.18.100.2","veth":"vethpod","ifindex":3,)"
+        R"("backends":[{"ip":"198.18.100.2","veth":"vethpod","ifindex":3,"pod_delivery":"redirect_peer",)"
         R"("pod_hook":{"attached":true,"program":"tc_pod_ingress","program_id":43,"attach":"tcx"}}],)"
         R"("conflicts":{"seen":2,"entries":[{"service_ip":"198.18.0.2","mac":"02:00:00:00:00:66","age_seconds":1.5}]}})");
 }
@@ -112,18 +115,39 @@ TEST(CliStatus, BackendLineSaysHowTheVethWasFound) {
     StatusView status = sample_status();
     status.loader = describe_loader("kubernetes", "prov0", "",
                                     Json::array({{{"ifindex", 3}, {"found_by", "namespace"}, {"behind", "cni0"}}}));
-    EXPECT_NE(rendered(print_status_table, status)
-                  .find("backend       198.18.100.2 on vethpod (ifindex 3, found by namespace behind cni0), pod hook"),
-              std::string::npos);
+    EXPECT_NE(
+        rendered(print_status_table, status)
+            .find("backend       198.18.100.2 on vethpod (ifindex 3, found by namespace behind cni0), delivered by "
+                  "bpf_redirect_peer, pod hook"),
+        std::string::npos);
     status.loader = describe_loader("standalone", "prov0", "",
                                     Json::array({{{"ifindex", 3}, {"found_by", "named"}, {"behind", nullptr}}}));
-    EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3, named in the config), pod hook"),
-              std::string::npos);
+    EXPECT_NE(
+        rendered(print_status_table, status).find("(ifindex 3, named in the config), delivered by bpf_redirect_peer"),
+        std::string::npos);
     status.loader = describe_loader("standalone", "prov0", "",
                                     Json::array({{{"ifindex", 9}, {"found_by", "route"}, {"behind", nullptr}}}));
-    EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3), pod hook"), std::string::npos);
+    EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3), delivered by"), std::string::npos);
     status.loader.reset();
-    EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3), pod hook"), std::string::npos);
+    EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3), delivered by"), std::string::npos);
+}
+
+// A backend delivered through the node's routing says so, and where its answers come back when no veth leads
+// to the pod (the route's device); the JSON names the delivery as `backends` does.
+TEST(CliStatus, BackendLineSaysTheDelivery) {
+    StatusView status = sample_status();
+    status.backends[0].veth = "flannel.1";
+    status.backends[0].delivery = "route";
+    status.loader =
+        describe_loader("standalone", "prov0", "",
+                        Json::array({{{"ifindex", 3}, {"found_by", "route_device"}, {"behind", "flannel.1"}}}));
+    EXPECT_NE(rendered(print_status_table, status)
+                  .find("backend       198.18.100.2 on flannel.1 (ifindex 3, no veth leads to the pod: the route's "
+                        "device), delivered by the node's routing, pod hook tc_pod_ingress"),
+              std::string::npos);
+    EXPECT_EQ(status_json(status)["backends"][0]["pod_delivery"], "route");
+    status.backends[0].delivery = "veth";
+    EXPECT_NE(rendered(print_status_table, status).find("), delivered through the veth, pod hook"), std::string::npos);
 }
 
 // An IPv6-only LAN: no IPv4 subnet (the iface entry's match-nothing network), the IPv6 one shown.
@@ -286,6 +310,9 @@ TEST(CliBackends, TableAndJson) {
               R"({"backends":[{"ip":"198.18.100.2","veth":null,"ifindex":3,"pod_mac":"02:00:00:00:01:02",)"
               R"("veth_mac":"02:00:00:00:01:01","pod_delivery":"veth","redirect":"plain",)"
               R"("egress_service_ip":"198.18.0.2"}]})");
+    BackendRow routed = sample_backend();
+    routed.entry.flags = BPFNET_BACKEND_ROUTE;
+    EXPECT_EQ(backends_json({routed})["backends"][0]["pod_delivery"], "route");
 }
 
 FlowRow flow(const char *host, __u16 host_port, __u16 service_port, __u8 proto, __u16 backend_port) {

@@ -573,6 +573,14 @@ TEST(ConfigValidation, BackendVethMustBeAnInterfaceName) {
                          "not the provisioning interface"));
 }
 
+TEST(ConfigValidation, BackendDeliveryIsAutoOrRoute) {
+    EXPECT_EQ(parse(minimal_with("backend:\n  ip: 10.244.0.9\n")).backend->delivery, PodDelivery::Auto);
+    EXPECT_EQ(parse(minimal_with("backend:\n  ip: 10.244.0.9\n  delivery: route\n")).backend->delivery,
+              PodDelivery::Route);
+    EXPECT_TRUE(Rejected(minimal_with("backend:\n  ip: 10.244.0.9\n  delivery: peer\n"), "backend.delivery",
+                         "must be one of: auto, route; got \"peer\""));
+}
+
 /* ---- files ---- */
 
 class ConfigFile : public testing::Test {

@@ -74,6 +74,17 @@ TEST(DesiredState, BackendHereMakesTheServiceIpActiveAndListsEveryPort) {
     }
 }
 
+// A backend delivered through the node's routing says so in its entry and in every listed port's copy, and only
+// that: the datapath takes one delivery per backend, never redirect_peer beside it.
+TEST(DesiredState, RouteDeliveryIsTheBackendsOneFlag) {
+    BackendLocation where = sample_location();
+    where.route = true;
+    DesiredState state = desired_state(sample_config(), where);
+    EXPECT_EQ(state.backends.at(key_ip("198.18.100.2")).flags, BPFNET_BACKEND_ROUTE);
+    for (const auto &[key, port] : state.services)
+        EXPECT_EQ(port.link.flags, BPFNET_BACKEND_ROUTE);
+}
+
 // The iface entry marks the last byte of every service IP, of either family, and nothing else.
 // The tables' sizes bound a desired state: one past them is named, what fits is not (DatapathRuntime refuses to
 // write a state that does not fit, so nothing is half applied).
