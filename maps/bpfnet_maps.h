@@ -428,7 +428,8 @@ struct bpfnet_dhcp_relay {
 	  "delivered through the node's routing: handed to the kernel after the rewrite (next hop not "      \
 	  "resolved yet, too big for the route, or local)")                                                  \
 	X(DROP_NO_ROUTE, "drop_no_route", DROP,                                                              \
-	  "delivered through the node's routing: no route to the backend, or forwarding off on the NIC")
+	  "delivered through the node's routing: the route to the backend refuses it (unreachable, "         \
+	  "blackhole, prohibit), or forwarding is off on the NIC")
 
 #define BPFNET_COUNTER_SLOT(id, name, kind, help) BPFNET_CTR_##id,
 enum bpfnet_counter { BPFNET_COUNTERS(BPFNET_COUNTER_SLOT) BPFNET_CTR_MAX };

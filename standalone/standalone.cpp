@@ -194,6 +194,8 @@ Backend requested_backend(const nlohmann::json &request, const Config &config) {
     if (request.contains("veth") && !request["veth"].is_string())
         throw ControlFailure(Kind::BadRequest, "backend_set's \"veth\" must be a string: the pod's veth");
     Backend backend{v4_of(*ip), ip6, request.value("veth", "")};
+    // The delivery is the config's choice for its backend, whichever pod that is.
+    backend.delivery = config.backend ? config.backend->delivery : PodDelivery::Auto;
     if ((config.service_ip_be != 0) != (backend.ip_be != 0))
         throw ControlFailure(Kind::InvalidArgument, config.service_ip_be != 0
                                                         ? "backend IP: the service has an IPv4 address: give the "

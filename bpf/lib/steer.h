@@ -65,9 +65,10 @@ static __always_inline int fib_params_of(struct __sk_buff *skb, struct bpf_fib_l
  * address, goes where the kernel routes every other packet to that pod (a bridge, cilium_host, an OVS port, a
  * tunnel), whatever the CNI put there. With a route and a resolved next hop, the frame is addressed and sent
  * out of the route's device from here; anything the routing must do itself first (resolve the next hop,
- * fragment or answer with an ICMP error, a destination local to the node) goes to the stack, which forwards
- * the rewritten packet as routed traffic. No route, or forwarding off on the NIC: dropped and counted, since
- * the stack would drop it without a word. Its own function: the lookup's parameters take 64 bytes of stack.
+ * fragment or answer with an ICMP error, a destination local to the node, no route at all) goes to the stack,
+ * which forwards the rewritten packet as routed traffic or answers it. A route that refuses it (unreachable,
+ * blackhole, prohibit), or forwarding off on the NIC: dropped and counted, since the stack would drop it
+ * without a word. Its own function: the lookup's parameters take 64 bytes of stack.
  */
 static __noinline int deliver_by_route(struct __sk_buff *skb)
 {
@@ -93,7 +94,7 @@ static __noinline int deliver_by_route(struct __sk_buff *skb)
 	case BPF_FIB_LKUP_RET_FWD_DISABLED:
 		decide(BPFNET_CTR_DROP_NO_ROUTE);
 		return TC_ACT_SHOT;
-	default: /* NO_NEIGH, FRAG_NEEDED, NOT_FWDED (local), UNSUPP_LWT: the stack's to do */
+	default: /* NO_NEIGH, FRAG_NEEDED, NOT_FWDED (local, or no route), UNSUPP_LWT: the stack's to do */
 		count(BPFNET_CTR_ROUTE_TO_STACK);
 		return TC_ACT_OK;
 	}

@@ -33,11 +33,17 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/pkt_cls.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -480,6 +486,76 @@ std::string baseline_name(const std::string &name) {
 
 } // namespace
 
+// Delivery through the node's routing (BPFNET_BACKEND_ROUTE) asks the node's FIB, so its path needs a node that
+// routes: a network namespace of the bench's own (nothing of the machine's is touched, however the bench is
+// run), whose loopback (the device BPF_PROG_TEST_RUN's packets come in by) forwards, with the world's pod
+// address behind a veth whose peer is in a namespace a child of ours holds, the next hop resolved by the
+// kernel's own ARP (a datagram to it). The child dies with the bench.
+class RoutedNode {
+public:
+    RoutedNode() = default;
+    RoutedNode(const RoutedNode &) = delete;
+    RoutedNode &operator=(const RoutedNode &) = delete;
+    ~RoutedNode() {
+        if (pod_ > 0) {
+            kill(pod_, SIGKILL);
+            waitpid(pod_, nullptr, 0);
+        }
+    }
+    // Empty when the node routes to the pod; else why not.
+    std::string make() {
+        if (unshare(CLONE_NEWNET) != 0)
+            return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+        int ready[2];
+        if (pipe(ready) != 0)
+            return std::string("pipe: ") + std::strerror(errno);
+        pod_ = fork();
+        if (pod_ == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            const char ok = unshare(CLONE_NEWNET) == 0 ? 'y' : 'n';
+            if (write(ready[1], &ok, 1) != 1 || ok != 'y')
+                _exit(1);
+            pause();
+            _exit(0);
+        }
+        close(ready[1]);
+        char ok = 'n';
+        const bool told = pod_ > 0 && read(ready[0], &ok, 1) == 1;
+        close(ready[0]);
+        if (!told || ok != 'y')
+            return "the pod namespace's process did not start";
+        const std::string pod = std::to_string(pod_);
+        const std::string script =
+            "set -e; ip link set lo up; sysctl -qw net.ipv4.conf.all.forwarding=1 net.ipv4.conf.lo.forwarding=1; "
+            "ip link add bpc0 type veth peer name eth0 netns " +
+            pod + "; ip addr add 198.18.100.1/24 dev bpc0; ip link set bpc0 up; nsenter -t " + pod +
+            " -n sh -c 'ip link set lo up; ip addr add " + pod_ip +
+            "/24 dev eth0; ip link set eth0 up'; "
+            // A datagram to the pod makes the node's kernel resolve it by ARP.
+            "for try in $(seq 50); do echo > /dev/udp/" +
+            pod_ip + "/9; ip neigh show " + pod_ip + " | grep -q lladdr && exit 0; sleep 0.1; done; exit 1";
+        if (run_bash(script) != 0)
+            return "could not make the pod's namespace and the node's route to it (ip, nsenter, ARP)";
+        return "";
+    }
+
+private:
+    // The script's exit status under bash (its /dev/udp), not through a shell's quoting.
+    static int run_bash(const std::string &script) {
+        const pid_t pid = fork();
+        if (pid == 0) {
+            execl("/bin/bash", "bash", "-c", script.c_str(), static_cast<char *>(nullptr));
+            _exit(127);
+        }
+        int status = 0;
+        if (pid < 0 || waitpid(pid, &status, 0) != pid)
+            return -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+
+    pid_t pod_ = -1;
+};
+
 int main(int argc, char **argv) {
     int rounds = 20;
     int runs = 1000;
@@ -592,6 +668,36 @@ int main(int argc, char **argv) {
     if (verdict_of(hooks[1].paths.back().prog_fd, hooks[1].paths.back().frame) != TC_ACT_REDIRECT) {
         std::fprintf(stderr, "the reference DNAT did not redirect its packet: it would measure another path\n");
         return 1;
+    }
+    // Beside the DNAT into the veth: the same listed port delivered through the node's routing, from a copy whose
+    // backend says so (the loader's backend.delivery: route).
+    RoutedNode routed_node;
+    if (const std::string why = routed_node.make(); !why.empty()) {
+        std::fprintf(stderr, "the route delivery path is not measured: %s\n", why.c_str());
+    } else {
+        bpf_object *obj = bpf_object__open_mem(built_in_elf, built_in_size, nullptr);
+        if (!obj)
+            return 1;
+        set_byte_constant(obj, "kernel_reads_skb_csum", reads_skb_csum);
+        if (bpf_object__load(obj) != 0) {
+            std::fprintf(stderr, "cannot load the route copy: %s\n", std::strerror(errno));
+            return 1;
+        }
+        objects.push_back(obj);
+        DatapathMaps maps = object_maps_of(obj);
+        fill_world(maps);
+        bpfnet_backend backend = maps.backends.lookup(key_ip(pod_ip)).value();
+        backend.flags = BPFNET_BACKEND_ROUTE;
+        maps.backends.update(key_ip(pod_ip), backend);
+        derive_loader_fields(maps);
+        heartbeat_fds.push_back(bpf_map__fd(bpf_object__find_map_by_name(obj, "heartbeat")));
+        hooks[1].paths.push_back({"DNAT listed port + route (bpf_fib_lookup, next hop resolved)",
+                                  bpf_program__fd(bpf_object__find_program_by_name(obj, "tc_nic_ingress")),
+                                  from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385}))});
+        if (verdict_of(hooks[1].paths.back().prog_fd, hooks[1].paths.back().frame) != TC_ACT_REDIRECT) {
+            std::fprintf(stderr, "the route copy did not redirect its packet: it would measure another path\n");
+            return 1;
+        }
     }
     const bool baseline = !baseline_path.empty();
     // --only: the paths whose name holds the text (a profile of one path: tests/bench/profile.sh); a hook

@@ -224,7 +224,7 @@ case_status() {
     has_line_matching status '^heartbeat     fresh: [0-9.]+ s ago \(timeout 5\.0 s\)$' || return 1
     has_line status "service IP    $E2E_SERVICE_IP: active (owner), answering ARP" || return 1
     has_line status "dhcp relay    for $E2E_SERVICE_IP" || return 1
-    has_line status "backend       $E2E_POD_IP on $E2E_VETH (ifindex $veth_index, found by route), pod hook tc_pod_ingress ($attach)" || return 1
+    has_line status "backend       $E2E_POD_IP on $E2E_VETH (ifindex $veth_index, found by route), delivered by bpf_redirect_peer, pod hook tc_pod_ingress ($attach)" || return 1
     has_line status "conflicts     none seen" || return 1
 
     ctl_ok status-json --output json status || return 1
@@ -241,7 +241,7 @@ case_status() {
     json_expect status-json "d['heartbeat']['state'] == 'fresh' and 0 <= d['heartbeat']['age_seconds'] <= 5 and
         d['heartbeat']['timeout_seconds'] == 5.0" || return 1
     json_expect status-json "d['service_ips'] == [{'ip': '$E2E_SERVICE_IP', 'active': True, 'answering_arp': True, 'solicited_node_group': None}]" || return 1
-    json_expect status-json "d['backends'] == [{'ip': '$E2E_POD_IP', 'veth': '$E2E_VETH', 'ifindex': $veth_index,
+    json_expect status-json "d['backends'] == [{'ip': '$E2E_POD_IP', 'veth': '$E2E_VETH', 'ifindex': $veth_index, 'pod_delivery': 'redirect_peer',
         'pod_hook': {'attached': True, 'program': 'tc_pod_ingress', 'program_id': $pod_id, 'attach': '$attach'}}]" || return 1
     json_expect status-json "d['conflicts'] == {'seen': 0, 'entries': []}" || return 1
     log "xdp id $xdp_id, tc ids $tc_id (nic) $pod_id (veth) as $attach; $(grep heartbeat "$OUT/status.out")"

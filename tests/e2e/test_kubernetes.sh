@@ -1469,7 +1469,7 @@ case_bridge_cni() {
     local status
     status=$(nsenter --net="/run/netns/${NODE_NS[node-b]}" "$BPFNETCTL" --pin-root "$E2E_PIN_ROOT/node-b" \
         --control-socket /run/bpfnet/node-b.sock status 2>&1)
-    [[ $status == *"on vethc (ifindex "*", found by namespace behind cni0), pod hook"* ]] ||
+    [[ $status == *"on vethc (ifindex "*", found by namespace behind cni0), delivered by bpf_redirect_peer, pod hook"* ]] ||
         { E2E_REASON="bpfnetctl status on node-b does not say vethc was found behind cni0: $(grep '^backend' <<<"$status")"; return 1; }
     log "bridge CNI: $(grep 'backend veth' "${K8S_LOADER_LOG[node-b]}" | tail -n 1); status: $(grep '^backend' <<<"$status")"
     loaders_alive
