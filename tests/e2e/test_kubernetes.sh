@@ -59,7 +59,7 @@ e2e_case pod_clients case_pod_clients "g3. pods call the service IP through kube
 e2e_case ipvs_pod_clients case_ipvs_pod_clients "g4. pods call the service IP through kube-proxy in IPVS mode (the IP on kube-ipvs0 of both nodes, a virtual server to the endpoint), on the owner's node and the other: answered by the serving pod, one ARP answer" case:serve
 e2e_case no_kube_proxy case_no_kube_proxy "g5. without kube-proxy, its replacement's socket-level load balancing (a stand-in for Cilium's socket-LB) takes pods' calls to the service IP to the endpoint, from both nodes: answered by the serving pod, which sees each client pod's own address" case:serve
 e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim: the second claimant probes, defers while the first answers, and answers once it stops" case:serve
-e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI (cni0) is found behind the bridge and served" case:pivot
+e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI (cni0) is found behind the bridge and served, into its veth or (bpfnet.io/pod-delivery: route) through the node's routing" case:pivot
 e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
 e2e_case rbac case_rbac "j. every API request the loaders sent is granted by the ClusterRole and the metal3 Role" case:pivot
 E2E_AFTER_CASE=k8s_after_case
@@ -1448,6 +1448,7 @@ case_bridge_cni() {
     ip -n "$node_ns" link add cni0 type bridge || { E2E_REASON="cannot create cni0"; return 1; }
     ip -n "$node_ns" addr add 198.18.102.1/24 dev cni0
     ip -n "$node_ns" link set cni0 up
+    ip netns exec "$node_ns" sysctl -qw net.ipv4.ip_forward=1 # as the bridge plugin does for its pods
     ip -n "$node_ns" link add vethc type veth peer name eth0 netns "$ns"
     ip -n "$node_ns" link set vethc master cni0 up
     ip -n "$ns" addr add "$ip/24" dev eth0
@@ -1472,6 +1473,23 @@ case_bridge_cni() {
     [[ $status == *"on vethc (ifindex "*", found by namespace behind cni0), delivered by bpf_redirect_peer, pod hook"* ]] ||
         { E2E_REASON="bpfnetctl status on node-b does not say vethc was found behind cni0: $(grep '^backend' <<<"$status")"; return 1; }
     log "bridge CNI: $(grep 'backend veth' "${K8S_LOADER_LOG[node-b]}" | tail -n 1); status: $(grep '^backend' <<<"$status")"
+    # The Service asks for the node's routing (bpfnet.io/pod-delivery: route): the same pod, now reached through
+    # cni0, status says so, and the pod still answers the host; without the annotation, into the veth again.
+    local path=$SERVICE_PATH/$SERVICE_NAME
+    delivered() {
+        status=$(nsenter --net="/run/netns/${NODE_NS[node-b]}" "$BPFNETCTL" --pin-root "$E2E_PIN_ROOT/node-b" \
+            --control-socket /run/bpfnet/node-b.sock status 2>&1)
+        [[ $status == *"found by namespace behind cni0), delivered by $1, pod hook"* ]] && [ "$(who_serves)" = pod-c ]
+    }
+    merge_patch c2 PATCH "$path" '{"metadata": {"annotations": {"bpfnet.io/pod-delivery": "route"}}}' ||
+        { E2E_REASON="cannot annotate the Service"; return 1; }
+    wait_for 5 delivered "the node's routing" ||
+        { E2E_REASON="with bpfnet.io/pod-delivery: route, status says $(grep '^backend' <<<"$status"); who='$(who_serves)'"; return 1; }
+    log "bridge CNI, pod delivery route: $(grep '^backend' <<<"$status")"
+    merge_patch c2 PATCH "$path" '{"metadata": {"annotations": {"bpfnet.io/pod-delivery": null}}}' ||
+        { E2E_REASON="cannot remove the annotation"; return 1; }
+    wait_for 5 delivered bpf_redirect_peer ||
+        { E2E_REASON="without the annotation, status says $(grep '^backend' <<<"$status")"; return 1; }
     loaders_alive
 }
 
