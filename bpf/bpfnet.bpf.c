@@ -378,8 +378,10 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	decide(target->path);
-	return deliver_into_pod(skb, link->ifindex, link->flags);
+	long delivered = deliver_into_pod(skb, link->ifindex, link->flags);
+	if (delivered != TC_ACT_SHOT) /* the routing's own drops are counted as such */
+		decide(target->path);
+	return delivered;
 }
 
 /*
@@ -432,9 +434,10 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 	int action = relays_dhcp && target.kind == BPFNET_KIND_DHCP
 			     ? dhcp_relay_request(skb, &pkt, cfg, a->daddr.w[3], &target)
 			     : steer_to_backend(skb, &pkt, &a->daddr, &target);
-	if (action != TC_ACT_REDIRECT)
+	if (action == TC_ACT_SHOT)
 		return action;
-	/* Accepted: what the packet tells about its sender may be remembered now, never from a drop. */
+	/* Accepted (into the pod, or handed on to the node's routing): what the packet tells about its sender
+	 * may be remembered now, never from a drop. */
 	if (!target.unconfirmed && !teaches_sender(&pkt))
 		return action;
 	__u8 sender_mac[6];
@@ -507,8 +510,10 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, void *data, 
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
-	return deliver_to_backend(skb, backend);
+	long delivered = deliver_to_backend(skb, backend);
+	if (delivered != TC_ACT_SHOT)
+		decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
+	return delivered;
 }
 
 /* The family's ICMP at TC ingress on the NIC: errors to a service IP. */

@@ -17,6 +17,7 @@ struct BackendSetArgs {
     std::string ip;
     std::string ipv6;
     std::string veth;
+    std::string delivery;
 };
 
 // No loader answered: when there is no datapath either, that is the more useful thing to say.
@@ -57,12 +58,15 @@ std::string veth_label(const nlohmann::json &entry) {
 
 } // namespace
 
-nlohmann::json backend_set_request(const std::string &ip, const std::string &veth, const std::string &ipv6) {
+nlohmann::json backend_set_request(const std::string &ip, const std::string &veth, const std::string &ipv6,
+                                   const std::string &delivery) {
     nlohmann::json request{{"command", "backend_set"}, {"ip", ip}};
     if (!ipv6.empty())
         request["ipv6"] = ipv6;
     if (!veth.empty())
         request["veth"] = veth;
+    if (!delivery.empty())
+        request["delivery"] = delivery;
     return request;
 }
 
@@ -116,6 +120,9 @@ void add_backend_command(CLI::App &app, CommandSet &commands) {
     set->add_option("IP", args->ip, "the pod's IP address (IPv6 for an IPv6-only service)")->required();
     set->add_option("--ipv6", args->ipv6, "the pod's IPv6 address, for a dual-stack service's IPv6 address");
     set->add_option("--veth", args->veth, "host side of the pod's veth (default: found through the route to IP)");
+    set->add_option("--delivery", args->delivery,
+                    "auto (into the pod's veth) or route (through the node's routing); default: the running backend's")
+        ->check(CLI::IsMember({"auto", "route"}));
     commands.add(set, [args](Context &context) {
         // Malformed values are refused here, before the loader is asked; its config rules are checked there.
         parse_ip(args->ip, "IP");
@@ -123,7 +130,7 @@ void add_backend_command(CLI::App &app, CommandSet &commands) {
             parse_ipv6(args->ipv6, "--ipv6");
         if (!args->veth.empty())
             parse_interface_name(args->veth, "--veth");
-        send(context, backend_set_request(args->ip, args->veth, args->ipv6));
+        send(context, backend_set_request(args->ip, args->veth, args->ipv6, args->delivery));
     });
 
     auto *clear = backend->add_subcommand("clear", "no backend: service IPs inactive, their ports dropped");

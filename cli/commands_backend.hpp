@@ -15,7 +15,9 @@
 namespace bpfnet::cli {
 
 // The request sent for `backend set` (veth may be empty: found by the loader through the route to ip).
-nlohmann::json backend_set_request(const std::string &ip, const std::string &veth, const std::string &ipv6 = "");
+// delivery: "auto" or "route", empty to leave it to the loader (the running backend's).
+nlohmann::json backend_set_request(const std::string &ip, const std::string &veth, const std::string &ipv6 = "",
+                                   const std::string &delivery = "");
 nlohmann::json backend_clear_request();
 
 // The exit code for a request the loader refused, by the kind it gave.

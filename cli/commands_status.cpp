@@ -113,8 +113,6 @@ std::string veth_found_by(const StatusView &status, const BackendStatus &backend
         if (found_by == "named")
             return "named in the config";
         const bool behind = veth.contains("behind") && veth["behind"].is_string();
-        if (found_by == "route_device")
-            return "no veth leads to the pod: the route's device";
         return "found by " + found_by + (behind ? " behind " + veth["behind"].get<std::string>() : "");
     }
     return "";

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <vector>
 
 namespace bpfnet {
@@ -73,14 +72,16 @@ std::string route_through(const LinkInfo &routed, const bpfnet_ip &pod) {
     return "the route to backend " + format_ip(pod) + " goes through " + routed.name + " (" + kind_of(routed) + ")";
 }
 
-// The pod's veth behind `routed`, the device the route to the pod names when it is not the pod's veth;
-// nullopt when no veth of this node leads to the pod (a pod behind an overlay, or in a namespace the kernel
-// does not show us): the node's routing delivers to it then.
-std::optional<PodVeth> pod_veth_behind(const LinkInfo &routed, const Backend &backend) {
+// The pod's veth behind `routed`, the device the route to the pod names when it is not the pod's veth. None
+// (a pod on another node, behind an overlay) is refused whatever the delivery: the pod's answers are taken on
+// its veth, and a pod elsewhere answers from its own node.
+PodVeth pod_veth_behind(const LinkInfo &routed, const Backend &backend) {
     const bpfnet_ip pod = backend_address(backend);
     std::vector<LinkInfo> found = veths_leading_to(pod);
     if (found.empty())
-        return std::nullopt;
+        throw BackendNotFound(route_through(routed, pod) +
+                                  " and no veth on this node leads to a network namespace holding " + format_ip(pod),
+                              true, true);
     if (found.size() > 1) {
         std::string names;
         for (const LinkInfo &veth : found)
@@ -90,7 +91,7 @@ std::optional<PodVeth> pod_veth_behind(const LinkInfo &routed, const Backend &ba
                                   names + ")",
                               true, true);
     }
-    return PodVeth{found.front(), "namespace", routed.name};
+    return {found.front(), "namespace", routed.name};
 }
 
 // The device the node routes the pod's address through; refused when there is none or it is the NIC.
@@ -109,20 +110,6 @@ LinkInfo routed_device(const Backend &backend, int nic_ifindex) {
     return link;
 }
 
-// No veth leads to the pod: its packets go where the node routes them, and its answers come back through the
-// route's device, where the pod hook waits for them. That hook reads Ethernet frames: a device without an
-// Ethernet header (ipip, WireGuard, tun) cannot carry it.
-PodVeth route_device_only(const LinkInfo &routed, const Backend &backend) {
-    if (routed.mac == MacAddress{})
-        throw BackendNotFound(route_through(routed, backend_address(backend)) +
-                                  ", which carries no Ethernet header, and no veth on this node leads to a network "
-                                  "namespace holding " +
-                                  format_ip(backend_address(backend)),
-                              true, true);
-    return {routed, kFoundWithoutVeth, routed.name};
-}
-
-// The pod's veth, else (delivered through the node's routing) the device its answers come back through.
 PodVeth pod_veth(const Backend &backend, int nic_ifindex) {
     if (!backend.veth.empty()) {
         try {
@@ -136,9 +123,7 @@ PodVeth pod_veth(const Backend &backend, int nic_ifindex) {
     // others name what they put in between (a bridge, cilium_host, an OVS port): the veth is found behind it.
     if (link.is_veth && link.peer_netnsid >= 0)
         return {link, "route", ""};
-    if (std::optional<PodVeth> behind = pod_veth_behind(link, backend))
-        return *behind;
-    return route_device_only(link, backend);
+    return pod_veth_behind(link, backend);
 }
 
 } // namespace
@@ -153,10 +138,9 @@ BackendLocation locate_backend(const Backend &backend, int nic_ifindex) {
     where.mtu = link.mtu;
     where.found_by = veth.found_by;
     where.route_device = veth.route_device;
-    // Through the node's routing when asked, or when no veth leads to the pod; then the MACs are the routing's.
-    where.route = backend.delivery == PodDelivery::Route || veth.found_by == kFoundWithoutVeth;
-    if (veth.found_by == kFoundWithoutVeth)
-        return where;
+    // Through the node's routing when asked (the MACs are then the routing's; the pod's answers are still taken
+    // on its veth).
+    where.route = backend.delivery == PodDelivery::Route;
     where.veth_mac = link.mac;
     // bpf_redirect_peer delivers straight into the pod's namespace: only possible through a veth pair.
     where.redirect_peer = link.is_veth && !where.route;

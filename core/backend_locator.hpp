@@ -1,7 +1,7 @@
 // Finds where the backend pod is attached on this node and how its packets reach it: the host side of its veth
 // (named in the config, named by the kernel's route to the pod IP as routed CNIs set it up, or the veth whose
-// peer holds the pod's address behind the device the route names) and the MACs on both ends; with no veth of
-// this node leading to the pod, the node's own routing (the route's device, where the pod's answers come back).
+// peer holds the pod's address behind the device the route names), the MACs on both ends, and whether the
+// LAN's packets go into the veth or through the node's routing (Backend::delivery).
 #pragma once
 
 #include "core/addresses.hpp"
@@ -12,10 +12,6 @@
 #include <string>
 
 namespace bpfnet {
-
-// BackendLocation::found_by of a backend no veth of this node leads to (delivered through the node's routing,
-// its pod hook on the route's device).
-inline constexpr const char *kFoundWithoutVeth = "route_device";
 
 // The backend cannot be located. what() speaks the config file's language (it names backend.veth); detail()
 // says what is wrong without naming a field, for the other ways a backend is given (bpfnetctl backend set,

@@ -91,8 +91,9 @@ class ControlUnavailable : public std::runtime_error {
 inline constexpr std::string_view kDescribeCommand = "describe";
 // The answer: {"mode": MODE, "interface": NAME, "interface_chosen_by": "name" | "mac", "interface_macs": LIST
 // or null, "backend_veths": [{"ifindex": N, "found_by": "named" | "route" | "namespace", "behind": DEVICE or
-// null}, ...]}. interface_macs: the MAC list the NIC was chosen by, empty when it was named; backend_veths: how
-// the loader found each backend's veth in its last apply (DatapathRuntime::backend_veths).
+// null, "delivery": "redirect_peer" | "veth" | "route"}, ...]}. interface_macs: the MAC list the NIC was chosen by,
+// empty when it was named; backend_veths: how the loader found each backend's veth in its last apply
+// (DatapathRuntime::backend_veths).
 nlohmann::json describe_loader(std::string_view mode, const std::string &interface, const std::string &interface_macs,
                                nlohmann::json backend_veths = nlohmann::json::array());
 

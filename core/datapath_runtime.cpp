@@ -192,7 +192,7 @@ void sync_dhcp_relays(DatapathMaps &maps, const std::vector<bpfnet_ip> &wanted) 
 
 // A backend delivered through the node's routing reaches its pod only where the node forwards from the NIC
 // (every Kubernetes node does: kubeadm checks net.ipv4.ip_forward, CNIs turn it on); off, its packets are
-// dropped and counted (drop_no_route). Said when the hook is attached, for each family the LAN has.
+// dropped and counted (drop_no_route). Said for each family the LAN has.
 void warn_unless_forwarding(const NodeSettings &node) {
     const auto off = [&](const std::string &family) {
         std::ifstream file("/proc/sys/net/" + family + "/conf/" + node.interface + "/forwarding");
@@ -210,7 +210,7 @@ void warn_unless_forwarding(const NodeSettings &node) {
 }
 
 // The pod hook's line: which veth, how it was found (behind what, when the route to the pod names a bridge or
-// another device of the CNI's; or the route's device itself when no veth leads to the pod), how packets reach
+// another device of the CNI's), how packets reach
 // the pod, how the hook was attached and how long that took.
 void log_pod_hook(const BackendLocation &where, HookAction action, TcHookKind kind, std::chrono::microseconds took) {
     const std::string ifindex = std::to_string(where.ifindex);
@@ -313,9 +313,13 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
         applied.pod_hooks[spec.location->ifindex] = action;
         if (action != HookAction::Adopted)
             log_pod_hook(*spec.location, action, datapath_->tc_kind(), took);
-        if (spec.location->route)
-            warn_unless_forwarding(node_);
     }
+    // Said when backends delivered through the node's routing appear (a new pod, or a changed delivery).
+    const bool routes =
+        std::ranges::any_of(specs, [](const ServiceSpec &s) { return s.location && s.location->route; });
+    if (routes && !routed_backends_)
+        warn_unless_forwarding(node_);
+    routed_backends_ = routes;
     applied.report = reconcile(maps, desired);
     if (!bytewise_equal(during, iface))
         maps.iface.update(0, iface);

@@ -129,7 +129,7 @@ public:
     void announce_claim(const std::vector<bpfnet_ip> &service_ips);
 
     // How each backend's veth was found, as the last apply was given it (specs_), for describe
-    // (core/control_socket.hpp): one {"ifindex", "found_by", "behind"} per veth.
+    // (core/control_socket.hpp): one {"ifindex", "found_by", "behind", "delivery"} per veth.
     nlohmann::json backend_veths() const;
 
 private:
@@ -173,6 +173,7 @@ private:
     ClaimMachine claims_;
     std::set<bpfnet_ip> config_claims_; // hold_claims' last service IPs
     std::vector<ServiceSpec> specs_;    // as last given to apply(), before yielded IPs are taken out
+    bool routed_backends_ = false;      // the last apply had backends delivered through the node's routing
     bool applied_once_ = false;         // specs_ holds what the mode decided (a yield re-applies it)
     std::thread thread_;
 };

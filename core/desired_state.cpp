@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 namespace bpfnet {
 
@@ -140,14 +141,23 @@ void forget_hosts_at_service_ips(DatapathMaps &maps, const DesiredState &desired
 
 DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
     DesiredState state;
+    // The datapath keeps one delivery per pod (its backends entry, and each listed port's copy): a pod that any
+    // of its specs wants delivered through the node's routing is, for all of them.
+    std::set<bpfnet_ip> routed;
+    for (const ServiceSpec &spec : specs)
+        if (spec.location && spec.location->route)
+            routed.insert(spec.backend_ip);
     for (const ServiceSpec &spec : specs) {
         bool here = spec.backend_ip != bpfnet_ip{} && spec.location.has_value();
         bpfnet_ip backend_ip = here ? spec.backend_ip : bpfnet_ip{};
         auto &ip = state.service_ips[spec.service_ip];
         if (here)
             ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
+        std::optional<BackendLocation> where = spec.location;
+        if (where && routed.contains(spec.backend_ip))
+            where->route = true;
         const std::optional<bpfnet_backend> backend =
-            here ? std::optional(backend_entry(spec.service_ip, *spec.location)) : std::nullopt;
+            here ? std::optional(backend_entry(spec.service_ip, *where)) : std::nullopt;
         const bpfnet_pod_link link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
         for (const PortRule &rule : spec.ports)
             add_port(state, spec.service_ip, rule, backend_ip, link);

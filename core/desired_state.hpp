@@ -33,17 +33,14 @@ using Table = std::map<K, V, BytewiseLess<K>>;
 
 // Where the backend pod is attached on this node, as found in the kernel, and how its packets reach it.
 struct BackendLocation {
-    // Where the pod's packets enter the node (its pod hook goes there): the host side of the pod's veth, or,
-    // delivered through the node's routing with no veth of this node leading to the pod, the route's device.
-    int ifindex = 0;
-    MacAddress pod_mac{};  // zero without a veth
-    MacAddress veth_mac{}; // the host side of the pod's veth; zero without one
+    int ifindex = 0; // host side of the pod's veth (its pod hook goes there, whatever the delivery)
+    MacAddress pod_mac{};
+    MacAddress veth_mac{}; // the host side of the pod's veth
     bool redirect_peer = false;
     bool route = false; // delivered through the node's routing (bpf_fib_lookup) instead of into the veth
-    unsigned mtu = 0;   // of the host side of the veth, which a CNI sets to the pod's MTU (else the route's device)
-    // How ifindex was found: "named" (given), "route" (the route to the pod names the veth: a routed CNI),
-    // "namespace" (the veth whose peer holds the pod's address, behind route_device: a bridge, cilium_host) or
-    // "route_device" (no veth of this node leads to the pod: ifindex is route_device, the route's device).
+    unsigned mtu = 0;   // of the host side of the veth, which a CNI sets to the pod's MTU
+    // How the veth was found: "named" (given), "route" (the route to the pod names it: a routed CNI) or
+    // "namespace" (the veth whose peer holds the pod's address, behind route_device: a bridge, cilium_host).
     std::string found_by;
     std::string route_device;
 

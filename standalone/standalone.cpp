@@ -108,14 +108,10 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
     }
     change.applied = apply_located(config, change.where);
     backend_ifindex_ = change.where ? std::optional<int>(change.where->ifindex) : std::nullopt;
-    backend_where_ = change.where;
-    const bool without_veth = change.where && change.where->found_by == kFoundWithoutVeth;
-    if (backend_lost_ || without_veth != backend_without_veth_) {
+    if (backend_lost_) {
         backend_lost_ = false;
-        const auto every = without_veth ? std::chrono::seconds(1) : std::chrono::seconds(0);
-        loop::arm_timer(lost_backend_timer_, every, every);
+        loop::arm_timer(lost_backend_timer_, {}, {});
     }
-    backend_without_veth_ = without_veth;
     return change;
 }
 
@@ -194,8 +190,15 @@ Backend requested_backend(const nlohmann::json &request, const Config &config) {
     if (request.contains("veth") && !request["veth"].is_string())
         throw ControlFailure(Kind::BadRequest, "backend_set's \"veth\" must be a string: the pod's veth");
     Backend backend{v4_of(*ip), ip6, request.value("veth", "")};
-    // The delivery is the config's choice for its backend, whichever pod that is.
+    // The delivery asked for, else the running backend's (the config's, or the last one asked for).
     backend.delivery = config.backend ? config.backend->delivery : PodDelivery::Auto;
+    if (request.contains("delivery")) {
+        const auto delivery =
+            request["delivery"].is_string() ? parse_pod_delivery(request["delivery"].get<std::string>()) : std::nullopt;
+        if (!delivery)
+            throw ControlFailure(Kind::InvalidArgument, "backend_set's \"delivery\" must be \"auto\" or \"route\"");
+        backend.delivery = *delivery;
+    }
     if ((config.service_ip_be != 0) != (backend.ip_be != 0))
         throw ControlFailure(Kind::InvalidArgument, config.service_ip_be != 0
                                                         ? "backend IP: the service has an IPv4 address: give the "
@@ -301,8 +304,6 @@ void StandaloneLoader::follow_links() {
         look_for_lost_backend(); // a new veth may be the pod's
     else if (backend_ifindex_ && changes.lost.contains(*backend_ifindex_))
         backend_lost();
-    else if (backend_without_veth_)
-        look_for_backend_veth();
 }
 
 // Steering into a veth that is down or gone delivers nothing: the backend is taken out of the datapath at
@@ -346,26 +347,6 @@ void StandaloneLoader::look_for_lost_backend() {
         status_.set_ready();
 }
 
-void StandaloneLoader::look_for_backend_veth() {
-    std::optional<BackendLocation> where;
-    try {
-        where = locate_backend(*config_.backend, nic_ifindex_);
-    } catch (const BackendNotFound &) {
-        return; // the route went too: the link notification that took it says so
-    }
-    if (where == backend_where_)
-        return;
-    try {
-        apply(config_);
-    } catch (const std::exception &e) {
-        log_error("the backend's veth was found but could not be applied; trying again", {{"error", e.what()}});
-        return;
-    }
-    log_info("the backend's veth was found: its hook moved there", {{"backend", describe(*config_.backend)},
-                                                                    {"ifindex", std::to_string(*backend_ifindex_)},
-                                                                    {"veth", interface_name(*backend_ifindex_)}});
-}
-
 int StandaloneLoader::run() {
     epoll_ = loop::make_epoll();
     signals_ = loop::signal_fd();
@@ -402,8 +383,6 @@ int StandaloneLoader::run() {
                 loop::drain(lost_backend_timer_);
                 if (backend_lost_)
                     look_for_lost_backend();
-                else if (backend_without_veth_)
-                    look_for_backend_veth();
             }
         }
     }

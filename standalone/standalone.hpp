@@ -54,22 +54,16 @@ private:
     void follow_links();
     void backend_lost();
     void look_for_lost_backend();
-    // A backend delivered through the node's routing because no veth led to its pod (a pod made again, whose
-    // address its new veth's peer gets only after the veth itself) is looked for on a veth each second and at
-    // each link notification, and moved onto it when found.
-    void look_for_backend_veth();
 
     std::string config_path_;
     Config config_;
     LoaderStatus &status_;
     DatapathRuntime runtime_;
     int nic_ifindex_ = 0;
-    std::optional<LinkWatch> links_;               // from start(): the NIC's carrier (reported) and the backend's veth
-    std::optional<int> backend_ifindex_;           // where the running config's backend was last located
-    std::optional<BackendLocation> backend_where_; // the same, whole
-    bool backend_lost_ = false;                    // its veth went down or away: not steered to, looked for
-    bool backend_without_veth_ = false;            // located on the route's device, no veth: its veth is looked for
-    bool reload_failed_ = false;                   // the file is not what runs (reload_failed); a reload clears it
+    std::optional<LinkWatch> links_;     // from start(): the NIC's carrier (reported) and the backend's veth
+    std::optional<int> backend_ifindex_; // where the running config's backend was last located
+    bool backend_lost_ = false;          // its veth went down or away: not steered to, looked for
+    bool reload_failed_ = false;         // the file is not what runs (reload_failed); a reload clears it
     std::optional<ControlServer> control_;
     UniqueFd epoll_, signals_, inotify_, lost_backend_timer_;
 };

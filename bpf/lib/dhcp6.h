@@ -460,8 +460,10 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	decide(BPFNET_CTR_DHCP6_REQUEST_RELAYED);
-	return deliver_into_pod(skb, link->ifindex, link->flags);
+	long delivered = deliver_into_pod(skb, link->ifindex, link->flags);
+	if (delivered != TC_ACT_SHOT)
+		decide(BPFNET_CTR_DHCP6_REQUEST_RELAYED);
+	return delivered;
 }
 
 /* One option of the Relay-Reply, at s->pos. A bpf_loop callback: verified apart, the state in the map. */

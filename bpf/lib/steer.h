@@ -25,7 +25,9 @@
  */
 const volatile __u8 kernel_has_redirect_peer = 1;
 
-/* The fixed header's fields the node's routing decides by, from the packet as rewritten (either family). */
+/* The fixed header's fields the node's routing decides by, from the packet as rewritten (either family). No
+ * tot_len: the kernel then checks the route's MTU against the skb itself, which knows a GRO-merged packet
+ * for the train of segments it is. */
 static __always_inline int fib_params_of(struct __sk_buff *skb, struct bpf_fib_lookup *fib)
 {
 	void *data = (void *)(long)skb->data;
@@ -43,7 +45,6 @@ static __always_inline int fib_params_of(struct __sk_buff *skb, struct bpf_fib_l
 		fib->family = 2; /* AF_INET */
 		fib->tos = ip->tos;
 		fib->l4_protocol = ip->protocol;
-		fib->tot_len = bpf_ntohs(ip->tot_len);
 		fib->ipv4_src = ip->saddr;
 		fib->ipv4_dst = ip->daddr;
 		return 0;
@@ -54,7 +55,6 @@ static __always_inline int fib_params_of(struct __sk_buff *skb, struct bpf_fib_l
 	fib->family = 10;					/* AF_INET6 */
 	fib->flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0fffffff); /* traffic class and flow label */
 	fib->l4_protocol = ip6->nexthdr;
-	fib->tot_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
 	__builtin_memcpy(fib->ipv6_src, &ip6->saddr, sizeof(fib->ipv6_src));
 	__builtin_memcpy(fib->ipv6_dst, &ip6->daddr, sizeof(fib->ipv6_dst));
 	return 0;
@@ -64,26 +64,39 @@ static __always_inline int fib_params_of(struct __sk_buff *skb, struct bpf_fib_l
  * Into the pod through the node's own routing (BPFNET_BACKEND_ROUTE): the packet, rewritten to the pod's
  * address, goes where the kernel routes every other packet to that pod (a bridge, cilium_host, an OVS port, a
  * tunnel), whatever the CNI put there. With a route and a resolved next hop, the frame is addressed and sent
- * out of the route's device from here; anything the routing must do itself first (resolve the next hop,
- * fragment or answer with an ICMP error, a destination local to the node, no route at all) goes to the stack,
- * which forwards the rewritten packet as routed traffic or answers it. A route that refuses it (unreachable,
- * blackhole, prohibit), or forwarding off on the NIC: dropped and counted, since the stack would drop it
- * without a word. Its own function: the lookup's parameters take 64 bytes of stack.
+ * out of the route's device from here. What the routing must do itself first (resolve the next hop, fragment
+ * or answer with an ICMP error, a destination local to the node, no route at all) is handed on
+ * (BPFNET_TC_NEXT: a CNI's program after ours on the NIC, then the stack, which forwards the rewritten packet
+ * as routed traffic or answers it). A route that refuses it (unreachable, blackhole, prohibit), forwarding
+ * off on the NIC, or a route back out of the NIC (onto the LAN it came from): dropped and counted. The caller
+ * counts the steering only when the packet was not dropped here. Its own function: the lookup's parameters
+ * take 64 bytes of stack.
  */
 static __noinline int deliver_by_route(struct __sk_buff *skb)
 {
 	struct bpf_fib_lookup fib = {};
 
-	if (fib_params_of(skb, &fib))
+	if (fib_params_of(skb, &fib)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
+	}
+	const __u32 came_in = fib.ifindex;
 	long found = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
+	/* The route's device is known once a route was found, its next hop resolved or not. */
+	if ((found == BPF_FIB_LKUP_RET_SUCCESS || found == BPF_FIB_LKUP_RET_NO_NEIGH) &&
+	    fib.ifindex == came_in) {
+		decide(BPFNET_CTR_DROP_NO_ROUTE);
+		return TC_ACT_SHOT;
+	}
 	switch (found) {
 	case BPF_FIB_LKUP_RET_SUCCESS: {
 		void *data = (void *)(long)skb->data;
 		void *data_end = (void *)(long)skb->data_end;
 		struct ethhdr *eth = data;
-		if ((void *)(eth + 1) > data_end)
+		if ((void *)(eth + 1) > data_end) {
+			decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 			return TC_ACT_SHOT;
+		}
 		__builtin_memcpy(eth->h_dest, fib.dmac, ETH_ALEN);
 		__builtin_memcpy(eth->h_source, fib.smac, ETH_ALEN);
 		return bpf_redirect(fib.ifindex, 0);
@@ -96,7 +109,7 @@ static __noinline int deliver_by_route(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	default: /* NO_NEIGH, FRAG_NEEDED, NOT_FWDED (local, or no route), UNSUPP_LWT: the stack's to do */
 		count(BPFNET_CTR_ROUTE_TO_STACK);
-		return TC_ACT_OK;
+		return BPFNET_TC_NEXT;
 	}
 }
 

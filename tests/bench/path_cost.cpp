@@ -28,6 +28,7 @@
 #include "tests/bpf/object_constants.hpp"
 #include "tests/bpf/packet.hpp"
 #include "tests/bpf/packet6.hpp"
+#include "tests/bpf/shell.hpp"
 #include "tests/bpf/world.hpp"
 
 #include <bpf/bpf.h>
@@ -540,19 +541,6 @@ public:
     }
 
 private:
-    // The script's exit status under bash (its /dev/udp), not through a shell's quoting.
-    static int run_bash(const std::string &script) {
-        const pid_t pid = fork();
-        if (pid == 0) {
-            execl("/bin/bash", "bash", "-c", script.c_str(), static_cast<char *>(nullptr));
-            _exit(127);
-        }
-        int status = 0;
-        if (pid < 0 || waitpid(pid, &status, 0) != pid)
-            return -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
-
     pid_t pod_ = -1;
 };
 

@@ -228,13 +228,12 @@ void check_routes(Checks &checks) {
 }
 
 // Where the backend pod is and how its packets reach it: behind the route's veth here, into it (or, asked for,
-// through the node's routing with the pod hook still on the veth); a pod no veth of this node leads to, reached
-// through the CNI's overlay, through the node's routing, its hook on the overlay's device, where its answers come
-// back.
+// through the node's routing with the pod hook still on the veth); a pod on another node, reached through the
+// CNI's overlay, is refused whatever the delivery, saying through which device its route goes and that no veth
+// of this node leads to it (its answers would leave from its own node).
 void check_backend_locator(Checks &checks) {
     const int vethpod = bpfnet::link_by_name("vethpod").ifindex;
     const int vetha = bpfnet::link_by_name("vetha").ifindex;
-    const int flannel = bpfnet::link_by_name("flannel.1").ifindex;
     const bpfnet::BackendLocation here = bpfnet::locate_backend(bpfnet::Backend{ip("198.18.100.2"), {}, ""}, vetha);
     checks.expect(here.ifindex == vethpod && here.found_by == "route" && here.pod_mac == kPodMac && !here.route &&
                       here.redirect_peer,
@@ -243,18 +242,22 @@ void check_backend_locator(Checks &checks) {
     bpfnet::Backend routed{ip("198.18.100.2"), {}, ""};
     routed.delivery = bpfnet::PodDelivery::Route;
     const bpfnet::BackendLocation asked = bpfnet::locate_backend(routed, vetha);
-    checks.expect(asked.ifindex == vethpod && asked.route && !asked.redirect_peer,
+    checks.expect(asked.ifindex == vethpod && asked.route && !asked.redirect_peer && asked.pod_mac == kPodMac,
                   "locate_backend(198.18.100.2, delivery route) is vethpod, through the node's routing");
-    try {
-        const bpfnet::BackendLocation overlay =
-            bpfnet::locate_backend(bpfnet::Backend{ip("198.18.120.5"), {}, ""}, vetha);
-        checks.expect(overlay.ifindex == flannel && overlay.route && !overlay.redirect_peer &&
-                          overlay.found_by == bpfnet::kFoundWithoutVeth && overlay.route_device == "flannel.1",
-                      "locate_backend(198.18.120.5) behind flannel.1, no veth leading to it: through the node's "
-                      "routing, its hook on flannel.1 (found_by " +
-                          overlay.found_by + ", ifindex " + std::to_string(overlay.ifindex) + ")");
-    } catch (const bpfnet::BackendNotFound &error) {
-        checks.expect(false, "locate_backend(198.18.120.5) behind flannel.1 is refused: \"" + error.detail() + "\"");
+    for (const bpfnet::PodDelivery delivery : {bpfnet::PodDelivery::Auto, bpfnet::PodDelivery::Route}) {
+        bpfnet::Backend remote{ip("198.18.120.5"), {}, ""};
+        remote.delivery = delivery;
+        const std::string what = "locate_backend(198.18.120.5, delivery " + bpfnet::to_string(delivery) + ")";
+        try {
+            bpfnet::locate_backend(remote, vetha);
+            checks.expect(false, what + " behind flannel.1: no exception");
+        } catch (const bpfnet::BackendNotFound &error) {
+            const std::string message = error.detail();
+            checks.expect(message.find("goes through flannel.1 (vxlan)") != std::string::npos &&
+                              message.find("no veth on this node leads to a network namespace holding 198.18.120.5") !=
+                                  std::string::npos,
+                          what + " behind flannel.1 is refused: \"" + message + "\"");
+        }
     }
 }
 

@@ -353,19 +353,28 @@ walk_veth_found() {
 }
 
 # Delivered through the node's routing (E2E_POD_DELIVERY=route): bpfnetctl status names it for the backend, and
-# every packet the NIC's program steered to the pod while the host fetched the image left through the device the
-# node routes the pod by (cni0, ovn-k8s-mp0: its transmit count grew by at least as many), where
-# bpf_redirect_peer would have put them straight into the pod's namespace, past it.
+# every packet the NIC's program steered to the pod while the host fetched the image (over each family the walk
+# has) left through the device the node routes the pod by (cni0, ovn-k8s-mp0: its transmit count grew by at
+# least as many), where bpf_redirect_peer would have put them straight into the pod's namespace, past it; most
+# of them by the datapath's own redirect (the route's next hop resolved), not handed to the stack.
 walk_route_delivery() {
-    local dev sent_before sent_after steered_before steered_after status
+    local dev sent_before sent_after steered_before steered_after stack_before stack_after status
     dev=$(pod_gateway_dev)
-    sent_before=$(link_tx_packets "$dev") && steered_before=$(counter dnat_service) || return 1
-    walk_http || return 1
-    sent_after=$(link_tx_packets "$dev") && steered_after=$(counter dnat_service) || return 1
+    sent_before=$(link_tx_packets "$dev") && steered_before=$(counter dnat_service) &&
+        stack_before=$(counter route_to_stack) || return 1
+    if walk_has 4; then walk_http || return 1; fi
+    if walk_has 6; then walk6_http || return 1; fi
+    sent_after=$(link_tx_packets "$dev") && steered_after=$(counter dnat_service) &&
+        stack_after=$(counter route_to_stack) || return 1
     local sent=$((sent_after - sent_before)) steered=$((steered_after - steered_before))
-    log "route delivery: $steered packets steered to the pod while the host fetched the image, $dev sent $sent"
+    local to_stack=$((stack_after - stack_before))
+    log "route delivery: $steered packets steered to the pod while the host fetched the image, $dev sent $sent, $to_stack handed to the stack"
     if [ "$steered" -lt 10 ] || [ "$sent" -lt "$steered" ]; then
         E2E_REASON="$steered packets steered to the pod while the host fetched the image, and $dev sent $sent: want them all through $dev (the node's routing)"
+        return 1
+    fi
+    if [ $((to_stack * 10)) -gt "$steered" ]; then
+        E2E_REASON="$to_stack of the $steered packets steered were handed to the stack: want the datapath's redirect for nine in ten at least"
         return 1
     fi
     status=$(nsenter --net="/run/netns/$E2E_NODE" "$BPFNETCTL" status) || { E2E_REASON="bpfnetctl status failed"; return 1; }

@@ -41,7 +41,7 @@ e2e_case conflict case_conflict "status shows a conflicting MAC" loader
 e2e_case bad_arguments case_bad_arguments "bad arguments: exit codes, one line, nothing changed" loader
 e2e_case one_loader_per_interface case_one_loader_per_interface "one loader per interface: a second loader and a teardown are refused naming it" loader
 e2e_case backend_clear case_backend_clear "backend clear: HTTP dropped as drop_no_backend" loader
-e2e_case backend_set case_backend_set "backend set: HTTP works again" case:backend_clear
+e2e_case backend_set case_backend_set "backend set: HTTP works again; --delivery route, kept by the next set, auto again" case:backend_clear
 e2e_case reload_restores case_reload_restores "a loader reload re-applies the config's backend" loader
 e2e_case backend_needs_the_loader case_backend_needs_the_loader "backend set/clear refuse without a loader; stale heartbeat" loader
 e2e_case teardown case_teardown "no datapath after teardown" loader
@@ -230,7 +230,7 @@ case_status() {
     ctl_ok status-json --output json status || return 1
     json_expect status-json "d['interface'] == {'name': '$E2E_NIC', 'ifindex': $nic_index, 'mac': '$E2E_NIC_MAC', 'carrier': True}" || return 1
     json_expect status-json "d['loader'] == {'mode': 'standalone', 'interface': '$E2E_NIC', 'interface_chosen_by': 'name', 'interface_macs': None,
-        'backend_veths': [{'ifindex': $veth_index, 'found_by': 'route', 'behind': None}]}" || return 1
+        'backend_veths': [{'ifindex': $veth_index, 'found_by': 'route', 'behind': None, 'delivery': 'redirect_peer'}]}" || return 1
     json_expect status-json "d['subnet'] == '$E2E_SUBNET' and d['dhcp_service_ip'] == '$E2E_SERVICE_IP'" || return 1
     json_expect status-json "d['hooks']['xdp']['attached'] and d['hooks']['xdp']['program'] == 'xdp_nic' and
         d['hooks']['xdp']['program_id'] == $xdp_id and d['hooks']['xdp']['mode'] == 'native' and
@@ -678,6 +678,18 @@ case_backend_set() {
     ctl_ok set-again backend set "$E2E_POD_IP" --veth "$E2E_VETH" || return 1
     has_line_matching set-again "^backend $E2E_POD_IP on $E2E_VETH now serves $E2E_SERVICE_IP; pod hook already_attached; 0 map writes, 0 removals\$" || return 1
     has_line set-again "note: bpfnet-loader re-applies its config's backend on SIGHUP, a config change or a restart" || return 1
+    # --delivery route: the same pod through the node's routing (its backends entry says so); a set without it
+    # keeps the running backend's delivery; --delivery auto: into the veth again.
+    ctl_ok set-route backend set "$E2E_POD_IP" --delivery route || return 1
+    ctl_ok set-route-backends backends -o json || return 1
+    json_expect set-route-backends "d['backends'][0]['pod_delivery'] == 'route'" || return 1
+    ctl_ok set-kept backend set "$E2E_POD_IP" || return 1
+    ctl_ok set-kept-backends backends -o json || return 1
+    json_expect set-kept-backends "d['backends'][0]['pod_delivery'] == 'route'" || return 1
+    ctl_ok set-auto backend set "$E2E_POD_IP" --delivery auto || return 1
+    ctl_ok set-auto-backends backends -o json || return 1
+    json_expect set-auto-backends "d['backends'][0]['pod_delivery'] == 'redirect_peer'" || return 1
+    ctl_fails set-bad-delivery "$EXIT_USAGE" backend set "$E2E_POD_IP" --delivery peer || return 1
 }
 
 loader_backend_back() { ctl reload-backends backends -o json && json_expect reload-backends "len(d['backends']) == 1"; }

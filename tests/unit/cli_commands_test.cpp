@@ -132,18 +132,13 @@ TEST(CliStatus, BackendLineSaysHowTheVethWasFound) {
     EXPECT_NE(rendered(print_status_table, status).find("(ifindex 3), delivered by"), std::string::npos);
 }
 
-// A backend delivered through the node's routing says so, and where its answers come back when no veth leads
-// to the pod (the route's device); the JSON names the delivery as `backends` does.
+// A backend delivered through the node's routing says so; the JSON names the delivery as `backends` does.
 TEST(CliStatus, BackendLineSaysTheDelivery) {
     StatusView status = sample_status();
-    status.backends[0].veth = "flannel.1";
     status.backends[0].delivery = "route";
-    status.loader =
-        describe_loader("standalone", "prov0", "",
-                        Json::array({{{"ifindex", 3}, {"found_by", "route_device"}, {"behind", "flannel.1"}}}));
     EXPECT_NE(rendered(print_status_table, status)
-                  .find("backend       198.18.100.2 on flannel.1 (ifindex 3, no veth leads to the pod: the route's "
-                        "device), delivered by the node's routing, pod hook tc_pod_ingress"),
+                  .find("backend       198.18.100.2 on vethpod (ifindex 3, found by route), delivered by the node's "
+                        "routing, pod hook tc_pod_ingress"),
               std::string::npos);
     EXPECT_EQ(status_json(status)["backends"][0]["pod_delivery"], "route");
     status.backends[0].delivery = "veth";
@@ -467,6 +462,8 @@ TEST(CliBackend, RequestsNameTheCommandAndOnlyTheGivenFields) {
               nlohmann::json::parse(R"({"command":"backend_set","ip":"198.18.100.2","veth":"veth1"})"));
     EXPECT_EQ(backend_set_request("198.18.100.2", "", "fd00:10::2"),
               nlohmann::json::parse(R"({"command":"backend_set","ip":"198.18.100.2","ipv6":"fd00:10::2"})"));
+    EXPECT_EQ(backend_set_request("198.18.100.2", "", "", "route"),
+              nlohmann::json::parse(R"({"command":"backend_set","ip":"198.18.100.2","delivery":"route"})"));
     EXPECT_EQ(backend_clear_request(), nlohmann::json::parse(R"({"command":"backend_clear"})"));
 }
 

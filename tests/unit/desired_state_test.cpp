@@ -85,6 +85,26 @@ TEST(DesiredState, RouteDeliveryIsTheBackendsOneFlag) {
         EXPECT_EQ(port.link.flags, BPFNET_BACKEND_ROUTE);
 }
 
+// Two specs of one pod, one of them delivered through the node's routing (two Services, one annotated): the pod
+// has one delivery in every entry, the routing's, whichever spec comes first.
+TEST(DesiredState, APodRoutedForOneSpecIsRoutedForAll) {
+    const auto ports = [](uint16_t port) {
+        return std::vector<PortRule>{{"p", Protocol::Tcp, port, port, PortKind::Plain}};
+    };
+    BackendLocation peer = sample_location();
+    BackendLocation routed = peer;
+    routed.route = true;
+    for (const bool routed_first : {true, false}) {
+        std::vector<ServiceSpec> specs = {
+            {key_ip("198.18.0.2"), ports(80), key_ip("198.18.100.2"), routed_first ? routed : peer, {}},
+            {key_ip("198.18.0.2"), ports(443), key_ip("198.18.100.2"), routed_first ? peer : routed, {}}};
+        const DesiredState state = desired_state(specs);
+        EXPECT_EQ(state.backends.at(key_ip("198.18.100.2")).flags, BPFNET_BACKEND_ROUTE);
+        for (const auto &[key, port] : state.services)
+            EXPECT_EQ(port.link.flags, BPFNET_BACKEND_ROUTE) << ntohs(key.port_be);
+    }
+}
+
 // The iface entry marks the last byte of every service IP, of either family, and nothing else.
 // The tables' sizes bound a desired state: one past them is named, what fits is not (DatapathRuntime refuses to
 // write a state that does not fit, so nothing is half applied).
