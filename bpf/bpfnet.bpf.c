@@ -378,10 +378,7 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	long delivered = deliver_into_pod(skb, link->ifindex, link->flags);
-	if (delivered != TC_ACT_SHOT) /* the routing's own drops are counted as such */
-		decide(target->path);
-	return delivered;
+	return deliver_into_pod(skb, link->ifindex, link->flags, target->path);
 }
 
 /*
@@ -510,10 +507,7 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, void *data, 
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	long delivered = deliver_to_backend(skb, backend);
-	if (delivered != TC_ACT_SHOT)
-		decide(BPFNET_CTR_ICMP_ERROR_TO_POD);
-	return delivered;
+	return deliver_to_backend(skb, backend, BPFNET_CTR_ICMP_ERROR_TO_POD);
 }
 
 /* The family's ICMP at TC ingress on the NIC: errors to a service IP. */

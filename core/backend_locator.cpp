@@ -86,9 +86,8 @@ PodVeth pod_veth_behind(const LinkInfo &routed, const Backend &backend) {
         std::string names;
         for (const LinkInfo &veth : found)
             names += (names.empty() ? "" : ", ") + veth.name;
-        throw BackendNotFound(route_through(routed, backend_address(backend)) +
-                                  " and more than one veth leads to a namespace holding " + format_ip(pod) + " (" +
-                                  names + ")",
+        throw BackendNotFound(route_through(routed, pod) + " and more than one veth leads to a namespace holding " +
+                                  format_ip(pod) + " (" + names + ")",
                               true, true);
     }
     return {found.front(), "namespace", routed.name};

@@ -210,8 +210,7 @@ void warn_unless_forwarding(const NodeSettings &node) {
 }
 
 // The pod hook's line: which veth, how it was found (behind what, when the route to the pod names a bridge or
-// another device of the CNI's), how packets reach
-// the pod, how the hook was attached and how long that took.
+// another device of the CNI's), how packets reach the pod, how the hook was attached and how long that took.
 void log_pod_hook(const BackendLocation &where, HookAction action, TcHookKind kind, std::chrono::microseconds took) {
     const std::string ifindex = std::to_string(where.ifindex);
     const std::string veth = interface_name(where.ifindex);

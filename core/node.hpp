@@ -39,10 +39,10 @@ enum class TcAttach { Auto, Tcx, Clsact };
  * the host side of the pod's veth (slower; for a kernel whose helper misbehaves). */
 enum class RedirectPeer { Auto, Off };
 
-/* How a backend's packets reach its pod (docs/design.md, "Pod delivery"). auto: into the pod's veth where one
- * on this node leads to it, else through the node's routing; route: always through the node's routing (a
- * bpf_fib_lookup toward the pod, as the kernel forwards every other packet to it), e.g. so that the CNI's own
- * programs and rules on the way see bpfnet's packets too. */
+/* How a backend's packets reach its pod (docs/design.md, "Pod delivery"). auto: into the pod's veth
+ * (bpf_redirect_peer where RedirectPeer allows); route: through the node's routing (a bpf_fib_lookup toward
+ * the pod, as the kernel forwards every other packet to it), so that the CNI's own bridge, programs and rules
+ * on the way see bpfnet's packets too. Either way the pod's veth is found and its answers are taken there. */
 enum class PodDelivery { Auto, Route };
 
 /* One listed port of a service IP and the pod port it is steered to. Ports in host byte order. */
@@ -138,7 +138,7 @@ std::string to_string(TcAttach attach);
 std::string to_string(RedirectPeer redirect_peer);
 std::string to_string(PodDelivery delivery);
 
-/* Every spelling of T, in order (for "must be one of: ..."); specialised for the five enums above. */
+/* Every spelling of T, in order (for "must be one of: ..."); specialised for the enums above. */
 template <typename T>
 std::vector<std::string_view> spellings();
 

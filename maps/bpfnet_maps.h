@@ -220,8 +220,8 @@ struct bpfnet_backend_port {
 /* backends (hash): key = backend pod IP -> where the pod is attached on this node. A dual-stack pod has an
  * entry per address, each with the service IP of its family. */
 #define BPFNET_BACKEND_REDIRECT_PEER (1u << 0) /* veth: deliver with bpf_redirect_peer */
-/* Deliver through the node's own routing (bpf_fib_lookup, else the stack): ifindex is then where the pod's
- * packets enter the node (its veth when found, else the route's device), the MACs unused. */
+/* Deliver through the node's own routing (bpf_fib_lookup, else the stack) instead of into the veth (ifindex,
+ * still where the pod hook takes the pod's answers); the MACs unused. */
 #define BPFNET_BACKEND_ROUTE	     (1u << 1)
 struct bpfnet_backend {
 	__u32 ifindex;	  /* host side of the pod's veth */
@@ -429,7 +429,7 @@ struct bpfnet_dhcp_relay {
 	  "resolved yet, too big for the route, or local)")                                                  \
 	X(DROP_NO_ROUTE, "drop_no_route", DROP,                                                              \
 	  "delivered through the node's routing: the route to the backend refuses it (unreachable, "         \
-	  "blackhole, prohibit), or forwarding is off on the NIC")
+	  "blackhole, prohibit) or leads back out of the NIC, or forwarding is off on the NIC")
 
 #define BPFNET_COUNTER_SLOT(id, name, kind, help) BPFNET_CTR_##id,
 enum bpfnet_counter { BPFNET_COUNTERS(BPFNET_COUNTER_SLOT) BPFNET_CTR_MAX };

@@ -517,10 +517,7 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	long delivered = deliver_into_pod(skb, link->ifindex, link->flags);
-	if (delivered != TC_ACT_SHOT)
-		decide(BPFNET_CTR_DHCP_REQUEST_RELAYED);
-	return delivered;
+	return deliver_into_pod(skb, link->ifindex, link->flags, BPFNET_CTR_DHCP_REQUEST_RELAYED);
 }
 
 /*

@@ -176,10 +176,10 @@ static __always_inline __u32 round_up4(__u32 n)
 	return (n + 3) & ~3u;
 }
 
-/* Where a relayed datagram goes: its new addresses and ports. */
 /* The hop limit of the Relay-Forwards the relay sends (the kernel's default for a host's own datagrams). */
 #define DHCP6_RELAY_HOP_LIMIT 64
 
+/* Where a relayed datagram goes: its new addresses and ports. */
 struct udp6_ends {
 	struct bpfnet_ip saddr;
 	struct bpfnet_ip daddr;
@@ -460,10 +460,7 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
-	long delivered = deliver_into_pod(skb, link->ifindex, link->flags);
-	if (delivered != TC_ACT_SHOT)
-		decide(BPFNET_CTR_DHCP6_REQUEST_RELAYED);
-	return delivered;
+	return deliver_into_pod(skb, link->ifindex, link->flags, BPFNET_CTR_DHCP6_REQUEST_RELAYED);
 }
 
 /* One option of the Relay-Reply, at s->pos. A bpf_loop callback: verified apart, the state in the map. */

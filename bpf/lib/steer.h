@@ -68,8 +68,8 @@ static __always_inline int fib_params_of(struct __sk_buff *skb, struct bpf_fib_l
  * or answer with an ICMP error, a destination local to the node, no route at all) is handed on
  * (BPFNET_TC_NEXT: a CNI's program after ours on the NIC, then the stack, which forwards the rewritten packet
  * as routed traffic or answers it). A route that refuses it (unreachable, blackhole, prohibit), forwarding
- * off on the NIC, or a route back out of the NIC (onto the LAN it came from): dropped and counted. The caller
- * counts the steering only when the packet was not dropped here. Its own function: the lookup's parameters
+ * off on the NIC, or a route back out of the NIC (onto the LAN it came from): dropped and counted, and not
+ * as steered (deliver_into_pod). Its own function: the lookup's parameters
  * take 64 bytes of stack.
  */
 static __noinline int deliver_by_route(struct __sk_buff *skb)
@@ -115,19 +115,28 @@ static __noinline int deliver_by_route(struct __sk_buff *skb)
 
 /* Into the backend pod (ifindex, flags: its pod link's or backends entry's): through the node's routing when
  * its delivery says so, else straight into its namespace when the kernel and the device allow, else through
- * the host side of its veth. */
-static __always_inline long deliver_into_pod(struct __sk_buff *skb, __u32 ifindex, __u32 flags)
+ * the host side of its veth. path: the decision the packet counts as, unless the routing drops it (which
+ * counts its own). */
+static __always_inline long deliver_into_pod(struct __sk_buff *skb, __u32 ifindex, __u32 flags,
+					     enum bpfnet_counter path)
 {
+	long delivered;
+
 	if (flags & BPFNET_BACKEND_ROUTE)
-		return deliver_by_route(skb);
-	if (kernel_has_redirect_peer && (flags & BPFNET_BACKEND_REDIRECT_PEER))
-		return bpf_redirect_peer(ifindex, 0);
-	return bpf_redirect(ifindex, 0);
+		delivered = deliver_by_route(skb);
+	else if (kernel_has_redirect_peer && (flags & BPFNET_BACKEND_REDIRECT_PEER))
+		delivered = bpf_redirect_peer(ifindex, 0);
+	else
+		delivered = bpf_redirect(ifindex, 0);
+	if (delivered != TC_ACT_SHOT)
+		decide(path);
+	return delivered;
 }
 
-static __always_inline long deliver_to_backend(struct __sk_buff *skb, const struct bpfnet_backend *backend)
+static __always_inline long deliver_to_backend(struct __sk_buff *skb, const struct bpfnet_backend *backend,
+					       enum bpfnet_counter path)
 {
-	return deliver_into_pod(skb, backend->ifindex, backend->flags);
+	return deliver_into_pod(skb, backend->ifindex, backend->flags, path);
 }
 
 struct steer_target {
