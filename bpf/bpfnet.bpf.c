@@ -446,6 +446,70 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 	return action;
 }
 
+/* Not to a service IP but maybe to a shared address (tc_from_lan, tc_from_pod): tc_lan_to_shared's or
+ * tc_pod_to_shared's to judge, in a frame of their own. */
+#define TC_TO_SHARED (-4)
+
+/*
+ * A packet from the LAN to a shared address, either family (BPFNET_SERVICE_SHARED: an address of the node's
+ * that bpfnet does not own, such as the control plane's VIP): a listed port's packet is DNATed into the
+ * backend's pod, from any source (the address is reached across routers); everything else, a packet that
+ * fails validation included, is the node's own (BPFNET_TC_NEXT): its other ports, ICMP, fragments. Nothing
+ * is learned from it: the way back is the node's routing (tc_pod_to_shared).
+ */
+static __always_inline int tc_lan_to_shared(struct __sk_buff *skb, const int v6)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	void *l3 = tc_parse_ip(eth, data_end, v6);
+	struct ip_packet pkt = {};
+
+	if (!l3)
+		return BPFNET_TC_NEXT;
+	struct l3_addrs a = l3_addrs_of(l3, v6);
+	if (ip_validate(skb, 0, data, skb->len, l3, &pkt, v6) != PARSE_OK)
+		return BPFNET_TC_NEXT;
+	struct bpfnet_service_key key = {.service_ip = a.daddr, .port_be = pkt.dport, .proto = pkt.proto};
+	struct bpfnet_service *service = bpf_map_lookup_elem(&services, &key);
+	if (!service || !(service->flags & BPFNET_SERVICE_SHARED))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_NIC_INGRESS);
+	trace_addresses(&a.saddr, &a.daddr, l3_proto(l3, v6), eth->h_source);
+	trace_ports(&pkt);
+	if ((service->flags & BPFNET_SERVICE_SOURCE_RANGES) && !source_in_ranges(&a.daddr, &a.saddr)) {
+		decide(BPFNET_CTR_DROP_SOURCE_RANGE);
+		return traced_tc(skb, TC_ACT_SHOT);
+	}
+	struct steer_target target = {
+		.backend_ip = service->backend_ip,
+		.backend_port = service->backend_port_be,
+		.kind = BPFNET_KIND_PLAIN,
+		.path = BPFNET_CTR_DNAT_SERVICE,
+		.link = &service->link,
+	};
+	trace_steered(&target.backend_ip, target.backend_port, target.kind);
+	return traced_tc(skb, steer_to_backend(skb, &pkt, &a.daddr, &target));
+}
+
+static __noinline int tc_ipv4_to_shared(struct __sk_buff *skb)
+{
+	return tc_lan_to_shared(skb, 0);
+}
+
+static __noinline int tc_ipv6_to_shared(struct __sk_buff *skb)
+{
+	return tc_lan_to_shared(skb, 1);
+}
+
+/* A family's path from the LAN (a service IP's), then the shared addresses' when it was not a service IP's.
+ */
+static __always_inline int tc_lan_path(int action, struct __sk_buff *skb, const int v6)
+{
+	if (action != TC_TO_SHARED)
+		return action;
+	return v6 ? tc_ipv6_to_shared(skb) : tc_ipv4_to_shared(skb);
+}
+
 /*
  * Each family's path at TC ingress is a function of its own, called with the context and the interface
  * config only (it finds the headers again): the verifier's 512 stack bytes cover a whole call chain, and
@@ -464,7 +528,7 @@ static __always_inline int tc_from_lan(struct __sk_buff *skb, const struct bpfne
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
 	if (!maybe_service_ip(cfg, &a.daddr, v6))
-		return BPFNET_TC_NEXT;
+		return maybe_shared_address(cfg, &a.daddr, v6) ? TC_TO_SHARED : BPFNET_TC_NEXT;
 	return traced_tc(skb, steer_from_lan(skb, data, eth, l3, cfg, &a, relays_dhcp, v6));
 }
 
@@ -703,10 +767,11 @@ int tc_nic_ingress(struct __sk_buff *skb)
 		struct ipv6hdr *ip6 = parse_ipv6_fixed(eth, data_end);
 		if (ip6 && udp6_to_dhcp_server(ip6, data_end)) {
 			int relayed = tc_ipv6_dhcp(skb, cfg);
-			return relayed != TC_NOT_DHCP6 ? relayed : tc_ipv6_from_lan(skb, cfg);
+			return relayed != TC_NOT_DHCP6 ? relayed
+						       : tc_lan_path(tc_ipv6_from_lan(skb, cfg), skb, 1);
 		}
 		if (!ip6 || ip6->nexthdr != IPV6_NEXTHDR_ICMP)
-			return tc_ipv6_from_lan(skb, cfg);
+			return tc_lan_path(tc_ipv6_from_lan(skb, cfg), skb, 1);
 		int ndp = tc_ndp(skb, cfg);
 		return ndp != TC_NOT_NDP ? ndp : tc_icmp6_error_to_pod(skb, cfg);
 	}
@@ -714,10 +779,12 @@ int tc_nic_ingress(struct __sk_buff *skb)
 	if (!ip)
 		return BPFNET_TC_NEXT;
 	if (udp_to_dhcp_server(ip, data_end))
-		return ip->daddr == 0xffffffff ? tc_broadcast_dhcp(skb, cfg) : tc_ipv4_dhcp(skb, cfg);
+		return ip->daddr == 0xffffffff ? tc_broadcast_dhcp(skb, cfg)
+					       : tc_lan_path(tc_ipv4_dhcp(skb, cfg), skb, 0);
 	if (ip->daddr == 0xffffffff)
 		return BPFNET_TC_NEXT;
-	return ip->protocol == IPPROTO_ICMP ? tc_icmp4_error_to_pod(skb, cfg) : tc_ipv4_from_lan(skb, cfg);
+	return ip->protocol == IPPROTO_ICMP ? tc_icmp4_error_to_pod(skb, cfg)
+					    : tc_lan_path(tc_ipv4_from_lan(skb, cfg), skb, 0);
 }
 
 /*
@@ -862,6 +929,9 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, str
 	struct bpfnet_backend *backend = NULL;
 	if (!listed && !(backend = bpf_map_lookup_elem(&backends, &a->saddr)))
 		return BPFNET_TC_NEXT;
+	/* A shared address's reply to a host on the provisioning subnet: the node's routing takes it too. */
+	if (listed && (listed->flags & BPFNET_BACKEND_PORT_SHARED))
+		return TC_TO_SHARED;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses(&a->saddr, &a->daddr, l3_proto(l3, v6), eth->h_source);
 	trace_ports(&pkt);
@@ -926,8 +996,66 @@ static __always_inline int tc_from_pod(struct __sk_buff *skb, const struct bpfne
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
 	if (!in_provisioning_subnet(cfg, &a.daddr, v6))
+		return cfg->shared_addresses ? TC_TO_SHARED : BPFNET_TC_NEXT;
+	int action = steer_from_pod(skb, data, eth, l3, cfg, &a, relays_dhcp, v6);
+	return action == TC_TO_SHARED ? action : traced_tc(skb, action);
+}
+
+/*
+ * A packet at TC ingress on a backend's veth that may answer on a shared address, either family: a reply
+ * from a shared address's listed port (its backend_ports entry says so) is SNATed to the shared address and
+ * handed to the node's routing and neighbour table on the way out of the NIC (bpf_redirect_neigh: the
+ * client may be behind a router, and its MAC was never learned); anything else is the CNI's
+ * (BPFNET_TC_NEXT), the pod's own connections included.
+ */
+static __always_inline int tc_pod_to_shared(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
+					    const int v6)
+{
+	void *data, *data_end;
+	struct ethhdr *eth = tc_parse_eth(skb, &data, &data_end);
+	void *l3 = tc_parse_ip(eth, data_end, v6);
+	struct ip_packet pkt = {};
+
+	if (!l3)
 		return BPFNET_TC_NEXT;
-	return traced_tc(skb, steer_from_pod(skb, data, eth, l3, cfg, &a, relays_dhcp, v6));
+	struct l3_addrs a = l3_addrs_of(l3, v6);
+	if (ip_validate(skb, 0, data, skb->len, l3, &pkt, v6) != PARSE_OK)
+		return BPFNET_TC_NEXT;
+	struct bpfnet_backend_port_key bkey = {
+		.backend_ip = a.saddr, .port_be = pkt.sport, .proto = pkt.proto};
+	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
+	if (!listed || !(listed->flags & BPFNET_BACKEND_PORT_SHARED))
+		return BPFNET_TC_NEXT;
+	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
+	trace_addresses(&a.saddr, &a.daddr, l3_proto(l3, v6), eth->h_source);
+	trace_ports(&pkt);
+	trace_steered(&listed->service_ip, listed->service_port_be, BPFNET_KIND_PLAIN);
+	if (nat_rewrite_ip(skb, &pkt, NAT_SOURCE, &a.saddr, &listed->service_ip, pkt.sport,
+			   listed->service_port_be, NAT_WRITE_STORE)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return traced_tc(skb, TC_ACT_SHOT);
+	}
+	decide(BPFNET_CTR_SNAT_REPLY);
+	return traced_tc(skb, bpf_redirect_neigh(cfg->nic_ifindex, NULL, 0, 0));
+}
+
+static __noinline int tc_pod_ipv4_to_shared(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_pod_to_shared(skb, cfg, 0);
+}
+
+static __noinline int tc_pod_ipv6_to_shared(struct __sk_buff *skb, const struct bpfnet_iface *cfg)
+{
+	return tc_pod_to_shared(skb, cfg, 1);
+}
+
+/* A family's path from a backend (to the provisioning LAN), then the shared addresses' when it was none. */
+static __always_inline int tc_pod_path(int action, struct __sk_buff *skb, const struct bpfnet_iface *cfg,
+				       const int v6)
+{
+	if (action != TC_TO_SHARED)
+		return action;
+	return v6 ? tc_pod_ipv6_to_shared(skb, cfg) : tc_pod_ipv4_to_shared(skb, cfg);
 }
 
 /* The family's ICMP at TC ingress on a backend's veth: the backend's errors. */
@@ -988,12 +1116,13 @@ int tc_pod_ingress(struct __sk_buff *skb)
 			return tc_pod_icmp6_error(skb, cfg);
 		int relayed =
 			ip6 && udp6_to_dhcp_server(ip6, data_end) ? tc_pod_dhcp6(skb, cfg) : TC_NOT_DHCP6;
-		return relayed != TC_NOT_DHCP6 ? relayed : tc_pod_ipv6(skb, cfg);
+		return relayed != TC_NOT_DHCP6 ? relayed : tc_pod_path(tc_pod_ipv6(skb, cfg), skb, cfg, 1);
 	}
 	struct iphdr *ip = tc_parse_ip(eth, data_end, 0);
 	if (!ip)
 		return BPFNET_TC_NEXT;
 	if (ip->protocol == IPPROTO_ICMP)
 		return tc_pod_icmp4_error(skb, cfg);
-	return udp_to_dhcp_server(ip, data_end) ? tc_pod_dhcp(skb, cfg) : tc_pod_ipv4(skb, cfg);
+	return tc_pod_path(udp_to_dhcp_server(ip, data_end) ? tc_pod_dhcp(skb, cfg) : tc_pod_ipv4(skb, cfg),
+			   skb, cfg, 0);
 }

@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace bpfnet::cli {
 
@@ -32,6 +34,42 @@ std::vector<ServiceIpStatus> read_service_ips(const DatapathMaps &maps) {
     for (const auto &[ip, entry] : maps.service_ips.entries())
         out.push_back({ip, (entry.flags & BPFNET_SERVICE_IP_ACTIVE) != 0, std::nullopt});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip, b.ip); });
+    return out;
+}
+
+// The interface of this namespace that holds ip; empty when none does.
+std::string holder_of(const bpfnet_ip &ip) {
+    try {
+        for (const InterfaceAddress &address : local_addresses(!is_v4(ip)))
+            if (address.ip == ip)
+                return if_name(static_cast<__u32>(address.ifindex));
+    } catch (const std::exception &) {
+    }
+    return "";
+}
+
+// The shared addresses, from their listed ports' entries (they have no service_ips entry).
+std::vector<SharedAddressStatus> read_shared_addresses(const DatapathMaps &maps) {
+    std::map<bpfnet_ip, SharedAddressStatus> by_ip;
+    for (const auto &[key, entry] : maps.services.entries()) {
+        if (!(entry.flags & BPFNET_SERVICE_SHARED))
+            continue;
+        SharedAddressStatus &shared = by_ip[key.service_ip];
+        shared.ip = key.service_ip;
+        shared.ports.push_back({key.proto == BPFNET_PROTO_TCP   ? "tcp"
+                                : key.proto == BPFNET_PROTO_UDP ? "udp"
+                                                                : "?",
+                                ntohs(key.port_be), entry.link.ifindex ? entry.backend_ip : bpfnet_ip{},
+                                ntohs(entry.backend_port_be)});
+    }
+    std::vector<SharedAddressStatus> out;
+    for (auto &[ip, shared] : by_ip) {
+        std::sort(shared.ports.begin(), shared.ports.end(), [](const auto &a, const auto &b) {
+            return std::tie(a.protocol, a.port) < std::tie(b.protocol, b.port);
+        });
+        shared.held_on = holder_of(ip);
+        out.push_back(std::move(shared));
+    }
     return out;
 }
 
@@ -221,6 +259,7 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
         status.heartbeat_age_seconds = seconds_since(heartbeat->monotonic_ns, now);
     status.heartbeat_timeout_seconds = static_cast<double>(iface.heartbeat_timeout_ns) / 1e9;
     status.service_ips = read_service_ips(maps);
+    status.shared_addresses = read_shared_addresses(maps);
     const std::vector<bpfnet_ip> groups = ipv6_groups_of(static_cast<int>(iface.nic_ifindex));
     for (ServiceIpStatus &ip : status.service_ips)
         if (!is_v4(ip.ip))
@@ -232,6 +271,22 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
     status.conflicts_seen = maps.counters.sum(BPFNET_CTR_ARP_CONFLICT);
     status.conflicts = read_conflicts(maps, now);
     return status;
+}
+
+// "198.18.0.5: the node's (held on prov0; its ARP and other ports stay the node's), steered: tcp/6385 to
+// 10.244.1.7:6385, ..."
+std::string describe_shared_address(const SharedAddressStatus &shared) {
+    std::string text = format_ip(shared.ip) + ": the node's, " +
+                       (shared.held_on.empty() ? std::string("held by no interface here (the loader follows)")
+                                               : "held on " + shared.held_on) +
+                       " (its " + (is_v4(shared.ip) ? "ARP" : "NDP") + " and other ports stay the node's); steered: ";
+    for (size_t i = 0; i < shared.ports.size(); i++) {
+        const SharedPortStatus &port = shared.ports[i];
+        text += (i ? ", " : "") + port.protocol + "/" + std::to_string(port.port) + " to " +
+                (port.backend_ip == bpfnet_ip{} ? std::string("no backend here (dropped)")
+                                                : format_endpoint(port.backend_ip, htons(port.backend_port)));
+    }
+    return text;
 }
 
 std::string describe_dhcp6_relay(const StatusView &status) {
@@ -284,6 +339,8 @@ void print_status_table(std::ostream &out, const StatusView &status) {
         list.add("service IP", describe_service_ip(status, ip));
     if (status.service_ips.empty())
         list.add("service IP", "none");
+    for (const auto &shared : status.shared_addresses)
+        list.add("shared address", describe_shared_address(shared));
     list.add("dhcp relay", status.dhcp_service_ip_be ? "for " + format_ipv4(status.dhcp_service_ip_be) : "off");
     list.add("dhcpv6 relay", describe_dhcp6_relay(status));
     for (const auto &backend : status.backends)
@@ -350,6 +407,20 @@ Json status_json(const StatusView &status) {
              {"active", ip.active},
              {"answering_arp", status.answering_arp(ip)},
              {"solicited_node_group", ip.solicited_node_member ? Json(*ip.solicited_node_member) : Json(nullptr)}});
+
+    json["shared_addresses"] = Json::array();
+    for (const auto &shared : status.shared_addresses) {
+        Json ports = Json::array();
+        for (const auto &port : shared.ports)
+            ports.push_back({{"protocol", port.protocol},
+                             {"port", port.port},
+                             {"backend", port.backend_ip == bpfnet_ip{}
+                                             ? Json(nullptr)
+                                             : Json(format_endpoint(port.backend_ip, htons(port.backend_port)))}});
+        json["shared_addresses"].push_back({{"ip", format_ip(shared.ip)},
+                                            {"held_on", shared.held_on.empty() ? Json(nullptr) : Json(shared.held_on)},
+                                            {"ports", ports}});
+    }
 
     json["backends"] = Json::array();
     for (const auto &backend : status.backends)

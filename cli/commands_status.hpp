@@ -21,6 +21,19 @@ struct ServiceIpStatus {
     std::optional<bool> solicited_node_member;
 };
 
+// A shared address whose listed ports the datapath steers (BPFNET_SERVICE_SHARED): the node's, not ours.
+struct SharedPortStatus {
+    std::string protocol;
+    uint16_t port = 0;
+    bpfnet_ip backend_ip{}; // zero: no backend on this node
+    uint16_t backend_port = 0;
+};
+struct SharedAddressStatus {
+    bpfnet_ip ip{};
+    std::string held_on; // the interface that holds it here; empty when none does (the loader is behind)
+    std::vector<SharedPortStatus> ports;
+};
+
 struct BackendStatus {
     bpfnet_ip ip{};
     __u32 ifindex = 0;
@@ -58,6 +71,7 @@ struct StatusView {
     std::optional<double> heartbeat_age_seconds; // nullopt: never written
     double heartbeat_timeout_seconds = 0;
     std::vector<ServiceIpStatus> service_ips;
+    std::vector<SharedAddressStatus> shared_addresses;
     std::vector<BackendStatus> backends;
     __u64 conflicts_seen = 0; // the arp_conflict counter (ARP and NDP claims alike)
     std::vector<ConflictStatus> conflicts;

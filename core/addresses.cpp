@@ -113,7 +113,7 @@ std::optional<std::string> backend_ip_problem(uint32_t ip_be, const std::vector<
         return "must be a unicast address, got " + format_ipv4(ip_be) + ", " + *reason;
     if (std::find(service_ips.begin(), service_ips.end(), ip_be) != service_ips.end())
         return "must not be the service IP " + format_ipv4(ip_be) + ": it is the pod's own address on the pod network";
-    if (in_prefix(ip_be, network_be, prefix_len))
+    if (prefix_len != 0 && in_prefix(ip_be, network_be, prefix_len))
         return format_ipv4(ip_be) + " is inside subnet " + format_prefix(network_be, prefix_len) +
                ": the pod lives on the pod network, not on the provisioning LAN";
     return std::nullopt;

@@ -256,12 +256,13 @@ DatapathRuntime::Applied DatapathRuntime::apply(const NodeSettings &node, const 
 DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<ServiceSpec> &given) {
     // A yielded service IP keeps its ports listed, without a backend: inactive, as on a standby node; so does
     // one whose claim is being probed, or deferred.
+    // A shared address is never claimed: it has no claim to withhold (ServiceSpec::shared).
     std::vector<ServiceSpec> specs = given;
     for (const ServiceSpec &spec : given)
-        if (!spec.location)
+        if (!spec.location && !spec.shared)
             claims_.standby(spec.service_ip);
     for (ServiceSpec &spec : specs)
-        if (claims_.withheld(spec.service_ip)) {
+        if (!spec.shared && claims_.withheld(spec.service_ip)) {
             spec.backend_ip = bpfnet_ip{};
             spec.location.reset();
         }
@@ -287,6 +288,8 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     for (const auto &[ip, entry] : maps.service_ips.entries())
         mark_service_ip(during, ip);
     auto current = maps.iface.lookup(0);
+    if (current) // shared addresses on their way out stay looked up until their ports are gone
+        during.shared_addresses = std::max(during.shared_addresses, current->shared_addresses);
     if (!current || !bytewise_equal(*current, during))
         maps.iface.update(0, during);
     sync_dhcp_relays(maps, node_.dhcp_relays);
@@ -372,7 +375,8 @@ bool DatapathRuntime::owns_ipv6_address() {
 void DatapathRuntime::join_multicast_groups(const std::vector<ServiceSpec> &specs) {
     std::vector<bpfnet_ip> addresses;
     for (const ServiceSpec &spec : specs)
-        addresses.push_back(spec.service_ip);
+        if (!spec.shared) // the node holds a shared address: its groups are the node's
+            addresses.push_back(spec.service_ip);
     const std::vector<bpfnet_ip> groups = nic_groups(addresses, dhcp6_service_ip(specs) != bpfnet_ip{},
                                                      node_.router_advertisements && node_.prefix6_len != 0);
     // The socket only once there is a group: a kernel booted with ipv6.disable=1 has no AF_INET6, and an

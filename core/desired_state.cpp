@@ -25,7 +25,7 @@ bpfnet_backend backend_entry(const bpfnet_ip &service_ip, const BackendLocation 
 
 // link: where the backend is attached (its backends entry's pod link), all zero when it is on no veth here.
 void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &rule, const bpfnet_ip &backend_ip,
-              const bpfnet_pod_link &link) {
+              const bpfnet_pod_link &link, bool shared) {
     auto proto = static_cast<__u8>(rule.protocol);
     auto kind = static_cast<__u8>(rule.kind);
     bpfnet_service_key skey{};
@@ -36,6 +36,7 @@ void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &
     service.backend_ip = backend_ip;
     service.backend_port_be = htons(rule.target_port);
     service.kind = kind;
+    service.flags = shared ? BPFNET_SERVICE_SHARED : 0;
     service.link = link;
     state.services.emplace(skey, service);
 
@@ -49,6 +50,7 @@ void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &
     reverse.service_ip = service_ip;
     reverse.service_port_be = htons(rule.port);
     reverse.kind = kind;
+    reverse.flags = shared ? BPFNET_BACKEND_PORT_SHARED : 0;
     state.backend_ports.emplace(bkey, reverse);
 }
 
@@ -70,15 +72,23 @@ size_t apply_removals(PinnedMap<K, V> &map, const TableDiff<K, V> &diff) {
 // The LPM key's prefix length of the service IP alone: the ranges' prefixes come after its 128 bits.
 constexpr __u32 kServiceIpPrefixLen = 128;
 
-void add_source_ranges(DesiredState &state, const bpfnet_ip &service_ip, const std::vector<SourceRange> &ranges) {
-    if (ranges.empty())
-        return;
-    // The datapath looks ranges up only for an IP that says it has some.
-    state.service_ips[service_ip].flags |= BPFNET_SERVICE_IP_SOURCE_RANGES;
+// The entry of the service IP's source ranges that every source outside them matches (refused).
+bpfnet_source_range_key source_ranges_rest_key(const bpfnet_ip &service_ip) {
     bpfnet_source_range_key rest{};
     rest.prefixlen = kServiceIpPrefixLen;
     rest.service_ip = service_ip;
-    state.source_ranges.try_emplace(rest, bpfnet_source_range{});
+    return rest;
+}
+
+void add_source_ranges(DesiredState &state, const bpfnet_ip &service_ip, const std::vector<SourceRange> &ranges,
+                       bool shared) {
+    if (ranges.empty())
+        return;
+    // The datapath looks ranges up only for an IP that says it has some (a shared address: its ports' entries
+    // say it, desired_state()).
+    if (!shared)
+        state.service_ips[service_ip].flags |= BPFNET_SERVICE_IP_SOURCE_RANGES;
+    state.source_ranges.try_emplace(source_ranges_rest_key(service_ip), bpfnet_source_range{});
     const bool v4 = is_v4(service_ip);
     for (const SourceRange &range : ranges) {
         if (is_v4(range.network) != v4)
@@ -150,26 +160,36 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
     for (const ServiceSpec &spec : specs) {
         bool here = spec.backend_ip != bpfnet_ip{} && spec.location.has_value();
         bpfnet_ip backend_ip = here ? spec.backend_ip : bpfnet_ip{};
-        auto &ip = state.service_ips[spec.service_ip];
-        if (here)
+        if (spec.shared)
+            state.shared_addresses.insert(spec.service_ip);
+        else if (auto &ip = state.service_ips[spec.service_ip]; here)
             ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
         std::optional<BackendLocation> where = spec.location;
         if (where && routed.contains(spec.backend_ip))
             where->route = true;
+        // A pod's own connections to the LAN leave as its service IP: a shared address is none (the node's
+        // routing and the CNI take them, bpfnet never speaks for the node's address).
         const std::optional<bpfnet_backend> backend =
-            here ? std::optional(backend_entry(spec.service_ip, *where)) : std::nullopt;
+            here ? std::optional(backend_entry(spec.shared ? bpfnet_ip{} : spec.service_ip, *where)) : std::nullopt;
         const bpfnet_pod_link link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
         for (const PortRule &rule : spec.ports)
-            add_port(state, spec.service_ip, rule, backend_ip, link);
-        if (backend)
-            state.backends.emplace(backend_ip, *backend);
-        add_source_ranges(state, spec.service_ip, spec.source_ranges);
+            add_port(state, spec.service_ip, rule, backend_ip, link, spec.shared);
+        if (backend) {
+            auto [known, added] = state.backends.emplace(backend_ip, *backend);
+            if (!added && known->second.service_ip == bpfnet_ip{})
+                known->second.service_ip = backend->service_ip; // a service IP's spec after a shared one's
+        }
+        add_source_ranges(state, spec.service_ip, spec.source_ranges, spec.shared);
     }
     // A listed port's packet reads its IP's source-ranges flag from the port's entry (one lookup): the copy
     // is made once every spec sharing the IP has been seen.
-    for (auto &[key, service] : state.services)
-        if (state.service_ips[key.service_ip].flags & BPFNET_SERVICE_IP_SOURCE_RANGES)
+    for (auto &[key, service] : state.services) {
+        const bool ranged = (service.flags & BPFNET_SERVICE_SHARED)
+                                ? state.source_ranges.contains(source_ranges_rest_key(key.service_ip))
+                                : (state.service_ips[key.service_ip].flags & BPFNET_SERVICE_IP_SOURCE_RANGES) != 0;
+        if (ranged)
             service.flags |= BPFNET_SERVICE_SOURCE_RANGES;
+    }
     return state;
 }
 
@@ -185,6 +205,7 @@ std::optional<std::string> capacity_problem(const DesiredState &desired) {
         {desired.backend_ports.size(), BPFNET_MAX_SERVICES, "backend ports"},
         {desired.backends.size(), BPFNET_MAX_BACKENDS, "backend pod addresses on this node"},
         {desired.source_ranges.size(), BPFNET_MAX_SOURCE_RANGES / 2, "source range entries"},
+        {desired.shared_addresses.size(), BPFNET_MAX_SHARED_ADDRESSES, "shared addresses"},
     };
     for (const Limit &limit : limits)
         if (limit.entries > limit.capacity)
@@ -251,6 +272,9 @@ bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAdd
 void mark_service_ips(bpfnet_iface &iface, const DesiredState &desired) {
     for (const auto &service_ip : desired.service_ips)
         mark_service_ip(iface, service_ip.first);
+    for (const bpfnet_ip &shared : desired.shared_addresses)
+        mark_service_ip(iface, shared);
+    iface.shared_addresses = static_cast<__u8>(desired.shared_addresses.size());
 }
 
 ReconcileReport reconcile(DatapathMaps &maps, const DesiredState &desired) {

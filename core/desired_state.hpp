@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,9 @@ struct DesiredState {
     Table<bpfnet_backend_port_key, bpfnet_backend_port> backend_ports;
     Table<bpfnet_ip, bpfnet_backend> backends;
     Table<bpfnet_source_range_key, bpfnet_source_range> source_ranges;
+    // The shared addresses whose ports are listed (ServiceSpec::shared): marked like the service IPs, counted
+    // in the iface entry; they have no service_ips entry.
+    std::set<bpfnet_ip, BytewiseLess<bpfnet_ip>> shared_addresses;
 };
 
 // Source ranges one service IP takes (the datapath's table holds BPFNET_MAX_SOURCE_RANGES in all).
@@ -70,6 +74,11 @@ struct ServiceSpec {
     // The sources that may reach the listed ports; empty: every source (specs sharing an IP: the union).
     // Only the ranges of the service IP's family apply: a list with none of them admits no source.
     std::vector<SourceRange> source_ranges;
+    // service_ip is a shared address (docs/design.md, "Shared addresses"): an address of the node's that
+    // bpfnet does not own (the control plane's VIP, the node's own address). Its ARP and NDP, its claim and
+    // every port not listed stay the node's: no service_ips entry, no announcement, its listed ports flagged
+    // BPFNET_SERVICE_SHARED. The modes give such a spec only while the node holds the address.
+    bool shared = false;
 
     bool operator==(const ServiceSpec &) const = default;
 };
@@ -92,7 +101,8 @@ struct RelayAddresses {
 };
 bpfnet_iface iface_entry(const NodeSettings &node, int nic_ifindex, const MacAddress &nic_mac,
                          const RelayAddresses &relay);
-// Marks every service IP of the desired state in the iface entry (bpfnet_iface.service_ip_marks).
+// Marks every service IP and shared address of the desired state in the iface entry
+// (bpfnet_iface.service_ip_marks), and counts the shared addresses (bpfnet_iface.shared_addresses).
 void mark_service_ips(bpfnet_iface &iface, const DesiredState &desired);
 // The service IP of the first spec with a DHCP port, preferring one this node serves; 0 when none lists one.
 __be32 dhcp_service_ip(const std::vector<ServiceSpec> &specs);

@@ -14,16 +14,20 @@
 namespace bpfnet {
 namespace {
 
-UniqueFd link_notifications() {
+UniqueFd link_notifications(bool addresses) {
     UniqueFd socket(::socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
     if (!socket.valid())
         throw_errno("socket(NETLINK_ROUTE) for link notifications");
     sockaddr_nl address{};
     address.nl_family = AF_NETLINK;
-    address.nl_groups = RTMGRP_LINK;
+    address.nl_groups = RTMGRP_LINK | (addresses ? RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR : 0u);
     if (::bind(socket.get(), reinterpret_cast<const sockaddr *>(&address), sizeof(address)) != 0)
         throw_errno("bind(NETLINK_ROUTE, RTMGRP_LINK)");
     return socket;
+}
+
+bool is_address_change(const nlmsghdr &message) {
+    return message.nlmsg_type == RTM_NEWADDR || message.nlmsg_type == RTM_DELADDR;
 }
 
 } // namespace
@@ -37,7 +41,8 @@ std::optional<LinkChange> link_change_of(const nlmsghdr &message) {
     return LinkChange{.ifindex = link.ifi_index, .gone = gone, .carrier = !gone && has_carrier(link.ifi_flags)};
 }
 
-LinkWatch::LinkWatch(int nic_ifindex) : nic_ifindex_(nic_ifindex), socket_(link_notifications()) {
+LinkWatch::LinkWatch(int nic_ifindex, bool addresses)
+    : nic_ifindex_(nic_ifindex), socket_(link_notifications(addresses)) {
     carrier_ = link_by_index(nic_ifindex_).carrier;
 }
 
@@ -51,6 +56,7 @@ LinkWatch::Changes LinkWatch::update() {
             continue;
         if (received < 0 && errno == ENOBUFS) { // notifications were dropped: ask for the state instead
             carrier_ = link_by_index(nic_ifindex_).carrier;
+            changes.addresses_changed = true;
             continue;
         }
         if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -60,6 +66,8 @@ LinkWatch::Changes LinkWatch::update() {
         auto remaining = static_cast<unsigned>(received);
         for (auto *message = reinterpret_cast<const nlmsghdr *>(buffer.data()); NLMSG_OK(message, remaining);
              message = NLMSG_NEXT(message, remaining)) {
+            if (is_address_change(*message))
+                changes.addresses_changed = true;
             auto change = link_change_of(*message);
             if (!change)
                 continue;

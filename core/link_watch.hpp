@@ -30,9 +30,10 @@ std::optional<LinkChange> link_change_of(const nlmsghdr &message);
 
 class LinkWatch {
 public:
-    // Subscribes to the link notifications first, then reads the NIC's state, so no change between the two is
-    // missed. Throws SystemError when netlink cannot be opened or the NIC does not exist.
-    explicit LinkWatch(int nic_ifindex);
+    // Subscribes to the link notifications first (addresses: the address notifications too), then reads the
+    // NIC's state, so no change between the two is missed. Throws SystemError when netlink cannot be opened or
+    // the NIC does not exist.
+    explicit LinkWatch(int nic_ifindex, bool addresses = false);
 
     int fd() const { return socket_.get(); }
     bool carrier() const { return carrier_; }
@@ -44,6 +45,9 @@ public:
     struct Changes {
         bool carrier_changed = false;
         std::set<int> lost;
+        // An address was added or removed anywhere in the namespace (or notifications were lost): the shared
+        // addresses the node holds may have changed (standalone mode's sharedAddresses).
+        bool addresses_changed = false;
     };
     Changes update();
 

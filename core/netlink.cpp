@@ -355,38 +355,57 @@ std::vector<LinkInfo> all_links() {
     return links;
 }
 
-std::vector<InterfaceAddress> addresses_in_namespace(int netnsid, bool ipv6) {
-    const std::string context =
-        std::string("RTM_GETADDR dump (") + (ipv6 ? "IPv6" : "IPv4") + ") in netnsid " + std::to_string(netnsid);
+namespace {
+
+// An RTM_GETADDR dump of one family, of this namespace (netnsid nullopt) or of the one this namespace calls
+// netnsid (IFA_TARGET_NETNSID, kernel >= 4.20).
+std::vector<InterfaceAddress> dump_addresses(std::optional<int> netnsid, bool ipv6) {
+    const std::string context = std::string("RTM_GETADDR dump (") + (ipv6 ? "IPv6" : "IPv4") + ")" +
+                                (netnsid ? " in netnsid " + std::to_string(*netnsid) : "");
     Request request(RTM_GETADDR, NLM_F_DUMP);
     auto &ifa = request.put_family_header<ifaddrmsg>();
     ifa.ifa_family = ipv6 ? AF_INET6 : AF_INET;
-    mnl_attr_put_u32(request.header(), IFA_TARGET_NETNSID, static_cast<uint32_t>(netnsid));
+    if (netnsid)
+        mnl_attr_put_u32(request.header(), IFA_TARGET_NETNSID, static_cast<uint32_t>(*netnsid));
     RouteSocket socket(context);
-    socket.check_strictly();
+    if (netnsid)
+        socket.check_strictly();
     std::vector<InterfaceAddress> addresses;
     socket.dump(request, RTM_NEWADDR, context, [&](const nlmsghdr &message) {
         const auto &reply = *static_cast<const ifaddrmsg *>(mnl_nlmsg_get_payload(&message));
         Attributes<IFA_MAX> attributes(message, sizeof(ifaddrmsg));
         // As for peer_mac: only a reply that echoes the id comes from the other namespace.
-        if (attributes.s32(IFA_TARGET_NETNSID) != netnsid)
+        if (netnsid && attributes.s32(IFA_TARGET_NETNSID) != *netnsid)
             throw SystemError(context + ": kernel ignored IFA_TARGET_NETNSID", EOPNOTSUPP);
         // IPv4's own address is IFA_LOCAL (IFA_ADDRESS is the far end of a point-to-point link); IPv6 has only
         // IFA_ADDRESS unless point-to-point.
         auto bytes = attributes.bytes(ipv6 ? IFA_ADDRESS : IFA_LOCAL);
         if (bytes.empty())
             bytes = attributes.bytes(IFA_ADDRESS);
+        InterfaceAddress address{static_cast<int>(reply.ifa_index), bpfnet_ip{}};
+        address.prefix_len = reply.ifa_prefixlen;
+        address.secondary = (reply.ifa_flags & IFA_F_SECONDARY) != 0;
         if (reply.ifa_family == AF_INET && bytes.size() == 4) {
             uint32_t ip_be = 0;
             std::memcpy(&ip_be, bytes.data(), sizeof(ip_be));
-            addresses.push_back({static_cast<int>(reply.ifa_index), ip_from_v4(ip_be)});
+            address.ip = ip_from_v4(ip_be);
+            addresses.push_back(address);
         } else if (reply.ifa_family == AF_INET6 && bytes.size() == sizeof(bpfnet_ip)) {
-            bpfnet_ip ip{};
-            std::memcpy(&ip, bytes.data(), sizeof(ip));
-            addresses.push_back({static_cast<int>(reply.ifa_index), ip});
+            std::memcpy(&address.ip, bytes.data(), sizeof(address.ip));
+            addresses.push_back(address);
         }
     });
     return addresses;
+}
+
+} // namespace
+
+std::vector<InterfaceAddress> addresses_in_namespace(int netnsid, bool ipv6) {
+    return dump_addresses(netnsid, ipv6);
+}
+
+std::vector<InterfaceAddress> local_addresses(bool ipv6) {
+    return dump_addresses(std::nullopt, ipv6);
 }
 
 int route_oif(uint32_t dst_be) {

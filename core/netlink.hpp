@@ -49,11 +49,15 @@ std::vector<LinkInfo> all_links();
 struct InterfaceAddress {
     int ifindex;
     bpfnet_ip ip;
+    uint8_t prefix_len = 0;
+    bool secondary = false; // IFA_F_SECONDARY: an IPv4 address inside the subnet of a primary one
 };
 // The IPv4 (or IPv6) addresses of the namespace this one calls netnsid (an RTM_GETADDR dump with
 // IFA_TARGET_NETNSID, kernel >= 4.20; the caller needs CAP_NET_ADMIN over that namespace). Empty when the
 // namespace has none of that family; throws when the kernel answers for another namespace instead.
 std::vector<InterfaceAddress> addresses_in_namespace(int netnsid, bool ipv6);
+// The addresses of one family on this namespace's interfaces (an RTM_GETADDR dump).
+std::vector<InterfaceAddress> local_addresses(bool ipv6);
 
 // The interface's IPv6 link-local address (fe80::/10, the first one the kernel lists); nullopt when it has
 // none (IPv6 disabled on it, or no IPv6 in the kernel).

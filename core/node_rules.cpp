@@ -174,10 +174,11 @@ std::string without_trailing_slashes(std::string path) {
     return path;
 }
 
-std::optional<NodeProblem> validate_node_settings(const NodeSettings &node, const NodeFieldNames &names) {
+std::optional<NodeProblem> validate_node_settings(const NodeSettings &node, const NodeFieldNames &names,
+                                                  bool needs_lan) {
     if (auto problem = whole(NodeField::Interface, interface_name_problem(node.interface)))
         return problem;
-    if (node.prefix_len == 0 && node.prefix6_len == 0)
+    if (needs_lan && node.prefix_len == 0 && node.prefix6_len == 0)
         return NodeProblem{NodeField::Subnet, std::nullopt,
                            "is required (the IPv4 provisioning subnet), or " + std::string(names.subnet_v6) +
                                " for an IPv6-only LAN; both on a dual-stack LAN"};

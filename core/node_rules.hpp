@@ -71,6 +71,9 @@ std::string without_trailing_slashes(std::string path);
 // IPv6 subnet at least, the IPv4 one /8../30, the IPv6 one /16../124, unicast and without IPv4-mapped
 // addresses; the pin root and control socket paths; at most BPFNET_MAX_DHCP_RELAYS relays, each a host of
 // the subnet of its family, none twice; router advertisements only with an IPv6 subnet, at 4..1800 s.
-std::optional<NodeProblem> validate_node_settings(const NodeSettings &node, const NodeFieldNames &names);
+// needs_lan: a provisioning subnet of some family is required (false: the node only serves shared addresses,
+// standalone mode's sharedAddresses without a provisioning LAN).
+std::optional<NodeProblem> validate_node_settings(const NodeSettings &node, const NodeFieldNames &names,
+                                                  bool needs_lan = true);
 
 } // namespace bpfnet

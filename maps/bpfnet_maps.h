@@ -105,7 +105,10 @@ struct bpfnet_iface {
 	__u8 nic_mac[6];
 	__u8 dhcp_max_hops; /* relayed requests with more hops are dropped (RFC 1542 4.1.1) */
 	__u8 hooks;	    /* BPFNET_HOOKS_*: how the loader attached on this kernel; read by bpfnetctl */
-	__u8 pad[4];
+	/* Shared addresses present on this node (BPFNET_SERVICE_SHARED; at most BPFNET_MAX_SHARED_ADDRESSES).
+	 * Zero: a packet off the provisioning subnets is never looked up, either way. */
+	__u8 shared_addresses;
+	__u8 pad[3];
 	__u64 heartbeat_timeout_ns; /* ARP and NDP answers stop when the loader's heartbeat is older */
 	/* The provisioning subnets, IPv4's and IPv6's; service IPs and hosts live there. */
 	struct bpfnet_prefix subnet;
@@ -195,6 +198,17 @@ struct bpfnet_pod_link {
 };
 /* The service IP has source ranges: the services entry's copy of BPFNET_SERVICE_IP_SOURCE_RANGES. */
 #define BPFNET_SERVICE_SOURCE_RANGES (1u << 0)
+/*
+ * A listed port of a shared address: an address of the node's that bpfnet does not own (the control plane's
+ * VIP that kube-vip or keepalived moves, or the node's own address), written only while the node holds it.
+ * Not in service_ips: its ARP and NDP, and every port not listed, stay the node's. Its packets come from
+ * anywhere (across routers), teach nothing, and the pod's replies leave through the node's routing and
+ * neighbour table (bpf_redirect_neigh), not through the learned neighbours (docs/design.md, "Shared
+ * addresses").
+ */
+#define BPFNET_SERVICE_SHARED	     (1u << 1)
+/* The most shared addresses one node steers (either family). */
+#define BPFNET_MAX_SHARED_ADDRESSES  8
 struct bpfnet_service {
 	struct bpfnet_ip backend_ip; /* of the service IP's family */
 	__be16 backend_port_be;
@@ -214,8 +228,10 @@ struct bpfnet_backend_port {
 	struct bpfnet_ip service_ip;
 	__be16 service_port_be;
 	__u8 kind;
-	__u8 pad;
+	__u8 flags; /* BPFNET_BACKEND_PORT_SHARED */
 };
+/* The reply of a shared address's listed port (BPFNET_SERVICE_SHARED): routed by the node, not the LAN's. */
+#define BPFNET_BACKEND_PORT_SHARED (1u << 0)
 
 /* backends (hash): key = backend pod IP -> where the pod is attached on this node. A dual-stack pod has an
  * entry per address, each with the service IP of its family. */

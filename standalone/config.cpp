@@ -506,28 +506,97 @@ void check_relay_families(const Field &field, const Config &config) {
     }
 }
 
+/* "node", or an address of the node's (or the control plane's VIP): any unicast address of either family but
+ * a service address, and none of the provisioning subnets, whose addresses are the datapath's to own. */
+std::optional<bpfnet_ip> read_shared_address(const Field &field, const Config &config) {
+    const std::string text = read_string(field);
+    if (text == "node")
+        return std::nullopt;
+    const std::optional<bpfnet_ip> ip = parse_ip(text);
+    if (!ip)
+        field.fail("must be an IP address of the node's (the control plane's VIP, say 192.0.2.10) or \"node\", got " +
+                   quoted(text));
+    const auto reason = is_v4(*ip) ? non_unicast_reason(v4_of(*ip)) : non_unicast_reason6(*ip);
+    if (reason)
+        field.fail("must be a unicast address, got " + text + ", " + *reason);
+    if ((is_v4(*ip) && config.service_ip_be != 0 && v4_of(*ip) == config.service_ip_be) ||
+        (config.service_ip6 && *ip == *config.service_ip6))
+        field.fail(text + " is a service address: the datapath owns those, a shared address is the node's");
+    const bool in_subnet = is_v4(*ip)
+                               ? config.prefix_len != 0 && in_prefix(v4_of(*ip), config.subnet_be, config.prefix_len)
+                               : config.prefix6_len != 0 && in_prefix6(*ip, config.subnet6, config.prefix6_len);
+    if (in_subnet)
+        field.fail(text + " is inside the provisioning subnet, where addresses are the datapath's to own: a "
+                          "shared address is one of the node's other networks (its control-plane VIP, its own "
+                          "address)");
+    return ip;
+}
+
+/* A shared address's ports: plain ports, TCP or UDP (the relays and TFTP need the provisioning LAN). */
+std::vector<PortRule> read_shared_ports(const Field &field) {
+    std::vector<PortRule> rules = read_ports(field);
+    for (size_t i = 0; i < rules.size(); i++)
+        if (rules[i].kind != PortKind::Plain)
+            Mapping(field.item(i), {"name", "protocol", "port", "targetPort", "kind"})
+                .locate("kind")
+                .fail("must be plain on a shared address (" + to_string(rules[i].kind) +
+                      " needs the provisioning LAN: list it under the top-level ports)");
+    return rules;
+}
+
+/* sharedAddresses (docs/config.md): at most BPFNET_MAX_SHARED_ADDRESSES, each once. */
+std::vector<SharedAddress> read_shared_addresses(const Field &field, const Config &config) {
+    if (!field.node.IsSequence())
+        field.fail("must be a list of addresses with their ports, got " + describe(field.node));
+    if (field.node.size() == 0 || field.node.size() > BPFNET_MAX_SHARED_ADDRESSES)
+        field.fail("must list 1 to " + std::to_string(BPFNET_MAX_SHARED_ADDRESSES) + " addresses, got " +
+                   std::to_string(field.node.size()));
+    std::vector<SharedAddress> list;
+    for (size_t i = 0; i < field.node.size(); i++) {
+        const Mapping entry(field.item(i), {"address", "ports"});
+        SharedAddress shared;
+        shared.ip = read_shared_address(entry.require("address"), config);
+        shared.ports = read_shared_ports(entry.require("ports"));
+        if (std::find_if(list.begin(), list.end(), [&](const SharedAddress &s) { return s.ip == shared.ip; }) !=
+            list.end())
+            entry.locate("address").fail("lists " + bpfnet::describe(shared) + " twice");
+        list.push_back(std::move(shared));
+    }
+    return list;
+}
+
 /* The pod lives on the pod network; only the datapath may put the service IP in front of it. It has an
  * address of each family the service has (a dual-stack pod for a dual-stack service). */
 Backend read_backend(const Field &field, const Config &config) {
     const Mapping section(field, {"ip", "ipv6", "veth", "delivery"});
     Backend backend;
-    if (config.service_ip_be != 0) {
+    if (serves_family(config, true)) {
         const Field ip = section.require("ip");
         backend.ip_be = read_ipv4(ip);
-        if (const auto problem =
-                backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
+        std::vector<uint32_t> not_the_pod{config.service_ip_be};
+        for (const SharedAddress &shared : config.shared_addresses)
+            if (shared.ip && is_v4(*shared.ip))
+                not_the_pod.push_back(v4_of(*shared.ip));
+        if (const auto problem = backend_ip_problem(backend.ip_be, not_the_pod, config.subnet_be, config.prefix_len))
             ip.fail(*problem);
     } else if (section.find("ip")) {
-        section.locate("ip").fail("the service has no IPv4 address (no serviceIP): leave ip out");
+        section.locate("ip").fail("the service has no IPv4 address (no serviceIP, no IPv4 shared address): leave "
+                                  "ip out");
     }
-    if (config.service_ip6) {
+    if (serves_family(config, false)) {
         const Field ip6 = section.require("ipv6");
         backend.ip6 = read_ipv6(ip6);
-        if (const auto problem =
-                backend_ip6_problem(*backend.ip6, *config.service_ip6, config.subnet6, config.prefix6_len))
+        const auto problem = backend_ip6_problem(*backend.ip6, config.service_ip6.value_or(bpfnet_ip{}), config.subnet6,
+                                                 config.prefix6_len);
+        if (problem)
             ip6.fail(*problem);
+        for (const SharedAddress &shared : config.shared_addresses)
+            if (shared.ip && *shared.ip == *backend.ip6)
+                ip6.fail("must not be the shared address " + format_ip(*shared.ip) +
+                         ": it is the pod's own address on the pod network");
     } else if (section.find("ipv6")) {
-        section.locate("ipv6").fail("the service has no IPv6 address (no serviceIPv6): leave ipv6 out");
+        section.locate("ipv6").fail("the service has no IPv6 address (no serviceIPv6, no IPv6 shared address): "
+                                    "leave ipv6 out");
     }
 
     if (const auto veth = section.find("veth")) {
@@ -549,8 +618,10 @@ Backend read_backend(const Field &field, const Config &config) {
 void read_subnets(const Mapping &document, Config &config) {
     const bool v4 = document.find("serviceIP") || document.find("subnet");
     const bool v6 = document.find("serviceIPv6") || document.find("subnetV6");
-    if (!v4 && !v6)
-        document.locate("serviceIP").fail("is required (or serviceIPv6 and subnetV6 for an IPv6 LAN)");
+    if (!v4 && !v6 && !document.find("sharedAddresses"))
+        document.locate("serviceIP")
+            .fail("is required (or serviceIPv6 and subnetV6 for an IPv6 LAN, or "
+                  "sharedAddresses without a provisioning LAN)");
     if (v4) {
         const Prefix subnet = read_subnet(document.require("subnet"), IpFamily::V4);
         config.subnet_be = v4_of(subnet.network);
@@ -589,7 +660,7 @@ void read_node_settings(const Field &root, const Mapping &document, Config &conf
         read_dhcp_relay(*relay, config);
     if (const auto ra = document.find("routerAdvertisements"))
         read_router_advertisements(*ra, config);
-    if (const auto problem = validate_node_settings(config, kNodeFieldNames))
+    if (const auto problem = validate_node_settings(config, kNodeFieldNames, !document.find("sharedAddresses")))
         fail_node_setting(root, *problem);
 }
 
@@ -607,15 +678,23 @@ void read_service_addresses(const Mapping &document, Config &config) {
 }
 
 Config read_config(const Field &root) {
-    const Mapping document(root, {"interface", "serviceIP", "subnet", "serviceIPv6", "subnetV6", "pinRoot",
-                                  "controlSocket", "xdpMode", "tcAttach", "redirectPeer", "heartbeat", "gratuitousARP",
-                                  "dhcpRelay", "routerAdvertisements", "ports", "backend", "sourceRanges"});
+    const Mapping document(root,
+                           {"interface", "serviceIP", "subnet", "serviceIPv6", "subnetV6", "pinRoot", "controlSocket",
+                            "xdpMode", "tcAttach", "redirectPeer", "heartbeat", "gratuitousARP", "dhcpRelay",
+                            "routerAdvertisements", "ports", "backend", "sourceRanges", "sharedAddresses"});
     Config config;
     read_node_settings(root, document, config);
     read_service_addresses(document, config);
     check_relays_are_not_service_ips(root, config);
-    config.ports = read_ports(document.require("ports"));
-    check_relay_families(document.require("ports"), config);
+    if (const auto shared = document.find("sharedAddresses"))
+        config.shared_addresses = read_shared_addresses(*shared, config);
+    if (config.service_ip_be != 0 || config.service_ip6) {
+        config.ports = read_ports(document.require("ports"));
+        check_relay_families(document.require("ports"), config);
+    } else if (document.find("ports")) {
+        document.locate("ports").fail("lists the ports of the service addresses, and there is none (no serviceIP, "
+                                      "no serviceIPv6): a shared address's ports are listed under it");
+    }
     if (const auto backend = document.find("backend"))
         config.backend = read_backend(*backend, config);
     if (const auto ranges = document.find("sourceRanges"))
@@ -676,6 +755,13 @@ std::string error_message(std::string_view source, std::optional<int> line, std:
 }
 
 } // namespace
+
+bool serves_family(const Config &config, bool v4) {
+    if (v4 ? config.service_ip_be != 0 : config.service_ip6.has_value())
+        return true;
+    return std::any_of(config.shared_addresses.begin(), config.shared_addresses.end(),
+                       [v4](const SharedAddress &s) { return s.ip ? is_v4(*s.ip) == v4 : v4; }); // "node": IPv4
+}
 
 ConfigError::ConfigError(std::string_view source, std::optional<int> line, std::string_view field,
                          std::string_view detail)

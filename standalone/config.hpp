@@ -12,6 +12,7 @@
 
 #include "core/addresses.hpp"
 #include "core/desired_state.hpp"
+#include "core/netlink.hpp"
 #include "core/node.hpp"
 
 #include <optional>
@@ -22,6 +23,18 @@
 
 namespace bpfnet {
 
+/*
+ * An address of the node's whose listed ports are steered to the backend while the node holds it, without
+ * bpfnet owning it (docs/config.md, "sharedAddresses"; docs/design.md, "Shared addresses"): the control
+ * plane's VIP that kube-vip or keepalived moves, or the node's own address.
+ */
+struct SharedAddress {
+    std::optional<bpfnet_ip> ip; /* nullopt: "node", the interface's own IPv4 address */
+    std::vector<PortRule> ports; /* plain ports only */
+
+    bool operator==(const SharedAddress &) const = default;
+};
+
 /* The file: the node's settings (NodeSettings, shared with Kubernetes mode) and its one service. */
 struct Config : NodeSettings {
     uint32_t service_ip_be = 0;           /* the IPv4 service IP; 0: none (an IPv6-only LAN) */
@@ -29,9 +42,21 @@ struct Config : NodeSettings {
     std::vector<PortRule> ports;
     std::optional<Backend> backend;         /* absent: service traffic is dropped until a backend is set */
     std::vector<SourceRange> source_ranges; /* who may reach the listed ports; empty: every source */
+    std::vector<SharedAddress> shared_addresses;
 
     bool operator==(const Config &) const = default;
 };
+
+/* Which of the config's shared addresses the node holds, in the config's order (nullopt: not held here), as
+ * read from the node's addresses of each family: an address is held when an interface has it; "node" is
+ * the interface's own IPv4 address (nic_ifindex's first primary one with a subnet, not a /32 VIP). */
+using HeldAddresses = std::vector<std::optional<bpfnet_ip>>;
+HeldAddresses held_shared_addresses(const Config &config, int nic_ifindex,
+                                    const std::vector<InterfaceAddress> &addresses);
+/* Whether the service or a shared address has an address of the family: the backend needs one of it. */
+bool serves_family(const Config &config, bool v4);
+/* "198.18.0.5" or "node", for logs and errors. */
+std::string describe(const SharedAddress &shared);
 
 /*
  * A config that cannot be used. what() reads "<source>:<line>: <field>: <detail>"; the line is left out
@@ -61,8 +86,10 @@ Config load_config_file(const std::string &path);
 /* The config's one service as the core's mode-neutral desired state, with its backend located at `where`
  * (nullopt: no backend here): a spec per service IP (IPv4, IPv6), with the same ports. The IPv4 DHCP port
  * is IPv4's: an IPv6 service address does not list it. */
-std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &where);
-DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &where);
+std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &where,
+                                       const HeldAddresses &held = {});
+DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &where,
+                           const HeldAddresses &held = {});
 /* The iface entry for the config: DHCP is relayed for its service IP when its ports list the DHCP port. */
 bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac);
 

@@ -1,12 +1,78 @@
 // The standalone config's one service, handed to the core as the mode-neutral desired state.
 #include "standalone/config.hpp"
 
+#include "core/addresses.hpp"
+
 #include <algorithm>
 #include <iterator>
 
 namespace bpfnet {
 
-std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &where) {
+namespace {
+
+// The node's own IPv4 address on the interface: its first primary address with a subnet (a VIP that kube-vip
+// or keepalived adds is a /32), else its first primary one; never one of the config's shared addresses.
+std::optional<bpfnet_ip> node_address(const Config &config, int nic_ifindex,
+                                      const std::vector<InterfaceAddress> &addresses) {
+    auto configured = [&config](const bpfnet_ip &ip) {
+        return std::any_of(config.shared_addresses.begin(), config.shared_addresses.end(),
+                           [&ip](const SharedAddress &shared) { return shared.ip == ip; });
+    };
+    std::optional<bpfnet_ip> first;
+    for (const InterfaceAddress &address : addresses) {
+        if (address.ifindex != nic_ifindex || !is_v4(address.ip) || address.secondary || configured(address.ip))
+            continue;
+        if (address.prefix_len < 32)
+            return address.ip;
+        if (!first)
+            first = address.ip;
+    }
+    return first;
+}
+
+// The shared address's spec, steered to the backend's address of its family (none: no backend here).
+ServiceSpec shared_spec(const Config &config, const bpfnet_ip &address, const SharedAddress &shared,
+                        const std::optional<BackendLocation> &where) {
+    ServiceSpec spec;
+    spec.service_ip = address;
+    spec.ports = shared.ports;
+    spec.shared = true;
+    if (where && config.backend) {
+        const std::optional<bpfnet_ip> backend =
+            is_v4(address)
+                ? (config.backend->ip_be != 0 ? std::optional(ip_from_v4(config.backend->ip_be)) : std::nullopt)
+                : config.backend->ip6;
+        if (backend) {
+            spec.backend_ip = *backend;
+            spec.location = where;
+        }
+    }
+    return spec;
+}
+
+} // namespace
+
+HeldAddresses held_shared_addresses(const Config &config, int nic_ifindex,
+                                    const std::vector<InterfaceAddress> &addresses) {
+    HeldAddresses held;
+    for (const SharedAddress &shared : config.shared_addresses) {
+        if (!shared.ip) {
+            held.push_back(node_address(config, nic_ifindex, addresses));
+            continue;
+        }
+        const bool present = std::any_of(addresses.begin(), addresses.end(),
+                                         [&](const InterfaceAddress &a) { return a.ip == *shared.ip; });
+        held.push_back(present ? shared.ip : std::nullopt);
+    }
+    return held;
+}
+
+std::string describe(const SharedAddress &shared) {
+    return shared.ip ? format_ip(*shared.ip) : "node";
+}
+
+std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &where,
+                                       const HeldAddresses &held) {
     std::vector<ServiceSpec> specs;
     if (config.service_ip_be != 0) {
         ServiceSpec spec;
@@ -34,11 +100,16 @@ std::vector<ServiceSpec> service_specs(const Config &config, const std::optional
         }
         specs.push_back(std::move(spec));
     }
+    // A shared address the node does not hold has no spec: nothing of it is in the maps.
+    for (size_t i = 0; i < config.shared_addresses.size() && i < held.size(); i++)
+        if (held[i])
+            specs.push_back(shared_spec(config, *held[i], config.shared_addresses[i], where));
     return specs;
 }
 
-DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &where) {
-    return desired_state(service_specs(config, where));
+DesiredState desired_state(const Config &config, const std::optional<BackendLocation> &where,
+                           const HeldAddresses &held) {
+    return desired_state(service_specs(config, where, held));
 }
 
 bpfnet_iface iface_entry(const Config &config, int nic_ifindex, const MacAddress &nic_mac) {

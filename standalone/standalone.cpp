@@ -35,9 +35,18 @@ std::string service_ips_text(const Config &config) {
 std::vector<bpfnet_ip> served_ips(const std::vector<ServiceSpec> &specs) {
     std::vector<bpfnet_ip> ips;
     for (const ServiceSpec &spec : specs)
-        if (spec.location)
+        if (spec.location && !spec.shared) // a shared address is the node's: never claimed
             ips.push_back(spec.service_ip);
     return ips;
+}
+
+// "198.18.0.5 (ironic-api tcp/6385, ...)" for the log.
+std::string shared_ports_text(const SharedAddress &shared, const bpfnet_ip &held) {
+    std::string text = format_ip(held) + " (";
+    for (size_t i = 0; i < shared.ports.size(); i++)
+        text += (i ? ", " : "") + shared.ports[i].name + " " + to_string(shared.ports[i].protocol) + "/" +
+                std::to_string(shared.ports[i].port);
+    return text + ")";
 }
 
 // Editors and ConfigMap updates replace the file rather than write it: watch the directory.
@@ -97,7 +106,7 @@ void StandaloneLoader::start() {
     runtime_.attach();
     lost_backend_timer_ = loop::make_timer();
     apply(config_);
-    links_.emplace(nic_ifindex_);
+    links_.emplace(nic_ifindex_, true); // the addresses too: the shared addresses follow them
     report_carrier(status_, config_.interface, links_->carrier(), kWithoutCarrier, true);
 }
 
@@ -107,6 +116,7 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
         change.where = locate_backend(*config.backend, nic_ifindex_);
     }
     change.applied = apply_located(config, change.where);
+    located_ = change.where;
     backend_ifindex_ = change.where ? std::optional<int>(change.where->ifindex) : std::nullopt;
     if (backend_lost_) {
         backend_lost_ = false;
@@ -115,11 +125,33 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
     return change;
 }
 
+HeldAddresses StandaloneLoader::held_now(const Config &config) const {
+    if (config.shared_addresses.empty())
+        return {};
+    std::vector<InterfaceAddress> addresses = local_addresses(false);
+    for (const InterfaceAddress &address : local_addresses(true))
+        addresses.push_back(address);
+    return held_shared_addresses(config, nic_ifindex_, addresses);
+}
+
 DatapathRuntime::Applied StandaloneLoader::apply_located(const Config &config,
                                                          const std::optional<BackendLocation> &where) {
-    const std::vector<ServiceSpec> specs = service_specs(config, where);
+    const HeldAddresses held = held_now(config);
+    const std::vector<ServiceSpec> specs = service_specs(config, where, held);
     DatapathRuntime::Applied applied = runtime_.apply(config, specs);
     runtime_.hold_claims(served_ips(specs));
+    for (size_t i = 0; i < held.size(); i++) {
+        const std::optional<bpfnet_ip> before =
+            i < held_.size() && config.shared_addresses == config_.shared_addresses ? held_[i] : std::nullopt;
+        if (held[i] && held[i] != before)
+            log_info("shared address held here: its listed ports are steered to the backend",
+                     {{"shared_address", shared_ports_text(config.shared_addresses[i], *held[i])},
+                      {"configured_as", describe(config.shared_addresses[i])}});
+        else if (!held[i] && before)
+            log_info("shared address no longer held here: all its ports are the node's again",
+                     {{"shared_address", format_ip(*before)}, {"configured_as", describe(config.shared_addresses[i])}});
+    }
+    held_ = held;
     log_info("maps reconciled", {{"writes", std::to_string(applied.report.upserts)},
                                  {"removals", std::to_string(applied.report.removals)},
                                  {"service_ip", service_ips_text(config)},
@@ -199,23 +231,24 @@ Backend requested_backend(const nlohmann::json &request, const Config &config) {
             throw ControlFailure(Kind::InvalidArgument, "backend_set's \"delivery\" must be \"auto\" or \"route\"");
         backend.delivery = *delivery;
     }
-    if ((config.service_ip_be != 0) != (backend.ip_be != 0))
-        throw ControlFailure(Kind::InvalidArgument, config.service_ip_be != 0
-                                                        ? "backend IP: the service has an IPv4 address: give the "
-                                                          "pod's IPv4 address"
-                                                        : "backend IP: the service is IPv6 only: give the pod's "
-                                                          "IPv6 address");
-    if (config.service_ip6.has_value() != backend.ip6.has_value())
-        throw ControlFailure(Kind::InvalidArgument, config.service_ip6 ? "backend IP: the service has an IPv6 "
-                                                                         "address: give the pod's IPv6 address too"
-                                                                       : "backend IPv6: the service has no IPv6 "
-                                                                         "address");
+    const bool v4 = serves_family(config, true), v6 = serves_family(config, false);
+    if (v4 != (backend.ip_be != 0))
+        throw ControlFailure(Kind::InvalidArgument, v4 ? "backend IP: the service has an IPv4 address: give the "
+                                                         "pod's IPv4 address"
+                                                       : "backend IP: the service is IPv6 only: give the pod's "
+                                                         "IPv6 address");
+    if (v6 != backend.ip6.has_value())
+        throw ControlFailure(Kind::InvalidArgument, v6 ? "backend IP: the service has an IPv6 "
+                                                         "address: give the pod's IPv6 address too"
+                                                       : "backend IPv6: the service has no IPv6 "
+                                                         "address");
     if (backend.ip_be != 0)
         if (auto problem =
                 backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
             throw ControlFailure(Kind::InvalidArgument, "backend IP: " + *problem);
     if (backend.ip6)
-        if (auto problem = backend_ip6_problem(*backend.ip6, *config.service_ip6, config.subnet6, config.prefix6_len))
+        if (auto problem = backend_ip6_problem(*backend.ip6, config.service_ip6.value_or(bpfnet_ip{}), config.subnet6,
+                                               config.prefix6_len))
             throw ControlFailure(Kind::InvalidArgument, "backend IPv6: " + *problem);
     if (backend.veth == config.interface)
         throw ControlFailure(Kind::InvalidArgument,
@@ -300,10 +333,26 @@ void StandaloneLoader::follow_links() {
     const LinkWatch::Changes changes = links_->update();
     if (changes.carrier_changed)
         report_carrier(status_, config_.interface, links_->carrier(), kWithoutCarrier);
+    if (changes.addresses_changed)
+        follow_shared_addresses();
     if (backend_lost_)
         look_for_lost_backend(); // a new veth may be the pod's
     else if (backend_ifindex_ && changes.lost.contains(*backend_ifindex_))
         backend_lost();
+}
+
+// kube-vip or keepalived moved the VIP (or the node's address changed): the maps are written again only when
+// what the node holds changed; the backend stays where it was located.
+void StandaloneLoader::follow_shared_addresses() {
+    if (config_.shared_addresses.empty())
+        return;
+    try {
+        if (held_now(config_) == held_)
+            return;
+        apply_located(config_, backend_lost_ ? std::nullopt : located_);
+    } catch (const std::exception &e) {
+        log_error("a shared address came or went but the datapath could not follow it", {{"error", e.what()}});
+    }
 }
 
 // Steering into a veth that is down or gone delivers nothing: the backend is taken out of the datapath at

@@ -52,6 +52,10 @@ private:
     // deleted or restarting), after which its pod is steered to no more and it is looked for again each
     // second (lost_backend_timer_) and at each notification until it is found (a new veth for the same IP).
     void follow_links();
+    // The shared addresses the node holds now (sharedAddresses), read from its interfaces.
+    HeldAddresses held_now(const Config &config) const;
+    // An address came or went: the shared addresses' ports follow them (steered while held, the node's after).
+    void follow_shared_addresses();
     void backend_lost();
     void look_for_lost_backend();
 
@@ -60,10 +64,12 @@ private:
     LoaderStatus &status_;
     DatapathRuntime runtime_;
     int nic_ifindex_ = 0;
-    std::optional<LinkWatch> links_;     // from start(): the NIC's carrier (reported) and the backend's veth
-    std::optional<int> backend_ifindex_; // where the running config's backend was last located
-    bool backend_lost_ = false;          // its veth went down or away: not steered to, looked for
-    bool reload_failed_ = false;         // the file is not what runs (reload_failed); a reload clears it
+    std::optional<LinkWatch> links_;         // from start(): the NIC's carrier (reported) and the backend's veth
+    std::optional<int> backend_ifindex_;     // where the running config's backend was last located
+    std::optional<BackendLocation> located_; // where apply() last located it (none: no backend)
+    HeldAddresses held_;                     // the shared addresses held when the maps were last written
+    bool backend_lost_ = false;              // its veth went down or away: not steered to, looked for
+    bool reload_failed_ = false;             // the file is not what runs (reload_failed); a reload clears it
     std::optional<ControlServer> control_;
     UniqueFd epoll_, signals_, inotify_, lost_backend_timer_;
 };

@@ -52,4 +52,12 @@ static __always_inline int maybe_service_ip(const struct bpfnet_iface *cfg, cons
 	return in_provisioning_subnet(cfg, ip, v6) && service_ip_marked(cfg, ip);
 }
 
+/* A destination off the provisioning subnets that may be a shared address (BPFNET_SERVICE_SHARED): the node
+ * holds some, and its last byte is marked (the loader marks shared addresses with the service IPs). */
+static __always_inline int maybe_shared_address(const struct bpfnet_iface *cfg, const struct bpfnet_ip *ip,
+						const int v6)
+{
+	return cfg->shared_addresses && !in_provisioning_subnet(cfg, ip, v6) && service_ip_marked(cfg, ip);
+}
+
 #endif /* BPFNET_IFACE_H */

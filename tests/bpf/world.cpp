@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <set>
 
 namespace bpfnet::test {
 
@@ -41,19 +42,46 @@ void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t targ
 } // namespace
 
 void derive_loader_fields(DatapathMaps &maps) {
+    std::set<bpfnet_ip> shared;
     for (auto [key, service] : maps.services.entries()) {
         auto backend = maps.backends.lookup(service.backend_ip);
         service.link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
         auto ip = maps.service_ips.lookup(key.service_ip);
         const bool ranges = ip && (ip->flags & BPFNET_SERVICE_IP_SOURCE_RANGES);
-        service.flags = ranges ? BPFNET_SERVICE_SOURCE_RANGES : 0;
+        service.flags =
+            static_cast<__u8>((service.flags & BPFNET_SERVICE_SHARED) | (ranges ? BPFNET_SERVICE_SOURCE_RANGES : 0));
+        if (service.flags & BPFNET_SERVICE_SHARED)
+            shared.insert(key.service_ip);
         maps.services.update(key, service);
     }
     bpfnet_iface iface = maps.iface.lookup(0).value_or(bpfnet_iface{});
     std::fill(std::begin(iface.service_ip_marks), std::end(iface.service_ip_marks), __u8{0});
     for (const auto &[ip, entry] : maps.service_ips.entries())
         mark_service_ip(iface, ip);
+    for (const bpfnet_ip &ip : shared)
+        mark_service_ip(iface, ip);
+    iface.shared_addresses = static_cast<__u8>(shared.size());
     maps.iface.update(0, iface);
+}
+
+void add_shared_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
+                     const std::string &pod_ip) {
+    add_service(maps, kTcp, port, target_port, BPFNET_KIND_PLAIN, shared_ip, pod_ip);
+    bpfnet_service_key key{};
+    key.service_ip = key_ip(shared_ip);
+    key.port_be = htons(port);
+    key.proto = kTcp;
+    bpfnet_service service = maps.services.lookup(key).value();
+    service.flags = BPFNET_SERVICE_SHARED;
+    maps.services.update(key, service);
+    bpfnet_backend_port_key rkey{};
+    rkey.backend_ip = key_ip(pod_ip);
+    rkey.port_be = htons(target_port);
+    rkey.proto = kTcp;
+    bpfnet_backend_port reverse = maps.backend_ports.lookup(rkey).value();
+    reverse.flags = BPFNET_BACKEND_PORT_SHARED;
+    maps.backend_ports.update(rkey, reverse);
+    derive_loader_fields(maps);
 }
 
 void fill_world(DatapathMaps &maps) {

@@ -60,6 +60,10 @@ void fill_world6(DatapathMaps &maps);
 // services entry's pod link and source-ranges flag, the iface entry's service IP marks. Called after a change
 // to backends, to service IPs or to their ranges.
 void derive_loader_fields(DatapathMaps &maps);
+// A listed TCP port of a shared address (BPFNET_SERVICE_SHARED, as desired_state() writes one the node
+// holds): its services and backend_ports entries flagged, the address marked and counted in iface.
+void add_shared_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
+                     const std::string &pod_ip);
 // CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns() and of the loader's heartbeat.
 __u64 now_ns();
 

@@ -87,9 +87,31 @@ TEST(CliStatus, JsonShape) {
         R"("pod_delivery":"redirect_peer","arp_responder":"tc_egress",)"
         R"("heartbeat":{"state":"fresh","age_seconds":0.31,"timeout_seconds":5.0},)"
         R"("service_ips":[{"ip":"198.18.0.2","active":true,"answering_arp":true,"solicited_node_group":null}],)"
+        R"("shared_addresses":[],)"
         R"("backends":[{"ip":"198.18.100.2","veth":"vethpod","ifindex":3,"pod_delivery":"redirect_peer",)"
         R"("pod_hook":{"attached":true,"program":"tc_pod_ingress","program_id":43,"attach":"tcx"}}],)"
         R"("conflicts":{"seen":2,"entries":[{"service_ip":"198.18.0.2","mac":"02:00:00:00:00:66","age_seconds":1.5}]}})");
+}
+
+// A shared address: the node's, the interface holding it, each steered port and where to (none: no backend).
+TEST(CliStatus, SharedAddressSaysItIsTheNodesAndWhatIsSteered) {
+    StatusView status = sample_status();
+    status.shared_addresses = {{key_ip("192.0.2.10"),
+                                "prov0",
+                                {{"tcp", 6180, key_ip("198.18.100.2"), 6180}, {"tcp", 6385, bpfnet_ip{}, 6385}}}};
+    EXPECT_NE(rendered(print_status_table, status)
+                  .find("shared address  192.0.2.10: the node's, held on prov0 (its ARP and other ports stay the "
+                        "node's); steered: tcp/6180 to 198.18.100.2:6180, tcp/6385 to no backend here (dropped)\n"),
+              std::string::npos)
+        << rendered(print_status_table, status);
+    EXPECT_EQ(status_json(status)["shared_addresses"].dump(),
+              R"([{"ip":"192.0.2.10","held_on":"prov0","ports":[{"protocol":"tcp","port":6180,)"
+              R"("backend":"198.18.100.2:6180"},{"protocol":"tcp","port":6385,"backend":null}]}])");
+    status.shared_addresses[0].ip = key_ip("2001:db8::10");
+    status.shared_addresses[0].held_on = "";
+    EXPECT_NE(rendered(print_status_table, status)
+                  .find("2001:db8::10: the node's, held by no interface here (the loader follows) (its NDP"),
+              std::string::npos);
 }
 
 // How the loader chose the NIC, as it described itself; or why none answered.

@@ -853,5 +853,99 @@ TEST(ConfigIpv6, RouterAdvertisementsAreOffUnlessEnabledOnAnIpv6Lan) {
                          "routerAdvertisements.intervalSeconds", "between 4 and 1800"));
 }
 
+/* ---- sharedAddresses ---- */
+
+/* A node without a provisioning LAN: the ramdisk's ports on its VIP and on its own address. */
+const std::string kSharedOnly = "interface: eno1\n"
+                                "sharedAddresses:\n"
+                                "  - address: 192.0.2.10\n"
+                                "    ports:\n"
+                                "      - {name: ironic-api, protocol: tcp, port: 6385}\n"
+                                "      - {name: virtual-media, protocol: tcp, port: 6183, targetPort: 6183}\n"
+                                "  - address: node\n"
+                                "    ports:\n"
+                                "      - {name: ironic-api, protocol: tcp, port: 6385}\n"
+                                "backend:\n"
+                                "  ip: 10.244.1.7\n";
+
+TEST(ConfigShared, WithoutAProvisioningLanParsesToTheAddressesAndPorts) {
+    const Config config = parse(kSharedOnly);
+    EXPECT_EQ(config.prefix_len, 0);
+    EXPECT_EQ(config.prefix6_len, 0);
+    EXPECT_EQ(config.service_ip_be, 0u);
+    EXPECT_TRUE(config.ports.empty());
+    ASSERT_EQ(config.shared_addresses.size(), 2u);
+    EXPECT_EQ(config.shared_addresses[0].ip, parse_ip("192.0.2.10"));
+    EXPECT_EQ(config.shared_addresses[0].ports.size(), 2u);
+    EXPECT_EQ(config.shared_addresses[0].ports[1].port, 6183);
+    EXPECT_FALSE(config.shared_addresses[1].ip.has_value()) << "\"node\": resolved on the node";
+    ASSERT_TRUE(config.backend.has_value());
+    EXPECT_EQ(config.backend->ip_be, ip("10.244.1.7"));
+}
+
+TEST(ConfigShared, BesideAProvisioningLan) {
+    const Config config = parse(minimal_with("sharedAddresses:\n"
+                                             "  - address: 192.0.2.10\n"
+                                             "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\n"
+                                             "backend: {ip: 10.244.1.7}\n"));
+    EXPECT_EQ(config.service_ip_be, ip("198.18.0.2"));
+    EXPECT_EQ(config.shared_addresses.size(), 1u);
+}
+
+TEST(ConfigShared, RefusedWhereTheAddressCannotBeTheNodes) {
+    const std::string ports = "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\n";
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: 198.18.0.7\n" + ports),
+                         "sharedAddresses[0].address", "inside the provisioning subnet"));
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: 198.18.0.2\n" + ports),
+                         "sharedAddresses[0].address", "is a service address"));
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: 224.0.0.9\n" + ports),
+                         "sharedAddresses[0].address", "must be a unicast address"));
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: vip\n" + ports), "sharedAddresses[0].address",
+                         "\"node\""));
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: node\n" + ports + "  - address: node\n" + ports),
+                         "sharedAddresses[1].address", "lists node twice"));
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses: []\n"), "sharedAddresses", "must list 1 to 8"));
+}
+
+TEST(ConfigShared, OnlyPlainPortsAndTheBackendOfTheirFamily) {
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: 192.0.2.10\n"
+                                      "    ports: [{name: tftp, protocol: udp, port: 69, kind: tftp}]\n"),
+                         "sharedAddresses[0].ports[0].kind", "must be plain on a shared address"));
+    EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n  - address: 2001:db8::10\n"
+                         "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\nbackend: {ip: 10.244.1.7}\n",
+                         "backend.ip", "no IPv4 shared address): leave ip out"));
+    EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n  - address: 2001:db8::10\n"
+                         "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\nbackend: {veth: auto}\n",
+                         "backend.ipv6", "required"));
+    EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n  - address: 192.0.2.10\n"
+                         "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\nbackend: {ip: 192.0.2.10}\n",
+                         "backend.ip", "must not be the service IP"));
+    EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n  - address: 192.0.2.10\n"
+                         "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\n" +
+                             kOnePort,
+                         "ports", "a shared address's ports are listed under it"));
+    EXPECT_TRUE(Rejected("interface: eno1\n", "serviceIP", "or sharedAddresses"));
+}
+
+/* Which shared addresses the node holds: an address any interface has; "node" the NIC's own (not its /32). */
+TEST(ConfigShared, HeldAddressesFollowTheNodesInterfaces) {
+    const Config config = parse(kSharedOnly);
+    const bpfnet_ip vip = *parse_ip("192.0.2.10"), own = *parse_ip("192.0.2.21"), other = *parse_ip("10.0.0.4");
+    InterfaceAddress vip_on_nic{2, vip, 32, false}, own_on_nic{2, own, 24, false}, elsewhere{5, other, 24, false};
+    EXPECT_EQ(held_shared_addresses(config, 2, {vip_on_nic, own_on_nic}), (HeldAddresses{vip, own}));
+    EXPECT_EQ(held_shared_addresses(config, 2, {own_on_nic}), (HeldAddresses{std::nullopt, own}))
+        << "the VIP is on another node";
+    EXPECT_EQ(held_shared_addresses(config, 2, {elsewhere, vip_on_nic}), (HeldAddresses{vip, std::nullopt}))
+        << "the NIC's only address is the VIP's /32: it is the node's own address then";
+    InterfaceAddress vip_on_lo{1, vip, 32, false};
+    EXPECT_EQ(held_shared_addresses(config, 2, {vip_on_lo, own_on_nic}), (HeldAddresses{vip, own}))
+        << "a VIP on any interface (kube-vip's BGP mode puts it on lo) is held";
+    const std::vector<ServiceSpec> specs = service_specs(config, std::nullopt, {vip, own});
+    ASSERT_EQ(specs.size(), 2u);
+    EXPECT_TRUE(specs[0].shared && specs[1].shared);
+    EXPECT_EQ(specs[1].service_ip, own);
+    EXPECT_TRUE(service_specs(config, std::nullopt, {std::nullopt, std::nullopt}).empty());
+}
+
 } // namespace
 } // namespace bpfnet

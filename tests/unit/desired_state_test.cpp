@@ -235,6 +235,63 @@ TEST(DesiredState, DhcpPortMakesTheServiceIpTheRelayForBroadcasts) {
     EXPECT_EQ(iface.dhcp_max_hops, 8);
 }
 
+// A shared address (the node's VIP): its ports flagged shared both ways, no service_ips entry (its ARP and claim
+// stay the node's), marked and counted; the pod's own connections leave as the provisioning service IP, never
+// as the node's address, whichever spec comes first.
+TEST(DesiredState, SharedAddressIsListedButNeverOwned) {
+    Config config = sample_config();
+    config.shared_addresses = {SharedAddress{parse_ip("198.19.0.5"), {PortRule{"media", Protocol::Tcp, 6180, 6180}}}};
+    const bpfnet_ip vip = key_ip("198.19.0.5");
+    std::vector<ServiceSpec> specs = service_specs(config, sample_location(), {vip});
+    ASSERT_EQ(specs.size(), 2u);
+    std::swap(specs[0], specs[1]); // the shared spec first: the backend still leaves as the service IP
+    const DesiredState state = desired_state(specs);
+    EXPECT_FALSE(state.service_ips.contains(vip));
+    EXPECT_EQ(state.shared_addresses.size(), 1u);
+    bpfnet_service_key media{};
+    media.service_ip = vip;
+    media.port_be = htons(6180);
+    media.proto = BPFNET_PROTO_TCP;
+    EXPECT_EQ(state.services.at(media).flags, BPFNET_SERVICE_SHARED);
+    EXPECT_EQ(state.services.at(media).link.ifindex, 20u);
+    bpfnet_backend_port_key reverse{};
+    reverse.backend_ip = key_ip("198.18.100.2");
+    reverse.port_be = htons(6180);
+    reverse.proto = BPFNET_PROTO_TCP;
+    EXPECT_EQ(state.backend_ports.at(reverse).flags, BPFNET_BACKEND_PORT_SHARED);
+    EXPECT_EQ(state.backend_ports.at(reverse).service_ip, vip);
+    EXPECT_EQ(state.backends.at(key_ip("198.18.100.2")).service_ip, key_ip("198.18.0.2"));
+    bpfnet_iface iface{};
+    mark_service_ips(iface, state);
+    EXPECT_EQ(iface.shared_addresses, 1);
+    EXPECT_EQ(iface.service_ip_marks[5 / 8] & (1u << (5 % 8)), 1u << (5 % 8)) << "the VIP's last byte is marked";
+
+    // A shared address alone: its backend has no service IP to leave as.
+    Config shared_only = config;
+    shared_only.service_ip_be = 0;
+    EXPECT_EQ(desired_state(shared_only, sample_location(), {vip}).backends.at(key_ip("198.18.100.2")).service_ip,
+              bpfnet_ip{});
+    // Not held: nothing of it.
+    const DesiredState away = desired_state(config, sample_location(), {std::nullopt});
+    EXPECT_TRUE(away.shared_addresses.empty());
+    EXPECT_FALSE(away.services.contains(media));
+}
+
+// More shared addresses than the datapath's limit (BPFNET_MAX_SHARED_ADDRESSES) change nothing.
+TEST(DesiredState, CapacityCountsSharedAddresses) {
+    std::vector<ServiceSpec> specs;
+    for (int i = 0; i <= BPFNET_MAX_SHARED_ADDRESSES; i++) {
+        ServiceSpec spec;
+        spec.service_ip = key_ip("198.19.0." + std::to_string(i + 1));
+        spec.ports = {PortRule{"media", Protocol::Tcp, 6180, 6180}};
+        spec.shared = true;
+        specs.push_back(spec);
+    }
+    const auto problem = capacity_problem(desired_state(specs));
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_EQ(*problem, "9 shared addresses: the datapath holds 8");
+}
+
 TEST(DiffTable, OnlyChangesAreWritten) {
     Table<__be32, bpfnet_service_ip> desired{{1, {1}}, {2, {0}}, {3, {1}}};
     std::vector<std::pair<__be32, bpfnet_service_ip>> live{{1, {1}}, {2, {1}}, {4, {1}}};

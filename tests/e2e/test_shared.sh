@@ -1,0 +1,318 @@
+#!/usr/bin/env bash
+# Virtual media without a provisioning network and without an extra IP (docs/design.md, "Shared addresses"):
+# the node's NIC is on the hosts' own network with the node's address (198.18.0.20) and the control plane's
+# VIP (198.18.0.5/32, added as kube-vip and keepalived add theirs); bpfnet serves Ironic's ramdisk ports on the
+# VIP without owning it (sharedAddresses, no serviceIP, no DHCP, no TFTP). The node forwards and masquerades its
+# pods' traffic, as every CNI's node does. The walk is virtual media's: the "BMC" (the host) fetches the boot
+# ISO from the image server with a Range request, the "agent" looks itself up and heartbeats on 6385, Ironic
+# calls it back; the VIP's other ports stay the node's (a 6443 stand-in answers, an unlisted pod port is not
+# reached), its ARP is the kernel's, and the steering follows the VIP away and back in the middle of a
+# download. With `address: node` the node's own address serves the same ports.
+#
+#   usage: test_shared.sh PATH/TO/bpfnet-loader [--case KEY]... | --list   (as root; it sandboxes itself, see lib.sh)
+#   env:   E2E_KEEP_TMP    keep the temporary directory (configs, logs) for inspection
+#
+# Cases are called through run_cases (the case list), which shellcheck cannot see.
+# shellcheck disable=SC2317
+set -uo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$(realpath "$0")")/lib.sh"
+# shellcheck source=dhcp.sh
+source "$E2E_DIR/dhcp.sh"
+# shellcheck source=ironic.sh
+source "$E2E_DIR/ironic.sh"
+
+# The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
+e2e_fixture world shared_world
+e2e_fixture loader shared_loader world
+e2e_fixture enrolled ironic_enrolled loader
+e2e_case arp_is_the_nodes case_arp_is_the_nodes "the VIP's ARP is answered by the node's kernel, not the datapath" loader
+e2e_case virtual_media case_virtual_media "the BMC fetches the boot ISO from the VIP: a Range request (206) and the whole file" loader
+e2e_case source_kept case_source_kept "a listed port's pod sees the client's own address (targetPort translated)" loader
+e2e_case agent_lookup_heartbeat case_agent_lookup_heartbeat "the agent's lookup and heartbeat reach Ironic on the VIP's 6385" enrolled
+e2e_case ironic_calls_agent case_ironic_calls_agent "Ironic's call to the agent leaves through the node's routing (the CNI's masquerade)" loader
+e2e_case host_ports_stay case_host_ports_stay "the VIP's other ports are the node's: 6443 answered there, the pod's unlisted port not reached" loader
+e2e_case status_shows_shared case_status_shows_shared "bpfnetctl status: the shared address, who holds it, its steered ports" loader
+e2e_case address_moves case_address_moves "the VIP leaves mid-download (its ports the node's again), returns, and the download resumes" loader
+e2e_case node_address case_node_address "address: node: the node's own address serves the ports, the VIP no longer" loader
+
+e2e_start "$@"
+bpfnetctl_argument
+
+require_tools curl python3 busybox nft nsenter sha256sum bpftool
+
+NODE_ADDR=198.18.0.20 # the node's own address on the hosts' network
+VIP=198.18.0.5        # the control plane's VIP (kube-vip, keepalived): a /32 the node holds
+MEDIA_PORT=6180       # Ironic's virtual media / image server port (httpd in ironic-image)
+WHOAMI_PORT=7000      # a listed port whose pod server (8080) answers with the client address it saw
+ISO_BYTES=$((16 * 1024 * 1024))
+MEDIA_ROOT=""
+AGENT_PORT=9999
+
+node() { ip netns exec "$E2E_NODE" "$@"; }
+ctl() { nsenter --net="/run/netns/$E2E_NODE" "$BPFNETCTL" "$@"; }
+
+# The node's NIC as a node's is: its own address and the VIP on it, forwarding on, its pods' traffic leaving
+# masqueraded; the pod's servers (the image server, a whoami), the node's own API server stand-in on
+# 6443, and the agent's callback listener on the host.
+shared_world() {
+    topology_create
+    node ip addr add "$NODE_ADDR/24" dev "$E2E_NIC" || die "node address"
+    node ip addr add "$VIP/32" dev "$E2E_NIC" || die "VIP"
+    node sysctl -qw net.ipv4.ip_forward=1 || die "forwarding"
+    node nft -f - <<EOF || die "masquerade rule"
+table ip cni-nat {
+  chain postrouting {
+    type nat hook postrouting priority srcnat;
+    ip saddr ${E2E_POD_IP%.*}.0/24 oifname "$E2E_NIC" masquerade
+  }
+}
+EOF
+    MEDIA_ROOT=$E2E_TMP/media
+    mkdir -p "$MEDIA_ROOT"
+    random_file "$MEDIA_ROOT/boot.iso" "$ISO_BYTES"
+    chmod -R o+rX "$MEDIA_ROOT"
+    chmod o+x "$E2E_TMP"
+    bg_in_ns "$E2E_POD" "$LOGS/media.log" busybox httpd -f -vv -p "0.0.0.0:$MEDIA_PORT" -h "$MEDIA_ROOT"
+    bg_in_ns "$E2E_POD" "$LOGS/whoami.log" python3 "$E2E_DIR/addr_server.py" 0.0.0.0 8080
+    bg_in_ns "$E2E_NODE" "$LOGS/apiserver.log" python3 "$E2E_DIR/addr_server.py" 0.0.0.0 6443
+    bg_in_ns "$E2E_HOST" "$LOGS/agent.log" python3 "$E2E_DIR/addr_server.py" 0.0.0.0 "$AGENT_PORT"
+    wait_for 10 pod_listens "$MEDIA_PORT" || die "the image server does not listen"
+    wait_for 10 pod_listens 8080 || die "the whoami server does not listen"
+    log "world up: node $NODE_ADDR and VIP $VIP on $E2E_NIC, pod $E2E_POD_IP behind $E2E_VETH"
+}
+
+# write_shared_config FILE ADDRESS: no provisioning LAN, the ramdisk's ports on one shared address.
+write_shared_config() {
+    cat >"$1" <<EOF
+interface: $E2E_NIC
+pinRoot: $E2E_PIN_ROOT
+sharedAddresses:
+  - address: $2
+    ports:
+      - name: ironic-api
+        protocol: tcp
+        port: $IRONIC_PORT
+      - name: virtual-media
+        protocol: tcp
+        port: $MEDIA_PORT
+      - name: whoami
+        protocol: tcp
+        port: $WHOAMI_PORT
+        targetPort: 8080
+backend:
+  ip: $E2E_POD_IP
+EOF
+}
+
+shared_loader() {
+    write_shared_config "$CONFIG" "$VIP"
+    loader_start "$CONFIG" "$LOGS/loader.log" || die "loader: $E2E_REASON"
+    wait_for 10 grep -q "shared address held here" "$LOGS/loader.log" || die "the loader did not take the VIP as held"
+}
+
+# Ironic in the pod (only the agent's case needs it: each case alone starts what it needs).
+ironic_enrolled() {
+    ironic_start "$E2E_POD" "$E2E_TMP/ironic" || die "Ironic: $E2E_REASON"
+    ironic_wait 40 || die "Ironic: $E2E_REASON"
+    ironic_create_node "$E2E_HOST_MAC" vmedia-host || die "enrol: $E2E_REASON"
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Cases
+
+case_arp_is_the_nodes() {
+    local mac before
+    before=$(counter arp_reply) || { E2E_REASON="no counters"; return 1; }
+    host ip neigh flush dev eth0
+    host curl -s -o /dev/null --max-time 5 "http://$VIP:$MEDIA_PORT/" || true
+    mac=$(host ip neigh show "$VIP" dev eth0 | awk '{print $3}')
+    if [ "$mac" != "$E2E_NIC_MAC" ]; then
+        E2E_REASON="the host resolved $VIP to '$mac', want the node's NIC $E2E_NIC_MAC"
+        return 1
+    fi
+    if [ "$(counter arp_reply)" != "$before" ]; then
+        E2E_REASON="the datapath answered ARP (arp_reply $before -> $(counter arp_reply)): the VIP is the node's"
+        return 1
+    fi
+}
+
+case_virtual_media() {
+    local part=$E2E_TMP/part full=$E2E_TMP/full.iso code
+    code=$(host curl -sS --max-time 20 -r 1048576-2097151 -o "$part" -w '%{http_code}' "http://$VIP:$MEDIA_PORT/boot.iso")
+    if [ "$code" != 206 ] || ! cmp -s "$part" <(tail -c +1048577 "$MEDIA_ROOT/boot.iso" | head -c 1048576); then
+        E2E_REASON="Range GET through $VIP answered HTTP $code, or other bytes ($(stat -c %s "$part" 2>/dev/null) bytes)"
+        return 1
+    fi
+    host curl -sSf --max-time 60 -o "$full" "http://$VIP:$MEDIA_PORT/boot.iso" || {
+        E2E_REASON="GET of the ISO through $VIP failed"
+        return 1
+    }
+    same_iso "$full" || { E2E_REASON="the ISO fetched through $VIP differs from the server's"; return 1; }
+}
+
+same_iso() { [ "$(sha256sum <"$1")" = "$(sha256sum <"$MEDIA_ROOT/boot.iso")" ]; }
+
+case_source_kept() {
+    local saw
+    saw=$(host curl -sS --max-time 5 "http://$VIP:$WHOAMI_PORT/") || {
+        E2E_REASON="$VIP:$WHOAMI_PORT did not answer"
+        return 1
+    }
+    if [ "$saw" != "$E2E_HOST_IP" ]; then
+        E2E_REASON="the pod saw the call from '$saw', want the host's own $E2E_HOST_IP"
+        return 1
+    fi
+}
+
+AGENT_NODE=""
+AGENT_TOKEN=""
+case_agent_lookup_heartbeat() {
+    local body code
+    body=$(host curl -sS --max-time 10 -H "X-OpenStack-Ironic-API-Version: $IRONIC_API_VERSION" \
+        "http://$VIP:$IRONIC_PORT/v1/lookup?addresses=$E2E_HOST_MAC") || {
+        E2E_REASON="lookup through $VIP failed"
+        return 1
+    }
+    AGENT_NODE=$(json_get node.uuid <<<"$body" 2>/dev/null)
+    AGENT_TOKEN=$(json_get config.agent_token <<<"$body" 2>/dev/null)
+    if [ "$AGENT_NODE" != "$IRONIC_NODE_UUID" ] || [ -z "$AGENT_TOKEN" ]; then
+        E2E_REASON="lookup answered node '$AGENT_NODE': ${body:0:200}"
+        return 1
+    fi
+    code=$(host curl -sS --max-time 10 -o /dev/null -w '%{http_code}' -X POST \
+        -H "X-OpenStack-Ironic-API-Version: $IRONIC_API_VERSION" -H 'Content-Type: application/json' \
+        -d "{\"callback_url\": \"http://$E2E_HOST_IP:$AGENT_PORT\", \"agent_token\": \"$AGENT_TOKEN\", \"agent_version\": \"9.0.0\"}" \
+        "http://$VIP:$IRONIC_PORT/v1/heartbeat/$AGENT_NODE")
+    if [ "$code" != 202 ]; then
+        E2E_REASON="heartbeat through $VIP answered HTTP $code, want 202"
+        return 1
+    fi
+}
+
+# With fake hardware the conductor does not call the agent itself; the pod's curl stands in for it. The call
+# is the pod's own: the node routes and masquerades it (bpfnet never speaks for the node's addresses).
+case_ironic_calls_agent() {
+    local saw
+    saw=$(pod curl -sS --max-time 10 "http://$E2E_HOST_IP:$AGENT_PORT/") || {
+        E2E_REASON="the pod could not reach the agent at $E2E_HOST_IP:$AGENT_PORT"
+        return 1
+    }
+    if [ "$saw" != "$NODE_ADDR" ]; then
+        E2E_REASON="the agent saw the call from '$saw', want the node's address $NODE_ADDR (masqueraded)"
+        return 1
+    fi
+}
+
+case_host_ports_stay() {
+    local saw requests
+    saw=$(host curl -sS --max-time 5 "http://$VIP:6443/") || {
+        E2E_REASON="the node's own 6443 on $VIP did not answer"
+        return 1
+    }
+    if [ "$saw" != "$E2E_HOST_IP" ]; then
+        E2E_REASON="the node's 6443 saw '$saw', want $E2E_HOST_IP"
+        return 1
+    fi
+    requests=$(grep -c 'GET' "$LOGS/whoami.log" || true)
+    if host curl -s -o /dev/null --max-time 3 "http://$VIP:8080/"; then
+        E2E_REASON="$VIP:8080 (not listed) answered"
+        return 1
+    fi
+    if [ "$(grep -c 'GET' "$LOGS/whoami.log" || true)" != "$requests" ]; then
+        E2E_REASON="a request to $VIP:8080 (not listed) reached the pod"
+        return 1
+    fi
+}
+
+case_status_shows_shared() {
+    local text json
+    text=$(ctl status 2>&1) || { E2E_REASON="bpfnetctl status failed: $text"; return 1; }
+    local want="shared address .*$VIP: the node's, held on $E2E_NIC .*tcp/$MEDIA_PORT to $E2E_POD_IP:$MEDIA_PORT, tcp/$IRONIC_PORT to $E2E_POD_IP:$IRONIC_PORT, tcp/$WHOAMI_PORT to $E2E_POD_IP:8080"
+    grep -qE "$want" <<<"$text" || { E2E_REASON="status lacks the shared address line: $(grep -i shared <<<"$text")"; return 1; }
+    json=$(ctl -o json status) || { E2E_REASON="bpfnetctl -o json status failed"; return 1; }
+    python3 -c "$SHARED_STATUS_PY" "$VIP" "$E2E_NIC" <<<"$json" || {
+        E2E_REASON="status JSON: shared_addresses wrong: $json"
+        return 1
+    }
+}
+
+# The status JSON's shared_addresses: the VIP alone, held on the NIC, its three ports; no service IP of it.
+SHARED_STATUS_PY='
+import json, sys
+status = json.load(sys.stdin)
+shared = status["shared_addresses"]
+assert [s["ip"] for s in shared] == [sys.argv[1]], shared
+assert shared[0]["held_on"] == sys.argv[2], shared
+assert {(p["protocol"], p["port"]) for p in shared[0]["ports"]} == {("tcp", 6385), ("tcp", 6180), ("tcp", 7000)}, shared
+assert all(s["ip"] != sys.argv[1] for s in status["service_ips"]), status["service_ips"]
+'
+
+# shared_steered: the datapath lists the VIP's ports (bpfnetctl status shows it as a shared address).
+shared_steered() { ctl -o json status 2>/dev/null | grep -q "\"ip\": *\"$VIP\""; }
+
+# kube-vip moving the VIP to another control-plane node, as this node sees it: the address leaves (the BMC's
+# download in flight is cut off, as the new holder resets it), its ports are the node's again and no longer
+# answered; it comes back, and the BMC's next request, a Range request from where it stopped, completes.
+case_address_moves() {
+    local dl=$E2E_TMP/moving.iso pid got
+    rm -f "$dl"
+    host curl -sS --max-time 60 --limit-rate 1M -o "$dl" "http://$VIP:$MEDIA_PORT/boot.iso" 2>"$LOGS/moving.err" &
+    pid=$!
+    wait_for 10 test -s "$dl" || { E2E_REASON="the download did not start"; return 1; }
+    node ip addr del "$VIP/32" dev "$E2E_NIC"
+    wait_for 5 grep -q "shared address no longer held here" "$LOGS/loader.log" || {
+        E2E_REASON="the loader did not follow the VIP away"
+        return 1
+    }
+    if shared_steered; then
+        E2E_REASON="the VIP's ports are still listed after it left the node"
+        return 1
+    fi
+    if host curl -s -o /dev/null --max-time 2 -r 0-0 "http://$VIP:$MEDIA_PORT/boot.iso"; then
+        E2E_REASON="a new request to $VIP:$MEDIA_PORT was answered while the node did not hold it"
+        return 1
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    got=$(stat -c %s "$dl")
+    if [ "$got" -ge "$ISO_BYTES" ]; then
+        E2E_REASON="the download had ended ($got bytes) before the VIP left: nothing was cut off"
+        return 1
+    fi
+    node ip addr add "$VIP/32" dev "$E2E_NIC"
+    wait_for 5 shared_steered || { E2E_REASON="the VIP's ports were not listed again when it came back"; return 1; }
+    host curl -sS --max-time 60 -C - -o "$dl" "http://$VIP:$MEDIA_PORT/boot.iso" 2>>"$LOGS/moving.err" || {
+        E2E_REASON="the download did not resume through $VIP: $(tail -c 300 "$LOGS/moving.err")"
+        return 1
+    }
+    same_iso "$dl" || { E2E_REASON="the resumed ISO differs from the server's"; return 1; }
+    log "the VIP left after $got of $ISO_BYTES bytes, came back, and a Range request fetched the rest"
+}
+
+case_node_address() {
+    local next=$E2E_TMP/conf/node.yaml reloads saw
+    reloads=$(loader_reloads)
+    write_shared_config "$next" node
+    replace_file "$next" "$CONFIG"
+    wait_for 10 loader_reloaded_since "$reloads" || { E2E_REASON="the loader did not reload"; return 1; }
+    wait_for 5 grep -q "shared address held here.*$NODE_ADDR" "$LOGS/loader.log" || {
+        E2E_REASON="the node's address is not held: $(grep -m1 'shared address' "$LOGS/loader.log")"
+        return 1
+    }
+    saw=$(host curl -sS --max-time 5 "http://$NODE_ADDR:$WHOAMI_PORT/") || {
+        E2E_REASON="$NODE_ADDR:$WHOAMI_PORT did not answer"
+        return 1
+    }
+    [ "$saw" = "$E2E_HOST_IP" ] || { E2E_REASON="the pod saw '$saw' through $NODE_ADDR"; return 1; }
+    saw=$(host curl -sS --max-time 5 "http://$NODE_ADDR:6443/") || { E2E_REASON="the node's 6443 on its address did not answer"; return 1; }
+    if host curl -s -o /dev/null --max-time 3 "http://$VIP:$WHOAMI_PORT/"; then
+        E2E_REASON="$VIP:$WHOAMI_PORT still steered after the config named the node's address"
+        return 1
+    fi
+}
+
+run_cases
+
+finish
