@@ -255,12 +255,20 @@ shared_steered() { ctl -o json status 2>/dev/null | grep -q "\"ip\": *\"$VIP\"";
 # kube-vip moving the VIP to another control-plane node, as this node sees it: the address leaves (the BMC's
 # download in flight is cut off, as the new holder resets it), its ports are the node's again and no longer
 # answered; it comes back, and the BMC's next request, a Range request from where it stopped, completes.
+# loader_logged_ms TEXT: the time (epoch ms) of the loader's last log line holding TEXT.
+loader_logged_ms() {
+    grep "$1" "$LOGS/loader.log" | tail -n1 | sed -E 's/^ts=([^ ]+) .*/\1/' |
+        python3 -c 'import datetime, sys; t = sys.stdin.read().strip().replace("Z", "+00:00"); print(round(datetime.datetime.fromisoformat(t).timestamp() * 1000))'
+}
+
 case_address_moves() {
     local dl=$E2E_TMP/moving.iso pid got
     rm -f "$dl"
     host curl -sS --max-time 60 --limit-rate 1M -o "$dl" "http://$VIP:$MEDIA_PORT/boot.iso" 2>"$LOGS/moving.err" &
     pid=$!
     wait_for 10 test -s "$dl" || { E2E_REASON="the download did not start"; return 1; }
+    local left_ms came_ms
+    left_ms=$(date +%s%3N)
     node ip addr del "$VIP/32" dev "$E2E_NIC"
     wait_for 5 grep -q "shared address no longer held here" "$LOGS/loader.log" || {
         E2E_REASON="the loader did not follow the VIP away"
@@ -281,8 +289,10 @@ case_address_moves() {
         E2E_REASON="the download had ended ($got bytes) before the VIP left: nothing was cut off"
         return 1
     fi
+    came_ms=$(date +%s%3N)
     node ip addr add "$VIP/32" dev "$E2E_NIC"
     wait_for 5 shared_steered || { E2E_REASON="the VIP's ports were not listed again when it came back"; return 1; }
+    log "the loader followed the VIP away in $(($(loader_logged_ms "no longer held here") - left_ms)) ms and back in $(($(loader_logged_ms "shared address held here") - came_ms)) ms (its log's times)"
     host curl -sS --max-time 60 -C - -o "$dl" "http://$VIP:$MEDIA_PORT/boot.iso" 2>>"$LOGS/moving.err" || {
         E2E_REASON="the download did not resume through $VIP: $(tail -c 300 "$LOGS/moving.err")"
         return 1
