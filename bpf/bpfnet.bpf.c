@@ -1003,10 +1003,11 @@ static __always_inline int tc_from_pod(struct __sk_buff *skb, const struct bpfne
 
 /*
  * A packet at TC ingress on a backend's veth that may answer on a shared address, either family: a reply
- * from a shared address's listed port (its backend_ports entry says so) is SNATed to the shared address and
- * handed to the node's routing and neighbour table on the way out of the NIC (bpf_redirect_neigh: the
- * client may be behind a router, and its MAC was never learned); anything else is the CNI's
- * (BPFNET_TC_NEXT), the pod's own connections included.
+ * from a shared address's listed port (its backend_ports entry says so) that the node routes out of the NIC
+ * is SNATed to the shared address and handed to the node's routing and neighbour table on the way out
+ * (bpf_redirect_neigh: the client may be behind a router, and its MAC was never learned); anything else is
+ * the CNI's (BPFNET_TC_NEXT): the pod's own connections, and the same port's answers to the cluster's own
+ * clients (another pod through the ClusterIP Service, the node's kubelet), which never came through the NIC.
  */
 static __always_inline int tc_pod_to_shared(struct __sk_buff *skb, const struct bpfnet_iface *cfg,
 					    const int v6)
@@ -1024,7 +1025,8 @@ static __always_inline int tc_pod_to_shared(struct __sk_buff *skb, const struct 
 	struct bpfnet_backend_port_key bkey = {
 		.backend_ip = a.saddr, .port_be = pkt.sport, .proto = pkt.proto};
 	struct bpfnet_backend_port *listed = bpf_map_lookup_elem(&backend_ports, &bkey);
-	if (!listed || !(listed->flags & BPFNET_BACKEND_PORT_SHARED))
+	if (!listed || !(listed->flags & BPFNET_BACKEND_PORT_SHARED) ||
+	    !routed_out_of_nic(skb, cfg->nic_ifindex))
 		return BPFNET_TC_NEXT;
 	trace_begin(BPFNET_HOOK_TC_POD_INGRESS);
 	trace_addresses(&a.saddr, &a.daddr, l3_proto(l3, v6), eth->h_source);

@@ -288,7 +288,9 @@ DatapathRuntime::Applied DatapathRuntime::apply_locked(const std::vector<Service
     for (const auto &[ip, entry] : maps.service_ips.entries())
         mark_service_ip(during, ip);
     auto current = maps.iface.lookup(0);
-    if (current) // shared addresses on their way out stay looked up until their ports are gone
+    // The count only gates the lookups (any shared address: look them up); a shared address on its way out
+    // loses its mark at once, so its packets are the node's a moment before its ports go.
+    if (current)
         during.shared_addresses = std::max(during.shared_addresses, current->shared_addresses);
     if (!current || !bytewise_equal(*current, during))
         maps.iface.update(0, during);

@@ -385,6 +385,7 @@ std::vector<InterfaceAddress> dump_addresses(std::optional<int> netnsid, bool ip
         InterfaceAddress address{static_cast<int>(reply.ifa_index), bpfnet_ip{}};
         address.prefix_len = reply.ifa_prefixlen;
         address.secondary = (reply.ifa_flags & IFA_F_SECONDARY) != 0;
+        address.tentative = (reply.ifa_flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED)) != 0;
         if (reply.ifa_family == AF_INET && bytes.size() == 4) {
             uint32_t ip_be = 0;
             std::memcpy(&ip_be, bytes.data(), sizeof(ip_be));

@@ -51,6 +51,7 @@ struct InterfaceAddress {
     bpfnet_ip ip;
     uint8_t prefix_len = 0;
     bool secondary = false; // IFA_F_SECONDARY: an IPv4 address inside the subnet of a primary one
+    bool tentative = false; // IPv6: still in duplicate address detection, or failed it (not the interface's)
 };
 // The IPv4 (or IPv6) addresses of the namespace this one calls netnsid (an RTM_GETADDR dump with
 // IFA_TARGET_NETNSID, kernel >= 4.20; the caller needs CAP_NET_ADMIN over that namespace). Empty when the

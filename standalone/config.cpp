@@ -544,6 +544,44 @@ std::vector<PortRule> read_shared_ports(const Field &field) {
     return rules;
 }
 
+/*
+ * The pod's replies are told apart by its port alone (the reverse table's key): a pod port of one family serves
+ * the service address or one shared address of that family, never two of them. "node" is IPv4.
+ */
+void check_target_ports_apart(const Field &field, const std::vector<SharedAddress> &list, const Config &config) {
+    struct Owner {
+        bool v4;
+        std::string name; // "ports[0]" or "sharedAddresses[1].ports[0]"
+    };
+    std::map<std::pair<Protocol, uint16_t>, std::vector<Owner>> owners;
+    for (size_t i = 0; i < config.ports.size(); i++) {
+        const PortRule &rule = config.ports[i];
+        if (config.service_ip_be != 0 && rule.kind != PortKind::Dhcp6)
+            owners[{rule.protocol, rule.target_port}].push_back({true, "ports[" + std::to_string(i) + "]"});
+        if (config.service_ip6 && rule.kind != PortKind::Dhcp)
+            owners[{rule.protocol, rule.target_port}].push_back({false, "ports[" + std::to_string(i) + "]"});
+    }
+    for (size_t i = 0; i < list.size(); i++) {
+        const bool v4 = !list[i].ip || is_v4(*list[i].ip);
+        const Field ports = Mapping(field.item(i), {"address", "ports"}).require("ports");
+        for (size_t j = 0; j < list[i].ports.size(); j++) {
+            const PortRule &rule = list[i].ports[j];
+            auto &seen = owners[{rule.protocol, rule.target_port}];
+            for (const Owner &owner : seen) {
+                if (owner.v4 != v4)
+                    continue;
+                const Mapping entry(ports.item(j), {"name", "protocol", "port", "targetPort", "kind"});
+                entry.locate(entry.find("targetPort") ? "targetPort" : "port")
+                    .fail(to_string(rule.protocol) + " " + std::to_string(rule.target_port) +
+                          " is already the pod port of " + owner.name +
+                          ": the pod's replies are told apart by its port, so a pod port serves one address of a "
+                          "family");
+            }
+            seen.push_back({v4, field.path + "[" + std::to_string(i) + "].ports[" + std::to_string(j) + "]"});
+        }
+    }
+}
+
 /* sharedAddresses (docs/config.md): at most BPFNET_MAX_SHARED_ADDRESSES, each once. */
 std::vector<SharedAddress> read_shared_addresses(const Field &field, const Config &config) {
     if (!field.node.IsSequence())
@@ -573,12 +611,11 @@ Backend read_backend(const Field &field, const Config &config) {
     if (serves_family(config, true)) {
         const Field ip = section.require("ip");
         backend.ip_be = read_ipv4(ip);
-        std::vector<uint32_t> not_the_pod{config.service_ip_be};
-        for (const SharedAddress &shared : config.shared_addresses)
-            if (shared.ip && is_v4(*shared.ip))
-                not_the_pod.push_back(v4_of(*shared.ip));
-        if (const auto problem = backend_ip_problem(backend.ip_be, not_the_pod, config.subnet_be, config.prefix_len))
+        if (const auto problem =
+                backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
             ip.fail(*problem);
+        if (const auto shared = shared_address_problem(ip_from_v4(backend.ip_be), config))
+            ip.fail(*shared);
     } else if (section.find("ip")) {
         section.locate("ip").fail("the service has no IPv4 address (no serviceIP, no IPv4 shared address): leave "
                                   "ip out");
@@ -590,10 +627,8 @@ Backend read_backend(const Field &field, const Config &config) {
                                                  config.prefix6_len);
         if (problem)
             ip6.fail(*problem);
-        for (const SharedAddress &shared : config.shared_addresses)
-            if (shared.ip && *shared.ip == *backend.ip6)
-                ip6.fail("must not be the shared address " + format_ip(*shared.ip) +
-                         ": it is the pod's own address on the pod network");
+        if (const auto shared = shared_address_problem(*backend.ip6, config))
+            ip6.fail(*shared);
     } else if (section.find("ipv6")) {
         section.locate("ipv6").fail("the service has no IPv6 address (no serviceIPv6, no IPv6 shared address): "
                                     "leave ipv6 out");
@@ -686,14 +721,16 @@ Config read_config(const Field &root) {
     read_node_settings(root, document, config);
     read_service_addresses(document, config);
     check_relays_are_not_service_ips(root, config);
-    if (const auto shared = document.find("sharedAddresses"))
-        config.shared_addresses = read_shared_addresses(*shared, config);
     if (config.service_ip_be != 0 || config.service_ip6) {
         config.ports = read_ports(document.require("ports"));
         check_relay_families(document.require("ports"), config);
     } else if (document.find("ports")) {
         document.locate("ports").fail("lists the ports of the service addresses, and there is none (no serviceIP, "
                                       "no serviceIPv6): a shared address's ports are listed under it");
+    }
+    if (const auto shared = document.find("sharedAddresses")) {
+        config.shared_addresses = read_shared_addresses(*shared, config);
+        check_target_ports_apart(*shared, config.shared_addresses, config);
     }
     if (const auto backend = document.find("backend"))
         config.backend = read_backend(*backend, config);
@@ -755,6 +792,15 @@ std::string error_message(std::string_view source, std::optional<int> line, std:
 }
 
 } // namespace
+
+std::optional<std::string> shared_address_problem(const bpfnet_ip &pod, const Config &config) {
+    for (const SharedAddress &shared : config.shared_addresses)
+        if (shared.ip && *shared.ip == pod)
+            return "must not be the shared address " + format_ip(pod) +
+                   ": it is the pod's own address on the pod "
+                   "network";
+    return std::nullopt;
+}
 
 bool serves_family(const Config &config, bool v4) {
     if (v4 ? config.service_ip_be != 0 : config.service_ip6.has_value())

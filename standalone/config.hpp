@@ -53,6 +53,8 @@ struct Config : NodeSettings {
 using HeldAddresses = std::vector<std::optional<bpfnet_ip>>;
 HeldAddresses held_shared_addresses(const Config &config, int nic_ifindex,
                                     const std::vector<InterfaceAddress> &addresses);
+/* The pod address is one of the config's shared addresses (why, in words); nullopt when it is none. */
+std::optional<std::string> shared_address_problem(const bpfnet_ip &pod, const Config &config);
 /* Whether the service or a shared address has an address of the family: the backend needs one of it. */
 bool serves_family(const Config &config, bool v4);
 /* "198.18.0.5" or "node", for logs and errors. */

@@ -18,9 +18,14 @@ std::optional<bpfnet_ip> node_address(const Config &config, int nic_ifindex,
         return std::any_of(config.shared_addresses.begin(), config.shared_addresses.end(),
                            [&ip](const SharedAddress &shared) { return shared.ip == ip; });
     };
+    // An address of the provisioning subnet is the datapath's to own: never the node's shared one.
+    auto provisioning = [&config](const bpfnet_ip &ip) {
+        return config.prefix_len != 0 && in_prefix(v4_of(ip), config.subnet_be, config.prefix_len);
+    };
     std::optional<bpfnet_ip> first;
     for (const InterfaceAddress &address : addresses) {
-        if (address.ifindex != nic_ifindex || !is_v4(address.ip) || address.secondary || configured(address.ip))
+        if (address.ifindex != nic_ifindex || !is_v4(address.ip) || address.secondary || configured(address.ip) ||
+            provisioning(address.ip))
             continue;
         if (address.prefix_len < 32)
             return address.ip;
@@ -61,7 +66,7 @@ HeldAddresses held_shared_addresses(const Config &config, int nic_ifindex,
             continue;
         }
         const bool present = std::any_of(addresses.begin(), addresses.end(),
-                                         [&](const InterfaceAddress &a) { return a.ip == *shared.ip; });
+                                         [&](const InterfaceAddress &a) { return a.ip == *shared.ip && !a.tentative; });
         held.push_back(present ? shared.ip : std::nullopt);
     }
     return held;

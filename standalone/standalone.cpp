@@ -105,8 +105,10 @@ void StandaloneLoader::start() {
     claim();
     runtime_.attach();
     lost_backend_timer_ = loop::make_timer();
+    // Subscribed before the first apply reads the node's addresses: a shared address coming or going in between
+    // is in the notifications.
+    links_.emplace(nic_ifindex_, true);
     apply(config_);
-    links_.emplace(nic_ifindex_, true); // the addresses too: the shared addresses follow them
     report_carrier(status_, config_.interface, links_->carrier(), kWithoutCarrier, true);
 }
 
@@ -242,14 +244,20 @@ Backend requested_backend(const nlohmann::json &request, const Config &config) {
                                                          "address: give the pod's IPv6 address too"
                                                        : "backend IPv6: the service has no IPv6 "
                                                          "address");
-    if (backend.ip_be != 0)
+    if (backend.ip_be != 0) {
         if (auto problem =
                 backend_ip_problem(backend.ip_be, {config.service_ip_be}, config.subnet_be, config.prefix_len))
             throw ControlFailure(Kind::InvalidArgument, "backend IP: " + *problem);
-    if (backend.ip6)
+        if (auto problem = shared_address_problem(ip_from_v4(backend.ip_be), config))
+            throw ControlFailure(Kind::InvalidArgument, "backend IP: " + *problem);
+    }
+    if (backend.ip6) {
         if (auto problem = backend_ip6_problem(*backend.ip6, config.service_ip6.value_or(bpfnet_ip{}), config.subnet6,
                                                config.prefix6_len))
             throw ControlFailure(Kind::InvalidArgument, "backend IPv6: " + *problem);
+        if (auto problem = shared_address_problem(*backend.ip6, config))
+            throw ControlFailure(Kind::InvalidArgument, "backend IPv6: " + *problem);
+    }
     if (backend.veth == config.interface)
         throw ControlFailure(Kind::InvalidArgument,
                              "veth: must be the pod's veth, not the provisioning interface " + config.interface);
@@ -351,7 +359,9 @@ void StandaloneLoader::follow_shared_addresses() {
             return;
         apply_located(config_, backend_lost_ ? std::nullopt : located_);
     } catch (const std::exception &e) {
+        // Tried again at the next address notification, SIGHUP or file change.
         log_error("a shared address came or went but the datapath could not follow it", {{"error", e.what()}});
+        reload_failed(std::string("shared addresses not followed: ") + e.what());
     }
 }
 

@@ -36,7 +36,8 @@ static __always_inline int fib_params_of(struct __sk_buff *skb, struct bpf_fib_l
 
 	if ((void *)(eth + 1) > data_end)
 		return -1;
-	/* The interface the packet came in by: the NIC (the routing sees it as forwarded from there). */
+	/* The interface the packet came in by (the NIC, or the pod's veth): the routing sees it as forwarded
+	 * from there. */
 	fib->ifindex = skb->ingress_ifindex ? skb->ingress_ifindex : skb->ifindex;
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = (void *)(eth + 1);
@@ -111,6 +112,25 @@ static __noinline int deliver_by_route(struct __sk_buff *skb)
 		count(BPFNET_CTR_ROUTE_TO_STACK);
 		return BPFNET_TC_NEXT;
 	}
+}
+
+/*
+ * Whether the node routes the packet, as it is, out of the NIC (the route's device, its next hop resolved or
+ * not): to a host of the LAN or behind its routers, not to another pod, the node itself or a tunnel. Asked
+ * for a packet the pod sends from a shared address's listed port (tc_pod_to_shared): only the answers to
+ * clients that came in through the NIC are the shared address's; the same port answers the cluster's own
+ * clients (the ClusterIP Service, kubelet's probes) the CNI's way. A lookup as the kernel forwards the pod's
+ * packets (from its veth), so forwarding off there answers no route.
+ */
+static __noinline int routed_out_of_nic(struct __sk_buff *skb, __u32 nic_ifindex)
+{
+	struct bpf_fib_lookup fib = {};
+
+	if (fib_params_of(skb, &fib))
+		return 0;
+	long found = bpf_fib_lookup(skb, &fib, sizeof(fib), 0);
+	return (found == BPF_FIB_LKUP_RET_SUCCESS || found == BPF_FIB_LKUP_RET_NO_NEIGH) &&
+	       fib.ifindex == nic_ifindex;
 }
 
 /* Into the backend pod (ifindex, flags: its pod link's or backends entry's): through the node's routing when

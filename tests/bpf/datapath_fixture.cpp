@@ -1,5 +1,7 @@
 #include "datapath_fixture.hpp"
 
+#include "shell.hpp"
+
 #include "core/desired_state.hpp"
 
 #include "bpfnet.skel.h"
@@ -8,10 +10,13 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace bpfnet::test {
 
@@ -61,6 +66,22 @@ void DatapathTest::TearDown() {
     events_.reset();
     maps_.reset();
     skel_ = nullptr;
+}
+
+void DatapathTest::in_own_namespace(const std::string &node, const std::function<std::string()> &check) {
+    GTEST_FLAG_SET(death_test_style, "fast");
+    EXPECT_EXIT(
+        {
+            if (unshare(CLONE_NEWNET) != 0 || run_bash("set -e; " + node) != 0) {
+                std::fprintf(stderr, "cannot make the node's namespace\n");
+                std::_Exit(2);
+            }
+            const std::string problem = check();
+            if (!problem.empty())
+                std::fprintf(stderr, "%s\n", problem.c_str());
+            std::_Exit(problem.empty() ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "");
 }
 
 RunResult DatapathTest::run(Program program, const Bytes &frame) {

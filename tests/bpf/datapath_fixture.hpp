@@ -8,9 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 struct bpfnet_bpf;
@@ -59,6 +61,11 @@ protected:
 
     RunResult run(Program program, const Bytes &frame);
     std::vector<__u64> counters();
+    // Runs check in a child (gtest's death-test fork) in a network namespace of its own, made by `node` (shell
+    // commands making the node's links, routes and sysctls there), for the cases that read the node's routing
+    // (bpf_fib_lookup): nothing of the machine's routing is read or changed. check returns what went wrong,
+    // empty when nothing did; the case fails with it.
+    void in_own_namespace(const std::string &node, const std::function<std::string()> &check);
     std::vector<bpfnet_event> drain_events();
 
     bpfnet_bpf *skel_ = nullptr; // loaded once per process (loaded_datapath.hpp), maps reset per case

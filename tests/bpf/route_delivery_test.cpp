@@ -7,13 +7,8 @@
 // ARP.
 #include "maps/layout.hpp"
 #include "packet6.hpp"
-#include "shell.hpp"
 #include "table.hpp"
 
-#include <sched.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <string>
 
@@ -35,23 +30,12 @@ protected:
         derive_loader_fields(*maps_);
     }
 
-    // Runs check in a child in a network namespace of its own, after `node` (shell commands making the node's
-    // routing there); check returns what went wrong, empty when nothing did.
-    void in_own_namespace(const std::string &node, const std::function<std::string()> &check) {
-        GTEST_FLAG_SET(death_test_style, "fast");
-        EXPECT_EXIT(
-            {
-                if (unshare(CLONE_NEWNET) != 0 || run_bash("set -e; " + node) != 0) {
-                    std::fprintf(stderr, "cannot make the node's namespace\n");
-                    std::_Exit(2);
-                }
-                deliver_by_route();
-                const std::string problem = check();
-                if (!problem.empty())
-                    std::fprintf(stderr, "%s\n", problem.c_str());
-                std::_Exit(problem.empty() ? 0 : 1);
-            },
-            ::testing::ExitedWithCode(0), "");
+    // check in a namespace of its own made by `node`, the world's backend delivered through the node's routing.
+    void routed(const std::string &node, const std::function<std::string()> &check) {
+        in_own_namespace(node, [this, &check] {
+            deliver_by_route();
+            return check();
+        });
     }
 
     // What a run left that the case did not expect, in words; empty when it is all as expected. counted: each
@@ -97,7 +81,7 @@ const std::string kResolvedPod =
 // With a route and a resolved next hop: the frame gets the MACs the FIB gives (the pod's, the node's end of the
 // veth: here the world's pod and veth MACs) and leaves by the route's device.
 TEST_F(RouteDeliveryTest, ResolvedNextHopIsAddressedByTheFibAndRedirected) {
-    in_own_namespace(kResolvedPod, [this] {
+    routed(kResolvedPod, [this] {
         return expect_run(Program::TcNic, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 80})), kTcRedirect,
                           into_pod(Packet::tcp({host_ip, 40000}, {pod_ip, 8080})), {BPFNET_CTR_DNAT_SERVICE},
                           {BPFNET_CTR_ROUTE_TO_STACK, BPFNET_CTR_DROP_NO_ROUTE});
@@ -107,26 +91,24 @@ TEST_F(RouteDeliveryTest, ResolvedNextHopIsAddressedByTheFibAndRedirected) {
 // Forwarding off: the kernel would drop the rewritten packet without a word, so the datapath drops it and says
 // why, and counts it as no steering.
 TEST_F(RouteDeliveryTest, ForwardingOffIsDroppedAndCounted) {
-    in_own_namespace(
-        "ip link set lo up; sysctl -qw net.ipv4.conf.all.forwarding=0 net.ipv4.conf.lo.forwarding=0", [this] {
-            return expect_run(Program::TcNic, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385})), kTcShot,
-                              std::nullopt, {BPFNET_CTR_DROP_NO_ROUTE}, {BPFNET_CTR_DNAT_SERVICE});
-        });
+    routed("ip link set lo up; sysctl -qw net.ipv4.conf.all.forwarding=0 net.ipv4.conf.lo.forwarding=0", [this] {
+        return expect_run(Program::TcNic, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385})), kTcShot,
+                          std::nullopt, {BPFNET_CTR_DROP_NO_ROUTE}, {BPFNET_CTR_DNAT_SERVICE});
+    });
 }
 
 TEST_F(RouteDeliveryTest, ForwardingOffIsDroppedAndCountedIpv6) {
-    in_own_namespace(
-        "ip link set lo up; sysctl -qw net.ipv6.conf.all.forwarding=0 net.ipv6.conf.lo.forwarding=0", [this] {
-            return expect_run(Program::TcNic,
-                              Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}).macs(nic_mac, host_mac).bytes(),
-                              kTcShot, std::nullopt, {BPFNET_CTR_DROP_NO_ROUTE}, {BPFNET_CTR_DNAT_SERVICE});
-        });
+    routed("ip link set lo up; sysctl -qw net.ipv6.conf.all.forwarding=0 net.ipv6.conf.lo.forwarding=0", [this] {
+        return expect_run(Program::TcNic,
+                          Packet6::tcp({host_ip6, 40000}, {service_ip6, 6385}).macs(nic_mac, host_mac).bytes(), kTcShot,
+                          std::nullopt, {BPFNET_CTR_DROP_NO_ROUTE}, {BPFNET_CTR_DNAT_SERVICE});
+    });
 }
 
 // The route's next hop not resolved: the rewritten packet is handed on (the next program, then the stack, which
 // resolves it and forwards), and what it teaches is learned as from any accepted packet.
 TEST_F(RouteDeliveryTest, UnresolvedNextHopIsHandedOnRewritten) {
-    in_own_namespace(kUnresolvedPod, [this] {
+    routed(kUnresolvedPod, [this] {
         return expect_run(Program::TcNic, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 80})), kTcNext,
                           into_pod(Packet::tcp({host_ip, 40000}, {pod_ip, 8080})),
                           {BPFNET_CTR_DNAT_SERVICE, BPFNET_CTR_ROUTE_TO_STACK});
@@ -134,7 +116,7 @@ TEST_F(RouteDeliveryTest, UnresolvedNextHopIsHandedOnRewritten) {
 }
 
 TEST_F(RouteDeliveryTest, UnresolvedNextHopIsHandedOnRewrittenIpv6) {
-    in_own_namespace(kUnresolvedPod, [this] {
+    routed(kUnresolvedPod, [this] {
         return expect_run(Program::TcNic,
                           Packet6::tcp({host_ip6, 40000}, {service_ip6, 80}).macs(nic_mac, host_mac).bytes(), kTcNext,
                           Packet6::tcp({host_ip6, 40000}, {pod_ip6, 8080}).macs(pod_mac, veth_mac).bytes(),
@@ -145,19 +127,18 @@ TEST_F(RouteDeliveryTest, UnresolvedNextHopIsHandedOnRewrittenIpv6) {
 // A route that refuses the pod's address (unreachable; blackhole and prohibit alike): dropped and counted. (With
 // no route at all the lookup cannot tell, and the stack answers: ICMP network unreachable.)
 TEST_F(RouteDeliveryTest, RefusingRouteIsDroppedAndCounted) {
-    in_own_namespace("ip link set lo up; sysctl -qw net.ipv4.conf.all.forwarding=1 net.ipv4.conf.lo.forwarding=1; "
-                     "ip route add unreachable 198.18.100.0/24",
-                     [this] {
-                         return expect_run(Program::TcNic, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385})),
-                                           kTcShot, std::nullopt, {BPFNET_CTR_DROP_NO_ROUTE},
-                                           {BPFNET_CTR_DNAT_SERVICE});
-                     });
+    routed("ip link set lo up; sysctl -qw net.ipv4.conf.all.forwarding=1 net.ipv4.conf.lo.forwarding=1; "
+           "ip route add unreachable 198.18.100.0/24",
+           [this] {
+               return expect_run(Program::TcNic, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385})), kTcShot,
+                                 std::nullopt, {BPFNET_CTR_DROP_NO_ROUTE}, {BPFNET_CTR_DNAT_SERVICE});
+           });
 }
 
 // A route that leads back out of the device the packet came in by (the NIC: onto the LAN it came from) is no
 // way to the pod: dropped and counted, never sent back.
 TEST_F(RouteDeliveryTest, RouteBackOutOfTheNicIsDropped) {
-    in_own_namespace(kForwardingNode + "ip link set rt1 up; ip route add 198.18.100.2/32 dev lo", [this] {
+    routed(kForwardingNode + "ip link set rt1 up; ip route add 198.18.100.2/32 dev lo", [this] {
         return expect_run(Program::TcNic, from_host(Packet::tcp({host_ip, 40000}, {service_ip, 6385})), kTcShot,
                           std::nullopt, {BPFNET_CTR_DROP_NO_ROUTE}, {BPFNET_CTR_DNAT_SERVICE});
     });

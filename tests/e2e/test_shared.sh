@@ -32,6 +32,7 @@ e2e_case virtual_media case_virtual_media "the BMC fetches the boot ISO from the
 e2e_case source_kept case_source_kept "a listed port's pod sees the client's own address (targetPort translated)" loader
 e2e_case agent_lookup_heartbeat case_agent_lookup_heartbeat "the agent's lookup and heartbeat reach Ironic on the VIP's 6385" enrolled
 e2e_case ironic_calls_agent case_ironic_calls_agent "Ironic's call to the agent leaves through the node's routing (the CNI's masquerade)" loader
+e2e_case in_cluster_clients case_in_cluster_clients "the same pod ports still answer the cluster's own clients (the node, as kubelet and a ClusterIP Service reach the pod)" loader
 e2e_case host_ports_stay case_host_ports_stay "the VIP's other ports are the node's: 6443 answered there, the pod's unlisted port not reached" loader
 e2e_case status_shows_shared case_status_shows_shared "bpfnetctl status: the shared address, who holds it, its steered ports" loader
 e2e_case address_moves case_address_moves "the VIP leaves mid-download (its ports the node's again), returns, and the download resumes" loader
@@ -203,6 +204,25 @@ case_ironic_calls_agent() {
         E2E_REASON="the agent saw the call from '$saw', want the node's address $NODE_ADDR (masqueraded)"
         return 1
     fi
+}
+
+# While the node holds the VIP, the pod's listed ports still answer the cluster's own clients: the node itself
+# (kubelet's probes; a ClusterIP Service's traffic reaches the pod through the node's routing the same way),
+# whose answers the node routes to itself, not out of the NIC.
+case_in_cluster_clients() {
+    local saw
+    saw=$(node curl -sS --max-time 5 "http://$E2E_POD_IP:8080/") || {
+        E2E_REASON="the node could not reach the pod's 8080 (the whoami port, listed as $WHOAMI_PORT on the VIP)"
+        return 1
+    }
+    if [ "$saw" != "$E2E_POD_GW" ]; then
+        E2E_REASON="the pod saw the node's call from '$saw', want the node's side of the veth $E2E_POD_GW"
+        return 1
+    fi
+    node curl -sSf --max-time 10 -o /dev/null -r 0-1023 "http://$E2E_POD_IP:$MEDIA_PORT/boot.iso" || {
+        E2E_REASON="the node could not fetch from the pod's image server directly"
+        return 1
+    }
 }
 
 case_host_ports_stay() {

@@ -864,7 +864,7 @@ const std::string kSharedOnly = "interface: eno1\n"
                                 "      - {name: virtual-media, protocol: tcp, port: 6183, targetPort: 6183}\n"
                                 "  - address: node\n"
                                 "    ports:\n"
-                                "      - {name: ironic-api, protocol: tcp, port: 6385}\n"
+                                "      - {name: images, protocol: tcp, port: 6180}\n"
                                 "backend:\n"
                                 "  ip: 10.244.1.7\n";
 
@@ -886,7 +886,7 @@ TEST(ConfigShared, WithoutAProvisioningLanParsesToTheAddressesAndPorts) {
 TEST(ConfigShared, BesideAProvisioningLan) {
     const Config config = parse(minimal_with("sharedAddresses:\n"
                                              "  - address: 192.0.2.10\n"
-                                             "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\n"
+                                             "    ports: [{name: virtual-media-tls, protocol: tcp, port: 6183}]\n"
                                              "backend: {ip: 10.244.1.7}\n"));
     EXPECT_EQ(config.service_ip_be, ip("198.18.0.2"));
     EXPECT_EQ(config.shared_addresses.size(), 1u);
@@ -919,12 +919,33 @@ TEST(ConfigShared, OnlyPlainPortsAndTheBackendOfTheirFamily) {
                          "backend.ipv6", "required"));
     EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n  - address: 192.0.2.10\n"
                          "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\nbackend: {ip: 192.0.2.10}\n",
-                         "backend.ip", "must not be the service IP"));
+                         "backend.ip", "must not be the shared address 192.0.2.10"));
     EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n  - address: 192.0.2.10\n"
                          "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\n" +
                              kOnePort,
                          "ports", "a shared address's ports are listed under it"));
     EXPECT_TRUE(Rejected("interface: eno1\n", "serviceIP", "or sharedAddresses"));
+}
+
+/* The pod's replies are told apart by its port: one pod port serves one address of a family. */
+TEST(ConfigShared, APodPortServesOneAddressOfAFamily) {
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: 192.0.2.10\n"
+                                      "    ports: [{name: api, protocol: tcp, port: 16385, targetPort: 6385}]\n"),
+                         "sharedAddresses[0].ports[0].targetPort", "is already the pod port of ports[0]"));
+    EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n"
+                         "  - address: 192.0.2.10\n    ports: [{name: api, protocol: tcp, port: 6385}]\n"
+                         "  - address: node\n    ports: [{name: api, protocol: tcp, port: 6385}]\n",
+                         "sharedAddresses[1].ports[0].port", "is already the pod port of sharedAddresses[0].ports[0]"));
+    /* Another family, or another protocol: apart. */
+    EXPECT_NO_THROW(parse(minimal_with("sharedAddresses:\n  - address: 2001:db8::10\n"
+                                       "    ports: [{name: api, protocol: tcp, port: 6385}]\n"
+                                       "backend: {ip: 10.244.1.7, ipv6: 'fd00:10::7'}\n")));
+    EXPECT_NO_THROW(parse(minimal_with("sharedAddresses:\n  - address: 192.0.2.10\n"
+                                       "    ports: [{name: api, protocol: udp, port: 6385}]\n")));
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: 192.0.2.10\n"
+                                      "    ports: [{name: api, protocol: udp, port: 6385}]\n"
+                                      "backend: {ip: 192.0.2.10}\n"),
+                         "backend.ip", "must not be the shared address 192.0.2.10"));
 }
 
 /* Which shared addresses the node holds: an address any interface has; "node" the NIC's own (not its /32). */
@@ -936,10 +957,18 @@ TEST(ConfigShared, HeldAddressesFollowTheNodesInterfaces) {
     EXPECT_EQ(held_shared_addresses(config, 2, {own_on_nic}), (HeldAddresses{std::nullopt, own}))
         << "the VIP is on another node";
     EXPECT_EQ(held_shared_addresses(config, 2, {elsewhere, vip_on_nic}), (HeldAddresses{vip, std::nullopt}))
-        << "the NIC's only address is the VIP's /32: it is the node's own address then";
+        << "the NIC's only address is the VIP's /32, a configured shared address: node is none";
     InterfaceAddress vip_on_lo{1, vip, 32, false};
     EXPECT_EQ(held_shared_addresses(config, 2, {vip_on_lo, own_on_nic}), (HeldAddresses{vip, own}))
-        << "a VIP on any interface (kube-vip's BGP mode puts it on lo) is held";
+        << "a VIP on any interface is held";
+    InterfaceAddress tentative_vip{2, vip, 32, false, true};
+    EXPECT_EQ(held_shared_addresses(config, 2, {tentative_vip}), (HeldAddresses{std::nullopt, std::nullopt}))
+        << "an address in duplicate address detection is not held yet";
+    Config with_lan = config;
+    with_lan.subnet_be = ip("192.0.2.0");
+    with_lan.prefix_len = 24;
+    EXPECT_EQ(held_shared_addresses(with_lan, 2, {own_on_nic}), (HeldAddresses{std::nullopt, std::nullopt}))
+        << "node: the NIC's address on the provisioning subnet is the datapath's to own, not the node's shared one";
     const std::vector<ServiceSpec> specs = service_specs(config, std::nullopt, {vip, own});
     ASSERT_EQ(specs.size(), 2u);
     EXPECT_TRUE(specs[0].shared && specs[1].shared);
