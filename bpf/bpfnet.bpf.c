@@ -451,6 +451,25 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 #define TC_TO_SHARED (-4)
 
 /*
+ * A source no client has (loopback, unspecified, multicast, broadcast, or the shared address itself): the
+ * node's stack drops such martians; steered into the pod, they would reach it before that check.
+ */
+static __always_inline int martian_source(const struct bpfnet_ip *saddr, const struct bpfnet_ip *daddr,
+					  const int v6)
+{
+	if (ip_equal(saddr, daddr))
+		return 1;
+	if (v6) {
+		__u32 w0 = bpf_ntohl(saddr->w[0]);
+		int zero_prefix = saddr->w[0] == 0 && saddr->w[1] == 0 && saddr->w[2] == 0;
+		return (w0 >> 24) == 0xff ||
+		       (zero_prefix && (saddr->w[3] == 0 || saddr->w[3] == bpf_htonl(1)));
+	}
+	__u32 a = bpf_ntohl(saddr->w[3]);
+	return (a >> 24) == 0 || (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffff;
+}
+
+/*
  * A packet from the LAN to a shared address, either family (BPFNET_SERVICE_SHARED: an address of the node's
  * that bpfnet does not own, such as the control plane's VIP): a listed port's packet is DNATed into the
  * backend's pod, from any source (the address is reached across routers); everything else, a packet that
@@ -467,7 +486,8 @@ static __always_inline int tc_lan_to_shared(struct __sk_buff *skb, const int v6)
 	if (!l3)
 		return BPFNET_TC_NEXT;
 	struct l3_addrs a = l3_addrs_of(l3, v6);
-	if (ip_validate(skb, 0, data, skb->len, l3, &pkt, v6) != PARSE_OK)
+	if (ip_validate(skb, 0, data, skb->len, l3, &pkt, v6) != PARSE_OK ||
+	    martian_source(&a.saddr, &a.daddr, v6))
 		return BPFNET_TC_NEXT;
 	struct bpfnet_service_key key = {.service_ip = a.daddr, .port_be = pkt.dport, .proto = pkt.proto};
 	struct bpfnet_service *service = bpf_map_lookup_elem(&services, &key);

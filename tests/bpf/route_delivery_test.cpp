@@ -73,7 +73,10 @@ const std::string kUnresolvedPod = kForwardingNode + "ip link set rt1 up";
 // pod address and MAC, resolved by the node's kernel: a datagram to it makes the kernel ask by ARP.
 const std::string kResolvedPod =
     kForwardingNode +
-    "unshare --net sleep 10 </dev/null >/dev/null 2>&1 & pod=$!; sleep 0.2; ip link set rt1 netns $pod; "
+    "unshare --net sleep 10 </dev/null >/dev/null 2>&1 & pod=$!; "
+    // its namespace exists once the process's differs from ours (a fixed pause raced under emulation)
+    "for try in $(seq 100); do [ \"$(readlink /proc/$pod/ns/net)\" != \"$(readlink /proc/self/ns/net)\" ] && break; "
+    "sleep 0.05; done; ip link set rt1 netns $pod; "
     "nsenter -t $pod -n sh -c 'ip link set rt1 address 02:00:00:00:01:02 up; ip addr add 198.18.100.2/24 dev rt1'; "
     "for try in $(seq 50); do echo > /dev/udp/198.18.100.2/9; ip neigh show 198.18.100.2 | grep -q lladdr && exit 0; "
     "sleep 0.1; done; exit 1";

@@ -22,6 +22,8 @@ source "$(dirname "$(realpath "$0")")/lib.sh"
 source "$E2E_DIR/dhcp.sh"
 # shellcheck source=ironic.sh
 source "$E2E_DIR/ironic.sh"
+# shellcheck source=lan6.sh
+source "$E2E_DIR/lan6.sh"
 
 # The cases, in the order of a full run, with what each starts from (lib.sh, "The case list").
 e2e_fixture world shared_world
@@ -37,6 +39,7 @@ e2e_case host_ports_stay case_host_ports_stay "the VIP's other ports are the nod
 e2e_case status_shows_shared case_status_shows_shared "bpfnetctl status: the shared address, who holds it, its steered ports" loader
 e2e_case address_moves case_address_moves "the VIP leaves mid-download (its ports the node's again), returns, and the download resumes" loader
 e2e_case node_address case_node_address "address: node: the node's own address serves the ports, the VIP no longer" loader
+e2e_case ipv6_vip case_ipv6_vip "an IPv6 VIP: held once its duplicate address detection is over, the client's address kept, NDP the node's" loader
 
 e2e_start "$@"
 bpfnetctl_argument
@@ -50,6 +53,9 @@ WHOAMI_PORT=7000      # a listed port whose pod server (8080) answers with the c
 ISO_BYTES=$((16 * 1024 * 1024))
 MEDIA_ROOT=""
 AGENT_PORT=9999
+NODE_ADDR6=2001:2::20 # the node's own IPv6 address, and an IPv6 VIP beside it
+VIP6=2001:2::5
+HOST_ADDR6=2001:2::10
 
 node() { ip netns exec "$E2E_NODE" "$@"; }
 ctl() { nsenter --net="/run/netns/$E2E_NODE" "$BPFNETCTL" "$@"; }
@@ -76,7 +82,7 @@ EOF
     chmod -R o+rX "$MEDIA_ROOT"
     chmod o+x "$E2E_TMP"
     bg_in_ns "$E2E_POD" "$LOGS/media.log" busybox httpd -f -vv -p "0.0.0.0:$MEDIA_PORT" -h "$MEDIA_ROOT"
-    bg_in_ns "$E2E_POD" "$LOGS/whoami.log" python3 "$E2E_DIR/addr_server.py" 0.0.0.0 8080
+    bg_in_ns "$E2E_POD" "$LOGS/whoami.log" python3 "$E2E_DIR/addr_server.py" :: 8080
     bg_in_ns "$E2E_NODE" "$LOGS/apiserver.log" python3 "$E2E_DIR/addr_server.py" 0.0.0.0 6443
     bg_in_ns "$E2E_HOST" "$LOGS/agent.log" python3 "$E2E_DIR/addr_server.py" 0.0.0.0 "$AGENT_PORT"
     wait_for 10 pod_listens "$MEDIA_PORT" || die "the image server does not listen"
@@ -341,6 +347,46 @@ case_node_address() {
         E2E_REASON="$VIP:$WHOAMI_PORT still steered after the config named the node's address"
         return 1
     fi
+}
+
+# An IPv6 VIP (the control plane's, on an IPv6 cluster): the loader takes it as held once its duplicate address
+# detection is over; the pod sees the client's own address; the VIP's neighbour solicitations are the node
+# kernel's (the datapath's NDP counter does not move).
+case_ipv6_vip() {
+    local next=$E2E_TMP/conf/vip6.yaml reloads saw mac before added
+    lan6_pod_address || return 1
+    host ip -6 addr add "$HOST_ADDR6/64" dev eth0 nodad
+    node ip -6 addr add "$NODE_ADDR6/64" dev "$E2E_NIC" nodad
+    node sysctl -qw net.ipv6.conf.all.forwarding=1
+    reloads=$(loader_reloads)
+    cat >"$next" <<EOC
+interface: $E2E_NIC
+pinRoot: $E2E_PIN_ROOT
+sharedAddresses:
+  - address: $VIP6
+    ports:
+      - {name: whoami, protocol: tcp, port: $WHOAMI_PORT, targetPort: 8080}
+backend:
+  ipv6: $LAN6_POD
+EOC
+    replace_file "$next" "$CONFIG"
+    wait_for 10 loader_reloaded_since "$reloads" || { E2E_REASON="the loader did not reload"; return 1; }
+    added=$(date +%s%3N)
+    node ip -6 addr add "$VIP6/128" dev "$E2E_NIC" # with duplicate address detection, as kube-vip adds it
+    wait_for 10 grep -q "shared address held here.*$VIP6" "$LOGS/loader.log" || {
+        E2E_REASON="the IPv6 VIP is not held: $(grep 'shared address' "$LOGS/loader.log" | tail -n1)"
+        return 1
+    }
+    log "the IPv6 VIP was taken as held $(($(loader_logged_ms "held here.*$VIP6") - added)) ms after it was added (its duplicate address detection)"
+    before=$(counter ndp_reply) || { E2E_REASON="no counters"; return 1; }
+    saw=$(host curl -sS -g --max-time 5 "http://[$VIP6]:$WHOAMI_PORT/") || {
+        E2E_REASON="[$VIP6]:$WHOAMI_PORT did not answer"
+        return 1
+    }
+    [ "$saw" = "$HOST_ADDR6" ] || { E2E_REASON="the pod saw '$saw' through the IPv6 VIP, want $HOST_ADDR6"; return 1; }
+    mac=$(host ip -6 neigh show "$VIP6" dev eth0 | awk '{print $3}')
+    [ "$mac" = "$E2E_NIC_MAC" ] || { E2E_REASON="the host resolved $VIP6 to '$mac', want $E2E_NIC_MAC"; return 1; }
+    [ "$(counter ndp_reply)" = "$before" ] || { E2E_REASON="the datapath answered NDP for the IPv6 VIP"; return 1; }
 }
 
 run_cases
