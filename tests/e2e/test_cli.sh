@@ -241,6 +241,7 @@ case_status() {
     json_expect status-json "d['heartbeat']['state'] == 'fresh' and 0 <= d['heartbeat']['age_seconds'] <= 5 and
         d['heartbeat']['timeout_seconds'] == 5.0" || return 1
     json_expect status-json "d['service_ips'] == [{'ip': '$E2E_SERVICE_IP', 'active': True, 'answering_arp': True, 'solicited_node_group': None}]" || return 1
+    json_expect status-json "d['shared_addresses'] == []" || return 1
     json_expect status-json "d['backends'] == [{'ip': '$E2E_POD_IP', 'veth': '$E2E_VETH', 'ifindex': $veth_index, 'pod_delivery': 'redirect_peer',
         'pod_hook': {'attached': True, 'program': 'tc_pod_ingress', 'program_id': $pod_id, 'attach': '$attach'}}]" || return 1
     json_expect status-json "d['conflicts'] == {'seen': 0, 'entries': []}" || return 1
@@ -249,10 +250,10 @@ case_status() {
 
 # The ports of the configuration: http 80 -> 8080 and iperf 5201 from write_config, dhcp 67 and tftp 69.
 SERVICES_JSON="{'services': [
-    {'service_ip': '$E2E_SERVICE_IP', 'protocol': 'tcp', 'port': 80, 'kind': 'plain', 'backend_ip': '$E2E_POD_IP', 'backend_port': 8080},
-    {'service_ip': '$E2E_SERVICE_IP', 'protocol': 'tcp', 'port': 5201, 'kind': 'plain', 'backend_ip': '$E2E_POD_IP', 'backend_port': 5201},
-    {'service_ip': '$E2E_SERVICE_IP', 'protocol': 'udp', 'port': 67, 'kind': 'dhcp', 'backend_ip': '$E2E_POD_IP', 'backend_port': 67},
-    {'service_ip': '$E2E_SERVICE_IP', 'protocol': 'udp', 'port': 69, 'kind': 'tftp', 'backend_ip': '$E2E_POD_IP', 'backend_port': 69}]}"
+    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'tcp', 'port': 80, 'kind': 'plain', 'backend_ip': '$E2E_POD_IP', 'backend_port': 8080},
+    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'tcp', 'port': 5201, 'kind': 'plain', 'backend_ip': '$E2E_POD_IP', 'backend_port': 5201},
+    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'udp', 'port': 67, 'kind': 'dhcp', 'backend_ip': '$E2E_POD_IP', 'backend_port': 67},
+    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'udp', 'port': 69, 'kind': 'tftp', 'backend_ip': '$E2E_POD_IP', 'backend_port': 69}]}"
 
 # b. services: every listed port with its kind and backend endpoint, sorted.
 case_services() {

@@ -296,10 +296,21 @@ TEST(CliServices, TableSortedByAddressProtocolPort) {
 TEST(CliServices, JsonShapeAndNoBackend) {
     ServiceEntries entries = {service("198.18.0.2", 6, 80, nullptr, 8080, BPFNET_KIND_PLAIN)};
     EXPECT_EQ(services_json(entries).dump(),
-              R"({"services":[{"service_ip":"198.18.0.2","protocol":"tcp","port":80,"kind":"plain",)"
+              R"({"services":[{"service_ip":"198.18.0.2","shared":false,"protocol":"tcp","port":80,"kind":"plain",)"
               R"("backend_ip":null,"backend_port":8080}]})");
     EXPECT_EQ(rendered(print_services_table, entries), "SERVICE IP  PROTO  PORT  KIND   BACKEND\n"
                                                        "198.18.0.2  tcp    80    plain  none (port 8080)\n");
+}
+
+// A shared address's ports say so: the address is the node's, not a service IP.
+TEST(CliServices, SharedAddressPortsSaySo) {
+    auto shared = service("192.0.2.10", 6, 6180, "198.18.100.2", 6180, BPFNET_KIND_PLAIN);
+    shared.second.flags = BPFNET_SERVICE_SHARED;
+    shared.second.link.ifindex = 3;
+    ServiceEntries entries = {shared};
+    EXPECT_EQ(services_json(entries)["services"][0]["shared"], true);
+    EXPECT_NE(rendered(print_services_table, entries).find("192.0.2.10 (shared)  tcp    6180"), std::string::npos)
+        << rendered(print_services_table, entries);
 }
 
 BackendRow sample_backend() {
