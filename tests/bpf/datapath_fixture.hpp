@@ -53,6 +53,8 @@ public:
     // Runs a frame for the state it leaves (a flow the pod opened, say), before the frame a case is about.
     void deliver(Program program, const Bytes &frame) { run(program, frame); }
     void set_backend_mtu(uint16_t mtu);
+    // The world's maps, for a change a row's prepare makes that none of the above names.
+    DatapathMaps &maps() { return *maps_; }
 
 protected:
     void SetUp() override;

@@ -9,19 +9,6 @@ namespace {
 
 using namespace world;
 
-Bytes from_host6(Packet6 p, const Mac &dst = nic_mac) {
-    return p.macs(dst, host_mac).bytes();
-}
-Bytes from_pod6(Packet6 p) {
-    return p.macs(veth_mac, pod_mac).bytes();
-}
-Bytes into_pod6(Packet6 p) {
-    return p.macs(pod_mac, veth_mac).bytes();
-}
-Bytes to_host6(Packet6 p) {
-    return p.macs(host_mac, nic_mac).bytes();
-}
-
 const std::string other_lan_ip6 = "2001:2::50"; // on the LAN, not a service address
 const std::string all_nodes = "ff02::1";
 const Mac all_nodes_mac = mac("33:33:00:00:00:01");

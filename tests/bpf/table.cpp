@@ -40,6 +40,18 @@ Bytes into_pod(Packet p) {
 Bytes to_host(Packet p, const Mac &host) {
     return p.macs(host, nic_mac).bytes();
 }
+Bytes from_host6(Packet6 p, const Mac &dst) {
+    return p.macs(dst, host_mac).bytes();
+}
+Bytes from_pod6(Packet6 p) {
+    return p.macs(veth_mac, pod_mac).bytes();
+}
+Bytes into_pod6(Packet6 p) {
+    return p.macs(pod_mac, veth_mac).bytes();
+}
+Bytes to_host6(Packet6 p) {
+    return p.macs(host_mac, nic_mac).bytes();
+}
 
 TEST_P(DatapathTable, Row) {
     const Row &row = GetParam();

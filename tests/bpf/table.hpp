@@ -4,6 +4,7 @@
 #pragma once
 
 #include "datapath_fixture.hpp"
+#include "packet6.hpp"
 
 #include <functional>
 #include <optional>
@@ -32,6 +33,11 @@ Bytes from_pod(Packet p);
 // Frames as the datapath must deliver them into the pod, and out of the NIC to the host.
 Bytes into_pod(Packet p);
 Bytes to_host(Packet p, const Mac &host = world::host_mac);
+// The same for IPv6 packets.
+Bytes from_host6(Packet6 p, const Mac &dst = world::nic_mac);
+Bytes from_pod6(Packet6 p);
+Bytes into_pod6(Packet6 p);
+Bytes to_host6(Packet6 p);
 
 // The flows key of host:host_port <-> service IP (the world's IPv4 one):service_port.
 bpfnet_flow_key flow_key(const std::string &host, uint16_t host_port, uint16_t service_port, uint8_t proto);

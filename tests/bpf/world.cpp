@@ -17,7 +17,8 @@ void copy_mac(__u8 *dst, const Mac &src) {
 }
 
 void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t target_port, uint8_t kind,
-                 const std::string &service_ip = world::service_ip, const std::string &pod_ip = world::pod_ip) {
+                 const std::string &service_ip = world::service_ip, const std::string &pod_ip = world::pod_ip,
+                 bool shared = false) {
     bpfnet_service_key key{};
     key.service_ip = key_ip(service_ip);
     key.port_be = htons(port);
@@ -26,6 +27,7 @@ void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t targ
     value.backend_ip = key_ip(pod_ip);
     value.backend_port_be = htons(target_port);
     value.kind = kind;
+    value.flags = shared ? BPFNET_SERVICE_SHARED : 0;
     maps.services.update(key, value);
 
     bpfnet_backend_port_key rkey{};
@@ -36,6 +38,7 @@ void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t targ
     rvalue.service_ip = key_ip(service_ip);
     rvalue.service_port_be = htons(port);
     rvalue.kind = kind;
+    rvalue.flags = shared ? BPFNET_BACKEND_PORT_SHARED : 0;
     maps.backend_ports.update(rkey, rvalue);
 }
 
@@ -66,21 +69,7 @@ void derive_loader_fields(DatapathMaps &maps) {
 
 void add_shared_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
                      const std::string &pod_ip) {
-    add_service(maps, kTcp, port, target_port, BPFNET_KIND_PLAIN, shared_ip, pod_ip);
-    bpfnet_service_key key{};
-    key.service_ip = key_ip(shared_ip);
-    key.port_be = htons(port);
-    key.proto = kTcp;
-    bpfnet_service service = maps.services.lookup(key).value();
-    service.flags = BPFNET_SERVICE_SHARED;
-    maps.services.update(key, service);
-    bpfnet_backend_port_key rkey{};
-    rkey.backend_ip = key_ip(pod_ip);
-    rkey.port_be = htons(target_port);
-    rkey.proto = kTcp;
-    bpfnet_backend_port reverse = maps.backend_ports.lookup(rkey).value();
-    reverse.flags = BPFNET_BACKEND_PORT_SHARED;
-    maps.backend_ports.update(rkey, reverse);
+    add_service(maps, kTcp, port, target_port, BPFNET_KIND_PLAIN, shared_ip, pod_ip, true);
     derive_loader_fields(maps);
 }
 
