@@ -94,7 +94,8 @@ void KubernetesLoader::start() {
     runtime_.probe_before_answering(); // a claim that starts is answered only once no other MAC answers it
     runtime_.attach();
     runtime_.unconfirm_active_claims();
-    links_.emplace(nic_ifindex_);
+    // With shared addresses, their comings and goings too (a VIP that kube-vip moves).
+    links_.emplace(nic_ifindex_, !options_.policy.shared_addresses.empty());
     report_carrier(status_, node_.interface, links_->carrier(), kWithoutCarrier, true);
     auto on_change = [this](const Snapshot &) {
         wake();
@@ -260,6 +261,11 @@ void KubernetesLoader::reconcile() {
     const Snapshot leases = leases_->snapshot();
 
     lease_keeper_->forget_unseen_leases(leases, lease_watch_epoch());
+    if (!options_.policy.shared_addresses.empty()) {
+        addresses_ = local_addresses(false);
+        for (const InterfaceAddress &address : local_addresses(true))
+            addresses_.push_back(address);
+    }
     std::vector<Candidate> candidates = accepted_services(services);
     find_endpoints(candidates, slices);
 
@@ -268,6 +274,8 @@ void KubernetesLoader::reconcile() {
     IpServices eligible;
     std::set<bpfnet_ip> used_ips;
     for (const Candidate &candidate : candidates) {
+        if (candidate.service.shared)
+            continue; // the node's address: no Lease, served wherever it is held (locate_shared_addresses)
         used_ips.insert(candidate.service_ip);
         if (candidate.location && links_->carrier())
             eligible[candidate.service_ip].push_back(candidate.service.key());
@@ -288,9 +296,14 @@ void KubernetesLoader::reconcile() {
     std::vector<ServiceSpec> specs;
     std::map<std::string, Served> serving;
     for (const Candidate &candidate : candidates) {
-        bool here = candidate.location && answered_here.contains(candidate.service_ip);
+        // A shared address is in the maps only while it is served here: held here, its pod here. Otherwise
+        // nothing of it is: its ports are the node's (refused by its kernel, not dropped by the datapath).
+        if (candidate.service.shared && !(candidate.held && candidate.location && links_->carrier()))
+            continue;
+        bool here = candidate.location && (candidate.service.shared || answered_here.contains(candidate.service_ip));
         ServiceSpec spec;
         spec.service_ip = candidate.service_ip;
+        spec.shared = candidate.service.shared;
         spec.ports = candidate.ports;
         spec.source_ranges = candidate.service.source_ranges; // the datapath takes those of the IP's family
         if (here) {
@@ -390,7 +403,23 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
                         warning_event("Refused", "Refuse", "bpfnet refused this Service: " + decision.reason));
             continue;
         }
-        all.push_back(accepted(decision));
+        AcceptedService service = accepted(decision);
+        if (service.node_address) {
+            // Each node serves the Service on its own address.
+            const std::optional<bpfnet_ip> own =
+                node_address(node_, nic_ifindex_, addresses_, options_.policy.shared_addresses);
+            if (!own) {
+                report_once(object, key,
+                            warning_event("SharedAddressAbsent", "Locate",
+                                          "node " + options_.node_name + " has no IPv4 address of its own on " +
+                                              node_.interface + " to serve this Service's shared address \"node\" on"),
+                            options_.node_name);
+                continue;
+            }
+            forget_posted(key, "SharedAddressAbsent", options_.node_name);
+            service.service_ips = {*own};
+        }
+        all.push_back(std::move(service));
         objects.push_back(&object);
     }
     std::set<std::string> shared_ip_refused;
@@ -542,9 +571,37 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
             return c.endpoint && c.endpoint->on_this_node && c.endpoint->ip == pod;
         });
     });
+    locate_shared_addresses(candidates);
     keep_shared_ips_together(candidates);
     keep_target_ports_apart(candidates);
     keep_pods_to_one_address(candidates);
+    keep_pod_ports_apart(candidates);
+}
+
+// A shared address is served by the node that holds it, to a pod on that node: the address's owner (kube-vip,
+// keepalived) decides which node answers, and bpfnet has no Lease of it. A node that holds it while the pod runs
+// elsewhere says so: the Service is not served until they meet.
+void KubernetesLoader::locate_shared_addresses(std::vector<Candidate> &candidates) {
+    for (Candidate &c : candidates) {
+        if (!c.service.shared)
+            continue;
+        const std::string scope = format_ip(c.service_ip);
+        c.held = c.service.node_address || held_here(c.service_ip, addresses_);
+        if (!c.held)
+            c.location.reset();
+        if (c.held && c.endpoint && !c.endpoint->on_this_node) {
+            report_once(c.object, c.service.key(),
+                        warning_event("SharedAddressPodElsewhere", "Locate",
+                                      "node " + options_.node_name + " holds the shared address " + scope +
+                                          ", and the ready endpoint " + format_ip(c.endpoint->ip) + " runs on node " +
+                                          (c.endpoint->node_name.empty() ? "?" : c.endpoint->node_name) +
+                                          ": a shared address is served by the node that holds it, to a pod on that "
+                                          "node, so this Service is not served until they meet"),
+                        scope);
+            continue;
+        }
+        forget_posted(c.service.key(), "SharedAddressPodElsewhere", scope);
+    }
 }
 
 // A pod's replies and its own connections leave with one service address per family (the backends map holds
@@ -555,7 +612,7 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
 void KubernetesLoader::keep_pods_to_one_address(std::vector<Candidate> &candidates) {
     std::vector<Candidate *> order;
     for (Candidate &candidate : candidates)
-        if (candidate.location)
+        if (candidate.location && !candidate.service.shared) // a shared address never becomes the pod's own
             order.push_back(&candidate);
     std::stable_sort(order.begin(), order.end(), [this](const Candidate *a, const Candidate *b) {
         return std::make_pair(!serving_.contains(a->id()), a->service.key()) <
@@ -576,6 +633,51 @@ void KubernetesLoader::keep_pods_to_one_address(std::vector<Candidate> &candidat
                                       format_ip(it->second->service_ip) + " (Service " + it->second->service.key() +
                                       "); a pod answers for one service address per family, so Services steered "
                                       "to one pod must share that address (with disjoint ports)"),
+                    scope);
+    }
+}
+
+// A pod may also serve shared addresses beside its service address (one Ironic pod: PXE on the service IP,
+// virtual media on the control plane's VIP), each on pod ports of its own: the pod's replies are told apart by
+// the port they come from. A shared address's Service whose target ports another address of the pod already
+// uses is not served here (the service IP's, and those served already, keep theirs).
+void KubernetesLoader::keep_pod_ports_apart(std::vector<Candidate> &candidates) {
+    std::vector<Candidate *> order;
+    for (Candidate &candidate : candidates)
+        if (candidate.location)
+            order.push_back(&candidate);
+    std::stable_sort(order.begin(), order.end(), [this](const Candidate *a, const Candidate *b) {
+        return std::make_tuple(a->service.shared, !serving_.contains(a->id()), a->service.key()) <
+               std::make_tuple(b->service.shared, !serving_.contains(b->id()), b->service.key());
+    });
+    using PodPort = std::tuple<bpfnet_ip, Protocol, uint16_t>; // (pod, protocol, target port)
+    std::map<PodPort, const Candidate *> taken;
+    for (Candidate *c : order) {
+        const std::string scope = format_ip(c->service_ip);
+        const Candidate *other = nullptr;
+        const PortRule *clash = nullptr;
+        for (const PortRule &p : c->ports) {
+            auto it = taken.find({c->endpoint->ip, p.protocol, p.target_port});
+            if (it != taken.end() && it->second->service_ip != c->service_ip) {
+                other = it->second;
+                clash = &p;
+                break;
+            }
+        }
+        if (!other) {
+            for (const PortRule &p : c->ports)
+                taken.emplace(PodPort{c->endpoint->ip, p.protocol, p.target_port}, c);
+            forget_posted(c->service.key(), "PodPortShared", scope);
+            continue;
+        }
+        c->location.reset();
+        report_once(c->object, c->service.key(),
+                    warning_event("PodPortShared", "Refuse",
+                                  "pod " + format_ip(c->endpoint->ip) + " already answers on " +
+                                      to_string(clash->protocol) + " " + std::to_string(clash->target_port) + " for " +
+                                      format_ip(other->service_ip) + " (Service " + other->service.key() +
+                                      "); the pod's replies are told apart by their port, so each address of a pod "
+                                      "needs target ports of its own"),
                     scope);
     }
 }
@@ -664,6 +766,8 @@ std::string KubernetesLoader::release_reason(const std::string &id, const std::v
     auto it = std::find_if(candidates.begin(), candidates.end(), [&](const Candidate &c) { return c.id() == id; });
     if (it == candidates.end())
         return "the Service was deleted or is no longer accepted";
+    if (it->service.shared && !it->held)
+        return "the shared address is no longer held on this node (its owner moved or removed it)";
     if (!it->endpoint)
         return "it has no ready endpoint";
     if (!it->endpoint->on_this_node)
@@ -674,6 +778,8 @@ std::string KubernetesLoader::release_reason(const std::string &id, const std::v
         return "its pod cannot be served from this node (see the Warning Events)";
     if (!links_->carrier())
         return "the provisioning NIC " + node_.interface + " has no carrier";
+    if (it->service.shared)
+        return "its pod cannot be served from this node (see the Warning Events)";
     return "another node holds the Lease of its IP";
 }
 
@@ -688,9 +794,12 @@ std::string KubernetesLoader::status_path(const std::string &namespace_, const s
 void KubernetesLoader::publish_ingress(const Candidate &candidate, const std::set<bpfnet_ip> &answered,
                                        const Snapshot &leases) {
     const std::string &key = candidate.service.key();
+    // On each node's own address, every node serves its own: no one address to announce.
+    if (candidate.service.node_address)
+        return;
     std::vector<bpfnet_ip> served;
     for (const bpfnet_ip &ip : candidate.service.service_ips)
-        if (answered.contains(ip) || lease_keeper_->held_elsewhere(ip, leases))
+        if (candidate.service.shared || answered.contains(ip) || lease_keeper_->held_elsewhere(ip, leases))
             served.push_back(ip);
     if (ingress_announces(candidate.object, served))
         return;
@@ -738,10 +847,15 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
         const std::string id = candidate.id();
         if (serving.contains(id) && !serving_.contains(id)) {
             const bpfnet_ip &ip = candidate.service_ip;
-            std::string note =
-                "node " + options_.node_name + " serves " + format_ip(ip) + " (answers " + (is_v4(ip) ? "ARP" : "NDP") +
-                ", steers its ports to pod " + format_ip(candidate.endpoint->ip) +
+            const std::string pod =
+                format_ip(candidate.endpoint->ip) +
                 (candidate.endpoint->terminating ? ", which is terminating and serves until a new pod is ready)" : ")");
+            std::string note = candidate.service.shared
+                                   ? "node " + options_.node_name + " serves the shared address " + format_ip(ip) +
+                                         " (held here, its " + (is_v4(ip) ? "ARP" : "NDP") +
+                                         " and other ports the node's; steers the Service's ports to pod " + pod
+                                   : "node " + options_.node_name + " serves " + format_ip(ip) + " (answers " +
+                                         (is_v4(ip) ? "ARP" : "NDP") + ", steers its ports to pod " + pod;
             if (auto from = lease_keeper_->taken_from(ip))
                 note += "; taken over from node " + *from +
                         ", whose Lease expired unrenewed (the node down, or cut off from the API server)";

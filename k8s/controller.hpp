@@ -94,6 +94,7 @@ private:
         std::optional<ReadyEndpoint> endpoint;
         std::optional<BackendLocation> location; // set when eligible: the endpoint runs here and was found
         std::vector<PortRule> ports;             // listed: service.ports with named target ports resolved
+        bool held = false; // a shared address: an interface of this node has it (the node's address always)
 
         // "metal3/ironic 172.22.0.2": what is served (and reported) one by one.
         std::string id() const;
@@ -120,6 +121,10 @@ private:
     void keep_shared_ips_together(std::vector<Candidate> &candidates);
     void keep_target_ports_apart(std::vector<Candidate> &candidates);
     void keep_pods_to_one_address(std::vector<Candidate> &candidates);
+    void keep_pod_ports_apart(std::vector<Candidate> &candidates);
+    // The shared addresses: a Service on the node's address gets this node's, and each candidate learns whether
+    // its address is held here. A held one whose pod runs on another node is reported (not served here).
+    void locate_shared_addresses(std::vector<Candidate> &candidates);
     std::string release_reason(const std::string &id, const std::vector<Candidate> &candidates) const;
     // The Services eligible here on one service IP (namespace/name, sorted), for the Lease's annotation.
     using IpServices = std::map<bpfnet_ip, std::vector<std::string>>;
@@ -150,6 +155,9 @@ private:
     // Served pods whose veth went down or was deleted, until their EndpointSlice no longer has them ready here:
     // while it still does, the pod that cannot be found is one being deleted, not one to warn about.
     std::set<bpfnet_ip> gone_pods_;
+    // This node's addresses (both families), read in each pass while Services may name shared addresses: the
+    // link watch's address notifications wake the pass that reads them again.
+    std::vector<InterfaceAddress> addresses_;
     std::optional<ControlServer> control_; // answers bpfnetctl: backends come from EndpointSlices here
     std::unique_ptr<ApiClient> api_;
     std::unique_ptr<EventRecorder> events_;

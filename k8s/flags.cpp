@@ -82,7 +82,8 @@ NodeSettings node_settings(const KubernetesFlags &k) {
     node.redirect_peer = parse_redirect_peer(k.redirect_peer).value_or(RedirectPeer::Auto);
     node.pin_root = without_trailing_slashes(k.pin_root);
     node.control_socket = k.control_socket;
-    if (const auto problem = validate_node_settings(node, kFlagNames))
+    // A node that only serves shared addresses (virtual media without a provisioning network) has no LAN.
+    if (const auto problem = validate_node_settings(node, kFlagNames, k.shared_addresses.empty()))
         refuse(problem->field, problem->detail);
     return node;
 }
@@ -101,6 +102,32 @@ std::vector<SourceRange> allowed_cidrs(const std::vector<std::string> &texts, co
         cidrs.push_back(*cidr.prefix);
     }
     return cidrs;
+}
+
+// --shared-addresses: each "node" or an IP outside the provisioning subnets and the allowed CIDRs (an address
+// there could be claimed as a Service's service IP, which bpfnet owns), once each.
+std::vector<SharedChoice> shared_addresses(const std::vector<std::string> &texts, const NodeSettings &node,
+                                           const std::vector<SourceRange> &allowed) {
+    if (texts.size() > BPFNET_MAX_SHARED_ADDRESSES)
+        throw std::invalid_argument("--shared-addresses: at most " + std::to_string(BPFNET_MAX_SHARED_ADDRESSES) +
+                                    " addresses, got " + std::to_string(texts.size()));
+    std::vector<SharedChoice> choices;
+    for (const std::string &text : texts) {
+        const ParsedSharedChoice parsed = parse_shared_choice(text, node);
+        if (!parsed.choice)
+            throw std::invalid_argument("--shared-addresses: " + parsed.error);
+        const SharedChoice &choice = *parsed.choice;
+        if (std::find(choices.begin(), choices.end(), choice) != choices.end())
+            throw std::invalid_argument("--shared-addresses: lists " + describe(choice) + " twice");
+        for (const SourceRange &cidr : allowed)
+            if (choice && cidr.contains(*choice))
+                throw std::invalid_argument("--shared-addresses: " + text + " is inside --allowed-cidrs " +
+                                            format_prefix(cidr) +
+                                            ", where a Service could claim it as its service IP (answering ARP for "
+                                            "it); a shared address stays the node's");
+        choices.push_back(choice);
+    }
+    return choices;
 }
 
 } // namespace
@@ -128,6 +155,12 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
                    "$POD_NAMESPACE, the loader's own, else bpfnet-system)")
         ->group(group);
     app.add_option("--allowed-cidrs", k.allowed_cidrs, "CIDRs service IPs must lie in")->delimiter(',')->group(group);
+    app.add_option("--shared-addresses", k.shared_addresses,
+                   "addresses of the nodes' that Services may share (annotation bpfnet.io/shared-address): the "
+                   "control plane's VIP, or \"node\" for each node's own address; bpfnet steers their listed ports "
+                   "without owning them")
+        ->delimiter(',')
+        ->group(group);
     app.add_option("--dhcp-relays", k.dhcp_relays,
                    "DHCP relay agents on the provisioning LAN whose giaddr (IPv6: Relay-Forward) is accepted "
                    "(default: none)")
@@ -191,7 +224,7 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
         throw std::invalid_argument("--node-name (or NODE_NAME) is required with --kubernetes");
     if (k.allowed_namespaces.empty())
         throw std::invalid_argument("--allowed-namespaces is required with --kubernetes: name the Ironic namespace");
-    if (k.allowed_cidrs.empty())
+    if (k.allowed_cidrs.empty() && (!k.subnet.empty() || !k.subnet_v6.empty() || k.shared_addresses.empty()))
         throw std::invalid_argument("--allowed-cidrs is required with --kubernetes: the range of service IPs");
     if (k.lease_namespace.empty())
         if (const char *env = std::getenv("POD_NAMESPACE"))
@@ -215,6 +248,7 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     options.policy.ipv4_lan = node.prefix_len != 0;
     options.policy.ipv6_lan = node.prefix6_len != 0;
     options.policy.allowed_cidrs = allowed_cidrs(k.allowed_cidrs, node);
+    options.policy.shared_addresses = shared_addresses(k.shared_addresses, node, options.policy.allowed_cidrs);
     return {node, options};
 }
 

@@ -25,6 +25,7 @@ struct KubernetesFlags {
     std::vector<std::string> allowed_namespaces;
     std::string lease_namespace; // empty: $POD_NAMESPACE, else bpfnet-system
     std::vector<std::string> allowed_cidrs;
+    std::vector<std::string> shared_addresses; // addresses Services may share (IPs or "node"); none: no LAN needed
     std::vector<std::string> dhcp_relays;
     unsigned lease_duration_s = 15;
     unsigned event_refresh_s = 1800;

@@ -309,6 +309,70 @@ std::optional<std::string> families_problem(const json &spec, const std::vector<
     return std::nullopt;
 }
 
+// The annotation bpfnet.io/shared-address: one of the loader's --shared-addresses, an IP or "node", and no
+// service IP beside it. Fills `ip` (the VIP) or `node_address`; returns the reason on refusal.
+std::optional<std::string> read_shared_address(const json &spec, const json &annotations, const ServicePolicy &policy,
+                                               std::vector<bpfnet_ip> &ip, bool &node_address) {
+    const json &a = *member(annotations, kSharedAddressAnnotation);
+    const std::string source = std::string("annotation ") + kSharedAddressAnnotation;
+    if (!a.is_string())
+        return source + " is not a string";
+    if (member(annotations, kServiceIpAnnotation))
+        return source + " and annotation " + kServiceIpAnnotation +
+               " are both set: a Service on a shared address has no service IP of its own";
+    if (const json *lb = member(spec, "loadBalancerIP"); lb && !(lb->is_string() && lb->get<std::string>().empty()))
+        return source + " and spec.loadBalancerIP are both set: a Service on a shared address has no service IP of "
+                        "its own";
+    const std::string text = a.get<std::string>();
+    SharedChoice choice;
+    if (text != "node") {
+        const auto parsed = parse_address(text);
+        if (!parsed)
+            return source + " \"" + text + "\" is neither \"node\" nor an IPv4 or IPv6 address";
+        choice = *parsed;
+    }
+    if (std::find(policy.shared_addresses.begin(), policy.shared_addresses.end(), choice) ==
+        policy.shared_addresses.end()) {
+        std::string list;
+        for (const SharedChoice &c : policy.shared_addresses)
+            list += (list.empty() ? "" : ", ") + describe(c);
+        return source + " \"" + text + "\" is not one of the addresses the loaders share (--shared-addresses: " +
+               (list.empty() ? "none given" : list) + ")";
+    }
+    node_address = !choice;
+    if (choice)
+        ip.push_back(*choice);
+    return std::nullopt;
+}
+
+// A shared address's family against spec.ipFamilies and ipFamilyPolicy ("node" is the node's IPv4 address).
+std::optional<std::string> shared_family_problem(const json &spec, IpFamily family) {
+    if (const json *families = member(spec, "ipFamilies")) {
+        bool listed = false;
+        if (families->is_array())
+            for (const json &f : *families)
+                listed = listed || (f.is_string() && f.get<std::string>() == to_string(family));
+        if (!listed)
+            return std::string("the shared address is ") + to_string(family) + ", and spec.ipFamilies does not list it";
+    }
+    if (const json *policy_field = member(spec, "ipFamilyPolicy");
+        policy_field && policy_field->is_string() && policy_field->get<std::string>() == "RequireDualStack")
+        return std::string("spec.ipFamilyPolicy is RequireDualStack, and a Service on a shared address has one "
+                           "address");
+    return std::nullopt;
+}
+
+// A shared address carries plain ports: the relays and TFTP need the provisioning LAN.
+std::optional<std::string> shared_ports_problem(const std::vector<PortRule> &rules) {
+    for (size_t i = 0; i < rules.size(); ++i)
+        if (rules[i].kind != PortKind::Plain)
+            return "spec.ports[" + std::to_string(i) + "]" + (rules[i].name.empty() ? "" : " (" + rules[i].name + ")") +
+                   ": " + to_string(rules[i].kind) +
+                   " needs the provisioning LAN; a shared address carries plain ports (put it on a Service with a "
+                   "service IP)";
+    return std::nullopt;
+}
+
 // A relayed port is one family's: DHCP is relayed for the IPv4 address, DHCPv6 for the IPv6 one.
 std::optional<std::string> relay_families_problem(const std::vector<PortRule> &rules,
                                                   const std::vector<bpfnet_ip> &ips) {
@@ -366,16 +430,25 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     if (annotations && !annotations->is_object())
         return refuse(d, "metadata.annotations is not an object");
     std::vector<bpfnet_ip> ips;
-    if (auto why = read_service_ips(*spec, annotations, ips))
-        return refuse(d, *why);
-    if (auto why = families_problem(*spec, ips, policy))
-        return refuse(d, *why);
+    const bool shared = annotations && member(*annotations, kSharedAddressAnnotation);
+    if (shared) {
+        if (auto why = read_shared_address(*spec, *annotations, policy, ips, d.node_address))
+            return refuse(d, *why);
+        if (auto why = shared_family_problem(*spec, d.node_address ? IpFamily::V4 : family_of(ips.front())))
+            return refuse(d, *why);
+    } else {
+        if (auto why = read_service_ips(*spec, annotations, ips))
+            return refuse(d, *why);
+        if (auto why = families_problem(*spec, ips, policy))
+            return refuse(d, *why);
+    }
 
     if (std::find(policy.allowed_namespaces.begin(), policy.allowed_namespaces.end(), d.namespace_) ==
         policy.allowed_namespaces.end())
         return refuse(d,
                       "namespace " + d.namespace_ + " is not allowed to use the class " + policy.load_balancer_class);
-    for (const bpfnet_ip &ip : ips) {
+    // A shared address was allowed by name (--shared-addresses); the CIDRs are for the addresses bpfnet owns.
+    for (const bpfnet_ip &ip : shared ? std::vector<bpfnet_ip>{} : ips) {
         const bool in_cidr = std::any_of(policy.allowed_cidrs.begin(), policy.allowed_cidrs.end(),
                                          [&](const SourceRange &cidr) { return cidr.contains(ip); });
         if (!in_cidr)
@@ -387,6 +460,9 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     std::string ranges_field;
     if (auto why = read_source_ranges(*spec, annotations, d.source_ranges, ranges_field))
         return refuse(d, *why);
+    if (shared && !d.source_ranges.empty())
+        return refuse(d, ranges_field + " is set, and source ranges are not applied on a shared address (its other "
+                                        "ports are the node's; restrict its clients with the node's firewall)");
     if (auto why = source_range_families_problem(d.source_ranges, ips, ranges_field))
         return refuse(d, *why);
 
@@ -426,12 +502,13 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
         return refuse(d, entry(*problem->index) + (rule.name.empty() ? "" : " (" + rule.name + ")") + ": " +
                              problem->detail);
     }
-    if (auto why = relay_families_problem(rules, ips))
+    if (auto why = shared ? shared_ports_problem(rules) : relay_families_problem(rules, ips))
         return refuse(d, *why);
     if (auto why = read_pod_delivery(annotations, d.delivery))
         return refuse(d, *why);
 
     d.outcome = ServiceDecision::Outcome::Accepted;
+    d.shared = shared;
     d.service_ips = std::move(ips);
     d.ports = std::move(rules);
     if (std::any_of(target_names.begin(), target_names.end(), [](const std::string &n) { return !n.empty(); }))
@@ -616,24 +693,28 @@ ServiceDecision decide_service(const json &service, const ServicePolicy &policy)
 
 AcceptedService accepted(const ServiceDecision &decision) {
     return AcceptedService{decision.namespace_,        decision.name,          decision.service_ips, decision.ports,
-                           decision.target_port_names, decision.source_ranges, decision.delivery};
+                           decision.target_port_names, decision.source_ranges, decision.delivery,    decision.shared,
+                           decision.node_address};
 }
 
 std::vector<OverCapacity> over_capacity(const std::vector<AcceptedService> &services) {
-    std::set<bpfnet_ip> ips;
+    std::set<bpfnet_ip> ips, shared_ips;
     size_t ports = 0;
     std::vector<OverCapacity> refused;
     for (const AcceptedService &service : services) {
+        std::set<bpfnet_ip> &taken = service.shared ? shared_ips : ips;
+        const size_t limit = service.shared ? BPFNET_MAX_SHARED_ADDRESSES : BPFNET_MAX_SERVICE_IPS;
         std::set<bpfnet_ip> added;
         size_t listed = 0;
         for (const bpfnet_ip &ip : service.service_ips) {
-            if (!ips.contains(ip))
+            if (!taken.contains(ip))
                 added.insert(ip);
             listed += ports_for_family(service, family_of(ip)).ports.size();
         }
-        if (ips.size() + added.size() > BPFNET_MAX_SERVICE_IPS) {
-            refused.push_back({service.key(), "the datapath holds " + std::to_string(BPFNET_MAX_SERVICE_IPS) +
-                                                  " service IPs, which older Services of its class take"});
+        if (taken.size() + added.size() > limit) {
+            refused.push_back({service.key(), "the datapath holds " + std::to_string(limit) +
+                                                  (service.shared ? " shared addresses" : " service IPs") +
+                                                  ", which older Services of its class take"});
             continue;
         }
         if (ports + listed > BPFNET_MAX_SERVICES) {
@@ -642,7 +723,7 @@ std::vector<OverCapacity> over_capacity(const std::vector<AcceptedService> &serv
                                                   "class take"});
             continue;
         }
-        ips.insert(added.begin(), added.end());
+        taken.insert(added.begin(), added.end());
         ports += listed;
     }
     return refused;
@@ -672,6 +753,18 @@ std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &servi
                     shared_ips.push_back(ip);
             if (shared_ips.empty())
                 continue;
+            if (earlier.shared != later.shared) {
+                Conflict c;
+                c.refused = later.key();
+                c.other = earlier.key();
+                c.service_ip = shared_ips.front();
+                c.reason = format_ip(c.service_ip) + " is " + (later.shared ? "a service IP" : "a shared address") +
+                           " of Service " + c.other +
+                           "; an address is either bpfnet's (a service IP) or the node's "
+                           "(a shared address), not both";
+                out.push_back(std::move(c));
+                continue;
+            }
             const bool same_ranges = std::all_of(shared_ips.begin(), shared_ips.end(), [&](const bpfnet_ip &ip) {
                 return ranges_of_family(earlier.source_ranges, family_of(ip)) ==
                        ranges_of_family(later.source_ranges, family_of(ip));

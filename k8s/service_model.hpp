@@ -6,6 +6,7 @@
 #include "core/addresses.hpp"
 #include "core/desired_state.hpp"
 #include "core/node.hpp"
+#include "core/shared_addresses.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,9 @@ struct ServicePolicy {
     // could never be reached from the LAN, so a Service asking for one is refused.
     bool ipv4_lan = true;
     bool ipv6_lan = true;
+    // The shared addresses Services may name (--shared-addresses): the addresses of the nodes' that bpfnet
+    // steers a Service's ports on without owning them (the control plane's VIP; nullopt: each node's own).
+    std::vector<SharedChoice> shared_addresses;
 };
 
 // The service addresses: one, or one per family comma-separated ("172.22.0.2,fd00:1::2").
@@ -33,6 +37,9 @@ inline constexpr const char *kServiceIpAnnotation = "bpfnet.io/ip";
 // How the LAN's packets reach the Service's pod: "auto" (the default) or "route" (always through the node's
 // routing; BackendLocation, docs/design.md "Pod delivery").
 inline constexpr const char *kPodDeliveryAnnotation = "bpfnet.io/pod-delivery";
+// A shared address instead of a service IP (docs/design.md, "Shared addresses"): one of the loader's
+// --shared-addresses, an IP or "node".
+inline constexpr const char *kSharedAddressAnnotation = "bpfnet.io/shared-address";
 // The older form of spec.loadBalancerSourceRanges, still honoured by cloud load balancers.
 inline constexpr const char *kSourceRangesAnnotation = "service.beta.kubernetes.io/load-balancer-source-ranges";
 
@@ -50,6 +57,10 @@ struct ServiceDecision {
     // sorted, without duplicates; empty: every source. Each service address takes the ranges of its family.
     std::vector<SourceRange> source_ranges;
     PodDelivery delivery = PodDelivery::Auto; // Accepted only: annotation bpfnet.io/pod-delivery
+    // Accepted only: on a shared address (annotation bpfnet.io/shared-address), the VIP in service_ips, or the
+    // node's own address (node_address: service_ips empty, each node serves its own).
+    bool shared = false;
+    bool node_address = false;
 
     std::string key() const { return namespace_ + "/" + name; }
 };
@@ -70,6 +81,11 @@ struct ServiceDecision {
 //   UDP 547 or without an IPv6 address, TFTP port that is not UDP, duplicate (protocol, port) or (protocol,
 //   targetPort); annotation bpfnet.io/pod-delivery neither "auto" nor "route". A named targetPort (the Ironic
 //   Standalone Operator's Services use them) is resolved per endpoint: resolve_target_ports.
+// A Service on a shared address (annotation bpfnet.io/shared-address) is refused when it also names a service
+//   IP (bpfnet.io/ip, spec.loadBalancerIP); when the address is not one of policy.shared_addresses; when
+//   spec.ipFamilies does not list its family ("node": IPv4) or ipFamilyPolicy is RequireDualStack; when it has
+//   source ranges (not applied on a shared address); when a port is not plain (the relays and TFTP need the
+//   provisioning LAN). The namespace rule and the port rules above hold for it too; allowed CIDRs do not.
 // Port kind: dhcp when appProtocol is "dhcp", or (appProtocol absent or neither dhcp nor tftp) the name is
 //   "dhcp"; likewise tftp; else plain.
 ServiceDecision decide_service(const nlohmann::json &service, const ServicePolicy &policy);
@@ -83,6 +99,8 @@ struct AcceptedService {
     std::vector<std::string> target_port_names; // as in ServiceDecision
     std::vector<SourceRange> source_ranges;     // as in ServiceDecision
     PodDelivery delivery = PodDelivery::Auto;   // as in ServiceDecision
+    bool shared = false;                        // as in ServiceDecision
+    bool node_address = false;                  // as in ServiceDecision (the controller fills service_ips)
 
     std::string key() const { return namespace_ + "/" + name; }
 };
@@ -107,8 +125,9 @@ struct Conflict {
 };
 
 // Services may share an IP only with disjoint (protocol, port) sets and disjoint (protocol, targetPort) sets
-// (replies are mapped back to the service port by the pod's port), and with the same source ranges of that
-// IP's family (the datapath filters sources per IP). Reports every overlapping pair, ordered by
+// (replies are mapped back to the service port by the pod's port), with the same source ranges of that IP's
+// family (the datapath filters sources per IP), and as the same kind of address (a shared address beside a
+// service IP is refused: the one is the node's, the other bpfnet's). Reports every overlapping pair, ordered by
 // (refused, other); `overlap` lists the shared ports, or the shared target ports when only those overlap.
 // Input order does not matter.
 std::vector<Conflict> check_shared_ips(const std::vector<AcceptedService> &services);
@@ -118,10 +137,10 @@ struct OverCapacity {
     std::string key; // namespace/name
     std::string reason;
 };
-// The Services past what the datapath's tables hold (BPFNET_MAX_SERVICE_IPS service IPs, BPFNET_MAX_SERVICES
-// listed ports of all of them), taking `services` in the order given (the caller's: the oldest first): a
-// Service whose addresses or ports would not fit is refused whole, and the later ones are still taken where
-// they fit. An address several Services share counts once.
+// The Services past what the datapath's tables hold (BPFNET_MAX_SERVICE_IPS service IPs,
+// BPFNET_MAX_SHARED_ADDRESSES shared addresses, BPFNET_MAX_SERVICES listed ports of all of them), taking `services` in
+// the order given (the caller's: the oldest first): a Service whose addresses or ports would not fit is refused whole,
+// and the later ones are still taken where they fit. An address several Services share counts once.
 std::vector<OverCapacity> over_capacity(const std::vector<AcceptedService> &services);
 
 // A port of an EndpointSlice: the Service port's name (empty for a single unnamed port) and the number the

@@ -12,6 +12,7 @@
 
 #include "core/node_rules.hpp"
 #include "core/service_rules.hpp"
+#include "core/shared_addresses.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -510,26 +511,15 @@ void check_relay_families(const Field &field, const Config &config) {
  * a service address, and none of the provisioning subnets, whose addresses are the datapath's to own. */
 std::optional<bpfnet_ip> read_shared_address(const Field &field, const Config &config) {
     const std::string text = read_string(field);
-    if (text == "node")
-        return std::nullopt;
-    const std::optional<bpfnet_ip> ip = parse_ip(text);
-    if (!ip)
-        field.fail("must be an IP address of the node's (the control plane's VIP, say 192.0.2.10) or \"node\", got " +
-                   quoted(text));
-    const auto reason = is_v4(*ip) ? non_unicast_reason(v4_of(*ip)) : non_unicast_reason6(*ip);
-    if (reason)
-        field.fail("must be a unicast address, got " + text + ", " + *reason);
-    if ((is_v4(*ip) && config.service_ip_be != 0 && v4_of(*ip) == config.service_ip_be) ||
-        (config.service_ip6 && *ip == *config.service_ip6))
+    // Said first: the service address is inside the provisioning subnet too, and this is what is wrong with it.
+    if (const std::optional<bpfnet_ip> ip = parse_ip(text);
+        ip && ((is_v4(*ip) && config.service_ip_be != 0 && v4_of(*ip) == config.service_ip_be) ||
+               (config.service_ip6 && *ip == *config.service_ip6)))
         field.fail(text + " is a service address: the datapath owns those, a shared address is the node's");
-    const bool in_subnet = is_v4(*ip)
-                               ? config.prefix_len != 0 && in_prefix(v4_of(*ip), config.subnet_be, config.prefix_len)
-                               : config.prefix6_len != 0 && in_prefix6(*ip, config.subnet6, config.prefix6_len);
-    if (in_subnet)
-        field.fail(text + " is inside the provisioning subnet, where addresses are the datapath's to own: a "
-                          "shared address is one of the node's other networks (its control-plane VIP, its own "
-                          "address)");
-    return ip;
+    const ParsedSharedChoice parsed = parse_shared_choice(text, config);
+    if (!parsed.choice)
+        field.fail(parsed.error);
+    return *parsed.choice;
 }
 
 /* A shared address's ports: plain ports, TCP or UDP (the relays and TFTP need the provisioning LAN). */

@@ -2,6 +2,7 @@
 #include "standalone/config.hpp"
 
 #include "core/addresses.hpp"
+#include "core/shared_addresses.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -9,31 +10,6 @@
 namespace bpfnet {
 
 namespace {
-
-// The node's own IPv4 address on the interface: its first primary address with a subnet (a VIP that kube-vip
-// or keepalived adds is a /32), else its first primary one; never one of the config's shared addresses.
-std::optional<bpfnet_ip> node_address(const Config &config, int nic_ifindex,
-                                      const std::vector<InterfaceAddress> &addresses) {
-    auto configured = [&config](const bpfnet_ip &ip) {
-        return std::any_of(config.shared_addresses.begin(), config.shared_addresses.end(),
-                           [&ip](const SharedAddress &shared) { return shared.ip == ip; });
-    };
-    // An address of the provisioning subnet is the datapath's to own: never the node's shared one.
-    auto provisioning = [&config](const bpfnet_ip &ip) {
-        return config.prefix_len != 0 && in_prefix(v4_of(ip), config.subnet_be, config.prefix_len);
-    };
-    std::optional<bpfnet_ip> first;
-    for (const InterfaceAddress &address : addresses) {
-        if (address.ifindex != nic_ifindex || !is_v4(address.ip) || address.secondary || configured(address.ip) ||
-            provisioning(address.ip))
-            continue;
-        if (address.prefix_len < 32)
-            return address.ip;
-        if (!first)
-            first = address.ip;
-    }
-    return first;
-}
 
 // The shared address's spec, steered to the backend's address of its family (none: no backend here).
 ServiceSpec shared_spec(const Config &config, const bpfnet_ip &address, const SharedAddress &shared,
@@ -59,16 +35,12 @@ ServiceSpec shared_spec(const Config &config, const bpfnet_ip &address, const Sh
 
 HeldAddresses held_shared_addresses(const Config &config, int nic_ifindex,
                                     const std::vector<InterfaceAddress> &addresses) {
+    std::vector<SharedChoice> named;
+    for (const SharedAddress &shared : config.shared_addresses)
+        named.push_back(shared.ip);
     HeldAddresses held;
-    for (const SharedAddress &shared : config.shared_addresses) {
-        if (!shared.ip) {
-            held.push_back(node_address(config, nic_ifindex, addresses));
-            continue;
-        }
-        const bool present = std::any_of(addresses.begin(), addresses.end(),
-                                         [&](const InterfaceAddress &a) { return a.ip == *shared.ip && !a.tentative; });
-        held.push_back(present ? shared.ip : std::nullopt);
-    }
+    for (const SharedAddress &shared : config.shared_addresses)
+        held.push_back(held_address(shared.ip, config, nic_ifindex, addresses, named));
     return held;
 }
 

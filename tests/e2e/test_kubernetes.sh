@@ -58,6 +58,7 @@ e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each addre
 e2e_case pod_clients case_pod_clients "g3. pods call the service IP through kube-proxy's rules for the ingress IP (iptables, then nftables mode), on the owner's node and the other: answered by the serving pod" case:serve
 e2e_case ipvs_pod_clients case_ipvs_pod_clients "g4. pods call the service IP through kube-proxy in IPVS mode (the IP on kube-ipvs0 of both nodes, a virtual server to the endpoint), on the owner's node and the other: answered by the serving pod, one ARP answer" case:serve
 e2e_case no_kube_proxy case_no_kube_proxy "g5. without kube-proxy, its replacement's socket-level load balancing (a stand-in for Cilium's socket-LB) takes pods' calls to the service IP to the endpoint, from both nodes: answered by the serving pod, which sees each client pod's own address" case:serve
+e2e_case shared_address case_shared_address "g6. a Service on the control plane's VIP (bpfnet.io/shared-address): the node holding the VIP serves it from the pod that also serves the service IP, the VIP's other ports stay the node's; the VIP moving to the node without the pod is reported there, and the pod following it is served" case:serve
 e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim: the second claimant probes, defers while the first answers, and answers once it stops" case:serve
 e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI (cni0) is found behind the bridge and served, into its veth or (bpfnet.io/pod-delivery: route) through the node's routing" case:pivot
 e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
@@ -1204,6 +1205,89 @@ case_shared_ip() {
         { E2E_REASON="after images was deleted the IP's Lease names '$(lease_services c1)'"; return 1; }
     [ "$(lease_holder c1)" = "$here" ] || { E2E_REASON="the IP's Lease is held by '$(lease_holder c1)'"; return 1; }
     log "images deleted: the IP's Lease kept by $here, naming ironic alone"
+    loaders_alive
+}
+
+# g6: virtual media on the control plane's VIP (docs/metal3.md, "Virtual media without an extra IP"). The nodes'
+# NICs are also on the hosts' own network, 198.18.4.0/24 (the host 198.18.4.10, node A .20, node B .21), and the
+# VIP (CLUSTER_SHARED_VIP, a /32) sits on the node kube-vip chose; the loaders were started with
+# --shared-addresses VIP (k8s_loader_flags). Nodes forward, as every Kubernetes node does: the pod's answers are
+# routed out of the NIC.
+SHARED_VIP=$CLUSTER_SHARED_VIP
+SHARED_HOST=198.18.4.10
+declare -A SHARED_NODE=([node-a]=198.18.4.20 [node-b]=198.18.4.21)
+MEDIA='{"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "media", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/shared-address": "'$SHARED_VIP'"}},
+        "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+                 "ports": [{"name": "media", "protocol": "TCP", "port": 6180, "targetPort": 8081}]}}'
+# media_answer [PORT]: what the host gets from the VIP's PORT (default 6180): the pod's name, or curl's exit code.
+media_answer() {
+    local body rc=0
+    body=$(cluster_host curl -s --max-time 1 "http://$SHARED_VIP:${1:-6180}/who") || rc=$?
+    [ "$rc" = 0 ] && echo "$body" || echo "curl-exit-$rc"
+}
+# vip_on NODE add|del: kube-vip's move of the VIP; vip_announce NODE: its gratuitous ARP from NODE, which kube-vip
+# sends on taking the VIP and every few seconds after (the host's stale entry for the VIP is only replaced by a
+# gratuitous ARP past the neighbour table's locktime, 1 s: each wait below announces on every try).
+vip_on() { ip -n "${NODE_NS[$1]}" addr "$2" "$SHARED_VIP/32" dev "$E2E_NIC"; }
+vip_announce() {
+    ip netns exec "${NODE_NS[$1]}" "$SYSTEM_PYTHON" "$E2E_DIR/arp_announce.py" --op request "$E2E_NIC" "$SHARED_VIP" \
+        "${NIC_MAC[$1]}"
+}
+
+case_shared_address() {
+    # From: the pod ready on node A, A serving (case serve, its need in the case list).
+    local here=$CURRENT there node
+    there=$(other "$here")
+    cluster_host ip addr add "$SHARED_HOST/24" dev eth0 || { E2E_REASON="host address"; return 1; }
+    for node in "${NODES[@]}"; do
+        ip -n "${NODE_NS[$node]}" addr add "${SHARED_NODE[$node]}/24" dev "$E2E_NIC" &&
+            ip netns exec "${NODE_NS[$node]}" sysctl -qw net.ipv4.ip_forward=1 || { E2E_REASON="$node's own address"; return 1; }
+    done
+    vip_on "$here" add || { E2E_REASON="the VIP on $here"; return 1; }
+    kapi c1 POST "$SLICE_PATH" "$(slice_json "$here" true media)" >/dev/null || { E2E_REASON="cannot create media's slice"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$MEDIA" >/dev/null || { E2E_REASON="cannot create media"; return 1; }
+    if ! wait_for 5 eval '[ "$(media_answer)" = "${POD_NAME[$here]}" ]'; then
+        E2E_REASON="the VIP's 6180 answered '$(media_answer)' (events: $(events_of c1 Refused) $(events_of c1 SharedAddressPodElsewhere))"
+        return 1
+    fi
+    log "media on the VIP $SHARED_VIP:6180, held by $here: answered by $(media_answer)"
+    [[ $(events_of c1 Serving) == *"serves the shared address $SHARED_VIP (held here"* ]] ||
+        { E2E_REASON="no Serving Event for the shared address: '$(events_of c1 Serving)'"; return 1; }
+    wait_for 3 eval '[ "$(ingress_of c1 media)" = "$SHARED_VIP" ]' ||
+        { E2E_REASON="media's ingress is '$(ingress_of c1 media)'"; return 1; }
+    # One pod, two addresses: the service IP's ports are still served, and the VIP's other ports are the
+    # node's (the pod's 8080 is not reached through the VIP: the node's kernel refuses it).
+    serves "$here" || { E2E_REASON="the service IP is no longer served by $here: who='$(who_serves)'"; return 1; }
+    [ "$(media_answer 8080)" = curl-exit-7 ] || { E2E_REASON="the VIP's unlisted port 8080 answered '$(media_answer 8080)'"; return 1; }
+    # kube-vip moves the VIP to the node without the pod: nothing there serves the port (refused by that node's
+    # kernel), and that node says why.
+    vip_on "$here" del && vip_on "$there" add || { E2E_REASON="cannot move the VIP"; return 1; }
+    wait_for 5 eval 'vip_announce "$there"; [ "$(media_answer)" = curl-exit-7 ]' ||
+        { E2E_REASON="after the VIP moved to $there, 6180 answered '$(media_answer)'"; return 1; }
+    if ! wait_for 5 eval '[[ $(events_of c1 SharedAddressPodElsewhere) == *"node $there holds the shared address $SHARED_VIP"* ]]'; then
+        E2E_REASON="no SharedAddressPodElsewhere Event from $there: '$(events_of c1 SharedAddressPodElsewhere)'"
+        return 1
+    fi
+    [[ $(events_of c1 Released) == *"node $here stopped serving this Service on $SHARED_VIP (the shared address is no longer held"* ]] ||
+        { E2E_REASON="no Released Event from $here: '$(events_of c1 Released)'"; return 1; }
+    log "the VIP on $there without the pod: refused there, reported ($(events_of c1 SharedAddressPodElsewhere | head -n1))"
+    # The pod follows (both Services' EndpointSlices name it on the VIP's node): served there.
+    move_to "$there" || { E2E_REASON="cannot move the pod"; return 1; }
+    kapi c1 PUT "$SLICE_PATH/media-abcde" "$(slice_json "$there" true media)" >/dev/null || { E2E_REASON="cannot move media's pod"; return 1; }
+    wait_for 5 eval '[ "$(media_answer)" = "${POD_NAME[$there]}" ]' ||
+        { E2E_REASON="with the pod on $there, the VIP's 6180 answered '$(media_answer)'"; return 1; }
+    wait_serves "$there" 5 || return 1
+    log "the pod moved to $there: the VIP's 6180 and the service IP both served there"
+    kapi c1 DELETE "$SERVICE_PATH/media" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/media-abcde" >/dev/null
+    wait_for 5 eval '[ "$(media_answer)" = curl-exit-7 ]' || { E2E_REASON="media deleted, 6180 answered '$(media_answer)'"; return 1; }
+    vip_on "$there" del
+    for node in "${NODES[@]}"; do
+        ip -n "${NODE_NS[$node]}" addr del "${SHARED_NODE[$node]}/24" dev "$E2E_NIC"
+        ip netns exec "${NODE_NS[$node]}" sysctl -qw net.ipv4.ip_forward=0
+    done
+    cluster_host ip addr del "$SHARED_HOST/24" dev eth0
     loaders_alive
 }
 

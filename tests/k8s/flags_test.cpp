@@ -110,3 +110,41 @@ TEST(KubernetesFlags, RefusedInWordsThatNameTheFlag) {
         EXPECT_NE(got.find(words), std::string::npos) << "got: '" << got << "', want: '" << words << "'";
     }
 }
+
+// --shared-addresses: the addresses Services may share (the control plane's VIP, "node"); with them alone, the
+// loader needs no provisioning LAN (virtual media only).
+TEST(KubernetesFlags, SharedAddresses) {
+    const auto [beside, policy] = settings(
+        {"--subnet", "172.22.0.0/24", "--allowed-cidrs", "172.22.0.0/24", "--shared-addresses", "192.0.2.10,node"});
+    EXPECT_EQ(policy.policy.shared_addresses, (std::vector<SharedChoice>{test::key_ip("192.0.2.10"), std::nullopt}));
+
+    const auto [alone, only] = settings({"--shared-addresses", "node"});
+    EXPECT_EQ(alone.prefix_len, 0);
+    EXPECT_EQ(alone.prefix6_len, 0);
+    EXPECT_EQ(only.policy.shared_addresses, (std::vector<SharedChoice>{std::nullopt}));
+    EXPECT_TRUE(only.policy.allowed_cidrs.empty());
+}
+
+TEST(KubernetesFlags, SharedAddressesRefusedInTheirWords) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--shared-addresses", "vip"}, "--shared-addresses: must be an IP address of the node's"},
+        {{"--shared-addresses", "224.0.0.9"}, "--shared-addresses: must be a unicast address"},
+        {{"--shared-addresses", "node,node"}, "--shared-addresses: lists node twice"},
+        {{"--subnet", "172.22.0.0/24", "--allowed-cidrs", "172.22.0.0/24", "--shared-addresses", "172.22.0.9"},
+         "--shared-addresses: 172.22.0.9 is inside the provisioning subnet"},
+        {{"--subnet", "172.22.0.0/24", "--allowed-cidrs", "172.22.0.0/24,192.0.2.0/24", "--shared-addresses",
+          "192.0.2.10"},
+         "--shared-addresses: 192.0.2.10 is inside --allowed-cidrs 192.0.2.0/24"},
+        {{"--shared-addresses", "192.0.2.1,192.0.2.2,192.0.2.3,192.0.2.4,192.0.2.5,192.0.2.6,192.0.2.7,192.0.2.8,"
+                                "192.0.2.9"},
+         "--shared-addresses: at most 8 addresses, got 9"},
+        // A provisioning LAN still needs its service IPs' CIDRs.
+        {{"--subnet", "172.22.0.0/24", "--shared-addresses", "node"}, "--allowed-cidrs is required"},
+        // Without a LAN, nothing but shared addresses.
+        {{}, "--allowed-cidrs is required"},
+    };
+    for (const auto &[args, words] : cases) {
+        const std::string got = refusal(args);
+        EXPECT_NE(got.find(words), std::string::npos) << "got: '" << got << "', want: '" << words << "'";
+    }
+}

@@ -947,3 +947,136 @@ TEST(SharedIpsIpv6, AnIpv6AddressIsSharedLikeAnIpv4One) {
     ASSERT_EQ(got.size(), 1u);
     EXPECT_NE(got[0].reason.find("other loadBalancerSourceRanges"), std::string::npos);
 }
+
+// A Service on a shared address (annotation bpfnet.io/shared-address): one of the loaders' --shared-addresses,
+// the VIP or "node", with plain ports and no service IP of its own.
+namespace {
+
+ServicePolicy shared_policy() {
+    ServicePolicy p = policy();
+    p.shared_addresses = {key_ip("192.0.2.10"), std::nullopt}; // the control plane's VIP, and "node"
+    return p;
+}
+
+json media_service(const std::string &address) {
+    json s = json::parse(R"({
+      "apiVersion": "v1", "kind": "Service",
+      "metadata": {"namespace": "metal3", "name": "ironic-media", "annotations": {}},
+      "spec": {
+        "type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+        "ports": [
+          {"name": "ironic-api", "protocol": "TCP", "port": 6385, "targetPort": 6385},
+          {"name": "virtual-media", "protocol": "TCP", "port": 6183, "targetPort": "media"}
+        ]
+      }
+    })");
+    s["metadata"]["annotations"]["bpfnet.io/shared-address"] = address;
+    return s;
+}
+
+void expect_shared_refused(const json &s, const std::string &needle) {
+    const ServiceDecision d = decide_service(s, shared_policy());
+    EXPECT_EQ(d.outcome, Outcome::Refused) << s.dump();
+    EXPECT_NE(d.reason.find(needle), std::string::npos) << "reason: " << d.reason << "\nservice: " << s.dump();
+}
+
+} // namespace
+
+TEST(ServiceModelShared, TheVipOrTheNodesAddressIsAccepted) {
+    ServiceDecision vip = decide_service(media_service("192.0.2.10"), shared_policy());
+    ASSERT_EQ(vip.outcome, Outcome::Accepted) << vip.reason;
+    EXPECT_TRUE(vip.shared);
+    EXPECT_FALSE(vip.node_address);
+    EXPECT_EQ(vip.service_ips, ips({"192.0.2.10"})); // outside every allowed CIDR: named by the loaders instead
+    ASSERT_EQ(vip.ports.size(), 2u);
+    EXPECT_EQ(vip.target_port_names, (std::vector<std::string>{"", "media"}));
+    EXPECT_TRUE(accepted(vip).shared);
+
+    ServiceDecision node = decide_service(media_service("node"), shared_policy());
+    ASSERT_EQ(node.outcome, Outcome::Accepted) << node.reason;
+    EXPECT_TRUE(node.shared);
+    EXPECT_TRUE(node.node_address);
+    EXPECT_TRUE(node.service_ips.empty()); // each node's own, found where it runs
+    EXPECT_TRUE(accepted(node).node_address);
+
+    // A Service with a service IP is no shared one.
+    EXPECT_FALSE(decide_service(make_service(), shared_policy()).shared);
+}
+
+TEST(ServiceModelShared, RefusedWhereTheAddressIsNotOneTheLoadersShare) {
+    expect_shared_refused(media_service("192.0.2.11"), "\"192.0.2.11\" is not one of the addresses the loaders share "
+                                                       "(--shared-addresses: 192.0.2.10, node)");
+    expect_shared_refused(media_service("vip"), "is neither \"node\" nor an IPv4 or IPv6 address");
+    json not_text = media_service("node");
+    not_text["metadata"]["annotations"]["bpfnet.io/shared-address"] = 7;
+    expect_shared_refused(not_text, "bpfnet.io/shared-address is not a string");
+    // A loader given no shared address refuses every Service naming one.
+    const ServiceDecision none = decide_service(media_service("node"), policy());
+    EXPECT_EQ(none.outcome, Outcome::Refused);
+    EXPECT_NE(none.reason.find("(--shared-addresses: none given)"), std::string::npos) << none.reason;
+}
+
+TEST(ServiceModelShared, RefusedBesideAServiceIpOfItsOwn) {
+    json with_ip = media_service("192.0.2.10");
+    with_ip["metadata"]["annotations"]["bpfnet.io/ip"] = "198.18.0.2";
+    expect_shared_refused(with_ip, "annotation bpfnet.io/shared-address and annotation bpfnet.io/ip are both set");
+    json with_lb = media_service("192.0.2.10");
+    with_lb["spec"]["loadBalancerIP"] = "198.18.0.2";
+    expect_shared_refused(with_lb, "and spec.loadBalancerIP are both set");
+    with_lb["spec"]["loadBalancerIP"] = ""; // an empty one says nothing
+    EXPECT_EQ(decide_service(with_lb, shared_policy()).outcome, Outcome::Accepted);
+}
+
+TEST(ServiceModelShared, RefusedForWhatASharedAddressCannotCarry) {
+    json dhcp = media_service("192.0.2.10");
+    dhcp["spec"]["ports"].push_back({{"name", "dhcp"}, {"protocol", "UDP"}, {"port", 67}});
+    expect_shared_refused(dhcp, "spec.ports[2] (dhcp): dhcp needs the provisioning LAN");
+    json tftp = media_service("node");
+    tftp["spec"]["ports"].push_back({{"name", "boot"}, {"protocol", "UDP"}, {"port", 69}, {"appProtocol", "tftp"}});
+    expect_shared_refused(tftp, "tftp needs the provisioning LAN");
+    json ranges = media_service("192.0.2.10");
+    ranges["spec"]["loadBalancerSourceRanges"] = {"10.0.0.0/8"};
+    expect_shared_refused(ranges, "source ranges are not applied on a shared address");
+    json families = media_service("node");
+    families["spec"]["ipFamilies"] = {"IPv6"};
+    expect_shared_refused(families, "the shared address is IPv4, and spec.ipFamilies does not list it");
+    json dual = media_service("192.0.2.10");
+    dual["spec"]["ipFamilyPolicy"] = "RequireDualStack";
+    expect_shared_refused(dual, "RequireDualStack");
+    json other_ns = media_service("192.0.2.10");
+    other_ns["metadata"]["namespace"] = "tenant";
+    expect_shared_refused(other_ns, "namespace tenant is not allowed");
+}
+
+// A shared address counts against the datapath's shared addresses, not its service IPs; and an address is
+// either kind, never both.
+TEST(OverCapacity, SharedAddressesCountApartFromServiceIps) {
+    std::vector<AcceptedService> in;
+    for (int i = 0; i < BPFNET_MAX_SERVICE_IPS; ++i)
+        in.push_back(svc("metal3", "s" + std::to_string(i),
+                         ("198.18." + std::to_string(i / 200) + "." + std::to_string(i % 200 + 1)).c_str(), {}));
+    for (int i = 0; i <= BPFNET_MAX_SHARED_ADDRESSES; ++i) {
+        AcceptedService shared =
+            svc("metal3", "shared" + std::to_string(i), ("192.0.2." + std::to_string(i + 1)).c_str(), {});
+        shared.shared = true;
+        in.push_back(shared);
+    }
+    const std::vector<OverCapacity> refused = over_capacity(in);
+    ASSERT_EQ(refused.size(), 1u); // every service IP and all but the last shared address fit
+    EXPECT_EQ(refused[0].key, "metal3/shared" + std::to_string(BPFNET_MAX_SHARED_ADDRESSES));
+    EXPECT_NE(refused[0].reason.find("shared addresses"), std::string::npos) << refused[0].reason;
+}
+
+TEST(SharedIps, AnAddressIsEitherAServiceIpOrASharedOne) {
+    auto service_ip = svc("metal3", "ironic", "192.0.2.10", {{Protocol::Tcp, 6385}});
+    auto shared = svc("metal3", "media", "192.0.2.10", {{Protocol::Tcp, 6183}});
+    shared.shared = true;
+    auto conflicts = check_shared_ips({service_ip, shared});
+    ASSERT_EQ(conflicts.size(), 1u);
+    EXPECT_EQ(conflicts[0].refused, "metal3/media");
+    EXPECT_NE(conflicts[0].reason.find("is a service IP of Service metal3/ironic"), std::string::npos)
+        << conflicts[0].reason;
+    auto also_shared = svc("metal3", "api", "192.0.2.10", {{Protocol::Tcp, 6385}});
+    also_shared.shared = true;
+    EXPECT_TRUE(check_shared_ips({shared, also_shared}).empty()); // two shared ones: disjoint ports
+}
