@@ -794,11 +794,11 @@ std::string KubernetesLoader::status_path(const std::string &namespace_, const s
 void KubernetesLoader::publish_ingress(const Candidate &candidate, const std::set<bpfnet_ip> &answered,
                                        const Snapshot &leases) {
     const std::string &key = candidate.service.key();
-    // On each node's own address, every node serves its own: no one address to announce.
-    if (candidate.service.node_address)
-        return;
+    // On each node's own address, every node serves its own: no one address to announce (one written before,
+    // when the Service named a VIP, is taken out).
     std::vector<bpfnet_ip> served;
-    for (const bpfnet_ip &ip : candidate.service.service_ips)
+    for (const bpfnet_ip &ip :
+         candidate.service.node_address ? std::vector<bpfnet_ip>{} : candidate.service.service_ips)
         if (candidate.service.shared || answered.contains(ip) || lease_keeper_->held_elsewhere(ip, leases))
             served.push_back(ip);
     if (ingress_announces(candidate.object, served))

@@ -54,7 +54,8 @@ declare -A DHCP_FIRST=([node-a]=198.18.0.100 [node-b]=198.18.0.150)
 declare -A DHCP_LAST=([node-a]=198.18.0.149 [node-b]=198.18.0.199)
 CLUSTER_SUBNET6=2001:2::/64
 # The control plane's VIP on the hosts' own network (198.18.4.0/24), which the loaders may share
-# (--shared-addresses): test_kubernetes.sh's case shared_address puts it on a node as kube-vip would.
+# (--shared-addresses, with each node's own address): test_kubernetes.sh's case shared_address puts it on a node
+# as kube-vip would.
 CLUSTER_SHARED_VIP=198.18.4.5
 CLUSTER_HOST6=2001:2::10
 declare -A POD_IP6=([node-a]=2001:2:0:100::2 [node-b]=2001:2:0:101::2)
@@ -315,7 +316,7 @@ k8s_loader_flags() {
     K8S_FLAGS=(--kubernetes --kubeconfig "$kubeconfig"
         --interface "$interface" --subnet "$E2E_SUBNET" --subnet-v6 "$CLUSTER_SUBNET6" --router-advertisements
         --node-name "$node" --allowed-namespaces "$SERVICE_NS" --allowed-cidrs "$E2E_SUBNET,$CLUSTER_SUBNET6"
-        --shared-addresses "$CLUSTER_SHARED_VIP"
+        --shared-addresses "$CLUSTER_SHARED_VIP,node"
         --pin-root "$E2E_PIN_ROOT/$node" --control-socket "/run/bpfnet/$node.sock" --lease-duration 3
         --event-refresh 2 --watch-idle-timeout 3 --log-level debug)
 }

@@ -17,7 +17,8 @@
 # away (60 s: nothing lost), then back with 410; e2. the owner's node alone cut off from the API server while
 # its pod moves (how long both nodes answer, measured); f. malformed and unexpected API answers, 409 on
 # renewal; f2. stalled watches; f3. a rolling update; f4. the Metal3 example; f5. the owner's loader upgraded
-# with a slow start (the ARP gap, measured); f6. loadBalancerSourceRanges; g. two Services sharing the IP; g2.
+# with a slow start (the ARP gap, measured); f6. loadBalancerSourceRanges; g. two Services sharing the IP; g6. a Service on a shared
+# address (the VIP, a node's own); g2.
 # the Service made dual stack, an IPv6-only one, two addresses on one pod; h. pivot between two clusters and a double claim; i. a pod behind a bridge CNI; j. every recorded API request granted by the roles of k8s/examples/ironic (k8s/manifests/rbac.yaml, k8s/served-namespace in metal3).
 #
 # Output is TAP-like. The cases share the topology and run in order; each says what it starts from.
@@ -58,7 +59,7 @@ e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each addre
 e2e_case pod_clients case_pod_clients "g3. pods call the service IP through kube-proxy's rules for the ingress IP (iptables, then nftables mode), on the owner's node and the other: answered by the serving pod" case:serve
 e2e_case ipvs_pod_clients case_ipvs_pod_clients "g4. pods call the service IP through kube-proxy in IPVS mode (the IP on kube-ipvs0 of both nodes, a virtual server to the endpoint), on the owner's node and the other: answered by the serving pod, one ARP answer" case:serve
 e2e_case no_kube_proxy case_no_kube_proxy "g5. without kube-proxy, its replacement's socket-level load balancing (a stand-in for Cilium's socket-LB) takes pods' calls to the service IP to the endpoint, from both nodes: answered by the serving pod, which sees each client pod's own address" case:serve
-e2e_case shared_address case_shared_address "g6. a Service on the control plane's VIP (bpfnet.io/shared-address): the node holding the VIP serves it from the pod that also serves the service IP, the VIP's other ports stay the node's; the VIP moving to the node without the pod is reported there, and the pod following it is served" case:serve
+e2e_case shared_address case_shared_address "g6. a Service on the control plane's VIP (bpfnet.io/shared-address): the node holding the VIP serves it from the pod that also serves the service IP, the VIP's other ports stay the node's; the VIP moving to the node without the pod is reported there, and the pod following it is served; on each node's own address (node), the pod's node serves its own" case:serve
 e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim: the second claimant probes, defers while the first answers, and answers once it stops" case:serve
 e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI (cni0) is found behind the bridge and served, into its veth or (bpfnet.io/pod-delivery: route) through the node's routing" case:pivot
 e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
@@ -1220,10 +1221,11 @@ MEDIA='{"apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "media", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/shared-address": "'$SHARED_VIP'"}},
         "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
                  "ports": [{"name": "media", "protocol": "TCP", "port": 6180, "targetPort": 8081}]}}'
-# media_answer [PORT]: what the host gets from the VIP's PORT (default 6180): the pod's name, or curl's exit code.
+# media_answer [PORT [ADDRESS]]: what the host gets from PORT (default 6180) of ADDRESS (default the VIP): the
+# pod's name, or curl's exit code.
 media_answer() {
     local body rc=0
-    body=$(cluster_host curl -s --max-time 1 "http://$SHARED_VIP:${1:-6180}/who") || rc=$?
+    body=$(cluster_host curl -s --max-time 1 "http://${2:-$SHARED_VIP}:${1:-6180}/who") || rc=$?
     [ "$rc" = 0 ] && echo "$body" || echo "curl-exit-$rc"
 }
 # vip_on NODE add|del: kube-vip's move of the VIP; vip_announce NODE: its gratuitous ARP from NODE, which kube-vip
@@ -1256,6 +1258,11 @@ case_shared_address() {
         { E2E_REASON="no Serving Event for the shared address: '$(events_of c1 Serving)'"; return 1; }
     wait_for 3 eval '[ "$(ingress_of c1 media)" = "$SHARED_VIP" ]' ||
         { E2E_REASON="media's ingress is '$(ingress_of c1 media)'"; return 1; }
+    local status
+    status=$(nsenter --net="/run/netns/${NODE_NS[$here]}" "$BPFNETCTL" --pin-root "$E2E_PIN_ROOT/$here" \
+        --control-socket "/run/bpfnet/$here.sock" status 2>&1)
+    [[ $status == *"shared address  $SHARED_VIP: the node's, held on $E2E_NIC"*"steered: tcp/6180 to ${POD_IP[$here]}:8081"* ]] ||
+        { E2E_REASON="bpfnetctl status on $here does not show the shared address: $status"; return 1; }
     # One pod, two addresses: the service IP's ports are still served, and the VIP's other ports are the
     # node's (the pod's 8080 is not reached through the VIP: the node's kernel refuses it).
     serves "$here" || { E2E_REASON="the service IP is no longer served by $here: who='$(who_serves)'"; return 1; }
@@ -1279,6 +1286,16 @@ case_shared_address() {
         { E2E_REASON="with the pod on $there, the VIP's 6180 answered '$(media_answer)'"; return 1; }
     wait_serves "$there" 5 || return 1
     log "the pod moved to $there: the VIP's 6180 and the service IP both served there"
+    # The Service on each node's own address instead: the pod's node serves its own, the other (no pod) none;
+    # the VIP is no longer served, and the ingress names no address.
+    kapi c1 PUT "$SERVICE_PATH/media" "${MEDIA//\"$SHARED_VIP\"/\"node\"}" >/dev/null || { E2E_REASON="cannot change media"; return 1; }
+    wait_for 5 eval '[ "$(media_answer 6180 "${SHARED_NODE[$there]}")" = "${POD_NAME[$there]}" ]' ||
+        { E2E_REASON="on node addresses, $there's 6180 answered '$(media_answer 6180 "${SHARED_NODE[$there]}")'"; return 1; }
+    [ "$(media_answer 6180 "${SHARED_NODE[$here]}")" = curl-exit-7 ] ||
+        { E2E_REASON="$here (no pod) answered on its own address: '$(media_answer 6180 "${SHARED_NODE[$here]}")'"; return 1; }
+    wait_for 5 eval '[ "$(media_answer)" = curl-exit-7 ]' || { E2E_REASON="on node addresses, the VIP still answered '$(media_answer)'"; return 1; }
+    wait_for 3 eval '[ -z "$(ingress_of c1 media)" ]' || { E2E_REASON="on node addresses, media's ingress is '$(ingress_of c1 media)'"; return 1; }
+    log "on node addresses: $there serves ${SHARED_NODE[$there]}:6180, $here refuses its own, the VIP is the node's"
     kapi c1 DELETE "$SERVICE_PATH/media" >/dev/null
     kapi c1 DELETE "$SLICE_PATH/media-abcde" >/dev/null
     wait_for 5 eval '[ "$(media_answer)" = curl-exit-7 ]' || { E2E_REASON="media deleted, 6180 answered '$(media_answer)'"; return 1; }
