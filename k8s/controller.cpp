@@ -239,6 +239,10 @@ void KubernetesLoader::follow_links() {
     const LinkWatch::Changes changes = links_->update();
     if (changes.carrier_changed)
         report_carrier(status_, node_.interface, links_->carrier(), kWithoutCarrier);
+    // The pass reads the addresses at its start: one changed during a pass (this read from find_endpoints)
+    // gets a pass of its own.
+    if (changes.addresses_changed)
+        wake();
     for (const ServiceSpec &spec : applied_specs_)
         if (spec.location && changes.lost.contains(spec.location->ifindex) && gone_pods_.insert(spec.backend_ip).second)
             log_info("backend veth stopped: down or deleted, its pod is steered to no more (ahead of the API server)",
@@ -347,6 +351,7 @@ void KubernetesLoader::reconcile() {
             publish_ingress(candidate, answered_here, leases);
     }
     report_transitions(candidates, serving, services);
+    withdraw_unserved_shared(candidates);
     lease_keeper_->forget_previous_holders(answered_here);
     served_count_ = served_services.size();
     standby_count_ = accepted_services.size() - served_services.size();
@@ -406,19 +411,13 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
         AcceptedService service = accepted(decision);
         if (service.node_address) {
             // Each node serves the Service on its own address.
-            const std::optional<bpfnet_ip> own =
-                node_address(node_, nic_ifindex_, addresses_, options_.policy.shared_addresses);
-            if (!own) {
-                report_once(object, key,
-                            warning_event("SharedAddressAbsent", "Locate",
-                                          "node " + options_.node_name + " has no IPv4 address of its own on " +
-                                              node_.interface + " to serve this Service's shared address \"node\" on"),
-                            options_.node_name);
+            if (auto why = take_own_address(service)) {
+                report_once(object, key, warning_event("SharedAddressAbsent", "Locate", *why), options_.node_name);
+                refused++;
                 continue;
             }
-            forget_posted(key, "SharedAddressAbsent", options_.node_name);
-            service.service_ips = {*own};
         }
+        forget_posted(key, "SharedAddressAbsent", options_.node_name);
         all.push_back(std::move(service));
         objects.push_back(&object);
     }
@@ -453,6 +452,22 @@ std::vector<KubernetesLoader::Candidate> KubernetesLoader::accepted_services(con
     std::erase_if(posted_,
                   [&](const auto &entry) { return !present.contains(entry.first.substr(0, entry.first.find('|'))); });
     return candidates;
+}
+
+// A Service on "node": this node's own address on the NIC (core/shared_addresses.hpp) into its service_ips; why
+// not, when the NIC has none, or its address is one a Service of the class could claim as its service IP.
+std::optional<std::string> KubernetesLoader::take_own_address(AcceptedService &service) const {
+    const std::optional<bpfnet_ip> own =
+        node_address(node_, nic_ifindex_, addresses_, options_.policy.shared_addresses);
+    if (!own)
+        return "node " + options_.node_name + " has no IPv4 address of its own on " + node_.interface +
+               " to serve this Service's shared address \"node\" on";
+    for (const SourceRange &cidr : options_.policy.allowed_cidrs)
+        if (cidr.contains(*own))
+            return "node " + options_.node_name + "'s own address " + format_ip(*own) + " is inside --allowed-cidrs " +
+                   format_prefix(cidr) + ", where a Service could claim it as its service IP: it is not shared";
+    service.service_ips = {*own};
+    return std::nullopt;
 }
 
 // Past what the datapath's tables hold, the newest Services are refused (with an Event) and the oldest served:
@@ -589,7 +604,8 @@ void KubernetesLoader::locate_shared_addresses(std::vector<Candidate> &candidate
         c.held = c.service.node_address || held_here(c.service_ip, addresses_);
         if (!c.held)
             c.location.reset();
-        if (c.held && c.endpoint && !c.endpoint->on_this_node) {
+        // On "node", each node's own address: a node without the pod holds nothing anyone asked it to serve.
+        if (c.held && !c.service.node_address && c.endpoint && !c.endpoint->on_this_node) {
             report_once(c.object, c.service.key(),
                         warning_event("SharedAddressPodElsewhere", "Locate",
                                       "node " + options_.node_name + " holds the shared address " + scope +
@@ -726,8 +742,11 @@ void KubernetesLoader::keep_target_ports_apart(std::vector<Candidate> &candidate
 // served here only when every one of them that has a ready endpoint has it on this node.
 void KubernetesLoader::keep_shared_ips_together(std::vector<Candidate> &candidates) {
     std::map<bpfnet_ip, std::vector<Candidate *>> by_ip;
+    // A shared address has no one node answering for it: its holder serves each Service whose pod is there
+    // (locate_shared_addresses reports the others), and on "node" every node has an address of its own.
     for (Candidate &candidate : candidates)
-        by_ip[candidate.service_ip].push_back(&candidate);
+        if (!candidate.service.shared)
+            by_ip[candidate.service_ip].push_back(&candidate);
     for (auto &[ip, group] : by_ip) {
         if (group.size() < 2)
             continue;
@@ -778,8 +797,6 @@ std::string KubernetesLoader::release_reason(const std::string &id, const std::v
         return "its pod cannot be served from this node (see the Warning Events)";
     if (!links_->carrier())
         return "the provisioning NIC " + node_.interface + " has no carrier";
-    if (it->service.shared)
-        return "its pod cannot be served from this node (see the Warning Events)";
     return "another node holds the Lease of its IP";
 }
 
@@ -888,6 +905,14 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
     }
     for (const auto &[key, ips] : withdrawn)
         withdraw_ingress(key, services.at(key), ips);
+}
+
+// The holder of a shared VIP whose pod runs elsewhere serves it nowhere (locate_shared_addresses): the VIP comes
+// out of the Service's status, and the node that serves it again writes it back.
+void KubernetesLoader::withdraw_unserved_shared(const std::vector<Candidate> &candidates) {
+    for (const Candidate &c : candidates)
+        if (c.service.shared && !c.service.node_address && c.held && c.endpoint && !c.endpoint->on_this_node)
+            withdraw_ingress(c.service.key(), c.object, {c.service_ip});
 }
 
 ServiceEvent KubernetesLoader::conflict_event(const SeenConflict &conflict, const std::string &ip) const {

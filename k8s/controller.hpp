@@ -125,6 +125,8 @@ private:
     // The shared addresses: a Service on the node's address gets this node's, and each candidate learns whether
     // its address is held here. A held one whose pod runs on another node is reported (not served here).
     void locate_shared_addresses(std::vector<Candidate> &candidates);
+    std::optional<std::string> take_own_address(AcceptedService &service) const;
+    void withdraw_unserved_shared(const std::vector<Candidate> &candidates);
     std::string release_reason(const std::string &id, const std::vector<Candidate> &candidates) const;
     // The Services eligible here on one service IP (namespace/name, sorted), for the Lease's annotation.
     using IpServices = std::map<bpfnet_ip, std::vector<std::string>>;

@@ -161,6 +161,13 @@ void add_kubernetes_flags(CLI::App &app, KubernetesFlags &k) {
                    "without owning them")
         ->delimiter(',')
         ->group(group);
+    app.add_option("--shared-ports", k.shared_ports,
+                   "the ports a Service may list on a shared address (its other ports stay the node's): Ironic's "
+                   "image server, virtual media over TLS and API by default")
+        ->delimiter(',')
+        ->check(CLI::Range(1u, 65535u))
+        ->capture_default_str()
+        ->group(group);
     app.add_option("--dhcp-relays", k.dhcp_relays,
                    "DHCP relay agents on the provisioning LAN whose giaddr (IPv6: Relay-Forward) is accepted "
                    "(default: none)")
@@ -249,6 +256,8 @@ std::pair<NodeSettings, KubernetesOptions> kubernetes_settings(KubernetesFlags k
     options.policy.ipv6_lan = node.prefix6_len != 0;
     options.policy.allowed_cidrs = allowed_cidrs(k.allowed_cidrs, node);
     options.policy.shared_addresses = shared_addresses(k.shared_addresses, node, options.policy.allowed_cidrs);
+    for (unsigned port : k.shared_ports)
+        options.policy.shared_ports.push_back(static_cast<uint16_t>(port));
     return {node, options};
 }
 

@@ -26,6 +26,7 @@ struct KubernetesFlags {
     std::string lease_namespace; // empty: $POD_NAMESPACE, else bpfnet-system
     std::vector<std::string> allowed_cidrs;
     std::vector<std::string> shared_addresses; // addresses Services may share (IPs or "node"); none: no LAN needed
+    std::vector<unsigned> shared_ports{6180, 6183, 6385}; // the ports they may list there: Ironic's ramdisk ones
     std::vector<std::string> dhcp_relays;
     unsigned lease_duration_s = 15;
     unsigned event_refresh_s = 1800;

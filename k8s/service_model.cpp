@@ -362,14 +362,26 @@ std::optional<std::string> shared_family_problem(const json &spec, IpFamily fami
     return std::nullopt;
 }
 
-// A shared address carries plain ports: the relays and TFTP need the provisioning LAN.
-std::optional<std::string> shared_ports_problem(const std::vector<PortRule> &rules) {
-    for (size_t i = 0; i < rules.size(); ++i)
+// A shared address carries plain ports (the relays and TFTP need the provisioning LAN), and only those the
+// loaders share: every other port of the address is the node's.
+std::optional<std::string> shared_ports_problem(const std::vector<PortRule> &rules, const ServicePolicy &policy) {
+    for (size_t i = 0; i < rules.size(); ++i) {
+        const std::string label =
+            "spec.ports[" + std::to_string(i) + "]" + (rules[i].name.empty() ? "" : " (" + rules[i].name + ")");
         if (rules[i].kind != PortKind::Plain)
-            return "spec.ports[" + std::to_string(i) + "]" + (rules[i].name.empty() ? "" : " (" + rules[i].name + ")") +
-                   ": " + to_string(rules[i].kind) +
+            return label + ": " + to_string(rules[i].kind) +
                    " needs the provisioning LAN; a shared address carries plain ports (put it on a Service with a "
                    "service IP)";
+        if (std::find(policy.shared_ports.begin(), policy.shared_ports.end(), rules[i].port) ==
+            policy.shared_ports.end()) {
+            std::string list;
+            for (uint16_t port : policy.shared_ports)
+                list += (list.empty() ? "" : ", ") + std::to_string(port);
+            return label + ": port " + std::to_string(rules[i].port) +
+                   " is not one the loaders steer on a shared address (--shared-ports: " +
+                   (list.empty() ? "none" : list) + "); the address's other ports are the node's";
+        }
+    }
     return std::nullopt;
 }
 
@@ -502,7 +514,7 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
         return refuse(d, entry(*problem->index) + (rule.name.empty() ? "" : " (" + rule.name + ")") + ": " +
                              problem->detail);
     }
-    if (auto why = shared ? shared_ports_problem(rules) : relay_families_problem(rules, ips))
+    if (auto why = shared ? shared_ports_problem(rules, policy) : relay_families_problem(rules, ips))
         return refuse(d, *why);
     if (auto why = read_pod_delivery(annotations, d.delivery))
         return refuse(d, *why);

@@ -30,6 +30,9 @@ struct ServicePolicy {
     // The shared addresses Services may name (--shared-addresses): the addresses of the nodes' that bpfnet
     // steers a Service's ports on without owning them (the control plane's VIP; nullopt: each node's own).
     std::vector<SharedChoice> shared_addresses;
+    // The ports a Service may list on a shared address (--shared-ports; Ironic's by default): the rest of the
+    // address's ports are the node's (the API server's 6443, kubelet's, SSH), whoever writes the Service.
+    std::vector<uint16_t> shared_ports;
 };
 
 // The service addresses: one, or one per family comma-separated ("172.22.0.2,fd00:1::2").
@@ -85,7 +88,8 @@ struct ServiceDecision {
 //   IP (bpfnet.io/ip, spec.loadBalancerIP); when the address is not one of policy.shared_addresses; when
 //   spec.ipFamilies does not list its family ("node": IPv4) or ipFamilyPolicy is RequireDualStack; when it has
 //   source ranges (not applied on a shared address); when a port is not plain (the relays and TFTP need the
-//   provisioning LAN). The namespace rule and the port rules above hold for it too; allowed CIDRs do not.
+//   provisioning LAN) or not one of policy.shared_ports. The namespace rule and the port rules above hold for it too;
+//   allowed CIDRs do not.
 // Port kind: dhcp when appProtocol is "dhcp", or (appProtocol absent or neither dhcp nor tftp) the name is
 //   "dhcp"; likewise tftp; else plain.
 ServiceDecision decide_service(const nlohmann::json &service, const ServicePolicy &policy);

@@ -150,15 +150,16 @@ sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "
 stage ctest16 "BPF packet tables and the fuzzer's quick mode, programs from clang-16" \
   sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure -j "$jobs"
 
-# sanitized_tiers TREE REPORTS LABELS VAR=VALUE...: a sanitizer tree's tests of the ctest labels LABELS (its tiers
-# and its e2e suites, labelled asan or tsan in tests/e2e/CMakeLists.txt), in one ctest run, with the sanitizer
-# options VAR=VALUE (their log_path under REPORTS). Reports go to files (a loader's stderr is the e2e suites'
-# business): any report fails the stage, and is printed.
+# sanitized_tiers TREE REPORTS LABELS SUITES VAR=VALUE...: a sanitizer tree's ctest labels LABELS, then its e2e
+# suites SUITES (e2e_ names, |-separated), with the sanitizer options VAR=VALUE (their log_path under REPORTS).
+# Reports go to files (a loader's stderr is the e2e suites' business): any report fails the stage, and is
+# printed.
 sanitized_tiers() {
-  local tree=$1 reports=$2 labels=$3 rc=0
-  shift 3
+  local tree=$1 reports=$2 labels=$3 suites=$4 rc=0
+  shift 4
   mkdir -p "$reports"
   sandboxed env "$@" ctest --test-dir "$tree" -L "$labels" --output-on-failure -j "$jobs" || rc=1
+  sandboxed env "$@" ctest --test-dir "$tree" -R "^e2e_($suites)\$" --output-on-failure -j "$jobs" || rc=1
   if compgen -G "$reports/report.*" >/dev/null; then
     cat "$reports"/report.*
     echo "sanitizers: the reports above ($reports)" >&2
@@ -172,7 +173,7 @@ sanitized_tiers() {
 # datapath's paths (e2e_kubernetes: every case but e2e_kubernetes_threads', tests/e2e/CMakeLists.txt).
 reports=$times/sanitizer-reports
 stage ctestsan "unit, k8s, the input fuzzers (10 s each) and the loader's e2e suites (steering, cli, kubernetes but its timing cases) under ASan and UBSan" \
-  sanitized_tiers "$top/build-sanitized" "$reports" '^(unit|k8s|libfuzz|asan)$' \
+  sanitized_tiers "$top/build-sanitized" "$reports" 'unit|k8s|libfuzz' 'steering|cli|kubernetes' \
   "ASAN_OPTIONS=detect_leaks=1:log_path=$reports/report" "UBSAN_OPTIONS=print_stacktrace=1:log_path=$reports/report"
 
 # ThreadSanitizer: the tests that run the loader's threads: the unit and k8s tiers (the control socket, the
@@ -183,7 +184,7 @@ stage ctestsan "unit, k8s, the input fuzzers (10 s each) and the loader's e2e su
 # runs under one sanitizer, not both: together they took 600 s of CI's 45-minute aim.
 reports=$times/tsan-reports
 stage ctesttsan "unit, k8s and the loader's threads in e2e (kubernetes' timing cases, lifecycle) under ThreadSanitizer" \
-  sanitized_tiers "$top/build-tsan" "$reports" '^(unit|k8s|tsan)$' \
+  sanitized_tiers "$top/build-tsan" "$reports" 'unit|k8s' 'kubernetes_threads|lifecycle' \
   "TSAN_OPTIONS=log_path=$reports/report second_deadlock_stack=1"
 
 # One per core at a time: every e2e suite has a sandbox of its own (tests/e2e/lib.sh), and most of their time is waits.

@@ -1263,6 +1263,28 @@ case_shared_address() {
         --control-socket "/run/bpfnet/$here.sock" status 2>&1)
     [[ $status == *"shared address  $SHARED_VIP: the node's, held on $E2E_NIC"*"steered: tcp/6180 to ${POD_IP[$here]}:8081"* ]] ||
         { E2E_REASON="bpfnetctl status on $here does not show the shared address: $status"; return 1; }
+    # What a Service may not take on the VIP: a port that is not one of the loaders' --shared-ports (6443, the
+    # API server's), or a target port the pod answers another address on (8080, the service IP's http).
+    local api='{"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "kube-api", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/shared-address": "'$SHARED_VIP'"}},
+               "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+                        "ports": [{"name": "kube-api", "protocol": "TCP", "port": 6443, "targetPort": 8081}]}}'
+    local clash='{"apiVersion": "v1", "kind": "Service",
+                 "metadata": {"name": "clash", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/shared-address": "'$SHARED_VIP'"}},
+                 "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+                          "ports": [{"name": "clash", "protocol": "TCP", "port": 6183, "targetPort": 8080}]}}'
+    kapi c1 POST "$SERVICE_PATH" "$api" >/dev/null || { E2E_REASON="cannot create kube-api"; return 1; }
+    kapi c1 POST "$SLICE_PATH" "$(slice_json "$here" true clash)" >/dev/null || { E2E_REASON="cannot create clash's slice"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$clash" >/dev/null || { E2E_REASON="cannot create clash"; return 1; }
+    wait_for 5 eval '[[ $(events_of c1 Refused) == *"port 6443 is not one the loaders steer on a shared address"* ]]' ||
+        { E2E_REASON="kube-api on the VIP's 6443 not refused: '$(events_of c1 Refused)'"; return 1; }
+    wait_for 5 eval '[[ $(events_of c1 PodPortShared) == *"already answers on "*" 8080 for $E2E_SERVICE_IP"* ]]' ||
+        { E2E_REASON="no PodPortShared Event for clash: '$(events_of c1 PodPortShared)'"; return 1; }
+    [ "$(media_answer 6183)" = curl-exit-7 ] || { E2E_REASON="clash's 6183 answered '$(media_answer 6183)'"; return 1; }
+    log "refused on the VIP: 6443 ($(events_of c1 Refused | grep -m1 6443)); clash's target port 8080: PodPortShared"
+    kapi c1 DELETE "$SERVICE_PATH/kube-api" >/dev/null
+    kapi c1 DELETE "$SERVICE_PATH/clash" >/dev/null
+    kapi c1 DELETE "$SLICE_PATH/clash-abcde" >/dev/null
     # One pod, two addresses: the service IP's ports are still served, and the VIP's other ports are the
     # node's (the pod's 8080 is not reached through the VIP: the node's kernel refuses it).
     serves "$here" || { E2E_REASON="the service IP is no longer served by $here: who='$(who_serves)'"; return 1; }
@@ -1278,6 +1300,8 @@ case_shared_address() {
     fi
     [[ $(events_of c1 Released) == *"node $here stopped serving this Service on $SHARED_VIP (the shared address is no longer held"* ]] ||
         { E2E_REASON="no Released Event from $here: '$(events_of c1 Released)'"; return 1; }
+    wait_for 3 eval '[ -z "$(ingress_of c1 media)" ]' ||
+        { E2E_REASON="served nowhere, media's ingress is still '$(ingress_of c1 media)'"; return 1; }
     log "the VIP on $there without the pod: refused there, reported ($(events_of c1 SharedAddressPodElsewhere | head -n1))"
     # The pod follows (both Services' EndpointSlices name it on the VIP's node): served there.
     move_to "$there" || { E2E_REASON="cannot move the pod"; return 1; }
@@ -1285,6 +1309,8 @@ case_shared_address() {
     wait_for 5 eval '[ "$(media_answer)" = "${POD_NAME[$there]}" ]' ||
         { E2E_REASON="with the pod on $there, the VIP's 6180 answered '$(media_answer)'"; return 1; }
     wait_serves "$there" 5 || return 1
+    wait_for 3 eval '[ "$(ingress_of c1 media)" = "$SHARED_VIP" ]' ||
+        { E2E_REASON="served on $there, media's ingress is '$(ingress_of c1 media)'"; return 1; }
     log "the pod moved to $there: the VIP's 6180 and the service IP both served there"
     # The Service on each node's own address instead: the pod's node serves its own, the other (no pod) none;
     # the VIP is no longer served, and the ingress names no address.
@@ -1295,6 +1321,9 @@ case_shared_address() {
         { E2E_REASON="$here (no pod) answered on its own address: '$(media_answer 6180 "${SHARED_NODE[$here]}")'"; return 1; }
     wait_for 5 eval '[ "$(media_answer)" = curl-exit-7 ]' || { E2E_REASON="on node addresses, the VIP still answered '$(media_answer)'"; return 1; }
     wait_for 3 eval '[ -z "$(ingress_of c1 media)" ]' || { E2E_REASON="on node addresses, media's ingress is '$(ingress_of c1 media)'"; return 1; }
+    # The node without the pod holds its own address but was asked for nothing there: no Warning from it.
+    [[ $(events_of c1 SharedAddressPodElsewhere) != *"${SHARED_NODE[$here]}"* ]] ||
+        { E2E_REASON="$here warns about its own address: '$(events_of c1 SharedAddressPodElsewhere)'"; return 1; }
     log "on node addresses: $there serves ${SHARED_NODE[$there]}:6180, $here refuses its own, the VIP is the node's"
     kapi c1 DELETE "$SERVICE_PATH/media" >/dev/null
     kapi c1 DELETE "$SLICE_PATH/media-abcde" >/dev/null

@@ -117,6 +117,10 @@ TEST(KubernetesFlags, SharedAddresses) {
     const auto [beside, policy] = settings(
         {"--subnet", "172.22.0.0/24", "--allowed-cidrs", "172.22.0.0/24", "--shared-addresses", "192.0.2.10,node"});
     EXPECT_EQ(policy.policy.shared_addresses, (std::vector<SharedChoice>{test::key_ip("192.0.2.10"), std::nullopt}));
+    // Ironic's ramdisk ports unless told otherwise: its image server, virtual media over TLS, its API.
+    EXPECT_EQ(policy.policy.shared_ports, (std::vector<uint16_t>{6180, 6183, 6385}));
+    const auto [node, told] = settings({"--shared-addresses", "node", "--shared-ports", "6385,8443"});
+    EXPECT_EQ(told.policy.shared_ports, (std::vector<uint16_t>{6385, 8443}));
 
     const auto [alone, only] = settings({"--shared-addresses", "node"});
     EXPECT_EQ(alone.prefix_len, 0);

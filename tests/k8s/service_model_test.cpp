@@ -955,6 +955,7 @@ namespace {
 ServicePolicy shared_policy() {
     ServicePolicy p = policy();
     p.shared_addresses = {key_ip("192.0.2.10"), std::nullopt}; // the control plane's VIP, and "node"
+    p.shared_ports = {6180, 6183, 6385};
     return p;
 }
 
@@ -1028,6 +1029,11 @@ TEST(ServiceModelShared, RefusedBesideAServiceIpOfItsOwn) {
 }
 
 TEST(ServiceModelShared, RefusedForWhatASharedAddressCannotCarry) {
+    // Only the ports the loaders share: the address's others are the node's, whoever writes the Service.
+    json api_server = media_service("192.0.2.10");
+    api_server["spec"]["ports"].push_back({{"name", "kube-api"}, {"protocol", "TCP"}, {"port", 6443}});
+    expect_shared_refused(api_server, "spec.ports[2] (kube-api): port 6443 is not one the loaders steer on a "
+                                      "shared address (--shared-ports: 6180, 6183, 6385)");
     json dhcp = media_service("192.0.2.10");
     dhcp["spec"]["ports"].push_back({{"name", "dhcp"}, {"protocol", "UDP"}, {"port", 67}});
     expect_shared_refused(dhcp, "spec.ports[2] (dhcp): dhcp needs the provisioning LAN");
