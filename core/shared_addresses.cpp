@@ -31,6 +31,13 @@ ParsedSharedChoice parse_shared_choice(std::string_view text, const NodeSettings
     return {SharedChoice{*ip}, ""};
 }
 
+std::vector<InterfaceAddress> node_addresses() {
+    std::vector<InterfaceAddress> addresses = local_addresses(false);
+    for (const InterfaceAddress &address : local_addresses(true))
+        addresses.push_back(address);
+    return addresses;
+}
+
 bool held_here(const bpfnet_ip &ip, const std::vector<InterfaceAddress> &addresses) {
     return std::any_of(addresses.begin(), addresses.end(),
                        [&ip](const InterfaceAddress &a) { return a.ip == ip && !a.tentative; });

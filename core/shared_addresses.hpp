@@ -28,6 +28,9 @@ struct ParsedSharedChoice {
 // addresses are the datapath's to own).
 ParsedSharedChoice parse_shared_choice(std::string_view text, const NodeSettings &node);
 
+// This namespace's addresses of both families (IPv4 first), as the rules below read them.
+std::vector<InterfaceAddress> node_addresses();
+
 // Whether an interface of this namespace has `ip` (an IPv6 address still in duplicate address detection does
 // not count: the kernel does not take it as its own yet).
 bool held_here(const bpfnet_ip &ip, const std::vector<InterfaceAddress> &addresses);

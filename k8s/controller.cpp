@@ -117,6 +117,11 @@ std::string KubernetesLoader::Candidate::id() const {
     return service.key() + " " + format_ip(service_ip);
 }
 
+// On "node", each node's own address: a node without the pod holds nothing anyone asked it to serve.
+bool KubernetesLoader::Candidate::held_without_pod() const {
+    return service.shared && !service.node_address && held && endpoint && !endpoint->on_this_node;
+}
+
 void KubernetesLoader::wake() {
     uint64_t one = 1;
     if (::write(wake_.get(), &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
@@ -266,9 +271,7 @@ void KubernetesLoader::reconcile() {
 
     lease_keeper_->forget_unseen_leases(leases, lease_watch_epoch());
     if (!options_.policy.shared_addresses.empty()) {
-        addresses_ = local_addresses(false);
-        for (const InterfaceAddress &address : local_addresses(true))
-            addresses_.push_back(address);
+        addresses_ = node_addresses();
     }
     std::vector<Candidate> candidates = accepted_services(services);
     find_endpoints(candidates, slices);
@@ -604,8 +607,7 @@ void KubernetesLoader::locate_shared_addresses(std::vector<Candidate> &candidate
         c.held = c.service.node_address || held_here(c.service_ip, addresses_);
         if (!c.held)
             c.location.reset();
-        // On "node", each node's own address: a node without the pod holds nothing anyone asked it to serve.
-        if (c.held && !c.service.node_address && c.endpoint && !c.endpoint->on_this_node) {
+        if (c.held_without_pod()) {
             report_once(c.object, c.service.key(),
                         warning_event("SharedAddressPodElsewhere", "Locate",
                                       "node " + options_.node_name + " holds the shared address " + scope +
@@ -814,10 +816,10 @@ void KubernetesLoader::publish_ingress(const Candidate &candidate, const std::se
     // On each node's own address, every node serves its own: no one address to announce (one written before,
     // when the Service named a VIP, is taken out).
     std::vector<bpfnet_ip> served;
-    for (const bpfnet_ip &ip :
-         candidate.service.node_address ? std::vector<bpfnet_ip>{} : candidate.service.service_ips)
-        if (candidate.service.shared || answered.contains(ip) || lease_keeper_->held_elsewhere(ip, leases))
-            served.push_back(ip);
+    if (!candidate.service.node_address)
+        for (const bpfnet_ip &ip : candidate.service.service_ips)
+            if (candidate.service.shared || answered.contains(ip) || lease_keeper_->held_elsewhere(ip, leases))
+                served.push_back(ip);
     if (ingress_announces(candidate.object, served))
         return;
     const std::string base = resource_version(candidate.object);
@@ -911,7 +913,7 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
 // out of the Service's status, and the node that serves it again writes it back.
 void KubernetesLoader::withdraw_unserved_shared(const std::vector<Candidate> &candidates) {
     for (const Candidate &c : candidates)
-        if (c.service.shared && !c.service.node_address && c.held && c.endpoint && !c.endpoint->on_this_node)
+        if (c.held_without_pod())
             withdraw_ingress(c.service.key(), c.object, {c.service_ip});
 }
 

@@ -98,6 +98,8 @@ private:
 
         // "metal3/ironic 172.22.0.2": what is served (and reported) one by one.
         std::string id() const;
+        // A shared VIP this node holds while the Service's ready endpoint runs on another node: served nowhere.
+        bool held_without_pod() const;
     };
     // A Service address this node served after the last pass.
     struct Served {

@@ -460,10 +460,10 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
         return refuse(d,
                       "namespace " + d.namespace_ + " is not allowed to use the class " + policy.load_balancer_class);
     // A shared address was allowed by name (--shared-addresses); the CIDRs are for the addresses bpfnet owns.
-    for (const bpfnet_ip &ip : shared ? std::vector<bpfnet_ip>{} : ips) {
+    for (const bpfnet_ip &ip : ips) {
         const bool in_cidr = std::any_of(policy.allowed_cidrs.begin(), policy.allowed_cidrs.end(),
                                          [&](const SourceRange &cidr) { return cidr.contains(ip); });
-        if (!in_cidr)
+        if (!shared && !in_cidr)
             return refuse(d, "service IP " + format_ip(ip) + " is outside every allowed CIDR");
     }
 

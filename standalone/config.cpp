@@ -587,7 +587,7 @@ std::vector<SharedAddress> read_shared_addresses(const Field &field, const Confi
         shared.ports = read_shared_ports(entry.require("ports"));
         if (std::find_if(list.begin(), list.end(), [&](const SharedAddress &s) { return s.ip == shared.ip; }) !=
             list.end())
-            entry.locate("address").fail("lists " + bpfnet::describe(shared) + " twice");
+            entry.locate("address").fail("lists " + bpfnet::describe(shared.ip) + " twice");
         list.push_back(std::move(shared));
     }
     return list;

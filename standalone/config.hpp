@@ -57,8 +57,6 @@ HeldAddresses held_shared_addresses(const Config &config, int nic_ifindex,
 std::optional<std::string> shared_address_problem(const bpfnet_ip &pod, const Config &config);
 /* Whether the service or a shared address has an address of the family: the backend needs one of it. */
 bool serves_family(const Config &config, bool v4);
-/* "198.18.0.5" or "node", for logs and errors. */
-std::string describe(const SharedAddress &shared);
 
 /*
  * A config that cannot be used. what() reads "<source>:<line>: <field>: <detail>"; the line is left out

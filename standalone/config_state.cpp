@@ -44,10 +44,6 @@ HeldAddresses held_shared_addresses(const Config &config, int nic_ifindex,
     return held;
 }
 
-std::string describe(const SharedAddress &shared) {
-    return shared.ip ? format_ip(*shared.ip) : "node";
-}
-
 std::vector<ServiceSpec> service_specs(const Config &config, const std::optional<BackendLocation> &where,
                                        const HeldAddresses &held) {
     std::vector<ServiceSpec> specs;

@@ -4,6 +4,7 @@
 #include "core/event_loop.hpp"
 #include "core/log.hpp"
 #include "core/netlink.hpp"
+#include "core/shared_addresses.hpp"
 #include "maps/system_error.hpp"
 
 #include <signal.h>
@@ -130,10 +131,7 @@ StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
 HeldAddresses StandaloneLoader::held_now(const Config &config) const {
     if (config.shared_addresses.empty())
         return {};
-    std::vector<InterfaceAddress> addresses = local_addresses(false);
-    for (const InterfaceAddress &address : local_addresses(true))
-        addresses.push_back(address);
-    return held_shared_addresses(config, nic_ifindex_, addresses);
+    return held_shared_addresses(config, nic_ifindex_, node_addresses());
 }
 
 DatapathRuntime::Applied StandaloneLoader::apply_located(const Config &config,
@@ -148,10 +146,11 @@ DatapathRuntime::Applied StandaloneLoader::apply_located(const Config &config,
         if (held[i] && held[i] != before)
             log_info("shared address held here: its listed ports are steered to the backend",
                      {{"shared_address", shared_ports_text(config.shared_addresses[i], *held[i])},
-                      {"configured_as", describe(config.shared_addresses[i])}});
+                      {"configured_as", describe(config.shared_addresses[i].ip)}});
         else if (!held[i] && before)
-            log_info("shared address no longer held here: all its ports are the node's again",
-                     {{"shared_address", format_ip(*before)}, {"configured_as", describe(config.shared_addresses[i])}});
+            log_info(
+                "shared address no longer held here: all its ports are the node's again",
+                {{"shared_address", format_ip(*before)}, {"configured_as", describe(config.shared_addresses[i].ip)}});
     }
     held_ = held;
     log_info("maps reconciled", {{"writes", std::to_string(applied.report.upserts)},

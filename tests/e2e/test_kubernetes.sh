@@ -1217,10 +1217,16 @@ case_shared_ip() {
 SHARED_VIP=$CLUSTER_SHARED_VIP
 SHARED_HOST=198.18.4.10
 declare -A SHARED_NODE=([node-a]=198.18.4.20 [node-b]=198.18.4.21)
-MEDIA='{"apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "media", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/shared-address": "'$SHARED_VIP'"}},
-        "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
-                 "ports": [{"name": "media", "protocol": "TCP", "port": 6180, "targetPort": 8081}]}}'
+# shared_service NAME PORT TARGET_PORT [ADDRESS]: a Service of the class on the shared ADDRESS (default the VIP)
+# with one TCP port, named NAME.
+shared_service() {
+    cat <<EOF
+{"apiVersion": "v1", "kind": "Service",
+ "metadata": {"name": "$1", "namespace": "$SERVICE_NS", "annotations": {"bpfnet.io/shared-address": "${4:-$SHARED_VIP}"}},
+ "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
+          "ports": [{"name": "$1", "protocol": "TCP", "port": $2, "targetPort": $3}]}}
+EOF
+}
 # media_answer [PORT [ADDRESS]]: what the host gets from PORT (default 6180) of ADDRESS (default the VIP): the
 # pod's name, or curl's exit code.
 media_answer() {
@@ -1248,7 +1254,7 @@ case_shared_address() {
     done
     vip_on "$here" add || { E2E_REASON="the VIP on $here"; return 1; }
     kapi c1 POST "$SLICE_PATH" "$(slice_json "$here" true media)" >/dev/null || { E2E_REASON="cannot create media's slice"; return 1; }
-    kapi c1 POST "$SERVICE_PATH" "$MEDIA" >/dev/null || { E2E_REASON="cannot create media"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$(shared_service media 6180 8081)" >/dev/null || { E2E_REASON="cannot create media"; return 1; }
     if ! wait_for 5 eval '[ "$(media_answer)" = "${POD_NAME[$here]}" ]'; then
         E2E_REASON="the VIP's 6180 answered '$(media_answer)' (events: $(events_of c1 Refused) $(events_of c1 SharedAddressPodElsewhere))"
         return 1
@@ -1265,17 +1271,9 @@ case_shared_address() {
         { E2E_REASON="bpfnetctl status on $here does not show the shared address: $status"; return 1; }
     # What a Service may not take on the VIP: a port that is not one of the loaders' --shared-ports (6443, the
     # API server's), or a target port the pod answers another address on (8080, the service IP's http).
-    local api='{"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": "kube-api", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/shared-address": "'$SHARED_VIP'"}},
-               "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
-                        "ports": [{"name": "kube-api", "protocol": "TCP", "port": 6443, "targetPort": 8081}]}}'
-    local clash='{"apiVersion": "v1", "kind": "Service",
-                 "metadata": {"name": "clash", "namespace": "'$SERVICE_NS'", "annotations": {"bpfnet.io/shared-address": "'$SHARED_VIP'"}},
-                 "spec": {"type": "LoadBalancer", "loadBalancerClass": "bpfnet.io/provisioning",
-                          "ports": [{"name": "clash", "protocol": "TCP", "port": 6183, "targetPort": 8080}]}}'
-    kapi c1 POST "$SERVICE_PATH" "$api" >/dev/null || { E2E_REASON="cannot create kube-api"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$(shared_service kube-api 6443 8081)" >/dev/null || { E2E_REASON="cannot create kube-api"; return 1; }
     kapi c1 POST "$SLICE_PATH" "$(slice_json "$here" true clash)" >/dev/null || { E2E_REASON="cannot create clash's slice"; return 1; }
-    kapi c1 POST "$SERVICE_PATH" "$clash" >/dev/null || { E2E_REASON="cannot create clash"; return 1; }
+    kapi c1 POST "$SERVICE_PATH" "$(shared_service clash 6183 8080)" >/dev/null || { E2E_REASON="cannot create clash"; return 1; }
     wait_for 5 eval '[[ $(events_of c1 Refused) == *"port 6443 is not one the loaders steer on a shared address"* ]]' ||
         { E2E_REASON="kube-api on the VIP's 6443 not refused: '$(events_of c1 Refused)'"; return 1; }
     wait_for 5 eval '[[ $(events_of c1 PodPortShared) == *"already answers on "*" 8080 for $E2E_SERVICE_IP"* ]]' ||
@@ -1314,7 +1312,7 @@ case_shared_address() {
     log "the pod moved to $there: the VIP's 6180 and the service IP both served there"
     # The Service on each node's own address instead: the pod's node serves its own, the other (no pod) none;
     # the VIP is no longer served, and the ingress names no address.
-    kapi c1 PUT "$SERVICE_PATH/media" "${MEDIA//\"$SHARED_VIP\"/\"node\"}" >/dev/null || { E2E_REASON="cannot change media"; return 1; }
+    kapi c1 PUT "$SERVICE_PATH/media" "$(shared_service media 6180 8081 node)" >/dev/null || { E2E_REASON="cannot change media"; return 1; }
     wait_for 5 eval '[ "$(media_answer 6180 "${SHARED_NODE[$there]}")" = "${POD_NAME[$there]}" ]' ||
         { E2E_REASON="on node addresses, $there's 6180 answered '$(media_answer 6180 "${SHARED_NODE[$there]}")'"; return 1; }
     [ "$(media_answer 6180 "${SHARED_NODE[$here]}")" = curl-exit-7 ] ||
