@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "core/control_socket.hpp"
+#include "core/monotonic_clock.hpp"
 #include "core/ndp_sender.hpp"
 #include "core/netlink.hpp"
 #include "maps/layout.hpp"
@@ -21,10 +22,6 @@ double seconds_since(__u64 then_ns, __u64 now_ns) {
     return then_ns >= now_ns ? 0.0 : static_cast<double>(now_ns - then_ns) / 1e9;
 }
 
-std::string if_name(__u32 ifindex) {
-    return interface_name(static_cast<int>(ifindex));
-}
-
 bool by_address(const bpfnet_ip &a, const bpfnet_ip &b) {
     return a < b;
 }
@@ -42,7 +39,7 @@ std::string holder_of(const bpfnet_ip &ip) {
     try {
         for (const InterfaceAddress &address : local_addresses(!is_v4(ip)))
             if (address.ip == ip)
-                return if_name(static_cast<__u32>(address.ifindex));
+                return interface_name(static_cast<int>(address.ifindex));
     } catch (const std::exception &) {
     }
     return "";
@@ -76,7 +73,7 @@ std::vector<SharedAddressStatus> read_shared_addresses(const DatapathMaps &maps)
 std::vector<BackendStatus> read_backends(const DatapathMaps &maps, const std::string &pin_dir, __u32 map_id) {
     std::vector<BackendStatus> out;
     for (const auto &[ip, entry] : maps.backends.entries())
-        out.push_back({ip, entry.ifindex, if_name(entry.ifindex),
+        out.push_back({ip, entry.ifindex, interface_name(static_cast<int>(entry.ifindex)),
                        query_tc_ingress(static_cast<int>(entry.ifindex), pin_dir, map_id),
                        format_pod_delivery(entry.flags)});
     std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) { return by_address(a.ip, b.ip); });
@@ -230,7 +227,7 @@ std::string StatusView::subnet_text() const {
 }
 
 StatusView read_status(const DatapathMaps &maps, const std::string &interface, const std::string &pin_dir) {
-    const __u64 now = monotonic_now_ns();
+    const __u64 now = monotonic_ns();
     const bpfnet_iface iface = maps.iface.lookup(0).value_or(bpfnet_iface{});
     const __u32 map_id = map_id_of(maps.iface.fd());
     StatusView status;

@@ -43,10 +43,6 @@ bool has_backend(const bpfnet_service &service) {
     return service.backend_ip != bpfnet_ip{};
 }
 
-std::string if_name(__u32 ifindex) {
-    return interface_name(static_cast<int>(ifindex));
-}
-
 void run_services(Context &context) {
     DatapathMaps maps = context.open_datapath();
     if (context.json())
@@ -59,7 +55,7 @@ void run_backends(Context &context) {
     DatapathMaps maps = context.open_datapath();
     std::vector<BackendRow> rows;
     for (const auto &[ip, entry] : maps.backends.entries())
-        rows.push_back({ip, entry, if_name(entry.ifindex)});
+        rows.push_back({ip, entry, interface_name(static_cast<int>(entry.ifindex))});
     if (context.json())
         print_json(context.out, backends_json(std::move(rows)));
     else

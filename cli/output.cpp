@@ -3,7 +3,6 @@
 #include "maps/bpfnet_maps.h"
 
 #include <arpa/inet.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -121,12 +120,6 @@ std::string format_rate(double per_second) {
     else
         std::snprintf(text, sizeof(text), "%.1f", per_second);
     return text;
-}
-
-__u64 monotonic_now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<__u64>(ts.tv_sec) * 1000000000ull + static_cast<__u64>(ts.tv_nsec);
 }
 
 double json_seconds(double seconds) {

@@ -66,9 +66,6 @@ std::string format_pod_delivery(__u32 backend_flags);
 std::string format_seconds(double seconds); // 0.4 s, 12.0 s, 3 m 5 s, ...
 std::string format_rate(double per_second); // 0, 12.5, 1234
 
-// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(), which stamps the heartbeat and conflicts.
-__u64 monotonic_now_ns();
-
 // Seconds rounded to milliseconds for JSON: stable output, no float noise in the last digits.
 double json_seconds(double seconds);
 

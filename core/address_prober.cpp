@@ -9,6 +9,8 @@
 #include <linux/filter.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <netinet/icmp6.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,8 +27,6 @@ using Mac = std::array<uint8_t, 6>;
 
 constexpr size_t kEth = 14;
 constexpr uint16_t kArp = 0x0806, kIpv6 = 0x86dd;
-constexpr uint8_t kIcmp6 = 58, kSolicitation = 135, kAdvertisement = 136;
-constexpr uint8_t kTargetLinkLayer = 2;
 
 uint16_t be16(std::span<const uint8_t> f, size_t at) {
     return static_cast<uint16_t>(f[at] << 8 | f[at + 1]);
@@ -65,20 +65,20 @@ std::optional<AddressClaim> arp_claim(std::span<const uint8_t> f) {
 // or a solicitation from :: (another node's duplicate address probe) for it. Link-local scope: hop limit 255.
 std::optional<AddressClaim> ndp_claim(std::span<const uint8_t> f) {
     constexpr size_t l4 = kEth + 40;
-    if (f.size() < l4 + 24 || (f[kEth] >> 4) != 6 || f[kEth + 6] != kIcmp6 || f[kEth + 7] != 255)
+    if (f.size() < l4 + 24 || (f[kEth] >> 4) != 6 || f[kEth + 6] != IPPROTO_ICMPV6 || f[kEth + 7] != 255)
         return std::nullopt;
     const uint8_t type = f[l4];
     const bpfnet_ip target = ip6_at(f, l4 + 8);
-    if (type == kSolicitation) {
+    if (type == ND_NEIGHBOR_SOLICIT) {
         if (ip6_at(f, kEth + 8) != bpfnet_ip{})
             return std::nullopt;
         return AddressClaim{target, mac_at(f, 6)};
     }
-    if (type != kAdvertisement)
+    if (type != ND_NEIGHBOR_ADVERT)
         return std::nullopt;
     Mac mac = mac_at(f, 6);
     for (size_t at = l4 + 24; at + 8 <= f.size() && f[at + 1] != 0; at += f[at + 1] * size_t{8})
-        if (f[at] == kTargetLinkLayer && f[at + 1] == 1)
+        if (f[at] == ND_OPT_TARGET_LINKADDR && f[at + 1] == 1)
             mac = mac_at(f, at + 2);
     return AddressClaim{target, mac};
 }
@@ -89,9 +89,9 @@ const sock_filter kFilter[] = {
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArp, 5, 0),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kIpv6, 0, 5),
     BPF_STMT(BPF_LD | BPF_B | BPF_ABS, kEth + 6),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kIcmp6, 0, 3),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMPV6, 0, 3),
     BPF_STMT(BPF_LD | BPF_B | BPF_ABS, kEth + 40),
-    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kSolicitation, 0, 1),
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, ND_NEIGHBOR_SOLICIT, 0, 1),
     BPF_STMT(BPF_RET | BPF_K, 256),
     BPF_STMT(BPF_RET | BPF_K, 0),
 };

@@ -3,10 +3,10 @@
 #include "maps/system_error.hpp"
 
 #include <arpa/inet.h>
+#include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if_arp.h>
 #include <netinet/if_ether.h>
-#include <netpacket/packet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -29,12 +29,6 @@ namespace bpfnet {
 
 namespace {
 
-// libbpf and libxdp return negative error codes; turn one into an exception naming the call.
-void check(int err, const std::string &call) {
-    if (err < 0)
-        throw SystemError(call, -err);
-}
-
 enum xdp_attach_mode libxdp_mode(XdpMode mode) {
     return mode == XdpMode::Native ? XDP_MODE_NATIVE : XDP_MODE_SKB;
 }
@@ -98,7 +92,7 @@ void set_pin_paths(bpf_object *obj, const std::string &pin_dir) {
         if (!map)
             throw SystemError(std::string("bpf_object__find_map_by_name ") + name, ENOENT);
         std::string path = pin_dir + "/" + name;
-        check(bpf_map__set_pin_path(map, path.c_str()), "bpf_map__set_pin_path " + path);
+        check_libbpf(bpf_map__set_pin_path(map, path.c_str()), "bpf_map__set_pin_path " + path);
     }
 }
 
@@ -147,7 +141,7 @@ void detach_xdp(int ifindex) {
     XdpOnInterface state = XdpOnInterface::read(ifindex);
     if (!state.ours)
         return;
-    check(xdp_program__detach(state.ours, ifindex, libxdp_mode(state.mode), 0), "xdp_program__detach");
+    check_libbpf(xdp_program__detach(state.ours, ifindex, libxdp_mode(state.mode), 0), "xdp_program__detach");
 }
 
 } // namespace
@@ -241,7 +235,7 @@ void Datapath::load_and_attach_xdp(XdpMode mode) {
 
     if (current.ours && (mode == XdpMode::Auto || current.mode == mode)) {
         xdp_.mode = current.mode;
-        check(bpfnet_bpf__load(skel_.get()), "bpfnet_bpf__load");
+        check_libbpf(bpfnet_bpf__load(skel_.get()), "bpfnet_bpf__load");
         int new_fd = bpf_program__fd(skel_->progs.xdp_nic);
         xdp_.dispatcher = current.dispatcher;
         if (same_program(xdp_program__fd(current.ours), new_fd)) {
@@ -250,15 +244,17 @@ void Datapath::load_and_attach_xdp(XdpMode mode) {
         }
         if (!current.dispatcher) {
             LIBBPF_OPTS(bpf_xdp_attach_opts, replace, .old_prog_fd = xdp_program__fd(current.ours));
-            check(bpf_xdp_attach(nic_ifindex_, new_fd, xdp_flags(current.mode) | XDP_FLAGS_REPLACE, &replace),
-                  "bpf_xdp_attach (replace) " + options_.interface);
+            check_libbpf(bpf_xdp_attach(nic_ifindex_, new_fd, xdp_flags(current.mode) | XDP_FLAGS_REPLACE, &replace),
+                         "bpf_xdp_attach (replace) " + options_.interface);
         } else {
             // A dispatcher is rebuilt by libxdp; there is no in-place replace of one component.
-            check(xdp_program__detach(current.ours, nic_ifindex_, libxdp_mode(current.mode), 0), "xdp_program__detach");
+            check_libbpf(xdp_program__detach(current.ours, nic_ifindex_, libxdp_mode(current.mode), 0),
+                         "xdp_program__detach");
             std::unique_ptr<xdp_program, void (*)(xdp_program *)> prog(xdp_program__from_fd(new_fd),
                                                                        xdp_program__close);
-            check(static_cast<int>(libxdp_get_error(prog.get())), "xdp_program__from_fd");
-            check(xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(current.mode), 0), "xdp_program__attach");
+            check_libbpf(static_cast<int>(libxdp_get_error(prog.get())), "xdp_program__from_fd");
+            check_libbpf(xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(current.mode), 0),
+                         "xdp_program__attach");
         }
         xdp_.action = HookAction::Replaced;
         return;
@@ -292,13 +288,13 @@ void Datapath::load_and_attach_xdp(XdpMode mode) {
 void Datapath::attach_xdp_program(XdpMode mode) {
     DECLARE_LIBXDP_OPTS(xdp_program_opts, opts, .obj = skel_->obj, .prog_name = BPFNET_PROG_XDP_NIC);
     std::unique_ptr<xdp_program, void (*)(xdp_program *)> prog(xdp_program__create(&opts), xdp_program__close);
-    check(static_cast<int>(libxdp_get_error(prog.get())), "xdp_program__create");
+    check_libbpf(static_cast<int>(libxdp_get_error(prog.get())), "xdp_program__create");
     int attached = 0;
     {
         ExpectedLibraryFailures dispatcher_may_fail;
         attached = xdp_program__attach(prog.get(), nic_ifindex_, libxdp_mode(mode), 0);
     }
-    check(attached, "xdp_program__attach " + options_.interface + " (" + to_string(mode) + ")");
+    check_libbpf(attached, "xdp_program__attach " + options_.interface + " (" + to_string(mode) + ")");
     xdp_.mode = mode;
     xdp_.action = HookAction::Attached;
     xdp_.dispatcher = XdpOnInterface::read(nic_ifindex_).dispatcher;

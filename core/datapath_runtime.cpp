@@ -3,6 +3,7 @@
 #include "core/event_loop.hpp"
 #include "core/flow_sweep.hpp"
 #include "core/log.hpp"
+#include "core/monotonic_clock.hpp"
 #include "core/netlink.hpp"
 
 #include <malloc.h>
@@ -27,12 +28,6 @@ std::string delivery_of(const BackendLocation &where) {
 
 using loop::arm_timer;
 using loop::drain;
-
-__u64 monotonic_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts); // the clock bpf_ktime_get_ns() reads
-    return static_cast<__u64>(ts.tv_sec) * 1000000000ull + static_cast<__u64>(ts.tv_nsec);
-}
 
 } // namespace
 

@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "core/metrics.hpp"
+#include "core/monotonic_clock.hpp"
 
 #include <httplib.h>
 #include <pthread.h>
@@ -22,12 +23,6 @@ namespace {
 constexpr size_t kWorkers = 4;
 constexpr time_t kTimeoutSeconds = 5;
 constexpr const char *kText = "text/plain; charset=utf-8";
-
-uint64_t monotonic_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts); // the clock of the heartbeat (bpf_ktime_get_ns)
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // A loader whose epoll loop stopped writing heartbeats has made the datapath stop answering ARP: it is
 // not serving, whatever its last reconcile said.

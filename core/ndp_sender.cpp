@@ -4,10 +4,10 @@
 #include "maps/system_error.hpp"
 
 #include <arpa/inet.h>
+#include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
-#include <netpacket/packet.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -19,14 +19,8 @@
 namespace bpfnet {
 namespace {
 
-constexpr uint8_t kIcmp6 = 58;
 constexpr uint8_t kHopLimit = 255; // RFC 4861: receivers drop neighbour discovery that came through a router
-constexpr uint8_t kRouterAdvertisement = 134, kSolicitation = 135, kAdvertisement = 136;
-constexpr uint8_t kPrefixInformation = 3;
-constexpr uint8_t kManaged = 0x80, kOtherConfig = 0x40; // the advertisement's flags (RFC 4861 4.2)
-constexpr uint8_t kOnLink = 0x80;                       // the prefix's flags; no A: no SLAAC (RFC 4861 4.6.2)
 constexpr uint8_t kCurHopLimit = 64;
-constexpr uint8_t kSourceLinkLayer = 1, kTargetLinkLayer = 2;
 constexpr uint8_t kOverride = 0x20; // in the advertisement's first flags byte
 
 const uint8_t *bytes_of(const bpfnet_ip &ip) {
@@ -50,7 +44,7 @@ uint16_t icmp6_checksum(const bpfnet_ip &source, const bpfnet_ip &destination, c
                              0,
                              0,
                              0,
-                             kIcmp6};
+                             IPPROTO_ICMPV6};
     append(pseudo, tail, sizeof(tail));
     pseudo.insert(pseudo.end(), message.begin(), message.end());
     uint32_t sum = 0;
@@ -77,9 +71,14 @@ Frame icmp6_frame(const std::array<uint8_t, 6> &dst_mac, const std::array<uint8_
     append(frame, src_mac.data(), 6);
     frame.push_back(ETHERTYPE_IPV6 >> 8);
     frame.push_back(ETHERTYPE_IPV6 & 0xff);
-    const uint8_t header[8] = {
-        0x60,   0,        0, 0, static_cast<uint8_t>(message.size() >> 8), static_cast<uint8_t>(message.size() & 0xff),
-        kIcmp6, kHopLimit};
+    const uint8_t header[8] = {0x60,
+                               0,
+                               0,
+                               0,
+                               static_cast<uint8_t>(message.size() >> 8),
+                               static_cast<uint8_t>(message.size() & 0xff),
+                               IPPROTO_ICMPV6,
+                               kHopLimit};
     append(frame, header, sizeof(header));
     append(frame, bytes_of(source), 16);
     append(frame, bytes_of(destination), 16);
@@ -132,20 +131,21 @@ bpfnet_ip solicited_node_group(const bpfnet_ip &address) {
 
 Frame unsolicited_advertisement(const bpfnet_ip &address, const std::array<uint8_t, 6> &mac) {
     const bpfnet_ip to = all_nodes();
-    return icmp6_frame(group_mac(to), mac, address, to, kAdvertisement,
-                       nd_body(kOverride, address, kTargetLinkLayer, mac));
+    return icmp6_frame(group_mac(to), mac, address, to, ND_NEIGHBOR_ADVERT,
+                       nd_body(kOverride, address, ND_OPT_TARGET_LINKADDR, mac));
 }
 
 Frame neighbour_solicitation(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
     const bpfnet_ip to = solicited_node_group(target);
-    return icmp6_frame(group_mac(to), mac, source, to, kSolicitation, nd_body(0, target, kSourceLinkLayer, mac));
+    return icmp6_frame(group_mac(to), mac, source, to, ND_NEIGHBOR_SOLICIT,
+                       nd_body(0, target, ND_OPT_SOURCE_LINKADDR, mac));
 }
 
 Frame duplicate_address_probe(const std::array<uint8_t, 6> &mac, const bpfnet_ip &target) {
     const bpfnet_ip to = solicited_node_group(target);
     Frame body = {0, 0, 0, 0};
     append(body, bytes_of(target), 16);
-    return icmp6_frame(group_mac(to), mac, bpfnet_ip{}, to, kSolicitation, body);
+    return icmp6_frame(group_mac(to), mac, bpfnet_ip{}, to, ND_NEIGHBOR_SOLICIT, body);
 }
 
 Frame router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6> &mac, const bpfnet_ip &prefix,
@@ -156,19 +156,19 @@ Frame router_advertisement(const bpfnet_ip &source, const std::array<uint8_t, 6>
             f.push_back(static_cast<uint8_t>(v >> shift));
     };
     // Hop limit, flags, router lifetime 0, reachable time and retransmission timer unspecified (0).
-    Frame body = {kCurHopLimit, kManaged | kOtherConfig, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    body.push_back(kSourceLinkLayer);
+    Frame body = {kCurHopLimit, ND_RA_FLAG_MANAGED | ND_RA_FLAG_OTHER, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    body.push_back(ND_OPT_SOURCE_LINKADDR);
     body.push_back(1);
     append(body, mac.data(), 6);
-    body.push_back(kPrefixInformation);
+    body.push_back(ND_OPT_PREFIX_INFORMATION);
     body.push_back(4); // 32 bytes
     body.push_back(prefix_len);
-    body.push_back(kOnLink);
+    body.push_back(ND_OPT_PI_FLAG_ONLINK); // on-link, and no A flag: no SLAAC (RFC 4861 4.6.2)
     put32(body, valid_lifetime_s);
     put32(body, valid_lifetime_s); // preferred: the same (no address is formed from it)
     put32(body, 0);                // reserved
     append(body, bytes_of(prefix), 16);
-    return icmp6_frame(host ? host->mac : group_mac(to), mac, source, to, kRouterAdvertisement, body);
+    return icmp6_frame(host ? host->mac : group_mac(to), mac, source, to, ND_ROUTER_ADVERT, body);
 }
 
 std::vector<bpfnet_ip> parse_igmp6(const std::string &text, int ifindex) {
@@ -316,7 +316,6 @@ std::vector<bpfnet_ip> nic_groups(const std::vector<bpfnet_ip> &service_ips, boo
 
 std::optional<RouterSolicitation> parse_router_solicitation(const uint8_t *message, size_t length,
                                                             const bpfnet_ip &source, int hop_limit) {
-    constexpr uint8_t kSourceLinkLayerOption = 1;
     if (hop_limit != 255 || length < 8 || message[0] != ND_ROUTER_SOLICIT || message[1] != 0)
         return std::nullopt;
     RouterSolicitation rs{source, std::nullopt};
@@ -324,7 +323,7 @@ std::optional<RouterSolicitation> parse_router_solicitation(const uint8_t *messa
     for (size_t at = 8; at < length;) {
         if (length - at < 2 || message[at + 1] == 0 || length - at < 8u * message[at + 1])
             return std::nullopt;
-        if (message[at] == kSourceLinkLayerOption) {
+        if (message[at] == ND_OPT_SOURCE_LINKADDR) {
             if (unspecified)
                 return std::nullopt;
             if (message[at + 1] == 1) {

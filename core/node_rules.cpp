@@ -4,11 +4,11 @@
 
 namespace bpfnet {
 
-namespace {
-
-std::string quoted(std::string_view text) {
+std::string in_quotes(std::string_view text) {
     return "\"" + std::string(text) + "\"";
 }
+
+namespace {
 
 std::string between(unsigned min, unsigned max, long long got) {
     return "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + std::to_string(got);
@@ -46,7 +46,7 @@ std::optional<std::string> subnet_problem(const Prefix &subnet) {
         return "prefix length " + between(min, max, subnet.prefix_len);
     if (v4)
         return std::nullopt;
-    const std::string text = quoted(format_prefix(subnet));
+    const std::string text = in_quotes(format_prefix(subnet));
     if (const auto reason = non_unicast_reason6(subnet.network))
         return "must be a unicast prefix, got " + text + ", " + *reason;
     // The IPv4-mapped addresses are the maps' IPv4 entries: no IPv6 subnet may hold them.
@@ -57,11 +57,11 @@ std::optional<std::string> subnet_problem(const Prefix &subnet) {
 
 std::optional<std::string> pin_root_problem(const std::string &root) {
     if (!root.starts_with('/'))
-        return "must be an absolute path, got " + quoted(root);
+        return "must be an absolute path, got " + in_quotes(root);
     if (root == "/")
         return "must be a directory below \"/\" (normally on bpffs, e.g. " + std::string(kDefaultPinRoot) + ")";
     if (root.find("/../") != std::string::npos || root.ends_with("/.."))
-        return "must not contain \"..\", got " + quoted(root);
+        return "must not contain \"..\", got " + in_quotes(root);
     if (has_control_characters(root))
         return "must not contain control characters";
     return std::nullopt;
@@ -72,7 +72,7 @@ std::optional<std::string> control_socket_problem(const std::string &path) {
     if (path.empty())
         return std::nullopt;
     if (!path.starts_with('/') || path.ends_with('/'))
-        return "must be the absolute path of a socket file, got " + quoted(path);
+        return "must be the absolute path of a socket file, got " + in_quotes(path);
     if (has_control_characters(path))
         return "must not contain control characters";
     if (path.size() > kMaxControlSocketLen)
@@ -151,20 +151,20 @@ ParsedPrefix parse_subnet(std::string_view text, IpFamily family, const NodeFiel
     }
     const bool v4 = family == IpFamily::V4;
     return {std::nullopt, "must be an " + to_string(family) + " CIDR like " + (v4 ? "198.18.0.0/24" : "fd00:1::/64") +
-                              ", got " + quoted(text) + ": an " + to_string(subnet.prefix->family()) +
+                              ", got " + in_quotes(text) + ": an " + to_string(subnet.prefix->family()) +
                               " subnet goes in " + std::string(v4 ? names.subnet_v6 : names.subnet)};
 }
 
 std::optional<bpfnet_ip> parse_relay(std::string_view text, std::string &error) {
     const std::optional<bpfnet_ip> ip = parse_ip(std::string(text));
     if (!ip)
-        error = "must be an IPv4 or IPv6 address like 198.18.0.1 or fd00:1::1, got " + quoted(text);
+        error = "must be an IPv4 or IPv6 address like 198.18.0.1 or fd00:1::1, got " + in_quotes(text);
     return ip;
 }
 
 std::optional<std::string> interface_name_problem(std::string_view name) {
     if (const auto rule = interface_name_rule_broken(name))
-        return "is not a valid interface name (" + *rule + "), got " + quoted(name);
+        return "is not a valid interface name (" + *rule + "), got " + in_quotes(name);
     return std::nullopt;
 }
 

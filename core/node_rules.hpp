@@ -64,6 +64,8 @@ std::optional<bpfnet_ip> parse_relay(std::string_view text, std::string &error);
 // dev_valid_name(), no control characters, as the name also becomes a directory); nullopt when it can.
 // backend.veth obeys it too.
 std::optional<std::string> interface_name_problem(std::string_view name);
+// A value as the refusals quote it: "eth0" (the config file's and the flags' messages alike).
+std::string in_quotes(std::string_view text);
 // pinRoot / --pin-root as both modes store it: without trailing slashes, so pin_dir() never holds "//".
 std::string without_trailing_slashes(std::string path);
 

@@ -13,11 +13,6 @@ namespace {
 
 constexpr std::string_view kTcxPinPrefix = "tcx_ingress_";
 
-void check(int err, const std::string &call) {
-    if (err < 0)
-        throw SystemError(call, -err);
-}
-
 std::string where(int ifindex) {
     return "ifindex " + std::to_string(ifindex);
 }
@@ -65,7 +60,7 @@ void detach_clsact(int ifindex) {
     bpf_tc_opts ours = bpfnet_filter(0, 0);
     int err = bpf_tc_detach(&hook, &ours);
     if (err && err != -ENOENT && err != -ENODEV && err != -EINVAL)
-        check(err, "bpf_tc_detach " + where(ifindex));
+        check_libbpf(err, "bpf_tc_detach " + where(ifindex));
 }
 
 // Detach first, then unpin: the link goes at once even if some other process still holds an fd to it.
@@ -93,7 +88,7 @@ HookAction attach_tcx(int ifindex, int prog_fd, const std::string &pin_dir,
     if (UniqueFd link = open_tcx_link(ifindex, pin_dir, &current); link.valid()) {
         if (adopt(current, same_program))
             return HookAction::Adopted;
-        check(bpf_link_update(link.get(), prog_fd, nullptr), "bpf_link_update (tcx) " + where(ifindex));
+        check_libbpf(bpf_link_update(link.get(), prog_fd, nullptr), "bpf_link_update (tcx) " + where(ifindex));
         return HookAction::Replaced;
     }
     // First on the device: a CNI's own programs there (Cilium's on the pod's veth and the node's NICs, which
@@ -103,12 +98,12 @@ HookAction attach_tcx(int ifindex, int prog_fd, const std::string &pin_dir,
     // does not know).
     LIBBPF_OPTS(bpf_link_create_opts, first, .flags = kBpfFBefore);
     int fd = bpf_link_create(prog_fd, ifindex, kBpfTcxIngress, &first);
-    check(fd, "bpf_link_create (tcx ingress) " + where(ifindex));
+    check_libbpf(fd, "bpf_link_create (tcx ingress) " + where(ifindex));
     UniqueFd link(fd);
     const std::string pin = tcx_link_pin(pin_dir, ifindex);
     if (int err = bpf_obj_pin(link.get(), pin.c_str()); err != 0) {
         bpf_link_detach(link.get());
-        check(err, "bpf_obj_pin " + pin);
+        check_libbpf(err, "bpf_obj_pin " + pin);
     }
     // Taking over from a clsact filter of ours: both ran for a moment (the tcx link first), now one does.
     if (clsact_program(ifindex)) {
@@ -123,17 +118,17 @@ HookAction attach_clsact(int ifindex, int prog_fd, const std::string &pin_dir,
     bpf_tc_hook hook = ingress_hook(ifindex);
     int err = bpf_tc_hook_create(&hook);
     if (err && err != -EEXIST)
-        check(err, "bpf_tc_hook_create " + where(ifindex));
+        check_libbpf(err, "bpf_tc_hook_create " + where(ifindex));
     HookAction action = HookAction::Attached;
     if (std::optional<__u32> current = clsact_program(ifindex)) {
         if (adopt(*current, same_program))
             return HookAction::Adopted;
         bpf_tc_opts replace = bpfnet_filter(prog_fd, BPF_TC_F_REPLACE);
-        check(bpf_tc_attach(&hook, &replace), "bpf_tc_attach (replace) " + where(ifindex));
+        check_libbpf(bpf_tc_attach(&hook, &replace), "bpf_tc_attach (replace) " + where(ifindex));
         action = HookAction::Replaced;
     } else {
         bpf_tc_opts attach = bpfnet_filter(prog_fd, 0);
-        check(bpf_tc_attach(&hook, &attach), "bpf_tc_attach " + where(ifindex));
+        check_libbpf(bpf_tc_attach(&hook, &attach), "bpf_tc_attach " + where(ifindex));
     }
     // Taking over from a tcx link of ours (it ran before any clsact filter): it goes now.
     if (UniqueFd link = open_tcx_link(ifindex, pin_dir, nullptr); link.valid()) {

@@ -16,6 +16,12 @@ inline const nlohmann::json *member(const nlohmann::json &object, const char *ke
     return it == object.end() ? nullptr : &*it;
 }
 
+// object[key], or nullptr also when it is null (a field an API object writes as null is not set).
+inline const nlohmann::json *non_null_member(const nlohmann::json &object, const char *key) {
+    const nlohmann::json *value = member(object, key);
+    return value && !value->is_null() ? value : nullptr;
+}
+
 // object[key] when it is a string, else "".
 inline std::string string_member(const nlohmann::json &object, const char *key) {
     const nlohmann::json *value = member(object, key);

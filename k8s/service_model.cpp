@@ -1,6 +1,7 @@
 #include "k8s/service_model.hpp"
 
 #include "core/service_rules.hpp"
+#include "k8s/json_fields.hpp"
 
 #include <arpa/inet.h>
 
@@ -14,16 +15,6 @@ namespace bpfnet::k8s {
 using json = nlohmann::json;
 
 namespace {
-
-// Member `key` of an object, or nullptr (also when `object` is not an object or the value is null).
-const json *member(const json &object, const char *key) {
-    if (!object.is_object())
-        return nullptr;
-    auto it = object.find(key);
-    if (it == object.end() || it->is_null())
-        return nullptr;
-    return &*it;
-}
 
 // An integer JSON number in [lo, hi]; nullopt for other types (including 80.0) and out-of-range values.
 std::optional<int64_t> integer_in(const json &value, int64_t lo, int64_t hi) {
@@ -67,7 +58,7 @@ std::optional<std::string> read_source_ranges(const json &spec, const json *anno
                                               std::string &where) {
     std::vector<std::string> texts;
     where = "spec.loadBalancerSourceRanges";
-    if (const json *ranges = member(spec, "loadBalancerSourceRanges"); ranges && !ranges->is_null()) {
+    if (const json *ranges = non_null_member(spec, "loadBalancerSourceRanges"); ranges && !ranges->is_null()) {
         if (!ranges->is_array())
             return where + " is not a list";
         for (const json &r : *ranges) {
@@ -77,7 +68,7 @@ std::optional<std::string> read_source_ranges(const json &spec, const json *anno
         }
     }
     if (texts.empty() && annotations) {
-        if (const json *a = member(*annotations, kSourceRangesAnnotation)) {
+        if (const json *a = non_null_member(*annotations, kSourceRangesAnnotation)) {
             where = std::string("annotation ") + kSourceRangesAnnotation;
             if (!a->is_string())
                 return where + " is not a string";
@@ -161,7 +152,7 @@ std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out, st
     if (!p.is_object())
         return where + " is not an object";
 
-    if (const json *n = member(p, "name")) {
+    if (const json *n = non_null_member(p, "name")) {
         if (!n->is_string())
             return where + ".name is not a string";
         out.name = n->get<std::string>();
@@ -169,7 +160,7 @@ std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out, st
     const std::string label = out.name.empty() ? where : where + " (" + out.name + ")";
 
     std::string proto = "TCP"; // the API's default
-    if (const json *pr = member(p, "protocol")) {
+    if (const json *pr = non_null_member(p, "protocol")) {
         if (!pr->is_string())
             return label + ": protocol is not a string";
         proto = pr->get<std::string>();
@@ -181,7 +172,7 @@ std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out, st
     else
         return label + ": protocol " + proto + " is not supported (only TCP and UDP)";
 
-    const json *port = member(p, "port");
+    const json *port = non_null_member(p, "port");
     if (!port)
         return label + ": port is missing";
     auto pv = integer_in(*port, 1, 65535);
@@ -190,7 +181,7 @@ std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out, st
     out.port = static_cast<uint16_t>(*pv);
 
     out.target_port = out.port;
-    if (const json *tp = member(p, "targetPort")) {
+    if (const json *tp = non_null_member(p, "targetPort")) {
         if (tp->is_string()) {
             // A port of the pod's containers, by name: its number comes with the EndpointSlice.
             const std::string name = tp->get<std::string>();
@@ -213,7 +204,7 @@ std::optional<std::string> parse_port(const json &p, size_t i, PortRule &out, st
 // The port's kind, from appProtocol or its name; returns the reason on refusal.
 std::optional<std::string> port_kind(const json &p, const std::string &label, PortRule &out) {
     std::string app;
-    if (const json *ap = member(p, "appProtocol")) {
+    if (const json *ap = non_null_member(p, "appProtocol")) {
         if (!ap->is_string())
             return label + ": appProtocol is not a string";
         app = ap->get<std::string>();
@@ -229,7 +220,7 @@ std::optional<std::string> port_kind(const json &p, const std::string &label, Po
 
 // The annotation bpfnet.io/pod-delivery, when present: "auto" or "route".
 std::optional<std::string> read_pod_delivery(const json *annotations, PodDelivery &out) {
-    const json *a = annotations ? member(*annotations, kPodDeliveryAnnotation) : nullptr;
+    const json *a = annotations ? non_null_member(*annotations, kPodDeliveryAnnotation) : nullptr;
     if (!a)
         return std::nullopt;
     const std::optional<PodDelivery> delivery =
@@ -245,12 +236,12 @@ std::optional<std::string> read_pod_delivery(const json *annotations, PodDeliver
 std::optional<std::string> read_service_ips(const json &spec, const json *annotations, std::vector<bpfnet_ip> &out) {
     std::vector<std::string> texts;
     std::string source;
-    if (const json *a = annotations ? member(*annotations, kServiceIpAnnotation) : nullptr) {
+    if (const json *a = annotations ? non_null_member(*annotations, kServiceIpAnnotation) : nullptr) {
         source = std::string("annotation ") + kServiceIpAnnotation;
         if (!a->is_string())
             return source + " is not a string";
         texts = comma_separated(a->get<std::string>());
-    } else if (const json *lb = member(spec, "loadBalancerIP")) {
+    } else if (const json *lb = non_null_member(spec, "loadBalancerIP")) {
         source = "spec.loadBalancerIP";
         if (!lb->is_string())
             return source + " is not a string";
@@ -279,7 +270,7 @@ std::optional<std::string> read_service_ips(const json &spec, const json *annota
 // them) and this node's LAN.
 std::optional<std::string> families_problem(const json &spec, const std::vector<bpfnet_ip> &ips,
                                             const ServicePolicy &policy) {
-    if (const json *families = member(spec, "ipFamilies")) {
+    if (const json *families = non_null_member(spec, "ipFamilies")) {
         std::vector<std::string> listed;
         if (families->is_array())
             for (const json &f : *families)
@@ -293,7 +284,7 @@ std::optional<std::string> families_problem(const json &spec, const std::vector<
                        ", and spec.ipFamilies does not list it: a Service with an address of each family needs "
                        "ipFamilyPolicy PreferDualStack (or RequireDualStack) and ipFamilies [IPv4, IPv6]";
     }
-    if (const json *policy_field = member(spec, "ipFamilyPolicy")) {
+    if (const json *policy_field = non_null_member(spec, "ipFamilyPolicy")) {
         if (!policy_field->is_string())
             return "spec.ipFamilyPolicy is not a string";
         if (policy_field->get<std::string>() == "RequireDualStack" && ips.size() < 2)
@@ -313,14 +304,15 @@ std::optional<std::string> families_problem(const json &spec, const std::vector<
 // service IP beside it. Fills `ip` (the VIP) or `node_address`; returns the reason on refusal.
 std::optional<std::string> read_shared_address(const json &spec, const json &annotations, const ServicePolicy &policy,
                                                std::vector<bpfnet_ip> &ip, bool &node_address) {
-    const json &a = *member(annotations, kSharedAddressAnnotation);
+    const json &a = *non_null_member(annotations, kSharedAddressAnnotation);
     const std::string source = std::string("annotation ") + kSharedAddressAnnotation;
     if (!a.is_string())
         return source + " is not a string";
-    if (member(annotations, kServiceIpAnnotation))
+    if (non_null_member(annotations, kServiceIpAnnotation))
         return source + " and annotation " + kServiceIpAnnotation +
                " are both set: a Service on a shared address has no service IP of its own";
-    if (const json *lb = member(spec, "loadBalancerIP"); lb && !(lb->is_string() && lb->get<std::string>().empty()))
+    if (const json *lb = non_null_member(spec, "loadBalancerIP");
+        lb && !(lb->is_string() && lb->get<std::string>().empty()))
         return source + " and spec.loadBalancerIP are both set: a Service on a shared address has no service IP of "
                         "its own";
     const std::string text = a.get<std::string>();
@@ -347,7 +339,7 @@ std::optional<std::string> read_shared_address(const json &spec, const json &ann
 
 // A shared address's family against spec.ipFamilies and ipFamilyPolicy ("node" is the node's IPv4 address).
 std::optional<std::string> shared_family_problem(const json &spec, IpFamily family) {
-    if (const json *families = member(spec, "ipFamilies")) {
+    if (const json *families = non_null_member(spec, "ipFamilies")) {
         bool listed = false;
         if (families->is_array())
             for (const json &f : *families)
@@ -355,7 +347,7 @@ std::optional<std::string> shared_family_problem(const json &spec, IpFamily fami
         if (!listed)
             return std::string("the shared address is ") + to_string(family) + ", and spec.ipFamilies does not list it";
     }
-    if (const json *policy_field = member(spec, "ipFamilyPolicy");
+    if (const json *policy_field = non_null_member(spec, "ipFamilyPolicy");
         policy_field && policy_field->is_string() && policy_field->get<std::string>() == "RequireDualStack")
         return std::string("spec.ipFamilyPolicy is RequireDualStack, and a Service on a shared address has one "
                            "address");
@@ -404,27 +396,27 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     ServiceDecision d;
     if (!service.is_object())
         return refuse(d, "the Service is not a JSON object");
-    const json *meta = member(service, "metadata");
+    const json *meta = non_null_member(service, "metadata");
     if (meta && !meta->is_object())
         return refuse(d, "metadata is not an object");
     if (meta) {
-        if (const json *ns = member(*meta, "namespace"); ns && ns->is_string())
+        if (const json *ns = non_null_member(*meta, "namespace"); ns && ns->is_string())
             d.namespace_ = ns->get<std::string>();
-        if (const json *n = member(*meta, "name"); n && n->is_string())
+        if (const json *n = non_null_member(*meta, "name"); n && n->is_string())
             d.name = n->get<std::string>();
     }
-    const json *spec = member(service, "spec");
+    const json *spec = non_null_member(service, "spec");
     if (!spec)
         return d; // no spec: ClusterIP by default, not ours
     if (!spec->is_object())
         return refuse(d, "spec is not an object");
 
-    const json *type = member(*spec, "type");
+    const json *type = non_null_member(*spec, "type");
     if (type && !type->is_string())
         return refuse(d, "spec.type is not a string");
     if (!type || type->get<std::string>() != "LoadBalancer")
         return d;
-    const json *cls = member(*spec, "loadBalancerClass");
+    const json *cls = non_null_member(*spec, "loadBalancerClass");
     if (cls && !cls->is_string())
         return refuse(d, "spec.loadBalancerClass is not a string");
     if (!cls || cls->get<std::string>() != policy.load_balancer_class)
@@ -433,16 +425,16 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     // Ours from here on.
     if (!meta)
         return refuse(d, "metadata is missing");
-    if (const json *n = member(*meta, "name"); !n || !n->is_string() || d.name.empty())
+    if (const json *n = non_null_member(*meta, "name"); !n || !n->is_string() || d.name.empty())
         return refuse(d, "metadata.name is missing or not a string");
-    if (const json *ns = member(*meta, "namespace"); !ns || !ns->is_string() || d.namespace_.empty())
+    if (const json *ns = non_null_member(*meta, "namespace"); !ns || !ns->is_string() || d.namespace_.empty())
         return refuse(d, "metadata.namespace is missing or not a string");
 
-    const json *annotations = member(*meta, "annotations");
+    const json *annotations = non_null_member(*meta, "annotations");
     if (annotations && !annotations->is_object())
         return refuse(d, "metadata.annotations is not an object");
     std::vector<bpfnet_ip> ips;
-    const bool shared = annotations && member(*annotations, kSharedAddressAnnotation);
+    const bool shared = annotations && non_null_member(*annotations, kSharedAddressAnnotation);
     if (shared) {
         if (auto why = read_shared_address(*spec, *annotations, policy, ips, d.node_address))
             return refuse(d, *why);
@@ -478,7 +470,7 @@ ServiceDecision decide(const json &service, const ServicePolicy &policy) {
     if (auto why = source_range_families_problem(d.source_ranges, ips, ranges_field))
         return refuse(d, *why);
 
-    const json *ports = member(*spec, "ports");
+    const json *ports = non_null_member(*spec, "ports");
     if (!ports)
         return refuse(d, "spec.ports is missing");
     if (!ports->is_array())
@@ -545,7 +537,7 @@ struct Candidate {
 // A condition of conditions: true / false, or `absent` when the field is missing; nullopt when the field is
 // there but not a boolean (the endpoint is then not used).
 std::optional<bool> condition(const json &conditions, const char *name, bool absent) {
-    const json *value = member(conditions, name);
+    const json *value = non_null_member(conditions, name);
     if (!value)
         return absent;
     if (!value->is_boolean())
@@ -556,7 +548,7 @@ std::optional<bool> condition(const json &conditions, const char *name, bool abs
 // The EndpointSlice API: ready (nil means ready) is never true for a terminating endpoint; serving is ready
 // regardless of terminating (nil means serving, as kube-proxy reads it); terminating nil means false.
 std::optional<Readiness> readiness(const json &endpoint) {
-    const json *conditions = member(endpoint, "conditions");
+    const json *conditions = non_null_member(endpoint, "conditions");
     if (!conditions)
         return Readiness::Ready;
     if (!conditions->is_object())
@@ -577,18 +569,18 @@ std::optional<Readiness> readiness(const json &endpoint) {
 // without a number ("all ports") or of another protocol resolves nothing.
 std::vector<EndpointPort> slice_ports(const json &slice) {
     std::vector<EndpointPort> out;
-    const json *ports = member(slice, "ports");
+    const json *ports = non_null_member(slice, "ports");
     if (!ports || !ports->is_array())
         return out;
     for (const json &p : *ports) {
         EndpointPort port;
-        if (const json *n = member(p, "name")) {
+        if (const json *n = non_null_member(p, "name")) {
             if (!n->is_string())
                 continue;
             port.name = n->get<std::string>();
         }
         std::string proto = "TCP";
-        if (const json *pr = member(p, "protocol")) {
+        if (const json *pr = non_null_member(p, "protocol")) {
             if (!pr->is_string())
                 continue;
             proto = pr->get<std::string>();
@@ -596,7 +588,7 @@ std::vector<EndpointPort> slice_ports(const json &slice) {
         if (proto != "TCP" && proto != "UDP")
             continue;
         port.protocol = proto == "TCP" ? Protocol::Tcp : Protocol::Udp;
-        auto number = member(p, "port") ? integer_in(*member(p, "port"), 1, 65535) : std::nullopt;
+        auto number = non_null_member(p, "port") ? integer_in(*non_null_member(p, "port"), 1, 65535) : std::nullopt;
         if (!number)
             continue;
         port.port = static_cast<uint16_t>(*number);
@@ -606,11 +598,11 @@ std::vector<EndpointPort> slice_ports(const json &slice) {
 }
 
 void collect_slice(const json &slice, IpFamily family, std::vector<Candidate> &out) {
-    const json *type = member(slice, "addressType");
+    const json *type = non_null_member(slice, "addressType");
     if (!type || !type->is_string() || type->get<std::string>() != to_string(family))
         return;
     const std::vector<EndpointPort> ports = slice_ports(slice);
-    const json *endpoints = member(slice, "endpoints");
+    const json *endpoints = non_null_member(slice, "endpoints");
     if (!endpoints || !endpoints->is_array())
         return;
     for (const json &ep : *endpoints) {
@@ -620,12 +612,12 @@ void collect_slice(const json &slice, IpFamily family, std::vector<Candidate> &o
         if (!how)
             continue;
         std::string node;
-        if (const json *n = member(ep, "nodeName")) {
+        if (const json *n = non_null_member(ep, "nodeName")) {
             if (!n->is_string())
                 continue;
             node = n->get<std::string>();
         }
-        const json *addrs = member(ep, "addresses");
+        const json *addrs = non_null_member(ep, "addresses");
         if (!addrs || !addrs->is_array())
             continue;
         for (const json &a : *addrs) {
@@ -834,7 +826,7 @@ std::optional<ReadyEndpoint> ready_endpoint(const json &endpoint_slices_for_serv
     try {
         const json *slices = &endpoint_slices_for_service;
         if (slices->is_object())
-            slices = member(*slices, "items");
+            slices = non_null_member(*slices, "items");
         if (!slices || !slices->is_array())
             return std::nullopt;
         for (const json &slice : *slices) {

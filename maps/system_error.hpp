@@ -14,6 +14,12 @@ public:
     SystemError(const std::string &context, int err) : std::system_error(err, std::generic_category(), context) {}
 };
 
+// For libbpf's and libxdp's calls, which return a negative error code.
+inline void check_libbpf(int err, const std::string &call) {
+    if (err < 0)
+        throw SystemError(call, -err);
+}
+
 // For calls that report failure through errno: capture it before anything else can overwrite it.
 [[noreturn]] inline void throw_errno(const std::string &context) {
     throw SystemError(context, errno);

@@ -102,6 +102,14 @@ stage build "build, BPF compiled with clang-14" build "$top/build" clang-14
 stage build16 "build, BPF compiled with clang-16: the packet tables and the fuzzer" \
   build "$top/build-clang16" clang-16 bpf_tests bpfnet_fuzz
 
+# The benchmarks' quick run needs only the release tree, and half its time is waiting (the failover rounds wait
+# for Leases and moves): it runs beside the sanitizer trees' builds, which have no clock and are compiled at a
+# lower priority (nice 10), so the benchmarks' loaders keep the CPU they ask for and the compilers take the rest.
+if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then
+  stage_in_background bench "benchmarks, quick run: each one must still run (the numbers are not judged)" \
+    "$top/tests/bench/run.sh" --quick --out "$top/build/bench-quick"
+fi
+
 # The C++ code once more, with clang-14, AddressSanitizer (leaks included), UndefinedBehaviorSanitizer and
 # libFuzzer's coverage: the unit and k8s tiers, the loader's e2e suites and the libFuzzer targets of the
 # loader's inputs (tests/libfuzz) run there (below), and any report fails. The sanitizer trees are Debug builds
@@ -113,26 +121,32 @@ stage build16 "build, BPF compiled with clang-16: the packet tables and the fuzz
 sanitizer_debug_flags=(-DCMAKE_C_FLAGS_DEBUG=-gline-tables-only -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only)
 build_sanitized() { # build_sanitized DIR
   CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=Debug \
-    "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=address,undefined -DBPFNET_LIBFUZZER=ON >/dev/null
+    "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=address,undefined -DBPFNET_LIBFUZZER=ON \
+    -DBPFNET_UNITY_LIBS=ON -DBPFNET_UNITY_TESTS=OFF >/dev/null
   # cni_standin: the Kubernetes suite's no_kube_proxy case attaches its socket-LB stand-in with it
-  cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests libfuzz_targets cni_standin
+  nice -n 10 cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests libfuzz_targets cni_standin
 }
 stage buildsan "build with clang-14, ASan, UBSan and libFuzzer: the loader, bpfnetctl, the unit and k8s tests, the input fuzzers" \
   build_sanitized "$top/build-sanitized"
 
-# And once more with ThreadSanitizer (clang-14; it cannot share a build with ASan): the tests that run the
-# loader's threads (below). Its test programs are compiled a file at a time (the other trees batch them:
-# tests/CMakeLists.txt), which costs this -O0 tree little and shows each test file compiles on its own.
+# And once more with ThreadSanitizer (clang-14; it cannot share a build with ASan): the loader, bpfnetctl and the
+# test programs that run threads (thread_tests, tests/CMakeLists.txt; the single-threaded ones give
+# ThreadSanitizer nothing to find). Both sanitizer trees compile the libraries a few files at a time as one
+# (BPFNET_UNITY_LIBS: at -O0 most of a file's time is the headers); the release tree compiles each library file
+# alone and the ASan tree each test file alone, so every file still compiles on its own somewhere.
 build_tsan() { # build_tsan DIR
   CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=Debug \
-    "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=thread -DBPFNET_UNITY_TESTS=OFF >/dev/null
-  cmake --build "$1" -j "$jobs" --target unit_and_k8s_tests xdp_pass_bpf
+    "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=thread -DBPFNET_UNITY_LIBS=ON >/dev/null
+  nice -n 10 cmake --build "$1" -j "$jobs" --target thread_tests xdp_pass_bpf
 }
 stage buildtsan "build with clang-14 and ThreadSanitizer: the loader, bpfnetctl, the unit and k8s tests" \
   build_tsan "$top/build-tsan"
 
 # The image (Containerfile) from base images made of Debian packages: tests/e2e/test_image.sh runs the loader
 # from it with the DaemonSet's security context; here a missing image fails that suite instead of skipping it.
+if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then
+  stage_await bench
+fi
 stage_await bases
 stage image "image: scripts/image.sh (podman, on the bases made above)" "$top/scripts/image.sh" --ccache "$ccache_dir"
 export BPFNET_IMAGE_REQUIRED=1
@@ -147,8 +161,21 @@ export BPFNET_FIRMWARE_REQUIRED=1
 # The sandbox's loopback is brought up for the tests that talk to a local stand-in (the Kubernetes API).
 sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "$@"' sandboxed "$@"; }
 
-stage ctest16 "BPF packet tables and the fuzzer's quick mode, programs from clang-16" \
-  sandboxed ctest --test-dir "$top/build-clang16" -L 'bpf|fuzz' -E fuzz_mutants --output-on-failure -j "$jobs"
+# The packet tables and the fuzzer (its quick mode and its source mutants) of both compilers' programs: CPU work
+# with no clock (a packet table's loader heartbeat is 5 s fresh; the fuzzer's, an hour), the host tier's longest
+# (fuzz_mutants 190 s, fuzz_quick 43 s, 2026-12-06), run at the lowest priority (nice 19) beside everything
+# that follows: it takes the CPU time the e2e suites leave idle while they wait (about a fifth of the sanitizer
+# stages', the host tier's and the kernel matrix's), and gives it back whenever they want it.
+cpu_lane() {
+  renice -n 19 -p "$BASHPID" >/dev/null
+  local rc=0
+  sandboxed ctest --test-dir "$top/build-clang16" -L '^(bpf|fuzz)$' -E fuzz_mutants --output-on-failure -j "$jobs" ||
+    rc=1
+  sandboxed ctest --test-dir "$top/build" -L '^(bpf|fuzz)$' --output-on-failure -j "$jobs" || rc=1
+  return "$rc"
+}
+stage_in_background cpu "BPF packet tables and the fuzzer (quick mode; mutants), programs from clang-16 and clang-14, at nice 19" \
+  cpu_lane
 
 # sanitized_tiers TREE REPORTS LABELS SUITES VAR=VALUE...: a sanitizer tree's ctest labels LABELS, then its e2e
 # suites SUITES (e2e_ names, |-separated), with the sanitizer options VAR=VALUE (their log_path under REPORTS).
@@ -158,7 +185,7 @@ sanitized_tiers() {
   local tree=$1 reports=$2 labels=$3 suites=$4 rc=0
   shift 4
   mkdir -p "$reports"
-  sandboxed env "$@" ctest --test-dir "$tree" -L "$labels" --output-on-failure -j "$jobs" || rc=1
+  sandboxed env "$@" ctest --test-dir "$tree" -L "$labels" -LE '^script$' --output-on-failure -j "$jobs" || rc=1
   sandboxed env "$@" ctest --test-dir "$tree" -R "^e2e_($suites)\$" --output-on-failure -j "$jobs" || rc=1
   if compgen -G "$reports/report.*" >/dev/null; then
     cat "$reports"/report.*
@@ -193,21 +220,20 @@ stage ctesttsan "unit, k8s and the loader's threads in e2e (kubernetes' timing c
 # here; the release loader's Kubernetes mode still runs in e2e_image_kubernetes (the image's loader) and in the
 # benchmarks' failover rounds (test_kubernetes.sh's serve, moves, partition and upgrade cases), its standalone
 # mode in every other suite.
-stage ctest "all tests (unit, bpf, fuzz, k8s, e2e), programs from clang-14, one per core at a time" \
-  sandboxed ctest --test-dir "$top/build" --output-on-failure -j "$jobs" -E '^e2e_(steering|cli|kubernetes|kubernetes_threads|lifecycle)$'
+# The packet tables and the fuzzer ran in the CPU lane above (labels bpf and fuzz).
+stage ctest "all tests (unit, k8s, e2e), programs from clang-14, one per core at a time" \
+  sandboxed ctest --test-dir "$top/build" --output-on-failure -j "$jobs" -LE '^(bpf|fuzz)$' \
+  -E '^e2e_(steering|cli|kubernetes|kubernetes_threads|lifecycle)$'
 
-if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then
-  stage bench "benchmarks, quick run: each one must still run (the numbers are not judged)" \
-    "$top/tests/bench/run.sh" --quick --out "$top/build/bench-quick"
-fi
-
-if [ "${BPFNET_TEST_VM:-1}" = 0 ]; then
-  echo "== kernel matrix skipped (BPFNET_TEST_VM=0)"
-  exit 0
-fi
-# After the host tier, alone on the machine: the TCG guests are CPU-bound, and slowed by a second guest one
-# missed a wall-clock window of e2e_lifecycle on 6.1; beside the host tier they would share the CPUs too. QEMU guests with no
+# After the host tier, alone on the machine (but for what is left of the CPU lane, which only takes the CPU time
+# the guests leave idle): the TCG guests are CPU-bound, and slowed by a second guest one missed a wall-clock
+# window of e2e_lifecycle on 6.1; beside the host tier they would share the CPUs too. QEMU guests with no
 # network device: nothing there can reach the machine's interfaces. Each guest first checks that its verifier
 # accepts the datapath and refuses it with a bounds check removed (the self-check).
-stage vm "kernel matrix: the verifier self-check, bpf, fuzz and the datapath's e2e cases on Debian's 6.1 and 6.12 kernels" \
-  "$top/tests/vm/run.sh"
+if [ "${BPFNET_TEST_VM:-1}" = 0 ]; then
+  echo "== kernel matrix skipped (BPFNET_TEST_VM=0)"
+else
+  stage vm "kernel matrix: the verifier self-check, bpf, fuzz and the datapath's e2e cases on Debian's 6.1 and 6.12 kernels" \
+    "$top/tests/vm/run.sh"
+fi
+stage_await cpu

@@ -71,10 +71,6 @@ std::optional<int> line_of(const YAML::Mark &mark) {
     return mark.line + 1;
 }
 
-std::string quoted(std::string_view text) {
-    return "\"" + std::string(text) + "\"";
-}
-
 /*
  * A plain scalar is written without quotes or tag; yaml-cpp tags those "?", quoted ones "!" and
  * explicitly tagged ones with the full tag. Only plain (or !!int) scalars may be numbers.
@@ -95,7 +91,7 @@ std::string describe(const YAML::Node &node) {
     case YAML::NodeType::Sequence:
         return "a list";
     case YAML::NodeType::Scalar:
-        return (may_be_integer(node) ? "" : "the string ") + quoted(node.Scalar());
+        return (may_be_integer(node) ? "" : "the string ") + in_quotes(node.Scalar());
     default:
         return "null";
     }
@@ -279,7 +275,7 @@ T read_choice(const Field &field, std::optional<T> (*parse)(std::string_view)) {
     std::string names;
     for (const std::string_view name : spellings<T>())
         names += (names.empty() ? "" : ", ") + std::string(name);
-    field.fail("must be one of: " + names + "; got " + quoted(text));
+    field.fail("must be one of: " + names + "; got " + in_quotes(text));
 }
 
 /* ---- names and paths ---- */
@@ -298,7 +294,7 @@ std::string read_port_name(const Field &field) {
         name.begin(), name.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
     if (name.empty() || name.size() > kMaxPortNameLen || !charset_ok)
         field.fail("must be 1 to " + std::to_string(kMaxPortNameLen) + " characters of a-z, 0-9 and '-', got " +
-                   quoted(name));
+                   in_quotes(name));
     return name;
 }
 
@@ -308,7 +304,7 @@ uint32_t read_ipv4(const Field &field) {
     const std::string text = read_string(field);
     const std::optional<uint32_t> ip_be = parse_ipv4(text);
     if (!ip_be)
-        field.fail("must be an IPv4 address like 198.18.0.2, got " + quoted(text));
+        field.fail("must be an IPv4 address like 198.18.0.2, got " + in_quotes(text));
     return *ip_be;
 }
 
@@ -324,7 +320,7 @@ bpfnet_ip read_ipv6(const Field &field) {
     const std::string text = read_string(field);
     const std::optional<bpfnet_ip> ip = parse_ip(text);
     if (!ip || is_v4(*ip))
-        field.fail("must be an IPv6 address like fd00:1::2, got " + quoted(text));
+        field.fail("must be an IPv6 address like fd00:1::2, got " + in_quotes(text));
     return *ip;
 }
 
@@ -627,7 +623,7 @@ Backend read_backend(const Field &field, const Config &config) {
     if (const auto veth = section.find("veth")) {
         const std::string name = read_interface_name(*veth);
         if (name == config.interface)
-            veth->fail("must be the pod's veth, not the provisioning interface " + quoted(name));
+            veth->fail("must be the pod's veth, not the provisioning interface " + in_quotes(name));
         if (name != kAutoVeth)
             backend.veth = name;
     }

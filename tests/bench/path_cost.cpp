@@ -229,7 +229,7 @@ std::map<std::string, std::vector<double>> measure(const Hook &hook, int rounds,
         // The relays work only while the heartbeat is fresh: keep it so however long the run takes.
         for (int fd : heartbeat_fds) {
             const __u32 key = 0;
-            const bpfnet_heartbeat beat{now_ns()};
+            const bpfnet_heartbeat beat{monotonic_ns()};
             bpf_map_update_elem(fd, &key, &beat, BPF_ANY);
         }
         std::map<std::string, std::vector<double>> by_copy;

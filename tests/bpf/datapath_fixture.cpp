@@ -132,12 +132,12 @@ void DatapathTest::set_service_ip6_active(bool active) {
 void DatapathTest::set_heartbeat_age_seconds(int seconds) {
     // A machine up for less than that (a VM of the kernel matrix just booted) has no such time: no heartbeat
     // (0) is as stale as any. A wrapped value would read as a time in the future, a stopped loader's grace.
-    const __u64 now = now_ns(), age = static_cast<__u64>(seconds) * 1'000'000'000ull;
+    const __u64 now = monotonic_ns(), age = static_cast<__u64>(seconds) * 1'000'000'000ull;
     maps_->heartbeat.update(0, bpfnet_heartbeat{now > age ? now - age : 0});
 }
 
 void DatapathTest::set_heartbeat_grace_seconds(int seconds) {
-    maps_->heartbeat.update(0, bpfnet_heartbeat{now_ns() + static_cast<__u64>(seconds) * 1'000'000'000ull});
+    maps_->heartbeat.update(0, bpfnet_heartbeat{monotonic_ns() + static_cast<__u64>(seconds) * 1'000'000'000ull});
 }
 
 void DatapathTest::set_source_ranges(const std::vector<std::string> &ranges, const std::string &service_ip) {

@@ -3,7 +3,6 @@
 #include "maps/flow_ports.hpp"
 
 #include <arpa/inet.h>
-#include <time.h>
 
 #include <algorithm>
 #include <set>
@@ -82,7 +81,7 @@ void fill_world(DatapathMaps &maps) {
     iface.dhcp_service_ip = key_ip(world::service_ip);
     iface.dhcp_max_hops = world::dhcp_max_hops;
     maps.iface.update(0, iface);
-    maps.heartbeat.update(0, bpfnet_heartbeat{now_ns()});
+    maps.heartbeat.update(0, bpfnet_heartbeat{monotonic_ns()});
     maps.service_ips.update(key_ip(world::service_ip), bpfnet_service_ip{BPFNET_SERVICE_IP_ACTIVE});
 
     add_service(maps, kTcp, 6385, 6385, BPFNET_KIND_PLAIN); // Ironic API
@@ -138,12 +137,6 @@ void fill_world6(DatapathMaps &maps) {
     copy_mac(neighbour.mac, world::host_mac);
     maps.neighbours.update(key_ip(world::host_ip6), neighbour);
     derive_loader_fields(maps);
-}
-
-__u64 now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<__u64>(ts.tv_sec) * 1000000000ull + static_cast<__u64>(ts.tv_nsec);
 }
 
 } // namespace bpfnet::test

@@ -2,6 +2,7 @@
 // backend pod on this node, one known host and one recorded flow.
 #pragma once
 
+#include "core/monotonic_clock.hpp"
 #include "maps/datapath_maps.hpp"
 #include "packet.hpp"
 
@@ -64,7 +65,5 @@ void derive_loader_fields(DatapathMaps &maps);
 // holds): its services and backend_ports entries flagged, the address marked and counted in iface.
 void add_shared_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
                      const std::string &pod_ip);
-// CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns() and of the loader's heartbeat.
-__u64 now_ns();
 
 } // namespace bpfnet::test

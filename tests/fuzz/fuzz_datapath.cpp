@@ -10,6 +10,7 @@
 //   bpfnet-fuzz --object mutant.bpf.o       another build of the datapath (tests/fuzz/mutants.py)
 //
 // Exit status: 0 when every frame matched, 1 on any violation, 2 when the run itself failed.
+#include "core/monotonic_clock.hpp"
 #include "frame_generator.hpp"
 #include "ipv6_frames.hpp"
 #include "maps/datapath_maps.hpp"
@@ -20,7 +21,6 @@
 #include <CLI/CLI.hpp>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,12 +43,6 @@ size_t minimum_frame(Program program, const Bytes &frame) {
     if (program == Program::XdpNic)
         return 14;
     return frame.size() >= 14 && frame[12] == 0x86 && frame[13] == 0xdd ? 54 : 34;
-}
-
-__u64 monotonic_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<__u64>(ts.tv_sec) * 1000000000ull + static_cast<__u64>(ts.tv_nsec);
 }
 
 std::string hex(const Bytes &b) {
