@@ -30,8 +30,9 @@ fi
 # failed: scripts/time_table.sh).
 times=$(mktemp -d /tmp/bpfnet-test-times.XXXXXX)
 date +%s >"$times/started"
-# A stage still running beside the others when the run stops (one failed) is waited for: nothing is left behind.
-trap 'wait; bash "$top/scripts/time_table.sh" "$times"' EXIT
+# A stage still running beside the others when the run stops (one failed) is waited for: nothing is left behind,
+# and its output is shown if it failed too.
+trap 'wait; show_failed_background_stages; bash "$top/scripts/time_table.sh" "$times"' EXIT
 
 # stage_record T0 RC TITLE: a stage's line for the table, its wall time counted from T0.
 stage_record() {
@@ -60,6 +61,7 @@ stage_in_background() {
     t0=$(date +%s) rc=0
     "$@" >"$times/$slug.log" 2>&1 || rc=$?
     stage_record "$t0" "$rc" "$title (beside the others)"
+    echo "$rc" >"$times/$slug.rc"
     exit "$rc"
   ) &
   background_stages[$slug]=$!
@@ -69,7 +71,19 @@ stage_await() {
   wait "${background_stages[$slug]}" || rc=$?
   echo "== $slug, which ran beside the stages above:"
   cat "$times/$slug.log"
+  touch "$times/$slug.shown"
   return "$rc"
+}
+# show_failed_background_stages: the output of each background stage that failed and was not awaited (the run
+# stopped at another stage's failure first).
+show_failed_background_stages() {
+  local slug
+  for slug in "${!background_stages[@]}"; do
+    if [ ! -e "$times/$slug.shown" ] && [ "$(cat "$times/$slug.rc" 2>/dev/null)" != 0 ]; then
+      echo "== $slug, which ran beside the stages above, failed too:"
+      cat "$times/$slug.log"
+    fi
+  done
 }
 
 stage setup "setup: Debian packages (scripts/setup.sh)" "$top/scripts/setup.sh"
@@ -136,17 +150,18 @@ stage buildsan "build with clang-14, ASan, UBSan and libFuzzer: the loader, bpfn
 # alone and the ASan tree each test file alone, so every file still compiles on its own somewhere.
 build_tsan() { # build_tsan DIR
   CC=clang-14 CXX=clang++-14 cmake -S "$top" -B "$1" -DBPF_CLANG=clang-14 -DCMAKE_BUILD_TYPE=Debug \
-    "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=thread -DBPFNET_UNITY_LIBS=ON >/dev/null
+    "${sanitizer_debug_flags[@]}" -DBPFNET_SANITIZE=thread -DBPFNET_UNITY_LIBS=ON -DBPFNET_UNITY_TESTS=ON >/dev/null
   nice -n 10 cmake --build "$1" -j "$jobs" --target thread_tests xdp_pass_bpf
 }
-stage buildtsan "build with clang-14 and ThreadSanitizer: the loader, bpfnetctl, the unit and k8s tests" \
+stage buildtsan "build with clang-14 and ThreadSanitizer: the loader, bpfnetctl, the test programs that run threads" \
   build_tsan "$top/build-tsan"
 
-# The image (Containerfile) from base images made of Debian packages: tests/e2e/test_image.sh runs the loader
-# from it with the DaemonSet's security context; here a missing image fails that suite instead of skipping it.
 if [ "${BPFNET_TEST_BENCH:-1}" != 0 ]; then
   stage_await bench
 fi
+
+# The image (Containerfile) from base images made of Debian packages: tests/e2e/test_image.sh runs the loader
+# from it with the DaemonSet's security context; here a missing image fails that suite instead of skipping it.
 stage_await bases
 stage image "image: scripts/image.sh (podman, on the bases made above)" "$top/scripts/image.sh" --ccache "$ccache_dir"
 export BPFNET_IMAGE_REQUIRED=1
@@ -220,7 +235,8 @@ stage ctesttsan "unit, k8s and the loader's threads in e2e (kubernetes' timing c
 # here; the release loader's Kubernetes mode still runs in e2e_image_kubernetes (the image's loader) and in the
 # benchmarks' failover rounds (test_kubernetes.sh's serve, moves, partition and upgrade cases), its standalone
 # mode in every other suite.
-# The packet tables and the fuzzer ran in the CPU lane above (labels bpf and fuzz).
+# The packet tables and the fuzzer run in the CPU lane (labels bpf and fuzz). Both ctest runs of the release tree
+# write its Testing/Temporary (the last run's log, the tests' costs): only ctest's own bookkeeping.
 stage ctest "all tests (unit, k8s, e2e), programs from clang-14, one per core at a time" \
   sandboxed ctest --test-dir "$top/build" --output-on-failure -j "$jobs" -LE '^(bpf|fuzz)$' \
   -E '^e2e_(steering|cli|kubernetes|kubernetes_threads|lifecycle)$'
