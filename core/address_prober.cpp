@@ -26,7 +26,6 @@ namespace {
 using Mac = std::array<uint8_t, 6>;
 
 constexpr size_t kEth = 14;
-constexpr uint16_t kArp = 0x0806, kIpv6 = 0x86dd;
 
 uint16_t be16(std::span<const uint8_t> f, size_t at) {
     return static_cast<uint16_t>(f[at] << 8 | f[at + 1]);
@@ -86,8 +85,8 @@ std::optional<AddressClaim> ndp_claim(std::span<const uint8_t> f) {
 // ARP, and ICMPv6 solicitations and advertisements; nothing else of the NIC's traffic is copied to the socket.
 const sock_filter kFilter[] = {
     BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArp, 5, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kIpv6, 0, 5),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_ARP, 5, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IPV6, 0, 5),
     BPF_STMT(BPF_LD | BPF_B | BPF_ABS, kEth + 6),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_ICMPV6, 0, 3),
     BPF_STMT(BPF_LD | BPF_B | BPF_ABS, kEth + 40),
@@ -129,9 +128,9 @@ std::optional<AddressClaim> address_claim_in(std::span<const uint8_t> frame, con
     if (frame.size() < kEth)
         return std::nullopt;
     const uint16_t type = be16(frame, 12);
-    std::optional<AddressClaim> claim = type == kArp    ? arp_claim(frame)
-                                        : type == kIpv6 ? ndp_claim(frame)
-                                                        : std::nullopt;
+    std::optional<AddressClaim> claim = type == ETH_P_ARP    ? arp_claim(frame)
+                                        : type == ETH_P_IPV6 ? ndp_claim(frame)
+                                                             : std::nullopt;
     if (!claim || claim->mac == own || mac_at(frame, 6) == own)
         return std::nullopt;
     return claim;

@@ -58,7 +58,7 @@ std::optional<std::string> read_source_ranges(const json &spec, const json *anno
                                               std::string &where) {
     std::vector<std::string> texts;
     where = "spec.loadBalancerSourceRanges";
-    if (const json *ranges = non_null_member(spec, "loadBalancerSourceRanges"); ranges && !ranges->is_null()) {
+    if (const json *ranges = non_null_member(spec, "loadBalancerSourceRanges")) {
         if (!ranges->is_array())
             return where + " is not a list";
         for (const json &r : *ranges) {
