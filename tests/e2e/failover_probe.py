@@ -7,9 +7,9 @@ usage: failover_probe.py probe IFACE SERVICE_IP --seconds S [--every SECONDS] [-
            does not hide the first answer of the new one. DHCP likewise with 3 threads, each sending a
            DISCOVER every max(3 * SECONDS, 0.03).
              TIME http NAME     an HTTP GET of http://SERVICE_IP/who answered with body NAME
-             TIME http -        no answer within 0.1 s (or an error)
+             TIME http -        no answer within 0.1 s (times E2E_TIME_SCALE; or an error)
              TIME dhcp IP       a DHCPOFFER answered a broadcast DISCOVER (from IFACE's MAC) with yiaddr IP
-             TIME dhcp -        no offer within 0.1 s
+             TIME dhcp -        no offer within 0.1 s (times E2E_TIME_SCALE)
            TIME is when the try was sent, in seconds since the epoch (the clock of bash's $EPOCHREALTIME,
            which the test reads without starting a process). Prints "started" first.
        failover_probe.py analyze PROBE_LOG MOVES_LOG [--commits COMMIT_LOG]
@@ -26,6 +26,7 @@ Run the probe inside the network namespace of IFACE (ip netns exec NS failover_p
 """
 import argparse
 import json
+import os
 import random
 import select
 import socket
@@ -37,8 +38,9 @@ import time
 
 from dhcp_send import ETH_P_IP, bootp, interface_mac, udp_frame
 
-# A try that gets no answer gives up after this long; on this LAN an answer takes a few milliseconds.
-TIMEOUT = 0.1
+# A try that gets no answer gives up after this long; on this LAN an answer takes a few milliseconds. Under
+# emulation (the kernel matrix's E2E_TIME_SCALE, as the suites' waits scale) an answer can take longer.
+TIMEOUT = 0.1 * float(os.environ.get("E2E_TIME_SCALE", "1"))
 LOCK = threading.Lock()
 
 

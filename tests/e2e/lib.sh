@@ -1023,12 +1023,22 @@ EOF
 # ---------------------------------------------------------------------------------------------------
 # Datapath state (read from this mount namespace, which holds the bpffs)
 
+# scaled_seconds S: S times E2E_TIME_SCALE (as wait_for scales its waits), for a window a test gives a client
+# or a probe: under emulation a slowed guest's clients start and answer several times slower.
+scaled_seconds() {
+    if [ "${E2E_TIME_SCALE:-1}" = 1 ]; then
+        echo "$1"
+    else
+        awk -v s="$1" -v k="$E2E_TIME_SCALE" 'BEGIN { print s * k }'
+    fi
+}
+
 # port_dropped PORT [SECONDS]: a connection to service IP:PORT times out (no RST, no answer) and
 # drop_not_allowed counts it; DROPPED_DETAIL says by how much.
 port_dropped() {
     local port=$1 seconds before after rc out
     # Under emulation (E2E_TIME_SCALE) curl may need longer than the timeout just to start and send.
-    seconds=$(awk -v s="${2:-1}" -v k="${E2E_TIME_SCALE:-1}" 'BEGIN { print s * k }')
+    seconds=$(scaled_seconds "${2:-1}")
     before=$(counter drop_not_allowed)
     is_number "$before" || { E2E_REASON="cannot read counters from $E2E_PIN_DIR/counters"; return 1; }
     out=$(host curl -sS --max-time "$seconds" "http://$E2E_SERVICE_IP:$port/" 2>&1)

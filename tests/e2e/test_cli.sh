@@ -421,8 +421,13 @@ case_trace() {
         E2E_REASON="tracing is $state before bpfnetctl trace ran"
         return 1
     fi
+    # Each trace ends at the records it waits for (--count); its --duration only bounds a run that misses
+    # them, long enough for a client that starts slowly under emulation (a 6 s window once closed before
+    # the guest's TFTP client sent its RRQ).
+    local bound
+    bound=$(scaled_seconds 15)
     nsenter --net="/run/netns/$E2E_NODE" "$BPFNETCTL" trace --protocol dhcp --mac "$E2E_HOST_MAC" -o json \
-        --duration 6 >"$OUT/trace-dhcp.out" 2>"$OUT/trace-dhcp.err" &
+        --count 4 --duration "$bound" >"$OUT/trace-dhcp.out" 2>"$OUT/trace-dhcp.err" &
     local tracer=$!
     E2E_PIDS+=("$tracer")
     # Tracing on before the client starts (a fixed wait lost the DISCOVER, OFFER and REQUEST once in CI's
@@ -447,7 +452,7 @@ ok = ok and lines[0]['steered_to']['ip'] == '$E2E_POD_IP' and lines[1]['steered_
         E2E_REASON="tracing stayed on after the first bpfnetctl trace ended"
         return 1
     }
-    ctl_ok trace-tftp trace --protocol tftp --count 1 --duration 6 &
+    ctl_ok trace-tftp trace --protocol tftp --count 1 --duration "$bound" &
     local tracer2=$!
     wait_for 10 tracing_on || {
         E2E_REASON="the second bpfnetctl trace did not switch tracing on"

@@ -147,7 +147,7 @@ case_serve() {
     [[ $serving == *"node node-a serves $E2E_SERVICE_IP"* ]] || { E2E_REASON="no Serving Event: '$serving'"; return 1; }
     # A DHCP exchange through node A reaches pod A's server.
     local out=$E2E_TMP/serve.probe
-    cluster_host "$SYSTEM_PYTHON" "$PROBE_PY" probe eth0 "$E2E_SERVICE_IP" --seconds 0.5 --every 0.05 >"$out"
+    cluster_host "$SYSTEM_PYTHON" "$PROBE_PY" probe eth0 "$E2E_SERVICE_IP" --seconds "$(scaled_seconds 0.5)" --every 0.05 >"$out"
     local offer
     offer=$(awk '$2 == "dhcp" && $3 != "-" { print $3; exit }' "$out")
     ip_in_range "$offer" "${DHCP_FIRST[node-a]}" "${DHCP_LAST[node-a]}" ||
@@ -786,7 +786,7 @@ case_source_ranges() {
         { E2E_REASON="drop_source_range did not count ($before -> $after)"; return 1; }
     [ "$(arp_owner)" = "${NIC_MAC[$CURRENT]}" ] || { E2E_REASON="ARP is no longer answered: $(arp_owner)"; return 1; }
     local out=$E2E_TMP/ranges.probe offer
-    cluster_host "$SYSTEM_PYTHON" "$PROBE_PY" probe eth0 "$E2E_SERVICE_IP" --seconds 0.5 --every 0.05 >"$out"
+    cluster_host "$SYSTEM_PYTHON" "$PROBE_PY" probe eth0 "$E2E_SERVICE_IP" --seconds "$(scaled_seconds 0.5)" --every 0.05 >"$out"
     offer=$(awk '$2 == "dhcp" && $3 != "-" { print $3; exit }' "$out")
     ip_in_range "$offer" "${DHCP_FIRST[$CURRENT]}" "${DHCP_LAST[$CURRENT]}" ||
         { E2E_REASON="broadcast DHCP got no offer under source ranges (got '$offer')"; return 1; }
