@@ -470,6 +470,41 @@ static __always_inline int martian_source(const struct bpfnet_ip *saddr, const s
 }
 
 /*
+ * A shared address's listed port whose pod runs on another node (BPFNET_SERVICE_VIA_NODE): DNATed to the pod
+ * as for a pod here, its TTL (hop limit) lowered, and handed to the pod's node through the node's neighbour
+ * table (bpf_redirect_neigh toward via_node, out of the NIC it came in by; the kernel resolves and writes the
+ * MACs), not through its stack: neither node's conntrack sees one side of a connection without the other
+ * (kube-proxy drops what conntrack calls invalid). The pod's node takes the pod's address into the pod (its
+ * own entry) and sends the answers from the shared address itself, so nothing here keeps state: a connection
+ * outlives the address moving to another node that forwards the same way.
+ */
+static __always_inline int forward_to_node(struct __sk_buff *skb, const struct ip_packet *pkt,
+					   const struct bpfnet_ip *daddr,
+					   const struct bpfnet_service *service, const int v6)
+{
+	int hop = lower_hop_limit(skb, pkt);
+	if (hop == HOP_LIMIT_USED_UP) {
+		decide(BPFNET_CTR_DROP_HOP_LIMIT);
+		return TC_ACT_SHOT;
+	}
+	if (hop || nat_rewrite_ip(skb, pkt, NAT_DESTINATION, daddr, &service->backend_ip, pkt->dport,
+				  service->backend_port_be, NAT_WRITE_DIRECT)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
+	}
+	struct bpf_redir_neigh nh = {};
+	if (v6) {
+		nh.nh_family = 10; /* AF_INET6 */
+		__builtin_memcpy(nh.ipv6_nh, &service->via_node, sizeof(nh.ipv6_nh));
+	} else {
+		nh.nh_family = 2; /* AF_INET */
+		nh.ipv4_nh = service->via_node.w[3];
+	}
+	decide(BPFNET_CTR_FORWARD_TO_NODE);
+	return bpf_redirect_neigh(skb->ifindex, &nh, sizeof(nh), 0);
+}
+
+/*
  * A packet from the LAN to a shared address, either family (BPFNET_SERVICE_SHARED: an address of the node's
  * that bpfnet does not own, such as the control plane's VIP): a listed port's packet is DNATed into the
  * backend's pod, from any source (the address is reached across routers); everything else, a packet that
@@ -500,6 +535,9 @@ static __always_inline int tc_lan_to_shared(struct __sk_buff *skb, const int v6)
 		decide(BPFNET_CTR_DROP_SOURCE_RANGE);
 		return traced_tc(skb, TC_ACT_SHOT);
 	}
+	trace_steered(&service->backend_ip, service->backend_port_be, BPFNET_KIND_PLAIN);
+	if (service->flags & BPFNET_SERVICE_VIA_NODE)
+		return traced_tc(skb, forward_to_node(skb, &pkt, &a.daddr, service, v6));
 	struct steer_target target = {
 		.backend_ip = service->backend_ip,
 		.backend_port = service->backend_port_be,
@@ -507,7 +545,6 @@ static __always_inline int tc_lan_to_shared(struct __sk_buff *skb, const int v6)
 		.path = BPFNET_CTR_DNAT_SERVICE,
 		.link = &service->link,
 	};
-	trace_steered(&target.backend_ip, target.backend_port, target.kind);
 	return traced_tc(skb, steer_to_backend(skb, &pkt, &a.daddr, &target));
 }
 

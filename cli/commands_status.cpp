@@ -49,15 +49,18 @@ std::string holder_of(const bpfnet_ip &ip) {
 std::vector<SharedAddressStatus> read_shared_addresses(const DatapathMaps &maps) {
     std::map<bpfnet_ip, SharedAddressStatus> by_ip;
     for (const auto &[key, entry] : maps.services.entries()) {
-        if (!(entry.flags & BPFNET_SERVICE_SHARED))
+        // The pod's own address's ports (what a holder on another node hands on) are the pod's, no address of
+        // the node's.
+        if (!(entry.flags & BPFNET_SERVICE_SHARED) || key.service_ip == entry.backend_ip)
             continue;
         SharedAddressStatus &shared = by_ip[key.service_ip];
         shared.ip = key.service_ip;
+        const bool via_node = (entry.flags & BPFNET_SERVICE_VIA_NODE) != 0;
         shared.ports.push_back({key.proto == BPFNET_PROTO_TCP   ? "tcp"
                                 : key.proto == BPFNET_PROTO_UDP ? "udp"
                                                                 : "?",
-                                ntohs(key.port_be), entry.link.ifindex ? entry.backend_ip : bpfnet_ip{},
-                                ntohs(entry.backend_port_be)});
+                                ntohs(key.port_be), entry.link.ifindex || via_node ? entry.backend_ip : bpfnet_ip{},
+                                ntohs(entry.backend_port_be), via_node ? entry.via_node : bpfnet_ip{}});
     }
     std::vector<SharedAddressStatus> out;
     for (auto &[ip, shared] : by_ip) {
@@ -282,6 +285,8 @@ std::string describe_shared_address(const SharedAddressStatus &shared) {
         text += (i ? ", " : "") + port.protocol + "/" + std::to_string(port.port) + " to " +
                 (port.backend_ip == bpfnet_ip{} ? std::string("no backend here (dropped)")
                                                 : format_endpoint(port.backend_ip, htons(port.backend_port)));
+        if (port.via_node != bpfnet_ip{})
+            text += " on the node at " + format_ip(port.via_node);
     }
     return text;
 }
@@ -409,11 +414,13 @@ Json status_json(const StatusView &status) {
     for (const auto &shared : status.shared_addresses) {
         Json ports = Json::array();
         for (const auto &port : shared.ports)
-            ports.push_back({{"protocol", port.protocol},
-                             {"port", port.port},
-                             {"backend", port.backend_ip == bpfnet_ip{}
-                                             ? Json(nullptr)
-                                             : Json(format_endpoint(port.backend_ip, htons(port.backend_port)))}});
+            ports.push_back(
+                {{"protocol", port.protocol},
+                 {"port", port.port},
+                 {"backend", port.backend_ip == bpfnet_ip{}
+                                 ? Json(nullptr)
+                                 : Json(format_endpoint(port.backend_ip, htons(port.backend_port)))},
+                 {"via_node", port.via_node == bpfnet_ip{} ? Json(nullptr) : Json(format_ip(port.via_node))}});
         json["shared_addresses"].push_back({{"ip", format_ip(shared.ip)},
                                             {"held_on", shared.held_on.empty() ? Json(nullptr) : Json(shared.held_on)},
                                             {"ports", ports}});

@@ -25,8 +25,9 @@ struct ServiceIpStatus {
 struct SharedPortStatus {
     std::string protocol;
     uint16_t port = 0;
-    bpfnet_ip backend_ip{}; // zero: no backend on this node
+    bpfnet_ip backend_ip{}; // zero: no backend on this node, nor on one named by via_node
     uint16_t backend_port = 0;
+    bpfnet_ip via_node{}; // the pod's node the packets are handed to (BPFNET_SERVICE_VIA_NODE); zero: here
 };
 struct SharedAddressStatus {
     bpfnet_ip ip{};

@@ -159,6 +159,10 @@ std::string describe(const Backend &backend) {
     std::string text = backend.ip_be != 0 ? format_ipv4(backend.ip_be) : "";
     if (backend.ip6)
         text += (text.empty() ? "" : ", ") + format_ip(*backend.ip6);
+    if (backend.elsewhere())
+        text += " on the node at " + (backend.node && backend.node6
+                                          ? format_ip(*backend.node) + ", " + format_ip(*backend.node6)
+                                          : format_ip(backend.node ? *backend.node : *backend.node6));
     return text;
 }
 

@@ -23,35 +23,53 @@ bpfnet_backend backend_entry(const bpfnet_ip &service_ip, const BackendLocation 
     return entry;
 }
 
-// link: where the backend is attached (its backends entry's pod link), all zero when it is on no veth here.
-void add_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &rule, const bpfnet_ip &backend_ip,
-              const bpfnet_pod_link &link, bool shared) {
-    auto proto = static_cast<__u8>(rule.protocol);
-    auto kind = static_cast<__u8>(rule.kind);
+// A listed port: its services entry. link: where the backend is attached (its backends entry's pod link), all
+// zero when it is on no veth here; via_node: the node it is on instead (a shared address's, BPFNET_SERVICE_VIA_NODE).
+void add_listed_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &rule,
+                     const bpfnet_ip &backend_ip, const bpfnet_pod_link &link, bool shared,
+                     const std::optional<bpfnet_ip> &via_node) {
     bpfnet_service_key skey{};
     skey.service_ip = service_ip;
     skey.port_be = htons(rule.port);
-    skey.proto = proto;
+    skey.proto = static_cast<__u8>(rule.protocol);
     bpfnet_service service{};
     service.backend_ip = backend_ip;
     service.backend_port_be = htons(rule.target_port);
-    service.kind = kind;
+    service.kind = static_cast<__u8>(rule.kind);
     service.flags = shared ? BPFNET_SERVICE_SHARED : 0;
     service.link = link;
+    if (via_node) {
+        service.flags |= BPFNET_SERVICE_VIA_NODE;
+        service.via_node = *via_node;
+    }
     state.services.emplace(skey, service);
+}
 
-    if (backend_ip == bpfnet_ip{})
-        return;
+// The reverse of a listed port whose backend is here: the pod's replies from the target port become the
+// service's (a shared address's leave through the node's routing).
+void add_reverse_port(DesiredState &state, const bpfnet_ip &service_ip, const PortRule &rule,
+                      const bpfnet_ip &backend_ip, bool shared) {
     bpfnet_backend_port_key bkey{};
     bkey.backend_ip = backend_ip;
     bkey.port_be = htons(rule.target_port);
-    bkey.proto = proto;
+    bkey.proto = static_cast<__u8>(rule.protocol);
     bpfnet_backend_port reverse{};
     reverse.service_ip = service_ip;
     reverse.service_port_be = htons(rule.port);
-    reverse.kind = kind;
+    reverse.kind = static_cast<__u8>(rule.kind);
     reverse.flags = shared ? BPFNET_BACKEND_PORT_SHARED : 0;
     state.backend_ports.emplace(bkey, reverse);
+}
+
+// A shared address's pod here takes what a holder of the address on another node forwards (DNATed to the
+// pod's address and target port): those are listed as the pod's own address's ports, steered into the pod
+// unchanged. The pod's address is marked like a shared address's.
+void add_forwarded_port(DesiredState &state, const PortRule &rule, const bpfnet_ip &backend_ip,
+                        const bpfnet_pod_link &link) {
+    PortRule own = rule;
+    own.port = rule.target_port;
+    add_listed_port(state, backend_ip, own, backend_ip, link, true, std::nullopt);
+    state.shared_addresses.insert(backend_ip);
 }
 
 template <typename K, typename V>
@@ -158,12 +176,15 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
         if (spec.location && spec.location->route)
             routed.insert(spec.backend_ip);
     for (const ServiceSpec &spec : specs) {
-        bool here = spec.backend_ip != bpfnet_ip{} && spec.location.has_value();
-        bpfnet_ip backend_ip = here ? spec.backend_ip : bpfnet_ip{};
-        if (spec.shared)
+        const bool here = spec.backend_ip != bpfnet_ip{} && spec.location.has_value();
+        const bool forwarded = !here && spec.shared && spec.held && spec.via_node && spec.backend_ip != bpfnet_ip{};
+        const bool listed = !spec.shared || spec.held;
+        const bpfnet_ip backend_ip = here || forwarded ? spec.backend_ip : bpfnet_ip{};
+        if (spec.shared && listed)
             state.shared_addresses.insert(spec.service_ip);
-        else if (auto &ip = state.service_ips[spec.service_ip]; here)
-            ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
+        else if (!spec.shared)
+            if (auto &ip = state.service_ips[spec.service_ip]; here)
+                ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
         std::optional<BackendLocation> where = spec.location;
         if (where && routed.contains(spec.backend_ip))
             where->route = true;
@@ -172,8 +193,15 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
         const std::optional<bpfnet_backend> backend =
             here ? std::optional(backend_entry(spec.shared ? bpfnet_ip{} : spec.service_ip, *where)) : std::nullopt;
         const bpfnet_pod_link link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
-        for (const PortRule &rule : spec.ports)
-            add_port(state, spec.service_ip, rule, backend_ip, link, spec.shared);
+        for (const PortRule &rule : spec.ports) {
+            if (listed)
+                add_listed_port(state, spec.service_ip, rule, backend_ip, link, spec.shared,
+                                forwarded ? spec.via_node : std::nullopt);
+            if (here)
+                add_reverse_port(state, spec.service_ip, rule, backend_ip, spec.shared);
+            if (here && spec.shared)
+                add_forwarded_port(state, rule, backend_ip, link);
+        }
         if (backend) {
             auto [known, added] = state.backends.emplace(backend_ip, *backend);
             if (!added && known->second.service_ip == bpfnet_ip{})

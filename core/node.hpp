@@ -63,7 +63,12 @@ struct Backend {
     std::optional<bpfnet_ip> ip6; /* its IPv6 address, for an IPv6 service IP */
     std::string veth;             /* host side of the pod's veth; empty = found through the route to its address */
     PodDelivery delivery = PodDelivery::Auto;
+    // The pod runs on another node (shared addresses only): that node's address of each family on the NIC's
+    // network, to which the shared addresses' listed ports are handed (ServiceSpec::via_node). Unset: here.
+    std::optional<bpfnet_ip> node;
+    std::optional<bpfnet_ip> node6;
 
+    bool elsewhere() const { return node || node6; }
     bool operator==(const Backend &) const = default;
 };
 

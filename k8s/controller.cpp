@@ -560,7 +560,11 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
             continue;
         const bpfnet_ip pod = candidate.endpoint->ip;
         try {
-            Backend backend = is_v4(pod) ? Backend{v4_of(pod), std::nullopt, ""} : Backend{0, pod, ""};
+            Backend backend;
+            if (is_v4(pod))
+                backend.ip_be = v4_of(pod);
+            else
+                backend.ip6 = pod;
             backend.delivery = candidate.service.delivery;
             candidate.location = locate_backend(backend, nic_ifindex_);
         } catch (const BackendNotFound &e) {

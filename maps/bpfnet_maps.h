@@ -207,14 +207,23 @@ struct bpfnet_pod_link {
  * addresses").
  */
 #define BPFNET_SERVICE_SHARED	     (1u << 1)
+/*
+ * A shared address's listed port whose pod runs on another node (with BPFNET_SERVICE_SHARED): the packet is
+ * DNATed to backend_ip here and handed to that node, via_node, an address on the NIC's network, through the
+ * node's neighbour table (a router's hop: its TTL lowered). That node's own entry for the pod's address and
+ * port (BPFNET_SERVICE_SHARED, the pod's link) takes it into the pod, and the pod's answers leave there as
+ * the shared address (docs/design.md, "Shared addresses").
+ */
+#define BPFNET_SERVICE_VIA_NODE	     (1u << 2)
 /* The most shared addresses one node steers (either family). */
 #define BPFNET_MAX_SHARED_ADDRESSES  8
 struct bpfnet_service {
 	struct bpfnet_ip backend_ip; /* of the service IP's family */
 	__be16 backend_port_be;
 	__u8 kind;  /* enum bpfnet_port_kind */
-	__u8 flags; /* BPFNET_SERVICE_SOURCE_RANGES */
+	__u8 flags; /* BPFNET_SERVICE_SOURCE_RANGES, BPFNET_SERVICE_SHARED, BPFNET_SERVICE_VIA_NODE */
 	struct bpfnet_pod_link link;
+	struct bpfnet_ip via_node; /* BPFNET_SERVICE_VIA_NODE: the pod's node, of the service IP's family */
 };
 
 /* backend_ports (hash): the reverse of services, so the pod's replies are SNATed to the service. */
@@ -445,7 +454,12 @@ struct bpfnet_dhcp_relay {
 	  "resolved yet, too big for the route, or local)")                                                  \
 	X(DROP_NO_ROUTE, "drop_no_route", DROP,                                                              \
 	  "delivered through the node's routing: the route to the backend refuses it (unreachable, "         \
-	  "blackhole, prohibit) or leads back out of the NIC, or forwarding is off on the NIC")
+	  "blackhole, prohibit) or leads back out of the NIC, or forwarding is off on the NIC")              \
+	X(FORWARD_TO_NODE, "forward_to_node", PATH,                                                          \
+	  "host -> a shared address's listed port whose pod runs on another node: DNATed, handed to that "   \
+	  "node")                                                                                            \
+	X(DROP_HOP_LIMIT, "drop_hop_limit", DROP,                                                            \
+	  "to be handed to the pod's node, but its TTL (hop limit) was used up")
 
 #define BPFNET_COUNTER_SLOT(id, name, kind, help) BPFNET_CTR_##id,
 enum bpfnet_counter { BPFNET_COUNTERS(BPFNET_COUNTER_SLOT) BPFNET_CTR_MAX };

@@ -77,7 +77,7 @@ static_assert(sizeof(bpfnet_heartbeat) == 8);
 static_assert(sizeof(bpfnet_service_ip) == 4);
 static_assert(sizeof(bpfnet_service_key) == 20);
 static_assert(sizeof(bpfnet_pod_link) == 20);
-static_assert(sizeof(bpfnet_service) == 40);
+static_assert(sizeof(bpfnet_service) == 56);
 static_assert(offsetof(bpfnet_service, link) == 20);
 static_assert(sizeof(bpfnet_backend_port_key) == 20);
 static_assert(sizeof(bpfnet_backend_port) == 20);

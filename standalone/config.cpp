@@ -589,10 +589,29 @@ std::vector<SharedAddress> read_shared_addresses(const Field &field, const Confi
     return list;
 }
 
+/* backend.node / nodeV6: the node the pod runs on when it is not this one, a unicast address of the family.
+ * Only a shared address can be handed to another node: a service IP's relays and neighbours need the pod
+ * here, and the address's family must be one the shared addresses have (whether it is on the NIC's network
+ * is the node's to say, when the config is applied). */
+std::optional<bpfnet_ip> read_backend_node(const Mapping &section, const char *key, bool v4, const Config &config) {
+    const auto field = section.find(key);
+    if (!field)
+        return std::nullopt;
+    const bpfnet_ip ip = v4 ? ip_from_v4(read_ipv4(*field)) : read_ipv6(*field);
+    if (const auto reason = v4 ? non_unicast_reason(v4_of(ip)) : non_unicast_reason6(ip))
+        field->fail("must be a unicast address of the pod's node, " + *reason);
+    if (v4 ? config.service_ip_be != 0 : config.service_ip6.has_value())
+        field->fail(std::string("the pod must be on this node for ") + (v4 ? "serviceIP" : "serviceIPv6") +
+                    " (its relays and neighbours are this node's): only shared addresses are handed to another node");
+    if (!serves_family(config, v4))
+        field->fail(std::string("no shared address is ") + (v4 ? "IPv4" : "IPv6") + ": leave " + key + " out");
+    return ip;
+}
+
 /* The pod lives on the pod network; only the datapath may put the service IP in front of it. It has an
  * address of each family the service has (a dual-stack pod for a dual-stack service). */
 Backend read_backend(const Field &field, const Config &config) {
-    const Mapping section(field, {"ip", "ipv6", "veth", "delivery"});
+    const Mapping section(field, {"ip", "ipv6", "veth", "delivery", "node", "nodeV6"});
     Backend backend;
     if (serves_family(config, true)) {
         const Field ip = section.require("ip");
@@ -629,6 +648,19 @@ Backend read_backend(const Field &field, const Config &config) {
     }
     if (const auto delivery = section.find("delivery"))
         backend.delivery = read_choice(*delivery, parse_pod_delivery);
+    backend.node = read_backend_node(section, "node", true, config);
+    backend.node6 = read_backend_node(section, "nodeV6", false, config);
+    if (backend.elsewhere()) {
+        for (const char *local : {"veth", "delivery"})
+            if (section.find(local))
+                section.locate(local).fail("the pod runs on the node named by node/nodeV6: its veth and delivery "
+                                           "are that node's to set");
+        for (const bool v4 : {true, false})
+            if (serves_family(config, v4) && !(v4 ? backend.node : backend.node6))
+                section.locate(backend.node ? "node" : "nodeV6")
+                    .fail(std::string("the shared addresses have ") + (v4 ? "IPv4" : "IPv6") +
+                          " too: name the pod's node's address of it in " + (v4 ? "node" : "nodeV6"));
+    }
     return backend;
 }
 

@@ -11,22 +11,33 @@ namespace bpfnet {
 
 namespace {
 
-// The shared address's spec, steered to the backend's address of its family (none: no backend here).
+// The backend's address of the shared address's family (none: the backend has none of it).
+std::optional<bpfnet_ip> backend_address_for(const Backend &backend, const bpfnet_ip &address) {
+    if (is_v4(address))
+        return backend.ip_be != 0 ? std::optional(ip_from_v4(backend.ip_be)) : std::nullopt;
+    return backend.ip6;
+}
+
+// The shared address's spec: steered to the backend's address of its family when the pod is here (where),
+// handed to the pod's node when the backend names one, with no backend otherwise. held: the node holds the
+// address (else only the pod's side of it: its answers, and what a holder elsewhere forwards).
 ServiceSpec shared_spec(const Config &config, const bpfnet_ip &address, const SharedAddress &shared,
-                        const std::optional<BackendLocation> &where) {
+                        const std::optional<BackendLocation> &where, bool held) {
     ServiceSpec spec;
     spec.service_ip = address;
     spec.ports = shared.ports;
     spec.shared = true;
-    if (where && config.backend) {
-        const std::optional<bpfnet_ip> backend =
-            is_v4(address)
-                ? (config.backend->ip_be != 0 ? std::optional(ip_from_v4(config.backend->ip_be)) : std::nullopt)
-                : config.backend->ip6;
-        if (backend) {
-            spec.backend_ip = *backend;
-            spec.location = where;
-        }
+    spec.held = held;
+    if (!config.backend)
+        return spec;
+    const std::optional<bpfnet_ip> backend = backend_address_for(*config.backend, address);
+    const std::optional<bpfnet_ip> &node = is_v4(address) ? config.backend->node : config.backend->node6;
+    if (backend && config.backend->elsewhere() && node) {
+        spec.backend_ip = *backend;
+        spec.via_node = node;
+    } else if (backend && where) {
+        spec.backend_ip = *backend;
+        spec.location = where;
     }
     return spec;
 }
@@ -73,10 +84,15 @@ std::vector<ServiceSpec> service_specs(const Config &config, const std::optional
         }
         specs.push_back(std::move(spec));
     }
-    // A shared address the node does not hold has no spec: nothing of it is in the maps.
-    for (size_t i = 0; i < config.shared_addresses.size() && i < held.size(); i++)
+    // A shared address the node does not hold has no spec, unless the pod is here: a holder elsewhere may
+    // hand it the address's packets (Backend::node there), and its answers leave as the address.
+    for (size_t i = 0; i < config.shared_addresses.size() && i < held.size(); i++) {
+        const SharedAddress &shared = config.shared_addresses[i];
         if (held[i])
-            specs.push_back(shared_spec(config, *held[i], config.shared_addresses[i], where));
+            specs.push_back(shared_spec(config, *held[i], shared, where, true));
+        else if (where && shared.ip)
+            specs.push_back(shared_spec(config, *shared.ip, shared, where, false));
+    }
     return specs;
 }
 

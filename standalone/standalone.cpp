@@ -94,7 +94,7 @@ void StandaloneLoader::claim() {
     // What can be checked without changing anything is checked first: no pin directory is made for an
     // interface that is not there, or for a config whose backend cannot be found.
     nic_ifindex_ = link_by_name(config_.interface).ifindex;
-    if (config_.backend)
+    if (config_.backend && !config_.backend->elsewhere())
         locate_backend(*config_.backend, nic_ifindex_);
     runtime_.claim();
     control_.emplace(config_.control_socket_path());
@@ -115,9 +115,8 @@ void StandaloneLoader::start() {
 
 StandaloneLoader::Change StandaloneLoader::apply(const Config &config) {
     Change change;
-    if (config.backend) {
+    if (config.backend && !config.backend->elsewhere()) // a pod on another node is that node's to find
         change.where = locate_backend(*config.backend, nic_ifindex_);
-    }
     change.applied = apply_located(config, change.where);
     located_ = change.where;
     backend_ifindex_ = change.where ? std::optional<int>(change.where->ifindex) : std::nullopt;
@@ -222,7 +221,10 @@ Backend requested_backend(const nlohmann::json &request, const Config &config) {
     }
     if (request.contains("veth") && !request["veth"].is_string())
         throw ControlFailure(Kind::BadRequest, "backend_set's \"veth\" must be a string: the pod's veth");
-    Backend backend{v4_of(*ip), ip6, request.value("veth", "")};
+    Backend backend;
+    backend.ip_be = v4_of(*ip);
+    backend.ip6 = ip6;
+    backend.veth = request.value("veth", "");
     // The delivery asked for, else the running backend's (the config's, or the last one asked for).
     backend.delivery = config.backend ? config.backend->delivery : PodDelivery::Auto;
     if (request.contains("delivery")) {

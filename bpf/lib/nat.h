@@ -77,6 +77,43 @@ static __always_inline int ipv4_set_address(struct __sk_buff *skb, const struct 
 				   0);
 }
 
+/* lower_hop_limit()'s results besides 0. */
+#define HOP_LIMIT_USED_UP   1
+#define HOP_LIMIT_NO_HEADER (-1)
+
+/*
+ * Lowers the TTL (IPv6: the hop limit) by one, written directly, as a router forwarding the packet does; the
+ * IPv4 header's checksum with it (the TTL shares a 16-bit word with the protocol, RFC 1624). A packet with a
+ * TTL of 1 or less must not be forwarded (RFC 1812 section 5.3.1): HOP_LIMIT_USED_UP, nothing written.
+ */
+static __always_inline int lower_hop_limit(struct __sk_buff *skb, const struct ip_packet *pkt)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+
+	if (pkt->l3_off != sizeof(struct ethhdr))
+		return HOP_LIMIT_NO_HEADER;
+	if (pkt->ip6) {
+		struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+		if ((void *)(ip6 + 1) > data_end)
+			return HOP_LIMIT_NO_HEADER;
+		if (ip6->hop_limit <= 1)
+			return HOP_LIMIT_USED_UP;
+		ip6->hop_limit--;
+		return 0;
+	}
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	if ((void *)(ip + 1) > data_end)
+		return HOP_LIMIT_NO_HEADER;
+	if (ip->ttl <= 1)
+		return HOP_LIMIT_USED_UP;
+	__u16 *ttl_word = (__u16 *)&ip->ttl;
+	__u16 before = *ttl_word;
+	ip->ttl--;
+	ip->check = csum_add_diff(ip->check, csum_word_diff(before, *ttl_word));
+	return 0;
+}
+
 /* Direct writes reach this far into the frame (the headers, and the BOOTP fields the relay sets). */
 #define NAT_DIRECT_MAX_OFF 127
 

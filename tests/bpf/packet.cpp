@@ -123,6 +123,10 @@ Packet &Packet::more_fragments() {
     more_fragments_ = true;
     return *this;
 }
+Packet &Packet::ttl(uint8_t hops) {
+    ttl_ = hops;
+    return *this;
+}
 Packet &Packet::fragment_offset(uint16_t eight_byte_units) {
     fragment_offset_ = eight_byte_units;
     return *this;
@@ -156,7 +160,7 @@ Bytes Packet::bytes() const {
     put16(b, ipo + 4, 0x1234);                                                   // identification
     uint16_t flags = more_fragments_ ? 0x2000 : (fragment_offset_ ? 0 : 0x4000); // MF, or DF
     put16(b, ipo + 6, static_cast<uint16_t>(flags | (fragment_offset_ & 0x1fff)));
-    b[ipo + 8] = 64;
+    b[ipo + 8] = ttl_;
     b[ipo + 9] = proto_;
     put32be(b, ipo + 12, saddr_);
     put32be(b, ipo + 16, daddr_);

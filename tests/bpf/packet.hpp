@@ -48,6 +48,7 @@ public:
     Packet &ip_options(size_t words);                   // IHL = 5 + words, options filled with NOPs (type 1)
     Packet &more_fragments();                           // MF flag set
     Packet &fragment_offset(uint16_t eight_byte_units); // a later fragment (DF clear)
+    Packet &ttl(uint8_t hops);                          // 64 unless set
     // The L4 checksum field as a sender with checksum offload leaves it (CHECKSUM_PARTIAL): the folded
     // pseudo-header sum only, for the NIC (or the receiving veth's peer) to complete.
     Packet &partial_checksum();
@@ -64,6 +65,7 @@ private:
     size_t option_words_ = 0;
     bool more_fragments_ = false;
     uint16_t fragment_offset_ = 0;
+    uint8_t ttl_ = 64;
     bool partial_checksum_ = false;
     bool udp_no_checksum_ = false;
     uint8_t tcp_flags_ = 0x18; // PSH|ACK

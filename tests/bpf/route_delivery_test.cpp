@@ -69,11 +69,13 @@ const std::string kForwardingNode = "ip link set lo up; "
                                     "nodad; ip link set rt0 up; ";
 // ... the pod's end of the veth down: its next hop never resolves (the first packets to a pod after it moved).
 const std::string kUnresolvedPod = kForwardingNode + "ip link set rt1 up";
-// ... the pod's end in a namespace of its own (a process the case starts, gone within 10 s), with the world's
-// pod address and MAC, resolved by the node's kernel: a datagram to it makes the kernel ask by ARP.
+// ... the pod's end in a namespace of its own (a process the case starts, gone within 120 s), with the world's
+// pod address and MAC, resolved by the node's kernel: a datagram to it makes the kernel ask by ARP. The process
+// must outlive the case: when it goes, so do its namespace and the veth (10 s was once too short for this
+// set-up at nice 19 beside CI's e2e suites: the route was gone before the datagram, "Network is unreachable").
 const std::string kResolvedPod =
     kForwardingNode +
-    "unshare --net sleep 10 </dev/null >/dev/null 2>&1 & pod=$!; "
+    "unshare --net sleep 120 </dev/null >/dev/null 2>&1 & pod=$!; "
     // its namespace exists once the process's differs from ours (a fixed pause raced under emulation)
     "for try in $(seq 100); do [ \"$(readlink /proc/$pod/ns/net)\" != \"$(readlink /proc/self/ns/net)\" ] && break; "
     "sleep 0.05; done; ip link set rt1 netns $pod; "

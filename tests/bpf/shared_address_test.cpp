@@ -169,6 +169,97 @@ std::vector<Row> held_rows() {
 
 INSTANTIATE_TEST_SUITE_P(Shared, DatapathTable, ::testing::ValuesIn(held_rows()), row_test_name);
 
+// The pod on another node (BPFNET_SERVICE_VIA_NODE): the node holding the VIP hands the listed ports' packets
+// to the pod's node, DNATed and a hop older; that node takes the pod's address and port into the pod.
+const std::string pod_node = "198.19.0.21";   // the pod's node, on the holder's network
+const std::string pod_node6 = "2001:2:1::21"; // the same node's IPv6 address
+
+void forward_vip(DatapathMaps &maps) {
+    add_shared_port_via_node(maps, vip, kMedia, kMedia, pod_ip, pod_node);
+    add_shared_port_via_node(maps, vip, kWhoami, kWhoamiPod, pod_ip, pod_node);
+    add_shared_port_via_node(maps, vip6, kMedia, kMedia, pod_ip6, pod_node6);
+}
+
+std::vector<Row> via_node_rows() {
+    std::vector<Row> forwarded = {
+        {"tc nic: the VIP's listed port, its pod on another node: DNATed to the pod, a hop older, handed to that "
+         "node",
+         Program::TcNic,
+         from_host(media_request),
+         kTcRedirect,
+         from_host(Packet::tcp({client, 40000}, {pod_ip, kMedia}).ttl(63)),
+         {BPFNET_CTR_FORWARD_TO_NODE}},
+        {"tc nic: a translated port, its pod on another node: to the pod's port",
+         Program::TcNic,
+         from_host(Packet::tcp({client, 40001}, {vip, kWhoami})),
+         kTcRedirect,
+         from_host(Packet::tcp({client, 40001}, {pod_ip, kWhoamiPod}).ttl(63)),
+         {BPFNET_CTR_FORWARD_TO_NODE}},
+        {"tc nic: to be handed to the pod's node with a TTL of 1: dropped, untouched",
+         Program::TcNic,
+         from_host(Packet(media_request).ttl(1)),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_HOP_LIMIT}},
+        {"tc nic: with a TTL of 0: dropped",
+         Program::TcNic,
+         from_host(Packet(media_request).ttl(0)),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_HOP_LIMIT}},
+        {"tc nic: the IPv6 VIP's listed port, its pod on another node: NAT66, hop limit lowered, handed on",
+         Program::TcNic,
+         from_host6(Packet6::tcp({client6, 40000}, {vip6, kMedia})),
+         kTcRedirect,
+         from_host6(Packet6::tcp({client6, 40000}, {pod_ip6, kMedia}).hop_limit(63)),
+         {BPFNET_CTR_FORWARD_TO_NODE}},
+        {"tc nic: IPv6 with a hop limit of 1: dropped",
+         Program::TcNic,
+         from_host6(Packet6::tcp({client6, 40000}, {vip6, kMedia}).hop_limit(1)),
+         kTcShot,
+         std::nullopt,
+         {BPFNET_CTR_DROP_HOP_LIMIT}},
+        {"tc nic: the VIP's port not listed, pods elsewhere: the node's",
+         Program::TcNic,
+         from_host(Packet::tcp({client, 40000}, {vip, kNodeApi})),
+         kTcNext,
+         std::nullopt,
+         {}},
+    };
+    for (Row &row : forwarded)
+        row.prepare = [](DatapathTest &t) {
+            forward_vip(t.maps());
+        };
+    std::vector<Row> taken = {
+        {"tc nic, the pod's node: the pod's address and port as the VIP's node handed it on: into the pod",
+         Program::TcNic,
+         from_host(Packet::tcp({client, 40000}, {pod_ip, kMedia}).ttl(63)),
+         kTcRedirect,
+         into_pod(Packet::tcp({client, 40000}, {pod_ip, kMedia}).ttl(63)),
+         {BPFNET_CTR_DNAT_SERVICE}},
+        {"tc nic, the pod's node: the pod's address, a port not listed: the node's",
+         Program::TcNic,
+         from_host(Packet::tcp({client, 40000}, {pod_ip, kWhoamiPod})),
+         kTcNext,
+         std::nullopt,
+         {}},
+        {"tc nic, the pod's node: the VIP (held elsewhere) is not taken: the node's",
+         Program::TcNic,
+         from_host(media_request),
+         kTcNext,
+         std::nullopt,
+         {}},
+    };
+    for (Row &row : taken)
+        row.prepare = [](DatapathTest &t) {
+            add_forwarded_port(t.maps(), vip, kMedia, kMedia, pod_ip);
+        };
+    forwarded.insert(forwarded.end(), taken.begin(), taken.end());
+    return forwarded;
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedViaNode, DatapathTable, ::testing::ValuesIn(via_node_rows()), row_test_name);
+
 class SharedAddressTest : public DatapathTest {
 protected:
     // check in a namespace of its own made by `node`, with the world's NIC there being the link nic0 (its

@@ -15,9 +15,11 @@ void copy_mac(__u8 *dst, const Mac &src) {
     std::copy(src.begin(), src.end(), dst);
 }
 
-void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t target_port, uint8_t kind,
-                 const std::string &service_ip = world::service_ip, const std::string &pod_ip = world::pod_ip,
-                 bool shared = false) {
+// A listed port's services entry (flags: BPFNET_SERVICE_*; via_node: the pod's node, for
+// BPFNET_SERVICE_VIA_NODE).
+void add_listed(DatapathMaps &maps, uint8_t proto, const std::string &service_ip, uint16_t port,
+                const std::string &pod_ip, uint16_t target_port, uint8_t kind, __u8 flags,
+                const std::string &via_node = "") {
     bpfnet_service_key key{};
     key.service_ip = key_ip(service_ip);
     key.port_be = htons(port);
@@ -26,9 +28,15 @@ void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t targ
     value.backend_ip = key_ip(pod_ip);
     value.backend_port_be = htons(target_port);
     value.kind = kind;
-    value.flags = shared ? BPFNET_SERVICE_SHARED : 0;
+    value.flags = flags;
+    if (!via_node.empty())
+        value.via_node = key_ip(via_node);
     maps.services.update(key, value);
+}
 
+// Its reverse entry: the pod's replies from target_port become the service's.
+void add_reverse(DatapathMaps &maps, uint8_t proto, const std::string &service_ip, uint16_t port,
+                 const std::string &pod_ip, uint16_t target_port, uint8_t kind, bool shared) {
     bpfnet_backend_port_key rkey{};
     rkey.backend_ip = key_ip(pod_ip);
     rkey.port_be = htons(target_port);
@@ -41,6 +49,13 @@ void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t targ
     maps.backend_ports.update(rkey, rvalue);
 }
 
+void add_service(DatapathMaps &maps, uint8_t proto, uint16_t port, uint16_t target_port, uint8_t kind,
+                 const std::string &service_ip = world::service_ip, const std::string &pod_ip = world::pod_ip,
+                 bool shared = false) {
+    add_listed(maps, proto, service_ip, port, pod_ip, target_port, kind, shared ? BPFNET_SERVICE_SHARED : 0);
+    add_reverse(maps, proto, service_ip, port, pod_ip, target_port, kind, shared);
+}
+
 } // namespace
 
 void derive_loader_fields(DatapathMaps &maps) {
@@ -50,8 +65,10 @@ void derive_loader_fields(DatapathMaps &maps) {
         service.link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
         auto ip = maps.service_ips.lookup(key.service_ip);
         const bool ranges = ip && (ip->flags & BPFNET_SERVICE_IP_SOURCE_RANGES);
-        service.flags =
-            static_cast<__u8>((service.flags & BPFNET_SERVICE_SHARED) | (ranges ? BPFNET_SERVICE_SOURCE_RANGES : 0));
+        service.flags = static_cast<__u8>((service.flags & (BPFNET_SERVICE_SHARED | BPFNET_SERVICE_VIA_NODE)) |
+                                          (ranges ? BPFNET_SERVICE_SOURCE_RANGES : 0));
+        if (service.flags & BPFNET_SERVICE_VIA_NODE)
+            service.link = bpfnet_pod_link{}; // the pod is not on this node
         if (service.flags & BPFNET_SERVICE_SHARED)
             shared.insert(key.service_ip);
         maps.services.update(key, service);
@@ -69,6 +86,20 @@ void derive_loader_fields(DatapathMaps &maps) {
 void add_shared_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
                      const std::string &pod_ip) {
     add_service(maps, kTcp, port, target_port, BPFNET_KIND_PLAIN, shared_ip, pod_ip, true);
+    derive_loader_fields(maps);
+}
+
+void add_shared_port_via_node(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
+                              const std::string &pod_ip, const std::string &node_ip) {
+    add_listed(maps, kTcp, shared_ip, port, pod_ip, target_port, BPFNET_KIND_PLAIN,
+               BPFNET_SERVICE_SHARED | BPFNET_SERVICE_VIA_NODE, node_ip);
+    derive_loader_fields(maps);
+}
+
+void add_forwarded_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
+                        const std::string &pod_ip) {
+    add_reverse(maps, kTcp, shared_ip, port, pod_ip, target_port, BPFNET_KIND_PLAIN, true);
+    add_listed(maps, kTcp, pod_ip, target_port, pod_ip, target_port, BPFNET_KIND_PLAIN, BPFNET_SERVICE_SHARED);
     derive_loader_fields(maps);
 }
 

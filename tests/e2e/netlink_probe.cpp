@@ -50,6 +50,13 @@ uint32_t ip(const char *text) {
     return address.s_addr;
 }
 
+// A backend pod at an IPv4 address, here, its veth found by the loader.
+bpfnet::Backend backend_at(uint32_t ip_be) {
+    bpfnet::Backend backend;
+    backend.ip_be = ip_be;
+    return backend;
+}
+
 std::string mac_text(const std::optional<MacAddress> &mac) {
     if (!mac)
         return "none";
@@ -234,18 +241,18 @@ void check_routes(Checks &checks) {
 void check_backend_locator(Checks &checks) {
     const int vethpod = bpfnet::link_by_name("vethpod").ifindex;
     const int vetha = bpfnet::link_by_name("vetha").ifindex;
-    const bpfnet::BackendLocation here = bpfnet::locate_backend(bpfnet::Backend{ip("198.18.100.2"), {}, ""}, vetha);
+    const bpfnet::BackendLocation here = bpfnet::locate_backend(backend_at(ip("198.18.100.2")), vetha);
     checks.expect(here.ifindex == vethpod && here.found_by == "route" && here.pod_mac == kPodMac && !here.route &&
                       here.redirect_peer,
                   "locate_backend(198.18.100.2) is vethpod, found by the route, the pod's MAC " +
                       mac_text(here.pod_mac) + ", into the veth");
-    bpfnet::Backend routed{ip("198.18.100.2"), {}, ""};
+    bpfnet::Backend routed = backend_at(ip("198.18.100.2"));
     routed.delivery = bpfnet::PodDelivery::Route;
     const bpfnet::BackendLocation asked = bpfnet::locate_backend(routed, vetha);
     checks.expect(asked.ifindex == vethpod && asked.route && !asked.redirect_peer && asked.pod_mac == kPodMac,
                   "locate_backend(198.18.100.2, delivery route) is vethpod, through the node's routing");
     for (const bpfnet::PodDelivery delivery : {bpfnet::PodDelivery::Auto, bpfnet::PodDelivery::Route}) {
-        bpfnet::Backend remote{ip("198.18.120.5"), {}, ""};
+        bpfnet::Backend remote = backend_at(ip("198.18.120.5"));
         remote.delivery = delivery;
         const std::string what = "locate_backend(198.18.120.5, delivery " + bpfnet::to_string(delivery) + ")";
         try {

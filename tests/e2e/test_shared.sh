@@ -38,6 +38,7 @@ e2e_case in_cluster_clients case_in_cluster_clients "the same pod ports still an
 e2e_case host_ports_stay case_host_ports_stay "the VIP's other ports are the node's: 6443 answered there, the pod's unlisted port not reached" loader
 e2e_case status_shows_shared case_status_shows_shared "bpfnetctl status: the shared address, who holds it, its steered ports" loader
 e2e_case address_moves case_address_moves "the VIP leaves mid-download (its ports the node's again), returns, and the download resumes" loader
+e2e_case pod_on_another_node case_pod_on_another_node "the VIP on another control-plane node without the pod: that node's loader hands the VIP's ports to this one, whose pod answers from the VIP; the client's address kept" loader
 e2e_case node_address case_node_address "address: node: the node's own address serves the ports, the VIP no longer" loader
 e2e_case ipv6_vip case_ipv6_vip "an IPv6 VIP: held once its duplicate address detection is over, the client's address kept, NDP the node's" loader
 
@@ -68,11 +69,19 @@ shared_world() {
     node ip addr add "$NODE_ADDR/24" dev "$E2E_NIC" || die "node address"
     node ip addr add "$VIP/32" dev "$E2E_NIC" || die "VIP"
     node sysctl -qw net.ipv4.ip_forward=1 || die "forwarding"
+    # kube-proxy's rule in iptables mode beside the CNI's masquerade: forwarded packets conntrack calls invalid
+    # are dropped (its KUBE-FORWARD chain), as a connection whose other direction the node never saw is.
     node nft -f - <<EOF || die "masquerade rule"
 table ip cni-nat {
   chain postrouting {
     type nat hook postrouting priority srcnat;
     ip saddr ${E2E_POD_IP%.*}.0/24 oifname "$E2E_NIC" masquerade
+  }
+}
+table ip kube-proxy-standin {
+  chain forward {
+    type filter hook forward priority filter;
+    ct state invalid drop
   }
 }
 EOF
@@ -90,11 +99,13 @@ EOF
     log "world up: node $NODE_ADDR and VIP $VIP on $E2E_NIC, pod $E2E_POD_IP behind $E2E_VETH"
 }
 
-# write_shared_config FILE ADDRESS: no provisioning LAN, the ramdisk's ports on one shared address.
+# write_shared_config FILE ADDRESS [NIC PIN_ROOT BACKEND_LINES]: no provisioning LAN, the ramdisk's ports on
+# one shared address (on NIC, pinned under PIN_ROOT; the backend the pod here, or BACKEND_LINES).
 write_shared_config() {
     cat >"$1" <<EOF
-interface: $E2E_NIC
-pinRoot: $E2E_PIN_ROOT
+interface: ${3:-$E2E_NIC}
+pinRoot: ${4:-$E2E_PIN_ROOT}
+${3:+controlSocket: $E2E_TMP/$3.sock}
 sharedAddresses:
   - address: $2
     ports:
@@ -110,6 +121,7 @@ sharedAddresses:
         targetPort: 8080
 backend:
   ip: $E2E_POD_IP
+${5:-}
 EOF
 }
 
@@ -347,6 +359,87 @@ case_node_address() {
         E2E_REASON="$VIP:$WHOAMI_PORT still steered after the config named the node's address"
         return 1
     fi
+}
+
+# Another control-plane node on the hosts' network (kube-vip's and keepalived's peers share one link), without
+# the pod: its own loader, whose backend is on this node (backend.node), hands the VIP's listed ports here.
+HOLDER=e2e-holder
+HOLDER_ADDR=198.18.0.21
+HOLDER_MAC=02:00:00:00:00:21
+holder() { ip netns exec "$HOLDER" "$@"; }
+holder_up() {
+    [ -e "/run/netns/$HOLDER" ] && return 0
+    ip netns add "$HOLDER" || return 1
+    E2E_NAMESPACES+=("$HOLDER")
+    holder ip link set lo up
+    lan_host_attach "$HOLDER" "$HOLDER_ADDR" "$HOLDER_MAC" "$(lan_bridge_ns)"
+    holder sysctl -qw net.ipv4.ip_forward=1
+    write_shared_config "$E2E_TMP/conf/holder.yaml" "$VIP" eth0 "$E2E_PIN_ROOT-holder" "  node: $NODE_ADDR"
+    nsenter --net="/run/netns/$HOLDER" "$LOADER" --config "$E2E_TMP/conf/holder.yaml" --log-level debug \
+        >"$LOGS/holder-loader.log" 2>&1 &
+    HOLDER_PID=$!
+    E2E_PIDS+=("$HOLDER_PID")
+    wait_for 15 grep -q 'maps reconciled' "$LOGS/holder-loader.log"
+}
+holder_counter() {
+    bpftool -j map dump pinned "$E2E_PIN_ROOT-holder/eth0/counters" 2>/dev/null |
+        python3 -c "$E2E_COUNTER_PY" "$E2E_REPO/maps/bpfnet_maps.h" "$1"
+}
+
+# kube-vip moves the VIP to the other node, which has no Ironic pod: that node hands the listed ports' packets
+# to this one (DNATed to the pod, a hop older), this node takes them into the pod, and the pod's answers leave
+# here as the VIP. The BMC's client sees one address throughout; the pod sees the client's own address.
+case_pod_on_another_node() {
+    local dl=$E2E_TMP/remote.iso saw forwarded status next=$E2E_TMP/conf/vip.yaml reloads
+    # This node's config shares the VIP, as the fixture's does (a case before may have named another address).
+    write_shared_config "$next" "$VIP"
+    if ! cmp -s "$next" "$CONFIG"; then
+        reloads=$(loader_reloads)
+        replace_file "$next" "$CONFIG"
+        wait_for 10 loader_reloaded_since "$reloads" || { E2E_REASON="the loader did not reload"; return 1; }
+    fi
+    node ip addr del "$VIP/32" dev "$E2E_NIC"
+    wait_for 5 grep -q "shared address no longer held here" "$LOGS/loader.log" || {
+        E2E_REASON="the loader did not follow the VIP away"
+        return 1
+    }
+    holder_up || { E2E_REASON="the other node's loader did not start: $(tail -n 5 "$LOGS/holder-loader.log")"; return 1; }
+    holder ip addr add "$VIP/32" dev eth0
+    # As kube-vip announces the VIP it takes over (a gratuitous ARP from the new holder's MAC).
+    holder python3 "$E2E_DIR/arp_announce.py" --count 2 eth0 "$VIP" "$HOLDER_MAC" >/dev/null
+    wait_for 5 grep -q "shared address held here" "$LOGS/holder-loader.log" ||
+        { E2E_REASON="the other node's loader did not take the VIP as held"; return 1; }
+    status=$(nsenter --net="/run/netns/$HOLDER" "$BPFNETCTL" --pin-root "$E2E_PIN_ROOT-holder" \
+        --control-socket "$E2E_TMP/eth0.sock" status 2>&1)
+    [[ $status == *"tcp/$MEDIA_PORT to $E2E_POD_IP:$MEDIA_PORT on the node at $NODE_ADDR"* ]] ||
+        { E2E_REASON="the other node's status does not name the pod's node: $(grep -i shared <<<"$status")"; return 1; }
+    local taken_before forwarded_before taken
+    taken_before=$(counter dnat_service)
+    forwarded_before=$(holder_counter forward_to_node)
+    rm -f "$dl"
+    host curl -sS --max-time 30 -o "$dl" "http://$VIP:$MEDIA_PORT/boot.iso" 2>"$LOGS/remote.err" || {
+        E2E_REASON="the ISO through the other node failed: $(tail -c 300 "$LOGS/remote.err")"
+        return 1
+    }
+    same_iso "$dl" || { E2E_REASON="the ISO through the other node differs from the server's"; return 1; }
+    saw=$(host curl -sS --max-time 5 "http://$VIP:$WHOAMI_PORT/") || { E2E_REASON="whoami through the other node"; return 1; }
+    [ "$saw" = "$E2E_HOST_IP" ] || { E2E_REASON="the pod saw '$saw' through the other node, want $E2E_HOST_IP"; return 1; }
+    forwarded=$(($(holder_counter forward_to_node) - ${forwarded_before:-0}))
+    taken=$(($(counter dnat_service) - taken_before))
+    [ "$forwarded" -gt 0 ] || { E2E_REASON="the other node's forward_to_node did not move"; return 1; }
+    # Every packet the other node handed on was taken into the pod here by the datapath, not by the stack.
+    [ "$taken" -ge "$forwarded" ] || { E2E_REASON="forward_to_node $forwarded there, dnat_service $taken here"; return 1; }
+    # Its other ports stay the other node's own (nothing listens there: refused).
+    if host curl -s -o /dev/null --max-time 3 "http://$VIP:6443/"; then
+        E2E_REASON="$VIP:6443 answered on the node without the API server stand-in"
+        return 1
+    fi
+    log "through the other node: the ISO ($ISO_BYTES bytes), the pod saw $saw; forward_to_node $forwarded there, dnat_service $taken here"
+    # The VIP back here, as the cases after this one expect it.
+    holder ip addr del "$VIP/32" dev eth0
+    node ip addr add "$VIP/32" dev "$E2E_NIC"
+    node python3 "$E2E_DIR/arp_announce.py" --count 2 "$E2E_NIC" "$VIP" "$E2E_NIC_MAC" >/dev/null
+    wait_for 5 shared_steered || { E2E_REASON="the VIP's ports were not listed again when it came back"; return 1; }
 }
 
 # An IPv6 VIP (the control plane's, on an IPv6 cluster): the loader takes it as held once its duplicate address

@@ -171,7 +171,8 @@ void write_world6(DatapathMaps &m, const ModelConfig &c) {
     v.mtu = b.mtu;
     m.backends.update(pod, v);
     for (const world6::Listed &l : world6::listed) {
-        m.services.update({service, htons(l.port), l.proto, 0}, {pod, htons(l.pod_port), l.kind, 0, pod_link_of(v)});
+        m.services.update({service, htons(l.port), l.proto, 0},
+                          {pod, htons(l.pod_port), l.kind, 0, pod_link_of(v), {}});
         m.backend_ports.update({pod, htons(l.pod_port), l.proto, 0}, {service, htons(l.port), l.kind, 0});
     }
     m.dhcp_relays.update(key6(ipv6(world6::known_host_ip)), bpfnet_dhcp_relay{});
@@ -215,8 +216,9 @@ void write_world(DatapathMaps &m, const ModelConfig &c, const ModelState &s) {
         auto [ip, p, proto] = key;
         const bpfnet_ip backend_ip = port.backend_ip != 0 ? ip_from_v4(port.backend_ip) : bpfnet_ip{};
         auto backend = m.backends.lookup(backend_ip);
-        m.services.update({ip_from_v4(ip), p, proto, 0}, {backend_ip, port.backend_port, port.kind, 0,
-                                                          backend ? pod_link_of(*backend) : bpfnet_pod_link{}});
+        m.services.update(
+            {ip_from_v4(ip), p, proto, 0},
+            {backend_ip, port.backend_port, port.kind, 0, backend ? pod_link_of(*backend) : bpfnet_pod_link{}, {}});
     }
     for (const auto &[key, port] : c.backend_ports) {
         auto [ip, p, proto] = key;

@@ -98,15 +98,21 @@ TEST(CliStatus, SharedAddressSaysItIsTheNodesAndWhatIsSteered) {
     StatusView status = sample_status();
     status.shared_addresses = {{key_ip("192.0.2.10"),
                                 "prov0",
-                                {{"tcp", 6180, key_ip("198.18.100.2"), 6180}, {"tcp", 6385, bpfnet_ip{}, 6385}}}};
-    EXPECT_NE(rendered(print_status_table, status)
-                  .find("shared address  192.0.2.10: the node's, held on prov0 (its ARP and other ports stay the "
-                        "node's); steered: tcp/6180 to 198.18.100.2:6180, tcp/6385 to no backend here (dropped)\n"),
-              std::string::npos)
+                                {{"tcp", 6180, key_ip("198.18.100.2"), 6180, {}},
+                                 {"tcp", 6385, bpfnet_ip{}, 6385, {}},
+                                 {"tcp", 7000, key_ip("10.244.2.7"), 8080, key_ip("192.0.2.22")}}}};
+    EXPECT_NE(
+        rendered(print_status_table, status)
+            .find("shared address  192.0.2.10: the node's, held on prov0 (its ARP and other ports stay the "
+                  "node's); steered: tcp/6180 to 198.18.100.2:6180, tcp/6385 to no backend here (dropped), tcp/7000 to "
+                  "10.244.2.7:8080 on the node at 192.0.2.22\n"),
+        std::string::npos)
         << rendered(print_status_table, status);
     EXPECT_EQ(status_json(status)["shared_addresses"].dump(),
               R"([{"ip":"192.0.2.10","held_on":"prov0","ports":[{"protocol":"tcp","port":6180,)"
-              R"("backend":"198.18.100.2:6180"},{"protocol":"tcp","port":6385,"backend":null}]}])");
+              R"("backend":"198.18.100.2:6180","via_node":null},{"protocol":"tcp","port":6385,"backend":null,)"
+              R"("via_node":null},{"protocol":"tcp","port":7000,"backend":"10.244.2.7:8080",)"
+              R"("via_node":"192.0.2.22"}]}])");
     status.shared_addresses[0].ip = key_ip("2001:db8::10");
     status.shared_addresses[0].held_on = "";
     EXPECT_NE(rendered(print_status_table, status)

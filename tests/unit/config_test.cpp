@@ -49,6 +49,13 @@ uint32_t ip(const char *text) {
     return addr.s_addr;
 }
 
+// A backend pod at an IPv4 address, here, its veth found by the loader.
+bpfnet::Backend backend_at(uint32_t ip_be) {
+    bpfnet::Backend backend;
+    backend.ip_be = ip_be;
+    return backend;
+}
+
 Config parse(const std::string &yaml) {
     return parse_config(yaml, kSource);
 }
@@ -164,7 +171,9 @@ backend:
         {"dhcp", Protocol::Udp, 67, 67, PortKind::Dhcp},
         {"tftp", Protocol::Udp, 69, 69, PortKind::Tftp},
     };
-    want.backend = Backend{ip("10.244.1.7"), std::nullopt, "cali12345"};
+    want.backend = Backend{};
+    want.backend->ip_be = ip("10.244.1.7");
+    want.backend->veth = "cali12345";
     EXPECT_EQ(config, want);
     EXPECT_EQ(config.pin_dir(), "/sys/fs/bpf/test/prov0");
 }
@@ -201,7 +210,7 @@ TEST(ConfigParse, EmptySectionsAndAutoVethMeanDefaults) {
     EXPECT_EQ(config, parse(minimal_with("")));
 
     const Config with_backend = parse(minimal_with("backend:\n  ip: 10.244.0.9\n  veth: auto\n"));
-    EXPECT_EQ(with_backend.backend, (Backend{ip("10.244.0.9"), std::nullopt, ""}));
+    EXPECT_EQ(with_backend.backend, (backend_at(ip("10.244.0.9"))));
 }
 
 TEST(ConfigParse, SamePortOnTcpAndUdpIsAllowed) {
@@ -925,6 +934,35 @@ TEST(ConfigShared, OnlyPlainPortsAndTheBackendOfTheirFamily) {
                              kOnePort,
                          "ports", "a shared address's ports are listed under it"));
     EXPECT_TRUE(Rejected("interface: eno1\n", "serviceIP", "or sharedAddresses"));
+}
+
+/* The pod on another node: the shared addresses are handed to it (backend.node, nodeV6). */
+TEST(ConfigShared, ThePodOnAnotherNodeIsNamedByItsAddress) {
+    const std::string vip = "interface: eno1\nsharedAddresses:\n  - address: 192.0.2.10\n"
+                            "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\n";
+    const Config config = parse(vip + "backend: {ip: 10.244.2.7, node: 192.0.2.22}\n");
+    ASSERT_TRUE(config.backend.has_value());
+    EXPECT_TRUE(config.backend->elsewhere());
+    EXPECT_EQ(config.backend->node, parse_ip("192.0.2.22"));
+    EXPECT_FALSE(config.backend->node6.has_value());
+    EXPECT_FALSE(parse(vip + "backend: {ip: 10.244.2.7}\n").backend->elsewhere());
+    EXPECT_TRUE(Rejected(vip + "backend: {ip: 10.244.2.7, node: 224.0.0.9}\n", "backend.node",
+                         "must be a unicast address of the pod's node"));
+    EXPECT_TRUE(
+        Rejected(vip + "backend: {ip: 10.244.2.7, node: 'fd00::22'}\n", "backend.node", "must be an IPv4 address"));
+    EXPECT_TRUE(Rejected(vip + "backend: {ip: 10.244.2.7, nodeV6: 'fd00::22'}\n", "backend.nodeV6",
+                         "no shared address is IPv6"));
+    EXPECT_TRUE(Rejected(vip + "backend: {ip: 10.244.2.7, node: 192.0.2.22, veth: cali1}\n", "backend.veth",
+                         "its veth and delivery are that node's"));
+    EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: 192.0.2.10\n"
+                                      "    ports: [{name: media, protocol: tcp, port: 6180}]\n"
+                                      "backend: {ip: 10.244.1.7, node: 192.0.2.22}\n"),
+                         "backend.node", "only shared addresses are handed to another node"));
+    EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n"
+                         "  - address: 192.0.2.10\n    ports: [{name: api, protocol: tcp, port: 6385}]\n"
+                         "  - address: 2001:db8::10\n    ports: [{name: api, protocol: tcp, port: 6385}]\n"
+                         "backend: {ip: 10.244.2.7, ipv6: 'fd00:10::7', node: 192.0.2.22}\n",
+                         "backend.node", "name the pod's node's address of it in nodeV6"));
 }
 
 /* The pod's replies are told apart by its port: one pod port serves one address of a family. */

@@ -247,7 +247,7 @@ TEST(DesiredState, SharedAddressIsListedButNeverOwned) {
     std::swap(specs[0], specs[1]); // the shared spec first: the backend still leaves as the service IP
     const DesiredState state = desired_state(specs);
     EXPECT_FALSE(state.service_ips.contains(vip));
-    EXPECT_EQ(state.shared_addresses.size(), 1u);
+    EXPECT_TRUE(state.shared_addresses.contains(vip));
     bpfnet_service_key media{};
     media.service_ip = vip;
     media.port_be = htons(6180);
@@ -261,9 +261,19 @@ TEST(DesiredState, SharedAddressIsListedButNeverOwned) {
     EXPECT_EQ(state.backend_ports.at(reverse).flags, BPFNET_BACKEND_PORT_SHARED);
     EXPECT_EQ(state.backend_ports.at(reverse).service_ip, vip);
     EXPECT_EQ(state.backends.at(key_ip("198.18.100.2")).service_ip, key_ip("198.18.0.2"));
+    // The pod's own address and target port take what a holder of the VIP elsewhere hands on (Backend::node
+    // there): listed as a shared address's, into the pod.
+    bpfnet_service_key forwarded{};
+    forwarded.service_ip = key_ip("198.18.100.2");
+    forwarded.port_be = htons(6180);
+    forwarded.proto = BPFNET_PROTO_TCP;
+    EXPECT_EQ(state.services.at(forwarded).flags, BPFNET_SERVICE_SHARED);
+    EXPECT_EQ(state.services.at(forwarded).backend_ip, key_ip("198.18.100.2"));
+    EXPECT_EQ(state.services.at(forwarded).link.ifindex, 20u);
+    EXPECT_EQ(state.shared_addresses.size(), 2u) << "the VIP and the pod's address";
     bpfnet_iface iface{};
     mark_service_ips(iface, state);
-    EXPECT_EQ(iface.shared_addresses, 1);
+    EXPECT_EQ(iface.shared_addresses, 2);
     EXPECT_EQ(iface.service_ip_marks[5 / 8] & (1u << (5 % 8)), 1u << (5 % 8)) << "the VIP's last byte is marked";
 
     // A shared address alone: its backend has no service IP to leave as.
@@ -271,10 +281,52 @@ TEST(DesiredState, SharedAddressIsListedButNeverOwned) {
     shared_only.service_ip_be = 0;
     EXPECT_EQ(desired_state(shared_only, sample_location(), {vip}).backends.at(key_ip("198.18.100.2")).service_ip,
               bpfnet_ip{});
-    // Not held: nothing of it.
+    // Not held, the pod here: none of the VIP's ports, but the pod's side stays (its answers to what a holder
+    // elsewhere hands on leave as the VIP).
     const DesiredState away = desired_state(config, sample_location(), {std::nullopt});
-    EXPECT_TRUE(away.shared_addresses.empty());
+    EXPECT_FALSE(away.shared_addresses.contains(vip));
     EXPECT_FALSE(away.services.contains(media));
+    EXPECT_TRUE(away.services.contains(forwarded));
+    EXPECT_EQ(away.backend_ports.at(reverse).service_ip, vip);
+    // Not held, no pod here: nothing of it.
+    const DesiredState nothing = desired_state(config, std::nullopt, {std::nullopt});
+    EXPECT_TRUE(nothing.shared_addresses.empty());
+    EXPECT_FALSE(nothing.services.contains(forwarded));
+}
+
+// The pod on another node (backend.node): the node holding the VIP lists its ports handed to that node
+// (BPFNET_SERVICE_VIA_NODE), DNATed to the pod's address; nothing of the pod is here (no backend, no reverse
+// entry); not held, nothing at all.
+TEST(DesiredState, SharedAddressWithThePodElsewhereIsHandedToItsNode) {
+    const Config config = parse_config(R"(
+interface: eno1
+sharedAddresses:
+  - address: 198.19.0.5
+    ports:
+      - {name: media, protocol: tcp, port: 6180, targetPort: 8081}
+backend:
+  ip: 10.244.2.7
+  node: 198.19.0.22
+)",
+                                       "test.yaml");
+    ASSERT_TRUE(config.backend && config.backend->elsewhere());
+    const bpfnet_ip vip = key_ip("198.19.0.5");
+    const DesiredState state = desired_state(config, std::nullopt, {vip});
+    bpfnet_service_key media{};
+    media.service_ip = vip;
+    media.port_be = htons(6180);
+    media.proto = BPFNET_PROTO_TCP;
+    const bpfnet_service &entry = state.services.at(media);
+    EXPECT_EQ(entry.flags, BPFNET_SERVICE_SHARED | BPFNET_SERVICE_VIA_NODE);
+    EXPECT_EQ(entry.via_node, key_ip("198.19.0.22"));
+    EXPECT_EQ(entry.backend_ip, key_ip("10.244.2.7"));
+    EXPECT_EQ(ntohs(entry.backend_port_be), 8081);
+    EXPECT_EQ(entry.link.ifindex, 0u);
+    EXPECT_EQ(state.services.size(), 1u);
+    EXPECT_TRUE(state.backend_ports.empty());
+    EXPECT_TRUE(state.backends.empty());
+    EXPECT_EQ(state.shared_addresses.size(), 1u);
+    EXPECT_TRUE(desired_state(config, std::nullopt, {std::nullopt}).services.empty());
 }
 
 // More shared addresses than the datapath's limit (BPFNET_MAX_SHARED_ADDRESSES) change nothing.
