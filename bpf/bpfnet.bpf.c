@@ -470,16 +470,17 @@ static __always_inline int martian_source(const struct bpfnet_ip *saddr, const s
 }
 
 /*
- * A shared address's listed port whose pod runs on another node (BPFNET_SERVICE_VIA_NODE): DNATed to the pod
- * as for a pod here, its TTL (hop limit) lowered, and handed to the pod's node through the node's neighbour
- * table (bpf_redirect_neigh toward via_node, out of the NIC it came in by; the kernel resolves and writes the
- * MACs), not through its stack: neither node's conntrack sees one side of a connection without the other
- * (kube-proxy drops what conntrack calls invalid). The pod's node takes the pod's address into the pod (its
- * own entry) and sends the answers from the shared address itself, so nothing here keeps state: a connection
- * outlives the address moving to another node that forwards the same way.
+ * A shared address's listed port whose pod runs on another node (BPFNET_SERVICE_VIA_NODE): handed to that
+ * node as it came but for its TTL (hop limit), lowered as a router's hop lowers it, through the node's
+ * neighbour table (bpf_redirect_neigh toward via_node, out of the NIC it came in by; the kernel resolves and
+ * writes the MACs), not through its stack. The pod's node steers the shared address's listed ports into the
+ * pod whether it holds the address or not, and its answers leave there as the address, so neither node's
+ * conntrack sees one direction of a connection without the other (kube-proxy drops what conntrack calls
+ * invalid) and nothing here keeps state: a connection outlives the address moving to another node that hands
+ * it on the same way. The destination stays the shared address: the pod's node takes nothing a host could not
+ * send it directly.
  */
 static __always_inline int forward_to_node(struct __sk_buff *skb, const struct ip_packet *pkt,
-					   const struct bpfnet_ip *daddr,
 					   const struct bpfnet_service *service, const int v6)
 {
 	int hop = lower_hop_limit(skb, pkt);
@@ -487,8 +488,7 @@ static __always_inline int forward_to_node(struct __sk_buff *skb, const struct i
 		decide(BPFNET_CTR_DROP_HOP_LIMIT);
 		return TC_ACT_SHOT;
 	}
-	if (hop || nat_rewrite_ip(skb, pkt, NAT_DESTINATION, daddr, &service->backend_ip, pkt->dport,
-				  service->backend_port_be, NAT_WRITE_DIRECT)) {
+	if (hop) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -535,9 +535,11 @@ static __always_inline int tc_lan_to_shared(struct __sk_buff *skb, const int v6)
 		decide(BPFNET_CTR_DROP_SOURCE_RANGE);
 		return traced_tc(skb, TC_ACT_SHOT);
 	}
+	if (service->flags & BPFNET_SERVICE_VIA_NODE) {
+		trace_steered(&service->via_node, pkt.dport, BPFNET_KIND_PLAIN);
+		return traced_tc(skb, forward_to_node(skb, &pkt, service, v6));
+	}
 	trace_steered(&service->backend_ip, service->backend_port_be, BPFNET_KIND_PLAIN);
-	if (service->flags & BPFNET_SERVICE_VIA_NODE)
-		return traced_tc(skb, forward_to_node(skb, &pkt, &a.daddr, service, v6));
 	struct steer_target target = {
 		.backend_ip = service->backend_ip,
 		.backend_port = service->backend_port_be,

@@ -49,9 +49,7 @@ std::string holder_of(const bpfnet_ip &ip) {
 std::vector<SharedAddressStatus> read_shared_addresses(const DatapathMaps &maps) {
     std::map<bpfnet_ip, SharedAddressStatus> by_ip;
     for (const auto &[key, entry] : maps.services.entries()) {
-        // The pod's own address's ports (what a holder on another node hands on) are the pod's, no address of
-        // the node's.
-        if (!(entry.flags & BPFNET_SERVICE_SHARED) || key.service_ip == entry.backend_ip)
+        if (!(entry.flags & BPFNET_SERVICE_SHARED))
             continue;
         SharedAddressStatus &shared = by_ip[key.service_ip];
         shared.ip = key.service_ip;
@@ -273,12 +271,21 @@ StatusView read_status(const DatapathMaps &maps, const std::string &interface, c
     return status;
 }
 
+// Whether a port of the shared address is steered to a pod on this node.
+bool pod_here(const SharedAddressStatus &shared) {
+    return std::any_of(shared.ports.begin(), shared.ports.end(), [](const SharedPortStatus &port) {
+        return port.backend_ip != bpfnet_ip{} && port.via_node == bpfnet_ip{};
+    });
+}
+
 // "198.18.0.5: the node's (held on prov0; its ARP and other ports stay the node's), steered: tcp/6385 to
 // 10.244.1.7:6385, ..."
 std::string describe_shared_address(const SharedAddressStatus &shared) {
     std::string text = format_ip(shared.ip) + ": the node's, " +
-                       (shared.held_on.empty() ? std::string("held by no interface here (the loader follows)")
-                                               : "held on " + shared.held_on) +
+                       (!shared.held_on.empty() ? "held on " + shared.held_on
+                        : pod_here(shared)      ? std::string("held by no interface here (its listed ports still "
+                                                                   "reach the pod here: a node holding it may hand them on)")
+                                                : std::string("held by no interface here (the loader follows)")) +
                        " (its " + (is_v4(shared.ip) ? "ARP" : "NDP") + " and other ports stay the node's); steered: ";
     for (size_t i = 0; i < shared.ports.size(); i++) {
         const SharedPortStatus &port = shared.ports[i];

@@ -61,17 +61,6 @@ void add_reverse_port(DesiredState &state, const bpfnet_ip &service_ip, const Po
     state.backend_ports.emplace(bkey, reverse);
 }
 
-// A shared address's pod here takes what a holder of the address on another node forwards (DNATed to the
-// pod's address and target port): those are listed as the pod's own address's ports, steered into the pod
-// unchanged. The pod's address is marked like a shared address's.
-void add_forwarded_port(DesiredState &state, const PortRule &rule, const bpfnet_ip &backend_ip,
-                        const bpfnet_pod_link &link) {
-    PortRule own = rule;
-    own.port = rule.target_port;
-    add_listed_port(state, backend_ip, own, backend_ip, link, true, std::nullopt);
-    state.shared_addresses.insert(backend_ip);
-}
-
 template <typename K, typename V>
 size_t apply_upserts(PinnedMap<K, V> &map, const TableDiff<K, V> &diff) {
     for (const auto &[key, value] : diff.upserts)
@@ -177,10 +166,9 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
             routed.insert(spec.backend_ip);
     for (const ServiceSpec &spec : specs) {
         const bool here = spec.backend_ip != bpfnet_ip{} && spec.location.has_value();
-        const bool forwarded = !here && spec.shared && spec.held && spec.via_node && spec.backend_ip != bpfnet_ip{};
-        const bool listed = !spec.shared || spec.held;
+        const bool forwarded = !here && spec.shared && spec.via_node && spec.backend_ip != bpfnet_ip{};
         const bpfnet_ip backend_ip = here || forwarded ? spec.backend_ip : bpfnet_ip{};
-        if (spec.shared && listed)
+        if (spec.shared)
             state.shared_addresses.insert(spec.service_ip);
         else if (!spec.shared)
             if (auto &ip = state.service_ips[spec.service_ip]; here)
@@ -194,13 +182,10 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
             here ? std::optional(backend_entry(spec.shared ? bpfnet_ip{} : spec.service_ip, *where)) : std::nullopt;
         const bpfnet_pod_link link = backend ? pod_link_of(*backend) : bpfnet_pod_link{};
         for (const PortRule &rule : spec.ports) {
-            if (listed)
-                add_listed_port(state, spec.service_ip, rule, backend_ip, link, spec.shared,
-                                forwarded ? spec.via_node : std::nullopt);
+            add_listed_port(state, spec.service_ip, rule, backend_ip, link, spec.shared,
+                            forwarded ? spec.via_node : std::nullopt);
             if (here)
                 add_reverse_port(state, spec.service_ip, rule, backend_ip, spec.shared);
-            if (here && spec.shared)
-                add_forwarded_port(state, rule, backend_ip, link);
         }
         if (backend) {
             auto [known, added] = state.backends.emplace(backend_ip, *backend);

@@ -209,10 +209,10 @@ struct bpfnet_pod_link {
 #define BPFNET_SERVICE_SHARED	     (1u << 1)
 /*
  * A shared address's listed port whose pod runs on another node (with BPFNET_SERVICE_SHARED): the packet is
- * DNATed to backend_ip here and handed to that node, via_node, an address on the NIC's network, through the
- * node's neighbour table (a router's hop: its TTL lowered). That node's own entry for the pod's address and
- * port (BPFNET_SERVICE_SHARED, the pod's link) takes it into the pod, and the pod's answers leave there as
- * the shared address (docs/design.md, "Shared addresses").
+ * handed, as it came but a router's hop older (its TTL lowered), to via_node, that node's address on the
+ * NIC's network, through the node's neighbour table. That node steers the address's listed ports into the pod
+ * while it does not hold it too, and the pod's answers leave there as the address (docs/design.md, "Shared
+ * addresses"). backend_ip and backend_port_be name the pod, for bpfnetctl.
  */
 #define BPFNET_SERVICE_VIA_NODE	     (1u << 2)
 /* The most shared addresses one node steers (either family). */
@@ -456,8 +456,8 @@ struct bpfnet_dhcp_relay {
 	  "delivered through the node's routing: the route to the backend refuses it (unreachable, "         \
 	  "blackhole, prohibit) or leads back out of the NIC, or forwarding is off on the NIC")              \
 	X(FORWARD_TO_NODE, "forward_to_node", PATH,                                                          \
-	  "host -> a shared address's listed port whose pod runs on another node: DNATed, handed to that "   \
-	  "node")                                                                                            \
+	  "host -> a shared address's listed port whose pod runs on another node: handed to that node, a "   \
+	  "hop older")                                                                                       \
 	X(DROP_HOP_LIMIT, "drop_hop_limit", DROP,                                                            \
 	  "to be handed to the pod's node, but its TTL (hop limit) was used up")
 

@@ -590,19 +590,29 @@ std::vector<SharedAddress> read_shared_addresses(const Field &field, const Confi
 }
 
 /* backend.node / nodeV6: the node the pod runs on when it is not this one, a unicast address of the family.
- * Only a shared address can be handed to another node: a service IP's relays and neighbours need the pod
- * here, and the address's family must be one the shared addresses have (whether it is on the NIC's network
- * is the node's to say, when the config is applied). */
-std::optional<bpfnet_ip> read_backend_node(const Mapping &section, const char *key, bool v4, const Config &config) {
+ * Only shared addresses named by address can be handed to another node: a service address's relays and
+ * neighbours need the pod here, and "node" means each node's own address, which the pod's node does not hold.
+ * The family must be one the shared addresses have. That the address is on the NIC's network is for the kernel
+ * to show: the node's neighbour table resolves it there, or the packets handed on go nowhere. */
+std::optional<bpfnet_ip> read_backend_node(const Mapping &section, const char *key, bool v4, const Config &config,
+                                           const Backend &backend) {
     const auto field = section.find(key);
     if (!field)
         return std::nullopt;
     const bpfnet_ip ip = v4 ? ip_from_v4(read_ipv4(*field)) : read_ipv6(*field);
     if (const auto reason = v4 ? non_unicast_reason(v4_of(ip)) : non_unicast_reason6(ip))
         field->fail("must be a unicast address of the pod's node, " + *reason);
-    if (v4 ? config.service_ip_be != 0 : config.service_ip6.has_value())
-        field->fail(std::string("the pod must be on this node for ") + (v4 ? "serviceIP" : "serviceIPv6") +
-                    " (its relays and neighbours are this node's): only shared addresses are handed to another node");
+    if (config.service_ip_be != 0 || config.service_ip6)
+        field->fail("the pod must be on this node for the service addresses (their relays and neighbours are this "
+                    "node's): only shared addresses are handed to another node");
+    const auto &shared = config.shared_addresses;
+    if (std::any_of(shared.begin(), shared.end(), [](const SharedAddress &s) { return !s.ip; }))
+        field->fail("a shared address is \"node\", each node's own: the pod's node does not hold this one's, so it "
+                    "cannot be handed on; name the VIP instead");
+    if (std::any_of(shared.begin(), shared.end(), [&](const SharedAddress &s) { return s.ip == ip; }))
+        field->fail(format_ip(ip) + " is a shared address: name the pod's node's own address");
+    if (ip == (v4 ? ip_from_v4(backend.ip_be) : backend.ip6.value_or(bpfnet_ip{})))
+        field->fail(format_ip(ip) + " is the pod's address: name the address of the node it runs on");
     if (!serves_family(config, v4))
         field->fail(std::string("no shared address is ") + (v4 ? "IPv4" : "IPv6") + ": leave " + key + " out");
     return ip;
@@ -648,8 +658,8 @@ Backend read_backend(const Field &field, const Config &config) {
     }
     if (const auto delivery = section.find("delivery"))
         backend.delivery = read_choice(*delivery, parse_pod_delivery);
-    backend.node = read_backend_node(section, "node", true, config);
-    backend.node6 = read_backend_node(section, "nodeV6", false, config);
+    backend.node = read_backend_node(section, "node", true, config, backend);
+    backend.node6 = read_backend_node(section, "nodeV6", false, config, backend);
     if (backend.elsewhere()) {
         for (const char *local : {"veth", "delivery"})
             if (section.find(local))

@@ -19,15 +19,13 @@ std::optional<bpfnet_ip> backend_address_for(const Backend &backend, const bpfne
 }
 
 // The shared address's spec: steered to the backend's address of its family when the pod is here (where),
-// handed to the pod's node when the backend names one, with no backend otherwise. held: the node holds the
-// address (else only the pod's side of it: its answers, and what a holder elsewhere forwards).
+// handed to the pod's node when the backend names one, with no backend otherwise.
 ServiceSpec shared_spec(const Config &config, const bpfnet_ip &address, const SharedAddress &shared,
-                        const std::optional<BackendLocation> &where, bool held) {
+                        const std::optional<BackendLocation> &where) {
     ServiceSpec spec;
     spec.service_ip = address;
     spec.ports = shared.ports;
     spec.shared = true;
-    spec.held = held;
     if (!config.backend)
         return spec;
     const std::optional<bpfnet_ip> backend = backend_address_for(*config.backend, address);
@@ -84,14 +82,14 @@ std::vector<ServiceSpec> service_specs(const Config &config, const std::optional
         }
         specs.push_back(std::move(spec));
     }
-    // A shared address the node does not hold has no spec, unless the pod is here: a holder elsewhere may
-    // hand it the address's packets (Backend::node there), and its answers leave as the address.
+    // A shared address the node does not hold has no spec, unless the pod is here: a node holding it may hand
+    // its ports on (Backend::node there), and the pod's answers leave here as the address.
     for (size_t i = 0; i < config.shared_addresses.size() && i < held.size(); i++) {
         const SharedAddress &shared = config.shared_addresses[i];
         if (held[i])
-            specs.push_back(shared_spec(config, *held[i], shared, where, true));
+            specs.push_back(shared_spec(config, *held[i], shared, where));
         else if (where && shared.ip)
-            specs.push_back(shared_spec(config, *shared.ip, shared, where, false));
+            specs.push_back(shared_spec(config, *shared.ip, shared, where));
     }
     return specs;
 }

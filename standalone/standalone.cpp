@@ -146,6 +146,11 @@ DatapathRuntime::Applied StandaloneLoader::apply_located(const Config &config,
             log_info("shared address held here: its listed ports are steered to the backend",
                      {{"shared_address", shared_ports_text(config.shared_addresses[i], *held[i])},
                       {"configured_as", describe(config.shared_addresses[i].ip)}});
+        else if (!held[i] && before && where && config.shared_addresses[i].ip)
+            log_info(
+                "shared address no longer held here: its listed ports still go to the pod here (a node "
+                "holding it may hand them on), its other ports are no longer the node's",
+                {{"shared_address", format_ip(*before)}, {"configured_as", describe(config.shared_addresses[i].ip)}});
         else if (!held[i] && before)
             log_info(
                 "shared address no longer held here: all its ports are the node's again",
@@ -225,6 +230,11 @@ Backend requested_backend(const nlohmann::json &request, const Config &config) {
     backend.ip_be = v4_of(*ip);
     backend.ip6 = ip6;
     backend.veth = request.value("veth", "");
+    // A pod on another node stays there (the config's backend.node): only its address changes.
+    if (config.backend) {
+        backend.node = config.backend->node;
+        backend.node6 = config.backend->node6;
+    }
     // The delivery asked for, else the running backend's (the config's, or the last one asked for).
     backend.delivery = config.backend ? config.backend->delivery : PodDelivery::Auto;
     if (request.contains("delivery")) {

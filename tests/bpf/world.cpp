@@ -96,13 +96,6 @@ void add_shared_port_via_node(DatapathMaps &maps, const std::string &shared_ip, 
     derive_loader_fields(maps);
 }
 
-void add_forwarded_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
-                        const std::string &pod_ip) {
-    add_reverse(maps, kTcp, shared_ip, port, pod_ip, target_port, BPFNET_KIND_PLAIN, true);
-    add_listed(maps, kTcp, pod_ip, target_port, pod_ip, target_port, BPFNET_KIND_PLAIN, BPFNET_SERVICE_SHARED);
-    derive_loader_fields(maps);
-}
-
 void fill_world(DatapathMaps &maps) {
     bpfnet_iface iface{};
     iface.nic_ifindex = world::nic_ifindex;

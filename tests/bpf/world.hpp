@@ -69,10 +69,5 @@ void add_shared_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t 
 // the node holding the address): its services entry names that node, no reverse entry (the pod's node has it).
 void add_shared_port_via_node(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
                               const std::string &pod_ip, const std::string &node_ip);
-// What the pod's node writes for that port while it does not hold the address (desired_state()'s
-// add_forwarded_port): the reverse entry, which sends the answers as the address, and the pod's own address and
-// target port listed as a shared address's, into the pod.
-void add_forwarded_port(DatapathMaps &maps, const std::string &shared_ip, uint16_t port, uint16_t target_port,
-                        const std::string &pod_ip);
 
 } // namespace bpfnet::test

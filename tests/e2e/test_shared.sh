@@ -37,7 +37,7 @@ e2e_case ironic_calls_agent case_ironic_calls_agent "Ironic's call to the agent 
 e2e_case in_cluster_clients case_in_cluster_clients "the same pod ports still answer the cluster's own clients (the node, as kubelet and a ClusterIP Service reach the pod)" loader
 e2e_case host_ports_stay case_host_ports_stay "the VIP's other ports are the node's: 6443 answered there, the pod's unlisted port not reached" loader
 e2e_case status_shows_shared case_status_shows_shared "bpfnetctl status: the shared address, who holds it, its steered ports" loader
-e2e_case address_moves case_address_moves "the VIP leaves mid-download (its ports the node's again), returns, and the download resumes" loader
+e2e_case address_moves case_address_moves "the VIP moves mid-download to a node without the loader (cut off there; this node keeps its listed ports for the pod), returns, and the download resumes" loader
 e2e_case pod_on_another_node case_pod_on_another_node "the VIP on another control-plane node without the pod: that node's loader hands the VIP's ports to this one, whose pod answers from the VIP; the client's address kept" loader
 e2e_case node_address case_node_address "address: node: the node's own address serves the ports, the VIP no longer" loader
 e2e_case ipv6_vip case_ipv6_vip "an IPv6 VIP: held once its duplicate address detection is over, the client's address kept, NDP the node's" loader
@@ -290,36 +290,74 @@ assert all(s["ip"] != sys.argv[1] for s in status["service_ips"]), status["servi
 # shared_steered: the datapath lists the VIP's ports (bpfnetctl status shows it as a shared address).
 shared_steered() { ctl -o json status 2>/dev/null | grep -q "\"ip\": *\"$VIP\""; }
 
-# kube-vip moving the VIP to another control-plane node, as this node sees it: the address leaves (the BMC's
-# download in flight is cut off, as the new holder resets it), its ports are the node's again and no longer
-# answered; it comes back, and the BMC's next request, a Range request from where it stopped, completes.
+# kube-vip moving the VIP to another control-plane node (one without bpfnet's loader: its kernel has no socket
+# on the VIP's ports) and back, announced each time with a gratuitous ARP as kube-vip announces it: the BMC's
+# download in flight is cut off by the new holder, the ports are answered there by nobody; this node, with the
+# pod, keeps the VIP's listed ports steered to it (a node holding the VIP may hand them on); the VIP comes back
+# and the BMC's next request, a Range request from where it stopped, completes.
 # loader_logged_ms TEXT: the time (epoch ms) of the loader's last log line holding TEXT.
 loader_logged_ms() {
     grep "$1" "$LOGS/loader.log" | tail -n1 | sed -E 's/^ts=([^ ]+) .*/\1/' |
         python3 -c 'import datetime, sys; t = sys.stdin.read().strip().replace("Z", "+00:00"); print(round(datetime.datetime.fromisoformat(t).timestamp() * 1000))'
 }
+# logged_more LOG TEXT N: LOG has more than N lines holding TEXT (for wait_for after a change).
+logged_more() { [ "$(grep -c "$2" "$1")" -gt "$3" ]; }
+
+# The other control-plane node: a namespace on the LAN bridge with its own address (kube-vip's and keepalived's
+# peers share one link), forwarding on; its loader only when a case starts it (holder_loader_up).
+HOLDER=e2e-holder
+HOLDER_ADDR=198.18.0.21
+HOLDER_MAC=02:00:00:00:00:21
+holder() { ip netns exec "$HOLDER" "$@"; }
+holder_up() {
+    [ -e "/run/netns/$HOLDER" ] && return 0
+    ip netns add "$HOLDER" || return 1
+    E2E_NAMESPACES+=("$HOLDER")
+    holder ip link set lo up
+    lan_host_attach "$HOLDER" "$HOLDER_ADDR" "$HOLDER_MAC" "$(lan_bridge_ns)"
+    holder sysctl -qw net.ipv4.ip_forward=1
+}
+# vip_to holder|node: kube-vip moving the VIP: off the one node, onto the other, announced from its MAC (an
+# RFC 5227 announcement: a gratuitous ARP request updates the hosts' entries at once, where an unsolicited
+# reply to the broadcast address waits out their entries' lock time).
+vip_to() {
+    if [ "$1" = holder ]; then
+        node ip addr del "$VIP/32" dev "$E2E_NIC" 2>/dev/null
+        holder ip addr add "$VIP/32" dev eth0 2>/dev/null
+        holder python3 "$E2E_DIR/arp_announce.py" --count 2 --op request eth0 "$VIP" "$HOLDER_MAC" >/dev/null
+    else
+        holder ip addr del "$VIP/32" dev eth0 2>/dev/null
+        node ip addr add "$VIP/32" dev "$E2E_NIC" 2>/dev/null
+        node python3 "$E2E_DIR/arp_announce.py" --count 2 --op request "$E2E_NIC" "$VIP" "$E2E_NIC_MAC" >/dev/null
+    fi
+}
 
 case_address_moves() {
-    local dl=$E2E_TMP/moving.iso pid got
+    local dl=$E2E_TMP/moving.iso pid got left held_before gone_before status
+    holder_up || { E2E_REASON="cannot make the other node"; return 1; }
     rm -f "$dl"
     host curl -sS --max-time 60 --limit-rate 1M -o "$dl" "http://$VIP:$MEDIA_PORT/boot.iso" 2>"$LOGS/moving.err" &
     pid=$!
     wait_for 10 test -s "$dl" || { E2E_REASON="the download did not start"; return 1; }
     local left_ms came_ms
+    gone_before=$(grep -c "no longer held here" "$LOGS/loader.log")
     left_ms=$(date +%s%3N)
-    node ip addr del "$VIP/32" dev "$E2E_NIC"
-    wait_for 5 grep -q "shared address no longer held here" "$LOGS/loader.log" || {
+    vip_to holder
+    wait_for 5 logged_more "$LOGS/loader.log" "no longer held here" "$gone_before" || {
         E2E_REASON="the loader did not follow the VIP away"
         return 1
     }
-    if shared_steered; then
-        E2E_REASON="the VIP's ports are still listed after it left the node"
+    status=$(ctl status 2>&1)
+    [[ $status == *"$VIP: the node's, held by no interface here (its listed ports still reach the pod here"* ]] || {
+        E2E_REASON="status after the VIP left: $(grep -i shared <<<"$status")"
         return 1
-    fi
+    }
     if host curl -s -o /dev/null --max-time 2 -r 0-0 "http://$VIP:$MEDIA_PORT/boot.iso"; then
-        E2E_REASON="a new request to $VIP:$MEDIA_PORT was answered while the node did not hold it"
+        E2E_REASON="a new request to $VIP:$MEDIA_PORT was answered while the other node, without the loader, held it"
         return 1
     fi
+    left=0
+    wait_for 10 pid_gone "$pid" || left=1
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     got=$(stat -c %s "$dl")
@@ -327,9 +365,12 @@ case_address_moves() {
         E2E_REASON="the download had ended ($got bytes) before the VIP left: nothing was cut off"
         return 1
     fi
+    [ "$left" = 0 ] || { E2E_REASON="the download in flight was not cut off by the new holder"; return 1; }
+    held_before=$(grep -c "shared address held here" "$LOGS/loader.log")
     came_ms=$(date +%s%3N)
-    node ip addr add "$VIP/32" dev "$E2E_NIC"
-    wait_for 5 shared_steered || { E2E_REASON="the VIP's ports were not listed again when it came back"; return 1; }
+    vip_to node
+    wait_for 5 logged_more "$LOGS/loader.log" "shared address held here" "$held_before" ||
+        { E2E_REASON="the loader did not follow the VIP back"; return 1; }
     log "the loader followed the VIP away in $(($(loader_logged_ms "no longer held here") - left_ms)) ms and back in $(($(loader_logged_ms "shared address held here") - came_ms)) ms (its log's times)"
     host curl -sS --max-time 60 -C - -o "$dl" "http://$VIP:$MEDIA_PORT/boot.iso" 2>>"$LOGS/moving.err" || {
         E2E_REASON="the download did not resume through $VIP: $(tail -c 300 "$LOGS/moving.err")"
@@ -361,22 +402,14 @@ case_node_address() {
     fi
 }
 
-# Another control-plane node on the hosts' network (kube-vip's and keepalived's peers share one link), without
-# the pod: its own loader, whose backend is on this node (backend.node), hands the VIP's listed ports here.
-HOLDER=e2e-holder
-HOLDER_ADDR=198.18.0.21
-HOLDER_MAC=02:00:00:00:00:21
-holder() { ip netns exec "$HOLDER" "$@"; }
-holder_up() {
-    [ -e "/run/netns/$HOLDER" ] && return 0
-    ip netns add "$HOLDER" || return 1
-    E2E_NAMESPACES+=("$HOLDER")
-    holder ip link set lo up
-    lan_host_attach "$HOLDER" "$HOLDER_ADDR" "$HOLDER_MAC" "$(lan_bridge_ns)"
-    holder sysctl -qw net.ipv4.ip_forward=1
+# The other node's loader, configured as a control-plane node without the Ironic pod is: the same shared
+# address, its backend on this node (backend.node).
+holder_loader_up() {
+    holder_up || return 1
+    [ -n "${HOLDER_PID:-}" ] && ! pid_gone "$HOLDER_PID" && return 0
     write_shared_config "$E2E_TMP/conf/holder.yaml" "$VIP" eth0 "$E2E_PIN_ROOT-holder" "  node: $NODE_ADDR"
     nsenter --net="/run/netns/$HOLDER" "$LOADER" --config "$E2E_TMP/conf/holder.yaml" --log-level debug \
-        >"$LOGS/holder-loader.log" 2>&1 &
+        >>"$LOGS/holder-loader.log" 2>&1 &
     HOLDER_PID=$!
     E2E_PIDS+=("$HOLDER_PID")
     wait_for 15 grep -q 'maps reconciled' "$LOGS/holder-loader.log"
@@ -386,11 +419,22 @@ holder_counter() {
         python3 -c "$E2E_COUNTER_PY" "$E2E_REPO/maps/bpfnet_maps.h" "$1"
 }
 
-# kube-vip moves the VIP to the other node, which has no Ironic pod: that node hands the listed ports' packets
-# to this one (DNATed to the pod, a hop older), this node takes them into the pod, and the pod's answers leave
-# here as the VIP. The BMC's client sees one address throughout; the pod sees the client's own address.
+# kube-vip moves the VIP to the other node, which has no Ironic pod: its loader hands the listed ports' packets
+# to this node as they came (a hop older), this node steers them into the pod, held or not, and the pod's
+# answers leave here as the VIP. The client sees one address throughout; the pod sees the client's own
+# address; this node's kube-proxy rule drops whatever its conntrack would see of one direction only.
 case_pod_on_another_node() {
-    local dl=$E2E_TMP/remote.iso saw forwarded status next=$E2E_TMP/conf/vip.yaml reloads
+    pod_on_another_node_walk
+    local rc=$?
+    vip_to node # as the cases after this one expect it, whatever happened
+    wait_for 5 shared_held_here || { [ "$rc" != 0 ] || E2E_REASON="the VIP did not come back to $E2E_NIC"; return 1; }
+    return "$rc"
+}
+shared_held_here() { ctl status 2>/dev/null | grep -q "$VIP: the node's, held on $E2E_NIC"; }
+
+pod_on_another_node_walk() {
+    local dl=$E2E_TMP/remote.iso saw forwarded status next=$E2E_TMP/conf/vip.yaml reloads held_before
+    local taken_before forwarded_before taken
     # This node's config shares the VIP, as the fixture's does (a case before may have named another address).
     write_shared_config "$next" "$VIP"
     if ! cmp -s "$next" "$CONFIG"; then
@@ -398,22 +442,15 @@ case_pod_on_another_node() {
         replace_file "$next" "$CONFIG"
         wait_for 10 loader_reloaded_since "$reloads" || { E2E_REASON="the loader did not reload"; return 1; }
     fi
-    node ip addr del "$VIP/32" dev "$E2E_NIC"
-    wait_for 5 grep -q "shared address no longer held here" "$LOGS/loader.log" || {
-        E2E_REASON="the loader did not follow the VIP away"
-        return 1
-    }
-    holder_up || { E2E_REASON="the other node's loader did not start: $(tail -n 5 "$LOGS/holder-loader.log")"; return 1; }
-    holder ip addr add "$VIP/32" dev eth0
-    # As kube-vip announces the VIP it takes over (a gratuitous ARP from the new holder's MAC).
-    holder python3 "$E2E_DIR/arp_announce.py" --count 2 eth0 "$VIP" "$HOLDER_MAC" >/dev/null
-    wait_for 5 grep -q "shared address held here" "$LOGS/holder-loader.log" ||
+    holder_loader_up || { E2E_REASON="the other node's loader did not start: $(tail -n 5 "$LOGS/holder-loader.log")"; return 1; }
+    held_before=$(grep -c "shared address held here" "$LOGS/holder-loader.log")
+    vip_to holder
+    wait_for 5 logged_more "$LOGS/holder-loader.log" "shared address held here" "$held_before" ||
         { E2E_REASON="the other node's loader did not take the VIP as held"; return 1; }
     status=$(nsenter --net="/run/netns/$HOLDER" "$BPFNETCTL" --pin-root "$E2E_PIN_ROOT-holder" \
         --control-socket "$E2E_TMP/eth0.sock" status 2>&1)
     [[ $status == *"tcp/$MEDIA_PORT to $E2E_POD_IP:$MEDIA_PORT on the node at $NODE_ADDR"* ]] ||
         { E2E_REASON="the other node's status does not name the pod's node: $(grep -i shared <<<"$status")"; return 1; }
-    local taken_before forwarded_before taken
     taken_before=$(counter dnat_service)
     forwarded_before=$(holder_counter forward_to_node)
     rm -f "$dl"
@@ -429,17 +466,12 @@ case_pod_on_another_node() {
     [ "$forwarded" -gt 0 ] || { E2E_REASON="the other node's forward_to_node did not move"; return 1; }
     # Every packet the other node handed on was taken into the pod here by the datapath, not by the stack.
     [ "$taken" -ge "$forwarded" ] || { E2E_REASON="forward_to_node $forwarded there, dnat_service $taken here"; return 1; }
-    # Its other ports stay the other node's own (nothing listens there: refused).
+    # The VIP's other ports are the other node's own (nothing listens there: refused).
     if host curl -s -o /dev/null --max-time 3 "http://$VIP:6443/"; then
         E2E_REASON="$VIP:6443 answered on the node without the API server stand-in"
         return 1
     fi
     log "through the other node: the ISO ($ISO_BYTES bytes), the pod saw $saw; forward_to_node $forwarded there, dnat_service $taken here"
-    # The VIP back here, as the cases after this one expect it.
-    holder ip addr del "$VIP/32" dev eth0
-    node ip addr add "$VIP/32" dev "$E2E_NIC"
-    node python3 "$E2E_DIR/arp_announce.py" --count 2 "$E2E_NIC" "$VIP" "$E2E_NIC_MAC" >/dev/null
-    wait_for 5 shared_steered || { E2E_REASON="the VIP's ports were not listed again when it came back"; return 1; }
 }
 
 # An IPv6 VIP (the control plane's, on an IPv6 cluster): the loader takes it as held once its duplicate address

@@ -116,7 +116,8 @@ TEST(CliStatus, SharedAddressSaysItIsTheNodesAndWhatIsSteered) {
     status.shared_addresses[0].ip = key_ip("2001:db8::10");
     status.shared_addresses[0].held_on = "";
     EXPECT_NE(rendered(print_status_table, status)
-                  .find("2001:db8::10: the node's, held by no interface here (the loader follows) (its NDP"),
+                  .find("2001:db8::10: the node's, held by no interface here (its listed ports still reach the "
+                        "pod here: a node holding it may hand them on) (its NDP"),
               std::string::npos);
 }
 

@@ -954,9 +954,23 @@ TEST(ConfigShared, ThePodOnAnotherNodeIsNamedByItsAddress) {
                          "no shared address is IPv6"));
     EXPECT_TRUE(Rejected(vip + "backend: {ip: 10.244.2.7, node: 192.0.2.22, veth: cali1}\n", "backend.veth",
                          "its veth and delivery are that node's"));
+    EXPECT_TRUE(Rejected(vip + "backend: {ip: 10.244.2.7, node: 192.0.2.10}\n", "backend.node",
+                         "192.0.2.10 is a shared address"));
+    EXPECT_TRUE(Rejected(vip + "backend: {ip: 10.244.2.7, node: 10.244.2.7}\n", "backend.node",
+                         "10.244.2.7 is the pod's address"));
+    EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n  - address: node\n"
+                         "    ports: [{name: ironic-api, protocol: tcp, port: 6385}]\n"
+                         "backend: {ip: 10.244.2.7, node: 192.0.2.22}\n",
+                         "backend.node", "a shared address is \"node\""));
     EXPECT_TRUE(Rejected(minimal_with("sharedAddresses:\n  - address: 192.0.2.10\n"
                                       "    ports: [{name: media, protocol: tcp, port: 6180}]\n"
                                       "backend: {ip: 10.244.1.7, node: 192.0.2.22}\n"),
+                         "backend.node", "only shared addresses are handed to another node"));
+    EXPECT_TRUE(Rejected("interface: eno1\nserviceIPv6: 'fd00:1::2'\nsubnetV6: 'fd00:1::/64'\n"
+                         "ports: [{name: api, protocol: tcp, port: 6385}]\n"
+                         "sharedAddresses:\n  - address: 192.0.2.10\n"
+                         "    ports: [{name: media, protocol: tcp, port: 6180}]\n"
+                         "backend: {ip: 10.244.1.7, ipv6: 'fd00:10::7', node: 192.0.2.22}\n",
                          "backend.node", "only shared addresses are handed to another node"));
     EXPECT_TRUE(Rejected("interface: eno1\nsharedAddresses:\n"
                          "  - address: 192.0.2.10\n    ports: [{name: api, protocol: tcp, port: 6385}]\n"

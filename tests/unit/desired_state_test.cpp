@@ -261,19 +261,9 @@ TEST(DesiredState, SharedAddressIsListedButNeverOwned) {
     EXPECT_EQ(state.backend_ports.at(reverse).flags, BPFNET_BACKEND_PORT_SHARED);
     EXPECT_EQ(state.backend_ports.at(reverse).service_ip, vip);
     EXPECT_EQ(state.backends.at(key_ip("198.18.100.2")).service_ip, key_ip("198.18.0.2"));
-    // The pod's own address and target port take what a holder of the VIP elsewhere hands on (Backend::node
-    // there): listed as a shared address's, into the pod.
-    bpfnet_service_key forwarded{};
-    forwarded.service_ip = key_ip("198.18.100.2");
-    forwarded.port_be = htons(6180);
-    forwarded.proto = BPFNET_PROTO_TCP;
-    EXPECT_EQ(state.services.at(forwarded).flags, BPFNET_SERVICE_SHARED);
-    EXPECT_EQ(state.services.at(forwarded).backend_ip, key_ip("198.18.100.2"));
-    EXPECT_EQ(state.services.at(forwarded).link.ifindex, 20u);
-    EXPECT_EQ(state.shared_addresses.size(), 2u) << "the VIP and the pod's address";
     bpfnet_iface iface{};
     mark_service_ips(iface, state);
-    EXPECT_EQ(iface.shared_addresses, 2);
+    EXPECT_EQ(iface.shared_addresses, 1);
     EXPECT_EQ(iface.service_ip_marks[5 / 8] & (1u << (5 % 8)), 1u << (5 % 8)) << "the VIP's last byte is marked";
 
     // A shared address alone: its backend has no service IP to leave as.
@@ -281,17 +271,16 @@ TEST(DesiredState, SharedAddressIsListedButNeverOwned) {
     shared_only.service_ip_be = 0;
     EXPECT_EQ(desired_state(shared_only, sample_location(), {vip}).backends.at(key_ip("198.18.100.2")).service_ip,
               bpfnet_ip{});
-    // Not held, the pod here: none of the VIP's ports, but the pod's side stays (its answers to what a holder
-    // elsewhere hands on leave as the VIP).
+    // Not held, the pod here: its listed ports still go to the pod (a node holding it may hand them on), and the
+    // answers leave as the VIP.
     const DesiredState away = desired_state(config, sample_location(), {std::nullopt});
-    EXPECT_FALSE(away.shared_addresses.contains(vip));
-    EXPECT_FALSE(away.services.contains(media));
-    EXPECT_TRUE(away.services.contains(forwarded));
+    EXPECT_TRUE(away.shared_addresses.contains(vip));
+    EXPECT_EQ(away.services.at(media).link.ifindex, 20u);
     EXPECT_EQ(away.backend_ports.at(reverse).service_ip, vip);
     // Not held, no pod here: nothing of it.
     const DesiredState nothing = desired_state(config, std::nullopt, {std::nullopt});
     EXPECT_TRUE(nothing.shared_addresses.empty());
-    EXPECT_FALSE(nothing.services.contains(forwarded));
+    EXPECT_FALSE(nothing.services.contains(media));
 }
 
 // The pod on another node (backend.node): the node holding the VIP lists its ports handed to that node
