@@ -113,10 +113,12 @@ void print_services_table(std::ostream &out, ServiceEntries entries) {
     sort_services(entries);
     TextTable table({"SERVICE IP", "PROTO", "PORT", "KIND", "BACKEND"});
     for (const auto &[key, service] : entries)
-        table.add_row({format_ip(key.service_ip) + ((service.flags & BPFNET_SERVICE_SHARED) ? " (shared)" : ""),
-                       format_protocol(key.proto), std::to_string(ntohs(key.port_be)), format_kind(service.kind),
-                       has_backend(service) ? format_endpoint(service.backend_ip, service.backend_port_be)
-                                            : "none (port " + std::to_string(ntohs(service.backend_port_be)) + ")"});
+        table.add_row(
+            {format_ip(key.service_ip) + ((service.flags & BPFNET_SERVICE_SHARED) ? " (shared)" : ""),
+             format_protocol(key.proto), std::to_string(ntohs(key.port_be)), format_kind(service.kind),
+             (has_backend(service) ? format_endpoint(service.backend_ip, service.backend_port_be)
+                                   : "none (port " + std::to_string(ntohs(service.backend_port_be)) + ")") +
+                 ((service.flags & BPFNET_SERVICE_VIA_NODE) ? " on the node at " + format_ip(service.via_node) : "")});
     table.print(out);
 }
 
@@ -124,13 +126,15 @@ Json services_json(ServiceEntries entries) {
     sort_services(entries);
     Json list = Json::array();
     for (const auto &[key, service] : entries)
-        list.push_back({{"service_ip", format_ip(key.service_ip)},
-                        {"shared", (service.flags & BPFNET_SERVICE_SHARED) != 0},
-                        {"protocol", format_protocol(key.proto)},
-                        {"port", ntohs(key.port_be)},
-                        {"kind", format_kind(service.kind)},
-                        {"backend_ip", has_backend(service) ? Json(format_ip(service.backend_ip)) : Json()},
-                        {"backend_port", ntohs(service.backend_port_be)}});
+        list.push_back(
+            {{"service_ip", format_ip(key.service_ip)},
+             {"shared", (service.flags & BPFNET_SERVICE_SHARED) != 0},
+             {"protocol", format_protocol(key.proto)},
+             {"port", ntohs(key.port_be)},
+             {"kind", format_kind(service.kind)},
+             {"backend_ip", has_backend(service) ? Json(format_ip(service.backend_ip)) : Json()},
+             {"backend_port", ntohs(service.backend_port_be)},
+             {"via_node", (service.flags & BPFNET_SERVICE_VIA_NODE) ? Json(format_ip(service.via_node)) : Json()}});
     return {{"services", list}};
 }
 

@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -39,6 +40,17 @@ std::vector<bpfnet_ip> served_ips(const std::vector<ServiceSpec> &specs) {
         if (spec.location && !spec.shared) // a shared address is the node's: never claimed
             ips.push_back(spec.service_ip);
     return ips;
+}
+
+// Whether the NIC has an address whose subnet holds ip (not ip itself): the pod's node (backend.node) must be on
+// the NIC's link, or the packets handed to it go nowhere (the kernel resolves no neighbour there).
+bool on_nic_link(const bpfnet_ip &ip, int nic_ifindex, const std::vector<InterfaceAddress> &addresses) {
+    return std::any_of(addresses.begin(), addresses.end(), [&](const InterfaceAddress &a) {
+        if (a.ifindex != nic_ifindex || is_v4(a.ip) != is_v4(ip) || a.ip == ip)
+            return false;
+        return is_v4(ip) ? in_prefix(v4_of(ip), v4_of(a.ip) & prefix_mask_be(a.prefix_len), a.prefix_len)
+                         : in_prefix6(ip, a.ip, a.prefix_len);
+    });
 }
 
 // "198.18.0.5 (ironic-api tcp/6385, ...)" for the log.
@@ -157,11 +169,27 @@ DatapathRuntime::Applied StandaloneLoader::apply_located(const Config &config,
                 {{"shared_address", format_ip(*before)}, {"configured_as", describe(config.shared_addresses[i].ip)}});
     }
     held_ = held;
+    warn_pod_node_off_link(config);
     log_info("maps reconciled", {{"writes", std::to_string(applied.report.upserts)},
                                  {"removals", std::to_string(applied.report.removals)},
                                  {"service_ip", service_ips_text(config)},
                                  {"backend", config.backend && where ? describe(*config.backend) : "none"}});
     return applied;
+}
+
+void StandaloneLoader::warn_pod_node_off_link(const Config &config) {
+    std::string off_link;
+    if (config.backend && config.backend->elsewhere()) {
+        const std::vector<InterfaceAddress> addresses = node_addresses();
+        for (const auto &node : {config.backend->node, config.backend->node6})
+            if (node && !on_nic_link(*node, nic_ifindex_, addresses))
+                off_link += (off_link.empty() ? "" : ", ") + format_ip(*node);
+    }
+    if (!off_link.empty() && off_link != off_link_warned_)
+        log_warn("the pod's node (backend.node) is on no subnet of the interface's addresses: the shared "
+                 "addresses' packets handed to it reach it only if it is on the interface's link",
+                 {{"node", off_link}, {"interface", config.interface}});
+    off_link_warned_ = off_link;
 }
 
 namespace {

@@ -45,6 +45,8 @@ private:
     // The datapath brought to config with the backend where it was located (none: not steered to, its
     // service IPs not answered), the claims held accordingly.
     DatapathRuntime::Applied apply_located(const Config &config, const std::optional<BackendLocation> &where);
+    // Warns once per change when the pod's node (backend.node) is on no subnet of the NIC's addresses.
+    void warn_pod_node_off_link(const Config &config);
     // Re-reads the file and applies it if valid; `forced` (SIGHUP) also re-applies an unchanged one.
     void reload_config(bool forced);
     void reload_failed(const std::string &reason);
@@ -68,6 +70,7 @@ private:
     std::optional<int> backend_ifindex_;     // where the running config's backend was last located
     std::optional<BackendLocation> located_; // where apply() last located it (none: no backend)
     HeldAddresses held_;                     // the shared addresses held when the maps were last written
+    std::string off_link_warned_;            // the pod's node last warned about as off the NIC's link
     bool backend_lost_ = false;              // its veth went down or away: not steered to, looked for
     bool reload_failed_ = false;             // the file is not what runs (reload_failed); a reload clears it
     std::optional<ControlServer> control_;

@@ -304,7 +304,7 @@ TEST(CliServices, JsonShapeAndNoBackend) {
     ServiceEntries entries = {service("198.18.0.2", 6, 80, nullptr, 8080, BPFNET_KIND_PLAIN)};
     EXPECT_EQ(services_json(entries).dump(),
               R"({"services":[{"service_ip":"198.18.0.2","shared":false,"protocol":"tcp","port":80,"kind":"plain",)"
-              R"("backend_ip":null,"backend_port":8080}]})");
+              R"("backend_ip":null,"backend_port":8080,"via_node":null}]})");
     EXPECT_EQ(rendered(print_services_table, entries), "SERVICE IP  PROTO  PORT  KIND   BACKEND\n"
                                                        "198.18.0.2  tcp    80    plain  none (port 8080)\n");
 }
@@ -317,6 +317,15 @@ TEST(CliServices, SharedAddressPortsSaySo) {
     ServiceEntries entries = {shared};
     EXPECT_EQ(services_json(entries)["services"][0]["shared"], true);
     EXPECT_NE(rendered(print_services_table, entries).find("192.0.2.10 (shared)  tcp    6180"), std::string::npos)
+        << rendered(print_services_table, entries);
+    // Its pod on another node: that node named.
+    shared.second.flags = BPFNET_SERVICE_SHARED | BPFNET_SERVICE_VIA_NODE;
+    shared.second.via_node = key_ip("192.0.2.22");
+    shared.second.link.ifindex = 0;
+    entries = {shared};
+    EXPECT_EQ(services_json(entries)["services"][0]["via_node"], "192.0.2.22");
+    EXPECT_NE(rendered(print_services_table, entries).find("198.18.100.2:6180 on the node at 192.0.2.22"),
+              std::string::npos)
         << rendered(print_services_table, entries);
 }
 
