@@ -170,9 +170,8 @@ DesiredState desired_state(const std::vector<ServiceSpec> &specs) {
         const bpfnet_ip backend_ip = here || forwarded ? spec.backend_ip : bpfnet_ip{};
         if (spec.shared)
             state.shared_addresses.insert(spec.service_ip);
-        else if (!spec.shared)
-            if (auto &ip = state.service_ips[spec.service_ip]; here)
-                ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
+        else if (auto &ip = state.service_ips[spec.service_ip]; here)
+            ip.flags |= BPFNET_SERVICE_IP_ACTIVE;
         std::optional<BackendLocation> where = spec.location;
         if (where && routed.contains(spec.backend_ip))
             where->route = true;
