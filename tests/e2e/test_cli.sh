@@ -250,10 +250,10 @@ case_status() {
 
 # The ports of the configuration: http 80 -> 8080 and iperf 5201 from write_config, dhcp 67 and tftp 69.
 SERVICES_JSON="{'services': [
-    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'tcp', 'port': 80, 'kind': 'plain', 'backend_ip': '$E2E_POD_IP', 'backend_port': 8080},
-    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'tcp', 'port': 5201, 'kind': 'plain', 'backend_ip': '$E2E_POD_IP', 'backend_port': 5201},
-    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'udp', 'port': 67, 'kind': 'dhcp', 'backend_ip': '$E2E_POD_IP', 'backend_port': 67},
-    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'udp', 'port': 69, 'kind': 'tftp', 'backend_ip': '$E2E_POD_IP', 'backend_port': 69}]}"
+    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'tcp', 'port': 80, 'kind': 'plain', 'backend_ip': '$E2E_POD_IP', 'backend_port': 8080, 'via_node': None},
+    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'tcp', 'port': 5201, 'kind': 'plain', 'backend_ip': '$E2E_POD_IP', 'backend_port': 5201, 'via_node': None},
+    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'udp', 'port': 67, 'kind': 'dhcp', 'backend_ip': '$E2E_POD_IP', 'backend_port': 67, 'via_node': None},
+    {'service_ip': '$E2E_SERVICE_IP', 'shared': False, 'protocol': 'udp', 'port': 69, 'kind': 'tftp', 'backend_ip': '$E2E_POD_IP', 'backend_port': 69, 'via_node': None}]}"
 
 # b. services: every listed port with its kind and backend endpoint, sorted.
 case_services() {
