@@ -77,8 +77,8 @@ struct ServiceSpec {
     // service_ip is a shared address (docs/design.md, "Shared addresses"): an address of the node's that
     // bpfnet does not own (the control plane's VIP, the node's own address). Its ARP and NDP, its claim and
     // every port not listed stay the node's: no service_ips entry, no announcement, its listed ports flagged
-    // BPFNET_SERVICE_SHARED. The modes give such a spec while the node holds the address, and (standalone mode)
-    // while the pod is here: another node holding it may hand its ports on (via_node there).
+    // BPFNET_SERVICE_SHARED. The modes give such a spec while the node holds the address, and while the pod is
+    // here: another node holding it may hand its ports on (via_node there).
     bool shared = false;
     // A shared address's pod on another node (shared; location unset, backend_ip the pod's): that node's
     // address on the NIC's network. The listed ports' packets are handed to it (BPFNET_SERVICE_VIA_NODE), whose

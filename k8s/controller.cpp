@@ -1,6 +1,7 @@
 #include "k8s/controller.hpp"
 
 #include "k8s/json_fields.hpp"
+#include "k8s/node_lease.hpp"
 #include "k8s/service_status.hpp"
 
 #include "core/backend_locator.hpp"
@@ -117,9 +118,10 @@ std::string KubernetesLoader::Candidate::id() const {
     return service.key() + " " + format_ip(service_ip);
 }
 
-// On "node", each node's own address: a node without the pod holds nothing anyone asked it to serve.
+// On "node", each node's own address: a node without the pod holds nothing anyone asked it to serve. A pod on a
+// node that published its address is served through that node (via_node).
 bool KubernetesLoader::Candidate::held_without_pod() const {
-    return service.shared && !service.node_address && held && endpoint && !endpoint->on_this_node;
+    return service.shared && !service.node_address && held && endpoint && !endpoint->on_this_node && !via_node;
 }
 
 void KubernetesLoader::wake() {
@@ -272,6 +274,8 @@ void KubernetesLoader::reconcile() {
     lease_keeper_->forget_unseen_leases(leases, lease_watch_epoch());
     if (!options_.policy.shared_addresses.empty()) {
         addresses_ = node_addresses();
+        read_published_nodes(leases);
+        publish_node_address(leases);
     }
     std::vector<Candidate> candidates = accepted_services(services);
     find_endpoints(candidates, slices);
@@ -303,21 +307,28 @@ void KubernetesLoader::reconcile() {
     std::vector<ServiceSpec> specs;
     std::map<std::string, Served> serving;
     for (const Candidate &candidate : candidates) {
-        // A shared address is in the maps only while it is served here: held here, its pod here. Otherwise
-        // nothing of it is: its ports are the node's (refused by its kernel, not dropped by the datapath).
-        if (candidate.service.shared && !(candidate.held && candidate.location && links_->carrier()))
+        // A shared address is in the maps only while its pod is here (held or not: the holder may hand its ports
+        // here) or it is held here and handed to the pod's node. Otherwise nothing of it is: its ports are the
+        // node's (refused by its kernel, not dropped by the datapath).
+        const bool shared = candidate.service.shared;
+        if (shared && !((candidate.location || candidate.via_node) && links_->carrier()))
             continue;
-        bool here = candidate.location && (candidate.service.shared || answered_here.contains(candidate.service_ip));
+        const bool here = candidate.location && (shared || answered_here.contains(candidate.service_ip));
         ServiceSpec spec;
         spec.service_ip = candidate.service_ip;
-        spec.shared = candidate.service.shared;
+        spec.shared = shared;
         spec.ports = candidate.ports;
         spec.source_ranges = candidate.service.source_ranges; // the datapath takes those of the IP's family
         if (here) {
             spec.backend_ip = candidate.endpoint->ip;
             spec.location = candidate.location;
-            serving[candidate.id()] = {candidate.service.key(), candidate.service_ip};
+        } else if (shared && candidate.via_node) {
+            spec.backend_ip = candidate.endpoint->ip;
+            spec.via_node = candidate.via_node;
         }
+        // A shared address is served by its holder (the pod's side of one held elsewhere is not a Service served).
+        if (shared ? candidate.held : here)
+            serving[candidate.id()] = {candidate.service.key(), candidate.service_ip};
         specs.push_back(std::move(spec));
     }
     // A claim being probed, or deferred to another MAC, keeps its backend in the desired state (the runtime
@@ -556,7 +567,8 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
             continue;
         const std::string scope = format_ip(candidate.service_ip);
         candidate.endpoint = ready_endpoint(it->second, options_.node_name, family_of(candidate.service_ip));
-        if (!resolve_ports(candidate) || !candidate.endpoint->on_this_node)
+        candidate.ports_resolved = resolve_ports(candidate);
+        if (!candidate.ports_resolved || !candidate.endpoint->on_this_node)
             continue;
         const bpfnet_ip pod = candidate.endpoint->ip;
         try {
@@ -600,29 +612,166 @@ void KubernetesLoader::find_endpoints(std::vector<Candidate> &candidates, const 
     keep_pod_ports_apart(candidates);
 }
 
-// A shared address is served by the node that holds it, to a pod on that node: the address's owner (kube-vip,
-// keepalived) decides which node answers, and bpfnet has no Lease of it. A node that holds it while the pod runs
-// elsewhere says so: the Service is not served until they meet.
+// A shared address is served by the node that holds it: the address's owner (kube-vip, keepalived) decides which
+// node answers, and bpfnet has no Lease of it. The pod's node steers the listed ports into the pod whether it
+// holds the address or not (the holder hands them there: the pod's side must be ready before the address
+// moves). A holder whose pod runs elsewhere hands the ports to the pod's node at the address that node's
+// loader published (k8s/node_lease.hpp); without one it says why, and the Service is not served there.
 void KubernetesLoader::locate_shared_addresses(std::vector<Candidate> &candidates) {
     for (Candidate &c : candidates) {
         if (!c.service.shared)
             continue;
         const std::string scope = format_ip(c.service_ip);
         c.held = c.service.node_address || held_here(c.service_ip, addresses_);
-        if (!c.held)
-            c.location.reset();
-        if (c.held_without_pod()) {
+        if (!c.held && c.service.node_address)
+            c.location.reset(); // each node's own address: never another node's to hand on
+        std::string why_not;
+        if (c.held && !c.service.node_address && c.endpoint && !c.endpoint->on_this_node && c.ports_resolved)
+            c.via_node = pod_node_address(c, why_not);
+        c.not_handed_on = why_not;
+        if (c.held_without_pod() && c.ports_resolved) {
             report_once(c.object, c.service.key(),
                         warning_event("SharedAddressPodElsewhere", "Locate",
                                       "node " + options_.node_name + " holds the shared address " + scope +
                                           ", and the ready endpoint " + format_ip(c.endpoint->ip) + " runs on node " +
-                                          (c.endpoint->node_name.empty() ? "?" : c.endpoint->node_name) +
-                                          ": a shared address is served by the node that holds it, to a pod on that "
-                                          "node, so this Service is not served until they meet"),
+                                          (c.endpoint->node_name.empty() ? "?" : c.endpoint->node_name) + ", " +
+                                          why_not + ", so this Service is not served until they meet"),
                         scope);
             continue;
         }
         forget_posted(c.service.key(), "SharedAddressPodElsewhere", scope);
+    }
+}
+
+// The address the holder of a shared VIP hands its ports to: the pod's node's own, as its loader published it,
+// on a subnet of this NIC's (the datapath hands packets on at the link layer). nullopt and why not otherwise.
+std::optional<bpfnet_ip> KubernetesLoader::pod_node_address(const Candidate &c, std::string &why_not) const {
+    const std::string &node = c.endpoint->node_name;
+    if (!is_v4(c.service_ip)) {
+        why_not = "and a shared IPv6 address is handed to no other node (only IPv4 ones are)";
+        return std::nullopt;
+    }
+    auto published = published_nodes_.find(node);
+    if (node.empty() || published == published_nodes_.end()) {
+        why_not = "which publishes no address of its own (its node Lease " + options_.lease_namespace + "/" +
+                  node_lease_name(node.empty() ? "?" : node) +
+                  " is missing, names no address, or was not renewed: no bpfnet loader with shared addresses runs "
+                  "there, its NIC has no address of its own or no carrier)";
+        return std::nullopt;
+    }
+    const bpfnet_ip &address = published->second;
+    if (const auto reason = not_a_node_address(address)) {
+        why_not = "whose published address " + format_ip(address) + " " + *reason;
+        return std::nullopt;
+    }
+    return address;
+}
+
+std::optional<std::string> KubernetesLoader::not_a_node_address(const bpfnet_ip &address) const {
+    if (held_here(address, addresses_))
+        return std::string("is this node's own");
+    const std::vector<SharedChoice> &named = options_.policy.shared_addresses;
+    if (std::find(named.begin(), named.end(), SharedChoice{address}) != named.end())
+        return std::string("is a shared address");
+    if (node_.prefix_len != 0 && in_prefix(v4_of(address), node_.subnet_be, node_.prefix_len))
+        return "is inside the provisioning subnet " +
+               format_prefix(Prefix{ip_from_v4(node_.subnet_be), node_.prefix_len});
+    for (const SourceRange &cidr : options_.policy.allowed_cidrs)
+        if (cidr.contains(address))
+            return "is inside --allowed-cidrs " + format_prefix(cidr) + ", where Services take their service IPs";
+    for (const InterfaceAddress &a : addresses_)
+        if (a.ifindex == nic_ifindex_ && is_v4(a.ip) && a.prefix_len < 31 &&
+            v4_of(address) == (v4_of(a.ip) | ~prefix_mask_be(a.prefix_len)))
+            return "is the broadcast address of " + node_.interface + "'s subnet";
+    if (!on_nic_link(address, nic_ifindex_, addresses_))
+        return "is on no subnet of " + node_.interface +
+               "'s addresses (the ports are handed on at the link layer only)";
+    return std::nullopt;
+}
+
+std::chrono::steady_clock::duration KubernetesLoader::node_lease_expiry() const {
+    return options_.upgrade_grace + 2 * options_.lease_duration;
+}
+
+void KubernetesLoader::read_published_nodes(const Snapshot &leases) {
+    published_nodes_.clear();
+    for (const auto &[key, object] : leases) {
+        const LeaseState lease = read_lease(object);
+        if (lease.holder == options_.node_name)
+            continue; // this node's own: never handed to
+        if (const auto address = published_node_address(lease);
+            address && lease_keeper_->unchanged_for(lease) <= node_lease_expiry())
+            published_nodes_.emplace(lease.holder, *address);
+    }
+}
+
+// Written when the node Lease says otherwise (a new node, its address changed, the Lease deleted by hand) and
+// renewed once a Lease duration (the holders of shared VIPs stop trusting it after node_lease_expiry()). A NIC
+// without carrier reaches no node: nothing is published then. A failed write is retried a renewal period later
+// and warned about once.
+void KubernetesLoader::publish_node_address(const Snapshot &leases) {
+    const std::optional<bpfnet_ip> address =
+        links_->carrier() ? node_address(node_, nic_ifindex_, addresses_, options_.policy.shared_addresses)
+                          : std::nullopt;
+    auto seen = leases.find(options_.lease_namespace + "/" + node_lease_name(options_.node_name));
+    const LeaseState current = seen == leases.end() ? LeaseState{} : read_lease(seen->second);
+    const auto now = std::chrono::steady_clock::now();
+    if (node_lease_written_ && node_lease_written_->address == address) {
+        const bool shown =
+            current.exists && current.holder == options_.node_name && published_node_address(current) == address;
+        // Renewed a Lease duration after the last write the watch shows; written again sooner when it does not
+        // show it (deleted by hand, or the write failed).
+        const auto due = shown && !node_lease_written_->failed
+                             ? std::chrono::steady_clock::duration(options_.lease_duration)
+                             : std::chrono::steady_clock::duration(lease_keeper_->renew_period());
+        if (now - node_lease_written_->at < due)
+            return;
+    }
+    write_node_lease(current, address);
+}
+
+// One write, again once on 409 from the Lease read back (changed meanwhile, or out of the watch: its label
+// removed by hand).
+void KubernetesLoader::write_node_lease(LeaseState current, const std::optional<bpfnet_ip> &address) {
+    const std::string name = node_lease_name(options_.node_name);
+    const std::string key = options_.lease_namespace + "/" + name;
+    const bool warned = node_lease_written_ && node_lease_written_->failed;
+    const bool changed = !node_lease_written_ || node_lease_written_->address != address;
+    node_lease_written_ = NodeLeaseWrite{.address = address, .at = std::chrono::steady_clock::now(), .failed = false};
+    const std::string text = address ? format_ip(*address) : "none";
+    for (int attempt = 0; attempt < 2; attempt++) {
+        try {
+            const json body = node_lease(current, options_.lease_namespace, options_.node_name, address, Clock::now());
+            if (current.exists)
+                api_->put(lease_keeper_->leases_path() + "/" + name, body, kWriteTimeout);
+            else
+                api_->post(lease_keeper_->leases_path(), body, kWriteTimeout);
+            if (changed)
+                log_info("node address published", {{"node_lease", key}, {"address", text}});
+            return;
+        } catch (const ConflictError &) {
+            if (attempt == 0) {
+                try {
+                    current = read_lease(api_->get(lease_keeper_->leases_path() + "/" + name, kWriteTimeout));
+                    continue;
+                } catch (const std::exception &) {
+                    // reported below, as the write's failure
+                }
+            }
+            node_lease_written_->failed = true;
+            if (!warned)
+                log_warn("node address not published: a node holding a shared address cannot hand its ports to "
+                         "pods here; retried",
+                         {{"node_lease", key}, {"address", text}, {"error", "409 Conflict, twice"}});
+            return;
+        } catch (const std::exception &e) {
+            node_lease_written_->failed = true;
+            if (!warned)
+                log_warn("node address not published: a node holding a shared address cannot hand its ports to "
+                         "pods here; retried",
+                         {{"node_lease", key}, {"address", text}, {"error", e.what()}});
+            return;
+        }
     }
 }
 
@@ -664,9 +813,20 @@ void KubernetesLoader::keep_pods_to_one_address(std::vector<Candidate> &candidat
 // the port they come from. A shared address's Service whose target ports another address of the pod already
 // uses is not served here (the service IP's, and those served already, keep theirs).
 void KubernetesLoader::keep_pod_ports_apart(std::vector<Candidate> &candidates) {
+    // A VIP's ports handed to a pod on another node: that node's loader makes this check; the holder makes it
+    // too, with the service IPs' Services on that pod as references (they are served there, never here), so
+    // that it never hands on what the pod's node refuses.
+    std::set<bpfnet_ip> handed_to;
+    for (const Candidate &candidate : candidates)
+        if (candidate.via_node)
+            handed_to.insert(candidate.endpoint->ip);
+    auto reference = [&handed_to](const Candidate &c) {
+        return !c.location && !c.via_node && !c.service.shared && c.endpoint && c.ports_resolved &&
+               handed_to.contains(c.endpoint->ip);
+    };
     std::vector<Candidate *> order;
     for (Candidate &candidate : candidates)
-        if (candidate.location)
+        if (candidate.location || candidate.via_node || reference(candidate))
             order.push_back(&candidate);
     std::stable_sort(order.begin(), order.end(), [this](const Candidate *a, const Candidate *b) {
         return std::make_tuple(a->service.shared, !serving_.contains(a->id()), a->service.key()) <
@@ -689,10 +849,14 @@ void KubernetesLoader::keep_pod_ports_apart(std::vector<Candidate> &candidates) 
         if (!other) {
             for (const PortRule &p : c->ports)
                 taken.emplace(PodPort{c->endpoint->ip, p.protocol, p.target_port}, c);
-            forget_posted(c->service.key(), "PodPortShared", scope);
+            if (!reference(*c))
+                forget_posted(c->service.key(), "PodPortShared", scope);
             continue;
         }
+        if (reference(*c))
+            continue; // another node's to report
         c->location.reset();
+        c->via_node.reset();
         report_once(c->object, c->service.key(),
                     warning_event("PodPortShared", "Refuse",
                                   "pod " + format_ip(c->endpoint->ip) + " already answers on " +
@@ -734,6 +898,7 @@ void KubernetesLoader::keep_target_ports_apart(std::vector<Candidate> &candidate
             continue;
         }
         c->location.reset();
+        c->via_node.reset();
         c->ports.clear();
         report_once(c->object, c->service.key(),
                     warning_event("TargetPortConflict", "Resolve",
@@ -796,7 +961,8 @@ std::string KubernetesLoader::release_reason(const std::string &id, const std::v
     if (!it->endpoint)
         return "it has no ready endpoint";
     if (!it->endpoint->on_this_node)
-        return "its ready endpoint is on node " + (it->endpoint->node_name.empty() ? "?" : it->endpoint->node_name);
+        return "its ready endpoint is on node " + (it->endpoint->node_name.empty() ? "?" : it->endpoint->node_name) +
+               (it->not_handed_on.empty() ? "" : ", " + it->not_handed_on);
     if (!it->location && gone_pods_.contains(it->endpoint->ip))
         return "its pod's veth went down or was deleted: the pod is going";
     if (!it->location)
@@ -873,10 +1039,14 @@ void KubernetesLoader::report_transitions(const std::vector<Candidate> &candidat
             const std::string pod =
                 format_ip(candidate.endpoint->ip) +
                 (candidate.endpoint->terminating ? ", which is terminating and serves until a new pod is ready)" : ")");
+            const std::string steers =
+                candidate.via_node ? "hands the Service's ports to node " + candidate.endpoint->node_name + " (" +
+                                         format_ip(*candidate.via_node) + "), whose loader steers them to pod "
+                                   : "steers the Service's ports to pod ";
             std::string note = candidate.service.shared
                                    ? "node " + options_.node_name + " serves the shared address " + format_ip(ip) +
                                          " (held here, its " + (is_v4(ip) ? "ARP" : "NDP") +
-                                         " and other ports the node's; steers the Service's ports to pod " + pod
+                                         " and other ports the node's; " + steers + pod
                                    : "node " + options_.node_name + " serves " + format_ip(ip) + " (answers " +
                                          (is_v4(ip) ? "ARP" : "NDP") + ", steers its ports to pod " + pod;
             if (auto from = lease_keeper_->taken_from(ip))

@@ -95,10 +95,16 @@ private:
         std::optional<BackendLocation> location; // set when eligible: the endpoint runs here and was found
         std::vector<PortRule> ports;             // listed: service.ports with named target ports resolved
         bool held = false; // a shared address: an interface of this node has it (the node's address always)
+        // A shared VIP held here whose pod runs on another node: that node's published address, its ports handed
+        // there (locate_shared_addresses).
+        std::optional<bpfnet_ip> via_node{};
+        std::string not_handed_on{}; // why a held VIP's ports are not handed to the pod's node (its Events say)
+        bool ports_resolved = false; // every named target port was found on the endpoint (resolve_ports)
 
         // "metal3/ironic 172.22.0.2": what is served (and reported) one by one.
         std::string id() const;
-        // A shared VIP this node holds while the Service's ready endpoint runs on another node: served nowhere.
+        // A shared VIP this node holds while the Service's ready endpoint runs on a node it cannot hand the ports
+        // to: served nowhere.
         bool held_without_pod() const;
     };
     // A Service address this node served after the last pass.
@@ -125,8 +131,13 @@ private:
     void keep_pods_to_one_address(std::vector<Candidate> &candidates);
     void keep_pod_ports_apart(std::vector<Candidate> &candidates);
     // The shared addresses: a Service on the node's address gets this node's, and each candidate learns whether
-    // its address is held here. A held one whose pod runs on another node is reported (not served here).
+    // its address is held here. A held one whose pod runs on another node is handed there, or reported.
     void locate_shared_addresses(std::vector<Candidate> &candidates);
+    std::optional<bpfnet_ip> pod_node_address(const Candidate &c, std::string &why_not) const;
+    // The pod's node may hand nothing to a published address inside what bpfnet or the LAN's hosts own.
+    std::optional<std::string> not_a_node_address(const bpfnet_ip &address) const;
+    // This node's own address on the NIC in its node Lease (k8s/node_lease.hpp), when it changed.
+    void publish_node_address(const Snapshot &leases);
     std::optional<std::string> take_own_address(AcceptedService &service) const;
     void withdraw_unserved_shared(const std::vector<Candidate> &candidates);
     std::string release_reason(const std::string &id, const std::vector<Candidate> &candidates) const;
@@ -162,6 +173,22 @@ private:
     // This node's addresses (both families), read in each pass while Services may name shared addresses: the
     // link watch's address notifications wake the pass that reads them again.
     std::vector<InterfaceAddress> addresses_;
+    // The other nodes' own addresses, by node name, from their node Leases renewed within node_lease_expiry()
+    // as this node watched them (read in each pass, as addresses_).
+    std::map<std::string, bpfnet_ip> published_nodes_;
+    // A node Lease unchanged this long (as watched) is its loader's no more: gone, or its node's address may
+    // have changed unseen. Past an upgrade's grace (the datapath there still steers that long).
+    std::chrono::steady_clock::duration node_lease_expiry() const;
+    void read_published_nodes(const Snapshot &leases);
+    // What this node last wrote (or tried to) in its node Lease, and when: a failed write is retried once a
+    // renewal period has passed, and warned about once.
+    struct NodeLeaseWrite {
+        std::optional<bpfnet_ip> address;
+        std::chrono::steady_clock::time_point at;
+        bool failed = false;
+    };
+    void write_node_lease(LeaseState current, const std::optional<bpfnet_ip> &address);
+    std::optional<NodeLeaseWrite> node_lease_written_;
     std::optional<ControlServer> control_; // answers bpfnetctl: backends come from EndpointSlices here
     std::unique_ptr<ApiClient> api_;
     std::unique_ptr<EventRecorder> events_;

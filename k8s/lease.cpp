@@ -87,9 +87,7 @@ bool lease_claimable(const LeaseState &lease, const std::string &identity,
     return !lease.exists || lease.holder.empty() || lease.holder == identity || unchanged_for > lease.duration;
 }
 
-json lease_claim(const LeaseState &current, const std::string &namespace_, const std::string &name,
-                 const std::string &identity, std::chrono::seconds duration, Clock::time_point now,
-                 const std::string &services) {
+json lease_to_write(const LeaseState &current, const std::string &namespace_, const std::string &name) {
     json lease = current.exists ? current.object : json::object();
     lease["apiVersion"] = "coordination.k8s.io/v1";
     lease["kind"] = "Lease";
@@ -101,6 +99,14 @@ json lease_claim(const LeaseState &current, const std::string &namespace_, const
     if (!meta.contains("labels") || !meta["labels"].is_object())
         meta["labels"] = json::object();
     meta["labels"][kManagedByLabel] = kManagedByValue;
+    return lease;
+}
+
+json lease_claim(const LeaseState &current, const std::string &namespace_, const std::string &name,
+                 const std::string &identity, std::chrono::seconds duration, Clock::time_point now,
+                 const std::string &services) {
+    json lease = lease_to_write(current, namespace_, name);
+    json &meta = lease["metadata"];
     if (!services.empty()) {
         if (!meta.contains("annotations") || !meta["annotations"].is_object())
             meta["annotations"] = json::object();

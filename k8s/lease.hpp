@@ -52,6 +52,9 @@ LeaseState read_lease(const nlohmann::json &lease);
 bool lease_claimable(const LeaseState &lease, const std::string &identity,
                      std::chrono::steady_clock::duration unchanged_for);
 
+// current as read (or a new Lease), with the kind, name, namespace and our managed-by label a write needs; the
+// rest of the object (its resourceVersion, fields of others) kept.
+nlohmann::json lease_to_write(const LeaseState &current, const std::string &namespace_, const std::string &name);
 // The Lease with identity as holder, renewed now: the body for POST (when !current.exists) or PUT. A change of
 // holder sets acquireTime and counts one transition. services: for kServicesAnnotation.
 nlohmann::json lease_claim(const LeaseState &current, const std::string &namespace_, const std::string &name,

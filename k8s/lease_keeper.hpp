@@ -107,6 +107,9 @@ public:
     // Who held a Lease before is needed only until its IP is answered (the Serving Event names it).
     void forget_previous_holders(const std::set<bpfnet_ip> &answered);
     std::size_t held_count() const { return held_.size(); }
+    // How long this node has seen the Lease at its current resourceVersion (any Lease of the watch: the node
+    // Leases too), restarted whenever the watch was down (forget_unseen_leases).
+    SteadyClock::duration unchanged_for(const LeaseState &lease);
     // Leases taken over from a holder that did not release them. Thread-safe (read by /metrics).
     std::uint64_t takeovers() const { return takeovers_; }
 
@@ -116,8 +119,6 @@ private:
     void lose_lease(const bpfnet_ip &service_ip);
     std::optional<LeaseState> fetch_lease(const std::string &name);
     bool release_lease(const bpfnet_ip &service_ip, LeaseState lease);
-    // How long this node has seen the Lease at its current resourceVersion.
-    SteadyClock::duration unchanged_for(const LeaseState &lease);
     std::string lease_key(const std::string &name) const; // "namespace/name", as in a Snapshot
 
     ApiClient &api_;

@@ -59,7 +59,7 @@ e2e_case dual_stack case_dual_stack "g2. the Service made dual stack: each addre
 e2e_case pod_clients case_pod_clients "g3. pods call the service IP through kube-proxy's rules for the ingress IP (iptables, then nftables mode), on the owner's node and the other: answered by the serving pod" case:serve
 e2e_case ipvs_pod_clients case_ipvs_pod_clients "g4. pods call the service IP through kube-proxy in IPVS mode (the IP on kube-ipvs0 of both nodes, a virtual server to the endpoint), on the owner's node and the other: answered by the serving pod, one ARP answer" case:serve
 e2e_case no_kube_proxy case_no_kube_proxy "g5. without kube-proxy, its replacement's socket-level load balancing (a stand-in for Cilium's socket-LB) takes pods' calls to the service IP to the endpoint, from both nodes: answered by the serving pod, which sees each client pod's own address" case:serve
-e2e_case shared_address case_shared_address "g6. a Service on the control plane's VIP (bpfnet.io/shared-address): the node holding the VIP serves it from the pod that also serves the service IP, the VIP's other ports stay the node's; the VIP moving to the node without the pod is reported there, and the pod following it is served; on each node's own address (node), the pod's node serves its own" case:serve
+e2e_case shared_address case_shared_address "g6. a Service on the control plane's VIP (bpfnet.io/shared-address): the node holding the VIP serves it from the pod that also serves the service IP, the VIP's other ports stay the node's; the VIP moving to the node without the pod hands the ports to the pod's node (its node Lease's address; refused and reported there while the pod's node has none), and the pod following it is served; on each node's own address (node), the pod's node serves its own" case:serve
 e2e_case pivot case_pivot "h. pivot between two clusters on one LAN, then a double claim: the second claimant probes, defers while the first answers, and answers once it stops" case:serve
 e2e_case bridge_cni case_bridge_cni "i. a pod behind a bridge CNI (cni0) is found behind the bridge and served, into its veth or (bpfnet.io/pod-delivery: route) through the node's routing" case:pivot
 e2e_case uninstall case_uninstall "k. uninstall: the loaders stopped as a deleted DaemonSet stops them, then --teardown with their flags (k8s/uninstall) leaves each node clean" case:serve
@@ -126,6 +126,10 @@ case_refused() {
             return 1
         fi
     done
+    # Gone again: a loader started by a later case would otherwise warn of their refusal while starting.
+    kapi c1 DELETE /api/v1/namespaces/other/services/elsewhere >/dev/null
+    kapi c1 DELETE "$SERVICE_PATH/outside" >/dev/null
+    kapi c1 DELETE "$SERVICE_PATH/foreign" >/dev/null
     loaders_alive
 }
 
@@ -1243,6 +1247,11 @@ vip_announce() {
         "${NIC_MAC[$1]}"
 }
 
+# node_lease_address NODE: the address NODE's loader published in its node Lease ("" when none).
+node_lease_address() {
+    json_field c1 "$LEASE_PATH/bpfnet-node-$1" 'o["metadata"].get("annotations", {}).get("bpfnet.io/node-address", "")'
+}
+
 case_shared_address() {
     # From: the pod ready on node A, A serving (case serve, its need in the case list).
     local here=$CURRENT there node
@@ -1287,20 +1296,50 @@ case_shared_address() {
     # node's (the pod's 8080 is not reached through the VIP: the node's kernel refuses it).
     serves "$here" || { E2E_REASON="the service IP is no longer served by $here: who='$(who_serves)'"; return 1; }
     [ "$(media_answer 8080)" = curl-exit-7 ] || { E2E_REASON="the VIP's unlisted port 8080 answered '$(media_answer 8080)'"; return 1; }
-    # kube-vip moves the VIP to the node without the pod: nothing there serves the port (refused by that node's
-    # kernel), and that node says why.
+    # Each loader publishes its node's own address on the NIC in its node Lease: where a node holding the VIP
+    # hands the ports of a pod elsewhere.
+    for node in "${NODES[@]}"; do
+        wait_for 5 eval '[ "$(node_lease_address "$node")" = "${SHARED_NODE[$node]}" ]' ||
+            { E2E_REASON="$node's node Lease publishes '$(node_lease_address "$node")', not ${SHARED_NODE[$node]}"; return 1; }
+    done
+    # Renewed once a Lease duration (the holders stop trusting one left unrenewed).
+    local version
+    version=$(json_field c1 "$LEASE_PATH/bpfnet-node-$here" 'o["metadata"]["resourceVersion"]')
+    wait_for $((2 * LEASE_S + 2)) eval '[ "$(json_field c1 "$LEASE_PATH/bpfnet-node-$here" '"'"'o["metadata"]["resourceVersion"]'"'"')" != "$version" ]' ||
+        { E2E_REASON="$here's node Lease not renewed in $((2 * LEASE_S + 2)) s (resourceVersion $version)"; return 1; }
+    # kube-vip moves the VIP to the node without the pod: that node hands the listed ports to the pod's node
+    # (its published address), whose loader steers them into the pod; the answer leaves there as the VIP.
     vip_on "$here" del && vip_on "$there" add || { E2E_REASON="cannot move the VIP"; return 1; }
-    wait_for 5 eval 'vip_announce "$there"; [ "$(media_answer)" = curl-exit-7 ]' ||
-        { E2E_REASON="after the VIP moved to $there, 6180 answered '$(media_answer)'"; return 1; }
-    if ! wait_for 5 eval '[[ $(events_of c1 SharedAddressPodElsewhere) == *"node $there holds the shared address $SHARED_VIP"* ]]'; then
+    wait_for 5 eval 'vip_announce "$there"; [ "$(media_answer)" = "${POD_NAME[$here]}" ]' ||
+        { E2E_REASON="after the VIP moved to $there, 6180 answered '$(media_answer)' (events: $(events_of c1 SharedAddressPodElsewhere))"; return 1; }
+    [ "$(cluster_host ip neigh show "$SHARED_VIP" dev eth0 | awk '{print $3}')" = "${NIC_MAC[$there]}" ] ||
+        { E2E_REASON="the host does not reach the VIP at $there's MAC: $(cluster_host ip neigh show "$SHARED_VIP" dev eth0)"; return 1; }
+    wait_for 5 eval '[[ $(events_of c1 Serving) == *"node $there serves the shared address $SHARED_VIP (held here"*"hands the Service'"'"'s ports to node $here (${SHARED_NODE[$here]})"* ]]' ||
+        { E2E_REASON="no Serving Event from $there handing to $here: '$(events_of c1 Serving)'"; return 1; }
+    [[ $(events_of c1 Released) == *"node $here stopped serving this Service on $SHARED_VIP (the shared address is no longer held"* ]] ||
+        { E2E_REASON="no Released Event from $here: '$(events_of c1 Released)'"; return 1; }
+    wait_for 3 eval '[ "$(ingress_of c1 media)" = "$SHARED_VIP" ]' ||
+        { E2E_REASON="served through $there, media's ingress is '$(ingress_of c1 media)'"; return 1; }
+    status=$(nsenter --net="/run/netns/${NODE_NS[$there]}" "$BPFNETCTL" --pin-root "$E2E_PIN_ROOT/$there" \
+        --control-socket "/run/bpfnet/$there.sock" status 2>&1)
+    [[ $status == *"steered: tcp/6180 to ${POD_IP[$here]}:8081 on the node at ${SHARED_NODE[$here]}"* ]] ||
+        { E2E_REASON="bpfnetctl status on $there does not show the port handed on: $status"; return 1; }
+    log "the VIP on $there, the pod on $here: 6180 handed to ${SHARED_NODE[$here]}, answered by $(media_answer)"
+    # The pod's node loses its own address on the NIC: its node Lease says so, and the VIP's node hands nothing
+    # there any more (refused by its kernel) and says why; the address back, the ports are handed on again.
+    ip -n "${NODE_NS[$here]}" addr del "${SHARED_NODE[$here]}/24" dev "$E2E_NIC" || { E2E_REASON="cannot remove $here's address"; return 1; }
+    wait_for 5 eval '[ "$(media_answer)" = curl-exit-7 ]' ||
+        { E2E_REASON="$here without an address of its own, 6180 answered '$(media_answer)'"; return 1; }
+    if ! wait_for 5 eval '[[ $(events_of c1 SharedAddressPodElsewhere) == *"node $there holds the shared address $SHARED_VIP"*"runs on node $here, which publishes no address of its own"* ]]'; then
         E2E_REASON="no SharedAddressPodElsewhere Event from $there: '$(events_of c1 SharedAddressPodElsewhere)'"
         return 1
     fi
-    [[ $(events_of c1 Released) == *"node $here stopped serving this Service on $SHARED_VIP (the shared address is no longer held"* ]] ||
-        { E2E_REASON="no Released Event from $here: '$(events_of c1 Released)'"; return 1; }
     wait_for 3 eval '[ -z "$(ingress_of c1 media)" ]' ||
         { E2E_REASON="served nowhere, media's ingress is still '$(ingress_of c1 media)'"; return 1; }
-    log "the VIP on $there without the pod: refused there, reported ($(events_of c1 SharedAddressPodElsewhere | head -n1))"
+    log "$here without its own address: its node Lease publishes '$(node_lease_address "$here")', 6180 refused on $there, reported"
+    ip -n "${NODE_NS[$here]}" addr add "${SHARED_NODE[$here]}/24" dev "$E2E_NIC" || { E2E_REASON="cannot restore $here's address"; return 1; }
+    wait_for 5 eval '[ "$(media_answer)" = "${POD_NAME[$here]}" ]' ||
+        { E2E_REASON="$here's address back, 6180 answered '$(media_answer)'"; return 1; }
     # The pod follows (both Services' EndpointSlices name it on the VIP's node): served there.
     move_to "$there" || { E2E_REASON="cannot move the pod"; return 1; }
     kapi c1 PUT "$SLICE_PATH/media-abcde" "$(slice_json "$there" true media)" >/dev/null || { E2E_REASON="cannot move media's pod"; return 1; }

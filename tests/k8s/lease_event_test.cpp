@@ -3,6 +3,7 @@
 #include "core/addresses.hpp"
 #include "k8s/event.hpp"
 #include "k8s/lease.hpp"
+#include "k8s/node_lease.hpp"
 #include "k8s/service_model.hpp"
 
 #include <gtest/gtest.h>
@@ -181,6 +182,61 @@ TEST(Lease, ReleaseClearsTheHolderAndKeepsTheVersion) {
 
 json service() {
     return {{"metadata", {{"name", "ironic"}, {"namespace", "metal3"}, {"uid", "1234-abcd"}}}};
+}
+
+// A node Lease as a loader writes it: named after the node, held by it, its address in the annotation.
+json node_lease_object(const std::string &name, const std::string &holder, const std::string &address) {
+    json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                  {"kind", "Lease"},
+                  {"metadata", {{"name", name}, {"namespace", "metal3"}, {"resourceVersion", "7"}}},
+                  {"spec", {{"holderIdentity", holder}}}};
+    if (!address.empty())
+        lease["metadata"]["annotations"] = {{kNodeAddressAnnotation, address}};
+    return lease;
+}
+
+TEST(NodeLease, NamedAfterTheNodeAndNeverAServiceIpsLease) {
+    EXPECT_EQ(node_lease_name("worker-0"), "bpfnet-node-worker-0");
+    EXPECT_FALSE(lease_service_ip(node_lease_name("198-18-0-2")));
+}
+
+TEST(NodeLease, WrittenWithTheAddressAndReadBack) {
+    const auto now = Clock::time_point(std::chrono::seconds(1795899600));
+    const json body = node_lease(LeaseState{}, "metal3", "cp-1", *parse_ip("198.18.0.11"), now);
+    EXPECT_EQ(body["metadata"]["name"], "bpfnet-node-cp-1");
+    EXPECT_EQ(body["metadata"]["namespace"], "metal3");
+    EXPECT_EQ(body["metadata"]["labels"][kManagedByLabel], kManagedByValue);
+    EXPECT_EQ(body["spec"]["holderIdentity"], "cp-1");
+    EXPECT_FALSE(body["metadata"].contains("resourceVersion")); // a POST
+    EXPECT_EQ(published_node_address(read_lease(body)), parse_ip("198.18.0.11"));
+}
+
+// The update of a Lease read back keeps its version (a stale write fails with 409) and drops an address the
+// node no longer has.
+TEST(NodeLease, UpdateKeepsTheVersionAndRemovesAnAddressGone) {
+    const LeaseState current = read_lease(node_lease_object("bpfnet-node-cp-1", "cp-1", "198.18.0.11"));
+    const json body = node_lease(current, "metal3", "cp-1", std::nullopt, Clock::now());
+    EXPECT_EQ(body["metadata"]["resourceVersion"], "7");
+    EXPECT_FALSE(body["metadata"]["annotations"].contains(kNodeAddressAnnotation));
+    EXPECT_FALSE(published_node_address(read_lease(body)));
+}
+
+// Only a node's own Lease with a unicast IPv4 address counts: a service IP's Lease, one held by another name,
+// or an address that is no unicast IPv4 address names no node.
+TEST(NodeLease, OnlyANodesOwnLeaseWithAUnicastAddressCounts) {
+    EXPECT_EQ(published_node_address(read_lease(node_lease_object("bpfnet-node-cp-1", "cp-1", "198.18.0.11"))),
+              parse_ip("198.18.0.11"));
+    const std::vector<json> none = {
+        node_lease_object("bpfnet-node-cp-2", "cp-3", "198.18.0.12"),     // held by another node than it names
+        node_lease_object("bpfnet-198-18-0-2", "cp-1", "198.18.0.13"),    // a service IP's Lease
+        node_lease_object("bpfnet-node-cp-4", "cp-4", "255.255.255.255"), // not unicast
+        node_lease_object("bpfnet-node-cp-5", "cp-5", "fd00::5"),         // IPv6: not handed on
+        node_lease_object("bpfnet-node-cp-6", "cp-6", ""),                // none published
+        node_lease_object("bpfnet-node-cp-7", "cp-7", "198.18.0.017"),    // not an address
+        json::array(),                                                    // not an object at all
+    };
+    for (const json &lease : none)
+        EXPECT_FALSE(published_node_address(read_lease(lease))) << lease.dump();
 }
 
 TEST(Event, NamesTheServiceAndTheReporter) {
