@@ -383,12 +383,15 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 
 /*
  * Whether an accepted packet may teach the datapath where its sender is. A TCP connection's packets do so
- * with its first, the SYN (a host's first packet to a service IP is one): the others would only find their
- * sender known, at a neighbours lookup each. A host the table lost since (LRU) is asked for again on the
- * way back (a neighbour miss).
+ * with its first, the SYN (a host's first packet to a service IP is one), and a flow's (TFTP's transfer
+ * port) with the one that confirms it, which found its host known at its MAC: the others would only find
+ * their sender known, at a neighbours lookup each. A host the table lost since (LRU) is asked for again on
+ * the way back (a neighbour miss).
  */
-static __always_inline int teaches_sender(const struct ip_packet *pkt)
+static __always_inline int teaches_sender(const struct ip_packet *pkt, const struct steer_target *target)
 {
+	if (target->path == BPFNET_CTR_DNAT_FLOW && !target->unconfirmed)
+		return 0;
 	return pkt->proto != IPPROTO_TCP || (pkt->tcp_flags & TCP_FLAG_SYN_BYTE);
 }
 
@@ -435,13 +438,13 @@ static __always_inline int steer_from_lan(struct __sk_buff *skb, void *data, str
 		return action;
 	/* Accepted (into the pod, or handed on to the node's routing): what the packet tells about its sender
 	 * may be remembered now, never from a drop. */
-	if (!target.unconfirmed && !teaches_sender(&pkt))
+	if (!target.unconfirmed && !teaches_sender(&pkt, &target))
 		return action;
 	__u8 sender_mac[6];
 	mac_store(sender_mac, sender);
 	if (target.unconfirmed)
 		confirm_flow(&ports, &a->saddr, &a->daddr, &target, sender_mac);
-	if (teaches_sender(&pkt))
+	if (teaches_sender(&pkt, &target))
 		learn_neighbour(cfg, &a->saddr, sender_mac, NEIGHBOUR_FROM_ACCEPTED, &a->daddr, v6);
 	return action;
 }

@@ -466,6 +466,18 @@ GeneratedFrame6 FrameGenerator6::next() {
 
 namespace {
 
+// The length the upper-layer checksum covers (RFC 8200 section 8.1): UDP's own Length field, where it fits in
+// the payload (the bytes after it are no part of the datagram: a receiver checks the datagram alone), else
+// all that follows the headers.
+size_t checksummed_length(const Bytes &f, uint8_t proto, size_t l4, size_t end) {
+    if (proto == kUdp && end - l4 >= 8) {
+        size_t udp_len = get16(f, l4 + 4);
+        if (udp_len >= 8 && udp_len <= end - l4)
+            return udp_len;
+    }
+    return end - l4;
+}
+
 // Whether the upper-layer checksum (TCP, UDP, ICMPv6) of the IPv6 packet in a frame is right; nullopt when the
 // frame holds no such packet.
 std::optional<bool> checksum_right(const Bytes &f) {
@@ -477,8 +489,8 @@ std::optional<bool> checksum_right(const Bytes &f) {
     auto upper = upper_layer(f, kEth, end);
     if (!upper || (upper->first != kTcp && upper->first != kUdp && upper->first != kIcmp6))
         return std::nullopt;
-    return l4_checksum(ip_at(f, kEth + 8), ip_at(f, kEth + 24), upper->first, &f[upper->second], end - upper->second) ==
-           0;
+    return l4_checksum(ip_at(f, kEth + 8), ip_at(f, kEth + 24), upper->first, &f[upper->second],
+                       checksummed_length(f, upper->first, upper->second, end)) == 0;
 }
 
 // Checks an IPv6 frame a program sent: a well-formed TCP, UDP or ICMPv6 packet whose checksum is right when
@@ -500,7 +512,7 @@ std::optional<Violation6> check_sent_packet(const Bytes &in, const Bytes &out, c
     auto [proto, l4] = *upper;
     if (proto != kTcp && proto != kUdp && proto != kIcmp6)
         return Violation6{"sent frame of another protocol", std::to_string(proto)};
-    bool right = l4_checksum(s, d, proto, &out[l4], end - l4) == 0;
+    bool right = l4_checksum(s, d, proto, &out[l4], checksummed_length(out, proto, l4, end)) == 0;
     if (!right && checksum_right(in).value_or(true))
         return Violation6{"sent frame's checksum", text(s) + " -> " + text(d) + " proto " + std::to_string(proto)};
     if (proto == kIcmp6 && hidden && end - l4 >= 8 + kIp6 && out[l4] < 128) {

@@ -645,8 +645,10 @@ int ReferenceModel::steer_from_lan(Ctx &c, const Bytes &f) {
         c.count(BPFNET_CTR_FLOW_CONFIRMED);
         c.note("flow confirmed");
     }
-    // A TCP connection teaches with its SYN only (the host's first packet); UDP with every datagram.
-    const bool teaches = c.p.proto != kTcp || (f[c.p.l4 + 13] & 0x02);
+    // A TCP connection teaches with its SYN only (the host's first packet); UDP with every datagram but those
+    // of a confirmed flow (the one that confirmed it found its host known at its MAC).
+    const bool confirmed_flow = path == BPFNET_CTR_DNAT_FLOW && !unconfirmed;
+    const bool teaches = !confirmed_flow && (c.p.proto != kTcp || (f[c.p.l4 + 13] & 0x02));
     if (teaches)
         learn_neighbour(c, c.p.saddr, sender, false, c.p.daddr);
     return verdict;
