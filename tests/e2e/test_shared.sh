@@ -39,7 +39,7 @@ e2e_case host_ports_stay case_host_ports_stay "the VIP's other ports are the nod
 e2e_case status_shows_shared case_status_shows_shared "bpfnetctl status: the shared address, who holds it, its steered ports" loader
 e2e_case address_moves case_address_moves "the VIP moves mid-download to a node without the loader (cut off there; this node keeps its listed ports for the pod), returns, and the download resumes" loader
 e2e_case pod_on_another_node case_pod_on_another_node "the VIP on another control-plane node without the pod: that node's loader hands the VIP's ports to this one, whose pod answers from the VIP (the BMC's Range request and ISO, the agent's lookup and heartbeat, Ironic's call back); the client's address kept" enrolled
-e2e_case node_address case_node_address "address: node: the node's own address serves the ports, the VIP no longer" loader
+e2e_case node_address case_node_address "address: node: the node's own address serves the ports (the virtual-media walk: Range request and ISO, the agent's lookup and heartbeat), the VIP no longer" enrolled
 e2e_case ipv6_vip case_ipv6_vip "an IPv6 VIP: held once its duplicate address detection is over, the client's address kept, NDP the node's" loader
 
 e2e_start "$@"
@@ -398,6 +398,10 @@ case_node_address() {
         return 1
     }
     [ "$saw" = "$E2E_HOST_IP" ] || { E2E_REASON="the pod saw '$saw' through $NODE_ADDR"; return 1; }
+    # The virtual-media walk on the node's own address: the BMC's Range request and ISO, the agent's lookup and
+    # heartbeat to Ironic.
+    VIP=$NODE_ADDR case_virtual_media || { E2E_REASON="on $NODE_ADDR: $E2E_REASON"; return 1; }
+    VIP=$NODE_ADDR case_agent_lookup_heartbeat || { E2E_REASON="on $NODE_ADDR: $E2E_REASON"; return 1; }
     saw=$(host curl -sS --max-time 5 "http://$NODE_ADDR:6443/") || { E2E_REASON="the node's 6443 on its address did not answer"; return 1; }
     if host curl -s -o /dev/null --max-time 3 "http://$VIP:$WHOAMI_PORT/"; then
         E2E_REASON="$VIP:$WHOAMI_PORT still steered after the config named the node's address"
