@@ -38,15 +38,6 @@ std::vector<InterfaceAddress> node_addresses() {
     return addresses;
 }
 
-bool on_nic_link(const bpfnet_ip &ip, int nic_ifindex, const std::vector<InterfaceAddress> &addresses) {
-    return std::any_of(addresses.begin(), addresses.end(), [&](const InterfaceAddress &a) {
-        if (a.ifindex != nic_ifindex || is_v4(a.ip) != is_v4(ip) || a.ip == ip)
-            return false;
-        return is_v4(ip) ? in_prefix(v4_of(ip), v4_of(a.ip) & prefix_mask_be(a.prefix_len), a.prefix_len)
-                         : in_prefix6(ip, a.ip, a.prefix_len);
-    });
-}
-
 bool held_here(const bpfnet_ip &ip, const std::vector<InterfaceAddress> &addresses) {
     return std::any_of(addresses.begin(), addresses.end(),
                        [&ip](const InterfaceAddress &a) { return a.ip == ip && !a.tentative; });

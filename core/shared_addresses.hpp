@@ -35,10 +35,6 @@ std::vector<InterfaceAddress> node_addresses();
 // not count: the kernel does not take it as its own yet).
 bool held_here(const bpfnet_ip &ip, const std::vector<InterfaceAddress> &addresses);
 
-// Whether the NIC has an address whose subnet holds ip (not ip itself): the pod's node a shared address's
-// ports are handed to must be on the NIC's link, or the packets go nowhere (no neighbour is resolved there).
-bool on_nic_link(const bpfnet_ip &ip, int nic_ifindex, const std::vector<InterfaceAddress> &addresses);
-
 // The node's own IPv4 address on the NIC: its first primary address with a subnet (a VIP that kube-vip or
 // keepalived adds is a /32), else its first primary one; never an address of the provisioning subnet, nor one
 // of `named` (the shared addresses named as IPs). nullopt when the NIC has none.

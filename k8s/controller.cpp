@@ -679,14 +679,15 @@ std::optional<std::string> KubernetesLoader::not_a_node_address(const bpfnet_ip 
     for (const SourceRange &cidr : options_.policy.allowed_cidrs)
         if (cidr.contains(address))
             return "is inside --allowed-cidrs " + format_prefix(cidr) + ", where Services take their service IPs";
+    // A host of one of the NIC's subnets (lan_host_problem: inside it, neither its network nor its broadcast
+    // address): the ports are handed on at the link layer only.
     for (const InterfaceAddress &a : addresses_)
-        if (a.ifindex == nic_ifindex_ && is_v4(a.ip) && a.prefix_len < 31 &&
-            v4_of(address) == (v4_of(a.ip) | ~prefix_mask_be(a.prefix_len)))
-            return "is the broadcast address of " + node_.interface + "'s subnet";
-    if (!on_nic_link(address, nic_ifindex_, addresses_))
-        return "is on no subnet of " + node_.interface +
-               "'s addresses (the ports are handed on at the link layer only)";
-    return std::nullopt;
+        if (a.ifindex == nic_ifindex_ && is_v4(a.ip) &&
+            !lan_host_problem(v4_of(address), v4_of(a.ip) & prefix_mask_be(a.prefix_len), a.prefix_len))
+            return std::nullopt;
+    return "is no host's address on a subnet of " + node_.interface +
+           "'s addresses (the ports are handed on at "
+           "the link layer only)";
 }
 
 std::chrono::steady_clock::duration KubernetesLoader::node_lease_expiry() const {
@@ -739,6 +740,7 @@ void KubernetesLoader::write_node_lease(LeaseState current, const std::optional<
     const bool changed = !node_lease_written_ || node_lease_written_->address != address;
     node_lease_written_ = NodeLeaseWrite{.address = address, .at = std::chrono::steady_clock::now(), .failed = false};
     const std::string text = address ? format_ip(*address) : "none";
+    std::string error;
     for (int attempt = 0; attempt < 2; attempt++) {
         try {
             const json body = node_lease(current, options_.lease_namespace, options_.node_name, address, Clock::now());
@@ -750,29 +752,25 @@ void KubernetesLoader::write_node_lease(LeaseState current, const std::optional<
                 log_info("node address published", {{"node_lease", key}, {"address", text}});
             return;
         } catch (const ConflictError &) {
+            error = "409 Conflict, twice";
             if (attempt == 0) {
                 try {
                     current = read_lease(api_->get(lease_keeper_->leases_path() + "/" + name, kWriteTimeout));
                     continue;
-                } catch (const std::exception &) {
-                    // reported below, as the write's failure
+                } catch (const std::exception &e) {
+                    error = e.what();
                 }
             }
-            node_lease_written_->failed = true;
-            if (!warned)
-                log_warn("node address not published: a node holding a shared address cannot hand its ports to "
-                         "pods here; retried",
-                         {{"node_lease", key}, {"address", text}, {"error", "409 Conflict, twice"}});
-            return;
         } catch (const std::exception &e) {
-            node_lease_written_->failed = true;
-            if (!warned)
-                log_warn("node address not published: a node holding a shared address cannot hand its ports to "
-                         "pods here; retried",
-                         {{"node_lease", key}, {"address", text}, {"error", e.what()}});
-            return;
+            error = e.what();
         }
+        break;
     }
+    node_lease_written_->failed = true;
+    if (!warned)
+        log_warn("node address not published: a node holding a shared address cannot hand its ports to pods "
+                 "here; retried",
+                 {{"node_lease", key}, {"address", text}, {"error", error}});
 }
 
 // A pod's replies and its own connections leave with one service address per family (the backends map holds

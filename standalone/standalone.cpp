@@ -42,6 +42,17 @@ std::vector<bpfnet_ip> served_ips(const std::vector<ServiceSpec> &specs) {
     return ips;
 }
 
+// Whether the NIC has an address whose subnet holds ip (not ip itself): the pod's node (backend.node) must be on
+// the NIC's link, or the packets handed to it go nowhere (the kernel resolves no neighbour there).
+bool on_nic_link(const bpfnet_ip &ip, int nic_ifindex, const std::vector<InterfaceAddress> &addresses) {
+    return std::any_of(addresses.begin(), addresses.end(), [&](const InterfaceAddress &a) {
+        if (a.ifindex != nic_ifindex || is_v4(a.ip) != is_v4(ip) || a.ip == ip)
+            return false;
+        return is_v4(ip) ? in_prefix(v4_of(ip), v4_of(a.ip) & prefix_mask_be(a.prefix_len), a.prefix_len)
+                         : in_prefix6(ip, a.ip, a.prefix_len);
+    });
+}
+
 // "198.18.0.5 (ironic-api tcp/6385, ...)" for the log.
 std::string shared_ports_text(const SharedAddress &shared, const bpfnet_ip &held) {
     std::string text = format_ip(held) + " (";
