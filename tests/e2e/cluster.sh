@@ -328,9 +328,10 @@ k8s_loader_start() {
     shift 3
     K8S_LOADER_LOG[$node]=$logfile
     k8s_loader_flags "$node" "$name"
+    : >"$logfile" # emptied before the job starts (see loader_start)
     # shellcheck disable=SC2086 # K8S_LOADER_EXTRA: extra flags, split on purpose
     nsenter --net="/run/netns/${NODE_NS[$node]}" "$LOADER" "${K8S_FLAGS[@]}" ${K8S_LOADER_EXTRA:-} "$@" \
-        >"$logfile" 2>&1 &
+        >>"$logfile" 2>&1 &
     K8S_LOADER_PID[$node]=$!
     E2E_PIDS+=("$!")
     [ -n "${K8S_NO_WAIT:-}" ] && return 0

@@ -337,7 +337,8 @@ BG_PID=""
 bg_in_ns() {
     local ns=$1 logfile=$2
     shift 2
-    ip netns exec "$ns" "$@" >"$logfile" 2>&1 &
+    : >"$logfile" # emptied before the job starts (see loader_start)
+    ip netns exec "$ns" "$@" >>"$logfile" 2>&1 &
     BG_PID=$!
     E2E_PIDS+=("$BG_PID")
 }
@@ -868,7 +869,10 @@ loader_start() {
     local config=$1
     LOADER_LOG=$2
     shift 2
-    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$config" --log-level debug "$@" >"$LOADER_LOG" 2>&1 &
+    # Emptied here, not by the background job's redirection: that runs in the child, maybe after the first
+    # look for "serving", which would then find the line of the loader that wrote this log before.
+    : >"$LOADER_LOG"
+    nsenter --net="/run/netns/$E2E_NODE" "$LOADER" --config "$config" --log-level debug "$@" >>"$LOADER_LOG" 2>&1 &
     LOADER_PID=$!
     E2E_PIDS+=("$LOADER_PID")
     local started
