@@ -373,8 +373,8 @@ static __always_inline int steer_to_backend(struct __sk_buff *skb, const struct 
 		tftp_clamp_blksize(skb, pkt->l4_off, pkt->l4_end,
 				   pkt->ip6 ? (__u32)link->mtu - IPV6_EXTRA_HEADER_LEN : link->mtu);
 	if (nat_rewrite_ip(skb, pkt, NAT_DESTINATION, daddr, &target->backend_ip, pkt->dport,
-			   target->backend_port, NAT_WRITE_DIRECT) ||
-	    rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT)) {
+			   target->backend_port) ||
+	    rewrite_macs(skb, link->pod_mac, link->veth_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -629,7 +629,7 @@ static __always_inline int icmp_error_to_pod(struct __sk_buff *skb, void *data, 
 	}
 	if (icmp_error_rewrite(skb, &pkt, &e, NAT_DESTINATION, daddr, &target.backend_ip, e.ports.sport,
 			       target.backend_port, v6) ||
-	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac, NAT_WRITE_DIRECT)) {
+	    rewrite_macs(skb, backend->pod_mac, backend->veth_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -944,7 +944,7 @@ static __always_inline int icmp_error_to_lan(struct __sk_buff *skb, void *data, 
 		return TC_ACT_SHOT;
 	if (icmp_error_rewrite(skb, &pkt, &e, NAT_SOURCE, &a->saddr, &service_ip, e.ports.dport, service_port,
 			       v6) ||
-	    rewrite_macs(skb, host_mac, cfg->nic_mac, NAT_WRITE_STORE)) {
+	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -1011,14 +1011,15 @@ static __always_inline int steer_from_pod(struct __sk_buff *skb, void *data, str
 		return TC_ACT_SHOT;
 	}
 
-	__u8 macs[2 * ETH_ALEN]; /* the host's, then the NIC's */
-	if (pod_peer_mac(&a->daddr, &service_ip, macs))
+	__u8 host_mac[ETH_ALEN];
+	if (pod_peer_mac(&a->daddr, &service_ip, host_mac))
 		return TC_ACT_SHOT; /* no flow for a packet that cannot leave */
 	if (!listed) {
 		struct lan_ports ports = lan_ports_of(&pkt);
 		record_flow(&ports, &a->daddr, &service_ip, &a->saddr);
 	}
-	if (snat_to_lan(skb, &pkt, &a->saddr, &service_ip, pkt.sport, service_port, macs, cfg->nic_mac, v6)) {
+	if (nat_rewrite_ip(skb, &pkt, NAT_SOURCE, &a->saddr, &service_ip, pkt.sport, service_port) ||
+	    rewrite_macs(skb, host_mac, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}
@@ -1095,7 +1096,7 @@ static __always_inline int tc_pod_to_shared(struct __sk_buff *skb, const struct 
 	trace_ports(&pkt);
 	trace_steered(&listed->service_ip, listed->service_port_be, BPFNET_KIND_PLAIN);
 	if (nat_rewrite_ip(skb, &pkt, NAT_SOURCE, &a.saddr, &listed->service_ip, pkt.sport,
-			   listed->service_port_be, NAT_WRITE_STORE)) {
+			   listed->service_port_be)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return traced_tc(skb, TC_ACT_SHOT);
 	}

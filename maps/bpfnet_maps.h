@@ -39,12 +39,11 @@
 	X(conflicts, struct bpfnet_ip, struct bpfnet_conflict)                                               \
 	X(source_ranges, struct bpfnet_source_range_key, struct bpfnet_source_range)                         \
 	X(trace_control, __u32, struct bpfnet_trace_control)
-#define BPFNET_COUNTERS_MAP counters
-#define BPFNET_RING_MAPS(X) X(events) X(trace)
+#define BPFNET_COUNTERS_MAP    counters
+#define BPFNET_RING_MAPS(X)    X(events) X(trace)
 /* Per-CPU scratch space of the programs: never pinned, never read by C++ (listed so the drift check knows).
  */
-#define BPFNET_PRIVATE_MAPS(X)                                                                               \
-	X(dhcp_walk_scratch) X(dhcp6_scratch) X(tftp_request_scratch) X(trace_scratch) X(lan_head_scratch)
+#define BPFNET_PRIVATE_MAPS(X) X(dhcp_walk_scratch) X(dhcp6_scratch) X(tftp_request_scratch) X(trace_scratch)
 /* A map's name as a string: BPFNET_MAP_NAME(flows) is "flows". */
 #define BPFNET_MAP_NAME_(name) #name
 #define BPFNET_MAP_NAME(name)  BPFNET_MAP_NAME_(name)

@@ -511,7 +511,7 @@ static __always_inline int dhcp_relay_request(struct __sk_buff *skb, const struc
 	if (udp4_readdress(skb, pkt, service_ip, backend_ip, bpf_htons(DHCP_SERVER_PORT),
 			   target->backend_port, payload_diff) ||
 	    dhcp_store_relay_fields(skb, pkt, hops, giaddr) ||
-	    rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT) ||
+	    rewrite_macs(skb, link->pod_mac, link->veth_mac) ||
 	    /* A broadcast frame stays PACKET_BROADCAST through redirect_peer; it is the pod's now. */
 	    bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);

@@ -405,7 +405,7 @@ static __always_inline int dhcp6_forward_at_tail(struct __sk_buff *skb, const st
 	    udp6_store_payload(skb, pkt, s, n + DHCP6_WRAP_LEN) ||
 	    udp6_readdress(skb, pkt, udp_len, udp_len + DHCP6_WRAP_LEN, saddr, daddr, to, wrap_sum))
 		return -1;
-	return rewrite_macs(skb, link->pod_mac, link->veth_mac, NAT_WRITE_DIRECT);
+	return rewrite_macs(skb, link->pod_mac, link->veth_mac);
 }
 
 /*

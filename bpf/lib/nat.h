@@ -21,16 +21,13 @@ enum nat_side {
 };
 
 /*
- * How a rewrite reaches the packet's bytes. A program that writes packet data directly gets a prologue from
- * the verifier that un-clones a cloned skb before it runs, for every packet it sees. tc_nic_ingress has it
- * anyway (the ARP responder answers in place), so its rewrites write directly: no helper call per field.
- * tc_pod_ingress must not have it (the pod's TCP segments are clones, and most of them are the CNI's, not
- * ours): its rewrites store through bpf_skb_store_bytes, which un-clones only the packets it writes.
+ * Rewrites write the packet's bytes directly, not through a helper call per field. A program that does so
+ * gets a prologue from the verifier that un-clones a cloned skb (bpf_skb_pull_data of its linear part)
+ * before it runs, for every packet it sees. That copies nothing for the frames both programs see: a frame
+ * from the LAN, or the pod's own (its TCP segments are clones, but of a head that only their headers share,
+ * which the kernel lets a clone write without a copy; bpf_skb_store_bytes would copy a frame the prologue
+ * copies: one whose head is shared, as with a packet socket on the pod's side). Measured in docs/design.md.
  */
-enum nat_write {
-	NAT_WRITE_STORE,
-	NAT_WRITE_DIRECT,
-};
 
 /* Where one side's port lies in the frame: the source port, then the destination port. */
 static __always_inline __u32 nat_port_off(const struct ip_packet *pkt, enum nat_side side)
@@ -38,7 +35,7 @@ static __always_inline __u32 nat_port_off(const struct ip_packet *pkt, enum nat_
 	return pkt->l4_off + (side == NAT_SOURCE ? 0 : sizeof(__be16));
 }
 
-/* The bytes of an IPv4 header from its checksum to the destination address, stored in one call. */
+/* The bytes of an IPv4 header from its checksum to the destination address, written together. */
 struct ipv4_check_addrs {
 	__sum16 check;
 	__be32 saddr;
@@ -50,8 +47,7 @@ struct ipv4_check_addrs {
  * programs rewrite follows the Ethernet header (parse_ipv4_fixed), in the linear part (tc_parse_eth).
  */
 static __always_inline int ipv4_set_address(struct __sk_buff *skb, const struct ip_packet *pkt,
-					    enum nat_side side, __be32 old_ip, __be32 new_ip,
-					    enum nat_write write)
+					    enum nat_side side, __be32 old_ip, __be32 new_ip)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
@@ -59,22 +55,12 @@ static __always_inline int ipv4_set_address(struct __sk_buff *skb, const struct 
 
 	if (pkt->l3_off != sizeof(struct ethhdr) || (void *)(ip + 1) > data_end)
 		return -1;
-	__sum16 check = csum_replace4_value(ip->check, old_ip, new_ip);
-	if (write == NAT_WRITE_DIRECT) {
-		ip->check = check;
-		if (side == NAT_SOURCE)
-			ip->saddr = new_ip;
-		else
-			ip->daddr = new_ip;
-		return 0;
-	}
-	struct ipv4_check_addrs h = {.check = check, .saddr = ip->saddr, .daddr = ip->daddr};
+	ip->check = csum_replace4_value(ip->check, old_ip, new_ip);
 	if (side == NAT_SOURCE)
-		h.saddr = new_ip;
+		ip->saddr = new_ip;
 	else
-		h.daddr = new_ip;
-	return bpf_skb_store_bytes(skb, sizeof(struct ethhdr) + offsetof(struct iphdr, check), &h, sizeof(h),
-				   0);
+		ip->daddr = new_ip;
+	return 0;
 }
 
 /* lower_hop_limit()'s results besides 0. */
@@ -118,7 +104,7 @@ static __always_inline int lower_hop_limit(struct __sk_buff *skb, const struct i
 #define NAT_DIRECT_MAX_OFF 127
 
 /*
- * Where len bytes at off lie in the linear part, for a NAT_WRITE_DIRECT rewrite to write them; NULL when
+ * Where len bytes at off lie in the linear part, for a rewrite to write them directly; NULL when
  * they do not (past NAT_DIRECT_MAX_OFF, or in the paged part): the helper stores them then.
  */
 static __always_inline void *nat_direct_at(struct __sk_buff *skb, __u32 off, __u32 len)
@@ -173,8 +159,7 @@ static __always_inline int l4_csum_address(struct __sk_buff *skb, const struct i
 
 /* One side's port, and the L4 checksum over it (either family). */
 static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct ip_packet *pkt,
-					    enum nat_side side, __be16 old_port, __be16 new_port,
-					    enum nat_write write)
+					    enum nat_side side, __be16 old_port, __be16 new_port)
 {
 	__u32 port_off = nat_port_off(pkt, side);
 
@@ -182,7 +167,7 @@ static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct 
 		return 0;
 	if (l4_csum_port(skb, pkt, old_port, new_port))
 		return -1;
-	__be16 *at = write == NAT_WRITE_DIRECT ? nat_direct_at(skb, port_off, sizeof(*at)) : NULL;
+	__be16 *at = nat_direct_at(skb, port_off, sizeof(*at));
 	if (at) {
 		*at = new_port;
 		return 0;
@@ -198,14 +183,14 @@ static __always_inline int nat_rewrite_port(struct __sk_buff *skb, const struct 
  */
 static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt, enum nat_side side,
 				       const struct bpfnet_ip *old_ip, const struct bpfnet_ip *new_ip,
-				       __be16 old_port, __be16 new_port, enum nat_write write)
+				       __be16 old_port, __be16 new_port)
 {
 	if (old_ip->w[3] != new_ip->w[3]) {
 		if (l4_csum_address(skb, pkt, old_ip, new_ip) ||
-		    ipv4_set_address(skb, pkt, side, old_ip->w[3], new_ip->w[3], write))
+		    ipv4_set_address(skb, pkt, side, old_ip->w[3], new_ip->w[3]))
 			return -1;
 	}
-	return nat_rewrite_port(skb, pkt, side, old_port, new_port, write);
+	return nat_rewrite_port(skb, pkt, side, old_port, new_port);
 }
 
 /*
@@ -268,8 +253,7 @@ static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip
  */
 static __always_inline int nat6_rewrite(struct __sk_buff *skb, const struct ip_packet *pkt,
 					enum nat_side side, const struct bpfnet_ip *old_ip,
-					const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port,
-					enum nat_write write)
+					const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port)
 {
 	__u32 ip_off = pkt->l3_off + (side == NAT_SOURCE ? offsetof(struct ipv6hdr, saddr)
 							 : offsetof(struct ipv6hdr, daddr));
@@ -278,14 +262,13 @@ static __always_inline int nat6_rewrite(struct __sk_buff *skb, const struct ip_p
 	if (!ip_equal(old_ip, &to)) {
 		if (l4_csum_address(skb, pkt, old_ip, &to))
 			return -1;
-		struct bpfnet_ip *at =
-			write == NAT_WRITE_DIRECT ? nat_direct_at(skb, ip_off, sizeof(*at)) : NULL;
+		struct bpfnet_ip *at = nat_direct_at(skb, ip_off, sizeof(*at));
 		if (at)
 			*at = to;
 		else if (bpf_skb_store_bytes(skb, ip_off, &to, sizeof(to), 0))
 			return -1;
 	}
-	return nat_rewrite_port(skb, pkt, side, old_port, new_port, write);
+	return nat_rewrite_port(skb, pkt, side, old_port, new_port);
 }
 
 /* nat_rewrite_computed() could not compute the checksum: the helpers' way is taken, nothing was changed. */
@@ -316,7 +299,7 @@ static __always_inline int nat_rewrite_computed(struct __sk_buff *skb, const str
 		return -1;
 	*port_at = new_port;
 	if (!v6)
-		return ipv4_set_address(skb, pkt, side, old_ip->w[3], new_ip->w[3], NAT_WRITE_DIRECT);
+		return ipv4_set_address(skb, pkt, side, old_ip->w[3], new_ip->w[3]);
 	__u32 ip_off = sizeof(struct ethhdr) + (side == NAT_SOURCE ? offsetof(struct ipv6hdr, saddr)
 								   : offsetof(struct ipv6hdr, daddr));
 	struct bpfnet_ip *ip_at = nat_direct_at(skb, ip_off, sizeof(*ip_at));
@@ -327,147 +310,34 @@ static __always_inline int nat_rewrite_computed(struct __sk_buff *skb, const str
 }
 
 /*
- * Either family's rewrite, the addresses in their map form: with the checksum computed here when the packet
- * is written directly, else (or where that cannot be) through the kernel's helpers.
+ * Either family's rewrite, the addresses in their map form: with the checksum computed here, else (a
+ * checksum state that asks for them, a field out of direct reach) through the kernel's helpers.
  */
 static __always_inline int nat_rewrite_ip(struct __sk_buff *skb, const struct ip_packet *pkt,
 					  enum nat_side side, const struct bpfnet_ip *old_ip,
-					  const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port,
-					  enum nat_write write)
+					  const struct bpfnet_ip *new_ip, __be16 old_port, __be16 new_port)
 {
-	if (write == NAT_WRITE_DIRECT) {
-		int computed = nat_rewrite_computed(skb, pkt, side, old_ip, new_ip, old_port, new_port);
-		if (computed != NAT_NEEDS_HELPER)
-			return computed;
-	}
+	int computed = nat_rewrite_computed(skb, pkt, side, old_ip, new_ip, old_port, new_port);
+
+	if (computed != NAT_NEEDS_HELPER)
+		return computed;
 	if (pkt->ip6)
-		return nat6_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port, write);
-	return nat_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port, write);
+		return nat6_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port);
+	return nat_rewrite(skb, pkt, side, old_ip, new_ip, old_port, new_port);
 }
 
-/*
- * Sets both MACs of the frame, as the next hop expects to receive it: written directly, or stored straight
- * from where they are (no copy on the stack: the DHCP relay's frame is close to the verifier's limit).
- */
-static __always_inline int rewrite_macs(struct __sk_buff *skb, const __u8 *dst, const __u8 *src,
-					enum nat_write write)
-{
-	if (write == NAT_WRITE_DIRECT) {
-		void *data = (void *)(long)skb->data;
-		void *data_end = (void *)(long)skb->data_end;
-		struct ethhdr *eth = data;
-
-		if ((void *)(eth + 1) > data_end)
-			return -1;
-		mac_copy(eth->h_dest, dst);
-		mac_copy(eth->h_source, src);
-		return 0;
-	}
-	return bpf_skb_store_bytes(skb, 0, dst, 6, 0) || bpf_skb_store_bytes(skb, 6, src, 6, 0);
-}
-
-/*
- * The frame's head on its way out to the LAN, from the MACs through the TCP or UDP checksum, rebuilt before
- * it is stored: its length by family and protocol.
- */
-#define LAN_HEAD_L3_OFF sizeof(struct ethhdr)
-#define LAN_HEAD_LEN(v6, tcp)                                                                                \
-	(LAN_HEAD_L3_OFF + ((v6) ? 40 : 20) +                                                                \
-	 ((tcp) ? offsetof(struct tcphdr, check) : offsetof(struct udphdr, check)) + sizeof(__sum16))
-struct lan_head {
-	__u64 words[(LAN_HEAD_LEN(1, 1) + 7) / 8];
-};
-
-BPFNET_SCRATCH_MAP(lan_head_scratch, struct lan_head);
-
-/* Copies the frame's first len bytes (the caller checked them against data_end) into head, a word at a time.
- */
-static __always_inline void lan_head_copy(struct lan_head *head, const void *data, const __u32 len)
-{
-	__u16 *tail = (__u16 *)head->words;
-
-	for (__u32 i = 0; i < len / 8; i++)
-		head->words[i] = ((const __u64 *)data)[i];
-	for (__u32 i = len / 8 * 4; i < len / 2; i++)
-		tail[i] = ((const __u16 *)data)[i];
-}
-
-/* The frame's head copied for its family (a constant) and protocol: a fixed length for each copy loop. */
-static __always_inline int lan_head_read(struct __sk_buff *skb, struct lan_head *head, const int v6,
-					 const int tcp)
+/* Sets both MACs of the frame, as the next hop expects to receive it. */
+static __always_inline int rewrite_macs(struct __sk_buff *skb, const __u8 *dst, const __u8 *src)
 {
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
 
-	if (tcp) {
-		if (data + LAN_HEAD_LEN(v6, 1) > data_end)
-			return -1;
-		lan_head_copy(head, data, LAN_HEAD_LEN(v6, 1));
-		return 0;
-	}
-	if (data + LAN_HEAD_LEN(v6, 0) > data_end)
+	if ((void *)(eth + 1) > data_end)
 		return -1;
-	lan_head_copy(head, data, LAN_HEAD_LEN(v6, 0));
+	mac_copy(eth->h_dest, dst);
+	mac_copy(eth->h_source, src);
 	return 0;
-}
-
-/*
- * The way out of the pod to a LAN host (tc_pod_ingress): the source address and port from -> to, and both
- * MACs (macs: the host's, then room for the NIC's). A store per field would cost a helper call each (the
- * MACs, the IPv4 header's checksum and addresses, the port, the TCP/UDP checksum): the frame's head, from
- * the MACs through the TCP/UDP checksum, is rebuilt in a per-CPU copy and stored in one call. The TCP/UDP
- * checksum is computed with the rest (l4_check_after), or where the skb's state asks for them the kernel's
- * helpers update it in the packet first and the copy takes it from there; the IPv4 header checksum is
- * computed here. A frame with another head (IPv4 options, the ports or checksum outside the linear part)
- * gets a store per field. The packet's pointers are invalid afterwards. Returns 0, or -1 when a helper
- * refused.
- */
-static __always_inline int snat_to_lan(struct __sk_buff *skb, const struct ip_packet *pkt,
-				       const struct bpfnet_ip *from, const struct bpfnet_ip *to,
-				       __be16 from_port, __be16 to_port, __u8 *macs, const __u8 *nic_mac,
-				       const int v6)
-{
-	const int tcp = pkt->proto == IPPROTO_TCP;
-	const __u32 len = tcp ? LAN_HEAD_LEN(v6, 1) : LAN_HEAD_LEN(v6, 0);
-	const __u32 ports_off = LAN_HEAD_L3_OFF + (v6 ? 40 : 20);
-	struct lan_head *head = scratch_entry(&lan_head_scratch);
-	struct bpfnet_ip new_ip = *to; /* on the stack: the helpers below may move the packet */
-
-	mac_copy(macs + ETH_ALEN, nic_mac);
-	if (!head || pkt->l3_off != LAN_HEAD_L3_OFF || pkt->l4_off != ports_off ||
-	    lan_head_read(skb, head, v6, tcp))
-		return nat_rewrite_ip(skb, pkt, NAT_SOURCE, from, &new_ip, from_port, to_port,
-				      NAT_WRITE_STORE) ||
-		       bpf_skb_store_bytes(skb, 0, macs, 2 * ETH_ALEN, 0);
-
-	__u8 *bytes = (__u8 *)head->words;
-	__sum16 check;
-	__builtin_memcpy(&check, bytes + len - sizeof(check), sizeof(check));
-	if (!l4_check_after(skb_csum_state(skb), pkt->proto, check, csum_address_diff(from, &new_ip, v6),
-			    csum_word_diff(from_port, to_port), &check)) {
-		__builtin_memcpy(bytes + len - sizeof(check), &check, sizeof(check));
-	} else {
-		if (l4_csum_address(skb, pkt, from, &new_ip) || l4_csum_port(skb, pkt, from_port, to_port) ||
-		    lan_head_read(skb, head, v6, tcp))
-			return -1;
-	}
-	__builtin_memcpy(bytes, macs, 2 * ETH_ALEN);
-	if (v6) {
-		__builtin_memcpy(bytes + LAN_HEAD_L3_OFF + offsetof(struct ipv6hdr, saddr), &new_ip,
-				 sizeof(new_ip));
-	} else {
-		struct ipv4_check_addrs *h =
-			(void *)(bytes + LAN_HEAD_L3_OFF + offsetof(struct iphdr, check));
-		__sum16 ip_check;
-		__builtin_memcpy(&ip_check, &h->check, sizeof(ip_check));
-		ip_check = csum_replace4_value(ip_check, from->w[3], new_ip.w[3]); /* as ipv4_set_address() */
-		__builtin_memcpy(&h->check, &ip_check, sizeof(ip_check));
-		__builtin_memcpy(&h->saddr, &new_ip.w[3], sizeof(new_ip.w[3]));
-	}
-	__builtin_memcpy(bytes + ports_off, &to_port, sizeof(to_port));
-	if (tcp)
-		return bpf_skb_store_bytes(skb, 0, bytes, LAN_HEAD_LEN(v6, 1), 0) ? -1 : 0;
-	return bpf_skb_store_bytes(skb, 0, bytes, LAN_HEAD_LEN(v6, 0), 0) ? -1 : 0;
 }
 
 #endif /* BPFNET_NAT_H */
