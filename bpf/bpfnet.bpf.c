@@ -40,7 +40,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define VLAN_ID_MASK 0x0fff /* of the 802.1Q tag control information */
 
-/* Headers the TC programs read: Ethernet, IPv4 with the longest options, the fixed TCP header. */
+/* The most header bytes the TC programs read in place: Ethernet, IPv4 with the longest options, the fixed TCP
+ * header (IPv6: its fixed header and 40 bytes after it, a neighbour solicitation with its option). */
 #define HEADERS_MAX_LEN (sizeof(struct ethhdr) + 60 + sizeof(struct tcphdr))
 
 /* Service IPs live in the provisioning subnet of their family, and their last bytes are marked: anything else
@@ -249,13 +250,56 @@ pass:
 	return XDP_PASS;
 }
 
-/* Makes sure the headers are in the linear part of the skb, so direct packet access can reach them. */
+/*
+ * The header bytes the TC programs read in place from this frame, as far as its linear part shows them: the
+ * Ethernet header, an ARP packet, the IPv4 header with its options and the fixed TCP header (UDP's, ICMP's 8
+ * bytes), IPv6's fixed header and the TCP or UDP header after it; HEADERS_MAX_LEN for anything else (IPv6
+ * extension headers, neighbour discovery) and when the linear part ends before the IP header says.
+ */
+static __always_inline __u32 headers_len(void *data, void *data_end)
+{
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > data_end)
+		return HEADERS_MAX_LEN;
+	if (eth->h_proto == bpf_htons(ETH_P_ARP))
+		return sizeof(*eth) + sizeof(struct arp_ipv4);
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+		if ((void *)(ip + 1) > data_end)
+			return HEADERS_MAX_LEN;
+		return sizeof(*eth) + ip->ihl * 4 +
+		       (ip->protocol == IPPROTO_TCP ? sizeof(struct tcphdr) : sizeof(struct udphdr));
+	}
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		if ((void *)(ip6 + 1) > data_end)
+			return HEADERS_MAX_LEN;
+		if (ip6->nexthdr == IPPROTO_TCP)
+			return sizeof(*eth) + sizeof(*ip6) + sizeof(struct tcphdr);
+		if (ip6->nexthdr == IPPROTO_UDP)
+			return sizeof(*eth) + sizeof(*ip6) + sizeof(struct udphdr);
+	}
+	return HEADERS_MAX_LEN;
+}
+
+/*
+ * Makes sure the headers the programs read are in the linear part of the skb, so direct packet access can
+ * reach them; no more than those. A pull copies the head of a cloned skb, and the pod's TCP segments are
+ * clones whose linear part holds their headers and no payload: pulled to a fixed length, every one of them
+ * (the CNI's too) would be copied on its way past.
+ */
 static __always_inline void pull_headers(struct __sk_buff *skb)
 {
-	__u32 linear = skb->data_end - skb->data;
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+	__u32 linear = data_end - data;
 
-	if (linear < HEADERS_MAX_LEN && skb->len > linear)
-		bpf_skb_pull_data(skb, skb->len < HEADERS_MAX_LEN ? skb->len : HEADERS_MAX_LEN);
+	if (skb->len <= linear)
+		return;
+	__u32 need = headers_len(data, data_end);
+	if (linear < need)
+		bpf_skb_pull_data(skb, skb->len < need ? skb->len : need);
 }
 
 /* The Ethernet header of a frame in a TC program, with the headers pulled into the linear part. */

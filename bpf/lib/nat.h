@@ -22,11 +22,13 @@ enum nat_side {
 
 /*
  * Rewrites write the packet's bytes directly, not through a helper call per field. A program that does so
- * gets a prologue from the verifier that un-clones a cloned skb (bpf_skb_pull_data of its linear part)
- * before it runs, for every packet it sees. That copies nothing for the frames both programs see: a frame
- * from the LAN, or the pod's own (its TCP segments are clones, but of a head that only their headers share,
- * which the kernel lets a clone write without a copy; bpf_skb_store_bytes would copy a frame the prologue
- * copies: one whose head is shared, as with a packet socket on the pod's side). Measured in docs/design.md.
+ * gets a prologue from the verifier that, for a cloned skb, makes its whole linear part writable
+ * (bpf_skb_pull_data(skb, 0)) before the program runs, for every frame it sees, ours or not; it copies the
+ * head only where the clone may not write it as it is. The pod's TCP data segments are clones whose head
+ * room only the clone writes (__skb_header_release) and whose linear part holds only their headers: no
+ * copy (pull_headers leaves them as they are too). Copied: a clone with payload in its linear part, and a
+ * frame whose head is shared, as a packet socket capturing on the pod's side or a looped-back broadcast
+ * leaves it. See docs/design.md, "How the rewrites are made".
  */
 
 /* Where one side's port lies in the frame: the source port, then the destination port. */
