@@ -250,6 +250,12 @@ pass:
 	return XDP_PASS;
 }
 
+/* The fixed header after IP that the programs read in place: TCP's, else 8 bytes (UDP's, ICMP's). */
+static __always_inline __u32 l4_fixed_len(__u8 proto)
+{
+	return proto == IPPROTO_TCP ? sizeof(struct tcphdr) : sizeof(struct udphdr);
+}
+
 /*
  * The header bytes the TC programs read in place from this frame, as far as its linear part shows them: the
  * Ethernet header, an ARP packet, the IPv4 header with its options and the fixed TCP header (UDP's, ICMP's 8
@@ -258,28 +264,19 @@ pass:
  */
 static __always_inline __u32 headers_len(void *data, void *data_end)
 {
-	struct ethhdr *eth = data;
+	struct ethhdr *eth = parse_eth(data, data_end);
+	struct iphdr *ip;
+	struct ipv6hdr *ip6;
 
-	if ((void *)(eth + 1) > data_end)
+	if (!eth)
 		return HEADERS_MAX_LEN;
 	if (eth->h_proto == bpf_htons(ETH_P_ARP))
 		return sizeof(*eth) + sizeof(struct arp_ipv4);
-	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = (void *)(eth + 1);
-		if ((void *)(ip + 1) > data_end)
-			return HEADERS_MAX_LEN;
-		return sizeof(*eth) + ip->ihl * 4 +
-		       (ip->protocol == IPPROTO_TCP ? sizeof(struct tcphdr) : sizeof(struct udphdr));
-	}
-	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = (void *)(eth + 1);
-		if ((void *)(ip6 + 1) > data_end)
-			return HEADERS_MAX_LEN;
-		if (ip6->nexthdr == IPPROTO_TCP)
-			return sizeof(*eth) + sizeof(*ip6) + sizeof(struct tcphdr);
-		if (ip6->nexthdr == IPPROTO_UDP)
-			return sizeof(*eth) + sizeof(*ip6) + sizeof(struct udphdr);
-	}
+	if (eth->h_proto == bpf_htons(ETH_P_IP) && (ip = parse_ipv4_fixed(eth, data_end)))
+		return sizeof(*eth) + ip->ihl * 4 + l4_fixed_len(ip->protocol);
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6) && (ip6 = parse_ipv6_fixed(eth, data_end)) &&
+	    (ip6->nexthdr == IPPROTO_TCP || ip6->nexthdr == IPPROTO_UDP))
+		return sizeof(*eth) + sizeof(*ip6) + l4_fixed_len(ip6->nexthdr);
 	return HEADERS_MAX_LEN;
 }
 
