@@ -6,10 +6,10 @@
  * as RFC 2131 section 4.1 says. The client only ever sees the service IP: a reply that names the pod as
  * server identifier (option 54) or next server (siaddr) is rewritten in place.
  *
- * A request's BOOTP head is read and written where it lies in the linear part; the options, which may lie
- * past it, are copied with the frame's headers into a per-CPU area for the option walk. A reply is rewritten
- * in that copy, headers included, and written back in one store. Every offset is checked against the UDP
- * length first.
+ * A message's BOOTP head is read where it lies in the linear part; the options, which may lie past it, are
+ * copied into a per-CPU area for the option walk. Whatever the relay changes (headers, giaddr, siaddr, each
+ * option 54) is written in place in the frame, directly where the linear part holds it, else by the kernel's
+ * helper. Every offset is checked against the UDP length first.
  */
 #ifndef BPFNET_DHCP_H
 #define BPFNET_DHCP_H
@@ -50,9 +50,8 @@
 #define BOOTP_FILE	      108 /* 128 bytes; options when option 52 says 1 or 3 */
 /* The option walk copies this much of a message (more than a relayed message on a 1500-byte LAN carries). */
 #define DHCP_SCAN	      2048
-/* Room for the frame's headers before the copied message: Ethernet, IPv4 with the longest options, UDP. */
-#define DHCP_HEAD_ROOM	      88
-#define DHCP_HEAD_MIN	      (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr))
+/* Direct writes into a message reach this far into the frame (its headers and DHCP_SCAN bytes fit). */
+#define DHCP_FIELD_MAX_OFF    4096
 /* Copies of option 54 rewritten in one message; a message with more is malformed and left untouched. */
 #define DHCP_MAX_SERVER_IDS   8
 
@@ -106,11 +105,9 @@ static __always_inline int bootp_read(struct __sk_buff *skb, const struct ip_pac
 enum dhcp_area { DHCP_AREA_OPTIONS, DHCP_AREA_FILE, DHCP_AREA_SNAME, DHCP_AREA_DONE };
 
 struct dhcp_walk {
-	__u8 head[DHCP_HEAD_ROOM];	   /* the frame's headers, ending where bytes[] starts */
 	__u8 bytes[DHCP_SCAN];		   /* the BOOTP message from its first byte */
 	__u32 n;			   /* how many bytes were copied (0: none) */
 	__u32 csum_diff;		   /* the UDP checksum's change by the fields rewritten in the copy */
-	__u32 dirty_end;		   /* the end of the last field rewritten in the copy (0: none) */
 	__u32 pos;			   /* the next option, in bytes[] */
 	__u32 end;			   /* the end of the area being walked */
 	__u32 area;			   /* enum dhcp_area */
@@ -121,10 +118,6 @@ struct dhcp_walk {
 	__u8 broken;			   /* a length runs past its area, an area has no END, too many ids */
 	__u8 pad[2];
 };
-
-/* The copy's one load and one store reach at most this far into the value (dhcp_frame_start), which the
- * verifier checks against its size. */
-_Static_assert(sizeof(struct dhcp_walk) >= 63 + DHCP_HEAD_ROOM + DHCP_SCAN, "the copy's reach");
 
 BPFNET_SCRATCH_MAP(dhcp_walk_scratch, struct dhcp_walk);
 
@@ -157,13 +150,17 @@ static __always_inline long dhcp_next_area(struct dhcp_walk *w)
 	return 1;
 }
 
+/* What the walk hands each step: the per-CPU copy, looked up once per walk instead of once per option. */
+struct dhcp_walk_ref {
+	struct dhcp_walk *w;
+};
+
 /* One option of the walk, at w->pos. A bpf_loop callback: verified apart, the state in the per-CPU copy. */
-static long dhcp_option_step(__u32 index, void *unused)
+static long dhcp_option_step(__u32 index, void *ctx)
 {
-	struct dhcp_walk *w = dhcp_walk_state();
+	struct dhcp_walk *w = ((struct dhcp_walk_ref *)ctx)->w;
 
 	(void)index;
-	(void)unused;
 	if (!w || w->area == DHCP_AREA_DONE)
 		return 1;
 	__u32 pos = w->pos;
@@ -203,21 +200,8 @@ static long dhcp_option_step(__u32 index, void *unused)
 enum dhcp_walk_result { DHCP_WALK_DONE = 0, DHCP_WALK_NO_OPTIONS = 1, DHCP_WALK_BROKEN = -1 };
 
 /*
- * Where the frame's first byte lies in head[] (dhcp_walk_options), its BOOTP message at off (DHCP_HEAD_MIN to
- * DHCP_HEAD_ROOM). Lengths from there are written as DHCP_HEAD_ROOM - start + n, so that the verifier, which
- * knows start <= 63, sees every access end within the value.
- */
-static __always_inline __u32 dhcp_frame_start(__u32 off)
-{
-	__u32 start = DHCP_HEAD_ROOM - off;
-
-	asm volatile("%[start] &= 63" : [start] "+r"(start));
-	return start;
-}
-
-/*
- * Copies the frame up to the end of the BOOTP message of the UDP datagram at [l4_off, l4_end) into the
- * per-CPU walk (its headers in head[], the message from bytes[0]), in one call, and walks the options.
+ * Copies the BOOTP message of the UDP datagram at [l4_off, l4_end) into the per-CPU walk (bytes[0] its
+ * first byte), in one call, and walks the options.
  * DHCP_WALK_NO_OPTIONS for plain BOOTP (no magic cookie) or a message that cannot be read (w->n 0).
  */
 static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end,
@@ -227,16 +211,14 @@ static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off
 
 	w->n = 0;
 	w->csum_diff = 0;
-	w->dirty_end = 0;
-	if (l4_end > 0xffff || off < DHCP_HEAD_MIN || off > DHCP_HEAD_ROOM || off + BOOTP_OPTIONS > l4_end)
+	if (l4_end > 0xffff || off + BOOTP_OPTIONS > l4_end)
 		return DHCP_WALK_NO_OPTIONS;
 	__u32 n = l4_end - off;
 	if (n > DHCP_SCAN)
 		n = DHCP_SCAN;
 	/* Restate 1 <= n <= DHCP_SCAN where the verifier sees it. */
 	asm volatile("%[n] += -1; %[n] &= 2047; %[n] += 1" : [n] "+r"(n));
-	__u32 start = dhcp_frame_start(off);
-	if (bpf_skb_load_bytes(skb, 0, &w->head[start], DHCP_HEAD_ROOM - start + n))
+	if (bpf_skb_load_bytes(skb, off, w->bytes, n))
 		return DHCP_WALK_NO_OPTIONS;
 	w->n = n;
 	__be32 cookie;
@@ -251,7 +233,8 @@ static __always_inline int dhcp_walk_options(struct __sk_buff *skb, __u32 l4_off
 	w->msg_type = 0;
 	w->broken = 0;
 	/* Each step takes at least one byte or ends an area. */
-	bpf_loop(DHCP_SCAN + 3, dhcp_option_step, NULL, 0);
+	struct dhcp_walk_ref ref = {.w = w};
+	bpf_loop(DHCP_SCAN + 3, dhcp_option_step, &ref, 0);
 	return w->broken || w->area != DHCP_AREA_DONE ? DHCP_WALK_BROKEN : DHCP_WALK_DONE;
 }
 
@@ -291,8 +274,6 @@ static __always_inline void dhcp_copy_write(struct dhcp_walk *w, __u32 at, __be3
 	__builtin_memcpy(field, &value, sizeof(value));
 	__u32 diff = csum_word4_diff(old, value);
 	w->csum_diff += at & 1 ? csum_swab(diff) : diff;
-	if (at + sizeof(value) > w->dirty_end)
-		w->dirty_end = at + sizeof(value);
 }
 
 /* Writes to over every copy of option 54 that names from, in the copy (dhcp_copy_write); returns how many. */
@@ -309,6 +290,47 @@ static __always_inline int dhcp_replace_server_ids(struct dhcp_walk *w, __be32 f
 		rewritten++;
 	}
 	return rewritten;
+}
+
+/*
+ * Writes 4 bytes of the message at `at` (an offset from its first byte, at l4_off + 8 in the frame) where
+ * they lie: directly when the linear part holds them (a datagram the pod sent is linear: the UDP stack
+ * builds it so up to a page), else by the kernel's helper.
+ */
+static __always_inline int dhcp_write_field(struct __sk_buff *skb, __u32 l4_off, __u32 at, __be32 value)
+{
+	__u32 off = l4_off + sizeof(struct udphdr) + at;
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+
+	if (off < DHCP_FIELD_MAX_OFF) {
+		/* Restate off < DHCP_FIELD_MAX_OFF where the verifier sees it. */
+		asm volatile("%[off] &= 4095" : [off] "+r"(off));
+		__u8 *field = data + off;
+		if ((void *)(field + sizeof(value)) <= data_end) {
+			__builtin_memcpy(field, &value, sizeof(value));
+			return 0;
+		}
+	}
+	return bpf_skb_store_bytes(skb, l4_off + sizeof(struct udphdr) + at, &value, sizeof(value), 0);
+}
+
+/*
+ * Writes every copy of option 54 the walk rewrote to `value` in the copy to the frame as well (one that named
+ * it already is written unchanged). The frame's pointers are invalid afterwards.
+ */
+static __always_inline int dhcp_write_server_ids(struct __sk_buff *skb, __u32 l4_off, struct dhcp_walk *w,
+						 __be32 value)
+{
+	for (__u32 i = 0; i < DHCP_MAX_SERVER_IDS; i++) {
+		if (i >= w->ids)
+			break;
+		if (dhcp_server_id(w, i) == value &&
+		    dhcp_write_field(skb, l4_off, w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)] & (DHCP_SCAN - 1),
+				     value))
+			return -1;
+	}
+	return 0;
 }
 
 /* Learns the identifier a DHCP server names itself with, writing only when it is new or changed. */
@@ -352,8 +374,8 @@ static __always_inline int dhcp_without_server_id(struct __sk_buff *skb, __u32 l
 	       start.len == 1 && (start.type == DHCP_DISCOVER || start.type == DHCP_INFORM);
 }
 
-/* The UDP checksum's change by the fields dhcp_restore_server_id() last rewrote in place, for the caller's
- * one update of the checksum. */
+/* The UDP checksum's change by the fields dhcp_restore_server_id() or dhcp_hide_backend() last rewrote in
+ * place, for the caller's one update of the checksum. */
 static __always_inline __u32 dhcp_rewrite_diff(void)
 {
 	struct dhcp_walk *w = dhcp_walk_state();
@@ -386,18 +408,9 @@ __noinline int dhcp_restore_server_id(struct __sk_buff *skb, __u32 l4_off, __u32
 		count(BPFNET_CTR_DHCP_OPTIONS_MALFORMED);
 	if (result != DHCP_WALK_DONE || !dhcp_replace_server_ids(w, service_ip, own_id))
 		return 0;
-	/* Each identifier that now names the server written to the packet (one that did already, unchanged).
-	 */
-	__u32 off = l4_off + sizeof(struct udphdr);
-	for (__u32 i = 0; i < DHCP_MAX_SERVER_IDS; i++) {
-		if (i >= w->ids)
-			break;
-		__u32 at = w->id_off[i & (DHCP_MAX_SERVER_IDS - 1)] & (DHCP_SCAN - 1);
-		if (dhcp_server_id(w, i) == own_id &&
-		    bpf_skb_store_bytes(skb, off + at, &w->bytes[at], sizeof(own_id), 0)) {
-			w->csum_diff = 0; /* the packet is dropped: REWRITE_FAILED is the caller's */
-			return -1;
-		}
+	if (dhcp_write_server_ids(skb, l4_off, w, own_id)) {
+		w->csum_diff = 0; /* the packet is dropped: REWRITE_FAILED is the caller's */
+		return -1;
 	}
 	count(BPFNET_CTR_DHCP_SERVER_ID_RESTORED);
 	return 1;
@@ -405,10 +418,11 @@ __noinline int dhcp_restore_server_id(struct __sk_buff *skb, __u32 l4_off, __u32
 
 /*
  * Replaces the pod's address with the service IP where a reply names it as the server (siaddr, every copy of
- * option 54), in the frame copied whole for the option walk, which dhcp_send_copied_reply() then rewrites
- * and writes back in one store; l4_off and l4_end locate the UDP datagram. Returns -1 when the frame could
- * not be copied. A global function: the verifier checks its option walk once, on its own, instead of again
- * on each way a reply can leave.
+ * option 54), in the frame where each lies, with the UDP checksum's change left in dhcp_rewrite_diff() for
+ * the caller's one update; l4_off and l4_end locate the UDP datagram. Returns -1 when the message could not
+ * be copied for the walk or a field not written (the packet's pointers are invalid afterwards). A global
+ * function: the verifier checks its option walk once, on its own, instead of again on each way a reply can
+ * leave.
  */
 __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_end, __be32 backend_ip,
 				 __be32 service_ip)
@@ -427,13 +441,18 @@ __noinline int dhcp_hide_backend(struct __sk_buff *skb, __u32 l4_off, __u32 l4_e
 	__builtin_memcpy(&siaddr, &w->bytes[BOOTP_SIADDR], sizeof(siaddr));
 	if (siaddr == backend_ip) {
 		dhcp_copy_write(w, BOOTP_SIADDR, service_ip);
+		if (dhcp_write_field(skb, l4_off, BOOTP_SIADDR, service_ip))
+			return -1;
 		rewritten = 1;
 	}
 	/* Plain BOOTP, a broken list (counted) or no identifier: siaddr was all. */
 	if (result == DHCP_WALK_DONE && w->ids) {
 		remember_server_id(backend_ip, dhcp_server_id(w, 0));
-		if (dhcp_replace_server_ids(w, backend_ip, service_ip))
+		if (dhcp_replace_server_ids(w, backend_ip, service_ip)) {
+			if (dhcp_write_server_ids(skb, l4_off, w, service_ip))
+				return -1;
 			rewritten = 1;
+		}
 	}
 	if (rewritten)
 		count(BPFNET_CTR_DHCP_SERVER_ID_REWRITTEN);
@@ -542,52 +561,6 @@ static __always_inline void dhcp_client_address(const struct bootp_head *head, _
 }
 
 /*
- * Sends the reply dhcp_hide_backend() copied (its frame from head[], the message rewritten in bytes[]) from
- * the service IP:67 to to_ip:to_port, to the MAC in macs (then the NIC's): the headers are rewritten in the
- * copy and the frame written back in one store, up to the last byte changed. The UDP checksum is computed
- * where the skb's state allows (l4_check_after), else updated by the kernel's helper after the store.
- */
-static __always_inline int dhcp_send_copied_reply(struct __sk_buff *skb, const struct ip_packet *pkt,
-						  __be32 service_ip, __be32 to_ip, __be16 to_port,
-						  const __u8 *macs)
-{
-	const __u32 state = skb_csum_state(skb);
-	struct dhcp_walk *w = dhcp_walk_state();
-	__u32 off = bootp_offset(pkt);
-
-	if (!w || !w->n || off < DHCP_HEAD_MIN || off > DHCP_HEAD_ROOM)
-		return -1;
-	__u32 start = dhcp_frame_start(off);
-	__u8 *frame = &w->head[start];
-	struct iphdr *ip = (struct iphdr *)(frame + sizeof(struct ethhdr));
-	struct udphdr *udp = (struct udphdr *)&w->head[DHCP_HEAD_ROOM - sizeof(struct udphdr)];
-	__u32 addr_diff = csum_word4_diff(ip->saddr, service_ip) + csum_word4_diff(ip->daddr, to_ip);
-	__u32 rest_diff = w->csum_diff + csum_word_diff(udp->source, bpf_htons(DHCP_SERVER_PORT)) +
-			  csum_word_diff(udp->dest, to_port);
-	__sum16 check;
-	int by_helper = l4_check_after(state, IPPROTO_UDP, udp->check, addr_diff, rest_diff, &check);
-
-	__builtin_memcpy(frame, macs, 2 * ETH_ALEN);
-	ip->check = csum_add_diff(ip->check, addr_diff);
-	ip->saddr = service_ip;
-	ip->daddr = to_ip;
-	udp->source = bpf_htons(DHCP_SERVER_PORT);
-	udp->dest = to_port;
-	if (!by_helper)
-		udp->check = check;
-	__u64 dirty = w->dirty_end; /* 64 bits: the bound below stays on the register the store takes */
-	if (dirty > DHCP_SCAN)
-		return -1;
-	if (bpf_skb_store_bytes(skb, 0, frame, DHCP_HEAD_ROOM - start + dirty, 0))
-		return -1;
-	if (!by_helper)
-		return 0;
-	return bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, rest_diff, BPF_F_MARK_MANGLED_0) ||
-	       bpf_l4_csum_replace(skb, l4_csum_off(pkt), 0, addr_diff,
-				   BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0);
-}
-
-/*
  * Server -> relay. The server answers the relay at giaddr:67: when that is our service IP the reply goes to
  * the client (port 68); when it is a relay on the LAN, to that relay (port 67), from the service IP.
  */
@@ -600,7 +573,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 	__be32 service_ip = listed->service_ip.w[3];
 	struct bpfnet_ip to = ip_v4(daddr);
 	struct bootp_head head;
-	__u8 macs[2 * ETH_ALEN]; /* the frame's: where it goes, then the NIC's */
+	__u8 to_mac[ETH_ALEN];
 
 	if (bootp_read(skb, pkt, &head) || head.op != BOOTP_REPLY) {
 		decide(BPFNET_CTR_DROP_DHCP_MALFORMED);
@@ -615,7 +588,7 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 	__be32 to_ip = daddr;
 	__be16 to_port = bpf_htons(DHCP_SERVER_PORT);
 	if (daddr == service_ip || bpf_map_lookup_elem(&service_ips, &to)) {
-		dhcp_client_address(&head, &to_ip, macs);
+		dhcp_client_address(&head, &to_ip, to_mac);
 		to_port = bpf_htons(DHCP_CLIENT_PORT);
 		/* A client on this LAN has its address on this LAN: anything else would leave via a router.
 		 */
@@ -628,15 +601,16 @@ static __always_inline int dhcp_relay_reply(struct __sk_buff *skb, const struct 
 			decide(BPFNET_CTR_DROP_DHCP_FOREIGN_RELAY);
 			return TC_ACT_SHOT;
 		}
-		if (lan_host_mac(&to, &listed->service_ip, macs))
+		if (lan_host_mac(&to, &listed->service_ip, to_mac))
 			return TC_ACT_SHOT;
 	}
 
 	to = ip_v4(to_ip);
 	trace_steered(&to, to_port, BPFNET_KIND_DHCP);
-	mac_copy(macs + ETH_ALEN, cfg->nic_mac);
 	if (dhcp_hide_backend(skb, pkt->l4_off, pkt->l4_end, saddr, service_ip) ||
-	    dhcp_send_copied_reply(skb, pkt, service_ip, to_ip, to_port, macs)) {
+	    udp4_readdress(skb, pkt, service_ip, to_ip, bpf_htons(DHCP_SERVER_PORT), to_port,
+			   dhcp_rewrite_diff()) ||
+	    rewrite_macs(skb, to_mac, cfg->nic_mac)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;
 	}

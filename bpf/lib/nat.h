@@ -201,8 +201,8 @@ static __always_inline int nat_rewrite(struct __sk_buff *skb, const struct ip_pa
  * payload; the caller writes those bytes itself). The UDP checksum is computed here (l4_check_after), or
  * where the skb's state asks for them by two calls of the kernel's helper: one for the addresses, which the
  * pseudo-header carries, one for the rest (a CHECKSUM_PARTIAL skb's field holds the pseudo-header's sum
- * only). The headers are in the linear part (tc_parse_eth) and written there: tc_nic_ingress only (the
- * DHCP relay's requests). The packet's pointers are invalid afterwards.
+ * only). The headers are in the linear part (tc_parse_eth) and written there: the DHCP relay's requests
+ * and replies. The packet's pointers are invalid afterwards.
  */
 static __always_inline int udp4_readdress(struct __sk_buff *skb, const struct ip_packet *pkt, __be32 saddr,
 					  __be32 daddr, __be16 sport, __be16 dport, __u32 payload_diff)

@@ -5,8 +5,9 @@
  * user space through the trace ring buffer, one record per packet.
  *
  * The record is assembled in a per-CPU scratch entry while the program runs (a program runs to the end on
- * one CPU) and sent when it returns. With tracing off, a program pays two array lookups per packet that
- * is ours, and nothing for traffic that is not.
+ * one CPU) and sent when it returns. With tracing off, a program pays one array lookup (the switch) and one
+ * per-CPU lookup (the record's end) per packet that is ours, and nothing for traffic that is not: the calls
+ * in between read a global copy of the switch first.
  */
 #ifndef BPFNET_TRACE_H
 #define BPFNET_TRACE_H
@@ -27,8 +28,18 @@ struct trace_scratch {
 
 BPFNET_SCRATCH_MAP(trace_scratch, struct trace_scratch);
 
+/*
+ * trace_control's switch as the last packet that began a record saw it, on any CPU: a global, read in one
+ * instruction where the record's per-CPU entry takes a lookup. Written only when it changes, so the CPUs'
+ * packets do not take its cache line from each other. A record begun on one CPU while another sees the
+ * switch go off is not sent (tracing is ending); one never begins while it reads off.
+ */
+__u32 trace_switch_seen = 0;
+
 static __always_inline struct trace_scratch *tracing(void)
 {
+	if (!trace_switch_seen)
+		return NULL;
 	struct trace_scratch *s = scratch_entry(&trace_scratch);
 
 	return s && s->active ? s : NULL;
@@ -39,13 +50,16 @@ static __always_inline void trace_begin(enum bpfnet_hook hook)
 {
 	__u32 key = 0;
 	struct bpfnet_trace_control *control = bpf_map_lookup_elem(&trace_control, &key);
-	struct trace_scratch *s = scratch_entry(&trace_scratch);
+	__u32 on = control && control->enabled;
 
+	if (on != trace_switch_seen)
+		trace_switch_seen = on;
+	if (!on)
+		return;
+	struct trace_scratch *s = scratch_entry(&trace_scratch);
 	if (!s)
 		return;
-	s->active = control && control->enabled;
-	if (!s->active)
-		return;
+	s->active = 1;
 	__builtin_memset(&s->rec, 0, sizeof(s->rec));
 	s->rec.hook = hook;
 	s->rec.decision = BPFNET_CTR_MAX;
@@ -102,15 +116,17 @@ static __always_inline void trace_steered(const struct bpfnet_ip *to_addr, __be1
 
 /*
  * The record of the packet that ends now, closed so that it is sent at most once: a later packet that
- * begins no record (ARP that is not for us, a pass) never sends this one again.
+ * begins no record (ARP that is not for us, a pass) never sends this one again. Closed whatever the switch
+ * reads now, so that no record outlives its packet while tracing is off.
  */
 static __always_inline struct trace_scratch *trace_finish(void)
 {
-	struct trace_scratch *s = tracing();
+	struct trace_scratch *s = scratch_entry(&trace_scratch);
 
-	if (s)
-		s->active = 0;
-	return s;
+	if (!s || !s->active)
+		return NULL;
+	s->active = 0;
+	return trace_switch_seen ? s : NULL;
 }
 
 /* Sends the record of an XDP decision; pass-through traffic is not a decision and is never traced. */
