@@ -7,9 +7,9 @@
  * server identifier (option 54) or next server (siaddr) is rewritten in place.
  *
  * A message's BOOTP head is read where it lies in the linear part; the options, which may lie past it, are
- * copied into a per-CPU area for the option walk. Whatever the relay changes (headers, giaddr, siaddr, each
- * option 54) is written in place in the frame, directly where the linear part holds it, else by the kernel's
- * helper. Every offset is checked against the UDP length first.
+ * copied into a per-CPU area for the option walk. Whatever the relay changes is written in place in the
+ * frame: the headers in the linear part (pulled there), giaddr, siaddr and each option 54 directly where the
+ * linear part holds them, else by the kernel's helper. Every offset is checked against the UDP length first.
  */
 #ifndef BPFNET_DHCP_H
 #define BPFNET_DHCP_H

@@ -31,8 +31,10 @@ BPFNET_SCRATCH_MAP(trace_scratch, struct trace_scratch);
 /*
  * trace_control's switch as the last packet that began a record saw it, on any CPU: a global, read in one
  * instruction where the record's per-CPU entry takes a lookup. Written only when it changes, so the CPUs'
- * packets do not take its cache line from each other. A record begun on one CPU while another sees the
- * switch go off is not sent (tracing is ending); one never begins while it reads off.
+ * packets do not take its cache line from each other. Around the moment the switch changes, CPUs may
+ * write it in either order for a packet: a record in progress on one CPU can then be lost (not sent) or
+ * sent with the fields of the calls that read it off left empty; the next packet that begins a record
+ * writes the switch as it is. No record outlives its packet (trace_finish), so none is sent twice or late.
  */
 __u32 trace_switch_seen = 0;
 

@@ -54,9 +54,11 @@ WHOAMI_PORT=7000      # a listed port whose pod server (8080) answers with the c
 ISO_BYTES=$((16 * 1024 * 1024))
 # The image case address_moves cuts off mid-download: larger than what TCP still delivers after the VIP left.
 # The host's ACKs then go to the other node, whose resets lag behind the data still arriving from this node
-# (out of the window, they are dropped), so the pod fills the host's window until it stalls: 9-10 MB after a
-# move one second into a download at 1 MB/s here, and the whole 16 MiB of boot.iso once in CI.
+# (out of the window, they are dropped), so the pod fills the host's window until it stalls: 9-20 MB here
+# (tcp_rmem's maximum is 32 MiB), and the whole 16 MiB of boot.iso once in CI. The reset reaches curl only
+# once it has read what its socket holds: at MOVING_RATE, seconds later.
 MOVING_BYTES=$((64 * 1024 * 1024))
+MOVING_RATE=4M
 MEDIA_ROOT=""
 AGENT_PORT=9999
 NODE_ADDR6=2001:2::20 # the node's own IPv6 address, and an IPv6 VIP beside it
@@ -347,7 +349,8 @@ case_address_moves() {
     rm -f "$dl"
     [ -e "$MEDIA_ROOT/moving.iso" ] || random_file "$MEDIA_ROOT/moving.iso" "$MOVING_BYTES"
     chmod o+r "$MEDIA_ROOT/moving.iso"
-    host curl -sS --max-time 60 --limit-rate 1M -o "$dl" "http://$VIP:$MEDIA_PORT/moving.iso" 2>"$LOGS/moving.err" &
+    host curl -sS --max-time 60 --limit-rate "$MOVING_RATE" -o "$dl" "http://$VIP:$MEDIA_PORT/moving.iso" \
+        2>"$LOGS/moving.err" &
     pid=$!
     wait_for 10 test -s "$dl" || { E2E_REASON="the download did not start"; return 1; }
     local left_ms came_ms
@@ -368,15 +371,21 @@ case_address_moves() {
         return 1
     fi
     left=0
-    wait_for 10 pid_gone "$pid" || left=1
+    wait_for 30 pid_gone "$pid" || left=1
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
+    local curl_exit=$?
     got=$(stat -c %s "$dl")
     if [ "$got" -ge "$MOVING_BYTES" ]; then
         E2E_REASON="the download had ended ($got bytes) before the VIP left: nothing was cut off"
         return 1
     fi
-    [ "$left" = 0 ] || { E2E_REASON="the download in flight was not cut off by the new holder"; return 1; }
+    [ "$left" = 0 ] || { E2E_REASON="the download in flight was not cut off by the new holder ($got bytes in 30 s)"; return 1; }
+    # 56: the connection reset (the new holder's answer to the host's ACKs); 28 would be curl's own time limit.
+    [ "$curl_exit" = 56 ] || {
+        E2E_REASON="the download ended with curl's exit $curl_exit, not a reset: $(tail -c 200 "$LOGS/moving.err")"
+        return 1
+    }
     held_before=$(grep -c "shared address held here" "$LOGS/loader.log")
     came_ms=$(date +%s%3N)
     vip_to node
