@@ -478,12 +478,7 @@ static __always_inline int dhcp_store_relay_fields(struct __sk_buff *skb, const 
 		*hops_at = hops;
 	else if (bpf_skb_store_bytes(skb, bootp + BOOTP_HOPS, &hops, sizeof(hops), 0))
 		return -1;
-	__be32 *giaddr_at = nat_direct_at(skb, bootp + BOOTP_GIADDR, sizeof(giaddr));
-	if (giaddr_at) {
-		*giaddr_at = giaddr;
-		return 0;
-	}
-	return bpf_skb_store_bytes(skb, bootp + BOOTP_GIADDR, &giaddr, sizeof(giaddr), 0);
+	return dhcp_write_field(skb, pkt->l4_off, BOOTP_GIADDR, giaddr);
 }
 
 /*
