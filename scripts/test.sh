@@ -178,9 +178,12 @@ sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "
 
 # The packet tables and the fuzzer (its quick mode and its source mutants) of both compilers' programs: CPU work
 # with no clock (a packet table's loader heartbeat is 5 s fresh; the fuzzer's, an hour), the host tier's longest
-# (fuzz_mutants 280 s one at a time, fuzz_quick 43 s, 2026-12-07), run at the lowest priority (nice 19) beside
-# the sanitizer stages and the host tier: it takes the CPU time the e2e suites leave idle while they wait (about
-# a fifth of theirs), and gives it back whenever they want it. It is awaited before the kernel matrix (below).
+# (fuzz_mutants 156 s, its mutants built two at a time, fuzz_quick 43 s, 2026-12-07), run at the lowest priority
+# (nice 19) beside everything that follows: it takes the CPU time the e2e suites leave idle while they wait
+# (about a fifth of the sanitizer stages', the host tier's and the kernel matrix's), and gives it back whenever
+# they want it. On a slow afternoon (2026-12-07: the release tree's build 436 s against 353 s that morning) the
+# kernel matrix took 1457 s with the lane's mutants beside it for 1376 s, but its guests alone, later the same
+# afternoon, were as slow (6.1's e2e_steering 425 s against 403 s beside the lane): the machine was.
 cpu_lane() {
   renice -n 19 -p "$BASHPID" >/dev/null
   local rc=0
@@ -241,17 +244,15 @@ stage ctest "all tests (unit, k8s, e2e), programs from clang-14, one per core at
   sandboxed ctest --test-dir "$top/build" --output-on-failure -j "$jobs" -LE '^(bpf|fuzz)$' \
   -E '^e2e_(steering|cli|kubernetes|kubernetes_threads|lifecycle)$'
 
-# The kernel matrix runs last, alone on the machine: the TCG guests are CPU-bound (beside the host tier they
-# would share the CPUs). The CPU lane is awaited first: what it has left then runs alone, on both cores (the
-# mutants are built two at a time). Beside the guests, even at nice 19, it slowed them: on a slow afternoon its
-# mutants ran 1376 s beside the matrix, which took 1457 s against 659 s that morning (2026-12-07; the release
-# tree's build 436 s against 353 s: the machine itself was slower too). QEMU guests with no network device:
-# nothing there can reach the machine's interfaces. Each guest first checks that its verifier accepts the
-# datapath and refuses it with a bounds check removed (the self-check).
-stage_await cpu
+# After the host tier, alone on the machine (but for what is left of the CPU lane, which only takes the CPU time
+# the guests leave idle): the TCG guests are CPU-bound, and slowed by a second guest one missed a wall-clock
+# window of e2e_lifecycle on 6.1; beside the host tier they would share the CPUs too. QEMU guests with no
+# network device: nothing there can reach the machine's interfaces. Each guest first checks that its verifier
+# accepts the datapath and refuses it with a bounds check removed (the self-check).
 if [ "${BPFNET_TEST_VM:-1}" = 0 ]; then
   echo "== kernel matrix skipped (BPFNET_TEST_VM=0)"
 else
   stage vm "kernel matrix: the verifier self-check, bpf, fuzz and the datapath's e2e cases on Debian's 6.1 and 6.12 kernels" \
     "$top/tests/vm/run.sh"
 fi
+stage_await cpu
