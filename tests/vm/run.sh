@@ -33,6 +33,7 @@
 #                           (default /var/cache/bpfnet-vm); a warm cache downloads nothing
 #          BPFNET_VM_TIMEOUT seconds one guest may run (default 2400)
 #          BPFNET_VM_ACCEL   tcg (default) or kvm
+#          BPFNET_VM_CPU     the CPU TCG emulates (default qemu64; see accel below)
 #
 # Kernels are Debian packages: "6.1" is the newest linux-image-6.1.0-N-amd64-unsigned, "6.12" the newest
 # linux-image-6.12.N+deb12-amd64-unsigned that apt knows. The build tree must have been built (scripts/test.sh
@@ -256,8 +257,19 @@ initramfs() {
 # threaded guests one after the other (2026-12-07). Each suite took about twice as long, so a test's
 # wall-clock window must scale with E2E_TIME_SCALE (e2e_cli's trace: a fixed 6 s closed before the RRQ);
 # an earlier try of threaded guests side by side had 6.1's liveness-gate probes miss theirs (2026-12-03).
+# The emulated CPU is QEMU's qemu64 (x86-64's baseline, SSE2) unless BPFNET_VM_CPU names another: with `max`
+# the guest's glibc and kernel pick their AVX2 code, which TCG emulates instruction by instruction. The
+# matrix's subject is the kernel (its verifier, helpers, hooks), which no CPU feature changes; the JIT emits
+# classic shifts instead of BMI2's. 6.1 with verifier,bpf,e2e_coexist and two e2e_lan cases, two runs each,
+# alternated: 176 s and 156 s with qemu64, 217 s and 206 s with max (the verifier self-check 4.1-4.5 s
+# against 7.8-8.1 s; 2026-12-07); the whole matrix 1297 s alone against 1457 s in CI's run that afternoon
+# (whose Ironic walk, mostly Python and waits, was not faster).
 accel() {
-    if [ "${BPFNET_VM_ACCEL:-tcg}" = kvm ]; then echo "-accel kvm -cpu host"; else echo "-accel tcg,thread=single -cpu max"; fi
+    if [ "${BPFNET_VM_ACCEL:-tcg}" = kvm ]; then
+        echo "-accel kvm -cpu host"
+    else
+        echo "-accel tcg,thread=single -cpu ${BPFNET_VM_CPU:-qemu64}"
+    fi
 }
 
 # Set-up waits of the e2e suites (E2E_TIME_SCALE): emulation starts servers several times slower.
