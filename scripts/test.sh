@@ -181,9 +181,9 @@ sandboxed() { unshare --net --mount --fork -- sh -c 'ip link set lo up && exec "
 # (fuzz_mutants 156 s, its mutants built two at a time, fuzz_quick 43 s, 2026-12-07), run at the lowest priority
 # (nice 19) beside everything that follows: it takes the CPU time the e2e suites leave idle while they wait
 # (about a fifth of the sanitizer stages', the host tier's and the kernel matrix's), and gives it back whenever
-# they want it. On a slow afternoon (2026-12-07: the release tree's build 436 s against 353 s that morning) the
-# kernel matrix took 1457 s with the lane's mutants beside it for 1376 s, but its guests alone, later the same
-# afternoon, were as slow (6.1's e2e_steering 425 s against 403 s beside the lane): the machine was.
+# they want it. On a slow afternoon (2026-12-07: the release tree's build 436 s against 353 s that morning)
+# the kernel matrix took 1457 s, 1376 s of them with the lane's mutants beside it, but its guests alone, later
+# the same afternoon, were as slow (6.1's e2e_steering 425 s against 403 s beside the lane): the machine was.
 cpu_lane() {
   renice -n 19 -p "$BASHPID" >/dev/null
   local rc=0

@@ -15,8 +15,9 @@
  * bpf_skb_change_tail), so a CHECKSUM_PARTIAL skb's checksum start stays right. The UDP checksum is computed
  * from the skb's checksum state (l4_check_after: a CHECKSUM_PARTIAL skb's field holds the pseudo-header's sum
  * only, so the payload is not summed for it), or updated by the kernel's helpers where the state asks for
- * them. A Relay-Reply is copied with its frame's headers; the frame sent is built in the copy in front of the
- * inner message and written back in one store.
+ * them. A Relay-Forward made in front gets its new headers built in a copy and written directly after the
+ * room is made. A Relay-Reply is copied with its frame's headers; the frame sent is built in the copy in
+ * front of the inner message and written back in one store.
  */
 #ifndef BPFNET_DHCP6_H
 #define BPFNET_DHCP6_H
@@ -87,7 +88,9 @@ _Static_assert(DHCP6_SUM_CHUNK == 512, "dhcp6_sum masks a chunk with 511");
 
 struct dhcp6_scratch {
 	/* A Relay-Reply's frame headers, copied with it so that they end where msg[] starts; the headers of
-	 * the frame sent are built in front of the inner message, in msg[] or here (dhcp6_relay_reply). */
+	 * the frame sent are built in front of the inner message, in msg[] or here (dhcp6_relay_reply). A
+	 * Relay-Forward made in front has its frame headers built here, in front of its relay header in msg[]
+	 * (dhcp6_forward_in_front). */
 	__u8 head[DHCP6_HEAD_ROOM];
 	/* The message as it is read or built. Twice DHCP6_MAX_MSG: an offset below DHCP6_MAX_MSG plus a
 	 * length up to it stays inside, which is what the verifier can prove; 4 more for the padding after
@@ -368,11 +371,12 @@ static __always_inline int dhcp6_write_forward_head(struct __sk_buff *skb, const
  * over the frame's first bytes with it (dhcp6_write_forward_head). The client's message is neither read nor
  * written, and a frame with headroom (any that XDP saw) is not reallocated, as growing its tail does. The
  * headers are read where they lie, in the linear part: what stays of them (the EtherType, IPv6's version,
- * traffic class and flow label, its next header: UDP) is copied into the headers built, everything else is
- * new. Only where the checksum is computed here (CHECKSUM_NONE or UNNECESSARY) and the datagram follows the
- * fixed IPv6 header: the UDP header moves, which a CHECKSUM_PARTIAL skb's checksum start would not follow.
- * Returns DHCP6_AT_TAIL, having changed nothing, where it does not apply; -1 when a helper refused. wrap_sum:
- * the header's sum (dhcp6_sum); saddr, daddr: the datagram's addresses as it came.
+ * traffic class and flow label) is copied into the headers built, everything else is written anew (the next
+ * header is UDP: nothing else takes this way). Only where the checksum is computed here (CHECKSUM_NONE or
+ * UNNECESSARY) and the datagram follows the fixed IPv6 header: the UDP header moves, which a CHECKSUM_PARTIAL
+ * skb's checksum start would not follow. Returns DHCP6_AT_TAIL, having changed nothing, where it does not
+ * apply; -1 when a helper refused. wrap_sum: the header's sum (dhcp6_sum); saddr, daddr: the datagram's
+ * addresses as it came.
  */
 static __always_inline int dhcp6_forward_in_front(struct __sk_buff *skb, const struct ip_packet *pkt,
 						  struct dhcp6_scratch *s, __u32 n, __u32 wrap_sum,
@@ -404,6 +408,7 @@ static __always_inline int dhcp6_forward_in_front(struct __sk_buff *skb, const s
 	mac_copy(frame, link->pod_mac);
 	mac_copy(frame + ETH_ALEN, link->veth_mac);
 	/* The EtherType and IPv6's version, traffic class and flow label. */
+#pragma unroll
 	for (__u32 i = 2 * ETH_ALEN; i < sizeof(struct ethhdr) + 4; i++)
 		frame[i] = was[i];
 	ip6->payload_len = len; /* no extension headers: the datagram is the payload */

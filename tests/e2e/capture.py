@@ -35,7 +35,8 @@ usage: capture.py record IFACE OUTFILE [--needle IP]...
            (Ethernet source MAC) to CLIENT:68 and the client's MAC. Exit 0 or 1.
        capture.py tftp-ports FILE --server IP [--after T]
            Prints the server's source ports of the TFTP DATA packets that came in from IP, as
-           "ports=P1,P2,... data=N bytes=B", sorted.
+           "ports=P1,P2,... data=N bytes=B blocks_bytes=U", sorted: N packets of B bytes, U of them in
+           distinct blocks (each transfer's block, by its ports, counted once: retransmissions are not).
        capture.py hits FILE [--after T]
            Prints the number of frames with a needle hit, and the first few of them.
        capture.py checksums FILE [--after T] [--min N]
@@ -379,14 +380,16 @@ def renew_check(args):
 
 def tftp_ports(args):
     records = load(args.file, args.after)
-    ports, count, size = set(), 0, 0
+    ports, count, size, blocks = set(), 0, 0, {}
     for r in records:
         t = r.get("tftp")
         if t and t["op"] == "DATA" and r.get("ip_src") == args.server and r.get("dir") != "out":
             ports.add(r["sport"])
             count += 1
             size += t["n"]
-    print("ports=%s data=%d bytes=%d" % (",".join(str(p) for p in sorted(ports)), count, size))
+            blocks[(r["sport"], r["dport"], t["block"])] = t["n"]
+    print("ports=%s data=%d bytes=%d blocks_bytes=%d" % (",".join(str(p) for p in sorted(ports)), count, size,
+                                                         sum(blocks.values())))
     return 0
 
 

@@ -390,7 +390,9 @@ tftp_get() {
     rm -f "$dest"
     local family=()
     [[ $server != *:* ]] || family=(-6)
-    (cd "$(dirname "$dest")" && timeout 60 ip netns exec "$ns" tftp "${family[@]}" -m binary -v "$server" -c get \
+    # 60 s for a file (scaled: a guest of the kernel matrix under TCG, beside another suite, fetched 0.9 MB of
+    # the 3 MB boot file in 60 s, 2026-12-07).
+    (cd "$(dirname "$dest")" && timeout "$(scaled_seconds 60)" ip netns exec "$ns" tftp "${family[@]}" -m binary -v "$server" -c get \
         "$file" "$(basename "$dest")") >"$dest.log" 2>&1
     rc=$?
     if [ "$rc" != 0 ] || [ ! -f "$dest" ] || grep -qiE 'error|timed out|refused' "$dest.log"; then

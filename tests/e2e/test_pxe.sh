@@ -271,12 +271,15 @@ case_renew_broadcast() {
 }
 
 # tftp_capture_has_bytes N T0: the host's capture holds at least N bytes of TFTP DATA from the service IP
-# since T0 (all that the transfers fetched: the capture has caught up with them).
+# since T0, each block counted once (all that the transfers fetched: the capture has caught up with them). A
+# second between reads where it has not: each read parses the whole capture, which competes with its writer.
 tftp_capture_has_bytes() {
     local seen
     seen=$(python3 "$CAPTURE_PY" tftp-ports "$LAN_CAPTURE" --server "$E2E_SERVICE_IP" --after "$2")
-    seen=${seen##*bytes=}
-    [ "${seen:-0}" -ge "$1" ]
+    seen=${seen##*blocks_bytes=}
+    [ "${seen:-0}" -ge "$1" ] && return 0
+    sleep 1
+    return 1
 }
 
 # d. TFTP through the service IP in one dnsmasq mode: the ~3 MB boot file and a second file, byte for byte.
@@ -337,7 +340,8 @@ tftp_case() {
     local ports created_delta dnat_delta
     # The capture writes what it saw as it goes: on a loaded machine its file can be behind the transfers by
     # megabytes (a guest of the kernel matrix under TCG: 2.9 of 4 MB when the transfers ended). The ports are
-    # judged once it holds every byte fetched, or when it stops catching up (the judgments then say what it saw).
+    # judged once it holds every byte fetched, or after 60 s (scaled) without (the judgments then say what it
+    # saw).
     local fetched
     fetched=$(($(stat -c %s "$DHCP_TFTP_ROOT/$BIG_FILE") + $(stat -c %s "$DHCP_TFTP_ROOT/$SMALL_FILE")))
     wait_for 60 tftp_capture_has_bytes "$fetched" "$t0" || log "$mode: the capture still lacks some of the $fetched bytes fetched"

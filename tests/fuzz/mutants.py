@@ -123,7 +123,7 @@ MUTANTS = [
      "lib/dhcp6.h",
      "change.rest = csum_add32(wrap_sum, change.len + csum_word_diff(was_udp->source, to->sport) +",
      "change.rest = csum_add32(0, change.len + csum_word_diff(was_udp->source, to->sport) +"),
-    ("bounds: the DHCPv6 Relay-Forward made in front keeps the client's IPv6 payload length", "lib/dhcp6.h",
+    ("bounds: the DHCPv6 Relay-Forward made in front sent without its IPv6 payload length", "lib/dhcp6.h",
      "\tip6->payload_len = len; /* no extension headers: the datagram is the payload */\n",
      ""),
     ("checksum: the ICMPv6 checksum misses the quoted address", "lib/icmp6.h",
@@ -138,27 +138,35 @@ MUTANTS = [
 ]
 
 
-def build(source: pathlib.Path, workdir: pathlib.Path, clang: str, include: str, mutant) -> pathlib.Path:
+def misplaced(source: pathlib.Path, mutant) -> str:
+    """Why the mutant's original text cannot be replaced in the sources ("" when it occurs exactly once)."""
+    name, rel, original = mutant[:3]
+    count = (source / "bpf" / rel).read_text().count(original)
+    return "" if count == 1 else f"mutants.py: '{name}': the original text occurs {count} times in bpf/{rel}"
+
+
+def build(source: pathlib.Path, workdir: pathlib.Path, clang: str, include: str, mutant):
+    """Builds the mutant in workdir: (its object, "") or (None, clang's output when it failed)."""
     tree = workdir / "src"
     shutil.copytree(source / "bpf", tree / "bpf")
     shutil.copytree(source / "maps", tree / "maps")
-    name, rel, original, replacement = mutant[:4]
+    rel, original, replacement = mutant[1:4]
     path = tree / "bpf" / rel
-    text = path.read_text()
-    if text.count(original) != 1:
-        raise SystemExit(f"mutants.py: '{name}': the original text occurs {text.count(original)} times in bpf/{rel}")
-    path.write_text(text.replace(original, replacement))
+    path.write_text(path.read_text().replace(original, replacement))
     obj = workdir / "mutant.bpf.o"
-    subprocess.run([clang, "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-variable", "-Wno-unused-function",
-                    "-target", "bpf", "-D__TARGET_ARCH_x86", f"-I{include}", f"-I{tree / 'maps'}",
-                    f"-I{tree / 'bpf'}", "-c", str(tree / "bpf" / "bpfnet.bpf.c"), "-o", str(obj)], check=True)
-    return obj
+    run = subprocess.run([clang, "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-variable", "-Wno-unused-function",
+                          "-target", "bpf", "-D__TARGET_ARCH_x86", f"-I{include}", f"-I{tree / 'maps'}",
+                          f"-I{tree / 'bpf'}", "-c", str(tree / "bpf" / "bpfnet.bpf.c"), "-o", str(obj)],
+                         capture_output=True, text=True)
+    return (obj, "") if run.returncode == 0 else (None, run.stderr)
 
 
 def judge(args, workdir: pathlib.Path, mutant) -> tuple[str, bool]:
     """Builds one mutant in workdir and runs the fuzzer on it: (the report line, caught)."""
     name = mutant[0]
-    obj = build(args.source, workdir, args.clang, args.include, mutant)
+    obj, errors = build(args.source, workdir, args.clang, args.include, mutant)
+    if obj is None:
+        return f"ERROR    {name}: the mutant does not compile\n{errors}", False
     env = dict(os.environ)
     if HELPER in mutant[4:]:
         env["BPFNET_TEST_L4_CHECKSUMS"] = "helper"
@@ -189,6 +197,11 @@ def main() -> int:
     args = ap.parse_args()
 
     chosen = [m for m in MUTANTS if not args.only or args.only in m[0]]
+    # Every mutant's place is checked before any is built: a source change that moved one fails at once.
+    problems = [reason for reason in (misplaced(args.source, m) for m in chosen) if reason]
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 1
     survivors = []
     with tempfile.TemporaryDirectory(prefix="bpfnet-mutants-") as tmp, \
             concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

@@ -257,10 +257,12 @@ initramfs() {
 # threaded guests one after the other (2026-12-07). Each suite took about twice as long, so a test's
 # wall-clock window must scale with E2E_TIME_SCALE (e2e_cli's trace: a fixed 6 s closed before the RRQ);
 # an earlier try of threaded guests side by side had 6.1's liveness-gate probes miss theirs (2026-12-03).
-# The emulated CPU is QEMU's qemu64 (x86-64's baseline, SSE2) unless BPFNET_VM_CPU names another: with `max`
-# the guest's glibc and kernel pick their AVX2 code, which TCG emulates instruction by instruction. The
-# matrix's subject is the kernel (its verifier, helpers, hooks), which no CPU feature changes; the JIT emits
-# classic shifts instead of BMI2's. 6.1 with verifier,bpf,e2e_coexist and two e2e_lan cases, two runs each,
+# The emulated CPU is QEMU's qemu64 model (an early x86-64: SSE3, no AVX, no BMI) unless BPFNET_VM_CPU names
+# another: with `max` the guest's glibc and kernel pick their AVX2 code, which TCG emulates instruction by
+# instruction. The matrix's subject is the kernel (its verifier, helpers, hooks), which no CPU feature
+# changes; what differs from a production CPU is the machine code around it: the BPF JIT emits classic shifts
+# instead of BMI2's, and the kernel picks its mitigations and string routines for that model (the host tier
+# runs the JIT's code for this machine's CPU). 6.1 with verifier,bpf,e2e_coexist and two e2e_lan cases, two runs each,
 # alternated: 176 s and 156 s with qemu64, 217 s and 206 s with max (the verifier self-check 4.1-4.5 s
 # against 7.8-8.1 s; 2026-12-07); the whole matrix 1297 s alone against 1457 s in CI's run that afternoon
 # (whose Ironic walk, mostly Python and waits, was not faster).
@@ -306,7 +308,7 @@ run_kernel() {
     for attempt in 1 2 3; do
         local again=""
         [ "$attempt" = 1 ] || again=" (boot attempt $attempt)"
-        log "booting $kver ($(accel | awk '{print $2}')): suites $kernel_suites$again"
+        log "booting $kver ($(accel | awk '{print $2 ", " $4}')): suites $kernel_suites$again"
         # --foreground: timeout stays in the caller's process group, so stopping the matrix (scripts/test.sh
         # stops its whole group when a host stage fails) stops the guest too.
         # shellcheck disable=SC2046
