@@ -336,14 +336,16 @@ tftp_case() {
             return 1
         fi
     done
-    log "$mode: $BIG_FILE ($(stat -c %s "$DHCP_TFTP_ROOT/$BIG_FILE") bytes) and $SMALL_FILE ($(stat -c %s "$DHCP_TFTP_ROOT/$SMALL_FILE") bytes): sha256 match"
+    local big_size small_size
+    big_size=$(stat -c %s "$DHCP_TFTP_ROOT/$BIG_FILE")
+    small_size=$(stat -c %s "$DHCP_TFTP_ROOT/$SMALL_FILE")
+    log "$mode: $BIG_FILE ($big_size bytes) and $SMALL_FILE ($small_size bytes): sha256 match"
     local ports created_delta dnat_delta
     # The capture writes what it saw as it goes: on a loaded machine its file can be behind the transfers by
     # megabytes (a guest of the kernel matrix under TCG: 2.9 of 4 MB when the transfers ended). The ports are
     # judged once it holds every byte fetched, or after 60 s (scaled) without (the judgments then say what it
     # saw).
-    local fetched
-    fetched=$(($(stat -c %s "$DHCP_TFTP_ROOT/$BIG_FILE") + $(stat -c %s "$DHCP_TFTP_ROOT/$SMALL_FILE")))
+    local fetched=$((big_size + small_size))
     wait_for 60 tftp_capture_has_bytes "$fetched" "$t0" || log "$mode: the capture still lacks some of the $fetched bytes fetched"
     ports=$(python3 "$CAPTURE_PY" tftp-ports "$LAN_CAPTURE" --server "$E2E_SERVICE_IP" --after "$t0")
     created_delta=$(counter_delta flow_created "$created")
