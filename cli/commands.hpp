@@ -1,18 +1,17 @@
-// The command table of bpfnetctl. Each command lives in its own file and registers itself with one
-// add_*_command function: it declares its CLI11 subcommand and options and hands CommandSet the code to run
-// when that subcommand is chosen. A new command: a new file with its add_*_command, declared here, listed in
-// cli/CMakeLists.txt and registered in app.cpp (register_commands).
+// bpfnetctl's commands. Each command's work lives in its own file (commands_*.cpp, trace.cpp) behind a run_*
+// function declared here, with the arguments its options fill; app.cpp declares the command line with CLI11
+// (every subcommand, option and help text) and calls the chosen command's run_* function. Only app.cpp
+// includes CLI11: its header-only library costs each file that includes it several seconds of compile time.
+// A new command: its run_* function here, its file in cli/CMakeLists.txt, its subcommand in app.cpp
+// (add_commands).
 #pragma once
 
 #include "cli/options.hpp"
 #include "maps/datapath_maps.hpp"
 
-#include <CLI/CLI.hpp>
-
-#include <functional>
+#include <cstdint>
 #include <ostream>
-#include <utility>
-#include <vector>
+#include <string>
 
 namespace bpfnet::cli {
 
@@ -29,27 +28,41 @@ struct Context {
     DatapathMaps open_datapath() const;
 };
 
-using CommandRun = std::function<void(Context &)>;
+void run_status(Context &context);   // cli/commands_status.cpp
+void run_services(Context &context); // cli/commands_tables.cpp
+void run_backends(Context &context);
+void run_neighbours(Context &context);
 
-class CommandSet {
-public:
-    // `run` is called when `subcommand` (a leaf: `status`, `backend set`) was given on the command line.
-    void add(CLI::App *subcommand, CommandRun run) { commands_.emplace_back(subcommand, std::move(run)); }
-    // Runs the chosen command; false when none was chosen (CLI11 requires one, so only on a wiring bug).
-    bool run_chosen(Context &context) const;
-
-private:
-    std::vector<std::pair<CLI::App *, CommandRun>> commands_;
+struct FlowArgs {
+    std::string host; // only flows of this host IP
+    std::string port; // only flows with this port, on either side
 };
+void run_flows(Context &context, const FlowArgs &args);
 
-void add_status_command(CLI::App &app, CommandSet &commands);
-void add_services_command(CLI::App &app, CommandSet &commands);
-void add_backends_command(CLI::App &app, CommandSet &commands);
-void add_flows_command(CLI::App &app, CommandSet &commands);
-void add_neighbours_command(CLI::App &app, CommandSet &commands);
-void add_stats_command(CLI::App &app, CommandSet &commands);
-void add_backend_command(CLI::App &app, CommandSet &commands); // backend set / backend clear
-void add_version_command(CLI::App &app, CommandSet &commands);
-void add_trace_command(CLI::App &app, CommandSet &commands); // cli/trace.cpp
+struct StatsArgs {
+    bool watch = false;
+    std::string interval = "1"; // seconds between refreshes (--watch)
+    std::string count;          // refreshes before stopping (--watch); empty: until interrupted
+};
+void run_stats(Context &context, const StatsArgs &args); // cli/commands_stats.cpp
+
+struct BackendSetArgs {
+    std::string ip;
+    std::string ipv6;
+    std::string veth;     // empty: found by the loader through the route to ip
+    std::string delivery; // auto or route; empty: the running backend's
+};
+void run_backend_set(Context &context, const BackendSetArgs &args); // cli/commands_backend.cpp
+void run_backend_clear(Context &context);
+
+void run_version(Context &context); // cli/commands_version.cpp
+
+struct TraceArgs {
+    std::string protocol; // empty: every protocol
+    std::string mac;      // empty: every client
+    uint64_t count = 0;
+    double duration_s = 0;
+};
+void run_trace(Context &context, const TraceArgs &args); // cli/trace.cpp
 
 } // namespace bpfnet::cli

@@ -6,19 +6,11 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <memory>
 #include <sstream>
 
 namespace bpfnet::cli {
 
 namespace {
-
-struct BackendSetArgs {
-    std::string ip;
-    std::string ipv6;
-    std::string veth;
-    std::string delivery;
-};
 
 // No loader answered: when there is no datapath either, that is the more useful thing to say.
 [[noreturn]] void no_loader(const Context &context, const ControlUnavailable &e) {
@@ -110,31 +102,18 @@ std::string describe_backend_change(const nlohmann::json &result) {
     return line.str();
 }
 
-void add_backend_command(CLI::App &app, CommandSet &commands) {
-    auto *backend = app.add_subcommand("backend", "point the service IPs at a pod, or at none (standalone use)");
-    backend->require_subcommand(1);
+void run_backend_set(Context &context, const BackendSetArgs &args) {
+    // Malformed values are refused here, before the loader is asked; its config rules are checked there.
+    parse_ip(args.ip, "IP");
+    if (!args.ipv6.empty())
+        parse_ipv6(args.ipv6, "--ipv6");
+    if (!args.veth.empty())
+        parse_interface_name(args.veth, "--veth");
+    send(context, backend_set_request(args.ip, args.veth, args.ipv6, args.delivery));
+}
 
-    auto args = std::make_shared<BackendSetArgs>();
-    auto *set = backend->add_subcommand("set", "steer every listed port to the pod IP (through its veth), by the "
-                                               "running loader");
-    set->add_option("IP", args->ip, "the pod's IP address (IPv6 for an IPv6-only service)")->required();
-    set->add_option("--ipv6", args->ipv6, "the pod's IPv6 address, for a dual-stack service's IPv6 address");
-    set->add_option("--veth", args->veth, "host side of the pod's veth (default: found through the route to IP)");
-    set->add_option("--delivery", args->delivery,
-                    "auto (into the pod's veth) or route (through the node's routing); default: the running backend's")
-        ->check(CLI::IsMember({"auto", "route"}));
-    commands.add(set, [args](Context &context) {
-        // Malformed values are refused here, before the loader is asked; its config rules are checked there.
-        parse_ip(args->ip, "IP");
-        if (!args->ipv6.empty())
-            parse_ipv6(args->ipv6, "--ipv6");
-        if (!args->veth.empty())
-            parse_interface_name(args->veth, "--veth");
-        send(context, backend_set_request(args->ip, args->veth, args->ipv6, args->delivery));
-    });
-
-    auto *clear = backend->add_subcommand("clear", "no backend: service IPs inactive, their ports dropped");
-    commands.add(clear, [](Context &context) { send(context, backend_clear_request()); });
+void run_backend_clear(Context &context) {
+    send(context, backend_clear_request());
 }
 
 } // namespace bpfnet::cli

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
-#include <memory>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -17,12 +16,6 @@
 namespace bpfnet::cli {
 
 namespace {
-
-struct StatsArgs {
-    bool watch = false;
-    std::string interval = "1";
-    std::string count;
-};
 
 void add_rows(TextTable &table, const CounterValues &totals, const std::vector<double> *rates, CounterKind kind) {
     for (size_t i = 0; i < totals.size() && i < counter_table.size(); i++) {
@@ -97,6 +90,8 @@ void watch(Context &context, const DatapathMaps &maps, std::chrono::milliseconds
     }
 }
 
+} // namespace
+
 void run_stats(Context &context, const StatsArgs &args) {
     // Arguments are checked before the datapath is opened: a bad value is reported as such.
     auto interval = parse_interval(args.interval, "--interval");
@@ -114,8 +109,6 @@ void run_stats(Context &context, const StatsArgs &args) {
     else
         print_stats_table(context.out, totals);
 }
-
-} // namespace
 
 std::vector<double> counter_rates(const CounterValues &before, const CounterValues &after, double seconds) {
     std::vector<double> rates(after.size(), 0.0);
@@ -158,18 +151,6 @@ Json stats_watch_json(const CounterValues &totals, const std::vector<double> &ra
     json["interval_seconds"] = json_seconds(seconds);
     json["rates"] = json_groups(rates);
     return json;
-}
-
-void add_stats_command(CLI::App &app, CommandSet &commands) {
-    auto args = std::make_shared<StatsArgs>();
-    auto *sub =
-        app.add_subcommand("stats", "every datapath counter, summed over CPUs: paths, drops by reason, and events");
-    auto *watch_flag = sub->add_flag("-w,--watch", args->watch, "refresh every --interval, with rates per second");
-    sub->add_option("--interval", args->interval, "seconds between refreshes (with --watch)")
-        ->capture_default_str()
-        ->needs(watch_flag);
-    sub->add_option("--count", args->count, "stop after this many refreshes (with --watch)")->needs(watch_flag);
-    commands.add(sub, [args](Context &context) { run_stats(context, *args); });
 }
 
 } // namespace bpfnet::cli

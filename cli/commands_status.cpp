@@ -203,6 +203,8 @@ void describe_serving_loader(StatusView &status, const std::string &socket) {
     }
 }
 
+} // namespace
+
 void run_status(Context &context) {
     DatapathMaps maps = context.open_datapath();
     StatusView status = read_status(maps, context.options.interface, context.options.pin_dir());
@@ -212,8 +214,6 @@ void run_status(Context &context) {
     else
         print_status_table(context.out, status);
 }
-
-} // namespace
 
 HeartbeatState StatusView::heartbeat() const {
     if (!heartbeat_age_seconds)
@@ -448,11 +448,6 @@ Json status_json(const StatusView &status) {
                            {"age_seconds", json_seconds(conflict.age_seconds)}});
     json["conflicts"] = {{"seen", status.conflicts_seen}, {"entries", entries}};
     return json;
-}
-
-void add_status_command(CLI::App &app, CommandSet &commands) {
-    auto *sub = app.add_subcommand("status", "attach state, service IPs, backend, loader heartbeat, conflicts");
-    commands.add(sub, run_status);
 }
 
 } // namespace bpfnet::cli

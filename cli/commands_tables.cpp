@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <memory>
 #include <tuple>
 
 namespace bpfnet::cli {
@@ -43,6 +42,8 @@ bool has_backend(const bpfnet_service &service) {
     return service.backend_ip != bpfnet_ip{};
 }
 
+} // namespace
+
 void run_services(Context &context) {
     DatapathMaps maps = context.open_datapath();
     if (context.json())
@@ -61,11 +62,6 @@ void run_backends(Context &context) {
     else
         print_backends_table(context.out, std::move(rows));
 }
-
-struct FlowArgs {
-    std::string host;
-    std::string port;
-};
 
 void run_flows(Context &context, const FlowArgs &args) {
     FlowFilter filter;
@@ -100,8 +96,6 @@ void run_neighbours(Context &context) {
     else
         print_neighbours_table(context.out, std::move(entries));
 }
-
-} // namespace
 
 bool FlowFilter::matches(const bpfnet_flow_key &key) const {
     if (host && key.remote_ip != *host)
@@ -204,30 +198,6 @@ Json neighbours_json(NeighbourEntries entries) {
     for (const auto &[ip, neighbour, confirmed] : entries)
         list.push_back({{"ip", format_ip(ip)}, {"mac", format_mac(neighbour.mac)}, {"confirmed", confirmed}});
     return {{"neighbours", list}};
-}
-
-void add_services_command(CLI::App &app, CommandSet &commands) {
-    auto *sub = app.add_subcommand("services", "listed ports of the service IPs and the backend each is steered to");
-    commands.add(sub, run_services);
-}
-
-void add_backends_command(CLI::App &app, CommandSet &commands) {
-    auto *sub = app.add_subcommand("backends", "backend pods on this node: veth, MACs, redirect mode");
-    commands.add(sub, run_backends);
-}
-
-void add_flows_command(CLI::App &app, CommandSet &commands) {
-    auto args = std::make_shared<FlowArgs>();
-    auto *sub = app.add_subcommand("flows", "flows recorded on the way back (TFTP transfers, the pod's own calls)");
-    sub->add_option("--host", args->host, "only flows of this host IP");
-    sub->add_option("--port", args->port, "only flows with this port, on the host's or the service's side");
-    commands.add(sub, [args](Context &context) { run_flows(context, *args); });
-}
-
-void add_neighbours_command(CLI::App &app, CommandSet &commands) {
-    auto *sub = app.add_subcommand("neighbours", "hosts on the provisioning LAN the datapath learned MACs of");
-    sub->alias("neighbors");
-    commands.add(sub, run_neighbours);
 }
 
 } // namespace bpfnet::cli

@@ -20,6 +20,8 @@ std::string kernel_release() {
     return uname(&names) == 0 ? names.release : "unknown";
 }
 
+} // namespace
+
 void run_version(Context &context) {
     Json json = {{"bpfnet", BPFNET_VERSION},
                  {"libbpf", libbpf_version()},
@@ -35,13 +37,6 @@ void run_version(Context &context) {
     list.add("libxdp", std::string(BPFNET_LIBXDP_VERSION) + " (built with)");
     list.add("kernel", kernel_release());
     list.print(context.out);
-}
-
-} // namespace
-
-void add_version_command(CLI::App &app, CommandSet &commands) {
-    auto *sub = app.add_subcommand("version", "bpfnet, libbpf, libxdp and kernel versions");
-    commands.add(sub, run_version);
 }
 
 } // namespace bpfnet::cli

@@ -243,7 +243,7 @@ std::array<uint8_t, 6> parse_mac(const std::string &text, const std::string &wha
     return *mac;
 }
 
-void run_trace(Context &context, const TraceOptions &options) {
+void stream_trace(Context &context, const TraceOptions &options) {
     DatapathMaps maps = context.open_datapath();
     const std::string ring = context.options.pin_dir() + "/" BPFNET_MAP_NAME(trace);
     int fd = bpf_obj_get(ring.c_str());
@@ -275,25 +275,15 @@ void run_trace(Context &context, const TraceOptions &options) {
     ring_buffer__consume(rb.get()); // what arrived before tracing went off
 }
 
-void add_trace_command(CLI::App &app, CommandSet &commands) {
-    auto *cmd = app.add_subcommand("trace", "live stream of steering decisions (tracing is on only while this runs)");
-    auto protocol = std::make_shared<std::string>();
-    auto mac = std::make_shared<std::string>();
-    auto options = std::make_shared<TraceOptions>();
-    cmd->add_option("--protocol", *protocol, "only dhcp, tftp, tcp, udp, arp or ndp decisions")
-        ->check(CLI::IsMember({"dhcp", "tftp", "tcp", "udp", "arp", "ndp"}));
-    cmd->add_option("--mac", *mac, "only packets of this client (DHCP chaddr, else the frame's source MAC)");
-    cmd->add_option("--count", options->count, "stop after this many records");
-    cmd->add_option("--duration", options->duration_s, "stop after this many seconds");
-    commands.add(cmd, [protocol, mac, options](Context &context) {
-        if (!protocol->empty())
-            options->filter.protocol = *protocol;
-        if (!mac->empty())
-            options->filter.mac = parse_mac(*mac, "--mac");
-        if (options->duration_s < 0)
-            throw CliError(ExitCode::InvalidArgument, "--duration: must not be negative");
-        run_trace(context, *options);
-    });
+void run_trace(Context &context, const TraceArgs &args) {
+    TraceOptions options{.filter = {}, .count = args.count, .duration_s = args.duration_s};
+    if (!args.protocol.empty())
+        options.filter.protocol = args.protocol;
+    if (!args.mac.empty())
+        options.filter.mac = parse_mac(args.mac, "--mac");
+    if (options.duration_s < 0)
+        throw CliError(ExitCode::InvalidArgument, "--duration: must not be negative");
+    stream_trace(context, options);
 }
 
 } // namespace bpfnet::cli

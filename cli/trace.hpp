@@ -32,7 +32,8 @@ std::string trace_json(const bpfnet_trace &record);
 // Parses a MAC address (aa:bb:cc:dd:ee:ff); throws CliError(InvalidArgument) naming `what`.
 std::array<uint8_t, 6> parse_mac(const std::string &text, const std::string &what);
 
-// Streams records until interrupted, the count is reached or the duration passes.
-void run_trace(Context &context, const TraceOptions &options);
+// Streams records until interrupted, the count is reached or the duration passes (run_trace, cli/commands.hpp,
+// checks the command's arguments into TraceOptions).
+void stream_trace(Context &context, const TraceOptions &options);
 
 } // namespace bpfnet::cli

@@ -34,19 +34,27 @@ date +%s >"$times/started"
 # and its output is shown if it failed too.
 trap 'wait; show_failed_background_stages; bash "$top/scripts/time_table.sh" "$times"' EXIT
 
-# stage_record T0 RC TITLE: a stage's line for the table, its wall time counted from T0.
+# cpu_ticks: the machine's CPU time so far, in clock ticks summed over its CPUs: all of it, the idle part and
+# the part at a positive nice value (the CPU lane's).
+cpu_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6, $3 }' /proc/stat; }
+
+# stage_record T0 CPU0 RC TITLE: a stage's line for the table: its wall time counted from T0 and how busy the
+# machine's CPUs were meanwhile (CPU0: cpu_ticks at T0), in percent of all of them, and of that at nice (the CPU
+# lane beside): a stage far from 100 % leaves CPU time a stage beside it could have had.
 stage_record() {
-  printf '%s\t%s\t%s\n' "$(($(date +%s) - $1))" "$2" "$3" >>"$times/stages"
+  local busy
+  busy=$(echo "$2 $(cpu_ticks)" | awk '{ all = $4 - $1; if (all <= 0) all = 1; printf "%d\t%d", 100 * (all - ($5 - $2)) / all, 100 * ($6 - $3) / all }')
+  printf '%s\t%s\t%s\t%s\n' "$(($(date +%s) - $1))" "$3" "$4" "$busy" >>"$times/stages"
 }
 
 # stage SLUG TITLE CMD...: runs CMD as one stage of the run, its output shown and kept in $times/SLUG.log.
 stage() {
-  local slug=$1 title=$2 t0 rc=0
+  local slug=$1 title=$2 t0 c0 rc=0
   shift 2
   echo "== $title"
-  t0=$(date +%s)
+  t0=$(date +%s) c0=$(cpu_ticks)
   "$@" 2>&1 | tee "$times/$slug.log" || rc=$?
-  stage_record "$t0" "$rc" "$title"
+  stage_record "$t0" "$c0" "$rc" "$title"
   return "$rc"
 }
 
@@ -58,9 +66,9 @@ stage_in_background() {
   shift 2
   echo "== $title (beside the next stages)"
   (
-    t0=$(date +%s) rc=0
+    t0=$(date +%s) c0=$(cpu_ticks) rc=0
     "$@" >"$times/$slug.log" 2>&1 || rc=$?
-    stage_record "$t0" "$rc" "$title (beside the others)"
+    stage_record "$t0" "$c0" "$rc" "$title (beside the others)"
     echo "$rc" >"$times/$slug.rc"
     exit "$rc"
   ) &

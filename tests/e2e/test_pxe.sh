@@ -272,13 +272,14 @@ case_renew_broadcast() {
 
 # tftp_capture_has_bytes N T0: the host's capture holds at least N bytes of TFTP DATA from the service IP
 # since T0, each block counted once (all that the transfers fetched: the capture has caught up with them). A
-# second between reads where it has not: each read parses the whole capture, which competes with its writer.
+# second between reads where it has not, scaled as the waits are (scaled_seconds): each read parses the whole
+# capture, which competes with its writer for the CPU, the more so under emulation.
 tftp_capture_has_bytes() {
     local seen
     seen=$(python3 "$CAPTURE_PY" tftp-ports "$LAN_CAPTURE" --server "$E2E_SERVICE_IP" --after "$2")
     seen=${seen##*blocks_bytes=}
     [ "${seen:-0}" -ge "$1" ] && return 0
-    sleep 1
+    sleep "$(scaled_seconds 1)"
     return 1
 }
 

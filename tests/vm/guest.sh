@@ -6,7 +6,8 @@
 #   PROBE <name> <value> [detail]       what this kernel offers (the loader's choices depend on it)
 #   RESULT <suite> pass|fail|skip <seconds> [reason]
 #   DONE
-#   usage: guest.sh REPO SUITES [BUILD [TIME_SCALE]]   SUITES: comma-separated verifier, bpf, fuzz, e2e (all of tests/e2e),
+#   usage: guest.sh REPO SUITES [BUILD [TIME_SCALE]]   SUITES: comma-separated verifier, bpf (BUILD's packet tables),
+#                                         bpf_clang16 (its clang-16 twin's), fuzz, e2e (all of tests/e2e),
 #                                         e2e_<name> (tests/e2e/test_<name>.sh);
 #                                         BUILD: the build tree (default REPO/build)
 set -u
@@ -54,10 +55,10 @@ probe_loader() {
     done < <("$build/loader/bpfnet-loader" --probe-kernel 2>&1)
 }
 
-# bpf_trees: the build trees whose packet tables run here: the default tree has its clang-16 twin (scripts/test.sh
-# builds both).
-bpf_trees() {
-    echo "$build"
+# twin_tree: the default tree's clang-16 twin (scripts/test.sh builds both), when the build tree is the default
+# one: its programs are what clang-16 changes (the suite bpf_clang16 runs its packet tables; the self-check
+# loads its object too).
+twin_tree() {
     [ "$build" != "$repo/build" ] || echo "$repo/build-clang16"
 }
 
@@ -76,22 +77,32 @@ run_bpf_tree() {
     fi
 }
 
-# The self-check: this kernel's verifier accepts the datapath (bpf/bpfnet.bpf.o) and refuses the same
-# datapath with one bounds check removed (bpf/bpfnet_broken.bpf.o), both loaded the same way (bpftool prog
-# loadall). A guest whose verifier did not run, or that ran something else, cannot pass it.
+# The self-check: this kernel's verifier accepts the datapath (bpf/bpfnet.bpf.o, and the clang-16 twin's when
+# it is built, whose packet tables may run on another kernel of the matrix) and refuses the same datapath with
+# one bounds check removed (bpf/bpfnet_broken.bpf.o), all loaded the same way (bpftool prog loadall). A guest
+# whose verifier did not run, or that ran something else, cannot pass it.
 run_verifier() {
-    local t0 out pins=/sys/fs/bpf/bpfnet-verifier
+    local t0 out obj objs=("$build/bpf/bpfnet.bpf.o") twin refused="" n=0 pins=/sys/fs/bpf/bpfnet-verifier
     t0=$(now)
-    rm -rf "$pins" && mkdir -p "$pins/datapath" "$pins/broken"
-    if ! out=$(bpftool prog loadall "$build/bpf/bpfnet.bpf.o" "$pins/datapath" 2>&1); then
-        echo "RESULT verifier fail $(took "$t0") the datapath was refused: $(verifier_says "$out")"
+    twin=$(twin_tree)
+    if [ -n "$twin" ] && [ -f "$twin/bpf/bpfnet.bpf.o" ]; then
+        objs+=("$twin/bpf/bpfnet.bpf.o")
+    fi
+    rm -rf "$pins" && mkdir -p "$pins/broken"
+    for obj in "${objs[@]}"; do
+        n=$((n + 1))
+        mkdir -p "$pins/datapath$n"
+        out=$(bpftool prog loadall "$obj" "$pins/datapath$n" 2>&1) || { refused=$obj; break; }
+    done
+    if [ -n "$refused" ]; then
+        echo "RESULT verifier fail $(took "$t0") the datapath was refused ($refused): $(verifier_says "$out")"
         echo "$out" | grep -A30 'BEGIN PROG LOAD LOG' | head -n 60 | sed 's/^/# /'
     elif out=$(bpftool prog loadall "$build/bpf/bpfnet_broken.bpf.o" "$pins/broken" 2>&1); then
         echo "RESULT verifier fail $(took "$t0") the datapath with a bounds check removed was accepted"
     elif ! grep -q 'invalid access to packet' <<<"$out"; then
         echo "RESULT verifier fail $(took "$t0") the broken datapath was refused, not for its bounds: $(verifier_says "$out")"
     else
-        echo "RESULT verifier pass $(took "$t0") datapath accepted; without a bounds check refused ($(verifier_says "$out"))"
+        echo "RESULT verifier pass $(took "$t0") datapath accepted (${#objs[@]} builds); without a bounds check refused ($(verifier_says "$out"))"
     fi
     rm -rf "$pins"
 }
@@ -203,14 +214,16 @@ cpu_jobs=() # the packet tables and the fuzzer
 for suite in "${list[@]}"; do
     case $suite in
     verifier) run_verifier ;;
-    bpf)
-        while read -r tree; do
-            if [ -x "$tree/tests/bpf/bpf_tests" ]; then
-                cpu_jobs+=("bpf:$tree")
-            else
-                echo "RESULT bpf_${tree##*/} skip 0 $tree/tests/bpf/bpf_tests is not built"
-            fi
-        done < <(bpf_trees)
+    bpf | bpf_clang16)
+        tree=$build
+        [ "$suite" = bpf ] || tree=$(twin_tree)
+        if [ -z "$tree" ]; then
+            echo "RESULT $suite skip 0 no clang-16 twin of $build"
+        elif [ -x "$tree/tests/bpf/bpf_tests" ]; then
+            cpu_jobs+=("bpf:$tree")
+        else
+            echo "RESULT bpf_${tree##*/} skip 0 $tree/tests/bpf/bpf_tests is not built"
+        fi
         ;;
     fuzz) cpu_jobs+=(fuzz) ;;
     e2e)
