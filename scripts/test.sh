@@ -34,16 +34,16 @@ date +%s >"$times/started"
 # and its output is shown if it failed too.
 trap 'wait; show_failed_background_stages; bash "$top/scripts/time_table.sh" "$times"' EXIT
 
-# cpu_ticks: the machine's CPU time so far, in clock ticks summed over its CPUs: all of it, the idle part and
-# the part at a positive nice value (the CPU lane's).
-cpu_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6, $3 }' /proc/stat; }
+# cpu_ticks: the machine's CPU time so far, in clock ticks summed over its CPUs (user to steal; guest time is
+# counted in user), and the idle part of it (idle and iowait).
+cpu_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 
 # stage_record T0 CPU0 RC TITLE: a stage's line for the table: its wall time counted from T0 and how busy the
-# machine's CPUs were meanwhile (CPU0: cpu_ticks at T0), in percent of all of them, and of that at nice (the CPU
-# lane beside): a stage far from 100 % leaves CPU time a stage beside it could have had.
+# machine's CPUs were meanwhile (CPU0: cpu_ticks at T0), in percent of all of them, whoever used them (a stage
+# beside it too): a stage far from 100 % leaves CPU time a stage beside it could have had.
 stage_record() {
   local busy
-  busy=$(echo "$2 $(cpu_ticks)" | awk '{ all = $4 - $1; if (all <= 0) all = 1; printf "%d\t%d", 100 * (all - ($5 - $2)) / all, 100 * ($6 - $3) / all }')
+  busy=$(echo "$2 $(cpu_ticks)" | awk '{ all = $3 - $1; if (all <= 0) all = 1; printf "%d", 100 * (all - ($4 - $2)) / all }')
   printf '%s\t%s\t%s\t%s\n' "$(($(date +%s) - $1))" "$3" "$4" "$busy" >>"$times/stages"
 }
 

@@ -4,8 +4,8 @@
 # kernel matrix's RESULT lines (per kernel) and the benchmarks' "done in" lines.
 #
 #   usage: scripts/time_table.sh DIR
-#          DIR holds `stages` (lines: SECONDS<TAB>STATUS<TAB>NAME<TAB>BUSY<TAB>NICE, in the order the stages
-#          ended; BUSY and NICE: how much of the machine's CPU time was in use meanwhile, and at nice, in percent),
+#          DIR holds `stages` (lines: SECONDS<TAB>STATUS<TAB>NAME<TAB>BUSY, in the order the stages ended;
+#          BUSY: how much of the machine's CPU time was in use meanwhile, by anything, in percent),
 #          `started` (the run's start, in seconds since the epoch) and the stages' logs, *.log, each named after
 #          its stage.
 set -euo pipefail
@@ -13,10 +13,10 @@ set -euo pipefail
 dir=${1:?usage: time_table.sh DIR}
 [ -f "$dir/stages" ] || exit 0
 
-echo "== where the time went (seconds; CI's limit is 5400, the aim 2700; the CPUs' use meanwhile, of it at nice)"
+echo "== where the time went (seconds; CI's limit is 5400, the aim 2700; how busy the CPUs were meanwhile)"
 awk -F'\t' '{
-    cpu = ($4 == "" ? "" : sprintf("%3d%% (%d%%)", $4, $5))
-    printf "  %-58s %6d  %-10s %s\n", $3, $1, cpu, ($2 == 0 ? "ok" : "exit " $2)
+    cpu = ($4 == "" ? "" : sprintf("%3d%% busy", $4))
+    printf "  %-58s %6d  %-9s %s\n", $3, $1, cpu, ($2 == 0 ? "ok" : "exit " $2)
 }' "$dir/stages"
 # Stages may overlap (the kernel matrix runs beside the host tier): the run's own wall time is the total.
 if [ -f "$dir/started" ]; then

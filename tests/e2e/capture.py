@@ -276,31 +276,32 @@ def record(args):
         out.write(json.dumps(decode(frame, addr[2], needles, stamp, partial)) + "\n")
 
     packets = 0
-    while not stop:
-        try:
-            frame, ancillary, _flags, addr = sock.recvmsg(1 << 18, 128)
-        except BlockingIOError:
-            out.flush()
-            time.sleep(0.02)
-            readable.poll(200)
-            continue
-        except InterruptedError:
-            continue
-        packets += 1
-        take(frame, ancillary, addr)
-    # What the kernel queued before the stop is recorded too (for at most 2 s, should frames keep coming).
-    deadline = time.monotonic() + 2
-    while time.monotonic() < deadline:
-        try:
-            frame, ancillary, _flags, addr = sock.recvmsg(1 << 18, 128)
-        except (BlockingIOError, InterruptedError):
-            break
-        packets += 1
-        take(frame, ancillary, addr)
-    raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
-    _, drops = struct.unpack("II", raw)
-    out.write(json.dumps({"stats": {"packets": packets, "drops": drops}}) + "\n")
-    out.close()
+    try:
+        while not stop:
+            try:
+                frame, ancillary, _flags, addr = sock.recvmsg(1 << 18, 128)
+            except BlockingIOError:
+                out.flush()
+                time.sleep(0.02)
+                readable.poll(200)
+                continue
+            packets += 1
+            take(frame, ancillary, addr)
+        # What the kernel queued before the stop is recorded too (for at most 2 s, should frames keep coming).
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            try:
+                frame, ancillary, _flags, addr = sock.recvmsg(1 << 18, 128)
+            except BlockingIOError:
+                break
+            packets += 1
+            take(frame, ancillary, addr)
+    finally:
+        # The lines taken so far and the statistics line, whatever ended the loop.
+        raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+        _, drops = struct.unpack("II", raw)
+        out.write(json.dumps({"stats": {"packets": packets, "drops": drops}}) + "\n")
+        out.close()
     return 0
 
 
