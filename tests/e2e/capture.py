@@ -275,27 +275,28 @@ def record(args):
                 partial = bool(struct.unpack("I", data[:4])[0] & TP_STATUS_CSUMNOTREADY)
         out.write(json.dumps(decode(frame, addr[2], needles, stamp, partial)) + "\n")
 
-    packets = 0
-    try:
-        while not stop:
-            try:
-                frame, ancillary, _flags, addr = sock.recvmsg(1 << 18, 128)
-            except BlockingIOError:
-                out.flush()
-                time.sleep(0.02)
-                readable.poll(200)
-                continue
-            packets += 1
-            take(frame, ancillary, addr)
-        # What the kernel queued before the stop is recorded too (for at most 2 s, should frames keep coming).
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline:
+    def drain(seconds):
+        """Takes the queued frames, for at most SECONDS: how many."""
+        taken, until = 0, time.monotonic() + seconds
+        while time.monotonic() < until:
             try:
                 frame, ancillary, _flags, addr = sock.recvmsg(1 << 18, 128)
             except BlockingIOError:
                 break
-            packets += 1
             take(frame, ancillary, addr)
+            taken += 1
+        return taken
+
+    packets = 0
+    try:
+        # A backlog that lasts is written out (and the stop looked at) every 0.2 s.
+        while not stop:
+            packets += drain(0.2)
+            out.flush()
+            time.sleep(0.02)
+            readable.poll(200)
+        # What the kernel queued before the stop is recorded too (for at most 2 s, should frames keep coming).
+        packets += drain(2)
     finally:
         # The lines taken so far and the statistics line, whatever ended the loop.
         raw = sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)

@@ -306,10 +306,16 @@ e2e_cleanup() {
 # ---------------------------------------------------------------------------------------------------
 # Polling and processes
 
-# wait_for SECONDS CMD...: runs CMD every 0.1 s until it succeeds (0) or SECONDS pass (1). SECONDS is
-# multiplied by E2E_TIME_SCALE (default 1): the kernel matrix runs the suites under emulation (TCG), where
-# starting a server takes several times longer. Only these waits scale; no check of the datapath does.
+# wait_for [--every S] SECONDS CMD...: runs CMD every 0.1 s (every S seconds, scaled as SECONDS: for a CMD
+# that is costly itself) until it succeeds (0) or SECONDS pass (1). SECONDS is multiplied by E2E_TIME_SCALE
+# (default 1): the kernel matrix runs the suites under emulation (TCG), where starting a server takes several
+# times longer. Only these waits scale; no check of the datapath does.
 wait_for() {
+    local every=0.1
+    if [ "$1" = --every ]; then
+        every=$(scaled_seconds "$2")
+        shift 2
+    fi
     local timeout=$1 window now deadline
     shift
     if [[ $timeout =~ ^[0-9]+$ && ${E2E_TIME_SCALE:-1} == 1 ]]; then
@@ -327,7 +333,7 @@ wait_for() {
         if ((now >= deadline)); then
             return 1
         fi
-        sleep 0.1
+        sleep "$every"
     done
 }
 

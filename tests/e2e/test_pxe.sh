@@ -271,16 +271,14 @@ case_renew_broadcast() {
 }
 
 # tftp_capture_has_bytes N T0: the host's capture holds at least N bytes of TFTP DATA from the service IP
-# since T0, each block counted once (all that the transfers fetched: the capture has caught up with them). A
-# second between reads where it has not, scaled as the waits are (scaled_seconds): each read parses the whole
-# capture, which competes with its writer for the CPU, the more so under emulation.
+# since T0, each block counted once (all that the transfers fetched: the capture has caught up with them).
+# Each read parses the whole capture, which competes with its writer for the CPU: its wait reads once a
+# (scaled) second.
 tftp_capture_has_bytes() {
     local seen
     seen=$(python3 "$CAPTURE_PY" tftp-ports "$LAN_CAPTURE" --server "$E2E_SERVICE_IP" --after "$2")
     seen=${seen##*blocks_bytes=}
-    [ "${seen:-0}" -ge "$1" ] && return 0
-    sleep "$(scaled_seconds 1)"
-    return 1
+    [ "${seen:-0}" -ge "$1" ]
 }
 
 # d. TFTP through the service IP in one dnsmasq mode: the ~3 MB boot file and a second file, byte for byte.
@@ -347,7 +345,7 @@ tftp_case() {
     # judged once it holds every byte fetched, or after 60 s (scaled) without (the judgments then say what it
     # saw).
     local fetched=$((big_size + small_size))
-    wait_for 60 tftp_capture_has_bytes "$fetched" "$t0" || log "$mode: the capture still lacks some of the $fetched bytes fetched"
+    wait_for --every 1 60 tftp_capture_has_bytes "$fetched" "$t0" || log "$mode: the capture still lacks some of the $fetched bytes fetched"
     ports=$(python3 "$CAPTURE_PY" tftp-ports "$LAN_CAPTURE" --server "$E2E_SERVICE_IP" --after "$t0")
     created_delta=$(counter_delta flow_created "$created")
     dnat_delta=$(counter_delta dnat_flow "$dnat")
