@@ -73,12 +73,14 @@
 	(DHCP6_OPT_HEAD_LEN + DHCP6_INTERFACE_ID_LEN + DHCP6_OPT_HEAD_LEN + DHCP6_CLIENT_LINKLAYER_LEN)
 #define DHCP6_PADDED_INTERFACE_ID_LEN (DHCP6_OPTIONS_LEN - DHCP6_OPT_HEAD_LEN)
 /* What wrapping adds: the relay header, the options above, the Relay Message option's header. A multiple of
- * 4, so the checksum difference is one bpf_csum_diff over it. */
+ * 4: the message after it keeps its words' places in the checksum, and the header is summed in 4-byte words.
+ */
 #define DHCP6_WRAP_LEN		      (DHCP6_RELAY_HEAD_LEN + DHCP6_OPTIONS_LEN + DHCP6_OPT_HEAD_LEN)
+_Static_assert(DHCP6_WRAP_LEN % 4 == 0, "dhcp6_wrap_sum sums the relay header in 4-byte words");
 /* The largest UDP payload relayed either way (more than a 1500-byte LAN carries); a power of two. */
-#define DHCP6_MAX_MSG		      2048
+#define DHCP6_MAX_MSG	2048
 /* bpf_csum_diff sums at most 512 bytes per call on the oldest kernels of the matrix. */
-#define DHCP6_SUM_CHUNK		      512
+#define DHCP6_SUM_CHUNK 512
 _Static_assert(DHCP6_SUM_CHUNK == 512, "dhcp6_sum masks a chunk with 511");
 
 /* The frame's headers in front of a DHCPv6 message: Ethernet, the fixed IPv6 header (tc_pod_dhcp6 takes no
@@ -287,6 +289,11 @@ static __always_inline void put_be16(__u8 *at, __u16 value)
 	at[1] = value & 0xff;
 }
 
+static __always_inline __u32 get_be16(const __u8 *at)
+{
+	return (__u32)at[0] << 8 | at[1];
+}
+
 /*
  * Builds the Relay-Forward header in msg[0, DHCP6_WRAP_LEN) in front of the n-byte message already at
  * msg[DHCP6_WRAP_LEN]. Returns the drop counter when the message may not be relayed, BPFNET_CTR_MAX when
@@ -341,26 +348,47 @@ static __always_inline enum bpfnet_counter dhcp6_wrap(struct dhcp6_scratch *s, _
 	return BPFNET_CTR_MAX;
 }
 
+/*
+ * The ones'-complement sum of the relay header dhcp6_wrap() built in msg[0, DHCP6_WRAP_LEN), as dhcp6_sum()
+ * gives it, summed here in 4-byte words: the helper's call cost more than its 60 bytes.
+ */
+static __always_inline __u32 dhcp6_wrap_sum(const struct dhcp6_scratch *s)
+{
+	__u64 sum = 0;
+
+#pragma unroll
+	for (__u32 at = 0; at < DHCP6_WRAP_LEN; at += 4)
+		sum += *(const __u32 *)&s->msg[at];
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (__u32)sum + (__u32)(sum >> 32);
+	/* Summed here: the compiler may otherwise move the 15 loads to where the sum is used and keep them
+	 * live across the calls between, spilled past the stack's 512 bytes (it did, for a source mutant). */
+	asm volatile("" : "+r"(sum));
+	return (__u32)sum;
+}
+
 /* dhcp6_forward_in_front() does not apply: nothing was changed, the message goes the other way. */
 #define DHCP6_AT_TAIL 1
 
 /*
  * Writes the Relay-Forward's frame headers and relay header, built in the copy at frame, over the frame's
  * first bytes: directly where the linear part holds them (after bpf_skb_adjust_room it does: the headers
- * moved, the room made), in 2-byte words (the copy's are 2-aligned; the verifier takes packet stores at any
- * alignment where the CPU does, as x86_64 and arm64 do), else by the helper's store. Direct, the 122 bytes
- * cost less than the helper's call and copy (0.92 of its time, path_cost, 2026-12-07).
+ * moved, the room made), in 8-byte words and then the last 8 bytes (the copy's and the frame's are 2-aligned;
+ * the verifier takes loads and stores at any alignment where the CPU does, as x86_64 and arm64 do), else by
+ * the helper's store. Direct, the 122 bytes cost less than the helper's call and copy (0.92 of its time in
+ * 2-byte words, path_cost, 2026-12-07).
  */
 static __always_inline int dhcp6_write_forward_head(struct __sk_buff *skb, const __u8 *frame)
 {
-	__u16 *out = nat_direct_at(skb, 0, DHCP6_FRAME_HEAD_LEN + DHCP6_WRAP_LEN);
-	const __u16 *from = (const __u16 *)frame;
+	const __u32 total = DHCP6_FRAME_HEAD_LEN + DHCP6_WRAP_LEN;
+	__u8 *out = nat_direct_at(skb, 0, total);
 
 	if (!out)
-		return bpf_skb_store_bytes(skb, 0, frame, DHCP6_FRAME_HEAD_LEN + DHCP6_WRAP_LEN, 0) ? -1 : 0;
+		return bpf_skb_store_bytes(skb, 0, frame, total, 0) ? -1 : 0;
 #pragma unroll
-	for (__u32 i = 0; i < (DHCP6_FRAME_HEAD_LEN + DHCP6_WRAP_LEN) / 2; i++)
-		out[i] = from[i];
+	for (__u32 at = 0; at + 8 <= total; at += 8)
+		*(__u64 *)(out + at) = *(const __u64 *)(frame + at);
+	*(__u64 *)(out + total - 8) = *(const __u64 *)(frame + total - 8);
 	return 0;
 }
 
@@ -496,16 +524,14 @@ static __always_inline int dhcp6_relay_request(struct __sk_buff *skb, const stru
 		return TC_ACT_SHOT;
 	}
 	/* The message keeps its alignment (the header is a multiple of 4): the header is all that adds. */
-	__s64 added = dhcp6_sum(s, 0, DHCP6_WRAP_LEN);
+	__u32 added = dhcp6_wrap_sum(s);
 	struct udp6_ends to = {.saddr = *service,
 			       .daddr = target->backend_ip,
 			       .sport = bpf_htons(DHCP6_SERVER_PORT),
 			       .dport = target->backend_port};
-	int forwarded =
-		added < 0 ? -1
-			  : dhcp6_forward_in_front(skb, pkt, s, n, (__u32)added, saddr, daddr, &to, link);
+	int forwarded = dhcp6_forward_in_front(skb, pkt, s, n, added, saddr, daddr, &to, link);
 	if (forwarded == DHCP6_AT_TAIL)
-		forwarded = dhcp6_forward_at_tail(skb, pkt, s, n, (__u32)added, saddr, daddr, &to, link);
+		forwarded = dhcp6_forward_at_tail(skb, pkt, s, n, added, saddr, daddr, &to, link);
 	/* A multicast frame stays PACKET_MULTICAST through redirect_peer; it is the pod's now. */
 	if (forwarded || bpf_skb_change_type(skb, PACKET_HOST)) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
@@ -531,8 +557,8 @@ static long dhcp6_option_step(__u32 index, void *unused)
 		return 1;
 	}
 	__u32 at = pos & (DHCP6_MAX_MSG - 1);
-	__u16 code = (__u16)s->msg[at] << 8 | s->msg[at + 1];
-	__u32 len = (__u32)s->msg[at + 2] << 8 | s->msg[at + 3];
+	__u32 code = get_be16(&s->msg[at]);
+	__u32 len = get_be16(&s->msg[at + 2]);
 	__u32 data = pos + DHCP6_OPT_HEAD_LEN;
 	if (data + len > s->end) {
 		s->broken = 1;
@@ -558,6 +584,34 @@ static long dhcp6_option_step(__u32 index, void *unused)
 	return 0;
 }
 
+/*
+ * The Relay-Reply's options laid out as our Relay-Forward's came back from dnsmasq (it answers with the
+ * forward's options in their order, the client's link-layer address left out, the Relay Message in its
+ * place): the Interface-ID, then the Relay Message up to the end of msg[0, n). Then the walk's results are
+ * set without it: the same options, each once, that the walk would have found. Any other layout is the
+ * walk's. A match reads nothing past n: the Relay Message's data ends at n, after all that was read.
+ */
+static __always_inline int dhcp6_reply_as_forwarded(struct dhcp6_scratch *s, __u32 n)
+{
+	const __u8 *id = &s->msg[DHCP6_RELAY_HEAD_LEN];
+	__u32 id_len = get_be16(id + 2);
+
+	if (get_be16(id) != DHCP6_OPT_INTERFACE_ID ||
+	    (id_len != DHCP6_INTERFACE_ID_LEN && id_len != DHCP6_PADDED_INTERFACE_ID_LEN))
+		return 0;
+	__u32 relay_msg = DHCP6_RELAY_HEAD_LEN + DHCP6_OPT_HEAD_LEN + id_len;
+	const __u8 *opt = &s->msg[relay_msg];
+	__u32 data = relay_msg + DHCP6_OPT_HEAD_LEN, len = get_be16(opt + 2);
+	if (get_be16(opt) != DHCP6_OPT_RELAY_MSG || data + len != n)
+		return 0;
+	s->interface_id_off = DHCP6_RELAY_HEAD_LEN + DHCP6_OPT_HEAD_LEN;
+	s->interface_id_len = id_len;
+	s->relay_msg_off = data;
+	s->relay_msg_len = len;
+	s->pos = n;
+	return 1;
+}
+
 /* Walks the options of the Relay-Reply in msg[0, n). 0 when it has one Relay Message and our Interface-ID. */
 static __always_inline int dhcp6_walk_relay_reply(struct dhcp6_scratch *s, __u32 n)
 {
@@ -568,8 +622,8 @@ static __always_inline int dhcp6_walk_relay_reply(struct dhcp6_scratch *s, __u32
 	s->interface_id_off = 0;
 	s->interface_id_len = 0;
 	s->broken = 0;
-	/* Each step takes at least an option header. */
-	bpf_loop(DHCP6_MAX_MSG / DHCP6_OPT_HEAD_LEN + 1, dhcp6_option_step, NULL, 0);
+	if (!dhcp6_reply_as_forwarded(s, n)) /* each step takes at least an option header */
+		bpf_loop(DHCP6_MAX_MSG / DHCP6_OPT_HEAD_LEN + 1, dhcp6_option_step, NULL, 0);
 	if (s->broken || s->pos != s->end || !s->relay_msg_off || s->relay_msg_len < 4 ||
 	    (s->interface_id_len != DHCP6_INTERFACE_ID_LEN &&
 	     s->interface_id_len != DHCP6_PADDED_INTERFACE_ID_LEN))
@@ -654,6 +708,73 @@ static __always_inline __u8 *dhcp6_reply_frame(struct dhcp6_scratch *s, __u32 st
 }
 
 /*
+ * The change of the payload's ones'-complement sum when only the inner message, msg[inner_off, +len) of the
+ * Relay-Reply's msg[0, n), stays, as the new payload's first byte. Where the message starts at an even offset
+ * and ends the Relay-Reply, its 16-bit words keep their place in the sum and the payload loses only the bytes
+ * in front of it: their sum, negated. dnsmasq's replies are such (it answers with the Relay-Forward's options
+ * in their order, the Relay Message in its place, and ours comes last, at offset 48 or 60). Elsewhere the old
+ * payload's sum and the message's own, from its first byte (what follows each zeroed first: the walk has read
+ * it). -1 when the helper refused.
+ */
+static __always_inline int dhcp6_unwrap_diff(struct dhcp6_scratch *s, __u32 n, __u32 inner_off, __u32 len,
+					     __u32 *diff)
+{
+	if (!(inner_off & 1) && inner_off + len == n) {
+		__s64 front = dhcp6_sum(s, 0, inner_off & ~3u);
+		if (front < 0)
+			return -1;
+		__u32 lost = (__u32)front;
+		if (inner_off & 2) {
+			__u32 at = (inner_off - 2) & (DHCP6_MAX_MSG - 1);
+			lost = csum_add32(lost, *(const __u16 *)&s->msg[at]);
+		}
+		*diff = csum_word4_diff(lost, 0);
+		return 0;
+	}
+	dhcp6_zero_after(s, n);
+	__s64 old_sum = dhcp6_sum(s, 0, round_up4(n));
+	dhcp6_zero_after(s, inner_off + len);
+	__s64 new_sum = dhcp6_sum(s, inner_off, round_up4(len));
+	if (old_sum < 0 || new_sum < 0)
+		return -1;
+	*diff = csum_word4_diff((__u32)old_sum, (__u32)new_sum);
+	return 0;
+}
+
+/*
+ * Writes the frame built in the copy, total bytes from frame, over the frame's first bytes: directly where
+ * the linear part holds them (a datagram the pod sent does), in 8-byte words and then its last 8 bytes (total
+ * is at least the headers' 62), else by the helper's store. The helper's call and copy was a tenth of the
+ * reply's time (path_cost, 2026-12-07).
+ */
+static __always_inline int dhcp6_write_frame(struct __sk_buff *skb, const __u8 *frame, __u32 total)
+{
+	void *data = (void *)(long)skb->data;
+	void *data_end = (void *)(long)skb->data_end;
+
+	if (total < DHCP6_FRAME_HEAD_LEN || total > DHCP6_FRAME_HEAD_LEN + DHCP6_MAX_MSG)
+		return -1;
+	if (data + total > data_end)
+		return bpf_skb_store_bytes(skb, 0, frame, total, 0) ? -1 : 0;
+	for (__u32 at = 0; at < DHCP6_FRAME_HEAD_LEN + DHCP6_MAX_MSG; at += 8) {
+		if (at + 8 > total)
+			break;
+		__u64 *out = data + at;
+		if ((void *)(out + 1) > data_end)
+			return -1;
+		*out = *(const __u64 *)(frame + at);
+	}
+	__u32 last_off = total - 8;
+	/* Kept as one offset: data + total, then 8 back, is a pointer the verifier will not let store. */
+	asm volatile("" : "+r"(last_off));
+	__u64 *last = data + last_off;
+	if ((void *)(last + 1) > data_end)
+		return -1;
+	*last = *(const __u64 *)(frame + last_off);
+	return 0;
+}
+
+/*
  * Server -> client (or relay). The pod's DHCPv6 server answers the Relay-Forward with a Relay-Reply to
  * service:547; its Relay Message goes to the peer-address, from the NIC's link-local address to a client
  * (RFC 8415 19.2), from the service address to a relay. pod: the server's address; service: the service
@@ -692,20 +813,11 @@ static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct
 		return TC_ACT_SHOT;
 	}
 	asm volatile("%[len] += -1; %[len] &= 2047; %[len] += 1" : [len] "+r"(len));
-	/* The payload's change, summed where the checksum covers it (not a CHECKSUM_PARTIAL skb's): the old
-	 * payload's sum, then the inner message's from its own first byte, where the new payload starts (what
-	 * follows it in the Relay-Reply zeroed first: the walk has read it). */
+	/* The payload's change, summed where the checksum covers it (not a CHECKSUM_PARTIAL skb's). */
 	__u32 payload_diff = 0;
-	if (state != SKB_CSUM_PARTIAL) {
-		dhcp6_zero_after(s, n);
-		__s64 old_sum = dhcp6_sum(s, 0, round_up4(n));
-		dhcp6_zero_after(s, inner_off + len);
-		__s64 new_sum = dhcp6_sum(s, inner_off, round_up4(len));
-		if (old_sum < 0 || new_sum < 0) {
-			decide(BPFNET_CTR_DROP_REWRITE_FAILED);
-			return TC_ACT_SHOT;
-		}
-		payload_diff = csum_word4_diff((__u32)old_sum, (__u32)new_sum);
+	if (state != SKB_CSUM_PARTIAL && dhcp6_unwrap_diff(s, n, inner_off, len, &payload_diff)) {
+		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
+		return TC_ACT_SHOT;
 	}
 	struct udp6_ends to = {
 		.saddr = ip_is_unset(&cfg->nic_link_local) || to_port == bpf_htons(DHCP6_SERVER_PORT)
@@ -721,7 +833,7 @@ static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct
 	__u8 *frame = dhcp6_reply_frame(s, state, inner_off, len, &to, payload_diff, cfg->nic_mac, &change,
 					&by_helper);
 	if (bpf_skb_change_tail(skb, DHCP6_FRAME_HEAD_LEN + len, 0) ||
-	    bpf_skb_store_bytes(skb, 0, frame, DHCP6_FRAME_HEAD_LEN + len, 0) ||
+	    dhcp6_write_frame(skb, frame, DHCP6_FRAME_HEAD_LEN + len) ||
 	    (by_helper && udp6_csum_by_helpers(skb, pkt, &change))) {
 		decide(BPFNET_CTR_DROP_REWRITE_FAILED);
 		return TC_ACT_SHOT;

@@ -368,6 +368,14 @@ GeneratedFrame6 FrameGenerator6::pod_relay_reply() {
     bool interface_id_last = chance(0.3);
     if (!interface_id_last)
         append(msg, interface_id);
+    // An option of the relay's echoed between them (a Remote-ID, RFC 4649): the Relay Message at an offset
+    // that is no multiple of 4, or an odd one, where the relay's sum takes other ways.
+    if (chance(0.2)) {
+        uint8_t len = static_cast<uint8_t>(below(6));
+        msg.insert(msg.end(), {0, 37, 0, len});
+        for (uint8_t i = 0; i < len; i++)
+            msg.push_back(static_cast<uint8_t>(below(256)));
+    }
     Bytes inner = {static_cast<uint8_t>(pick(std::vector<int>{2, 7, 10, 13})), 0xab, 0xcd, 0xef};
     append(inner, payload(40));
     msg.insert(msg.end(), {0, 9, static_cast<uint8_t>(inner.size() >> 8), static_cast<uint8_t>(inner.size())});
