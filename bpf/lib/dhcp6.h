@@ -17,7 +17,7 @@
  * only, so the payload is not summed for it), or updated by the kernel's helpers where the state asks for
  * them. A Relay-Forward made in front gets its new headers built in a copy and written directly after the
  * room is made. A Relay-Reply is copied with its frame's headers; the frame sent is built in the copy in
- * front of the inner message and written back in one store.
+ * front of the inner message and written back directly once the tail is cut.
  */
 #ifndef BPFNET_DHCP6_H
 #define BPFNET_DHCP6_H
@@ -349,8 +349,8 @@ static __always_inline enum bpfnet_counter dhcp6_wrap(struct dhcp6_scratch *s, _
 }
 
 /*
- * The ones'-complement sum of the relay header dhcp6_wrap() built in msg[0, DHCP6_WRAP_LEN), as dhcp6_sum()
- * gives it, summed here in 4-byte words: the helper's call cost more than its 60 bytes.
+ * The ones'-complement sum of the relay header dhcp6_wrap() built in msg[0, DHCP6_WRAP_LEN), summed here in
+ * 4-byte words (dhcp6_sum()'s, once folded): the helper's call cost more than its 60 bytes.
  */
 static __always_inline __u32 dhcp6_wrap_sum(const struct dhcp6_scratch *s)
 {
@@ -403,8 +403,8 @@ static __always_inline int dhcp6_write_forward_head(struct __sk_buff *skb, const
  * header is UDP: nothing else takes this way). Only where the checksum is computed here (CHECKSUM_NONE or
  * UNNECESSARY) and the datagram follows the fixed IPv6 header: the UDP header moves, which a CHECKSUM_PARTIAL
  * skb's checksum start would not follow. Returns DHCP6_AT_TAIL, having changed nothing, where it does not
- * apply; -1 when a helper refused. wrap_sum: the header's sum (dhcp6_sum); saddr, daddr: the datagram's
- * addresses as it came.
+ * apply; -1 when a helper refused. wrap_sum: the header's sum (dhcp6_wrap_sum); saddr, daddr: the
+ * datagram's addresses as it came.
  */
 static __always_inline int dhcp6_forward_in_front(struct __sk_buff *skb, const struct ip_packet *pkt,
 						  struct dhcp6_scratch *s, __u32 n, __u32 wrap_sum,
@@ -742,10 +742,11 @@ static __always_inline int dhcp6_unwrap_diff(struct dhcp6_scratch *s, __u32 n, _
 }
 
 /*
- * Writes the frame built in the copy, total bytes from frame, over the frame's first bytes: directly where
- * the linear part holds them (a datagram the pod sent does), in 8-byte words and then its last 8 bytes (total
- * is at least the headers' 62), else by the helper's store. The helper's call and copy was a tenth of the
- * reply's time (path_cost, 2026-12-07).
+ * Writes the frame built in the copy, total bytes from frame, over the frame's first bytes, directly, in
+ * 8-byte words and then its last 8 bytes (total is at least the headers' 62). After bpf_skb_change_tail the
+ * whole frame is in the linear part (the helper linearizes, unclones and drops offloads, as its documentation
+ * says), so no byte needs the helper's store, whose call and copy was a tenth of the reply's time (path_cost,
+ * 2026-12-07). -1 for a frame shorter than total: none after the tail was set to it.
  */
 static __always_inline int dhcp6_write_frame(struct __sk_buff *skb, const __u8 *frame, __u32 total)
 {
@@ -754,8 +755,6 @@ static __always_inline int dhcp6_write_frame(struct __sk_buff *skb, const __u8 *
 
 	if (total < DHCP6_FRAME_HEAD_LEN || total > DHCP6_FRAME_HEAD_LEN + DHCP6_MAX_MSG)
 		return -1;
-	if (data + total > data_end)
-		return bpf_skb_store_bytes(skb, 0, frame, total, 0) ? -1 : 0;
 	for (__u32 at = 0; at < DHCP6_FRAME_HEAD_LEN + DHCP6_MAX_MSG; at += 8) {
 		if (at + 8 > total)
 			break;
@@ -779,7 +778,7 @@ static __always_inline int dhcp6_write_frame(struct __sk_buff *skb, const __u8 *
  * service:547; its Relay Message goes to the peer-address, from the NIC's link-local address to a client
  * (RFC 8415 19.2), from the service address to a relay. pod: the server's address; service: the service
  * address the reply was sent to. The frame is copied whole, the new one built in the copy in front of the
- * inner message, and written back in one store after the tail is cut.
+ * inner message, and written back directly after the tail is cut.
  */
 static __always_inline int dhcp6_relay_reply(struct __sk_buff *skb, const struct ip_packet *pkt,
 					     const struct bpfnet_iface *cfg, const struct bpfnet_ip *service)

@@ -134,6 +134,13 @@ MUTANTS = [
      "lib/dhcp6.h",
      "change.rest = csum_add32(wrap_sum, change.len + csum_word_diff(was_udp->source, to->sport) +",
      "change.rest = csum_add32(0, change.len + csum_word_diff(was_udp->source, to->sport) +"),
+    ("checksum: the DHCPv6 Relay-Forward's header summed without its words", "lib/dhcp6.h",
+     "\t\tsum += *(const __u32 *)&s->msg[at];\n",
+     ""),
+    ("bounds: the DHCPv6 Relay-Forward made in front sent without its head's last bytes (the Relay Message "
+     "option's length)", "lib/dhcp6.h",
+     "\t*(__u64 *)(out + total - 8) = *(const __u64 *)(frame + total - 8);\n",
+     ""),
     ("bounds: the DHCPv6 Relay-Forward made in front sent without its IPv6 payload length", "lib/dhcp6.h",
      "\tip6->payload_len = len; /* no extension headers: the datagram is the payload */\n",
      ""),
